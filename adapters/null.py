@@ -1,0 +1,28 @@
+"""An adapter that remembers nothing: the floor every memory system must beat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.dataset import Episode
+
+
+class NullAdapter(MemoryAdapter):
+    async def reset(self, scope_id: str) -> None:
+        return None
+
+    async def ingest(self, episode: Episode) -> None:
+        return None
+
+    async def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        return []
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        return None
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(search_modes=[], max_results=1,
+                                  description="remembers nothing")

@@ -1,0 +1,1 @@
+"""GoldEvidenceBench: long-context state tracking under distractors, as a lens scenario."""

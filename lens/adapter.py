@@ -1,0 +1,270 @@
+"""The MemoryAdapter contract, its data types, and the adapter registry.
+
+A memory-system author writes one class. Async methods are the contract; a class that prefers
+plain functions subclasses :class:`SyncMemoryAdapter` and lens runs its methods in worker threads.
+Adapters only ever see episodes without scenario metadata and the agent's queries: never ground
+truth, question types or checkpoints' questions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lens.dataset import Episode
+from lens.errors import AdapterNotFound, ConfigError
+
+ENTRY_POINT_GROUP = "lens.adapters"
+
+
+class SearchResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ref_id: str = Field(min_length=1)
+    text: str
+    score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Document(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ref_id: str = Field(min_length=1)
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExtraTool(BaseModel):
+    """An adapter-specific tool the agent may call through ``call_extended_tool``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    description: str
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+class CapabilityManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    search_modes: list[str] = Field(default_factory=lambda: ["keyword"])
+    filter_fields: list[str] = Field(default_factory=list)
+    max_results: int = Field(default=10, ge=1)
+    extra_tools: list[ExtraTool] = Field(default_factory=list)
+    # Ref ids the adapter makes up itself (summaries, chunks) start with one of these; grounding
+    # accepts them as real even though no episode carries that id.
+    synthetic_ref_prefixes: list[str] = Field(default_factory=list)
+    description: str = ""
+
+
+class MemoryAdapter(ABC):
+    """The contract between lens and a memory system.
+
+    Subclasses may declare ``Options`` (a pydantic model) to validate their config options; the
+    validated options are passed to ``__init__`` as keyword arguments.
+    """
+
+    Options: ClassVar[type[BaseModel] | None] = None
+
+    @abstractmethod
+    async def reset(self, scope_id: str) -> None:
+        """Forget everything; the next episodes belong to ``scope_id``."""
+
+    @abstractmethod
+    async def ingest(self, episode: Episode) -> None:
+        """Store one episode. Episodes arrive in timestamp order."""
+
+    async def prepare(self, scope_id: str, checkpoint: int) -> None:  # noqa: B027
+        """Called before the questions of a checkpoint; a place to build indexes or summaries."""
+
+    @abstractmethod
+    async def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]: ...
+
+    @abstractmethod
+    async def retrieve(self, ref_id: str) -> Document | None: ...
+
+    @abstractmethod
+    async def get_capabilities(self) -> CapabilityManifest: ...
+
+    async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        raise NotImplementedError(f"this adapter has no tool named {name!r}")
+
+    async def aclose(self) -> None:  # noqa: B027
+        """Release files, connections and threads."""
+
+
+class SyncMemoryAdapter(ABC):
+    """The same contract with plain methods; lens runs them in worker threads."""
+
+    Options: ClassVar[type[BaseModel] | None] = None
+
+    @abstractmethod
+    def reset(self, scope_id: str) -> None: ...
+
+    @abstractmethod
+    def ingest(self, episode: Episode) -> None: ...
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:  # noqa: B027
+        pass
+
+    @abstractmethod
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]: ...
+
+    @abstractmethod
+    def retrieve(self, ref_id: str) -> Document | None: ...
+
+    @abstractmethod
+    def get_capabilities(self) -> CapabilityManifest: ...
+
+    def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        raise NotImplementedError(f"this adapter has no tool named {name!r}")
+
+    def close(self) -> None:  # noqa: B027
+        pass
+
+
+class ThreadedAdapter(MemoryAdapter):
+    """Runs a :class:`SyncMemoryAdapter` in worker threads so it never blocks the event loop.
+
+    Calls are serialised with a lock: a synchronous adapter is not assumed to be thread-safe.
+    """
+
+    def __init__(self, inner: SyncMemoryAdapter) -> None:
+        self.inner = inner
+        self._lock = anyio.Lock()
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        async with self._lock:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args))
+
+    async def reset(self, scope_id: str) -> None:
+        await self._call(self.inner.reset, scope_id)
+
+    async def ingest(self, episode: Episode) -> None:
+        await self._call(self.inner.ingest, episode)
+
+    async def prepare(self, scope_id: str, checkpoint: int) -> None:
+        await self._call(self.inner.prepare, scope_id, checkpoint)
+
+    async def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        return await self._call(self.inner.search, query, filters, limit)
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        return await self._call(self.inner.retrieve, ref_id)
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return await self._call(self.inner.get_capabilities)
+
+    async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return await self._call(self.inner.call_extended_tool, name, arguments)
+
+    async def aclose(self) -> None:
+        await self._call(self.inner.close)
+
+
+AdapterClass = type[MemoryAdapter] | type[SyncMemoryAdapter]
+
+# Built-ins are imported lazily so optional dependencies of one adapter never break another.
+BUILTIN_ADAPTERS: dict[str, str] = {
+    "null": "adapters.null:NullAdapter",
+    "sqlite_fts": "adapters.sqlite_fts:SqliteFtsAdapter",
+}
+
+_registered: dict[str, AdapterClass] = {}
+
+
+def register_adapter(name: str) -> Callable[[AdapterClass], AdapterClass]:
+    """Register an adapter class under ``name`` (for adapters defined in tests or notebooks)."""
+
+    def deco(cls: AdapterClass) -> AdapterClass:
+        _registered[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_target(target: str) -> AdapterClass:
+    module_name, _, attr = target.partition(":")
+    if not attr:
+        raise AdapterNotFound(f"{target!r} is not of the form 'package.module:ClassName'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AdapterNotFound(
+            f"cannot import {module_name!r} for adapter {target!r}: {exc}"
+        ) from None
+    try:
+        cls = getattr(module, attr)
+    except AttributeError:
+        raise AdapterNotFound(f"module {module_name!r} has no class {attr!r}") from None
+    if not (inspect.isclass(cls) and issubclass(cls, MemoryAdapter | SyncMemoryAdapter)):
+        raise AdapterNotFound(
+            f"{target!r} is not a MemoryAdapter or SyncMemoryAdapter subclass"
+        )
+    return cls
+
+
+def _entry_point_targets() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def adapter_names() -> list[str]:
+    """Every adapter name lens can create: built-ins, entry points and registered classes."""
+    return sorted(set(BUILTIN_ADAPTERS) | set(_entry_point_targets()) | set(_registered))
+
+
+def resolve_adapter(name: str) -> AdapterClass:
+    """The class for ``name``: a registered name, an entry point, or ``module:Class``."""
+    if name in _registered:
+        return _registered[name]
+    if name in BUILTIN_ADAPTERS:
+        return _load_target(BUILTIN_ADAPTERS[name])
+    eps = _entry_point_targets()
+    if name in eps:
+        return _load_target(eps[name])
+    if ":" in name:
+        return _load_target(name)
+    raise AdapterNotFound(
+        f"unknown adapter {name!r}; available: {', '.join(adapter_names())} "
+        "(or give 'package.module:ClassName')"
+    )
+
+
+def validate_options(cls: AdapterClass, options: dict[str, Any], where: str) -> dict[str, Any]:
+    """Check ``options`` against the class's ``Options`` model; return them normalised."""
+    model = getattr(cls, "Options", None)
+    if model is None:
+        return dict(options)
+    try:
+        return model.model_validate(options).model_dump()
+    except ValidationError as exc:
+        lines = [
+            f"{where}.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()
+        ]
+        raise ConfigError("invalid adapter options:\n  " + "\n  ".join(lines)) from None
+
+
+def create_adapter(name: str, options: dict[str, Any] | None = None) -> MemoryAdapter:
+    """A fresh async adapter instance (synchronous classes are wrapped in threads)."""
+    cls = resolve_adapter(name)
+    opts = validate_options(cls, options or {}, f"adapter {name!r} options")
+    instance = cls(**opts)
+    if isinstance(instance, SyncMemoryAdapter):
+        return ThreadedAdapter(instance)
+    return instance

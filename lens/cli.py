@@ -1,0 +1,48 @@
+"""The ``lens`` command line. Each subcommand lives in its own module under ``lens.commands``
+and exposes ``register(subparsers)``; this module only discovers them and maps errors to exit
+codes: user errors print one message and exit 2, with no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import lens.commands
+from lens import __version__
+from lens.errors import UserError
+
+EXIT_USER_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lens", description="Evaluate AI memory systems over time."
+    )
+    parser.add_argument("--version", action="version", version=f"lens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(lens.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"lens.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_USER_ERROR
+    try:
+        return int(handler(args) or 0)
+    except UserError as exc:
+        print(f"lens: error: {exc.render()}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("lens: interrupted; resume with --resume RUN_DIR", file=sys.stderr)
+        return 130

@@ -1,0 +1,270 @@
+"""The LENS dataset format: models, loader and validator.
+
+A dataset is ``{version, scopes: [{scope_id, episodes: [...]}], questions: [...]}``. Episodes of a
+scope are streamed in timestamp order; a question's ``checkpoint_after`` counts episodes of its
+scope in that order. Ground truth stays in :class:`Question` and is never handed to an adapter or
+to the agent: they receive :meth:`Episode.for_adapter` and :meth:`Question.for_agent`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lens.errors import DatasetError, Problem
+
+MAX_DATASET_BYTES = 512 * 1024 * 1024
+
+
+class QuestionType(StrEnum):
+    LONGITUDINAL = "longitudinal"
+    NULL_HYPOTHESIS = "null_hypothesis"
+    ACTION_RECOMMENDATION = "action_recommendation"
+    NEGATIVE = "negative"
+    PARAPHRASE = "paraphrase"
+    TEMPORAL = "temporal"
+    COUNTERFACTUAL = "counterfactual"
+    DISTRACTOR_RESISTANCE = "distractor_resistance"
+    SEVERITY_ASSESSMENT = "severity_assessment"
+    EVIDENCE_SUFFICIENCY = "evidence_sufficiency"
+
+
+SYNTHESIS_TYPES: frozenset[QuestionType] = frozenset(QuestionType) - {
+    QuestionType.NULL_HYPOTHESIS
+}
+
+
+def parse_timestamp(value: str | datetime) -> datetime:
+    """Parse an ISO-8601 timestamp; naive times are taken as UTC so all compare."""
+    ts = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Episode(_Model):
+    episode_id: str = Field(min_length=1)
+    scope_id: str = Field(min_length=1)
+    timestamp: datetime
+    text: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _parse_ts(cls, v: Any) -> datetime:
+        if not isinstance(v, str | datetime):
+            raise ValueError("must be an ISO-8601 timestamp string such as 2024-01-15T10:00:00")
+        try:
+            return parse_timestamp(v)
+        except ValueError as exc:
+            raise ValueError(
+                f"{v!r} is not an ISO-8601 timestamp (use e.g. 2024-01-15T10:00:00)"
+            ) from exc
+
+    def for_adapter(self) -> Episode:
+        """The episode as a memory system may see it: scenario metadata removed."""
+        return self.model_copy(update={"meta": {}})
+
+
+class GroundTruth(_Model):
+    canonical_answer: str
+    required_evidence_refs: list[str] = Field(default_factory=list)
+    key_facts: list[str] = Field(default_factory=list)
+
+
+class AgentQuestion(_Model):
+    """What the agent is told about a question: its id and its prompt, nothing else."""
+
+    question_id: str
+    prompt: str
+
+
+class Question(_Model):
+    question_id: str = Field(min_length=1)
+    scope_id: str = Field(min_length=1)
+    checkpoint_after: int = Field(ge=0)
+    question_type: QuestionType
+    prompt: str = Field(min_length=1)
+    ground_truth: GroundTruth
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def for_agent(self) -> AgentQuestion:
+        return AgentQuestion(question_id=self.question_id, prompt=self.prompt)
+
+
+class Scope(_Model):
+    scope_id: str = Field(min_length=1)
+    episodes: list[Episode]
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def ordered_episodes(self) -> list[Episode]:
+        """Episodes in stream order: by timestamp, ties kept in file order."""
+        return sorted(self.episodes, key=lambda e: e.timestamp)
+
+
+class Dataset(_Model):
+    version: str = "0.1.0"
+    dataset_id: str | None = None
+    scopes: list[Scope]
+    questions: list[Question]
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def scope(self, scope_id: str) -> Scope:
+        for s in self.scopes:
+            if s.scope_id == scope_id:
+                return s
+        raise KeyError(scope_id)
+
+    def questions_for(self, scope_id: str) -> list[Question]:
+        return [q for q in self.questions if q.scope_id == scope_id]
+
+    def content_hash(self) -> str:
+        return content_hash(self.model_dump(mode="json"))
+
+    def select_scopes(self, scope_ids: list[str]) -> Dataset:
+        keep = set(scope_ids)
+        return self.model_copy(
+            update={
+                "scopes": [s for s in self.scopes if s.scope_id in keep],
+                "questions": [q for q in self.questions if q.scope_id in keep],
+            }
+        )
+
+
+def content_hash(obj: Any) -> str:
+    """sha256 of the canonical JSON form of ``obj``."""
+    canon = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def json_path(loc: tuple[int | str, ...]) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    name = str(path)
+    if not path.exists():
+        raise DatasetError(f"{name}: dataset file not found; check the path (relative paths in a "
+                           "config are resolved against the config file's folder)")
+    if path.is_dir():
+        raise DatasetError(f"{name}: is a folder; give the path of a LENS JSON file")
+    size = path.stat().st_size
+    if size > MAX_DATASET_BYTES:
+        raise DatasetError(f"{name}: {size} bytes is over the {MAX_DATASET_BYTES} byte limit "
+                           "for one dataset file; split it into several files")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"{name}: not UTF-8 text (byte {exc.start}); re-save the file as UTF-8"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def validate_raw(data: Any, file: str) -> tuple[Dataset | None, list[Problem]]:
+    """Validate parsed JSON; return the dataset (when it could be built) and every problem."""
+    problems: list[Problem] = []
+    if not isinstance(data, dict):
+        return None, [Problem(file, "$", "the top level must be a JSON object with "
+                                         "'scopes' and 'questions'")]
+    try:
+        ds = Dataset.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field; remove it or move it under 'meta'"
+            elif err["type"] == "missing":
+                msg = "required field is missing"
+            elif err["type"] == "enum":
+                msg = f"{msg} (got {err.get('input')!r})"
+            problems.append(Problem(file, json_path(tuple(err["loc"])), msg))
+        return None, problems
+    problems.extend(semantic_problems(ds, file))
+    return ds, problems
+
+
+def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
+    """Checks beyond field types: ids, membership, checkpoints and evidence refs."""
+    problems: list[Problem] = []
+    scope_counts = Counter(s.scope_id for s in ds.scopes)
+    episode_scope: dict[str, str] = {}
+    for si, scope in enumerate(ds.scopes):
+        if scope_counts[scope.scope_id] > 1:
+            problems.append(Problem(file, f"$.scopes[{si}].scope_id",
+                                    f"duplicate scope_id {scope.scope_id!r}"))
+        if not scope.episodes:
+            problems.append(Problem(file, f"$.scopes[{si}].episodes",
+                                    "a scope needs at least one episode"))
+        for ei, ep in enumerate(scope.episodes):
+            loc = f"$.scopes[{si}].episodes[{ei}]"
+            if ep.scope_id != scope.scope_id:
+                problems.append(Problem(file, f"{loc}.scope_id",
+                                        f"episode says scope {ep.scope_id!r} but sits in scope "
+                                        f"{scope.scope_id!r}"))
+            if ep.episode_id in episode_scope:
+                problems.append(Problem(file, f"{loc}.episode_id",
+                                        f"duplicate episode_id {ep.episode_id!r}"))
+            episode_scope[ep.episode_id] = scope.scope_id
+    sizes = {s.scope_id: len(s.episodes) for s in ds.scopes}
+    q_counts = Counter(q.question_id for q in ds.questions)
+    for qi, q in enumerate(ds.questions):
+        loc = f"$.questions[{qi}]"
+        if q_counts[q.question_id] > 1:
+            problems.append(Problem(file, f"{loc}.question_id",
+                                    f"duplicate question_id {q.question_id!r}"))
+        if q.scope_id not in sizes:
+            problems.append(Problem(file, f"{loc}.scope_id",
+                                    f"no scope {q.scope_id!r} in this dataset"))
+            continue
+        if not 1 <= q.checkpoint_after <= sizes[q.scope_id]:
+            problems.append(Problem(file, f"{loc}.checkpoint_after",
+                                    f"{q.checkpoint_after} is outside 1..{sizes[q.scope_id]} "
+                                    f"(the number of episodes in scope {q.scope_id!r})"))
+        for ri, ref in enumerate(q.ground_truth.required_evidence_refs):
+            base = ref.split("#", 1)[0]
+            if episode_scope.get(base) != q.scope_id:
+                problems.append(Problem(file,
+                                        f"{loc}.ground_truth.required_evidence_refs[{ri}]",
+                                        f"{ref!r} is not an episode of scope {q.scope_id!r}"))
+    return problems
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem."""
+    p = Path(path)
+    data = _read_json(p)
+    ds, problems = validate_raw(data, str(p))
+    if problems or ds is None:
+        raise DatasetError(f"{p}: invalid dataset ({len(problems)} problem(s))", problems)
+    if ds.dataset_id is None:
+        ds = ds.model_copy(update={"dataset_id": p.stem})
+    return ds
+
+
+def check_dataset_file(path: str | Path) -> list[Problem]:
+    """Every problem with a dataset file (empty when it is valid)."""
+    p = Path(path)
+    try:
+        data = _read_json(p)
+    except DatasetError as exc:
+        return [Problem(str(p), "", str(exc.args[0]).removeprefix(f"{p}: "))]
+    return validate_raw(data, str(p))[1]

@@ -1,0 +1,247 @@
+"""A deterministic, model-free backend.
+
+``scripted/policy`` runs a built-in retrieval policy (search with the question, retrieve the top
+hits, answer with their most relevant sentences and cite them): a no-LLM baseline agent and the
+model of tests and CI. ``scripted/replay`` (or ``scripted/<fixture.json|yaml>``) replays replies
+turn by turn: reply *i* answers the *i*-th assistant turn of a conversation, so concurrent
+sessions never interfere.
+
+Token counts are estimates (four characters a token) so that budgets still bite.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.%-]*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "any",
+        "based",
+        "far",
+        "logs",
+        "now",
+        "over",
+        "should",
+        "than",
+        "then",
+        "they",
+        "we",
+        "you",
+        "your",
+    ]
+)
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+class ScriptedClient:
+    provider = "scripted"
+
+    def __init__(self, name: str, options: dict[str, Any] | None = None) -> None:
+        opts = dict(options or {})
+        self.model = name
+        self.delay_s = float(opts.pop("delay_s", 0.0))
+        self.retrieve_k = int(opts.pop("retrieve_k", 2))
+        self.answer_sentences = int(opts.pop("answer_sentences", 3))
+        self.search_limit = opts.pop("search_limit", None)
+        replies = opts.pop("replies", None)
+        if opts:
+            raise ConfigError(
+                f"scripted model: unknown option(s) {sorted(opts)}; known: "
+                "delay_s, retrieve_k, answer_sentences, search_limit, replies"
+            )
+        self.replies: list[dict[str, Any]] | None = None
+        if name not in ("policy", "replay"):
+            replies = _load_fixture(Path(name))
+        if name != "policy":
+            if not isinstance(replies, list):
+                raise ConfigError(
+                    f"scripted/{name}: needs a list of replies (option 'replies' or a fixture file)"
+                )
+            self.replies = replies
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        started = time.perf_counter()
+        if self.delay_s:
+            await anyio.sleep(self.delay_s)
+        if self.replies is not None:
+            text, calls = self._replay(request)
+        else:
+            text, calls = self._policy(request)
+        prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        completion = estimate_tokens(text) + sum(estimate_tokens(c.arguments) for c in calls)
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(prompt_tokens=prompt, completion_tokens=completion),
+            finish_reason="tool_calls" if calls else "stop",
+            provider=self.provider,
+            model=self.model,
+            latency_s=time.perf_counter() - started,
+            cost_usd=0.0,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- replay -------------------------------------------------------------------------------
+    def _replay(self, request: CompletionRequest) -> tuple[str, list[ToolCall]]:
+        assert self.replies is not None
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        if turn >= len(self.replies):
+            return "", []
+        reply = self.replies[turn]
+        calls = []
+        for i, c in enumerate(reply.get("tool_calls", [])):
+            args = c.get("arguments", {})
+            calls.append(
+                ToolCall(
+                    id=f"call_{turn}_{i}",
+                    name=c["name"],
+                    arguments=args if isinstance(args, str) else json.dumps(args),
+                )
+            )
+        return str(reply.get("text", "")), calls
+
+    # -- retrieval policy ---------------------------------------------------------------------
+    def _policy(self, request: CompletionRequest) -> tuple[str, list[ToolCall]]:
+        tools = {t.name for t in request.tools}
+        question = next((m.content for m in request.messages if m.role == "user"), "")
+        tool_msgs = [m for m in request.messages if m.role == "tool"]
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        if not tool_msgs and "memory_search" in tools:
+            args: dict[str, Any] = {"query": question}
+            if self.search_limit:
+                args["limit"] = int(self.search_limit)
+            return "", [
+                ToolCall(id=f"call_{turn}_0", name="memory_search", arguments=json.dumps(args))
+            ]
+        hits = _search_hits(tool_msgs)
+        fetched = {d["ref_id"]: d["text"] for d in _documents(tool_msgs)}
+        wanted = [h["ref_id"] for h in hits if h["ref_id"] not in fetched][: self.retrieve_k]
+        if wanted and len(fetched) < self.retrieve_k and "memory_retrieve" in tools:
+            return "", [
+                ToolCall(
+                    id=f"call_{turn}_{i}",
+                    name="memory_retrieve",
+                    arguments=json.dumps({"ref_id": ref}),
+                )
+                for i, ref in enumerate(wanted)
+            ]
+        sources = fetched or {h["ref_id"]: h.get("text", "") for h in hits}
+        return self._answer(question, sources), []
+
+    def _answer(self, question: str, sources: dict[str, str]) -> str:
+        q_terms = _terms(question)
+        scored: list[tuple[float, int, str, str]] = []
+        order = 0
+        for ref, text in sources.items():
+            for sentence in _SENTENCE.split(text):
+                s = sentence.strip(" -#*|\t")
+                if len(s) < 12:
+                    continue
+                overlap = len(q_terms & _terms(s))
+                if overlap:
+                    scored.append((overlap, -order, s, ref))
+                order += 1
+        if not scored:
+            return "I could not find anything in memory that answers this question."
+        scored.sort(reverse=True)
+        lines = [f"{s} [{ref}]" for _, _, s, ref in scored[: self.answer_sentences]]
+        return "Based on the retrieved records:\n" + "\n".join(lines)
+
+
+def _tool_json(m: Message) -> Any:
+    try:
+        return json.loads(m.content)
+    except (json.JSONDecodeError, TypeError):
+        return None
+
+
+def _search_hits(tool_msgs: list[Message]) -> list[dict[str, Any]]:
+    hits: list[dict[str, Any]] = []
+    for m in tool_msgs:
+        data = _tool_json(m)
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            hits.extend(h for h in data["results"] if isinstance(h, dict) and "ref_id" in h)
+    return hits
+
+
+def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
+    docs = []
+    for m in tool_msgs:
+        data = _tool_json(m)
+        if isinstance(data, dict) and "ref_id" in data and "text" in data:
+            docs.append(data)
+    return docs
+
+
+def _load_fixture(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(
+            f"scripted/{path}: fixture file not found (use scripted/policy for the "
+            "built-in retrieval policy)"
+        )
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

@@ -1,0 +1,1 @@
+"""Scoring in three tiers: mechanical, LLM judge, differential; and the composite."""

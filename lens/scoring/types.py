@@ -1,0 +1,51 @@
+"""The shape of a run's scores, written to ``RUN_DIR/scores.json`` and read by reports.
+
+A metric value of ``None`` means "could not be computed" (no judge, no questions of a type),
+never 0: reports show it as unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class QuestionScores(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    unit_key: str
+    adapter: str
+    scope_id: str
+    repeat: int
+    question_id: str
+    question_type: str
+    checkpoint: int
+    status: str
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    # Human-readable detail: facts matched/missed, judge verdicts, grounding misses.
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    pairs: int = 0
+    # Share of position-swapped pairs whose verdict flipped: the judge-noise floor.
+    disagreement_rate: float | None = None
+
+
+class RunScores(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_dir: str
+    tiers: list[int]
+    questions: list[QuestionScores]
+    judge: JudgeSummary = Field(default_factory=JudgeSummary)
+    weights: dict[str, float] = Field(default_factory=dict)
+    gate_threshold: float = 0.5
+    # Aggregates keyed by level ("adapter", "question_type", "checkpoint", "scope") then value.
+    aggregates: dict[str, dict[str, dict[str, float | None]]] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
