@@ -206,6 +206,13 @@ class ScriptedClient:
                     scored.append((overlap, -order, s, ref))
                 order += 1
         if not scored:
+            # Nothing shares a word with the question: report the leading lines of what was
+            # found rather than nothing, as a keyword-only agent would.
+            for ref, text in sources.items():
+                firsts = [x.strip(" -#*|\t") for x in _SENTENCE.split(text)]
+                firsts = [x for x in firsts if len(x) >= 12][:1]
+                scored.extend((0, -order, x, ref) for x in firsts)
+        if not scored:
             return "I could not find anything in memory that answers this question."
         scored.sort(reverse=True)
         lines = [f"{s} [{ref}]" for _, _, s, ref in scored[: self.answer_sentences]]

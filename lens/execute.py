@@ -1,0 +1,121 @@
+"""Everything ``lens run`` does, as a function: validate, create or reopen the run directory,
+run, and finish. All user errors are raised before anything is written."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+
+from lens.adapter import resolve_adapter, validate_options
+from lens.condition import condition, condition_hash, package_versions
+from lens.config import RunConfig, load_config
+from lens.dataset import Dataset, load_dataset
+from lens.errors import ConfigError, UserError
+from lens.models.base import ModelClient
+from lens.models.factory import create_client
+from lens.runner import Runner, RunProgress, RunSummary
+from lens.store import RunStore, now_iso
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    summary: RunSummary
+
+
+def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
+    dataset = load_dataset(config.dataset.path)
+    if config.dataset.scopes is not None:
+        known = {s.scope_id for s in dataset.scopes}
+        unknown = [s for s in config.dataset.scopes if s not in known]
+        if unknown:
+            raise ConfigError(
+                f"{config_file}: field 'dataset.scopes': unknown scope(s) {unknown}; the "
+                f"dataset has {sorted(known)}"
+            )
+        dataset = dataset.select_scopes(config.dataset.scopes)
+    return dataset
+
+
+def check_adapters(config: RunConfig, config_file: str) -> None:
+    for i, a in enumerate(config.adapters):
+        try:
+            cls = resolve_adapter(a.name)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field 'adapters.{i}.name': {exc.args[0]}") from None
+        validate_options(cls, a.options, f"{config_file}: field 'adapters.{i}.options'")
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+
+
+def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str, object]:
+    cond = condition(config, dataset)
+    return {
+        "run_id": run_id,
+        "created_at": now_iso(),
+        "status": "running",
+        "config": config.model_dump(mode="json"),
+        "versions": package_versions(),
+        "dataset": {"id": dataset.dataset_id, "path": str(config.dataset.path),
+                    "content_hash": cond["dataset_hash"]},
+        "condition": cond,
+        "condition_hash": condition_hash(cond),
+    }
+
+
+def execute(
+    config_path: str | Path,
+    *,
+    out: Path | None = None,
+    resume: Path | None = None,
+    retry_errors: bool = False,
+    progress: RunProgress | None = None,
+    model: ModelClient | None = None,
+) -> RunOutcome:
+    config_file = str(config_path)
+    config = load_config(config_path)
+    dataset = prepare_dataset(config, config_file)
+    check_adapters(config, config_file)
+    client = model or create_client(config.agent)
+    if resume is not None:
+        store = RunStore.open(resume)
+        manifest = store.manifest()
+        expected = condition(config, dataset)
+        if manifest.get("condition_hash") != condition_hash(expected):
+            old = manifest.get("condition", {})
+            fields = sorted(k for k in expected if old.get(k) != expected[k])
+            raise UserError(
+                f"{resume}: cannot resume: the config or dataset differ from the run's condition "
+                f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
+            )
+        manifest["status"] = "running"
+        manifest.setdefault("resumed_at", []).append(now_iso())
+        store.write_manifest(manifest)
+    else:
+        run_id = new_run_id()
+        store = RunStore.create(out or config.out_dir, config.name, run_id)
+        manifest = build_manifest(config, dataset, run_id)
+        store.write_manifest(manifest)
+
+    async def main() -> RunSummary:
+        try:
+            return await Runner(config, dataset, store, client, progress=progress,
+                                retry_errors=retry_errors).run()
+        finally:
+            await client.aclose()
+
+    try:
+        summary = anyio.run(main)
+    finally:
+        store.close()
+    manifest = store.manifest()
+    manifest["status"] = "complete" if summary.units_failed == 0 else "complete_with_errors"
+    manifest["finished_at"] = now_iso()
+    store.write_manifest(manifest)
+    return RunOutcome(run_dir=store.root, summary=summary)

@@ -1,0 +1,39 @@
+"""Prompt templates. Their hash is part of a run's condition: change one, and results are no
+longer comparable with runs made before."""
+
+from __future__ import annotations
+
+import hashlib
+
+AGENT_SYSTEM_PROMPT = """\
+You answer questions about a stream of records (logs, reports, notes) that a memory system has \
+stored. You cannot see the records directly: use the tools to search the memory and retrieve \
+records, then answer.
+Rules:
+- Base every statement on records you retrieved; do not use outside knowledge.
+- Cite the records you rely on by their ref id in square brackets, e.g. [ep_012].
+- If the records do not support an answer, say so plainly.
+- When you are done, reply with the final answer as plain text (no tool call)."""
+
+TOOL_DESCRIPTIONS = {
+    "memory_search": "Search the memory. Returns matching records with their ref_id and a "
+    "snippet of text.",
+    "memory_retrieve": "Retrieve the full text of one record by its ref_id.",
+    "memory_capabilities": "Describe what this memory system supports (search modes, filters, "
+    "result limits, extra tools).",
+}
+
+_extra_templates: dict[str, str] = {}
+
+
+def register_template(name: str, text: str) -> None:
+    """Judges and scenarios register their templates so the condition hash covers them."""
+    _extra_templates[name] = text
+
+
+def prompts_hash() -> str:
+    h = hashlib.sha256()
+    parts = {"agent_system": AGENT_SYSTEM_PROMPT, **TOOL_DESCRIPTIONS, **_extra_templates}
+    for name in sorted(parts):
+        h.update(name.encode() + b"\0" + parts[name].encode() + b"\0")
+    return h.hexdigest()

@@ -1,0 +1,277 @@
+"""The async orchestration of a run.
+
+Units (adapter × scope × repeat) run concurrently, each with its own adapter instance. Within a
+unit, episodes are ingested in timestamp order; at each checkpoint the adapter is prepared and
+that checkpoint's questions are answered concurrently, and ingest resumes only when all of them
+are stored, so no question ever sees a later episode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+
+from lens.adapter import CapabilityManifest, MemoryAdapter, create_adapter
+from lens.agent import Agent
+from lens.config import AdapterConfig, RunConfig
+from lens.dataset import Dataset, Question, Scope
+from lens.models.base import ModelClient, ModelError
+from lens.records import QuestionRecord, question_key, unit_key
+from lens.store import RunStore, now_iso
+
+
+class RunProgress(Protocol):
+    def start(self, units: int, questions: int, done: int) -> None: ...
+    def question_done(self, record: QuestionRecord) -> None: ...
+    def unit_done(self, key: str) -> None: ...
+
+
+class _NoProgress:
+    def start(self, units: int, questions: int, done: int) -> None: ...
+    def question_done(self, record: QuestionRecord) -> None: ...
+    def unit_done(self, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Unit:
+    adapter: AdapterConfig
+    scope: Scope
+    repeat: int
+    questions: tuple[Question, ...]
+
+    @property
+    def key(self) -> str:
+        return unit_key(self.adapter.display, self.scope.scope_id, self.repeat)
+
+
+@dataclass
+class RunSummary:
+    units: int = 0
+    units_failed: int = 0
+    questions: int = 0
+    answered: int = 0
+    errored: int = 0
+    skipped: int = 0
+    wall_s: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def derive_seed(seed: int, *parts: str) -> int:
+    """A per-question seed from the run seed, stable across processes (no salted hash())."""
+    digest = hashlib.sha256("|".join([str(seed), *parts]).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
+    units = []
+    for adapter in config.adapters:
+        for scope in dataset.scopes:
+            qs = tuple(sorted(dataset.questions_for(scope.scope_id),
+                              key=lambda q: (q.checkpoint_after, q.question_id)))
+            for repeat in range(config.repeats):
+                units.append(Unit(adapter, scope, repeat, qs))
+    return units
+
+
+AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
+
+
+def _default_adapter_factory(cfg: AdapterConfig) -> MemoryAdapter:
+    return create_adapter(cfg.name, cfg.options)
+
+
+class Runner:
+    def __init__(
+        self,
+        config: RunConfig,
+        dataset: Dataset,
+        store: RunStore,
+        model: ModelClient,
+        *,
+        progress: RunProgress | None = None,
+        adapter_factory: AdapterFactory = _default_adapter_factory,
+        retry_errors: bool = False,
+    ) -> None:
+        self.config = config
+        self.dataset = dataset
+        self.store = store
+        self.model = model
+        self.progress = progress or _NoProgress()
+        self.adapter_factory = adapter_factory
+        self.question_limiter = anyio.CapacityLimiter(config.concurrency.questions)
+        self.unit_limiter = anyio.CapacityLimiter(config.concurrency.units)
+        self.summary = RunSummary()
+        self._finished: set[str] = set()
+        self._retry_errors = retry_errors
+
+    def _load_finished(self) -> tuple[set[str], set[str]]:
+        done_units: set[str] = set()
+        finished: dict[str, str] = {}
+        for e in self.store.events():
+            kind = e.get("kind")
+            if kind == "unit_done":
+                done_units.add(e["key"])
+            elif kind == "question_done" and (self.store.root / e["record"]).is_file():
+                finished[e["key"]] = e.get("status", "answered")
+        if self._retry_errors:
+            errored_units = {k.rsplit("|", 1)[0] for k, s in finished.items() if s == "error"}
+            done_units -= errored_units
+            return done_units, {k for k, s in finished.items() if s != "error"}
+        return done_units, set(finished)
+
+    async def run(self) -> RunSummary:
+        started = time.perf_counter()
+        units = plan_units(self.config, self.dataset)
+        done_units, self._finished = self._load_finished()
+        pending = [u for u in units if u.key not in done_units]
+        total_q = sum(len(u.questions) for u in units)
+        already = sum(
+            1 for u in units for q in u.questions
+            if question_key(u.key, q.question_id) in self._finished
+        )
+        self.summary.units = len(units)
+        self.summary.questions = total_q
+        self.summary.skipped = already
+        self.progress.start(len(units), total_q, already)
+        self.store.append_event("run_started", units=len(units), pending_units=len(pending),
+                                questions=total_q, already_done=already)
+        async with anyio.create_task_group() as tg:
+            for unit in pending:
+                tg.start_soon(self._run_unit_limited, unit)
+        self.summary.wall_s = time.perf_counter() - started
+        self.store.append_event("run_finished", answered=self.summary.answered,
+                                errored=self.summary.errored,
+                                units_failed=self.summary.units_failed,
+                                wall_s=round(self.summary.wall_s, 3))
+        return self.summary
+
+    async def _run_unit_limited(self, unit: Unit) -> None:
+        async with self.unit_limiter:
+            await self._run_unit(unit)
+        self.progress.unit_done(unit.key)
+
+    async def _run_unit(self, unit: Unit) -> None:
+        timeout = unit.adapter.call_timeout_s
+        pending = [q for q in unit.questions
+                   if question_key(unit.key, q.question_id) not in self._finished]
+        adapter: MemoryAdapter | None = None
+        try:
+            adapter = self.adapter_factory(unit.adapter)
+            with anyio.fail_after(timeout):
+                await adapter.reset(unit.scope.scope_id)
+                caps = await adapter.get_capabilities()
+            if not isinstance(caps, CapabilityManifest):
+                caps = CapabilityManifest.model_validate(caps)
+            self.store.append_event("unit_started", unit.key, adapter=unit.adapter.display,
+                                    scope_id=unit.scope.scope_id, repeat=unit.repeat,
+                                    capabilities=caps.model_dump(mode="json"))
+            await self._stream(unit, adapter, caps, pending, timeout)
+            self.store.append_event("unit_done", unit.key)
+        except Exception as exc:
+            await self._fail_unit(unit, pending, exc)
+        finally:
+            if adapter is not None:
+                with anyio.move_on_after(timeout, shield=True):
+                    try:
+                        await adapter.aclose()
+                    except Exception:
+                        self.store.save_error(f"{unit.key}.aclose", traceback.format_exc())
+
+    async def _stream(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
+                      pending: list[Question], timeout: float) -> None:
+        by_checkpoint: dict[int, list[Question]] = {}
+        for q in pending:
+            by_checkpoint.setdefault(q.checkpoint_after, []).append(q)
+        if not by_checkpoint:
+            return
+        episodes = unit.scope.ordered_episodes()
+        last = max(by_checkpoint)
+        ingested = 0
+        for checkpoint in sorted(by_checkpoint):
+            seg_start = time.perf_counter()
+            first = ingested
+            while ingested < checkpoint:
+                with anyio.fail_after(timeout):
+                    await adapter.ingest(episodes[ingested].for_adapter())
+                ingested += 1
+            self.store.append_event("ingest_segment", unit.key, first=first, upto=ingested,
+                                    seconds=round(time.perf_counter() - seg_start, 4))
+            with anyio.fail_after(timeout):
+                await adapter.prepare(unit.scope.scope_id, checkpoint)
+            async with anyio.create_task_group() as tg:
+                for q in by_checkpoint[checkpoint]:
+                    tg.start_soon(self._answer, unit, adapter, caps, q, ingested)
+            self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
+            if checkpoint == last:
+                break
+
+    async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
+                      q: Question, ingested: int) -> None:
+        async with self.question_limiter:
+            started_at = now_iso()
+            t0 = time.perf_counter()
+            agent_cfg = self.config.agent
+            agent = Agent(
+                model=self.model, adapter=adapter, budget=agent_cfg.budget, capabilities=caps,
+                call_timeout_s=unit.adapter.call_timeout_s, temperature=agent_cfg.temperature,
+                max_tokens=agent_cfg.max_tokens,
+                seed=derive_seed(self.config.seed, unit.key, q.question_id),
+                repeat=unit.repeat,
+            )
+            base = dict(unit_key=unit.key, adapter=unit.adapter.display,
+                        scope_id=unit.scope.scope_id, repeat=unit.repeat,
+                        question_id=q.question_id, checkpoint=q.checkpoint_after,
+                        started_at=started_at, episodes_ingested=ingested)
+            try:
+                result = await agent.answer(q.for_agent())
+            except Exception as exc:
+                reason = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+                tb = self.store.save_error(question_key(unit.key, q.question_id),
+                                           traceback.format_exc())
+                record = QuestionRecord(**base, status="error", error=f"{reason} (see {tb})",
+                                        wall_s=time.perf_counter() - t0)
+            else:
+                for i, tb_text in enumerate(result.tracebacks):
+                    self.store.save_error(f"{question_key(unit.key, q.question_id)}.tool{i}",
+                                          tb_text)
+                record = QuestionRecord(
+                    **base, status="answered", answer=result.answer,
+                    cited_refs=result.cited_refs, retrieved_refs=result.retrieved_refs,
+                    tool_calls=result.tool_calls, tool_errors=result.tool_errors,
+                    model_calls=result.model_calls, transcript=result.transcript,
+                    budget=result.budget, wall_s=time.perf_counter() - t0,
+                )
+            self.store.save_question(record)
+            self._count(record)
+
+    def _count(self, record: QuestionRecord) -> None:
+        if record.status == "answered":
+            self.summary.answered += 1
+        else:
+            self.summary.errored += 1
+        self.progress.question_done(record)
+
+    async def _fail_unit(self, unit: Unit, pending: list[Question], exc: BaseException) -> None:
+        tb = self.store.save_error(unit.key, traceback.format_exc())
+        message = f"unit failed: {type(exc).__name__}: {exc} (see {tb})"
+        self.summary.units_failed += 1
+        self.summary.failures.append(f"{unit.key}: {message}")
+        self.store.append_event("unit_error", unit.key, error=message)
+        done = {e["key"] for e in self.store.events() if e.get("kind") == "question_done"}
+        for q in pending:
+            key = question_key(unit.key, q.question_id)
+            if key in done and key not in self._finished:
+                continue
+            record = QuestionRecord(
+                unit_key=unit.key, adapter=unit.adapter.display, scope_id=unit.scope.scope_id,
+                repeat=unit.repeat, question_id=q.question_id, checkpoint=q.checkpoint_after,
+                status="error", error=message, started_at=now_iso(),
+            )
+            self.store.save_question(record)
+            self._count(record)
