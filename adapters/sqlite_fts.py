@@ -92,16 +92,16 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        k = min(limit or self.max_results, self.max_results)
-        where, params = ["episodes_fts MATCH ?"], [match]
         filters = filters or {}
         unknown = set(filters) - {"start_date", "end_date"}
         if unknown:
             raise ValueError(f"unknown filter(s) {sorted(unknown)}; supported: start_date, "
                              "end_date")
+        match = fts_query(query)
+        if match is None:
+            return []
+        k = min(limit or self.max_results, self.max_results)
+        where, params = ["episodes_fts MATCH ?"], [match]
         if filters.get("start_date"):
             where.append("e.ts >= ?")
             params.append(_iso(filters["start_date"], "start_date"))
