@@ -1,0 +1,86 @@
+"""Model-free baselines: ``naive`` (the last ``key = value`` anywhere wins) and ``ledger`` (replay
+the authoritative lines). Both answer open book (the episode log) or closed book (the book)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from goldevidence.grammar import (
+    LEDGER_HEADER,
+    UID_RE,
+    line_step,
+    parse_book_ledger,
+    parse_updates,
+)
+from goldevidence.state import answer, query_from_meta, replay
+
+PROTOCOLS = ("open_book", "closed_book")
+BASELINES = ("naive", "ledger")
+_ASSIGN = re.compile(r"(?P<key>tag\.\d{2})\s*=\s*(?P<value>[A-Za-z0-9][A-Za-z0-9,_-]*)")
+
+
+def predict_ledger(row: dict[str, Any], protocol: str = "open_book") -> dict[str, Any]:
+    meta = row.get("meta", {})
+    mode = meta.get("state_mode") or row.get("state_mode") or "kv"
+    if protocol == "open_book":
+        entries = parse_updates(row["document"])
+    elif protocol == "closed_book":
+        entries = parse_book_ledger(row["book"])
+    else:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}")
+    value, support = answer(replay(mode, entries, meta.get("as_of_step")), query_from_meta(meta))
+    return {"id": row["id"], "value": value, "support_ids": support}
+
+
+def predict_naive(row: dict[str, Any], protocol: str = "open_book") -> dict[str, Any]:
+    meta = row.get("meta", {})
+    key = meta.get("key")
+    text = row["document"] if protocol == "open_book" else row["book"]
+    as_of = meta.get("as_of_step")
+    value: str | None = None
+    support: str | None = None
+    for line in text.splitlines():
+        if line.strip() == LEDGER_HEADER:
+            break  # the naive reader of a book reads the narrative only
+        if not key or key not in line:
+            continue
+        step = line_step(line)
+        if as_of is not None and step is not None and step > as_of:
+            break
+        uid = UID_RE.search(line)
+        if f"{key} = UNKNOWN" in line or re.search(rf"CLEAR {re.escape(key)}\b", line):
+            value, support = None, uid.group(0) if uid else support
+            continue
+        m = next((m for m in _ASSIGN.finditer(line) if m.group("key") == key), None)
+        if m:
+            value = m.group("value").rstrip(",.-")
+            support = uid.group(0) if uid else support
+    op = meta.get("derived_op") if meta.get("query_type") == "derived" else None
+    if op == "color" and value:
+        value = value.split("-", 1)[0]
+    elif op == "parity" and value:
+        value = "even" if value.lstrip("-").isdigit() and int(value) % 2 == 0 else (
+            "odd" if value.lstrip("-").isdigit() else None)
+    elif op == "count" and value:
+        value = str(len([p for p in value.split(",") if p]))
+    elif op == "reports":
+        value, support = None, None
+    return {"id": row["id"], "value": value, "support_ids": [support] if support else []}
+
+
+def predictions(rows: Iterable[dict[str, Any]], baseline: str,
+                protocol: str = "open_book") -> Iterator[dict[str, Any]]:
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
+    fn = predict_ledger if baseline == "ledger" else predict_naive
+    for row in rows:
+        if protocol == "closed_book":
+            # The closed-book reader must never see the log: take it away before predicting.
+            row = {**row, "document": None}
+        pred = fn(row, protocol)
+        # What was in front of the reader: the whole log or the whole book.
+        source = row["document"] if protocol == "open_book" else row["book"]
+        pred["presented_ids"] = sorted(set(UID_RE.findall(source or "")))
+        yield pred

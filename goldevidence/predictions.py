@@ -1,0 +1,114 @@
+"""The prediction contract, and reading predictions in every format GoldEvidenceBench writes.
+
+A prediction is ``{id, value, support_ids}`` (``support_id`` alone is accepted), or ``{id,
+output}`` whose text holds that JSON. Optional fields the grader uses: ``presented_ids`` (the ids
+the harness put in front of the model, for the gold-presence decomposition), ``usage``
+(``prompt_tokens``/``completion_tokens``), ``passes`` and ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_MISSING = object()
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (bare, fenced, or embedded in prose), else None."""
+    text = text.strip()
+    try:
+        obj = json.loads(text)
+        if isinstance(obj, dict):
+            return obj
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and ("value" in obj or "support_ids" in obj):
+            return obj
+    return None
+
+
+def norm_value(v: Any) -> str | None:
+    """Canonical text of a value: trimmed; null-likes to None; comma lists sorted."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        v = str(v).lower()
+    if isinstance(v, list):
+        v = ",".join(str(x) for x in v)
+    s = str(v).strip().strip('"').strip()
+    if not s or s.lower() in ("null", "none", "unknown"):
+        return None
+    if "," in s:
+        s = ",".join(sorted(p.strip() for p in s.split(",") if p.strip()))
+    return s
+
+
+@dataclass
+class Prediction:
+    value: str | None = None
+    value_missing: bool = False
+    support_ids: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    presented_ids: list[str] | None = None
+    tokens: int | None = None
+    passes: int | None = None
+    wall_s: float | None = None
+
+
+def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
+    """Normalise one prediction; problems become ``errors``, never exceptions."""
+    if raw is None:
+        return Prediction(value_missing=True, errors=["missing_prediction"])
+    p = Prediction()
+    body: dict[str, Any] = raw
+    if "value" not in raw and "output" in raw:
+        found = extract_json_object(str(raw.get("output") or ""))
+        if found is None:
+            p.errors.append("unparseable_output")
+            body = {}
+        else:
+            body = found
+    value = body.get("value", _MISSING)
+    if value is _MISSING:
+        p.value_missing = True
+        if "unparseable_output" not in p.errors:
+            p.errors.append("missing_value")
+    else:
+        p.value = norm_value(value)
+    ids = body.get("support_ids", _MISSING)
+    if ids is _MISSING or ids is None:
+        one = body.get("support_id")
+        ids = [one] if one else []
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, list):
+        p.errors.append("invalid_support_ids")
+        ids = []
+    seen: dict[str, None] = {}
+    for x in ids:
+        s = str(x).strip().strip("[]") if x is not None else ""
+        if s:
+            seen[s] = None
+    p.support_ids = list(seen)
+    presented = raw.get("presented_ids")
+    if isinstance(presented, list):
+        p.presented_ids = [str(x) for x in presented]
+    usage = raw.get("usage")
+    if isinstance(usage, dict):
+        p.tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    elif isinstance(raw.get("tokens"), int):
+        p.tokens = raw["tokens"]
+    if isinstance(raw.get("passes"), int):
+        p.passes = raw["passes"]
+    if isinstance(raw.get("wall_s"), int | float):
+        p.wall_s = float(raw["wall_s"])
+    return p
