@@ -1,0 +1,141 @@
+"""Paired comparison of two arms (an adapter in a run) on the questions both answered.
+
+A difference is only called a win when it is larger than either arm's own margin of error,
+at least the judge-noise floor (for judge-based metrics), and significant after Holm's
+correction across the metrics shown. Anything else is a tie, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lens.report.data import QuestionRow, RunData, is_judge_metric
+from lens.report.models import Comparison, ComparisonRow, EstimateOut
+from lens.stats import Estimate, estimate, holm, paired_compare
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One adapter of one run: the unit a comparison sets against another."""
+
+    name: str
+    run: RunData
+    adapter: str
+
+    @property
+    def rows(self) -> list[QuestionRow]:
+        return self.run.rows_for(self.adapter)
+
+
+def arms_of(runs: Sequence[RunData]) -> list[Arm]:
+    """Every (run, adapter) arm; names carry the run id only when several runs are involved."""
+    many = len(runs) > 1
+    out: list[Arm] = []
+    for run in runs:
+        for label in run.adapters:
+            name = f"{run.run_id}:{label}" if many else label
+            out.append(Arm(name=name, run=run, adapter=label))
+    return out
+
+
+def arm_estimate(arm: Arm, metric: str, confidence: float = 0.95) -> Estimate:
+    vals: list[float] = []
+    clusters: list[str] = []
+    for row in arm.rows:
+        v = row.metric(metric)
+        if v is not None:
+            vals.append(v)
+            clusters.append(row.record.scope_id)
+    return estimate(vals, clusters, confidence=confidence,
+                    seed_label=f"{arm.run.run_id}|{arm.adapter}|{metric}")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _verdict(
+    delta: float | None, margins: Sequence[float | None], floor: float | None,
+    p_holm: float | None, alpha: float,
+) -> tuple[str, str]:
+    if delta is None:
+        return "unknown", "no paired values"
+    known = [m for m in margins if m is not None]
+    margin = max(known) if known else None
+    if margin is None:
+        return "tie", "margin of error unknown (too few questions)"
+    if abs(delta) <= margin:
+        return "tie", f"|Δ| {_fmt(abs(delta))} within margin of error ±{_fmt(margin)}"
+    if floor is not None and abs(delta) < floor:
+        return "tie", f"|Δ| {_fmt(abs(delta))} below judge-noise floor {_fmt(floor)}"
+    if p_holm is None:
+        return "tie", "no test possible"
+    if p_holm >= alpha:
+        return "tie", f"not significant after Holm (p={p_holm:.3g})"
+    return ("b" if delta > 0 else "a"), f"significant after Holm (p={p_holm:.3g})"
+
+
+def compare_arms(
+    a: Arm,
+    b: Arm,
+    metrics: Sequence[str],
+    *,
+    noise_floor: float | None,
+    not_comparable: Sequence[str] = (),
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare arm ``b`` against arm ``a`` (Δ = B − A) on every metric in ``metrics``."""
+    rows_a = {r.match_key: r for r in a.rows}
+    rows_b = {r.match_key: r for r in b.rows}
+    common = sorted(set(rows_a) & set(rows_b))
+    results = []
+    for metric in metrics:
+        xs: list[float] = []
+        ys: list[float] = []
+        clusters: list[str] = []
+        for key in common:
+            x, y = rows_a[key].metric(metric), rows_b[key].metric(metric)
+            if x is None or y is None:
+                continue
+            xs.append(x)
+            ys.append(y)
+            clusters.append(key[0])
+        results.append(paired_compare(metric, xs, ys, clusters, confidence=confidence,
+                                      seed_label=f"{a.name}|{b.name}"))
+    adjusted = holm([r.p_value for r in results])
+    out_rows = []
+    for res, p_adj in zip(results, adjusted, strict=True):
+        ma = arm_estimate(a, res.metric, confidence).half_width
+        mb = arm_estimate(b, res.metric, confidence).half_width
+        floor = noise_floor if is_judge_metric(res.metric) else None
+        verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha)
+        out_rows.append(ComparisonRow(
+            metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
+            delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value, p_holm=p_adj,
+            margin_a=ma, margin_b=mb, noise_floor=floor,
+            verdict=verdict,  # type: ignore[arg-type]
+            reason=reason,
+        ))
+    return Comparison(
+        arm_a=a.name, arm_b=b.name, pairs=len(common),
+        unmatched_a=len(set(rows_a) - set(rows_b)), unmatched_b=len(set(rows_b) - set(rows_a)),
+        not_comparable=list(not_comparable), rows=out_rows,
+    )
+
+
+def noise_floor_of(runs: Sequence[RunData]) -> float | None:
+    """The largest judge disagreement rate among the runs: the conservative noise floor."""
+    rates = [r.judge_disagreement for r in runs if r.judge_disagreement is not None]
+    return max(rates) if rates else None
+
+
+def compare_against_first(
+    arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
+    not_comparable: Sequence[str] = (), confidence: float = 0.95,
+) -> list[Comparison]:
+    """The first arm is the baseline; every other arm is compared with it."""
+    return [compare_arms(arms[0], other, metrics, noise_floor=noise_floor,
+                         not_comparable=not_comparable, confidence=confidence)
+            for other in arms[1:]]

@@ -1,0 +1,115 @@
+"""``lens compare``: several runs set against each other, only under the same condition."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from lens.errors import UserError
+from lens.report import fmt
+from lens.report.checklist import compare_checklist
+from lens.report.compare import arm_estimate, arms_of, compare_against_first, noise_floor_of
+from lens.report.data import METRIC_ORDER, RunData, load_run
+from lens.report.markdown import STATUS, checklist_md, comparison_md, table
+from lens.report.models import Check, Comparison, EstimateOut
+from lens.stats import condition_differences
+
+
+class CompareSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[str]
+    arms: dict[str, dict[str, EstimateOut]]
+    metrics: list[str]
+    not_comparable: list[str]
+    differences: dict[str, list[object]]
+    noise_floor: float | None
+    checklist: list[Check]
+    comparisons: list[Comparison]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    summary: CompareSummary
+    markdown: str
+
+
+def shared_metrics(runs: Sequence[RunData]) -> list[str]:
+    """Metrics every run has, in report order."""
+    sets = [set(r.metric_names) for r in runs]
+    common = set.intersection(*sets) if sets else set()
+    known = [m for m in METRIC_ORDER if m in common]
+    return known + sorted(common - set(known))
+
+
+def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[object]]]:
+    fields = condition_differences([r.condition for r in runs])
+    return fields, {f: [r.condition.get(f) for r in runs] for f in fields}
+
+
+def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> str:
+    lines = ["these runs ran under different conditions and are not comparable; differing "
+             f"fields: {', '.join(diffs)}"]
+    for field, values in diffs.items():
+        shown = "; ".join(f"{r.run_id}={json.dumps(v, default=str)[:80]}"
+                          for r, v in zip(runs, values, strict=True))
+        lines.append(f"  {field}: {shown}")
+    lines.append("re-run under one condition, or pass --force to compare anyway (every table "
+                 "is then labelled 'not comparable')")
+    return "\n".join(lines)
+
+
+def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
+                 confidence: float = 0.95) -> CompareResult:
+    if len(run_dirs) < 1:
+        raise UserError("compare needs at least one run directory")
+    runs = [load_run(d) for d in run_dirs]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"the same run is given twice: {', '.join(ids)}")
+    fields, diffs = differences(runs)
+    if fields and not force:
+        raise UserError(refusal_message(runs, diffs))
+    arms = arms_of(runs)
+    if len(arms) < 2:
+        raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
+                        "run directory, or a run with several adapters")
+    metrics = shared_metrics(runs)
+    floor = noise_floor_of(runs)
+    comps = compare_against_first(arms, metrics, noise_floor=floor, not_comparable=fields,
+                                  confidence=confidence)
+    sizes = {a.name: sum(1 for r in a.rows if metrics and r.metric(metrics[0]) is not None)
+             if metrics else len(a.rows) for a in arms}
+    checks = compare_checklist(runs, sizes)
+    arm_est = {a.name: {m: EstimateOut.of(arm_estimate(a, m, confidence)) for m in metrics}
+               for a in arms}
+    summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
+                             not_comparable=fields, differences=diffs, noise_floor=floor,
+                             checklist=checks, comparisons=comps)
+    return CompareResult(summary=summary, markdown=render_compare_md(summary))
+
+
+def render_compare_md(s: CompareSummary) -> str:
+    label = [f"**{fmt.not_comparable_label(s.not_comparable)}**", ""] if s.not_comparable else []
+    lines = ["# lens compare", "", *label]
+    lines += [f"- {i + 1}. `{r}`" for i, r in enumerate(s.runs)]
+    lines += ["", f"Judge-noise floor: {fmt.num(s.noise_floor)} (the largest position-swap "
+              "disagreement rate of the runs).", ""]
+    checks = checklist_md(s.checklist)
+    lines += [checks[0], "", *label, *checks[2:]]
+    lines += ["## Arms", "", *label]
+    arms = list(s.arms)
+    lines += table(["metric", *arms],
+                   [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)] for m in s.metrics])
+    lines += ["## Paired comparisons", ""]
+    for comp in s.comparisons:
+        lines += comparison_md(comp)
+    fails = [c for c in s.checklist if c.status == "fail"]
+    if fails:
+        lines += ["Failed checks: " + "; ".join(f"{STATUS[c.status]} {c.title}" for c in fails),
+                  ""]
+    return "\n".join(lines).rstrip() + "\n"

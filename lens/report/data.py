@@ -1,0 +1,182 @@
+"""Everything a report reads from a run directory, loaded once and validated."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from lens.errors import UserError
+from lens.records import QuestionRecord
+from lens.scoring.types import QuestionScores, RunScores
+from lens.store import MANIFEST, RunStore
+
+SCORES = "scores.json"
+
+# Metrics in the order reports show them; anything else a scorer adds follows alphabetically.
+METRIC_ORDER = (
+    "composite", "answer_quality", "fact_recall", "evidence_grounding", "evidence_coverage",
+    "budget_compliance", "insight_depth", "reasoning_quality", "action_quality",
+)
+# Metrics whose value rests on an LLM judge: a difference smaller than the judge's own
+# position-swap disagreement cannot be told from judge noise.
+JUDGE_METRICS = frozenset({
+    "composite", "answer_quality", "insight_depth", "reasoning_quality", "action_quality",
+    "longitudinal_advantage",
+})
+
+
+def is_judge_metric(name: str) -> bool:
+    return name in JUDGE_METRICS or "judge" in name
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One answered (or failed) question: its record joined with its scores, if scored."""
+
+    record: QuestionRecord
+    scores: QuestionScores | None
+
+    @property
+    def match_key(self) -> tuple[str, str, int]:
+        """What pairs a question across arms: the same question of the same scope and repeat."""
+        r = self.record
+        return (r.scope_id, r.question_id, r.repeat)
+
+    @property
+    def question_type(self) -> str:
+        return self.scores.question_type if self.scores else "unknown"
+
+    def metric(self, name: str) -> float | None:
+        if self.scores is None:
+            return None
+        value = self.scores.metrics.get(name)
+        # NaN is a scorer's "could not compute" that slipped through: treat it as unknown.
+        return None if value is None or math.isnan(value) else float(value)
+
+    @property
+    def search_results(self) -> int:
+        return sum(c.result_count for c in self.record.tool_calls if c.name == "memory_search")
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self.record.tool_calls)
+
+    @property
+    def agent_tokens(self) -> int:
+        return self.record.tokens("agent")
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Agent cost of the question; unknown when any of its model calls has no price."""
+        calls = [c for c in self.record.model_calls if c.role == "agent"]
+        if not calls:
+            return 0.0 if self.record.status == "answered" else None
+        if any(c.cost_usd is None for c in calls):
+            return None
+        return float(sum(c.cost_usd or 0.0 for c in calls))
+
+
+@dataclass
+class RunData:
+    root: Path
+    manifest: dict[str, Any]
+    rows: list[QuestionRow]
+    scores: RunScores | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.root.name)
+
+    @property
+    def condition(self) -> dict[str, Any]:
+        cond = self.manifest.get("condition")
+        return cond if isinstance(cond, dict) else {}
+
+    @property
+    def adapters(self) -> list[str]:
+        """Adapter labels in config order, then any others found in the records."""
+        labels = [a.get("label") or a.get("name") for a in self.condition.get("adapters", [])
+                  if isinstance(a, dict)]
+        out = [str(x) for x in labels if x]
+        for row in self.rows:
+            if row.record.adapter not in out:
+                out.append(row.record.adapter)
+        return out
+
+    def rows_for(self, adapter: str) -> list[QuestionRow]:
+        return [r for r in self.rows if r.record.adapter == adapter]
+
+    @property
+    def metric_names(self) -> list[str]:
+        names: set[str] = set()
+        for row in self.rows:
+            if row.scores:
+                names.update(k for k, v in row.scores.metrics.items() if v is not None)
+        known = [m for m in METRIC_ORDER if m in names]
+        return known + sorted(names - set(known))
+
+    @property
+    def primary_metric(self) -> str | None:
+        names = self.metric_names
+        return names[0] if names else None
+
+    @property
+    def judge_disagreement(self) -> float | None:
+        return self.scores.judge.disagreement_rate if self.scores else None
+
+    @property
+    def unit_errors(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("kind") == "unit_error"]
+
+
+def _load_scores(root: Path) -> RunScores | None:
+    path = root / SCORES
+    if not path.is_file():
+        return None
+    try:
+        return RunScores.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{path}: not a valid scores file (field {where}: {first['msg']}); "
+                        "re-create it with `lens score RUN_DIR`") from None
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Read a run directory; raise UserError naming the file when it is not one."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such run directory")
+    if not (root / MANIFEST).is_file():
+        raise UserError(f"{root}: not a lens run directory (no {MANIFEST})")
+    store = RunStore(root)
+    try:
+        manifest = store.manifest()
+    except ValueError as exc:
+        raise UserError(f"{root / MANIFEST}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{root / MANIFEST}: must be a JSON object")
+    try:
+        records = store.load_records()
+    except ValidationError as exc:
+        raise UserError(f"{root}: a question record is invalid: {exc.errors()[0]['msg']}") from None
+    scores = _load_scores(root)
+    by_key = {q.key: q for q in scores.questions} if scores else {}
+    rows = [QuestionRow(record=r, scores=by_key.get(r.key)) for r in records]
+    notes: list[str] = []
+    if scores is None:
+        notes.append(f"no {SCORES}: the run is not scored yet (run `lens score {root}`); "
+                     "only usage and pre-flight checks are shown")
+    else:
+        unscored = sum(1 for r in rows if r.scores is None)
+        if unscored:
+            notes.append(f"{unscored} question record(s) have no scores in {SCORES}")
+        notes.extend(scores.notes)
+    return RunData(root=root, manifest=manifest, rows=rows, scores=scores,
+                   events=list(store.events()), notes=notes)

@@ -1,0 +1,46 @@
+"""Number formatting shared by the markdown and HTML reports: unknown stays "unknown"."""
+
+from __future__ import annotations
+
+from lens.report.models import ComparisonRow, EstimateOut
+
+UNKNOWN = "unknown"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return UNKNOWN if x is None else f"{x:.{digits}f}"
+
+
+def est(e: EstimateOut | None, digits: int = 3) -> str:
+    """``0.910 [0.838, 0.952] n=100``; intervals that cannot be computed are said to be so."""
+    if e is None or e.mean is None:
+        return f"{UNKNOWN} (n={e.n if e else 0})"
+    if e.low is None or e.high is None:
+        return f"{e.mean:.{digits}f} [no interval] n={e.n}"
+    return f"{e.mean:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}] n={e.n}"
+
+
+def margin(e: EstimateOut | None) -> str:
+    return UNKNOWN if e is None or e.margin is None else f"±{e.margin:.3f}"
+
+
+def pval(p: float | None) -> str:
+    if p is None:
+        return UNKNOWN
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def verdict(row: ComparisonRow, a: str, b: str) -> str:
+    if row.verdict == "a":
+        return f"{a} better"
+    if row.verdict == "b":
+        return f"{b} better"
+    return row.verdict
+
+
+def money(x: float | None) -> str:
+    return UNKNOWN if x is None else f"${x:.4f}"
+
+
+def not_comparable_label(fields: list[str]) -> str:
+    return f"not comparable: {', '.join(fields)}"

@@ -1,0 +1,133 @@
+"""The shapes a report is made of, written as ``summary.json`` (pydantic: it is an edge)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lens.stats import Estimate
+
+Status = Literal["pass", "warn", "fail"]
+SUMMARY_SCHEMA = "lens.report.summary/1"
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EstimateOut(_M):
+    n: int
+    mean: float | None
+    low: float | None
+    high: float | None
+    margin: float | None
+    method: str
+    clusters: int = 0
+
+    @classmethod
+    def of(cls, est: Estimate) -> EstimateOut:
+        return cls(n=est.n, mean=est.mean, low=est.low, high=est.high, margin=est.half_width,
+                   method=est.method, clusters=est.clusters)
+
+
+class Check(_M):
+    id: str
+    title: str
+    status: Status
+    value: str
+    detail: str
+
+
+class Usage(_M):
+    tool_calls_per_question: float | None
+    search_results_per_question: float | None
+    agent_tokens_per_question: EstimateOut
+    # None when any model call of the arm had no known price.
+    cost_usd_per_question: float | None
+    cost_usd_total: float | None
+    wall_s_per_question: float | None
+    budget_compliant: EstimateOut
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+
+
+class CheckpointPoint(_M):
+    label: str
+    first: int
+    last: int
+    estimate: EstimateOut
+
+
+class AdapterSummary(_M):
+    label: str
+    questions: int
+    answered: int
+    errored: int
+    metrics: dict[str, EstimateOut]
+    # Run-level aggregates from the scorer that have no per-question values (no interval).
+    run_level: dict[str, float | None] = Field(default_factory=dict)
+    by_type: dict[str, dict[str, EstimateOut]] = Field(default_factory=dict)
+    by_checkpoint: list[CheckpointPoint] = Field(default_factory=list)
+    usage: Usage
+
+
+class JudgeOut(_M):
+    model: str | None
+    pairs: int
+    disagreement_rate: float | None
+    agreement: EstimateOut
+
+
+class ComparisonRow(_M):
+    metric: str
+    pairs: int
+    mean_a: float | None
+    mean_b: float | None
+    delta: EstimateOut
+    test: str
+    p_value: float | None
+    p_holm: float | None
+    margin_a: float | None
+    margin_b: float | None
+    noise_floor: float | None
+    verdict: Literal["a", "b", "tie", "unknown"]
+    reason: str
+
+
+class Comparison(_M):
+    arm_a: str
+    arm_b: str
+    pairs: int
+    unmatched_a: int
+    unmatched_b: int
+    # Empty when the arms ran under the same condition; else the differing condition fields.
+    not_comparable: list[str] = Field(default_factory=list)
+    rows: list[ComparisonRow]
+
+
+class SectionOut(_M):
+    id: str
+    title: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReportSummary(_M):
+    schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    run_id: str
+    run_dir: str
+    created_at: str | None
+    status: str | None
+    condition: dict[str, Any]
+    condition_hash: str | None
+    confidence: float
+    primary_metric: str | None
+    metrics: list[str]
+    scored: bool
+    judge: JudgeOut
+    adapters: dict[str, AdapterSummary]
+    comparisons: list[Comparison] = Field(default_factory=list)
+    checklist: list[Check]
+    sections: list[SectionOut] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -1,0 +1,180 @@
+"""Extra report sections contributed by scenarios (GoldEvidenceBench, …).
+
+Two ways in:
+
+1. A JSON file in the run directory: ``RUN_DIR/goldevidence.json`` or any
+   ``RUN_DIR/sections/<id>.json``, shaped as::
+
+       {"title": "GoldEvidence",
+        "metrics": {"value_acc": 0.82, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8, "n": 120}},
+        "tables": [{"title": "by state mode", "columns": ["mode", "acc"], "rows": [["kv", 0.9]]}],
+        "notes": ["..."]}
+
+   Every field is optional; the report renders it generically (all text escaped).
+2. A provider function ``(RunData) -> Section | None`` registered with
+   :func:`register_section_provider` or through the entry-point group ``lens.report_sections``,
+   for a section that needs its own computation or layout. A provider that raises becomes a
+   visible "section failed" note, never a broken report.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from lens.report.data import RunData
+
+ENTRY_POINT_GROUP = "lens.report_sections"
+GOLDEVIDENCE_FILE = "goldevidence.json"
+SECTIONS_DIR = "sections"
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    markdown: str
+    html: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+SectionProvider = Callable[[RunData], "Section | None"]
+_PROVIDERS: list[SectionProvider] = []
+
+
+def register_section_provider(provider: SectionProvider) -> SectionProvider:
+    """Add a provider (usable as a decorator); registering twice has no effect."""
+    if provider not in _PROVIDERS:
+        _PROVIDERS.append(provider)
+    return provider
+
+
+def _entry_point_providers() -> list[SectionProvider]:
+    found = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found.append(ep.load())
+        except Exception as exc:  # a broken plugin must not break every report
+            found.append(_failed_provider(ep.name, exc))
+    return found
+
+
+def _failed_provider(name: str, exc: Exception) -> SectionProvider:
+    def provider(run: RunData) -> Section:
+        raise RuntimeError(f"could not load section plugin {name!r}: {exc}")
+    provider.__name__ = name
+    return provider
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if v is None:
+        return "unknown"
+    if isinstance(v, dict | list):
+        return json.dumps(v, ensure_ascii=False, sort_keys=True)
+    return str(v)
+
+
+def _md_cell(v: Any) -> str:
+    return _cell(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _metric_text(v: Any) -> str:
+    if isinstance(v, dict) and "mean" in v:
+        mean = v.get("mean")
+        text = _cell(mean) if mean is not None else "unknown"
+        if v.get("low") is not None and v.get("high") is not None:
+            text += f" [{_cell(v['low'])}, {_cell(v['high'])}]"
+        if v.get("n") is not None:
+            text += f" (n={v['n']})"
+        return text
+    return _cell(v)
+
+
+def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
+    """Render a section document (the JSON shape above) as markdown and escaped HTML."""
+    title = str(doc.get("title") or section_id)
+    md: list[str] = [f"## {title}", ""]
+    hx: list[str] = [f"<h2>{html.escape(title)}</h2>"]
+    metrics = doc.get("metrics") or {}
+    if isinstance(metrics, dict) and metrics:
+        md += ["| metric | value |", "|---|---|"]
+        md += [f"| {_md_cell(k)} | {_md_cell(_metric_text(v))} |" for k, v in metrics.items()]
+        md.append("")
+        hx.append("<table class='data'><thead><tr><th>metric</th><th>value</th></tr></thead>"
+                  "<tbody>")
+        hx += [f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(_metric_text(v))}</td></tr>"
+               for k, v in metrics.items()]
+        hx.append("</tbody></table>")
+    for table in doc.get("tables") or []:
+        if not isinstance(table, dict):
+            continue
+        cols = [str(c) for c in table.get("columns") or []]
+        rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
+        if table.get("title"):
+            md += [f"### {table['title']}", ""]
+            hx.append(f"<h3>{html.escape(str(table['title']))}</h3>")
+        if cols:
+            md += ["| " + " | ".join(_md_cell(c) for c in cols) + " |",
+                   "|" + "---|" * len(cols)]
+            md += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            md.append("")
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in r)
+                           + "</tr>" for r in rows)
+            hx.append(f"<table class='data'><thead><tr>{head}</tr></thead>"
+                      f"<tbody>{body}</tbody></table>")
+    for note in doc.get("notes") or []:
+        md.append(f"- {note}")
+        hx.append(f"<p class='note'>{html.escape(str(note))}</p>")
+    return Section(id=section_id, title=title, markdown="\n".join(md).rstrip() + "\n",
+                   html="\n".join(hx), data=doc)
+
+
+def _json_file_sections(run: RunData) -> list[Section]:
+    paths: list[tuple[str, Path]] = []
+    ge = run.root / GOLDEVIDENCE_FILE
+    if ge.is_file():
+        paths.append(("goldevidence", ge))
+    folder = run.root / SECTIONS_DIR
+    if folder.is_dir():
+        paths += [(p.stem, p) for p in sorted(folder.glob("*.json"))]
+    out = []
+    for sid, path in paths:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(doc, dict):
+                raise ValueError("the top level must be a JSON object")
+            out.append(render_json_section(sid, doc))
+        except (OSError, ValueError) as exc:
+            out.append(_error_section(sid, f"{path.name}: {exc}"))
+    return out
+
+
+def _error_section(sid: str, message: str) -> Section:
+    text = f"section {sid!r} failed: {message}"
+    return Section(id=sid, title=sid, markdown=f"## {sid}\n\n> {text}\n",
+                   html=f"<h2>{html.escape(sid)}</h2><p class='fail'>{html.escape(text)}</p>",
+                   data={"error": message})
+
+
+def collect_sections(run: RunData) -> list[Section]:
+    """Every extra section for this run: JSON files first, then registered providers."""
+    sections = _json_file_sections(run)
+    seen = {s.id for s in sections}
+    for provider in [*_PROVIDERS, *_entry_point_providers()]:
+        name = getattr(provider, "__name__", "section")
+        try:
+            section = provider(run)
+        except Exception as exc:
+            section = _error_section(name, f"{type(exc).__name__}: {exc}")
+        if section is not None and section.id not in seen:
+            sections.append(section)
+            seen.add(section.id)
+    return sections

@@ -1,0 +1,152 @@
+"""Turn a loaded run into its summary: estimates with intervals, usage, checks, comparisons."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from lens.report.checklist import _scored_n, run_checklist
+from lens.report.compare import arms_of, compare_against_first, noise_floor_of
+from lens.report.data import QuestionRow, RunData
+from lens.report.models import (
+    AdapterSummary,
+    CheckpointPoint,
+    EstimateOut,
+    JudgeOut,
+    ReportSummary,
+    SectionOut,
+    Usage,
+)
+from lens.report.sections import Section, collect_sections
+from lens.stats import bootstrap_mean, estimate, wilson
+
+MAX_CHECKPOINT_POINTS = 10
+
+
+def metric_estimate(rows: Sequence[QuestionRow], metric: str, label: str,
+                    confidence: float) -> EstimateOut:
+    vals: list[float] = []
+    clusters: list[str] = []
+    for row in rows:
+        v = row.metric(metric)
+        if v is not None:
+            vals.append(v)
+            clusters.append(row.record.scope_id)
+    return EstimateOut.of(estimate(vals, clusters, confidence=confidence,
+                                   seed_label=f"{label}|{metric}"))
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usage:
+    costs = [r.cost_usd for r in rows]
+    known_cost = rows and all(c is not None for c in costs)
+    total = float(sum(c or 0.0 for c in costs)) if known_cost else None
+    tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
+                            [r.record.scope_id for r in rows], confidence=confidence,
+                            seed_label=f"{label}|agent_tokens")
+    budgets = [r.record.budget for r in rows if r.record.budget is not None]
+    compliant = wilson(sum(1 for b in budgets if b.compliant), len(budgets))
+    return Usage(
+        tool_calls_per_question=_mean([float(r.tool_calls) for r in rows]),
+        search_results_per_question=_mean([float(r.search_results) for r in rows]),
+        agent_tokens_per_question=EstimateOut.of(tokens),
+        cost_usd_per_question=(total / len(rows)) if total is not None and rows else None,
+        cost_usd_total=total,
+        wall_s_per_question=_mean([r.record.wall_s for r in rows]),
+        budget_compliant=EstimateOut.of(compliant),
+        stop_reasons=dict(Counter(b.stop_reason for b in budgets).most_common()),
+    )
+
+
+def _checkpoint_bins(checkpoints: list[int]) -> list[tuple[int, int]]:
+    """Checkpoints as (first, last) bins: each its own when few, else equal-width ranges."""
+    distinct = sorted(set(checkpoints))
+    if len(distinct) <= MAX_CHECKPOINT_POINTS:
+        return [(c, c) for c in distinct]
+    lo, hi = distinct[0], distinct[-1]
+    width = (hi - lo + 1) / MAX_CHECKPOINT_POINTS
+    bins = []
+    for i in range(MAX_CHECKPOINT_POINTS):
+        first = lo + round(i * width)
+        last = lo + round((i + 1) * width) - 1
+        if any(first <= c <= last for c in distinct):
+            bins.append((first, last))
+    return bins
+
+
+def checkpoint_curve(rows: Sequence[QuestionRow], metric: str, label: str,
+                     confidence: float, bins: list[tuple[int, int]]) -> list[CheckpointPoint]:
+    points = []
+    for first, last in bins:
+        inside = [r for r in rows if first <= r.record.checkpoint <= last]
+        est = metric_estimate(inside, metric, f"{label}|cp{first}-{last}", confidence)
+        if est.n == 0:
+            continue
+        name = str(first) if first == last else f"{first}–{last}"
+        points.append(CheckpointPoint(label=name, first=first, last=last, estimate=est))
+    return points
+
+
+def adapter_summary(run: RunData, label: str, confidence: float) -> AdapterSummary:
+    rows = run.rows_for(label)
+    seed = f"{run.run_id}|{label}"
+    metrics = {m: metric_estimate(rows, m, seed, confidence) for m in run.metric_names}
+    types = sorted({r.question_type for r in rows})
+    by_type = {t: {m: metric_estimate([r for r in rows if r.question_type == t], m,
+                                      f"{seed}|{t}", confidence)
+                   for m in run.metric_names}
+               for t in types}
+    primary = run.primary_metric
+    bins = _checkpoint_bins([r.record.checkpoint for r in run.rows])
+    curve = checkpoint_curve(rows, primary, seed, confidence, bins) if primary else []
+    run_level: dict[str, float | None] = {}
+    if run.scores:
+        agg = run.scores.aggregates.get("adapter", {}).get(label, {})
+        run_level = {k: v for k, v in agg.items() if k not in metrics}
+    return AdapterSummary(
+        label=label, questions=len(rows),
+        answered=sum(1 for r in rows if r.record.status == "answered"),
+        errored=sum(1 for r in rows if r.record.status == "error"),
+        metrics=metrics, run_level=run_level, by_type=by_type, by_checkpoint=curve,
+        usage=usage_of(rows, seed, confidence),
+    )
+
+
+def judge_of(run: RunData) -> JudgeOut:
+    judge = run.scores.judge if run.scores else None
+    if judge is None or judge.disagreement_rate is None or judge.pairs <= 0:
+        return JudgeOut(model=judge.model if judge else None, pairs=judge.pairs if judge else 0,
+                        disagreement_rate=None, agreement=EstimateOut.of(wilson(0, 0)))
+    agree = round((1 - judge.disagreement_rate) * judge.pairs)
+    return JudgeOut(model=judge.model, pairs=judge.pairs,
+                    disagreement_rate=judge.disagreement_rate,
+                    agreement=EstimateOut.of(wilson(agree, judge.pairs)))
+
+
+def summarize(run: RunData, *, confidence: float = 0.95,
+              sections: Sequence[Section] | None = None) -> ReportSummary:
+    adapters = {a: adapter_summary(run, a, confidence) for a in run.adapters}
+    arms = arms_of([run])
+    comparisons = (compare_against_first(arms, run.metric_names,
+                                         noise_floor=noise_floor_of([run]),
+                                         confidence=confidence)
+                   if len(arms) > 1 else [])
+    if sections is None:
+        sections = collect_sections(run)
+    return ReportSummary(
+        run_id=run.run_id, run_dir=str(run.root),
+        created_at=run.manifest.get("created_at"), status=run.manifest.get("status"),
+        condition=run.condition, condition_hash=run.manifest.get("condition_hash"),
+        confidence=confidence, primary_metric=run.primary_metric, metrics=run.metric_names,
+        scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
+        comparisons=comparisons, checklist=run_checklist(run),
+        sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
+        notes=list(run.notes),
+    )
+
+
+def arm_sizes(run: RunData) -> dict[str, int]:
+    return {a: _scored_n(run, a) for a in run.adapters}
