@@ -35,6 +35,18 @@ class JudgeSummary(BaseModel):
     pairs: int = 0
     # Share of position-swapped pairs whose verdict flipped: the judge-noise floor.
     disagreement_rate: float | None = None
+    # Judge usage, metered apart from the agent's. Calls are new model calls made by this
+    # scoring; reused verdicts were read back from the run's events.
+    disagreements: int = 0
+    calls: int = 0
+    reused: int = 0
+    errors: int = 0
+    invalid: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # None when any call's price is unknown.
+    cost_usd: float | None = None
+    fact_checks: bool = False
 
 
 class RunScores(BaseModel):
@@ -49,3 +61,8 @@ class RunScores(BaseModel):
     # Aggregates keyed by level ("adapter", "question_type", "checkpoint", "scope") then value.
     aggregates: dict[str, dict[str, dict[str, float | None]]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    # Per aggregate (same keys as ``aggregates``): the metrics missing from its composite and
+    # how longitudinal_advantage was computed.
+    aggregate_detail: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+    # Matcher settings and other knobs the numbers depend on.
+    settings: dict[str, Any] = Field(default_factory=dict)

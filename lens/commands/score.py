@@ -1,0 +1,122 @@
+"""``lens score RUN_DIR [--judge MODEL] [--tier 1|2|3]``: (re-)score a stored run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from lens.config import ModelConfig, ScoringConfig
+from lens.errors import ConfigError, UserError
+from lens.models.base import ModelClient
+from lens.models.factory import create_client
+from lens.scoring.scorer import SCORES_FILE, score_run
+from lens.scoring.types import RunScores
+from lens.store import RunStore
+
+_SHOWN = ("composite", "evidence_grounding", "fact_recall", "evidence_coverage",
+          "budget_compliance", "answer_quality", "insight_depth", "reasoning_quality",
+          "longitudinal_advantage", "action_quality")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("score", help="score a stored run (tiers 1-3) into RUN_DIR/scores.json")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory")
+    p.add_argument("--judge", metavar="MODEL",
+                   help="judge model, e.g. openai/gpt-4o-mini (default: the run config's judge)")
+    p.add_argument("--tier", type=int, choices=(1, 2, 3), default=3,
+                   help="score tiers up to this one (1 needs no model; default 3)")
+    p.add_argument("--fact-judge", action="store_true",
+                   help="ask the judge about each key fact the mechanical matcher missed")
+    p.add_argument("--dataset", type=Path, metavar="PATH",
+                   help="the run's dataset, if it has moved since the run")
+    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+                   help="judge calls in flight (default: the judge's max_concurrency)")
+    p.set_defaults(handler=_score)
+
+
+def judge_config(run_config: dict[str, Any], model: str | None) -> ModelConfig | None:
+    """The judge's settings: ``--judge MODEL`` if given (keeping the run's settings for it when
+    the run configured the same model), else the run config's judge, else none."""
+    configured = run_config.get("judge")
+    try:
+        if model is None:
+            return ModelConfig.model_validate(configured) if configured else None
+        if configured and configured.get("model") == model:
+            return ModelConfig.model_validate(configured)
+        return ModelConfig(model=model)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "model"
+        raise ConfigError(f"judge model {model or configured!r}: field '{where}': "
+                          f"{first['msg']} (use provider/model, e.g. openai/gpt-4o-mini)"
+                          ) from None
+
+
+def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
+    try:
+        return ScoringConfig.model_validate(run_config.get("scoring") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"run manifest: field 'config.scoring."
+                          f"{'.'.join(str(x) for x in first['loc'])}': {first['msg']}") from None
+
+
+def _score(args: argparse.Namespace) -> int:
+    run_dir: Path = args.run_dir
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
+    manifest = RunStore.open(run_dir).manifest()
+    run_config = manifest.get("config") or {}
+    scoring = scoring_config(run_config)
+    tiers = set(range(1, args.tier + 1))
+    cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
+    client: ModelClient | None = create_client(cfg) if cfg is not None else None
+    concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
+
+    async def main() -> RunScores:
+        try:
+            return await score_run(run_dir, judge=client, tiers=tiers, weights=scoring.weights,
+                                   gate_threshold=scoring.gate_threshold,
+                                   fact_judge=args.fact_judge, judge_concurrency=concurrency,
+                                   dataset_path=args.dataset)
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    scores = anyio.run(main)
+    print(render_summary(scores))
+    print(f"scores: {run_dir / SCORES_FILE}")
+    return 0
+
+
+def _fmt(v: float | None) -> str:
+    return "  -  " if v is None else f"{v:5.3f}"
+
+
+def render_summary(scores: RunScores) -> str:
+    """A plain-text table of the per-adapter aggregates, judge noise and notes."""
+    lines = []
+    adapters = scores.aggregates.get("adapter", {})
+    width = max([len("adapter"), *(len(a) for a in adapters)])
+    names = [n for n in _SHOWN]
+    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(n[:10].rjust(10) for n in names)
+    lines.append(header)
+    for name, agg in adapters.items():
+        n = int(agg.get("n_questions") or 0)
+        mark = "*" if agg.get("composite_renormalised") else " "
+        cells = "  ".join(_fmt(agg.get(m)).rjust(10) for m in names)
+        lines.append(f"{name:<{width}}  {n:>4}  {cells}{mark}")
+    j = scores.judge
+    if j.model:
+        rate = "unknown" if j.disagreement_rate is None else f"{j.disagreement_rate:.3f}"
+        lines.append(f"judge {j.model}: {j.calls} new call(s), {j.reused} reused, "
+                     f"{j.errors} failed; position-swap disagreement {rate} over {j.pairs} pairs")
+    else:
+        lines.append("judge: none (judge metrics missing)")
+    lines.append("(- = not computable; * = composite renormalised over the metrics present)")
+    lines.extend(f"note: {n}" for n in scores.notes)
+    return "\n".join(lines)

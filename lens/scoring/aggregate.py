@@ -1,0 +1,101 @@
+"""Aggregates of question scores per adapter, question type, checkpoint and scope.
+
+A group's metric is the mean over its answered questions where the metric is defined;
+longitudinal_advantage is computed over the group itself; the group's composite applies the
+weights and the gate to those means (the LENS method's composite of a run), so it is not the
+mean of the question composites. Levels crossed with the adapter ("adapter/scope", ...) keep
+adapters apart; their keys are "adapter|value".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lens.scoring.composite import composite
+from lens.scoring.differential import longitudinal_advantage
+from lens.scoring.types import QuestionScores
+
+QUESTION_METRICS = (
+    "evidence_grounding", "fact_recall", "evidence_coverage", "budget_compliance",
+    "answer_quality", "insight_depth", "reasoning_quality", "action_quality",
+)
+
+_KEYS: dict[str, Callable[[QuestionScores], str]] = {
+    "adapter": lambda r: r.adapter,
+    "question_type": lambda r: r.question_type,
+    "checkpoint": lambda r: str(r.checkpoint),
+    "scope": lambda r: r.scope_id,
+}
+LEVELS = (*_KEYS, *(f"adapter/{k}" for k in _KEYS if k != "adapter"))
+
+
+def _key(level: str, row: QuestionScores) -> str:
+    if level.startswith("adapter/"):
+        return f"{row.adapter}|{_KEYS[level.split('/', 1)[1]](row)}"
+    return _KEYS[level](row)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _sort_key(level: str, key: str) -> tuple[Any, ...]:
+    # Checkpoints sort numerically ("38" before "119").
+    last = key.rsplit("|", 1)[-1]
+    if level.endswith("checkpoint") and last.isdigit():
+        return (key.rsplit("|", 1)[0] if "|" in key else "", int(last))
+    return (key, 0)
+
+
+def aggregate_group(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
+                    gate_threshold: float, differential: bool
+                    ) -> tuple[dict[str, float | None], dict[str, Any]]:
+    answered = [r for r in rows if r.status == "answered"]
+    values: dict[str, float | None] = {
+        m: _mean([r.metrics.get(m) for r in answered]) for m in QUESTION_METRICS
+    }
+    detail: dict[str, Any] = {}
+    if differential:
+        la, la_detail = longitudinal_advantage(rows)
+        detail["longitudinal_advantage"] = la_detail
+    else:
+        la = None
+        detail["longitudinal_advantage"] = {"reason": "tier 3 not scored"}
+    values["longitudinal_advantage"] = la
+    comp = composite(values, weights, gate_threshold)
+    pairs = sum(int(r.detail.get("judge", {}).get("pairs", 0)) for r in answered)
+    flips = sum(int(r.detail.get("judge", {}).get("disagreements", 0)) for r in answered)
+    entry: dict[str, float | None] = dict(values)
+    entry.update({
+        "composite": comp.value,
+        "composite_renormalised": 1.0 if comp.renormalised else 0.0,
+        "composite_gated": 1.0 if comp.gated else 0.0,
+        "judge_disagreement_rate": flips / pairs if pairs else None,
+        "n_questions": float(len(answered)),
+        "n_errored": float(len(rows) - len(answered)),
+    })
+    detail["composite_missing"] = comp.missing
+    if comp.gate_unchecked:
+        detail["gate_unchecked"] = comp.gate_unchecked
+    return entry, detail
+
+
+def aggregate(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
+              gate_threshold: float, differential: bool
+              ) -> tuple[dict[str, dict[str, dict[str, float | None]]],
+                         dict[str, dict[str, dict[str, Any]]]]:
+    entries: dict[str, dict[str, dict[str, float | None]]] = {}
+    details: dict[str, dict[str, dict[str, Any]]] = {}
+    for level in LEVELS:
+        groups: dict[str, list[QuestionScores]] = {}
+        for r in rows:
+            groups.setdefault(_key(level, r), []).append(r)
+        entries[level], details[level] = {}, {}
+        for key in sorted(groups, key=lambda k, lv=level: _sort_key(lv, k)):
+            e, d = aggregate_group(groups[key], weights=weights, gate_threshold=gate_threshold,
+                                   differential=differential)
+            entries[level][key] = e
+            details[level][key] = d
+    return entries, details

@@ -1,0 +1,119 @@
+"""Everything a scorer needs about one stored question, loaded from a run directory.
+
+Ground truth comes from the dataset file named in the run's manifest (or one given explicitly);
+its content hash must match the one the run recorded, so a run is never scored against answers
+it was not asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lens.dataset import Dataset, Question, load_dataset
+from lens.errors import UserError
+from lens.records import QuestionRecord
+from lens.scoring.refs import episode_of
+from lens.store import RunStore
+
+
+@dataclass(frozen=True)
+class ScoringItem:
+    record: QuestionRecord
+    question: Question
+    scope_episodes: frozenset[str]
+    synthetic_prefixes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+    @property
+    def answered(self) -> bool:
+        return self.record.status == "answered"
+
+    @property
+    def retrieved(self) -> set[str]:
+        return set(self.record.retrieved_refs)
+
+    @property
+    def retrieved_episodes(self) -> set[str]:
+        return {episode_of(r) for r in self.record.retrieved_refs}
+
+
+@dataclass
+class RunInput:
+    run_dir: Path
+    store: RunStore
+    manifest: dict[str, Any]
+    dataset: Dataset
+    items: list[ScoringItem]
+    notes: list[str] = field(default_factory=list)
+
+
+def unit_capabilities(store: RunStore) -> dict[str, dict[str, Any]]:
+    """The capability manifest each unit's adapter declared (the latest, after a resume)."""
+    caps: dict[str, dict[str, Any]] = {}
+    for e in store.events():
+        if e.get("kind") == "unit_started" and isinstance(e.get("capabilities"), dict):
+            caps[e["key"]] = e["capabilities"]
+    return caps
+
+
+def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None) -> Dataset:
+    config = manifest.get("config") or {}
+    ds_cfg = config.get("dataset") or {}
+    path = override or (Path(ds_cfg["path"]) if ds_cfg.get("path") else None)
+    if path is None:
+        raise UserError(f"{run_dir / 'manifest.json'}: field 'config.dataset.path' is missing; "
+                        "pass the dataset with --dataset PATH")
+    if not path.exists():
+        raise UserError(f"{run_dir / 'manifest.json'}: the run's dataset {path} does not exist "
+                        "here; pass its current location with --dataset PATH")
+    dataset = load_dataset(path)
+    scopes = ds_cfg.get("scopes")
+    if scopes:
+        known = {s.scope_id for s in dataset.scopes}
+        missing = [s for s in scopes if s not in known]
+        if missing:
+            raise UserError(f"{path}: has no scope(s) {missing} that the run used")
+        dataset = dataset.select_scopes(list(scopes))
+    expected = (manifest.get("condition") or {}).get("dataset_hash") or (
+        manifest.get("dataset") or {}).get("content_hash")
+    if expected and dataset.content_hash() != expected:
+        raise UserError(
+            f"{path}: this dataset differs from the one the run used (content hash "
+            f"{dataset.content_hash()[:12]} != {expected[:12]}); scoring against other ground "
+            "truth would be wrong: pass the run's dataset with --dataset PATH"
+        )
+    return dataset
+
+
+def load_run(run_dir: Path, *, dataset: Dataset | None = None,
+             dataset_path: Path | None = None) -> RunInput:
+    store = RunStore.open(run_dir)
+    manifest = store.manifest()
+    ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
+    questions = {(q.scope_id, q.question_id): q for q in ds.questions}
+    scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
+    caps = unit_capabilities(store)
+    items: list[ScoringItem] = []
+    unknown: list[str] = []
+    for record in store.load_records():
+        q = questions.get((record.scope_id, record.question_id))
+        if q is None:
+            unknown.append(record.key)
+            continue
+        prefixes = tuple((caps.get(record.unit_key) or {}).get("synthetic_ref_prefixes") or ())
+        items.append(ScoringItem(record=record, question=q,
+                                 scope_episodes=scope_episodes.get(record.scope_id, frozenset()),
+                                 synthetic_prefixes=prefixes))
+    if unknown:
+        raise UserError(
+            f"{run_dir}: {len(unknown)} stored question(s) are not in the dataset "
+            f"(first: {unknown[0]}); pass the run's dataset with --dataset PATH"
+        )
+    # A stable order makes scores.json byte-comparable across re-scorings.
+    items.sort(key=lambda it: (it.record.unit_key, it.record.checkpoint, it.record.question_id))
+    return RunInput(run_dir=run_dir, store=store, manifest=manifest, dataset=ds, items=items)

@@ -1,0 +1,186 @@
+"""Matching ground-truth key facts against a free-text answer, without a model.
+
+The published LENS key facts range from short phrases ("connection pool exhaustion") to long
+sentences ("geo-lookup latency degraded progressively over multiple reporting periods ...").
+Exact substring matching fails on any paraphrase, so a fact counts as present when:
+
+1. **Numbers**: every number in the fact appears in the answer, compared as values after
+   normalising format ("1,200" = "1200" = "1.2k"), units ("800ms" = "0.8 s", "45%" =
+   "45 percent") and a small relative tolerance (default 2%; a rounded "1.2k" covers 1150-1250).
+2. **Words**: enough of the fact's content words appear in the answer: all of them for facts of
+   up to three content words, otherwise at least ``coverage`` (default 0.5) of them and never
+   fewer than three. Words are
+   compared after lower-casing, dropping punctuation and function words, splitting hyphenated
+   compounds ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion",
+   "exhausted" -> "exhaust") and a few trend synonyms ("rising" = "increasing").
+3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial in the
+   answer as well ("not", "no", "ruled out", "red herring", ...).
+
+It cannot see contradiction beyond that, nor meaning-preserving rewording with other words: the
+optional judge check (tier 2) catches those.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from lens.scoring.numbers import Number, extract_numbers, numbers_match
+
+STOPWORDS = frozenset("""
+a an and are as at be been being but by can could did do does done for from had has have how
+i if in into is it its itself may might more most much of on onto or our over per so some such
+than that the their them then there these they this those through to too up upon us was we
+were what when where which while who whom why will with within would yet you your also all any
+each other only very just about across after against along among around before behind below
+beneath beyond during until via whether both either own same s t
+""".split())
+
+# Words that make a statement a denial. Multi-word cues are matched on the normalised text.
+_NEGATION_WORDS = frozenset(
+    "not no never none neither nor without isn't wasn't aren't weren't doesn't didn't don't "
+    "cannot can't nothing unrelated unlikely excluded".split()
+)
+_NEGATION_PHRASES = ("ruled out", "rule out", "ruling out", "rules out", "red herring",
+                     "coincidence", "coincidental", "not the cause", "not responsible")
+
+# Trend words that paraphrase each other in the LENS scopes; each maps to one canonical stem.
+_SYNONYMS = {
+    **dict.fromkeys("increase increases increased increasing rise rises rising rose risen grow "
+                    "grows growing grew grown climb climbs climbing climbed escalate escalates "
+                    "escalated escalating".split(), "increas"),
+    **dict.fromkeys("decrease decreases decreased decreasing decline declines declined declining "
+                    "drop drops dropped dropping fall falls falling fell fallen".split(),
+                    "decreas"),
+    **dict.fromkeys("degrade degrades degraded degrading degradation worsen worsens worsened "
+                    "worsening deteriorate deteriorates deteriorated deteriorating "
+                    "deterioration".split(), "degrad"),
+}
+
+_SUFFIXES = ("ically", "ations", "ation", "ities", "ingly", "ments", "ment", "ness", "ings",
+             "ing", "edly", "ions", "ion", "ives", "ive", "ers", "er", "ed", "es", "ly", "al",
+             "s", "e")
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def normalise(text: str) -> str:
+    """Lower-case, Unicode-fold and turn joining punctuation into spaces."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = t.replace("\u2019", "'").replace("\u2018", "'")
+    # Hyphens, slashes and underscores join words ("geo-lookup", "read/write"): split them.
+    return re.sub(r"(?<=[a-z0-9])[-_/](?=[a-z0-9])", " ", t)
+
+
+def stem(word: str) -> str:
+    """A deliberately crude suffix stripper: enough to meet inflected forms of one word."""
+    if word in _SYNONYMS:
+        return _SYNONYMS[word]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ied") and len(word) > 4:
+        return word[:-3] + "y"
+    w = word
+    for _ in range(2):
+        for suffix in _SUFFIXES:
+            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+                w = w[: -len(suffix)]
+                break
+        else:
+            break
+    # "stopped" -> "stopp" -> "stop"
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]
+    return w
+
+
+def content_stems(text: str) -> list[str]:
+    """The content words of ``text`` as stems, in order, without numbers or function words."""
+    out: list[str] = []
+    for tok in _TOKEN.findall(normalise(text)):
+        if tok in STOPWORDS or tok in _NEGATION_WORDS:
+            continue
+        if tok.replace(".", "").isdigit():
+            continue
+        out.append(stem(tok))
+    return out
+
+
+def has_negation(text: str) -> bool:
+    t = normalise(text)
+    if any(p in t for p in _NEGATION_PHRASES):
+        return True
+    return any(tok in _NEGATION_WORDS for tok in _TOKEN.findall(t))
+
+
+@dataclass(frozen=True)
+class FactMatcherSettings:
+    coverage: float = 0.5
+    short_fact_words: int = 3
+    rel_tol: float = 0.02
+
+
+@dataclass
+class FactMatch:
+    fact: str
+    matched: bool
+    coverage: float
+    words_missing: list[str] = field(default_factory=list)
+    numbers_missing: list[str] = field(default_factory=list)
+    negation_missing: bool = False
+
+    def as_detail(self) -> dict[str, object]:
+        return {
+            "fact": self.fact,
+            "matched": self.matched,
+            "coverage": round(self.coverage, 4),
+            "words_missing": self.words_missing,
+            "numbers_missing": self.numbers_missing,
+            "negation_missing": self.negation_missing,
+        }
+
+
+class AnswerText:
+    """An answer prepared once for matching many facts."""
+
+    def __init__(self, answer: str) -> None:
+        self.raw = answer
+        self.stems = set(content_stems(answer))
+        self.numbers = extract_numbers(normalise(answer), words=True)
+        self.negated = has_negation(answer)
+
+
+def match_fact(fact: str, answer: AnswerText,
+               settings: FactMatcherSettings | None = None) -> FactMatch:
+    s = settings or FactMatcherSettings()
+    fact_numbers: list[Number] = extract_numbers(normalise(fact))
+    numbers_missing = [
+        n.text for n in fact_numbers
+        if not any(numbers_match(n, a, s.rel_tol) for a in answer.numbers)
+    ]
+    words = list(dict.fromkeys(content_stems(fact)))
+    present = [w for w in words if w in answer.stems]
+    coverage = len(present) / len(words) if words else 1.0
+    # Short facts need every word; longer ones a share, but never fewer than three words.
+    needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
+    words_ok = len(present) >= needed
+    negation_missing = has_negation(fact) and not answer.negated
+    if not words and not fact_numbers:
+        # A fact with no content words and no numbers cannot be checked mechanically.
+        return FactMatch(fact, False, 0.0)
+    matched = words_ok and not numbers_missing and not negation_missing and bool(answer.raw)
+    return FactMatch(
+        fact=fact,
+        matched=matched,
+        coverage=coverage,
+        words_missing=[w for w in words if w not in answer.stems],
+        numbers_missing=numbers_missing,
+        negation_missing=negation_missing,
+    )
+
+
+def match_facts(facts: list[str], answer: str,
+                settings: FactMatcherSettings | None = None) -> list[FactMatch]:
+    prepared = AnswerText(answer)
+    return [match_fact(f, prepared, settings) for f in facts]

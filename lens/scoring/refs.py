@@ -1,0 +1,53 @@
+"""Ref ids: mapping chunk refs to their episode and deciding whether a citation is grounded.
+
+An adapter may hand out a whole episode ("scope_ep_009") or a chunk of one ("scope_ep_009#c3");
+both point into the same episode. Refs the adapter makes up itself (summaries, entity pages)
+carry one of the prefixes it declares in ``CapabilityManifest.synthetic_ref_prefixes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+def episode_of(ref: str) -> str:
+    """The episode id a ref points into: the part before ``#``."""
+    return ref.split("#", 1)[0]
+
+
+def is_synthetic(ref: str, prefixes: Iterable[str]) -> bool:
+    return any(p and ref.startswith(p) for p in prefixes)
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    ref: str
+    grounded: bool
+    # "ok", "synthetic", "not_received" (the agent never got it from a tool this session) or
+    # "not_in_scope" (no such episode in the scope, and not a declared synthetic ref).
+    reason: str
+
+
+def received(ref: str, retrieved: set[str], retrieved_episodes: set[str]) -> bool:
+    """Whether a tool gave the agent this ref in its session.
+
+    A cited chunk counts when that chunk or its whole episode was received; a cited episode
+    counts when the episode or any chunk of it was received: in each case the agent saw text
+    of the episode it names.
+    """
+    if ref in retrieved:
+        return True
+    if "#" in ref:
+        return episode_of(ref) in retrieved
+    return ref in retrieved_episodes
+
+
+def check_citation(ref: str, *, retrieved: set[str], retrieved_episodes: set[str],
+                   scope_episodes: set[str], synthetic_prefixes: list[str]) -> CitationCheck:
+    synthetic = is_synthetic(ref, synthetic_prefixes)
+    if not synthetic and episode_of(ref) not in scope_episodes:
+        return CitationCheck(ref, False, "not_in_scope")
+    if not received(ref, retrieved, retrieved_episodes):
+        return CitationCheck(ref, False, "not_received")
+    return CitationCheck(ref, True, "synthetic" if synthetic else "ok")
