@@ -184,6 +184,15 @@ AdapterClass = type[MemoryAdapter] | type[SyncMemoryAdapter]
 BUILTIN_ADAPTERS: dict[str, str] = {
     "null": "adapters.null:NullAdapter",
     "sqlite_fts": "adapters.sqlite_fts:SqliteFtsAdapter",
+    "sqlite_fts_chunked": "adapters.sqlite_fts:SqliteFtsChunkedAdapter",
+    "vector": "adapters.vector:VectorAdapter",
+    "vector_chunked": "adapters.vector:VectorChunkedAdapter",
+    "hybrid": "adapters.hybrid:HybridAdapter",
+    "hybrid_chunked": "adapters.hybrid:HybridChunkedAdapter",
+    "full_context": "adapters.timeline:FullContextAdapter",
+    "recency": "adapters.timeline:RecencyAdapter",
+    "mem0": "adapters.mem0:Mem0Adapter",
+    "postgres": "adapters.postgres:PostgresAdapter",
 }
 
 _registered: dict[str, AdapterClass] = {}
@@ -246,7 +255,9 @@ def resolve_adapter(name: str) -> AdapterClass:
     )
 
 
-def validate_options(cls: AdapterClass, options: dict[str, Any], where: str) -> dict[str, Any]:
+def validate_options(
+    cls: AdapterClass, options: dict[str, Any], field: str, file: str | None = None
+) -> dict[str, Any]:
     """Check ``options`` against the class's ``Options`` model; return them normalised."""
     model = getattr(cls, "Options", None)
     if model is None:
@@ -254,16 +265,19 @@ def validate_options(cls: AdapterClass, options: dict[str, Any], where: str) -> 
     try:
         return model.model_validate(options).model_dump()
     except ValidationError as exc:
-        lines = [
-            f"{where}.{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()
-        ]
-        raise ConfigError("invalid adapter options:\n  " + "\n  ".join(lines)) from None
+        errs = exc.errors()
+        first = errs[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        where = f"{file}: " if file else ""
+        raise ConfigError(f"{where}field '{field}.{loc}': {msg}{more}") from None
 
 
 def create_adapter(name: str, options: dict[str, Any] | None = None) -> MemoryAdapter:
     """A fresh async adapter instance (synchronous classes are wrapped in threads)."""
     cls = resolve_adapter(name)
-    opts = validate_options(cls, options or {}, f"adapter {name!r} options")
+    opts = validate_options(cls, options or {}, f"{name}.options")
     instance = cls(**opts)
     if isinstance(instance, SyncMemoryAdapter):
         return ThreadedAdapter(instance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ class BudgetConfig(_Section):
 class ModelConfig(_Section):
     """A model, named ``provider/model``: ``openai/gpt-4o-mini``, ``scripted/policy``, …"""
 
-    model: str = Field(pattern=r"^[A-Za-z0-9_.-]+/.+$")
+    model: str
     base_url: str | None = None
     # Name of the environment variable holding the API key; the key itself never goes in config.
     api_key_env: str | None = None
@@ -45,6 +46,16 @@ class ModelConfig(_Section):
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     price_output_per_mtok: float | None = Field(default=None, ge=0)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("model")
+    @classmethod
+    def _provider_slash_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/.+", v):
+            raise ValueError(
+                f"{v!r} must look like provider/model, e.g. openai/gpt-4o-mini, "
+                "llama_cpp/default or scripted/policy"
+            )
+        return v
 
     @property
     def provider(self) -> str:
@@ -150,6 +161,7 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None) -> RunConfi
                 msg = "unknown field; check the spelling against the README's config reference"
             elif err["type"] == "missing":
                 msg = "required field is missing"
+            msg = msg.removeprefix("Value error, ")
             problems.append(Problem(file, _loc(tuple(err["loc"])), msg))
         first = problems[0]
         raise ConfigError(

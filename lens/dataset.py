@@ -21,6 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lens.errors import DatasetError, Problem
 
 MAX_DATASET_BYTES = 512 * 1024 * 1024
+# Caps that keep one hostile record from exhausting memory or a model's context downstream.
+MAX_ID_CHARS = 200
+MAX_EPISODE_CHARS = 2_000_000
+MAX_PROMPT_CHARS = 20_000
 
 
 class QuestionType(StrEnum):
@@ -52,10 +56,10 @@ class _Model(BaseModel):
 
 
 class Episode(_Model):
-    episode_id: str = Field(min_length=1)
-    scope_id: str = Field(min_length=1)
+    episode_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     timestamp: datetime
-    text: str
+    text: str = Field(max_length=MAX_EPISODE_CHARS)
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("timestamp", mode="before")
@@ -89,11 +93,11 @@ class AgentQuestion(_Model):
 
 
 class Question(_Model):
-    question_id: str = Field(min_length=1)
-    scope_id: str = Field(min_length=1)
+    question_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     checkpoint_after: int = Field(ge=0)
     question_type: QuestionType
-    prompt: str = Field(min_length=1)
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     ground_truth: GroundTruth
     meta: dict[str, Any] = Field(default_factory=dict)
 
@@ -102,7 +106,7 @@ class Question(_Model):
 
 
 class Scope(_Model):
-    scope_id: str = Field(min_length=1)
+    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     episodes: list[Episode]
     meta: dict[str, Any] = Field(default_factory=dict)
 
@@ -196,7 +200,9 @@ def validate_raw(data: Any, file: str) -> tuple[Dataset | None, list[Problem]]:
                 msg = "required field is missing"
             elif err["type"] == "enum":
                 msg = f"{msg} (got {err.get('input')!r})"
-            problems.append(Problem(file, json_path(tuple(err["loc"])), msg))
+            problems.append(
+                Problem(file, json_path(tuple(err["loc"])), msg.removeprefix("Value error, "))
+            )
         return None, problems
     problems.extend(semantic_problems(ds, file))
     return ds, problems

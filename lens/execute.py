@@ -14,7 +14,7 @@ from lens.adapter import resolve_adapter, validate_options
 from lens.condition import condition, condition_hash, package_versions
 from lens.config import RunConfig, load_config
 from lens.dataset import Dataset, load_dataset
-from lens.errors import ConfigError, UserError
+from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.factory import create_client
 from lens.runner import Runner, RunProgress, RunSummary
@@ -28,7 +28,12 @@ class RunOutcome:
 
 
 def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
-    dataset = load_dataset(config.dataset.path)
+    try:
+        dataset = load_dataset(config.dataset.path)
+    except DatasetError as exc:
+        if exc.problems:
+            raise
+        raise DatasetError(f"{config_file}: field 'dataset.path': {exc.args[0]}") from None
     if config.dataset.scopes is not None:
         known = {s.scope_id for s in dataset.scopes}
         unknown = [s for s in config.dataset.scopes if s not in known]
@@ -47,7 +52,7 @@ def check_adapters(config: RunConfig, config_file: str) -> None:
             cls = resolve_adapter(a.name)
         except UserError as exc:
             raise ConfigError(f"{config_file}: field 'adapters.{i}.name': {exc.args[0]}") from None
-        validate_options(cls, a.options, f"{config_file}: field 'adapters.{i}.options'")
+        validate_options(cls, a.options, f"adapters.{i}.options", config_file)
 
 
 def new_run_id() -> str:
@@ -82,7 +87,10 @@ def execute(
     config = load_config(config_path)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
-    client = model or create_client(config.agent)
+    try:
+        client = model or create_client(config.agent)
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
     if resume is not None:
         store = RunStore.open(resume)
         manifest = store.manifest()

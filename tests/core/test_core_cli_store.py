@@ -52,7 +52,7 @@ def test_torn_last_line_is_discarded_and_repaired(tmp_path: Path) -> None:
         ("dataset: {path: missing.json}\nadapters: [{name: sqlite_fts}]\n"
          "agent: {model: scripted/policy}", "missing.json: dataset file not found"),
         ("dataset: {path: d.json}\nadapters: [{name: sqlite_fts, options: {max_results: -1}}]\n"
-         "agent: {model: scripted/policy}", "adapters.0.options'.max_results"),
+         "agent: {model: scripted/policy}", "field 'adapters.0.options.max_results'"),
         ("dataset: {path: d.json, scopes: [nope]}\nadapters: [{name: sqlite_fts}]\n"
          "agent: {model: scripted/policy}", "field 'dataset.scopes': unknown scope"),
         ("a: &a [1]\nb: *a", "YAML aliases"),

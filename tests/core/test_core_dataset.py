@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -30,7 +31,7 @@ def test_published_scopes_load_and_validate(shared_datasets: Path, name: str, sc
     assert len(ds.scopes[0].episodes) == episodes
     assert len(ds.questions) == questions
     ordered = ds.scopes[0].ordered_episodes()
-    assert all(a.timestamp <= b.timestamp for a, b in zip(ordered, ordered[1:], strict=False))
+    assert all(a.timestamp <= b.timestamp for a, b in itertools.pairwise(ordered))
     assert len(ds.content_hash()) == 64
 
 

@@ -4,7 +4,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -22,7 +22,7 @@ from tests.core.helpers import make_dataset, write_json
 class SpyMemory(MemoryAdapter):
     """Remembers everything it is given and what it held whenever it was searched."""
 
-    instances: list[SpyMemory] = []
+    instances: ClassVar[list[SpyMemory]] = []
     lock = threading.Lock()
 
     def __init__(self) -> None:
