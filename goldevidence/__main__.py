@@ -1,0 +1,3 @@
+from goldevidence.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""The GoldEvidence section of a lens report, from ``RUN_DIR/goldevidence/grades.json``.
+
+``section_markdown(run_dir)`` and ``section_html(run_dir)`` return None for a run that is not a
+GoldEvidence run, so a report can call them on any run directory.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from goldevidence.lensrun import grade_run
+
+SHOWN = ("value_acc", "exact_acc", "cite_f1", "entailment_rate", "support_bloat",
+         "twin_consistency", "twin_flip_rate", "instr_gap", "instr_override_rate",
+         "state_integrity_rate", "gold_present_rate", "selection_rate",
+         "accuracy_when_gold_present")
+
+
+def load_grades(run_dir: str | Path) -> dict[str, Any] | None:
+    root = Path(run_dir)
+    path = root / "goldevidence" / "grades.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    manifest = root / "manifest.json"
+    if not manifest.is_file():
+        return None
+    ds = json.loads(manifest.read_text(encoding="utf-8")).get("dataset", {})
+    if not str(ds.get("id") or "").startswith("goldevidence"):
+        return None
+    return grade_run(root)
+
+
+def _fmt(v: Any) -> str:
+    return "unknown" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def _table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["adapter", "cell", "n", "value_acc [95% CI]", *SHOWN[1:]]
+    body = []
+    for g in report["groups"]:
+        m = g["metrics"]
+        lo, hi = g["intervals"]["value_acc"]
+        cell = " ".join(f"{k}={v}" for k, v in g["cell"].items())
+        body.append([g["adapter"], cell, str(m["n"]),
+                     f"{_fmt(m['value_acc'])} [{_fmt(lo)}, {_fmt(hi)}]",
+                     *[_fmt(m.get(k)) for k in SHOWN[1:]]])
+    return head, body
+
+
+def section_markdown(run_dir: str | Path) -> str | None:
+    report = load_grades(run_dir)
+    if report is None:
+        return None
+    head, body = _table(report)
+    lines = ["## GoldEvidence", "",
+             f"Agent model: `{report['agent_model']}`. Decomposition: gold_present_rate → "
+             "selection_rate → accuracy_when_gold_present → value_acc; intervals are Wilson "
+             "95%. 'unknown' means the metric has no rows to stand on.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    errs = {g["adapter"]: g["metrics"]["errors"] for g in report["groups"] if
+            g["metrics"]["errors"]}
+    if errs:
+        lines += ["", "Per-row prediction errors (counted, not fatal): " +
+                  "; ".join(f"{a}: {e}" for a, e in errs.items())]
+    return "\n".join(lines) + "\n"
+
+
+def section_html(run_dir: str | Path) -> str | None:
+    report = load_grades(run_dir)
+    if report is None:
+        return None
+    head, body = _table(report)
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                  for r in body)
+    return (f'<section id="goldevidence"><h2>GoldEvidence</h2><p>Agent model: '
+            f"<code>{html.escape(str(report['agent_model']))}</code>. Intervals are Wilson 95%."
+            f"</p><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></section>")
