@@ -1,12 +1,14 @@
 """SQLite FTS5 full-text memory with BM25 ranking: the default store.
 
-One episode is one row; ``ref_id`` is the episode id and ``retrieve`` returns the whole episode.
+By default one episode is one row, its ``ref_id`` is the episode id and ``retrieve`` returns the
+whole episode. With ``chunk_chars`` set (the ``sqlite_fts_chunked`` adapter) episodes are split
+into chunks with refs ``episode_id#cN``; search ranks chunks, and ``retrieve`` accepts a chunk
+ref (that chunk) or an episode ref (the whole episode).
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive) on the episode timestamp.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -14,10 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.chunking import Unit, episode_units, split_ref
+from adapters.filters import DATE_FILTERS, DateRange
+from adapters.snippet import TOKEN, best_window, query_terms
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.dataset import Episode, parse_timestamp
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+DEFAULT_CHUNK_CHARS = 1200
 
 
 class SqliteFtsOptions(BaseModel):
@@ -26,140 +31,187 @@ class SqliteFtsOptions(BaseModel):
     path: str | None = Field(default=None, description="database file; in memory when unset")
     max_results: int = Field(default=10, ge=1, le=100)
     snippet_chars: int = Field(default=600, ge=50)
+    chunk_chars: int | None = Field(default=None, ge=100,
+                                    description="split episodes into chunks of this size")
+    chunk_overlap: int = Field(default=150, ge=0)
+
+
+class SqliteFtsChunkedOptions(SqliteFtsOptions):
+    chunk_chars: int | None = Field(default=DEFAULT_CHUNK_CHARS, ge=100)
 
 
 def fts_query(text: str) -> str | None:
     """An FTS5 query matching any of the words of ``text`` (quoted, so no syntax leaks)."""
-    words = [w for w in _TOKEN.findall(text.lower()) if len(w) > 1]
+    words = [w for w in TOKEN.findall(text.lower()) if len(w) > 1]
     seen: dict[str, None] = dict.fromkeys(words)
     if not seen:
         return None
     return " OR ".join(f'"{w}"' for w in seen)
 
 
-def _iso(value: Any, field: str) -> str:
-    try:
-        return parse_timestamp(str(value)).isoformat()
-    except ValueError:
-        raise ValueError(f"filter {field!r}: {value!r} is not an ISO-8601 date") from None
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS episodes(
+    episode_id TEXT PRIMARY KEY, scope_id TEXT, ts TEXT, text TEXT);
+CREATE TABLE IF NOT EXISTS units(
+    rowid INTEGER PRIMARY KEY, ref_id TEXT UNIQUE, episode_id TEXT, ts TEXT, text TEXT);
+CREATE INDEX IF NOT EXISTS units_episode ON units(episode_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    text, content='units', content_rowid='rowid', tokenize='unicode61');
+"""
 
 
 class SqliteFtsAdapter(SyncMemoryAdapter):
     Options = SqliteFtsOptions
 
     def __init__(self, path: str | None = None, max_results: int = 10,
-                 snippet_chars: int = 600) -> None:
+                 snippet_chars: int = 600, chunk_chars: int | None = None,
+                 chunk_overlap: int = 150) -> None:
         self.path = path
         self.max_results = max_results
         self.snippet_chars = snippet_chars
+        self.chunk_chars = chunk_chars
+        self.chunk_overlap = chunk_overlap
         self._lock = threading.Lock()
-        self._db = self._connect()
+        self._db: sqlite3.Connection | None = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         if self.path:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path or ":memory:", check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL" if self.path else "PRAGMA journal_mode=MEMORY")
-        db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS episodes(
-                rowid INTEGER PRIMARY KEY, episode_id TEXT UNIQUE, scope_id TEXT,
-                ts TEXT, text TEXT);
-            CREATE VIRTUAL TABLE IF NOT EXISTS episodes_fts USING fts5(
-                text, content='episodes', content_rowid='rowid', tokenize='unicode61');
-            """
-        )
+        db.executescript(_SCHEMA)
         return db
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError("the adapter is closed")
+        return self._db
 
     def reset(self, scope_id: str) -> None:
         with self._lock:
-            self._db.executescript(
-                "DELETE FROM episodes; INSERT INTO episodes_fts(episodes_fts) VALUES('delete-all');"
+            self.db.executescript(
+                "DELETE FROM episodes; DELETE FROM units; "
+                "INSERT INTO units_fts(units_fts) VALUES('delete-all');"
             )
-            self._db.commit()
+            self.db.commit()
 
     def ingest(self, episode: Episode) -> None:
+        self.ingest_many([episode])
+
+    def ingest_many(self, episodes: list[Episode]) -> None:
+        """Store several episodes in one transaction (re-ingesting an id replaces it)."""
         with self._lock:
-            cur = self._db.execute(
-                "INSERT OR REPLACE INTO episodes(episode_id, scope_id, ts, text) VALUES(?,?,?,?)",
-                (episode.episode_id, episode.scope_id, episode.timestamp.isoformat(),
-                 episode.text),
-            )
-            self._db.execute("INSERT INTO episodes_fts(rowid, text) VALUES(?, ?)",
-                             (cur.lastrowid, episode.text))
-            self._db.commit()
+            db = self.db
+            for episode in episodes:
+                self._forget(episode.episode_id)
+                db.execute("INSERT INTO episodes(episode_id, scope_id, ts, text) VALUES(?,?,?,?)",
+                           (episode.episode_id, episode.scope_id, episode.timestamp.isoformat(),
+                            episode.text))
+                for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+                    cur = db.execute(
+                        "INSERT INTO units(ref_id, episode_id, ts, text) VALUES(?,?,?,?)",
+                        (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
+                    db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
+                               (cur.lastrowid, unit.text))
+            db.commit()
+
+    def _forget(self, episode_id: str) -> None:
+        rows = self.db.execute("SELECT rowid, text FROM units WHERE episode_id = ?",
+                               (episode_id,)).fetchall()
+        for rowid, text in rows:
+            # External-content FTS tables need the old text to remove an entry.
+            self.db.execute("INSERT INTO units_fts(units_fts, rowid, text) VALUES('delete', ?, ?)",
+                            (rowid, text))
+        self.db.execute("DELETE FROM units WHERE episode_id = ?", (episode_id,))
+        self.db.execute("DELETE FROM episodes WHERE episode_id = ?", (episode_id,))
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        filters = filters or {}
-        unknown = set(filters) - {"start_date", "end_date"}
-        if unknown:
-            raise ValueError(f"unknown filter(s) {sorted(unknown)}; supported: start_date, "
-                             "end_date")
+        dates = DateRange.from_filters(filters)
         match = fts_query(query)
         if match is None:
             return []
         k = min(limit or self.max_results, self.max_results)
-        where, params = ["episodes_fts MATCH ?"], [match]
-        if filters.get("start_date"):
-            where.append("e.ts >= ?")
-            params.append(_iso(filters["start_date"], "start_date"))
-        if filters.get("end_date"):
-            end = _iso(filters["end_date"], "end_date")
-            # A bare date means the whole day.
-            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(filters["end_date"])):
-                end = end[:10] + "T23:59:59.999999" + end[19:]
-            where.append("e.ts <= ?")
+        return [
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, query_terms(query),
+                                                           self.snippet_chars),
+                         score=score, metadata=self._meta(u))
+            for u, score in self.ranked(match, dates, k)
+        ]
+
+    def ranked(self, match: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
+        """The ``k`` best units for an FTS5 ``match`` expression, best first (higher score)."""
+        where, params = ["units_fts MATCH ?"], [match]
+        start, end = dates.iso_bounds()
+        if start:
+            where.append("u.ts >= ?")
+            params.append(start)
+        if end:
+            where.append("u.ts <= ?")
             params.append(end)
         sql = (
-            "SELECT e.episode_id, e.ts, e.text, bm25(episodes_fts) AS rank "
-            "FROM episodes_fts JOIN episodes e ON e.rowid = episodes_fts.rowid "
+            "SELECT u.ref_id, u.episode_id, u.ts, u.text, bm25(units_fts) AS rank "
+            "FROM units_fts JOIN units u ON u.rowid = units_fts.rowid "
             f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
         )
         with self._lock:
-            rows = self._db.execute(sql, [*params, k]).fetchall()
-        terms = set(_TOKEN.findall(query.lower()))
-        return [
-            SearchResult(ref_id=eid, text=self._snippet(text, terms), score=-float(rank),
-                         metadata={"timestamp": ts})
-            for eid, ts, text, rank in rows
-        ]
+            rows = self.db.execute(sql, [*params, k]).fetchall()
+        # bm25() is lower-is-better; negate so every adapter's scores read higher-is-better.
+        return [(Unit(ref, eid, parse_timestamp(ts), text), -float(rank))
+                for ref, eid, ts, text, rank in rows]
 
-    def _snippet(self, text: str, terms: set[str]) -> str:
-        """The window of the episode with the most query words, so a hit shows why it matched."""
-        n = self.snippet_chars
-        if len(text) <= n:
-            return text
-        best, best_at = -1, 0
-        step = max(1, n // 4)
-        for start in range(0, len(text) - n + step, step):
-            window = text[start : start + n].lower()
-            hits = sum(1 for t in terms if t in window)
-            if hits > best:
-                best, best_at = hits, start
-        snippet = text[best_at : best_at + n]
-        return ("…" if best_at else "") + snippet + ("…" if best_at + n < len(text) else "")
+    def _meta(self, unit: Unit) -> dict[str, Any]:
+        meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
+        if unit.ref_id != unit.episode_id:
+            meta["episode_id"] = unit.episode_id
+        return meta
 
     def retrieve(self, ref_id: str) -> Document | None:
+        episode_id, chunk = split_ref(ref_id)
         with self._lock:
-            row = self._db.execute(
-                "SELECT episode_id, ts, text FROM episodes WHERE episode_id = ?", (ref_id,)
-            ).fetchone()
+            if chunk is None:
+                row = self.db.execute(
+                    "SELECT episode_id, ts, text FROM episodes WHERE episode_id = ?", (ref_id,)
+                ).fetchone()
+            else:
+                row = self.db.execute(
+                    "SELECT episode_id, ts, text FROM units WHERE ref_id = ?", (ref_id,)
+                ).fetchone()
         if row is None:
             return None
-        return Document(ref_id=row[0], text=row[2], metadata={"timestamp": row[1]})
+        meta: dict[str, Any] = {"timestamp": row[1]}
+        if chunk is not None:
+            meta["episode_id"] = episode_id
+        return Document(ref_id=ref_id, text=row[2], metadata=meta)
+
+    def episode_count(self) -> int:
+        with self._lock:
+            return int(self.db.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
     def get_capabilities(self) -> CapabilityManifest:
+        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword"],
-            filter_fields=["start_date", "end_date"],
+            filter_fields=list(DATE_FILTERS),
             max_results=self.max_results,
-            description="SQLite FTS5 keyword search with BM25 ranking over whole episodes",
+            description=f"SQLite FTS5 keyword search with BM25 ranking over {unit}",
         )
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
+class SqliteFtsChunkedAdapter(SqliteFtsAdapter):
+    """``sqlite_fts`` over chunks of ``chunk_chars`` characters (default 1200)."""
+
+    Options = SqliteFtsChunkedOptions
+
+    def __init__(self, path: str | None = None, max_results: int = 10,
+                 snippet_chars: int = 600, chunk_chars: int | None = DEFAULT_CHUNK_CHARS,
+                 chunk_overlap: int = 150) -> None:
+        super().__init__(path, max_results, snippet_chars, chunk_chars, chunk_overlap)

@@ -1,0 +1,76 @@
+"""Splitting episodes into retrievable units.
+
+A unit is what a search hit points at: the whole episode (ref = episode id) or one chunk of it
+(ref = ``episode_id#cN``, N from 0). Chunks break on paragraph, then line, then sentence
+boundaries so a chunk rarely cuts a fact in half; consecutive chunks overlap a little so a fact
+on a boundary is whole in at least one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from lens.dataset import Episode
+
+CHUNK_SEPARATOR = "#c"
+_CHUNK_REF = re.compile(r"^(?P<episode>.+)#c(?P<n>\d+)$")
+_BREAKS = ("\n\n", "\n", ". ", " ")
+
+
+@dataclass(frozen=True)
+class Unit:
+    ref_id: str
+    episode_id: str
+    timestamp: datetime
+    text: str
+
+
+def chunk_ref(episode_id: str, n: int) -> str:
+    return f"{episode_id}{CHUNK_SEPARATOR}{n}"
+
+
+def split_ref(ref_id: str) -> tuple[str, int | None]:
+    """(episode id, chunk number or None for a whole-episode ref)."""
+    m = _CHUNK_REF.match(ref_id)
+    if m is None:
+        return ref_id, None
+    return m.group("episode"), int(m.group("n"))
+
+
+def split_text(text: str, chunk_chars: int, overlap_chars: int = 0) -> list[str]:
+    """Pieces of at most ``chunk_chars`` characters covering ``text`` in order."""
+    if chunk_chars <= 0:
+        raise ValueError("chunk_chars must be positive")
+    overlap_chars = max(0, min(overlap_chars, chunk_chars // 2))
+    pieces: list[str] = []
+    start, n = 0, len(text)
+    while start < n:
+        end = min(start + chunk_chars, n)
+        if end < n:
+            window = text[start:end]
+            for sep in _BREAKS:
+                cut = window.rfind(sep)
+                # Only break where the chunk keeps at least half its size.
+                if cut >= chunk_chars // 2:
+                    end = start + cut + len(sep)
+                    break
+        piece = text[start:end].strip()
+        if piece:
+            pieces.append(piece)
+        if end >= n:
+            break
+        start = max(end - overlap_chars, start + 1)
+    return pieces or [text]
+
+
+def episode_units(episode: Episode, chunk_chars: int | None,
+                  overlap_chars: int = 0) -> list[Unit]:
+    """The units of ``episode``: itself when ``chunk_chars`` is None, else its chunks."""
+    if chunk_chars is None:
+        return [Unit(episode.episode_id, episode.episode_id, episode.timestamp, episode.text)]
+    return [
+        Unit(chunk_ref(episode.episode_id, i), episode.episode_id, episode.timestamp, piece)
+        for i, piece in enumerate(split_text(episode.text, chunk_chars, overlap_chars))
+    ]

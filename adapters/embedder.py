@@ -1,0 +1,122 @@
+"""Embeddings with a persistent cache keyed by (model, text hash).
+
+Re-ingesting a scope (a resumed run, a second adapter over the same scope, a repeat) looks every
+text up before encoding it, so it costs a SQLite read instead of a forward pass. The cache lives in
+``$XDG_CACHE_HOME/lens/embeddings.sqlite`` (``~/.cache`` when unset) unless the adapter's
+``embedding_cache`` option names another file, or ``"none"`` to keep it in memory only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder
+
+NO_CACHE = "none"
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lens" / "embeddings.sqlite"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """A SQLite table of float32 vectors; safe to share between threads and processes."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False,
+                                   timeout=30)
+        if path is not None:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings(model TEXT, text_sha256 TEXT, dim INTEGER, "
+            "vec BLOB, PRIMARY KEY(model, text_sha256)) WITHOUT ROWID"
+        )
+        self._db.commit()
+        self._lock = threading.Lock()
+
+    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, Matrix]:
+        found: dict[str, Matrix] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = list(keys[start:start + 500])
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT text_sha256, dim, vec FROM embeddings WHERE model = ? "
+                    f"AND text_sha256 IN ({marks})", [model, *part]).fetchall()
+                for key, dim, blob in rows:
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.shape == (dim,):
+                        found[key] = vec
+        return found
+
+    def put_many(self, model: str, items: dict[str, Matrix]) -> None:
+        if not items:
+            return
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings(model, text_sha256, dim, vec) VALUES(?,?,?,?)",
+                [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes())
+                 for k, v in items.items()])
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class Embedder:
+    """Batched, cached sentence embeddings for one model."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, cache: str | None = None,
+                 max_seq_length: int | None = None, batch_size: int = 32) -> None:
+        self.encoder: MiniLMEncoder = shared_encoder(model, max_seq_length)
+        # The cache key names the truncation length: a shorter window gives other vectors.
+        self.key_model = f"{model}@{self.encoder.max_seq_length}"
+        path = None if cache == NO_CACHE else Path(cache) if cache else default_cache_path()
+        self.cache = EmbeddingCache(path)
+        self.batch_size = batch_size
+        self.encoded = 0  # texts that missed the cache and went through the model
+        self.cache_hits = 0
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        keys = [text_key(t) for t in texts]
+        cached = self.cache.get_many(self.key_model, sorted(set(keys)))
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in cached:
+                missing.setdefault(key, text)
+        if missing:
+            vecs = self.encoder.encode(list(missing.values()), batch_size=self.batch_size)
+            fresh = dict(zip(missing.keys(), vecs, strict=True))
+            self.cache.put_many(self.key_model, fresh)
+            cached.update(fresh)
+        self.encoded += len(missing)
+        self.cache_hits += len(texts) - len(missing)
+        for i, key in enumerate(keys):
+            out[i] = cached[key]
+        return out
+
+    def close(self) -> None:
+        self.cache.close()

@@ -1,0 +1,128 @@
+"""Hybrid retrieval: reciprocal-rank fusion of ``sqlite_fts`` (BM25) and ``vector`` (cosine).
+
+Each leg ranks its best ``candidates`` units; a unit's fused score is the sum over the legs that
+found it of ``1 / (rrf_k + rank)`` (rank from 1). RRF needs no score calibration between BM25 and
+cosine, which is why it is the usual baseline for hybrid search. Both legs index the same units,
+so refs agree: episode ids, or ``episode_id#cN`` for ``hybrid_chunked``.
+Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive), applied by both legs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.chunking import Unit
+from adapters.embedding import DEFAULT_MODEL
+from adapters.filters import DATE_FILTERS, DateRange
+from adapters.snippet import best_window, query_terms
+from adapters.sqlite_fts import SqliteFtsAdapter, fts_query
+from adapters.vector import VectorAdapter, unit_meta
+from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.dataset import Episode
+
+DEFAULT_CHUNK_CHARS = 1000
+
+
+class HybridOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant: larger flattens rank weight")
+    candidates: int = Field(default=30, ge=1, le=500, description="units each leg ranks")
+    path: str | None = Field(default=None, description="FTS database file; in memory when unset")
+    model: str = DEFAULT_MODEL
+    embedding_cache: str | None = None
+    max_results: int = Field(default=10, ge=1, le=100)
+    snippet_chars: int = Field(default=600, ge=50)
+    chunk_chars: int | None = Field(default=None, ge=100)
+    chunk_overlap: int = Field(default=150, ge=0)
+
+
+class HybridChunkedOptions(HybridOptions):
+    chunk_chars: int | None = Field(default=DEFAULT_CHUNK_CHARS, ge=100)
+
+
+def rrf(rankings: list[list[Unit]], k: int) -> list[tuple[Unit, float]]:
+    """Reciprocal-rank fusion of several rankings of units, best first; ties keep first-seen
+    order so the result is deterministic."""
+    scores: dict[str, float] = {}
+    units: dict[str, Unit] = {}
+    for ranking in rankings:
+        for rank, unit in enumerate(ranking, start=1):
+            scores[unit.ref_id] = scores.get(unit.ref_id, 0.0) + 1.0 / (k + rank)
+            units.setdefault(unit.ref_id, unit)
+    order = sorted(scores, key=lambda r: -scores[r])
+    return [(units[r], scores[r]) for r in order]
+
+
+class HybridAdapter(SyncMemoryAdapter):
+    Options = HybridOptions
+
+    def __init__(self, rrf_k: int = 60, candidates: int = 30, path: str | None = None,
+                 model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
+                 max_results: int = 10, snippet_chars: int = 600,
+                 chunk_chars: int | None = None, chunk_overlap: int = 150) -> None:
+        self.rrf_k = rrf_k
+        self.candidates = candidates
+        self.max_results = max_results
+        self.snippet_chars = snippet_chars
+        self.chunked = chunk_chars is not None
+        self.keyword = SqliteFtsAdapter(path=path, max_results=100, chunk_chars=chunk_chars,
+                                        chunk_overlap=chunk_overlap)
+        self.semantic = VectorAdapter(model=model, embedding_cache=embedding_cache,
+                                      max_results=100, chunk_chars=chunk_chars,
+                                      chunk_overlap=chunk_overlap)
+
+    def reset(self, scope_id: str) -> None:
+        self.keyword.reset(scope_id)
+        self.semantic.reset(scope_id)
+
+    def ingest(self, episode: Episode) -> None:
+        self.keyword.ingest(episode)
+        self.semantic.ingest(episode)
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:
+        self.semantic.prepare(scope_id, checkpoint)
+
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        dates = DateRange.from_filters(filters)
+        if not query.strip():
+            return []
+        k = min(limit or self.max_results, self.max_results)
+        n = max(self.candidates, k)
+        match = fts_query(query)
+        by_keyword = [u for u, _ in self.keyword.ranked(match, dates, n)] if match else []
+        by_meaning = [u for u, _ in self.semantic.ranked(query, dates, n)]
+        terms = query_terms(query)
+        return [
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+                         score=score, metadata=unit_meta(u))
+            for u, score in rrf([by_keyword, by_meaning], self.rrf_k)[:k]
+        ]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        return self.keyword.retrieve(ref_id)
+
+    def get_capabilities(self) -> CapabilityManifest:
+        unit = "chunks (refs episode_id#cN)" if self.chunked else "whole episodes"
+        return CapabilityManifest(
+            search_modes=["keyword", "semantic", "hybrid"],
+            filter_fields=list(DATE_FILTERS),
+            max_results=self.max_results,
+            description=f"reciprocal-rank fusion (k={self.rrf_k}) of BM25 and "
+                        f"{self.semantic.embedder.key_model} cosine over {unit}",
+        )
+
+    def close(self) -> None:
+        self.keyword.close()
+        self.semantic.close()
+
+
+class HybridChunkedAdapter(HybridAdapter):
+    Options = HybridChunkedOptions
+
+    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
+        super().__init__(chunk_chars=chunk_chars, **kwargs)

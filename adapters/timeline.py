@@ -1,0 +1,142 @@
+"""Baselines that need no retrieval skill: ``full_context`` and ``recency``.
+
+Both ignore the query. ``search`` hands back whole episodes, newest first:
+- ``full_context``: every episode held, cut to a payload budget (``max_chars`` of episode text in
+  all; the oldest episodes are the ones left out, and an episode that would cross the budget is
+  cut short and marked ``truncated``). It answers "what if the agent could read everything
+  recent that fits?".
+- ``recency``: the latest ``n`` episodes. It answers "how far does remembering the last few
+  episodes get you?".
+``limit`` still caps the number of results, and the date filters still apply.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.filters import DATE_FILTERS, DateRange
+from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.dataset import Episode
+
+
+class FullContextOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_chars: int = Field(default=32_000, ge=100, description="payload budget per search")
+    max_results: int = Field(default=200, ge=1, le=10_000)
+
+
+class RecencyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(default=10, ge=1, le=1000, description="how many of the latest episodes")
+
+
+class _Timeline(SyncMemoryAdapter):
+    """Episodes kept in timestamp order (ties in arrival order)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._episodes: list[Episode] = []
+        self._keys: list[tuple[float, int]] = []
+        self._by_id: dict[str, Episode] = {}
+        self._arrivals = 0
+
+    def reset(self, scope_id: str) -> None:
+        with self._lock:
+            self._episodes, self._keys, self._by_id = [], [], {}
+
+    def ingest(self, episode: Episode) -> None:
+        with self._lock:
+            if episode.episode_id in self._by_id:
+                i = self._episodes.index(self._by_id[episode.episode_id])
+                del self._episodes[i], self._keys[i]
+            self._arrivals += 1
+            key = (episode.timestamp.timestamp(), self._arrivals)
+            i = bisect.bisect(self._keys, key)
+            self._keys.insert(i, key)
+            self._episodes.insert(i, episode)
+            self._by_id[episode.episode_id] = episode
+
+    def newest_first(self, filters: dict[str, Any] | None) -> list[Episode]:
+        dates = DateRange.from_filters(filters)
+        with self._lock:
+            return [e for e in reversed(self._episodes) if dates.admits(e.timestamp)]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        with self._lock:
+            ep = self._by_id.get(ref_id)
+        if ep is None:
+            return None
+        return Document(ref_id=ref_id, text=ep.text,
+                        metadata={"timestamp": ep.timestamp.isoformat()})
+
+
+def _result(ep: Episode, text: str | None = None) -> SearchResult:
+    meta: dict[str, Any] = {"timestamp": ep.timestamp.isoformat()}
+    if text is not None:
+        meta["truncated"] = True
+    return SearchResult(ref_id=ep.episode_id, text=ep.text if text is None else text,
+                        score=None, metadata=meta)
+
+
+class FullContextAdapter(_Timeline):
+    Options = FullContextOptions
+
+    def __init__(self, max_chars: int = 32_000, max_results: int = 200) -> None:
+        super().__init__()
+        self.max_chars = max_chars
+        self.max_results = max_results
+
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        k = min(limit or self.max_results, self.max_results)
+        out: list[SearchResult] = []
+        left = self.max_chars
+        for ep in self.newest_first(filters)[:k]:
+            if left <= 0:
+                break
+            if len(ep.text) <= left:
+                out.append(_result(ep))
+                left -= len(ep.text)
+            else:
+                out.append(_result(ep, ep.text[:left] + "…"))
+                break
+        return out
+
+    def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(
+            search_modes=["recency"],
+            filter_fields=list(DATE_FILTERS),
+            max_results=self.max_results,
+            description=(f"full-context baseline: search ignores the query and returns every "
+                         f"episode, newest first, up to {self.max_chars} characters"),
+        )
+
+
+class RecencyAdapter(_Timeline):
+    Options = RecencyOptions
+
+    def __init__(self, n: int = 10) -> None:
+        super().__init__()
+        self.n = n
+
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        k = min(limit or self.n, self.n)
+        return [_result(ep) for ep in self.newest_first(filters)[:k]]
+
+    def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(
+            search_modes=["recency"],
+            filter_fields=list(DATE_FILTERS),
+            max_results=self.n,
+            description=(f"recency baseline: search ignores the query and returns the latest "
+                         f"{self.n} episodes, newest first"),
+        )

@@ -1,0 +1,216 @@
+"""Dense retrieval: sentence embeddings and exact cosine top-k over numpy.
+
+Episodes (or, for ``vector_chunked``, their chunks) are embedded with all-MiniLM-L6-v2 running on
+numpy (see :mod:`adapters.embedding`). The model reads at most 256 tokens (about 1,000
+characters of English), so a whole-episode vector sees only the start of a long episode: use
+``vector_chunked`` when episodes are long. Ingest only queues episodes; they are embedded in
+batches when the queue fills, before a search, and at each checkpoint (``prepare``). Brute-force
+cosine is exact, and at 100k units of 384 floats one query is a 150 MB matrix-vector product.
+Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.chunking import Unit, episode_units, split_ref
+from adapters.embedder import Embedder
+from adapters.embedding import DEFAULT_MODEL
+from adapters.filters import DATE_FILTERS, DateRange
+from adapters.snippet import best_window, query_terms
+from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.dataset import Episode
+
+DEFAULT_CHUNK_CHARS = 1000
+
+
+class VectorOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default=DEFAULT_MODEL, description="packaged model name or model folder")
+    embedding_cache: str | None = Field(
+        default=None, description="cache file; default $XDG_CACHE_HOME/lens/embeddings.sqlite; "
+        "'none' keeps it in memory")
+    max_results: int = Field(default=10, ge=1, le=100)
+    snippet_chars: int = Field(default=600, ge=50)
+    chunk_chars: int | None = Field(default=None, ge=100)
+    chunk_overlap: int = Field(default=150, ge=0)
+    batch_size: int = Field(default=32, ge=1, le=512)
+    max_seq_length: int | None = Field(default=None, ge=16, le=512)
+
+
+class VectorChunkedOptions(VectorOptions):
+    chunk_chars: int | None = Field(default=DEFAULT_CHUNK_CHARS, ge=100)
+
+
+class UnitMatrix:
+    """Unit-length vectors of the units held, growing by doubling so ingest stays linear."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.units: list[Unit] = []
+        self._vecs = np.zeros((0, dim), dtype=np.float32)
+        self._ts = np.zeros(0, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def add(self, units: list[Unit], vecs: np.ndarray) -> None:
+        n, need = len(self.units), len(self.units) + len(units)
+        if need > self._vecs.shape[0]:
+            cap = max(need, 2 * self._vecs.shape[0], 64)
+            grown = np.zeros((cap, self.dim), dtype=np.float32)
+            grown[:n] = self._vecs[:n]
+            ts = np.zeros(cap, dtype=np.float64)
+            ts[:n] = self._ts[:n]
+            self._vecs, self._ts = grown, ts
+        self._vecs[n:need] = vecs
+        self._ts[n:need] = [u.timestamp.timestamp() for u in units]
+        self.units.extend(units)
+
+    def remove_episode(self, episode_id: str) -> None:
+        keep = [i for i, u in enumerate(self.units) if u.episode_id != episode_id]
+        if len(keep) == len(self.units):
+            return
+        self._vecs = self._vecs[keep].copy()
+        self._ts = self._ts[keep].copy()
+        self.units = [self.units[i] for i in keep]
+
+    def top(self, query: np.ndarray, k: int, dates: DateRange) -> list[tuple[Unit, float]]:
+        n = len(self.units)
+        if n == 0:
+            return []
+        scores = self._vecs[:n] @ query
+        if not dates.empty:
+            ts = self._ts[:n]
+            ok = np.ones(n, dtype=bool)
+            if dates.start is not None:
+                ok &= ts >= dates.start.timestamp()
+            if dates.end is not None:
+                ok &= ts <= dates.end.timestamp()
+            scores = np.where(ok, scores, -np.inf)
+        k = min(k, n)
+        idx = np.argpartition(-scores, k - 1)[:k]
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        return [(self.units[i], float(scores[i])) for i in idx if np.isfinite(scores[i])]
+
+
+class VectorAdapter(SyncMemoryAdapter):
+    Options = VectorOptions
+
+    def __init__(self, model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
+                 max_results: int = 10, snippet_chars: int = 600,
+                 chunk_chars: int | None = None, chunk_overlap: int = 150,
+                 batch_size: int = 32, max_seq_length: int | None = None) -> None:
+        self.max_results = max_results
+        self.snippet_chars = snippet_chars
+        self.chunk_chars = chunk_chars
+        self.chunk_overlap = chunk_overlap
+        self.batch_size = batch_size
+        self.embedder = Embedder(model, embedding_cache, max_seq_length, batch_size)
+        self._lock = threading.RLock()
+        self._matrix = UnitMatrix(self.embedder.dim)
+        self._episodes: dict[str, Episode] = {}
+        self._units: dict[str, Unit] = {}
+        self._pending: list[Unit] = []
+
+    def reset(self, scope_id: str) -> None:
+        with self._lock:
+            self._matrix = UnitMatrix(self.embedder.dim)
+            self._episodes.clear()
+            self._units.clear()
+            self._pending.clear()
+
+    def ingest(self, episode: Episode) -> None:
+        with self._lock:
+            if episode.episode_id in self._episodes:
+                self._drop(episode.episode_id)
+            self._episodes[episode.episode_id] = episode
+            for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+                self._units[unit.ref_id] = unit
+                self._pending.append(unit)
+            if len(self._pending) >= 4 * self.batch_size:
+                self._flush()
+
+    def _drop(self, episode_id: str) -> None:
+        self._episodes.pop(episode_id, None)
+        self._pending = [u for u in self._pending if u.episode_id != episode_id]
+        for ref in [r for r, u in self._units.items() if u.episode_id == episode_id]:
+            del self._units[ref]
+        self._matrix.remove_episode(episode_id)
+
+    def _flush(self) -> None:
+        if self._pending:
+            units, self._pending = self._pending, []
+            self._matrix.add(units, self.embedder.embed([u.text for u in units]))
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:
+        with self._lock:
+            self._flush()
+
+    def ranked(self, query: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
+        """The ``k`` units most similar to ``query``, best first (cosine similarity)."""
+        with self._lock:
+            self._flush()
+            qvec = self.embedder.embed([query])[0]
+            return self._matrix.top(qvec, k, dates)
+
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
+        dates = DateRange.from_filters(filters)
+        if not query.strip():
+            return []
+        k = min(limit or self.max_results, self.max_results)
+        terms = query_terms(query)
+        return [
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+                         score=score, metadata=unit_meta(u))
+            for u, score in self.ranked(query, dates, k)
+        ]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        with self._lock:
+            _, chunk = split_ref(ref_id)
+            if chunk is None:
+                ep = self._episodes.get(ref_id)
+                if ep is None:
+                    return None
+                return Document(ref_id=ref_id, text=ep.text,
+                                metadata={"timestamp": ep.timestamp.isoformat()})
+            unit = self._units.get(ref_id)
+            if unit is None:
+                return None
+            return Document(ref_id=ref_id, text=unit.text, metadata=unit_meta(unit))
+
+    def get_capabilities(self) -> CapabilityManifest:
+        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        return CapabilityManifest(
+            search_modes=["semantic"],
+            filter_fields=list(DATE_FILTERS),
+            max_results=self.max_results,
+            description=f"dense retrieval ({self.embedder.key_model}, cosine) over {unit}",
+        )
+
+    def close(self) -> None:
+        self.embedder.close()
+
+
+def unit_meta(unit: Unit) -> dict[str, Any]:
+    meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
+    if unit.ref_id != unit.episode_id:
+        meta["episode_id"] = unit.episode_id
+    return meta
+
+
+class VectorChunkedAdapter(VectorAdapter):
+    """``vector`` over chunks of ``chunk_chars`` characters (default 1000, about 250 tokens)."""
+
+    Options = VectorChunkedOptions
+
+    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
+        super().__init__(chunk_chars=chunk_chars, **kwargs)

@@ -1,0 +1,381 @@
+"""The adapter conformance suite: what every MemoryAdapter must do, as runnable checks.
+
+Each check receives a factory that makes a fresh adapter and raises ``AssertionError`` (with a
+message saying what the adapter did wrong) or :class:`Skip` (the adapter declares it does not do
+that thing). The same checks run from pytest (:class:`lens.testing.AdapterConformance`) and from
+``lens adapters check``.
+
+The checks use a small corpus of short synthetic episodes, each with one distinctive phrase, so
+any keyword, semantic or recency store holds all of them and can be asked for each.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import anyio
+
+from lens.adapter import (
+    CapabilityManifest,
+    Document,
+    MemoryAdapter,
+    SearchResult,
+    SyncMemoryAdapter,
+    ThreadedAdapter,
+)
+from lens.dataset import Episode
+
+AdapterFactory = Callable[[], MemoryAdapter | SyncMemoryAdapter]
+Status = Literal["passed", "failed", "skipped"]
+
+SCOPE_A = "conformance_scope_a"
+SCOPE_B = "conformance_scope_b"
+_T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+# Distinctive facts, one per episode, phrased like operational logs. The shared word "ledger"
+# lets the limit check ask a query every episode matches.
+_FACTS = [
+    "The ledger shows the billing queue stalled after the kafka broker rebooted.",
+    "The ledger notes that warehouse robot seven dropped a pallet of lemon soap.",
+    "The ledger records a certificate renewal for the payments gateway in Lisbon.",
+    "The ledger says the nightly backup of the orders database took 94 minutes.",
+    "The ledger flags a spike of login failures from the Montreal office VPN.",
+    "The ledger lists the migration of search indexes to the new SSD cluster.",
+    "The ledger reports that the mobile app crash rate doubled after release 5.2.",
+    "The ledger mentions an invoice dispute with the vendor Halvorsen Freight.",
+]
+_FILLER = (" Routine checks passed. Nothing else of note happened during this period; the team "
+           "reviewed dashboards, closed two low-priority tickets and handed over the shift.")
+
+
+def corpus(scope_id: str = SCOPE_A, prefix: str = "conf") -> list[Episode]:
+    """The suite's episodes for ``scope_id``: one a day from 2024-03-01, in time order."""
+    return [
+        Episode(episode_id=f"{prefix}_ep_{i:03d}", scope_id=scope_id,
+                timestamp=_T0 + timedelta(days=i), text=fact + _FILLER)
+        for i, fact in enumerate(_FACTS)
+    ]
+
+
+class Skip(Exception):
+    """The adapter declares it does not support what this check tests."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    status: Status
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def as_async(adapter: MemoryAdapter | SyncMemoryAdapter) -> MemoryAdapter:
+    return ThreadedAdapter(adapter) if isinstance(adapter, SyncMemoryAdapter) else adapter
+
+
+def episode_of(ref: str) -> str:
+    """A chunk ref ``episode_id#cN`` belongs to ``episode_id``."""
+    return ref.split("#", 1)[0]
+
+
+async def _filled(factory: AdapterFactory, episodes: list[Episode] | None = None,
+                  scope_id: str = SCOPE_A) -> MemoryAdapter:
+    adapter = as_async(factory())
+    await adapter.reset(scope_id)
+    for ep in episodes if episodes is not None else corpus(scope_id):
+        await adapter.ingest(ep)
+    await adapter.prepare(scope_id, len(episodes or corpus(scope_id)))
+    return adapter
+
+
+async def _caps(adapter: MemoryAdapter) -> CapabilityManifest:
+    caps = await adapter.get_capabilities()
+    assert isinstance(caps, CapabilityManifest), (
+        f"get_capabilities returned {type(caps).__name__}, not a CapabilityManifest")
+    return caps
+
+
+async def _searchable(adapter: MemoryAdapter) -> CapabilityManifest:
+    caps = await _caps(adapter)
+    if not caps.search_modes:
+        raise Skip("declares no search modes")
+    return caps
+
+
+def _check_results(results: Any, where: str) -> list[SearchResult]:
+    assert isinstance(results, list), f"{where}: search returned {type(results).__name__}"
+    for r in results:
+        assert isinstance(r, SearchResult), f"{where}: a result is {type(r).__name__}"
+    return results
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+
+async def check_capabilities(factory: AdapterFactory) -> None:
+    """Capabilities are a well-formed CapabilityManifest, JSON-serialisable, stable."""
+    adapter = as_async(factory())
+    try:
+        caps = await _caps(adapter)
+        CapabilityManifest.model_validate(caps.model_dump())
+        json.dumps(caps.model_dump(mode="json"))
+        names = [t.name for t in caps.extra_tools]
+        assert len(names) == len(set(names)), f"extra tool names repeat: {names}"
+        reserved = {"memory_search", "memory_retrieve", "answer"} & set(names)
+        assert not reserved, f"extra tools shadow the built-in tools: {sorted(reserved)}"
+        assert all(isinstance(m, str) and m for m in caps.search_modes), "empty search mode"
+        again = await _caps(adapter)
+        assert again == caps, "get_capabilities changed between two calls with nothing ingested"
+    finally:
+        await adapter.aclose()
+
+
+async def check_exact_phrase(factory: AdapterFactory) -> None:
+    """After ingest, searching an episode's distinctive phrase returns that episode."""
+    adapter = await _filled(factory)
+    try:
+        caps = await _searchable(adapter)
+        missed = []
+        for ep in corpus():
+            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            hits = _check_results(await adapter.search(phrase), f"search({phrase!r})")
+            assert len(hits) <= caps.max_results, (
+                f"search returned {len(hits)} results; capabilities declare max_results="
+                f"{caps.max_results}")
+            if ep.episode_id not in {episode_of(h.ref_id) for h in hits}:
+                missed.append(ep.episode_id)
+        assert not missed, f"searching each episode's own phrase did not return {missed}"
+    finally:
+        await adapter.aclose()
+
+
+async def check_retrieve_referenced(factory: AdapterFactory) -> None:
+    """Every ref a search returned can be retrieved, and holds the text that matched."""
+    adapter = await _filled(factory)
+    try:
+        await _searchable(adapter)
+        episodes = {ep.episode_id: ep for ep in corpus()}
+        for ep in corpus()[:4]:
+            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            for hit in await adapter.search(phrase):
+                doc = await adapter.retrieve(hit.ref_id)
+                assert isinstance(doc, Document), (
+                    f"retrieve({hit.ref_id!r}) returned {doc!r} for a ref search just returned")
+                assert doc.ref_id == hit.ref_id, (
+                    f"retrieve({hit.ref_id!r}) returned a document with ref_id {doc.ref_id!r}")
+                source = episodes.get(episode_of(hit.ref_id))
+                if source is not None:
+                    assert (doc.text and doc.text in source.text) or source.text in doc.text, (
+                        f"retrieve({hit.ref_id!r}) text is not part of episode "
+                        f"{source.episode_id}")
+            whole = await adapter.retrieve(ep.episode_id)
+            if whole is not None:
+                assert ep.text.split(".")[0] in whole.text, (
+                    f"retrieve({ep.episode_id!r}) does not contain the episode's text")
+    finally:
+        await adapter.aclose()
+
+
+async def check_unknown_ref(factory: AdapterFactory) -> None:
+    """Retrieving a ref the adapter never handed out returns None (not an exception)."""
+    adapter = await _filled(factory)
+    try:
+        for ref in ("no-such-ref", "conf_ep_999", "conf_ep_000#c999", "x" * 300):
+            doc = await adapter.retrieve(ref)
+            assert doc is None, f"retrieve({ref[:40]!r}) returned {doc!r}, expected None"
+    finally:
+        await adapter.aclose()
+
+
+async def check_reset_isolates(factory: AdapterFactory) -> None:
+    """After reset to another scope, nothing of the previous scope can be found or retrieved."""
+    old = corpus(SCOPE_A, prefix="olda")
+    new = corpus(SCOPE_B, prefix="newb")[4:]
+    adapter = await _filled(factory, old, SCOPE_A)
+    try:
+        await adapter.reset(SCOPE_B)
+        for ep in new:
+            await adapter.ingest(ep)
+        await adapter.prepare(SCOPE_B, len(new))
+        leaked = set()
+        for ep in old:
+            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            for hit in await adapter.search(phrase):
+                if episode_of(hit.ref_id).startswith("olda_"):
+                    leaked.add(hit.ref_id)
+            if await adapter.retrieve(ep.episode_id) is not None:
+                leaked.add(ep.episode_id)
+        assert not leaked, f"episodes of the previous scope survived reset: {sorted(leaked)}"
+        caps = await _caps(adapter)
+        if caps.search_modes:
+            found = {episode_of(h.ref_id) for h in await adapter.search(
+                new[0].text.split(".")[0].removeprefix("The ledger "))}
+            assert new[0].episode_id in found, "after reset, a new scope's episode is not found"
+    finally:
+        await adapter.aclose()
+
+
+async def check_limit(factory: AdapterFactory) -> None:
+    """``limit`` caps the number of results; no limit means at most ``max_results``."""
+    adapter = await _filled(factory)
+    try:
+        caps = await _searchable(adapter)
+        for limit in (1, 3):
+            hits = await adapter.search("ledger", limit=limit)
+            assert len(hits) <= limit, f"search(limit={limit}) returned {len(hits)} results"
+        hits = await adapter.search("ledger")
+        assert len(hits) <= caps.max_results, (
+            f"search() returned {len(hits)} results; max_results is {caps.max_results}")
+        assert hits, "search('ledger') found nothing although every episode says 'ledger'"
+    finally:
+        await adapter.aclose()
+
+
+async def check_json(factory: AdapterFactory) -> None:
+    """Search results and documents survive a JSON round trip unchanged."""
+    adapter = await _filled(factory)
+    try:
+        await _searchable(adapter)
+        hits = await adapter.search("billing queue kafka broker")
+        assert hits, "search found nothing to serialise"
+        for hit in hits:
+            text = json.dumps(hit.model_dump(mode="json"))
+            assert SearchResult.model_validate_json(text) == hit, (
+                f"result {hit.ref_id!r} changes in a JSON round trip (metadata types?)")
+            doc = await adapter.retrieve(hit.ref_id)
+            if doc is not None:
+                assert Document.model_validate_json(json.dumps(doc.model_dump(mode="json"))) \
+                    == doc, f"document {hit.ref_id!r} changes in a JSON round trip"
+    finally:
+        await adapter.aclose()
+
+
+async def check_filters(factory: AdapterFactory) -> None:
+    """A declared date filter excludes what it should and keeps what it should."""
+    adapter = await _filled(factory)
+    try:
+        caps = await _searchable(adapter)
+        known = {"start_date", "end_date"} & set(caps.filter_fields)
+        if not known:
+            other = ", ".join(caps.filter_fields) or "none"
+            raise Skip(f"declares no date filter (declared: {other}); not checked")
+        eps = corpus()
+        inside = eps[2:5]
+        filters: dict[str, str] = {}
+        if "start_date" in known:
+            filters["start_date"] = inside[0].timestamp.date().isoformat()
+        if "end_date" in known:
+            filters["end_date"] = inside[-1].timestamp.date().isoformat()
+        lo = inside[0].timestamp if "start_date" in known else eps[0].timestamp
+        hi = inside[-1].timestamp if "end_date" in known else eps[-1].timestamp
+        allowed = {e.episode_id for e in eps if lo <= e.timestamp <= hi}
+        hits = await adapter.search("ledger", filters=filters, limit=caps.max_results)
+        outside = {episode_of(h.ref_id) for h in hits} - allowed
+        assert not outside, f"filters {filters} let through episodes {sorted(outside)}"
+        target = inside[1]
+        phrase = target.text.split(".")[0].removeprefix("The ledger ")
+        got = {episode_of(h.ref_id) for h in await adapter.search(phrase, filters=filters)}
+        assert target.episode_id in got, (
+            f"filters {filters} hid {target.episode_id}, which lies inside the range")
+    finally:
+        await adapter.aclose()
+
+
+async def check_concurrent_search(factory: AdapterFactory) -> None:
+    """Many searches at once give the same answers as one at a time, and none fails."""
+    adapter = await _filled(factory)
+    try:
+        await _searchable(adapter)
+        queries = [ep.text.split(".")[0].removeprefix("The ledger ") for ep in corpus()]
+        expected = [[h.ref_id for h in await adapter.search(q)] for q in queries]
+        got: dict[int, list[str]] = {}
+
+        async def one(i: int) -> None:
+            got[i] = [h.ref_id for h in await adapter.search(queries[i % len(queries)])]
+
+        async with anyio.create_task_group() as tg:
+            for i in range(3 * len(queries)):
+                tg.start_soon(one, i)
+        for i, refs in got.items():
+            want = expected[i % len(queries)]
+            assert refs == want, (
+                f"concurrent search for {queries[i % len(queries)]!r} gave {refs}, alone {want}")
+    finally:
+        await adapter.aclose()
+
+
+def _open_fds() -> int | None:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return None
+
+
+async def check_aclose(factory: AdapterFactory) -> None:
+    """``aclose`` succeeds and leaves no file descriptors open (files, sockets)."""
+    # A first instance warms up lazy, process-wide state (models, pools) that is not a leak.
+    warm = await _filled(factory)
+    await warm.aclose()
+    del warm
+    gc.collect()
+    before = _open_fds()
+    adapter = await _filled(factory)
+    await adapter.search("ledger")
+    await adapter.aclose()
+    del adapter
+    gc.collect()
+    after = _open_fds()
+    if before is None or after is None:
+        raise Skip("cannot count open file descriptors on this platform; aclose ran cleanly")
+    assert after <= before, f"{after - before} file descriptor(s) still open after aclose"
+
+
+CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {
+    "capabilities_well_formed": check_capabilities,
+    "exact_phrase_found": check_exact_phrase,
+    "retrieve_returns_referenced": check_retrieve_referenced,
+    "unknown_ref_is_none": check_unknown_ref,
+    "reset_isolates_scopes": check_reset_isolates,
+    "limit_respected": check_limit,
+    "results_json_serialisable": check_json,
+    "declared_filters_work": check_filters,
+    "concurrent_searches_safe": check_concurrent_search,
+    "aclose_releases_resources": check_aclose,
+}
+
+
+async def run_check(name: str, factory: AdapterFactory, timeout_s: float = 600.0) -> CheckResult:
+    """Run one check; an exception other than AssertionError/Skip counts as a failure too."""
+    start = time.perf_counter()
+    try:
+        with anyio.fail_after(timeout_s):
+            await CHECKS[name](factory)
+    except Skip as exc:
+        return CheckResult(name, "skipped", str(exc), time.perf_counter() - start)
+    except AssertionError as exc:
+        return CheckResult(name, "failed", str(exc) or "assertion failed",
+                           time.perf_counter() - start)
+    except TimeoutError:
+        return CheckResult(name, "failed", f"did not finish within {timeout_s:.0f} s",
+                           time.perf_counter() - start)
+    except Exception as exc:
+        return CheckResult(name, "failed", f"{type(exc).__name__}: {exc}",
+                           time.perf_counter() - start)
+    return CheckResult(name, "passed", "", time.perf_counter() - start)
+
+
+async def run_conformance(factory: AdapterFactory, only: list[str] | None = None,
+                          timeout_s: float = 600.0) -> list[CheckResult]:
+    """Every check (or those named in ``only``), one after another, each on fresh adapters."""
+    names = only or list(CHECKS)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}; known: {', '.join(CHECKS)}")
+    return [await run_check(n, factory, timeout_s) for n in names]
