@@ -74,6 +74,7 @@ class QuestionRow:
         """Agent cost of the question; unknown when any of its model calls has no price."""
         calls = [c for c in self.record.model_calls if c.role == "agent"]
         if not calls:
+            # An errored question may have spent on calls its record could not keep.
             return 0.0 if self.record.status == "answered" else None
         if any(c.cost_usd is None for c in calls):
             return None

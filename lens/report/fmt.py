@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lens.report.models import ComparisonRow, EstimateOut
+from lens.report.models import ComparisonRow, EstimateOut, Usage
 
 UNKNOWN = "unknown"
 
@@ -40,6 +40,14 @@ def verdict(row: ComparisonRow, a: str, b: str) -> str:
 
 def money(x: float | None) -> str:
     return UNKNOWN if x is None else f"${x:.4f}"
+
+
+def cost(u: Usage, questions: int) -> str:
+    """Mean cost per question, saying how many questions it rests on when not all."""
+    text = money(u.cost_usd_per_question)
+    if u.cost_usd_per_question is not None and u.cost_known < questions:
+        text += f" ({u.cost_known}/{questions} known)"
+    return text
 
 
 def not_comparable_label(fields: list[str]) -> str:

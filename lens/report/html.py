@@ -264,7 +264,7 @@ def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
         usage.append([a, str(ad.questions), str(ad.answered), str(ad.errored),
                       fmt.num(u.tool_calls_per_question, 2),
                       fmt.num(u.search_results_per_question, 2),
-                      fmt.est(u.agent_tokens_per_question, 0), fmt.money(u.cost_usd_per_question),
+                      fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
                       fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
     out.append("<h2>Usage</h2>" + tbl(["adapter", "questions", "answered", "errored",
                                        "tool calls/q", "search results/q", "agent tokens/q",

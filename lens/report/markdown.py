@@ -90,7 +90,7 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
         usage_rows.append([
             a, ad.questions, ad.answered, ad.errored, fmt.num(u.tool_calls_per_question, 2),
             fmt.num(u.search_results_per_question, 2), fmt.est(u.agent_tokens_per_question, 0),
-            fmt.money(u.cost_usd_per_question), fmt.est(u.budget_compliant),
+            fmt.cost(u, ad.questions), fmt.est(u.budget_compliant),
             fmt.num(u.wall_s_per_question, 2),
         ])
     lines += table(["adapter", "questions", "answered", "errored", "tool calls/q",

@@ -43,9 +43,11 @@ class Usage(_M):
     tool_calls_per_question: float | None
     search_results_per_question: float | None
     agent_tokens_per_question: EstimateOut
-    # None when any model call of the arm had no known price.
+    # Mean over the questions whose cost is known (cost_known of them); None when none is.
     cost_usd_per_question: float | None
+    # Only when every question's cost is known.
     cost_usd_total: float | None
+    cost_known: int = 0
     wall_s_per_question: float | None
     budget_compliant: EstimateOut
     stop_reasons: dict[str, int] = Field(default_factory=dict)

@@ -14,7 +14,7 @@ from lens.report.models import EstimateOut
 
 PALETTE = ("#3366cc", "#dc7633", "#2e8b57", "#9b59b6", "#c0392b", "#16a085", "#7f8c8d",
            "#b7950b")
-W, H = 640, 300
+W, H = 500, 290
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 34, 64
 
 

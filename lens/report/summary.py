@@ -41,9 +41,9 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usage:
-    costs = [r.cost_usd for r in rows]
-    known_cost = rows and all(c is not None for c in costs)
-    total = float(sum(c or 0.0 for c in costs)) if known_cost else None
+    # Cost is averaged over the questions whose every model call had a known price; how many
+    # that is is reported beside it, so a partial figure never passes for a complete one.
+    costs = [c for c in (r.cost_usd for r in rows) if c is not None]
     tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
                             [r.record.scope_id for r in rows], confidence=confidence,
                             seed_label=f"{label}|agent_tokens")
@@ -53,8 +53,9 @@ def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usag
         tool_calls_per_question=_mean([float(r.tool_calls) for r in rows]),
         search_results_per_question=_mean([float(r.search_results) for r in rows]),
         agent_tokens_per_question=EstimateOut.of(tokens),
-        cost_usd_per_question=(total / len(rows)) if total is not None and rows else None,
-        cost_usd_total=total,
+        cost_usd_per_question=_mean(costs),
+        cost_usd_total=float(sum(costs)) if costs and len(costs) == len(rows) else None,
+        cost_known=len(costs),
         wall_s_per_question=_mean([r.record.wall_s for r in rows]),
         budget_compliant=EstimateOut.of(compliant),
         stop_reasons=dict(Counter(b.stop_reason for b in budgets).most_common()),
