@@ -84,14 +84,33 @@ class Embedder:
 
     def __init__(self, model: str = DEFAULT_MODEL, cache: str | None = None,
                  max_seq_length: int | None = None, batch_size: int = 32) -> None:
-        self.encoder: MiniLMEncoder = shared_encoder(model, max_seq_length)
-        # The cache key names the truncation length: a shorter window gives other vectors.
-        self.key_model = f"{model}@{self.encoder.max_seq_length}"
-        path = None if cache == NO_CACHE else Path(cache) if cache else default_cache_path()
-        self.cache = EmbeddingCache(path)
+        self.model = model
+        self.max_seq_length = max_seq_length
+        self.cache_path = (None if cache == NO_CACHE
+                           else Path(cache) if cache else default_cache_path())
         self.batch_size = batch_size
         self.encoded = 0  # texts that missed the cache and went through the model
         self.cache_hits = 0
+        self._cache: EmbeddingCache | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def encoder(self) -> MiniLMEncoder:
+        return shared_encoder(self.model, self.max_seq_length)
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        # Opened on first use, so listing or configuring an adapter touches no file.
+        with self._lock:
+            if self._cache is None:
+                self._cache = EmbeddingCache(self.cache_path)
+            return self._cache
+
+    @property
+    def key_model(self) -> str:
+        """The cache key's model part; it names the truncation length, since a shorter window
+        gives other vectors."""
+        return f"{self.model}@{self.encoder.max_seq_length}"
 
     @property
     def dim(self) -> int:
@@ -119,4 +138,7 @@ class Embedder:
         return out
 
     def close(self) -> None:
-        self.cache.close()
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None

@@ -60,6 +60,9 @@ class UnitMatrix:
         return len(self.units)
 
     def add(self, units: list[Unit], vecs: np.ndarray) -> None:
+        if not self.units:
+            self.dim = int(vecs.shape[1])
+            self._vecs = np.zeros((0, self.dim), dtype=np.float32)
         n, need = len(self.units), len(self.units) + len(units)
         if need > self._vecs.shape[0]:
             cap = max(need, 2 * self._vecs.shape[0], 64)
@@ -113,14 +116,14 @@ class VectorAdapter(SyncMemoryAdapter):
         self.batch_size = batch_size
         self.embedder = Embedder(model, embedding_cache, max_seq_length, batch_size)
         self._lock = threading.RLock()
-        self._matrix = UnitMatrix(self.embedder.dim)
+        self._matrix = UnitMatrix(0)
         self._episodes: dict[str, Episode] = {}
         self._units: dict[str, Unit] = {}
         self._pending: list[Unit] = []
 
     def reset(self, scope_id: str) -> None:
         with self._lock:
-            self._matrix = UnitMatrix(self.embedder.dim)
+            self._matrix = UnitMatrix(0)
             self._episodes.clear()
             self._units.clear()
             self._pending.clear()

@@ -1,0 +1,122 @@
+"""``lens adapters``: list every adapter lens can create; ``lens adapters check`` runs the
+conformance suite on one of them (a registered name or ``package.module:Class``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib.metadata import entry_points
+from typing import Any
+
+import anyio
+
+from lens.adapter import (
+    BUILTIN_ADAPTERS,
+    ENTRY_POINT_GROUP,
+    CapabilityManifest,
+    adapter_names,
+    create_adapter,
+    resolve_adapter,
+    validate_options,
+)
+from lens.errors import ConfigError, UserError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("adapters", help="list memory adapters; check one against the contract")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(handler=_list)
+    asub = p.add_subparsers(dest="adapters_command", metavar="ACTION")
+    c = asub.add_parser("check", help="run the conformance suite on an adapter")
+    c.add_argument("adapter", metavar="NAME|package.module:Class")
+    c.add_argument("--options", default="{}", metavar="JSON",
+                   help="adapter options as a JSON object, as under 'options:' in a config")
+    c.add_argument("--only", action="append", metavar="CHECK",
+                   help="run only this check (repeatable)")
+    c.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="time limit per check (default 600)")
+    c.set_defaults(handler=_check)
+
+
+def _source(name: str, eps: dict[str, str]) -> str:
+    if name in BUILTIN_ADAPTERS:
+        return "built-in"
+    if name in eps:
+        return f"entry point {eps[name]}"
+    return "registered in this process"
+
+
+async def _capabilities(name: str) -> CapabilityManifest:
+    adapter = create_adapter(name)
+    try:
+        return await adapter.get_capabilities()
+    finally:
+        await adapter.aclose()
+
+
+def describe(name: str) -> dict[str, Any]:
+    """One adapter's listing: its capabilities with default options, or why it is unavailable."""
+    eps = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    row: dict[str, Any] = {"name": name, "source": _source(name, eps)}
+    try:
+        caps = anyio.run(_capabilities, name)
+    except Exception as exc:  # a missing optional dependency must not hide the other adapters
+        row["available"] = False
+        row["reason"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return row
+    row["available"] = True
+    row["capabilities"] = caps.model_dump(mode="json")
+    return row
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = [describe(n) for n in adapter_names()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        if not row["available"]:
+            print(f"{row['name']}  [{row['source']}]  unavailable: {row['reason']}")
+            continue
+        caps = row["capabilities"]
+        modes = ",".join(caps["search_modes"]) or "none"
+        filters = ",".join(caps["filter_fields"]) or "none"
+        tools = ",".join(t["name"] for t in caps["extra_tools"]) or "none"
+        print(f"{row['name']}  [{row['source']}]")
+        print(f"    search: {modes}; filters: {filters}; max_results: {caps['max_results']}; "
+              f"extra tools: {tools}")
+        if caps["description"]:
+            print(f"    {caps['description']}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from lens.testing import CHECKS, run_conformance
+
+    try:
+        options = json.loads(args.options)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--options: not valid JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(options, dict):
+        raise ConfigError("--options: must be a JSON object such as '{\"path\": \"m.db\"}'")
+    if args.only:
+        unknown = [c for c in args.only if c not in CHECKS]
+        if unknown:
+            raise UserError(f"--only: unknown check(s) {unknown}; known: {', '.join(CHECKS)}")
+    cls = resolve_adapter(args.adapter)
+    validate_options(cls, options, "--options")
+    print(f"checking {args.adapter} ({cls.__module__}:{cls.__qualname__})")
+    results = anyio.run(lambda: run_conformance(lambda: create_adapter(args.adapter, options),
+                                                args.only, args.timeout))
+    width = max(len(r.name) for r in results)
+    for r in results:
+        mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
+        detail = f"  {r.detail}" if r.detail else ""
+        print(f"  {mark}  {r.name:<{width}}  {r.seconds:6.2f}s{detail}")
+    failed = [r for r in results if r.status == "failed"]
+    passed = sum(r.status == "passed" for r in results)
+    skipped = sum(r.status == "skipped" for r in results)
+    print(f"{passed} passed, {len(failed)} failed, {skipped} skipped")
+    sys.stdout.flush()
+    return 1 if failed else 0

@@ -1,0 +1,99 @@
+"""The conformance suite fails adapters that break the contract, each on the rule it breaks."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+import pytest
+
+from adapters.sqlite_fts import SqliteFtsAdapter
+from lens.adapter import CapabilityManifest, Document, SearchResult
+from lens.testing import run_check, run_conformance
+
+
+class _Base(SqliteFtsAdapter):
+    pass
+
+
+class LeaksAcrossReset(_Base):
+    def reset(self, scope_id: str) -> None:  # forgets to forget
+        return None
+
+
+class IgnoresLimit(_Base):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        return super().search(query, filters, None)
+
+
+class RaisesOnUnknownRef(_Base):
+    def retrieve(self, ref_id: str) -> Document | None:
+        doc = super().retrieve(ref_id)
+        if doc is None:
+            raise KeyError(ref_id)
+        return doc
+
+
+class DeclaresFilterItIgnores(_Base):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        return super().search(query, None, limit)
+
+
+class RetrieveLoses(_Base):
+    def retrieve(self, ref_id: str) -> Document | None:
+        return None
+
+
+class NotJsonSafe(_Base):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        hits = super().search(query, filters, limit)
+        for h in hits:
+            h.metadata["when"] = (1, 2)  # a tuple comes back from JSON as a list
+        return hits
+
+
+class LeaksFiles(_Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self._fd = os.open(os.devnull, os.O_RDONLY)
+
+
+class LiesAboutMaxResults(_Base):
+    def get_capabilities(self) -> CapabilityManifest:
+        return super().get_capabilities().model_copy(update={"max_results": 2})
+
+
+class FindsNothing(_Base):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        return []
+
+
+@pytest.mark.parametrize(("cls", "check", "message"), [
+    (LeaksAcrossReset, "reset_isolates_scopes", "survived reset"),
+    (IgnoresLimit, "limit_respected", "limit=1"),
+    (RaisesOnUnknownRef, "unknown_ref_is_none", "KeyError"),
+    (DeclaresFilterItIgnores, "declared_filters_work", "let through"),
+    (RetrieveLoses, "retrieve_returns_referenced", "for a ref search just returned"),
+    (NotJsonSafe, "results_json_serialisable", "JSON round trip"),
+    (LeaksFiles, "aclose_releases_resources", "file descriptor"),
+    (LiesAboutMaxResults, "exact_phrase_found", "max_results"),
+    (FindsNothing, "exact_phrase_found", "did not return"),
+])
+def test_suite_fails_the_broken_rule(cls: type, check: str, message: str) -> None:
+    result = anyio.run(run_check, check, cls)
+    assert result.status == "failed", result
+    assert message in result.detail
+    # The same adapter's honest base passes that check: the failure is the defect, not the suite.
+    assert anyio.run(run_check, check, _Base).status == "passed"
+
+
+def test_whole_suite_reports_every_check() -> None:
+    results = anyio.run(run_conformance, LeaksAcrossReset)
+    assert [r.name for r in results if r.status == "failed"] == ["reset_isolates_scopes"]
+    with pytest.raises(ValueError, match="unknown check"):
+        anyio.run(run_conformance, _Base, ["nope"])
