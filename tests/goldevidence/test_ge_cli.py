@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "goldevidence", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_generate_run_grade(tmp_path: Path) -> None:
+    r = ge("generate", "--out", "d.jsonl", "--preset", "smoke", "--seed", "3",
+           "--state-mode", "counter", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ge("validate", "--data", "d.jsonl", cwd=tmp_path).returncode == 0
+    r = ge("run", "--data", "d.jsonl", "--baseline", "ledger", "--protocol", "both", "--json",
+           cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    results = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["name"] for x in results] == ["ledger open_book", "ledger closed_book"]
+    assert all(x["exact_acc"] == 1.0 for x in results)
+    r = ge("run", "--data", "d.jsonl", "--baseline", "naive", "--pred-out", "p.jsonl",
+           cwd=tmp_path)
+    assert r.returncode == 0 and "value_acc" in r.stdout
+    r = ge("grade", "--data", "d.jsonl", "--pred", "p.jsonl", "--json", cwd=tmp_path)
+    graded = json.loads(r.stdout)
+    assert 0 < graded["value_acc"] < 1
+    r = ge("train-selector", "--data", "d.jsonl", "--k", "6", "--out", "sel.json",
+           "--export", "cands.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cands.jsonl").read_text().count("\n") > 0
+    r = ge("run", "--data", "d.jsonl", "--baseline", "retrieval", "--k", "6", "--rerank",
+           "linear", "--selector-path", "sel.json", "--selector-only", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["value_acc"] > 0.9
+
+
+def test_user_errors_exit_2_without_traceback(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"id": "x"}\n')
+    r = ge("run", "--data", "bad.jsonl", "--baseline", "ledger", cwd=tmp_path)
+    assert r.returncode == 2 and "bad.jsonl: line 1" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = ge("generate", "--out", "x.jsonl", "--steps", "1", cwd=tmp_path)
+    assert r.returncode == 2 and "--steps" in r.stderr and not (tmp_path / "x.jsonl").exists()
+    r = ge("run", "--data", "missing.jsonl", "--baseline", "ledger", cwd=tmp_path)
+    assert r.returncode == 2 and "not found" in r.stderr
+    (tmp_path / "ok.jsonl").write_text("")
+    r = ge("run", "--data", "bad.jsonl", "--baseline", "retrieval", cwd=tmp_path)
+    assert r.returncode == 2
+
+
+def test_sweep_writes_one_summary_csv(tmp_path: Path) -> None:
+    r = ge("sweep", "--preset", "smoke", "--seeds", "0,1", "--k", "1,4", "--reranks",
+           "none,latest_step", "--model", "goldevidence-policy/first", "--out", "runs",
+           "--csv", "summary.csv", "--name", "clisweep", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "summary.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 2 * 2 * 2  # (k × rerank) adapters × seeds
+    assert {r["seed"] for r in table} == {"0", "1"}
+    k4_none = [float(r["value_acc"]) for r in table if r["k"] == "4" and r["rerank"] == "none"]
+    k4_latest = [float(r["value_acc"]) for r in table if r["k"] == "4"
+                 and r["rerank"] == "latest_step"]
+    assert max(k4_none) < min(k4_latest) == 1.0
+    runs = list((tmp_path / "runs").glob("clisweep-*"))
+    assert len(runs) == 1
+    r = ge("report", str(runs[0]), cwd=tmp_path)
+    assert r.returncode == 0 and "## GoldEvidence" in r.stdout
