@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_Z = 1.96
-DEFAULT_RESAMPLES = 2000
 _STD_NORMAL = NormalDist()
+# The exact 95% two-sided quantile (1.959964…), so that every interval lens prints at the
+# default confidence is computed with the same z.
+DEFAULT_Z = _STD_NORMAL.inv_cdf(0.975)
+DEFAULT_RESAMPLES = 2000
 
 
 def z_for(confidence: float) -> float:

@@ -19,8 +19,14 @@ HOW_TO_READ = (
 )
 
 
+def t(text: object) -> str:
+    """Text from datasets, models and adapters, made inert for markdown renderers that pass
+    raw HTML through (entities still display as the characters they stand for)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return t(text).replace("|", "\\|").replace("\n", " ")
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -36,12 +42,12 @@ def checklist_md(checks: Sequence[Check]) -> list[str]:
 
 
 def comparison_md(comp: Comparison) -> list[str]:
-    title = f"### {comp.arm_b} vs {comp.arm_a} (Δ = B − A)"
+    title = f"### {t(comp.arm_b)} vs {t(comp.arm_a)} (Δ = B − A)"
     out = [title, ""]
     if comp.not_comparable:
         out += [f"**{fmt.not_comparable_label(comp.not_comparable)}**", ""]
     out += [f"{comp.pairs} paired questions; unmatched: {comp.unmatched_a} only in "
-            f"{comp.arm_a}, {comp.unmatched_b} only in {comp.arm_b}.", ""]
+            f"{t(comp.arm_a)}, {comp.unmatched_b} only in {t(comp.arm_b)}.", ""]
     rows = [[r.metric, r.pairs, fmt.num(r.mean_a), fmt.num(r.mean_b), fmt.est(r.delta),
              r.test, fmt.pval(r.p_value), fmt.pval(r.p_holm),
              f"{fmt.verdict(r, comp.arm_a, comp.arm_b)}: {r.reason}"]
@@ -59,10 +65,10 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
     lines += [
         f"- run directory: `{s.run_dir}`; status: {s.status or 'unknown'}; "
         f"created: {s.created_at or 'unknown'}",
-        f"- dataset: {cond.get('dataset_id', 'unknown')} "
+        f"- dataset: {t(cond.get('dataset_id', 'unknown'))} "
         f"(content hash {str(cond.get('dataset_hash', 'unknown'))[:12]})",
-        f"- agent model: {cond.get('agent_model', 'unknown')}; judge model: "
-        f"{cond.get('judge_model') or 'none'}",
+        f"- agent model: {t(cond.get('agent_model', 'unknown'))}; judge model: "
+        f"{t(cond.get('judge_model') or 'none')}",
         f"- seed: {cond.get('seed', 'unknown')}; repeats: {cond.get('repeats', 'unknown')}; "
         f"condition hash: {str(s.condition_hash or 'unknown')[:12]}",
         f"- primary metric: {s.primary_metric or 'none (not scored)'}", "",
@@ -118,13 +124,13 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
         lines += ["No position-swapped judge verdicts: judge-based metrics are unknown and there "
                   "is no judge-noise floor.", ""]
     else:
-        lines += [f"Judge {j.model or 'unknown'}: {j.pairs} position-swapped pairs, "
+        lines += [f"Judge {t(j.model or 'unknown')}: {j.pairs} position-swapped pairs, "
                   f"disagreement {j.disagreement_rate:.1%} (agreement {fmt.est(j.agreement)}). "
                   "Differences in judge-based metrics smaller than the disagreement rate are "
                   "ties.", ""]
     if s.comparisons:
         lines += ["## Paired comparisons", "",
-                  f"Baseline: {s.comparisons[0].arm_a}. Questions are paired by scope, question "
+                  f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope, question "
                   "and repeat; binary metrics use the exact McNemar test, continuous ones a "
                   "paired bootstrap; p-values are Holm-corrected across the metrics shown.", ""]
         for comp in s.comparisons:
@@ -132,5 +138,5 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
     for section in sections:
         lines += [section.markdown.rstrip(), ""]
     if s.notes:
-        lines += ["## Notes", "", *(f"- {n}" for n in s.notes), ""]
+        lines += ["## Notes", "", *(f"- {t(n)}" for n in s.notes), ""]
     return "\n".join(lines).rstrip() + "\n"

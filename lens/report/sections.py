@@ -81,8 +81,12 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _md_text(v: Any) -> str:
+    return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _md_cell(v: Any) -> str:
-    return _cell(v).replace("|", "\\|").replace("\n", " ")
+    return _md_text(_cell(v)).replace("|", "\\|").replace("\n", " ")
 
 
 def _metric_text(v: Any) -> str:
@@ -100,7 +104,7 @@ def _metric_text(v: Any) -> str:
 def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
     """Render a section document (the JSON shape above) as markdown and escaped HTML."""
     title = str(doc.get("title") or section_id)
-    md: list[str] = [f"## {title}", ""]
+    md: list[str] = [f"## {_md_text(title)}", ""]
     hx: list[str] = [f"<h2>{html.escape(title)}</h2>"]
     metrics = doc.get("metrics") or {}
     if isinstance(metrics, dict) and metrics:
@@ -118,7 +122,7 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
         cols = [str(c) for c in table.get("columns") or []]
         rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
         if table.get("title"):
-            md += [f"### {table['title']}", ""]
+            md += [f"### {_md_text(table['title'])}", ""]
             hx.append(f"<h3>{html.escape(str(table['title']))}</h3>")
         if cols:
             md += ["| " + " | ".join(_md_cell(c) for c in cols) + " |",
@@ -131,7 +135,7 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
             hx.append(f"<table class='data'><thead><tr>{head}</tr></thead>"
                       f"<tbody>{body}</tbody></table>")
     for note in doc.get("notes") or []:
-        md.append(f"- {note}")
+        md.append(f"- {_md_text(note)}")
         hx.append(f"<p class='note'>{html.escape(str(note))}</p>")
     return Section(id=section_id, title=title, markdown="\n".join(md).rstrip() + "\n",
                    html="\n".join(hx), data=doc)

@@ -1,0 +1,92 @@
+"""Every pre-flight checklist item passes, warns and fails on runs built to do so."""
+
+from __future__ import annotations
+
+import pytest
+
+from lens.report.checklist import compare_checklist, run_checklist
+from lens.report.data import RunData
+from tests.report.runfactory import RunSpec, memory_run
+
+
+def checks(run: RunData) -> dict[str, str]:
+    return {c.id: c.status for c in run_checklist(run)}
+
+
+@pytest.mark.parametrize(("per_scope", "single", "compare"), [
+    (50, "pass", "warn"),   # 150 questions
+    (20, "warn", "fail"),   # 60
+    (5, "fail", "fail"),    # 15
+    (70, "pass", "pass"),   # 210
+])
+def test_sample_size_items(per_scope: int, single: str, compare: str) -> None:
+    got = checks(memory_run(RunSpec(scopes=3, questions_per_scope=per_scope)))
+    assert got["sample_size"] == single
+    assert got["compare_size"] == compare
+
+
+def test_sample_size_counts_scored_questions_only() -> None:
+    # 110 records of which every 10th errored (metrics unknown): 99 scored -> warn.
+    run = memory_run(RunSpec(scopes=2, questions_per_scope=55, error_every=10))
+    c = {c.id: c for c in run_checklist(run)}
+    assert c["sample_size"].status == "warn"
+    assert "n=99" in c["sample_size"].value
+
+
+def test_seed_item() -> None:
+    a = memory_run(RunSpec(name="a", seed=1))
+    b = memory_run(RunSpec(name="b", seed=1))
+    c = memory_run(RunSpec(name="c", seed=2))
+    assert checks(a)["seed"] == "pass"
+    assert {x.id: x.status for x in compare_checklist([a, b], {})}["seed"] == "pass"
+    diff = {x.id: x for x in compare_checklist([a, c], {})}["seed"]
+    assert diff.status == "fail" and "a-id: 1" in diff.value and "c-id: 2" in diff.value
+    no_seed = memory_run(RunSpec(name="d"))
+    del no_seed.manifest["condition"]["seed"]
+    assert checks(no_seed)["seed"] == "warn"
+
+
+def test_retrieval_items_fail_when_the_memory_is_never_used() -> None:
+    ok = checks(memory_run(RunSpec()))
+    assert ok["search_results"] == "pass" and ok["tool_calls"] == "pass"
+    empty_search = checks(memory_run(RunSpec(search_results=0)))
+    assert empty_search["search_results"] == "fail" and empty_search["tool_calls"] == "pass"
+    no_tools = checks(memory_run(RunSpec(tool_calls=False)))
+    assert no_tools["search_results"] == "fail" and no_tools["tool_calls"] == "fail"
+
+
+def test_retrieval_fails_for_the_one_adapter_that_never_searches() -> None:
+    run = memory_run(RunSpec(adapters=("good", "bad")))
+    for row in run.rows_for("bad"):
+        row.record.tool_calls.clear()
+    c = {c.id: c for c in run_checklist(run)}
+    assert c["tool_calls"].status == "fail"
+    assert "good: 1.00" in c["tool_calls"].value and "bad: 0.00" in c["tool_calls"].value
+
+
+@pytest.mark.parametrize(("rate", "status"), [
+    (0.02, "pass"), (0.10, "pass"), (0.15, "warn"), (0.40, "fail"), (None, "warn"),
+])
+def test_judge_item(rate: float | None, status: str) -> None:
+    assert checks(memory_run(RunSpec(disagreement_rate=rate)))["judge"] == status
+
+
+@pytest.mark.parametrize(("error_every", "status"), [(0, "pass"), (40, "warn"), (5, "fail")])
+def test_failures_item(error_every: int, status: str) -> None:
+    run = memory_run(RunSpec(scopes=4, questions_per_scope=30, error_every=error_every))
+    assert checks(run)["failures"] == status
+
+
+def test_failures_item_counts_unit_failures() -> None:
+    run = memory_run(RunSpec())
+    run.events.append({"kind": "unit_error", "key": "u", "error": "boom"})
+    c = {c.id: c for c in run_checklist(run)}
+    assert "1 unit failure(s)" in c["failures"].value
+
+
+def test_scored_item() -> None:
+    assert checks(memory_run(RunSpec()))["scored"] == "pass"
+    unscored = checks(memory_run(RunSpec(scored=False)))
+    assert unscored["scored"] == "fail"
+    # Without scores the sample size falls back to the records, and judge is unknown.
+    assert unscored["judge"] == "warn"

@@ -1,0 +1,240 @@
+"""``lens report``: the four files, their numbers, escaping, sections and the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lens.cli import main
+from lens.report import REPORT_FILES, write_reports
+from lens.report.data import load_run
+from lens.report.models import ReportSummary
+from lens.report.sections import _PROVIDERS, Section, register_section_provider
+from lens.stats import wilson
+from tests.report.runfactory import RunSpec, make_run
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> & "q" \'s\''
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return make_run(tmp_path, RunSpec(adapters=("sqlite_fts", "null"), error_every=17))
+
+
+def test_writes_all_four_files_with_consistent_numbers(run_dir: Path) -> None:
+    paths = write_reports(run_dir)
+    for name in REPORT_FILES:
+        assert (run_dir / name).is_file(), name
+    summary = ReportSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert summary.primary_metric == "composite"
+    assert summary.metrics == ["composite", "fact_recall", "budget_compliance"]
+    # The reported Wilson interval is recomputed here from the raw per-question values.
+    scores = json.loads((run_dir / "scores.json").read_text())
+    vals = [q["metrics"]["budget_compliance"] for q in scores["questions"]
+            if q["adapter"] == "null" and q["metrics"]["budget_compliance"] is not None]
+    want = wilson(sum(vals), len(vals))
+    got = summary.adapters["null"].metrics["budget_compliance"]
+    assert (got.n, got.mean, got.low, got.high) == (want.n, want.mean, want.low, want.high)
+    assert got.method == "wilson"
+    comp = summary.adapters["null"].metrics["composite"]
+    assert comp.method == "cluster-bootstrap" and comp.clusters == 3
+    assert comp.low < comp.mean < comp.high  # type: ignore[operator]
+    # Errored questions are counted, not scored as zero.
+    assert summary.adapters["sqlite_fts"].errored + summary.adapters["null"].errored == 3
+    assert summary == paths.summary_data
+
+
+def test_report_is_deterministic(run_dir: Path, tmp_path: Path) -> None:
+    write_reports(run_dir)
+    first = (run_dir / "summary.json").read_text()
+    write_reports(run_dir, out_dir=tmp_path / "again")
+    second = json.loads((tmp_path / "again" / "summary.json").read_text())
+    first_d = json.loads(first)
+    assert first_d["adapters"] == second["adapters"]
+    assert first_d["comparisons"] == second["comparisons"]
+
+
+def test_markdown_shows_checklist_intervals_and_comparison(run_dir: Path) -> None:
+    write_reports(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "## Pre-flight checklist" in md
+    for status in ("**PASS**", "**FAIL**"):
+        assert status in md
+    assert re.search(r"\| composite \| 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] n=\d+ \|", md)
+    assert "### null vs sqlite_fts" in md
+    assert "mcnemar-exact" in md and "paired-bootstrap" in md
+
+
+def test_csv_has_one_row_per_record(run_dir: Path) -> None:
+    write_reports(run_dir)
+    rows = list(csv.DictReader(io.StringIO((run_dir / "questions.csv").read_text())))
+    assert len(rows) == 60
+    errored = [r for r in rows if r["status"] == "error"]
+    assert len(errored) == 3 and all(r["composite"] == "" for r in errored)
+    answered = rows[0]
+    assert float(answered["composite"]) >= 0 and answered["tool_calls"] == "1"
+    assert answered["search_results"] == "3"
+
+
+def test_unknown_metrics_stay_unknown(tmp_path: Path) -> None:
+    spec = RunSpec(metrics=lambda a, s, q, r: {"composite": 0.5, "answer_quality": None},
+                   disagreement_rate=None)
+    run_dir = make_run(tmp_path, spec)
+    paths = write_reports(run_dir)
+    assert "answer_quality" not in paths.summary_data.metrics
+    md = paths.markdown.read_text()
+    assert "No position-swapped judge verdicts" in md
+    rows = list(csv.DictReader(io.StringIO(paths.csv.read_text())))
+    assert "answer_quality" not in rows[0]
+
+
+def test_unscored_run_still_reports(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, RunSpec(scored=False))
+    paths = write_reports(run_dir)
+    s = paths.summary_data
+    assert not s.scored and s.primary_metric is None
+    assert any("not scored" in n for n in s.notes)
+    assert {c.id: c.status for c in s.checklist}["scored"] == "fail"
+    html = paths.html.read_text()
+    assert 'id="summary-table"' in html and "unknown" in html
+
+
+def test_all_foreign_text_is_escaped(tmp_path: Path) -> None:
+    spec = RunSpec(adapters=(HOSTILE,), answer=lambda s, q: HOSTILE,
+                   detail={"facts_missed": [HOSTILE], HOSTILE: HOSTILE})
+    run_dir = make_run(tmp_path, spec)
+    write_reports(run_dir)
+    html = (run_dir / "report.html").read_text()
+    assert html.count("<script>") == 1  # only the report's own filter script
+    assert "<img" not in html  # the only way an onerror= could run is inside a real tag
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert re.search(r"""(src|href)\s*=\s*["']?https?:""", html) is None
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    md = (run_dir / "report.md").read_text()
+    assert "<script>" not in md and "<img" not in md
+    assert "&lt;script&gt;alert(\"x\")&lt;/script&gt;" in md
+    rows = list(csv.DictReader(io.StringIO((run_dir / "questions.csv").read_text())))
+    assert rows[0]["adapter"] == HOSTILE
+
+
+def test_csv_neutralises_formulas(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, RunSpec(adapters=("=HYPERLINK(1)",)))
+    write_reports(run_dir)
+    rows = list(csv.DictReader(io.StringIO((run_dir / "questions.csv").read_text())))
+    assert rows[0]["adapter"] == "'=HYPERLINK(1)"
+
+
+def test_drill_down_holds_the_transcript(run_dir: Path) -> None:
+    write_reports(run_dir)
+    html = (run_dir / "report.html").read_text()
+    assert html.count('<details class="q"') == 60
+    assert "memory_search" in html and "Transcript" in html
+    assert "p99 latency rose to 410ms" in html and 'class="missed"' in html
+    assert "ModelError: HTTP 500" in html
+
+
+def test_goldevidence_json_becomes_a_section(run_dir: Path) -> None:
+    (run_dir / "goldevidence.json").write_text(json.dumps({
+        "title": "GoldEvidence <b>",
+        "metrics": {"value_acc": 0.8125, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8,
+                                                     "n": 120}},
+        "tables": [{"title": "by state mode", "columns": ["mode", "acc"],
+                    "rows": [["kv", 0.9], ["set", None]]}],
+        "notes": ["twins flip 3%"],
+    }))
+    paths = write_reports(run_dir)
+    md = paths.markdown.read_text()
+    assert "## GoldEvidence &lt;b&gt;" in md and "| value_acc | 0.812 |" in md
+    assert "0.700 [0.600, 0.800] (n=120)" in md and "| set | unknown |" in md
+    html = paths.html.read_text()
+    assert "GoldEvidence &lt;b&gt;" in html
+    ids = [s.id for s in paths.summary_data.sections]
+    assert ids == ["goldevidence"]
+
+
+def test_broken_section_file_is_reported_not_fatal(run_dir: Path) -> None:
+    (run_dir / "goldevidence.json").write_text("[1, 2")
+    paths = write_reports(run_dir)
+    assert "section 'goldevidence' failed" in paths.markdown.read_text()
+
+
+def test_registered_section_provider(run_dir: Path) -> None:
+    def provider(run: object) -> Section:
+        return Section(id="extra", title="Extra", markdown="## Extra\n\nhello\n",
+                       html="<h2>Extra</h2>", data={"k": 1})
+
+    def broken(run: object) -> Section:
+        raise RuntimeError("nope")
+
+    register_section_provider(provider)
+    register_section_provider(broken)
+    try:
+        paths = write_reports(run_dir)
+    finally:
+        _PROVIDERS.remove(provider)
+        _PROVIDERS.remove(broken)
+    md = paths.markdown.read_text()
+    assert "## Extra" in md and "section 'broken' failed: RuntimeError: nope" in md
+
+
+def test_cli_report(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out and "pre-flight:" in out and "composite" in out
+
+
+def test_cli_report_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "no such run directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "not a lens run directory" in capsys.readouterr().err
+    run_dir = make_run(tmp_path, RunSpec())
+    (run_dir / "scores.json").write_text('{"run_dir": 1}')
+    assert main(["report", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "scores.json" in err and "Traceback" not in err
+    assert not (run_dir / "report.md").exists()
+
+
+def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "lens", "report", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (run_dir / "report.html").is_file()
+
+
+def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) -> None:
+    """A real run (scripted policy over SQLite FTS5 on a published scope), reported before and
+    after scores exist: the retrieval checks measure real tool use."""
+    from lens.execute import execute
+    from lens.scoring.types import QuestionScores, RunScores
+
+    root = Path(__file__).resolve().parents[2]
+    outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)
+    run = load_run(outcome.run_dir)
+    assert len(run.rows) == outcome.summary.questions > 0
+    checks = {c.id: c for c in write_reports(outcome.run_dir).summary_data.checklist}
+    assert checks["search_results"].status == "pass"
+    assert checks["tool_calls"].status == "pass"
+    assert checks["scored"].status == "fail"
+    # Score budget compliance from the records themselves and report again.
+    qs = [QuestionScores(key=r.record.key, unit_key=r.record.unit_key, adapter=r.record.adapter,
+                         scope_id=r.record.scope_id, repeat=r.record.repeat,
+                         question_id=r.record.question_id, question_type="longitudinal",
+                         checkpoint=r.record.checkpoint, status=r.record.status,
+                         metrics={"budget_compliance": float(bool(r.record.budget
+                                                                  and r.record.budget.compliant))})
+          for r in run.rows]
+    (outcome.run_dir / "scores.json").write_text(RunScores(
+        run_dir=str(outcome.run_dir), tiers=[1], questions=qs).model_dump_json())
+    summary = write_reports(outcome.run_dir).summary_data
+    est = next(iter(summary.adapters.values())).metrics["budget_compliance"]
+    assert est.n == len(qs) and est.method == "wilson"
