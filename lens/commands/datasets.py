@@ -1,30 +1,160 @@
-"""``lens datasets …``: validate (and, as they arrive, generate, stats, import) datasets."""
+"""``lens datasets …``: validate (optionally strictly), generate, inspect and import datasets."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from lens.dataset import check_dataset_file
+from lens.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
+from lens.errors import DatasetError, UserError
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("datasets", help="validate, inspect and build datasets")
     dsub = p.add_subparsers(dest="datasets_command", metavar="ACTION", required=True)
+
     v = dsub.add_parser("validate", help="check LENS dataset files and list every problem")
     v.add_argument("paths", nargs="+", metavar="PATH")
+    v.add_argument("--strict", action="store_true",
+                   help="also check the ground truth against the episodes: key facts stated in "
+                        "their refs, spread across episodes, answers changing over checkpoints")
     v.set_defaults(handler=_validate)
+
+    g = dsub.add_parser("generate", help="generate longitudinal scopes with exact ground truth")
+    g.add_argument("--domain", required=True, action="append", metavar="D",
+                   help="ops, clinical, finance or support; repeat or comma-separate for "
+                        "several scopes in one file (e.g. ops,clinical,ops)")
+    g.add_argument("--seed", type=int, required=True, metavar="N")
+    g.add_argument("--episodes", type=int, default=120, metavar="E",
+                   help="episodes per scope (default 120)")
+    g.add_argument("--signal-episodes", type=int, default=40, metavar="S",
+                   help="episodes per scope that carry the storyline (default 40, at least 14)")
+    g.add_argument("--style", choices=["full", "short"], default="full",
+                   help="'short' writes brief episodes for small local models")
+    g.add_argument("--plan", choices=["standard", "compact"], default="standard",
+                   help="question plan: 'standard' (25 per scope) or 'compact' (11 per scope)")
+    g.add_argument("--id", dest="dataset_id", help="dataset_id written into the file "
+                   "(default: the output file's stem)")
+    g.add_argument("--out", required=True, type=Path, metavar="FILE")
+    g.set_defaults(handler=_generate)
+
+    s = dsub.add_parser("stats", help="episodes, words and questions per type and checkpoint")
+    s.add_argument("paths", nargs="+", metavar="FILE")
+    s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    s.set_defaults(handler=_stats)
+
+    i = dsub.add_parser("import", help="convert LoCoMo or LongMemEval files to LENS JSON")
+    i.add_argument("--format", required=True, choices=["locomo", "longmemeval"])
+    i.add_argument("source", type=Path, metavar="SRC")
+    i.add_argument("--out", required=True, type=Path, metavar="FILE")
+    i.set_defaults(handler=_import)
 
 
 def _validate(args: argparse.Namespace) -> int:
     bad = 0
     for path in args.paths:
         problems = check_dataset_file(path)
+        if not problems and args.strict:
+            from lens.datagen.checks import strict_problems
+
+            problems = strict_problems(load_dataset(path), str(path))
         if problems:
             bad += 1
             print(f"{path}: {len(problems)} problem(s)")
             for pr in problems:
                 print(f"  - {pr}")
         else:
-            print(f"{path}: ok")
+            print(f"{path}: ok{' (strict)' if args.strict else ''}")
     return 2 if bad else 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from lens.datagen.generate import ScopeSpec, generate_dataset, write_dataset
+
+    domains = [d.strip() for arg in args.domain for d in arg.split(",") if d.strip()]
+    if not domains:
+        raise UserError("--domain: give at least one domain")
+    specs = [ScopeSpec(domain=d, seed=args.seed, index=i, episodes=args.episodes,
+                       signal_episodes=args.signal_episodes, style=args.style, plan=args.plan)
+             for i, d in enumerate(domains)]
+    for spec in specs:
+        spec.check()
+    data = generate_dataset(specs, args.dataset_id or args.out.stem)
+    ds = write_dataset(data, args.out)
+    print(f"wrote {args.out}: {len(ds.scopes)} scope(s), "
+          f"{sum(len(s.episodes) for s in ds.scopes)} episodes, {len(ds.questions)} questions "
+          "(validated, strict checks passed)")
+    return 0
+
+
+def dataset_stats(path: str | Path) -> dict[str, Any]:
+    ds = load_dataset(path)
+    scopes = []
+    for scope in ds.scopes:
+        qs = ds.questions_for(scope.scope_id)
+        words = [len(e.text.split()) for e in scope.episodes]
+        scopes.append({
+            "scope_id": scope.scope_id,
+            "episodes": len(scope.episodes),
+            "words": sum(words),
+            "words_per_episode": round(sum(words) / len(words), 1) if words else None,
+            "questions": len(qs),
+            "per_checkpoint": dict(sorted(Counter(q.checkpoint_after for q in qs).items())),
+        })
+    per_type = Counter(q.question_type.value for q in ds.questions)
+    return {
+        "file": str(path),
+        "dataset_id": ds.dataset_id,
+        "content_hash": ds.content_hash(),
+        "scopes": len(ds.scopes),
+        "episodes": sum(s["episodes"] for s in scopes),
+        "words": sum(s["words"] for s in scopes),
+        "questions": len(ds.questions),
+        "per_type": {t.value: per_type.get(t.value, 0) for t in QuestionType},
+        "per_scope": scopes,
+    }
+
+
+def _stats(args: argparse.Namespace) -> int:
+    for path in args.paths:
+        st = dataset_stats(path)
+        if args.json:
+            print(json.dumps(st, indent=2))
+            continue
+        print(f"{st['file']}  (dataset_id {st['dataset_id']}, sha256 {st['content_hash'][:12]})")
+        print(f"  scopes {st['scopes']}  episodes {st['episodes']}  words {st['words']}  "
+              f"questions {st['questions']}")
+        print("  questions per type:")
+        for name, n in st["per_type"].items():
+            print(f"    {name:<24}{n:>5}")
+        for sc in st["per_scope"]:
+            print(f"  scope {sc['scope_id']}: {sc['episodes']} episodes, {sc['words']} words "
+                  f"({sc['words_per_episode']} per episode), {sc['questions']} questions")
+            cps = ", ".join(f"after {cp}: {n}" for cp, n in sc["per_checkpoint"].items())
+            print(f"    questions per checkpoint: {cps or 'none'}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from lens.datagen.generate import dumps
+    from lens.importers import IMPORTERS
+
+    data = IMPORTERS[args.format](args.source)
+    ds, problems = validate_raw(data, str(args.source))
+    if ds is None or problems:
+        raise DatasetError(f"{args.source}: the imported data is not valid LENS "
+                           f"({len(problems)} problem(s))", problems[:20])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(dumps(data), encoding="utf-8")
+    tmp.replace(args.out)
+    unresolved = data.get("meta", {}).get("source", {}).get("unresolved_evidence")
+    note = f"; {unresolved} evidence id(s) matched no turn (kept in question meta)" \
+        if unresolved else ""
+    print(f"wrote {args.out}: {len(ds.scopes)} scope(s), "
+          f"{sum(len(s.episodes) for s in ds.scopes)} episodes, {len(ds.questions)} "
+          f"questions{note}")
+    return 0

@@ -1,0 +1,67 @@
+"""Shared pieces of the importers: reading the source file and locating malformed items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lens.dataset import json_path
+from lens.errors import DatasetError
+
+SHORT_ANSWER_WORDS = 12
+
+
+def read_source(path: Path) -> Any:
+    if not path.is_file():
+        raise DatasetError(f"{path}: source file not found")
+    try:
+        with path.open("rb") as fh:
+            return json.loads(fh.read().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                           f"{exc.msg}") from None
+
+
+class Locator:
+    """Builds errors that name the source file and the JSON path of the bad item."""
+
+    def __init__(self, file: Path | str) -> None:
+        self.file = str(file)
+
+    def error(self, loc: tuple[int | str, ...], message: str) -> DatasetError:
+        return DatasetError(f"{self.file}: {json_path(loc)}: {message}")
+
+    def field(self, obj: Any, key: str, kind: type | tuple[type, ...],
+              loc: tuple[int | str, ...]) -> Any:
+        if not isinstance(obj, dict):
+            raise self.error(loc, f"expected an object, got {type(obj).__name__}")
+        if key not in obj:
+            raise self.error((*loc, key), "required field is missing")
+        value = obj[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+            want = " or ".join(k.__name__ for k in _kinds(kind))
+            raise self.error((*loc, key), f"expected {want}, got {type(value).__name__}")
+        return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def answer_text(value: Any) -> str:
+    """Answers are strings in most items but plain numbers or lists in some."""
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return str(value)
+
+
+def short_facts(answer: str) -> list[str]:
+    """A short answer is its own key fact; a long free-text one (a rubric) cannot be matched
+    mechanically and gets none, leaving it to the judge."""
+    answer = answer.strip()
+    if not answer or len(answer.split()) > SHORT_ANSWER_WORDS:
+        return []
+    return [answer]

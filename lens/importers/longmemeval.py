@@ -1,0 +1,128 @@
+"""Import LongMemEval (``longmemeval_s.json`` / ``_m`` / ``_oracle``) into the LENS format.
+
+Each item becomes a scope whose episodes are its haystack sessions (time-stamped from
+``haystack_dates``) and whose one question is asked at ``question_date``, after every session
+dated no later. The answer sessions are the required evidence; the original question type, the
+abstention flag and the turns marked ``has_answer`` are kept in ``meta``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from lens.dataset import QuestionType
+from lens.importers.common import Locator, answer_text, read_source, short_facts
+
+QUESTION_TYPES: dict[str, QuestionType] = {
+    "single-session-user": QuestionType.NULL_HYPOTHESIS,
+    "single-session-assistant": QuestionType.NULL_HYPOTHESIS,
+    "single-session-preference": QuestionType.ACTION_RECOMMENDATION,
+    "multi-session": QuestionType.LONGITUDINAL,
+    "temporal-reasoning": QuestionType.TEMPORAL,
+    "knowledge-update": QuestionType.DISTRACTOR_RESISTANCE,
+}
+_DATE_FORMATS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y-%m-%d %H:%M", "%Y/%m/%d")
+
+
+def parse_lme_date(text: str) -> datetime:
+    """"2023/05/20 (Sat) 02:21" -> 2023-05-20T02:21."""
+    cleaned = " ".join(text.split())
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt)
+        except ValueError:
+            continue
+    raise ValueError(f"unrecognised date {text!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
+
+
+def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:
+    data = read_source(path)
+    loc = Locator(path)
+    if not isinstance(data, list):
+        raise loc.error((), "expected a JSON list of LongMemEval items")
+    scopes: list[dict[str, Any]] = []
+    questions: list[dict[str, Any]] = []
+    for ii, item in enumerate(data):
+        qid = str(loc.field(item, "question_id", (str, int), (ii,)))
+        qtype_name = loc.field(item, "question_type", str, (ii,))
+        prompt = loc.field(item, "question", str, (ii,))
+        if "answer" not in item:
+            raise loc.error((ii, "answer"), "required field is missing")
+        date_text = loc.field(item, "question_date", str, (ii,))
+        session_ids = loc.field(item, "haystack_session_ids", list, (ii,))
+        dates = loc.field(item, "haystack_dates", list, (ii,))
+        sessions = loc.field(item, "haystack_sessions", list, (ii,))
+        answer_ids = item.get("answer_session_ids", [])
+        if not isinstance(answer_ids, list):
+            raise loc.error((ii, "answer_session_ids"), "expected a list of session ids")
+        if not len(session_ids) == len(dates) == len(sessions):
+            raise loc.error((ii,), f"haystack_session_ids ({len(session_ids)}), haystack_dates "
+                            f"({len(dates)}) and haystack_sessions ({len(sessions)}) differ "
+                            "in length")
+        if qtype_name not in QUESTION_TYPES:
+            raise loc.error((ii, "question_type"), f"unknown question_type {qtype_name!r}; "
+                            f"known: {sorted(QUESTION_TYPES)}")
+        try:
+            asked_at = parse_lme_date(date_text)
+        except ValueError as exc:
+            raise loc.error((ii, "question_date"), str(exc)) from None
+        scope_id = f"{prefix}_{qid}"
+        episodes: list[dict[str, Any]] = []
+        by_session: dict[str, str] = {}
+        for k, (sid, dt, turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
+            if not isinstance(dt, str):
+                raise loc.error((ii, "haystack_dates", k), "expected a date string")
+            try:
+                ts = parse_lme_date(dt)
+            except ValueError as exc:
+                raise loc.error((ii, "haystack_dates", k), str(exc)) from None
+            if not isinstance(turns, list):
+                raise loc.error((ii, "haystack_sessions", k), "expected a list of turns")
+            lines = [f"Chat session of {dt}."]
+            answer_turns = []
+            for t, turn in enumerate(turns):
+                if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
+                    raise loc.error((ii, "haystack_sessions", k, t),
+                                    "a turn needs 'role' and a string 'content'")
+                lines.append(f"{turn.get('role', '?')}: {turn['content']}")
+                if turn.get("has_answer"):
+                    answer_turns.append(t)
+            eid = f"{scope_id}_{k + 1:03d}"
+            by_session.setdefault(str(sid), eid)
+            meta: dict[str, Any] = {"session_id": str(sid)}
+            if answer_turns:
+                meta["answer_turns"] = answer_turns
+            episodes.append({"episode_id": eid, "scope_id": scope_id,
+                             "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"),
+                             "text": "\n".join(lines), "meta": meta})
+        if not episodes:
+            raise loc.error((ii, "haystack_sessions"), "an item needs at least one session")
+        visible = sum(1 for e in episodes if e["timestamp"] <= asked_at.strftime(
+            "%Y-%m-%dT%H:%M:%S"))
+        refs = [by_session[str(a)] for a in answer_ids if str(a) in by_session]
+        abstention = qid.endswith("_abs")
+        answer = answer_text(item["answer"])
+        qtype = QuestionType.EVIDENCE_SUFFICIENCY if abstention else QUESTION_TYPES[qtype_name]
+        scopes.append({"scope_id": scope_id, "episodes": episodes,
+                       "meta": {"source": "longmemeval", "question_id": qid}})
+        qmeta: dict[str, Any] = {"source": "longmemeval", "question_type": qtype_name,
+                                 "abstention": abstention, "question_date": date_text,
+                                 "answer_session_ids": [str(a) for a in answer_ids]}
+        missing = [str(a) for a in answer_ids if str(a) not in by_session]
+        if missing:
+            qmeta["unresolved_evidence"] = missing
+        questions.append({
+            "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
+            "scope_id": scope_id,
+            "checkpoint_after": max(1, visible),
+            "question_type": qtype.value,
+            "prompt": prompt,
+            "ground_truth": {"canonical_answer": answer, "required_evidence_refs": refs,
+                             "key_facts": [] if abstention else short_facts(answer)},
+            "meta": qmeta,
+        })
+    return {"version": "0.1.0", "dataset_id": path.stem, "scopes": scopes,
+            "questions": questions,
+            "meta": {"source": {"format": "longmemeval", "file": path.name}}}
