@@ -1,0 +1,210 @@
+"""The ``llama_cpp`` backend: a GGUF model in-process through llama-cpp-python.
+
+Calls run in worker threads so the event loop stays free; one loaded model is shared by every
+client that names it, behind a lock (a llama context is not thread-safe, and on a small machine
+one model at a time is also the fastest). Tool calls come from constrained decoding: each turn's
+output must match oneOf(a call of an offered tool with schema-valid arguments, a final answer),
+compiled from JSON schema to a llama.cpp grammar; lens renders tool results itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from lens.config import ModelConfig
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest, ModelError, Usage
+from lens.models.local_models import resolve_model_path
+from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
+
+# Part of the cache key: bump when rendering or constraints change what the model is asked.
+PROMPT_FORMAT = "chatml-json-actions-1"
+_OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds", "models_dir",
+            "seed")
+
+
+@dataclass(frozen=True)
+class LlamaSettings:
+    path: Path
+    n_ctx: int
+    n_threads: int
+    n_batch: int
+    seed: int
+
+
+class LoadedModel:
+    """One llama.cpp model and the lock that serialises its use."""
+
+    def __init__(self, settings: LlamaSettings) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigError(
+                "the llama_cpp provider needs llama-cpp-python: install lens with the 'local' "
+                "extra (see the README for the build flags)"
+            ) from None
+        self.settings = settings
+        self.lock = threading.Lock()
+        self.llm = Llama(
+            model_path=str(settings.path),
+            n_ctx=settings.n_ctx,
+            n_threads=settings.n_threads,
+            n_threads_batch=settings.n_threads,
+            n_batch=settings.n_batch,
+            seed=settings.seed,
+            verbose=False,
+        )
+
+
+_loaded: dict[LlamaSettings, LoadedModel] = {}
+_loaded_lock = threading.Lock()
+
+
+def shared_model(settings: LlamaSettings) -> LoadedModel:
+    with _loaded_lock:
+        model = _loaded.get(settings)
+        if model is None:
+            model = _loaded[settings] = LoadedModel(settings)
+        return model
+
+
+@functools.lru_cache(maxsize=256)
+def _gbnf(schema_json: str) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(schema_json)
+
+
+def _grammar(schema: dict[str, Any]) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(_gbnf(json.dumps(schema, sort_keys=True)), verbose=False)
+
+
+class LlamaCppClient:
+    provider = "llama_cpp"
+
+    def __init__(self, config: ModelConfig) -> None:
+        opts = dict(config.options)
+        unknown = sorted(set(opts) - set(_OPTIONS))
+        if unknown:
+            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
+                              f"{', '.join(_OPTIONS)}")
+        self.model = config.name
+        self.config = config
+        models_dir = opts.get("models_dir")
+        path, identity = resolve_model_path(config.name,
+                                            Path(models_dir) if models_dir else None)
+        self.settings = LlamaSettings(
+            path=path,
+            n_ctx=int(opts.get("n_ctx", 8192)),
+            n_threads=int(opts.get("n_threads", os.cpu_count() or 2)),
+            n_batch=int(opts.get("n_batch", 512)),
+            seed=int(opts.get("seed", 0)),
+        )
+        mtr = opts.get("max_tool_rounds")
+        # After this many tool-call turns the next turn may only answer, so a small model
+        # cannot search until the budget runs out with nothing to show.
+        self.max_tool_rounds: int | None = int(mtr) if mtr is not None else None
+        # Before this many tool-call turns the model may not answer: a small model otherwise
+        # answers from its own imagination without looking at the memory at all.
+        self.min_tool_rounds = int(opts.get("min_tool_rounds", 1))
+        self.cache_identity = {"model": identity, "format": PROMPT_FORMAT,
+                               "n_ctx": self.settings.n_ctx,
+                               "min_tool_rounds": self.min_tool_rounds,
+                               "max_tool_rounds": self.max_tool_rounds}
+        self._model: LoadedModel | None = None
+
+    def _loaded(self) -> LoadedModel:
+        if self._model is None:
+            self._model = shared_model(self.settings)
+        return self._model
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        cancelled = threading.Event()
+        try:
+            # Abandon on cancel: the worker notices ``cancelled`` at the next token and stops.
+            return await anyio.to_thread.run_sync(
+                self._complete_sync, request, cancelled, abandon_on_cancel=True
+            )
+        finally:
+            cancelled.set()
+
+    def _complete_sync(self, request: CompletionRequest, cancelled: threading.Event) -> Completion:
+        started = time.perf_counter()
+        loaded = self._loaded() if self._model is None else self._model
+        agentic = bool(request.tools) and request.response_schema is None
+        rounds = tool_rounds(request.messages)
+        answer_only = (agentic and self.max_tool_rounds is not None
+                       and rounds >= self.max_tool_rounds)
+        must_call = agentic and not answer_only and rounds < self.min_tool_rounds
+        prompt = render_prompt(request, answer_only=answer_only)
+        grammar = None
+        if agentic:
+            grammar = _grammar(action_schema(request, answer_only=answer_only,
+                                             must_call=must_call))
+        elif request.response_schema is not None:
+            grammar = _grammar(request.response_schema)
+        max_tokens = request.max_tokens or self.config.max_tokens or 512
+        with loaded.lock:
+            if cancelled.is_set():
+                raise ModelError("cancelled before the model started", retryable=False)
+            llm = loaded.llm
+            n_prompt = len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+            room = llm.n_ctx() - n_prompt
+            if room < 16:
+                raise ModelError(
+                    f"llama_cpp/{self.model}: the prompt ({n_prompt} tokens) does not fit the "
+                    f"context window (n_ctx {llm.n_ctx()}); raise options.n_ctx or lower the "
+                    "payload budget", retryable=False)
+            out = llm.create_completion(
+                prompt=prompt,
+                max_tokens=min(max_tokens, room),
+                temperature=request.temperature,
+                top_p=request.top_p if request.top_p is not None else 0.95,
+                seed=request.seed if request.seed is not None else self.settings.seed,
+                stop=["<|im_end|>", "<|endoftext|>", *(request.stop or [])],
+                grammar=grammar,
+                stopping_criteria=_StopWhen(cancelled),
+            )
+        choice = out["choices"][0]
+        raw = choice.get("text") or ""
+        usage = out.get("usage") or {}
+        if agentic:
+            turn = sum(1 for m in request.messages if m.role == "assistant")
+            text, calls = parse_action(raw, turn)
+        else:
+            text, calls = raw.strip(), []
+        finish = "tool_calls" if calls else choice.get("finish_reason")
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(prompt_tokens=int(usage.get("prompt_tokens", n_prompt)),
+                        completion_tokens=int(usage.get("completion_tokens", 0))),
+            finish_reason=finish,
+            latency_s=time.perf_counter() - started,
+            # Local inference has no per-token fee: the cost is known, and it is zero.
+            cost_usd=0.0,
+        )
+
+    async def aclose(self) -> None:
+        # The loaded model stays shared for other clients of the process.
+        self._model = None
+
+
+class _StopWhen:
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        return self.event.is_set()

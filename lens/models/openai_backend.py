@@ -1,0 +1,178 @@
+"""The ``openai`` backend: AsyncOpenAI against OpenAI or any OpenAI-compatible ``base_url``
+(vLLM, llama.cpp server, Ollama, …). Retries are the stack's, so the SDK's own are off."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+
+from lens.config import ModelConfig
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
+from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
+from lens.models.scripted import estimate_tokens
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_OPTIONS = ("extra_body", "token_limit_param")
+
+
+def resolve_api_key(config: ModelConfig, *, required: bool) -> str:
+    env = config.api_key_env or DEFAULT_KEY_ENV
+    key = os.environ.get(env)
+    if key:
+        return key
+    if required:
+        raise ConfigError(
+            f"model {config.model!r}: no API key: set the environment variable {env} "
+            "(or name another one with 'api_key_env')"
+        )
+    # Local OpenAI-compatible servers usually ignore the key, but the SDK wants one.
+    return "no-key"
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant":
+            # "" rather than None: some compatible servers reject a null content.
+            msg: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+            if m.tool_calls:
+                msg["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in m.tool_calls
+                ]
+            out.append(msg)
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def build_params(request: CompletionRequest, model: str, config_max_tokens: int | None,
+                 token_limit_param: str) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(request.messages),
+        "temperature": request.temperature,
+    }
+    if request.tools and request.tool_choice != "none":
+        params["tools"] = [
+            {"type": "function",
+             "function": {"name": t.name, "description": t.description,
+                          "parameters": t.parameters}}
+            for t in request.tools
+        ]
+        if request.tool_choice in ("auto", "required"):
+            params["tool_choice"] = request.tool_choice
+        else:
+            params["tool_choice"] = {"type": "function",
+                                     "function": {"name": request.tool_choice}}
+    if request.response_schema is not None:
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": request.response_schema},
+        }
+    max_tokens = request.max_tokens or config_max_tokens
+    if max_tokens:
+        params[token_limit_param] = max_tokens
+    if request.top_p is not None:
+        params["top_p"] = request.top_p
+    if request.seed is not None:
+        params["seed"] = request.seed
+    if request.stop:
+        params["stop"] = request.stop
+    return params
+
+
+def provider_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return exc.message
+
+
+class OpenAIClient:
+    provider = "openai"
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.model = config.name
+        self.config = config
+        options = dict(config.options)
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
+                              f"{', '.join(_OPTIONS)}")
+        self.extra_body: dict[str, Any] | None = options.get("extra_body")
+        self.token_limit_param = str(options.get("token_limit_param", "max_tokens"))
+        self.base_url = config.base_url
+        self._client = openai.AsyncOpenAI(
+            api_key=resolve_api_key(config, required=config.base_url is None),
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        params = build_params(request, self.model, self.config.max_tokens,
+                              self.token_limit_param)
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        label = f"{self.provider}/{self.model}"
+        try:
+            response = await self._client.chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            raise ProviderError(
+                f"{label}: HTTP {status}: {provider_message(exc)}",
+                retryable=status_is_retryable(status), status=status,
+                retry_after_s=parse_retry_after(dict(exc.response.headers)),
+            ) from None
+        except openai.APITimeoutError:
+            raise ProviderError(f"{label}: request timed out", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise ProviderError(f"{label}: connection failed: {exc}", retryable=True) from None
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            # A cut-off or garbled body is usually a transient fault of the server or network.
+            raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
+        return _to_completion(response, request, label)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _to_completion(response: Any, request: CompletionRequest, label: str) -> Completion:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ProviderError(f"{label}: the response has no choices", retryable=True)
+    choice = choices[0]
+    message = choice.message
+    calls = []
+    for i, c in enumerate(getattr(message, "tool_calls", None) or []):
+        fn = getattr(c, "function", None)
+        if fn is None:
+            continue
+        calls.append(ToolCall(id=c.id or f"call_{i}", name=fn.name or "",
+                              arguments=fn.arguments if fn.arguments is not None else "{}"))
+    text = message.content or ""
+    usage = getattr(response, "usage", None)
+    if usage is not None and usage.prompt_tokens is not None:
+        tokens = Usage(prompt_tokens=int(usage.prompt_tokens or 0),
+                       completion_tokens=int(usage.completion_tokens or 0))
+    else:
+        # Some servers omit usage; an estimate keeps budgets biting.
+        tokens = Usage(
+            prompt_tokens=sum(estimate_tokens(m.content) for m in request.messages),
+            completion_tokens=estimate_tokens(text) + sum(estimate_tokens(c.arguments)
+                                                          for c in calls),
+        )
+    return Completion(text=text, tool_calls=calls, usage=tokens,
+                      finish_reason=choice.finish_reason, cost_usd=None)

@@ -1,0 +1,95 @@
+"""Retry with tenacity: exponential backoff with full jitter, ``Retry-After`` honoured, and caps
+on the number of attempts and on the total time spent waiting between them."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+import structlog
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from lens.models.base import ModelError
+from lens.models.errors import ProviderError
+
+T = TypeVar("T")
+log = structlog.get_logger("lens.models")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    base_wait_s: float = 0.5
+    max_wait_s: float = 30.0
+    max_total_wait_s: float = 120.0
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ModelError) and exc.retryable
+
+
+class _Wait:
+    def __init__(self, policy: RetryPolicy, rng: random.Random) -> None:
+        self.policy = policy
+        self.rng = rng
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = getattr(exc, "retry_after_s", None) if isinstance(exc, ProviderError) else None
+        if after is not None:
+            # The server said when; a little jitter keeps many clients from returning together.
+            return after + self.rng.uniform(0, min(1.0, self.policy.base_wait_s))
+        ceiling = min(self.policy.max_wait_s,
+                      self.policy.base_wait_s * 2 ** (state.attempt_number - 1))
+        return self.rng.uniform(0, ceiling)
+
+
+class _TotalWaitStop:
+    """Stop when the next wait would take the total waited past the cap."""
+
+    def __init__(self, cap_s: float) -> None:
+        self.cap_s = cap_s
+
+    def __call__(self, state: RetryCallState) -> bool:
+        return state.idle_for + (state.upcoming_sleep or 0.0) > self.cap_s
+
+
+async def call_with_retry(
+    fn: Callable[[], Awaitable[T]], policy: RetryPolicy, *, label: str,
+    rng: random.Random | None = None,
+) -> tuple[T, int]:
+    """Run ``fn`` until it succeeds or fails for good; returns (result, retries made)."""
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(_retryable),
+        stop=stop_after_attempt(policy.max_retries + 1) | _TotalWaitStop(policy.max_total_wait_s),
+        wait=_Wait(policy, rng or random.Random()),
+        sleep=anyio.sleep,
+        reraise=True,
+        before_sleep=lambda s: log.info(
+            "model call retry", model=label, attempt=s.attempt_number,
+            wait_s=round(s.upcoming_sleep, 3),
+            error=str(s.outcome.exception()) if s.outcome else None,
+        ),
+    )
+    attempts = 0
+    try:
+        async for attempt in retrying:
+            with attempt:
+                attempts = attempt.retry_state.attempt_number
+                result = await fn()
+    except ModelError as exc:
+        if exc.retryable and attempts > 1:
+            raise _gave_up(exc, attempts) from exc
+        raise
+    return result, attempts - 1
+
+
+def _gave_up(exc: ModelError, attempts: int) -> ModelError:
+    return ProviderError(
+        f"{exc} (gave up after {attempts} attempts)",
+        retryable=False, status=exc.status,
+        retry_after_s=getattr(exc, "retry_after_s", None),
+    )

@@ -1,0 +1,118 @@
+"""The one stack every backend runs in: cost cap → cache → retry → endpoint limits → backend,
+with every finished call metered by role."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError
+from lens.models.cache import ModelCache, cache_key
+from lens.models.errors import ProviderError
+from lens.models.limits import EndpointLimiter
+from lens.models.pricing import Pricing
+from lens.models.retry import RetryPolicy, call_with_retry
+from lens.models.usage import UsageMeter
+
+
+def estimate_request_tokens(request: CompletionRequest) -> int:
+    chars = sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
+                for m in request.messages)
+    chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+    return chars // 4 + (request.max_tokens or 256)
+
+
+class StackClient:
+    """Wraps a backend; itself a ModelClient."""
+
+    def __init__(
+        self,
+        backend: ModelClient,
+        *,
+        meter: UsageMeter,
+        limiter: EndpointLimiter,
+        retry: RetryPolicy,
+        cache: ModelCache | None = None,
+        pricing: Pricing | None = None,
+        base_url: str | None = None,
+        timeout_s: float | None = None,
+        cache_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.provider = backend.provider
+        self.model = backend.model
+        self.meter = meter
+        self.limiter = limiter
+        self.retry = retry
+        self.cache = cache
+        self.pricing = pricing
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self.cache_options = cache_options or {}
+        # Called after the backend is closed (a private runtime closes its cache here).
+        self.on_close: Callable[[], None] | None = None
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        started = time.perf_counter()
+        key = None
+        if self.cache is not None:
+            key = cache_key(provider=self.provider, model=self.model, base_url=self.base_url,
+                            request=request, backend_options=self.cache_options)
+            hit = self.cache.get(key)
+            if hit is not None:
+                # Tokens stay as first measured so budgets behave the same on a replay; nothing
+                # new was spent.
+                hit = hit.model_copy(update={
+                    "cached": True, "retries": 0, "cost_usd": 0.0,
+                    "latency_s": time.perf_counter() - started,
+                })
+                self.meter.record(request.role, hit)
+                return hit
+        self.meter.check()
+        try:
+            completion, retries = await call_with_retry(
+                lambda: self._attempt(request), self.retry, label=f"{self.provider}/{self.model}"
+            )
+        except ModelError:
+            self.meter.record_error(request.role, self.provider, self.model)
+            raise
+        cost = self.pricing.cost(completion.usage) if self.pricing else completion.cost_usd
+        completion = completion.model_copy(update={
+            "provider": self.provider, "model": self.model, "retries": retries, "cached": False,
+            "latency_s": time.perf_counter() - started, "cost_usd": cost,
+        })
+        if self.cache is not None and key is not None:
+            self.cache.put(key, completion)
+        self.meter.record(request.role, completion, looked_up=self.cache is not None)
+        return completion
+
+    async def _attempt(self, request: CompletionRequest) -> Completion:
+        estimate = estimate_request_tokens(request)
+        async with self.limiter.slot(estimate):
+            try:
+                if self.timeout_s is None:
+                    completion = await self.backend.complete(request)
+                else:
+                    with anyio.fail_after(self.timeout_s):
+                        completion = await self.backend.complete(request)
+            except TimeoutError:
+                raise ProviderError(
+                    f"{self.provider}/{self.model}: no answer within {self.timeout_s} s",
+                    retryable=True,
+                ) from None
+            except ModelError as exc:
+                if exc.status == 429:
+                    self.limiter.on_rate_limited()
+                raise
+        self.limiter.on_success()
+        self.limiter.settle_tokens(estimate, completion.usage.total_tokens)
+        return completion
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+        if self.on_close is not None:
+            self.on_close()
+            self.on_close = None

@@ -1,0 +1,120 @@
+"""Usage and cost metering by role (agent, judge, adapter) and by model, and the run's cost cap.
+
+Cost that is not known stays unknown: a role's ``cost_usd`` is None as soon as one of its paid
+calls has no price, while ``cost_usd_known`` still sums what is known.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import structlog
+
+from lens.models.base import Completion
+from lens.models.errors import CostLimitReached
+
+log = structlog.get_logger("lens.models")
+
+
+@dataclass
+class UsageTotals:
+    calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    errors: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd_known: float = 0.0
+    unknown_cost_calls: int = 0
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.unknown_cost_calls else self.cost_usd_known
+
+    def add(self, completion: Completion) -> None:
+        self.calls += 1
+        self.retries += completion.retries
+        self.prompt_tokens += completion.usage.prompt_tokens
+        self.completion_tokens += completion.usage.completion_tokens
+        self.latency_s += completion.latency_s
+        if completion.cached:
+            self.cache_hits += 1
+        if completion.cost_usd is None:
+            self.unknown_cost_calls += 1
+        else:
+            self.cost_usd_known += completion.cost_usd
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cost_usd"] = self.cost_usd
+        d["total_tokens"] = self.prompt_tokens + self.completion_tokens
+        return d
+
+
+class UsageMeter:
+    """Counts every call through the stack; shared by all clients of one run.
+
+    ``max_cost_usd`` stops new work: once the known spend reaches it, ``check()`` raises
+    CostLimitReached before any further (uncached) call.
+    """
+
+    def __init__(self, max_cost_usd: float | None = None) -> None:
+        self.max_cost_usd = max_cost_usd
+        self.by_role: dict[str, UsageTotals] = {}
+        self.by_model: dict[str, UsageTotals] = {}
+        self._lock = threading.Lock()
+        self._warned_unknown = False
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return sum(t.cost_usd_known for t in self.by_role.values())
+
+    @property
+    def exhausted(self) -> bool:
+        return self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd
+
+    def check(self) -> None:
+        if self.max_cost_usd is None:
+            return
+        spent = self.spent_usd
+        if spent >= self.max_cost_usd:
+            raise CostLimitReached(spent, self.max_cost_usd)
+
+    def record(self, role: str, completion: Completion, *, looked_up: bool = True) -> None:
+        """Count a finished call; ``looked_up`` says the cache was asked (a miss if not cached)."""
+        key = f"{completion.provider}/{completion.model}"
+        with self._lock:
+            self.by_role.setdefault(role, UsageTotals()).add(completion)
+            self.by_model.setdefault(key, UsageTotals()).add(completion)
+            if looked_up and not completion.cached:
+                self.by_role[role].cache_misses += 1
+                self.by_model[key].cache_misses += 1
+        if (completion.cost_usd is None and self.max_cost_usd is not None
+                and not self._warned_unknown):
+            self._warned_unknown = True
+            log.warning("max_cost_usd cannot be enforced for a model without a price; set "
+                        "price_input_per_mtok and price_output_per_mtok", model=key)
+
+    def record_error(self, role: str, provider: str, model: str) -> None:
+        with self._lock:
+            self.by_role.setdefault(role, UsageTotals()).errors += 1
+            self.by_model.setdefault(f"{provider}/{model}", UsageTotals()).errors += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready totals: by role, by model, and overall."""
+        with self._lock:
+            total = UsageTotals()
+            for t in self.by_role.values():
+                for name, value in asdict(t).items():
+                    setattr(total, name, getattr(total, name) + value)
+            return {
+                "by_role": {k: v.as_dict() for k, v in sorted(self.by_role.items())},
+                "by_model": {k: v.as_dict() for k, v in sorted(self.by_model.items())},
+                "total": total.as_dict(),
+                "max_cost_usd": self.max_cost_usd,
+            }

@@ -1,0 +1,453 @@
+"""The model stack through the real openai backend against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from lens.config import CacheConfig, ModelConfig
+from lens.errors import ConfigError
+from lens.models.base import CompletionRequest, Message, ModelError, ToolCall, ToolSpec
+from lens.models.errors import CostLimitReached
+from lens.models.retry import RetryPolicy
+from lens.models.runtime import ModelRuntime
+from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, fake_openai
+
+__all__ = ["fake_openai"]
+
+FAST = RetryPolicy(max_retries=4, base_wait_s=0.01, max_wait_s=0.05, max_total_wait_s=10)
+SEARCH = ToolSpec(name="memory_search", description="Search the memory.",
+                  parameters={"type": "object", "properties": {"query": {"type": "string"}},
+                              "required": ["query"]})
+
+
+def cfg(server: FakeOpenAI, **kw: object) -> ModelConfig:
+    return ModelConfig.model_validate({"model": "openai/fake-model",
+                                       "base_url": server.base_url, **kw})
+
+
+def request(text: str = "hello", **kw: object) -> CompletionRequest:
+    return CompletionRequest.model_validate(
+        {"messages": [{"role": "user", "content": text}], **kw})
+
+
+def runtime(tmp_path: Path | None = None, **kw: object) -> ModelRuntime:
+    cache = CacheConfig(enabled=tmp_path is not None,
+                        path=(tmp_path / "cache.sqlite") if tmp_path else None)
+    return ModelRuntime(cache=cache, retry=kw.pop("retry", FAST), **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_text_usage_and_request_shape(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.text("the answer", prompt_tokens=42, completion_tokens=7))
+    rt = runtime()
+    client = rt.client(cfg(fake_openai))
+    req = CompletionRequest(
+        messages=[
+            Message(role="system", content="sys"),
+            Message(role="user", content="q"),
+            Message(role="assistant", content="",
+                    tool_calls=[ToolCall(id="c1", name="memory_search",
+                                         arguments='{"query": "x"}')]),
+            Message(role="tool", content='{"results": []}', tool_call_id="c1",
+                    name="memory_search"),
+        ],
+        tools=[SEARCH], tool_choice="auto", max_tokens=33, seed=5,
+    )
+    c = await client.complete(req)
+    assert (c.text, c.usage.prompt_tokens, c.usage.completion_tokens) == ("the answer", 42, 7)
+    assert (c.provider, c.model, c.retries, c.cached) == ("openai", "fake-model", 0, False)
+    assert c.cost_usd is None  # no price configured for a custom server: unknown, not 0
+    body = fake_openai.requests[0].body
+    assistant = body["messages"][2]
+    assert assistant["content"] == ""  # "" not None
+    assert assistant["tool_calls"][0]["function"] == {"name": "memory_search",
+                                                      "arguments": '{"query": "x"}'}
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "c1",
+                                   "content": '{"results": []}'}
+    assert body["tools"][0]["function"]["name"] == "memory_search"
+    assert (body["tool_choice"], body["max_tokens"], body["seed"]) == ("auto", 33, 5)
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_retries_server_errors_then_succeeds(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.error(500, "boom"), Reply.error(503, "busy"), Reply.text("ok"))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai)).complete(request())
+    assert c.text == "ok" and c.retries == 2 and fake_openai.count == 3
+    assert rt.usage()["by_role"]["agent"]["retries"] == 2
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [408, 409])
+async def test_retries_timeout_and_conflict_statuses(fake_openai: FakeOpenAI, status: int) -> None:
+    fake_openai.script(Reply.error(status, "again"), Reply.text("ok"))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai)).complete(request())
+    assert c.retries == 1
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_retry_after_seconds_is_honoured(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.error(429, "slow down", retry_after=1), Reply.text("ok"))
+    rt = runtime()
+    started = time.monotonic()
+    c = await rt.client(cfg(fake_openai)).complete(request())
+    gap = fake_openai.requests[1].started - fake_openai.requests[0].started
+    assert c.retries == 1 and gap >= 1.0, gap
+    assert time.monotonic() - started < 5
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_retry_after_ms_is_honoured(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.error(429, "slow down", retry_after_ms=600), Reply.text("ok"))
+    rt = runtime()
+    await rt.client(cfg(fake_openai)).complete(request())
+    gap = fake_openai.requests[1].started - fake_openai.requests[0].started
+    assert 0.6 <= gap < 3, gap
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_other_4xx_fails_at_once_with_provider_message(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.error(400, "context_length_exceeded: prompt too long"))
+    rt = runtime()
+    with pytest.raises(ModelError) as info:
+        await rt.client(cfg(fake_openai)).complete(request())
+    assert "prompt too long" in str(info.value) and info.value.status == 400
+    assert not info.value.retryable
+    assert fake_openai.count == 1
+    assert rt.usage()["by_role"]["agent"]["errors"] == 1
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_attempt_cap(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _r: Reply.error(503, "down")
+    rt = runtime(retry=RetryPolicy(max_retries=2, base_wait_s=0.01, max_wait_s=0.02))
+    with pytest.raises(ModelError, match="gave up after 3 attempts"):
+        await rt.client(cfg(fake_openai)).complete(request())
+    assert fake_openai.count == 3
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_total_wait_cap_stops_before_a_long_retry_after(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _r: Reply.error(429, "later", retry_after=30)
+    rt = runtime(retry=RetryPolicy(max_retries=5, max_total_wait_s=2.0))
+    started = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        await rt.client(cfg(fake_openai)).complete(request())
+    assert time.monotonic() - started < 3
+    assert fake_openai.count == 1 and info.value.status == 429
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_hang_times_out_and_is_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.hang_up(), Reply.text("ok"))
+    rt = runtime()
+    started = time.monotonic()
+    c = await rt.client(cfg(fake_openai, timeout_s=0.5)).complete(request())
+    assert c.text == "ok" and c.retries == 1
+    assert time.monotonic() - started < 5
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_connection_reset_is_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.connection_reset(), Reply.text("ok"))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai)).complete(request())
+    assert c.text == "ok" and c.retries == 1 and fake_openai.count == 2
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("bad", [Reply.truncated(at=30), Reply.malformed_body()],
+                         ids=["truncated", "not-json"])
+async def test_broken_bodies_are_retried(fake_openai: FakeOpenAI, bad: Reply) -> None:
+    fake_openai.script(bad, Reply.text("ok"))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai, timeout_s=5)).complete(request())
+    assert c.text == "ok" and c.retries == 1
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_malformed_tool_call_json_reaches_the_agent_raw(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.tool_call("memory_search", '{"query": "disk full'))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai)).complete(request(tools=[SEARCH.model_dump()]))
+    call = c.tool_calls[0]
+    assert call.name == "memory_search" and call.arguments == '{"query": "disk full'
+    with pytest.raises(ValueError, match="not valid JSON"):
+        call.parsed_arguments()
+    assert c.finish_reason == "tool_calls"
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_empty_completion_and_unknown_tool_names(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.empty(), Reply.tool_call("rm_rf", {"path": "/"}))
+    rt = runtime()
+    client = rt.client(cfg(fake_openai))
+    empty = await client.complete(request())
+    assert empty.text == "" and empty.tool_calls == []
+    unknown = await client.complete(request(tools=[SEARCH.model_dump()]))
+    assert unknown.tool_calls[0].name == "rm_rf"  # the agent, not the backend, rejects it
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_missing_usage_is_estimated_not_zero(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.text("twelve chars", usage=False))
+    rt = runtime()
+    c = await rt.client(cfg(fake_openai)).complete(request("x" * 400))
+    assert c.usage.prompt_tokens == 100 and c.usage.completion_tokens == 3
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_max_concurrency_per_endpoint(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _r: Reply.text("ok", delay_s=0.15)
+    rt = runtime()
+    # Two clients of one endpoint share its limit.
+    a = rt.client(cfg(fake_openai, max_concurrency=3))
+    b = rt.client(cfg(fake_openai, max_concurrency=3))
+    async with anyio.create_task_group() as tg:
+        for i in range(12):
+            tg.start_soon((a if i % 2 else b).complete, request(f"q{i}"))
+    assert fake_openai.count == 12
+    assert fake_openai.max_in_flight == 3
+    await rt.aclose()
+
+
+def _in_flight_after(reqs: list[RecordedRequest], t0: float) -> int:
+    """Peak number of requests in flight among those started after ``t0``."""
+    events = []
+    for r in reqs:
+        if r.started >= t0 and r.ended is not None:
+            events += [(r.started, 1), (r.ended, -1)]
+    peak = cur = 0
+    for _, d in sorted(events, key=lambda e: (e[0], e[1])):
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+@pytest.mark.anyio
+async def test_adaptive_cut_on_429_and_slow_recovery(fake_openai: FakeOpenAI) -> None:
+    first_429_done: list[float] = []
+
+    def responder(req: RecordedRequest) -> Reply:
+        if len(fake_openai.requests) <= 8:
+            return Reply.error(429, "rate limited", retry_after=0.2, delay_s=0.05)
+        return Reply.text("ok", delay_s=0.1)
+
+    fake_openai.responder = responder
+    rt = ModelRuntime(cache=CacheConfig(enabled=False), retry=FAST,
+                      recover_after_successes=3, recover_interval_s=0.3)
+    client = rt.client(cfg(fake_openai, max_concurrency=8))
+    limiter = client.limiter
+    async with anyio.create_task_group() as tg:
+        for i in range(24):
+            tg.start_soon(client.complete, request(f"q{i}"))
+        await anyio.sleep(0.12)
+        first_429_done.append(time.monotonic())
+    assert limiter.rate_limited == 8
+    assert limiter.semaphore.cuts == 1  # one burst, one cut: 8 -> 4
+    # After the burst, never more than the cut limit (plus what recovery allowed) in flight.
+    peak_after = _in_flight_after(fake_openai.requests[8:], first_429_done[0])
+    assert peak_after <= 6, peak_after
+    assert peak_after < 8
+    # Recovery is gradual: one step per interval after a run of successes.
+    assert 4 <= limiter.semaphore.limit <= 8
+    usage = rt.usage()
+    assert usage["by_role"]["agent"]["retries"] == 8
+    assert list(usage["rate_limited"].values()) == [8]
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_requests_per_minute(fake_openai: FakeOpenAI) -> None:
+    rt = runtime()
+    client = rt.client(cfg(fake_openai, requests_per_minute=1200))  # 20/s, bursts of 20
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(client.complete, request(f"q{i}"))
+    elapsed = time.monotonic() - started
+    assert 0.9 <= elapsed < 5, elapsed
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_tokens_per_minute(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _r: Reply.text("ok", prompt_tokens=300, completion_tokens=0)
+    rt = runtime()
+    # 600 tokens/s; each request is estimated at ~300 tokens and really uses 300.
+    client = rt.client(cfg(fake_openai, tokens_per_minute=36_000))
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(client.complete, request("y" * 1000, max_tokens=50))
+    elapsed = time.monotonic() - started
+    assert 1.5 <= elapsed < 6, elapsed
+    await rt.aclose()
+
+
+# -- cache ------------------------------------------------------------------------------------
+
+@pytest.mark.anyio
+async def test_cache_hit_skips_the_server_and_keeps_tokens(fake_openai: FakeOpenAI,
+                                                           tmp_path: Path) -> None:
+    fake_openai.responder = lambda _r: Reply.text("fresh", prompt_tokens=11, completion_tokens=3)
+    rt = runtime(tmp_path, run_id="run-a")
+    client = rt.client(cfg(fake_openai, price_input_per_mtok=1.0, price_output_per_mtok=1.0))
+    first = await client.complete(request("same"))
+    second = await client.complete(request("same"))
+    assert fake_openai.count == 1
+    assert not first.cached and second.cached
+    assert second.text == "fresh" and second.usage.prompt_tokens == 11
+    assert first.cost_usd == pytest.approx(14e-6) and second.cost_usd == 0.0
+    u = rt.usage()
+    assert (u["cache"]["hits"], u["cache"]["misses"]) == (1, 1)
+    assert (u["by_role"]["agent"]["cache_hits"], u["by_role"]["agent"]["cache_misses"]) == (1, 1)
+    await rt.aclose()
+    # A new runtime (a resumed run) replays from the same file with no new call.
+    rt2 = runtime(tmp_path, run_id="run-a")
+    again = await rt2.client(cfg(fake_openai)).complete(request("same"))
+    assert again.cached and fake_openai.count == 1
+    await rt2.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("change", [
+    {"repeat": 1}, {"temperature": 0.7}, {"seed": 3}, {"max_tokens": 99}, {"top_p": 0.5},
+    {"stop": ["\n"]}, {"tool_choice": "required"}, {"tools": [SEARCH.model_dump()]},
+    {"response_schema": {"type": "object"}}, {"text": "other"},
+])
+async def test_cache_key_covers_every_input(fake_openai: FakeOpenAI, tmp_path: Path,
+                                            change: dict[str, object]) -> None:
+    rt = runtime(tmp_path)
+    client = rt.client(cfg(fake_openai))
+    base = request("same", tools=[]) if "tools" not in change else request("same")
+    changed_kw = {k: v for k, v in change.items() if k != "text"}
+    changed = request(str(change.get("text", "same")), **changed_kw)
+    await client.complete(base)
+    c = await client.complete(changed)
+    assert not c.cached and fake_openai.count == 2
+    # Role is not part of the key: a judge may reuse an identical agent call.
+    hit = await client.complete(base.model_copy(update={"role": "judge"}))
+    assert hit.cached and fake_openai.count == 2
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_cache_key_separates_models_and_endpoints(fake_openai: FakeOpenAI,
+                                                        tmp_path: Path) -> None:
+    rt = runtime(tmp_path)
+    await rt.client(cfg(fake_openai)).complete(request())
+    other_model = ModelConfig(model="openai/other", base_url=fake_openai.base_url)
+    await rt.client(other_model).complete(request())
+    other_url = ModelConfig(model="openai/fake-model",
+                            base_url=fake_openai.base_url.replace("127.0.0.1", "localhost"))
+    await rt.client(other_url).complete(request())
+    assert fake_openai.count == 3
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_api_key_is_not_in_the_cache(fake_openai: FakeOpenAI, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-test-SECRET-9f8e7d"
+    monkeypatch.setenv("FAKE_KEY", secret)
+    rt = runtime(tmp_path)
+    await rt.client(cfg(fake_openai, api_key_env="FAKE_KEY")).complete(request())
+    assert fake_openai.requests[0].headers["authorization"] == f"Bearer {secret}"
+    await rt.aclose()
+    # Same call under another key: same cache entry.
+    monkeypatch.setenv("FAKE_KEY", "sk-another")
+    rt = runtime(tmp_path)
+    c = await rt.client(cfg(fake_openai, api_key_env="FAKE_KEY")).complete(request())
+    assert c.cached
+    await rt.aclose()
+    for f in tmp_path.iterdir():
+        assert secret.encode() not in f.read_bytes()
+
+
+def test_official_endpoint_without_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        runtime().client(ModelConfig(model="openai/gpt-4o-mini"))
+
+
+# -- cost ---------------------------------------------------------------------------------------
+
+@pytest.mark.anyio
+async def test_cost_by_role_from_config_prices(fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda _r: Reply.text("ok", prompt_tokens=1000,
+                                                  completion_tokens=500)
+    rt = runtime()
+    priced = rt.client(cfg(fake_openai, price_input_per_mtok=2.0, price_output_per_mtok=8.0))
+    c = await priced.complete(request("a"))
+    assert c.cost_usd == pytest.approx(0.006)
+    await priced.complete(request("b", role="judge"))
+    await priced.complete(request("c", role="judge"))
+    unpriced = rt.client(ModelConfig(model="openai/free-or-not", base_url=fake_openai.base_url))
+    await unpriced.complete(request("d", role="adapter"))
+    u = rt.usage()
+    assert u["by_role"]["agent"]["cost_usd"] == pytest.approx(0.006)
+    assert u["by_role"]["judge"]["cost_usd"] == pytest.approx(0.012)
+    assert u["by_role"]["judge"]["calls"] == 2
+    assert u["by_role"]["judge"]["prompt_tokens"] == 2000
+    assert u["by_role"]["adapter"]["cost_usd"] is None  # unknown, not 0
+    assert u["total"]["cost_usd"] is None
+    assert u["total"]["cost_usd_known"] == pytest.approx(0.018)
+    assert u["by_model"]["openai/fake-model"]["calls"] == 3
+    assert u["by_role"]["agent"]["latency_s"] > 0
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_max_cost_usd_stops_new_calls(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    fake_openai.responder = lambda _r: Reply.text("ok", prompt_tokens=1000,
+                                                  completion_tokens=0)
+    rt = runtime(tmp_path, max_cost_usd=0.0025)
+    client = rt.client(cfg(fake_openai, price_input_per_mtok=1.0, price_output_per_mtok=1.0))
+    await client.complete(request("1"))
+    await client.complete(request("2"))
+    assert not rt.meter.exhausted
+    await client.complete(request("3"))
+    assert rt.meter.exhausted
+    with pytest.raises(CostLimitReached, match="max_cost_usd"):
+        await client.complete(request("4"))
+    assert fake_openai.count == 3
+    # A cached answer costs nothing and is still served.
+    hit = await client.complete(request("1"))
+    assert hit.cached
+    await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_create_client_without_runtime_has_the_whole_stack(fake_openai: FakeOpenAI,
+                                                                 tmp_path: Path) -> None:
+    from lens.models.factory import create_client
+
+    fake_openai.script(Reply.error(502, "bad gateway"), Reply.text("ok"))
+    client = create_client(cfg(fake_openai),
+                           cache=CacheConfig(path=tmp_path / "c.sqlite"))
+    c = await client.complete(request())
+    assert c.retries == 1
+    assert (await client.complete(request())).cached
+    await client.aclose()
+    assert json.loads(json.dumps(c.model_dump()))["retries"] == 1
