@@ -88,7 +88,8 @@ def _score(args: argparse.Namespace) -> int:
                 await client.aclose()
 
     scores = anyio.run(main)
-    print(render_summary(scores))
+    done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
+    print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")
     return 0
 
@@ -97,7 +98,7 @@ def _fmt(v: float | None) -> str:
     return "  -  " if v is None else f"{v:5.3f}"
 
 
-def render_summary(scores: RunScores) -> str:
+def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str:
     """A plain-text table of the per-adapter aggregates, judge noise and notes."""
     lines = []
     adapters = scores.aggregates.get("adapter", {})
@@ -113,8 +114,11 @@ def render_summary(scores: RunScores) -> str:
     j = scores.judge
     if j.model:
         rate = "unknown" if j.disagreement_rate is None else f"{j.disagreement_rate:.3f}"
-        lines.append(f"judge {j.model}: {j.calls} new call(s), {j.reused} reused, "
-                     f"{j.errors} failed; position-swap disagreement {rate} over {j.pairs} pairs")
+        last = last or {}
+        lines.append(f"judge {j.model}: {j.verdicts} verdict(s) "
+                     f"({last.get('new_judge_calls', '?')} new call(s), "
+                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed; "
+                     f"position-swap disagreement {rate} over {j.pairs} pairs")
     else:
         lines.append("judge: none (judge metrics missing)")
     lines.append("(- = not computable; * = composite renormalised over the metrics present)")

@@ -79,8 +79,14 @@ def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None)
         if missing:
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
         dataset = dataset.select_scopes(list(scopes))
-    expected = (manifest.get("condition") or {}).get("dataset_hash") or (
-        manifest.get("dataset") or {}).get("content_hash")
+    condition = manifest.get("condition") or {}
+    recorded = manifest.get("dataset") or {}
+    expected = condition.get("dataset_hash") or recorded.get("content_hash")
+    run_id = condition.get("dataset_id") or recorded.get("id")
+    if expected and dataset.content_hash() != expected and run_id and run_id != dataset.dataset_id:
+        # A dataset without an explicit id is named after its file: a moved or renamed copy is
+        # the same data under another name.
+        dataset = dataset.model_copy(update={"dataset_id": run_id})
     if expected and dataset.content_hash() != expected:
         raise UserError(
             f"{path}: this dataset differs from the one the run used (content hash "

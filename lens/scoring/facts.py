@@ -13,6 +13,7 @@ Exact substring matching fails on any paraphrase, so a fact counts as present wh
    compared after lower-casing, dropping punctuation and function words, splitting hyphenated
    compounds ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion",
    "exhausted" -> "exhaust") and a few trend synonyms ("rising" = "increasing").
+   Identifiers ("service-B", "p99") must all appear, so service-B never meets service-C.
 3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial in the
    answer as well ("not", "no", "ruled out", "red herring", ...).
 
@@ -22,12 +23,13 @@ optional judge check (tier 2) catches those.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from lens.scoring.numbers import Number, extract_numbers, numbers_match
+from lens.scoring.numbers import Number, extract_numbers, numbers_match, strip_numbers
 
 STOPWORDS = frozenset("""
 a an and are as at be been being but by can could did do does done for from had has have how
@@ -69,6 +71,7 @@ def normalise(text: str) -> str:
     """Lower-case, Unicode-fold and turn joining punctuation into spaces."""
     t = unicodedata.normalize("NFKC", text).lower()
     t = t.replace("\u2019", "'").replace("\u2018", "'")
+    t = re.sub(r"(?<=[a-z0-9])'s\b", "", t)
     # Hyphens, slashes and underscores join words ("geo-lookup", "read/write"): split them.
     return re.sub(r"(?<=[a-z0-9])[-_/](?=[a-z0-9])", " ", t)
 
@@ -98,13 +101,39 @@ def stem(word: str) -> str:
 def content_stems(text: str) -> list[str]:
     """The content words of ``text`` as stems, in order, without numbers or function words."""
     out: list[str] = []
-    for tok in _TOKEN.findall(normalise(text)):
+    for tok in _TOKEN.findall(strip_numbers(normalise(text))):
         if tok in STOPWORDS or tok in _NEGATION_WORDS:
             continue
         if tok.replace(".", "").isdigit():
             continue
         out.append(stem(tok))
     return out
+
+
+_COMPOUND = re.compile(r"(?<![a-z0-9])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![a-z0-9])")
+
+
+def identifiers(text: str) -> list[str]:
+    """Name-like tokens that tell things apart ("service-B", "p99", "node_2"), joined without
+    separators. Matching these loosely would confuse service-B with service-C, so a fact's
+    identifiers must all appear in the answer."""
+    t = strip_numbers(unicodedata.normalize("NFKC", text).lower())
+    out: list[str] = []
+    for m in _COMPOUND.finditer(t):
+        parts = re.split(r"[-_/]", m.group(0))
+        has_alpha = any(p.isalpha() for p in parts) or any(c.isalpha() for c in m.group(0))
+        mixed = any(any(c.isdigit() for c in p) and any(c.isalpha() for c in p) for p in parts)
+        short = len(parts) > 1 and any(len(p) <= 2 for p in parts)
+        if has_alpha and (mixed or short) and not m.group(0).replace("_", "").isdigit():
+            out.append("".join(parts))
+    return out
+
+
+def _joined_pairs(text: str) -> set[str]:
+    """Adjacent tokens written together ("service b" -> "serviceb"), so that an answer writing
+    an identifier with a space still meets it."""
+    toks = _TOKEN.findall(normalise(text))
+    return {a + b for a, b in itertools.pairwise(toks)}
 
 
 def has_negation(text: str) -> bool:
@@ -146,7 +175,7 @@ class AnswerText:
 
     def __init__(self, answer: str) -> None:
         self.raw = answer
-        self.stems = set(content_stems(answer))
+        self.stems = set(content_stems(answer)) | set(identifiers(answer)) | _joined_pairs(answer)
         self.numbers = extract_numbers(normalise(answer), words=True)
         self.negated = has_negation(answer)
 
@@ -159,12 +188,13 @@ def match_fact(fact: str, answer: AnswerText,
         n.text for n in fact_numbers
         if not any(numbers_match(n, a, s.rel_tol) for a in answer.numbers)
     ]
-    words = list(dict.fromkeys(content_stems(fact)))
+    ids = list(dict.fromkeys(identifiers(fact)))
+    words = list(dict.fromkeys([*content_stems(fact), *ids]))
     present = [w for w in words if w in answer.stems]
     coverage = len(present) / len(words) if words else 1.0
     # Short facts need every word; longer ones a share, but never fewer than three words.
     needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
-    words_ok = len(present) >= needed
+    words_ok = len(present) >= needed and all(i in answer.stems for i in ids)
     negation_missing = has_negation(fact) and not answer.negated
     if not words and not fact_numbers:
         # A fact with no content words and no numbers cannot be checked mechanically.

@@ -118,6 +118,9 @@ class Verdict:
     value: str
     raw: str
     reused: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
 
 
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
@@ -155,14 +158,26 @@ def parse_verdict(kind: TaskKind, text: str) -> str:
 
 @dataclass
 class JudgeUsage:
+    """What one scoring did: new model calls, verdicts read back, failures."""
+
     calls: int = 0
     reused: int = 0
     errors: int = 0
-    invalid: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
     error_messages: list[str] = field(default_factory=list)
+
+
+def verdict_totals(verdicts: Iterable[Verdict]) -> dict[str, Any]:
+    """Tokens and cost of the verdicts a score rests on, whether asked now or earlier: the judge
+    usage of the scores, the same on every re-scoring."""
+    vs = list(verdicts)
+    costs = [v.cost_usd for v in vs]
+    return {
+        "verdicts": len(vs),
+        "invalid": sum(v.value == "invalid" for v in vs),
+        "prompt_tokens": sum(v.prompt_tokens for v in vs),
+        "completion_tokens": sum(v.completion_tokens for v in vs),
+        "cost_usd": (None if any(c is None for c in costs) else sum(c for c in costs if c)),
+    }
 
 
 class Judge:
@@ -181,7 +196,10 @@ class Judge:
             for e in store.events():
                 if (e.get("kind") == "judge_verdict" and e.get("model") == self.model
                         and isinstance(e.get("verdict"), str)):
-                    self._known[e["key"]] = Verdict(e["verdict"], str(e.get("raw", "")), True)
+                    self._known[e["key"]] = Verdict(
+                        e["verdict"], str(e.get("raw", "")), True,
+                        int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0),
+                        e.get("cost_usd"))
 
     async def run(self, tasks: Iterable[JudgeTask]) -> dict[str, Verdict]:
         """Verdicts by task key; a task whose call failed is absent."""
@@ -221,16 +239,11 @@ class Judge:
                     self.usage.error_messages.append(str(exc))
                 return
         value = parse_verdict(task.kind, completion.text)
-        verdict = Verdict(value, completion.text)
+        verdict = Verdict(value, completion.text, False, completion.usage.prompt_tokens,
+                          completion.usage.completion_tokens, completion.cost_usd)
         out[key] = verdict
         self._known[key] = verdict
-        u = self.usage
-        u.calls += 1
-        u.invalid += value == "invalid"
-        u.prompt_tokens += completion.usage.prompt_tokens
-        u.completion_tokens += completion.usage.completion_tokens
-        if u.cost_usd is not None:
-            u.cost_usd = None if completion.cost_usd is None else u.cost_usd + completion.cost_usd
+        self.usage.calls += 1
         if self.store is not None:
             self.store.append_event(
                 "judge_verdict", key, model=self.model, task=task.kind, verdict=value,

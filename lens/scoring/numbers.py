@@ -114,6 +114,11 @@ def extract_numbers(text: str, *, words: bool = False) -> list[Number]:
     return out
 
 
+def strip_numbers(text: str) -> str:
+    """``text`` with every number (and its unit) blanked out, for word matching."""
+    return _NUMBER.sub(" ", text.lower())
+
+
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     """Whether ``answer`` states the figure ``fact`` states, up to format, unit and tolerance."""
     if fact.dimension and answer.dimension:

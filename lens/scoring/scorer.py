@@ -22,7 +22,7 @@ from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.context import RunInput, ScoringItem, load_run
 from lens.scoring.facts import FactMatcherSettings
-from lens.scoring.judge import Judge, JudgeTask, Verdict
+from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
@@ -228,7 +228,7 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
-    summary = _judge_summary(judge_runner, total_pairs, total_flips, fact_judge)
+    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
     scores = RunScores(
         run_dir=str(run.run_dir),
         tiers=sorted(tiers),
@@ -238,7 +238,7 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         gate_threshold=gate_threshold,
         aggregates=aggregates,
         aggregate_detail=agg_detail,
-        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner),
+        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
         settings={"fact_matcher": {"coverage": matcher.coverage,
                                    "short_fact_words": matcher.short_fact_words,
                                    "numeric_rel_tol": matcher.rel_tol},
@@ -246,28 +246,32 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     )
     if write:
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+        usage = judge_runner.usage if judge_runner else None
+        run.store.append_event(
+            "scoring_done", SCORES_FILE, tiers=sorted(tiers), judge=model or None,
+            new_judge_calls=usage.calls if usage else 0,
+            reused_verdicts=usage.reused if usage else 0,
+            failed_judge_calls=usage.errors if usage else 0,
+        )
     return scores
 
 
-def _judge_summary(judge: Judge | None, pairs: int, flips: int, fact_judge: bool
-                   ) -> JudgeSummary:
+def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
+                   fact_judge: bool) -> JudgeSummary:
     if judge is None:
         return JudgeSummary()
-    u = judge.usage
+    totals = verdict_totals(verdicts.values())
     return JudgeSummary(
         model=judge.model, pairs=pairs, disagreements=flips,
         disagreement_rate=flips / pairs if pairs else None,
-        calls=u.calls, reused=u.reused, errors=u.errors, invalid=u.invalid,
-        prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-        cost_usd=u.cost_usd if u.calls else (0.0 if u.reused else None),
-        fact_checks=fact_judge,
+        errors=judge.usage.errors, fact_checks=fact_judge, **totals,
     )
 
 
 def _notes(run: RunInput, rows: list[QuestionScores],
            aggregates: dict[str, dict[str, dict[str, float | None]]],
            detail: dict[str, dict[str, dict[str, Any]]], tiers: set[int],
-           judge: Judge | None) -> list[str]:
+           judge: Judge | None, summary: JudgeSummary) -> list[str]:
     notes: list[str] = []
     skipped = sorted({1, 2, 3} - tiers)
     if skipped:
@@ -281,9 +285,9 @@ def _notes(run: RunInput, rows: list[QuestionScores],
         notes.append(f"{judge.usage.errors} judge call(s) failed; the questions concerned have "
                      f"missing judge metrics: run lens score again to retry them "
                      f"(first error: {judge.usage.error_messages[0]})")
-    if judge is not None and judge.usage.invalid:
-        notes.append(f"{judge.usage.invalid} judge repl(ies) could not be read as a verdict and "
-                     "count as no preference")
+    if summary.invalid:
+        notes.append(f"{summary.invalid} judge repl(ies) could not be read as a verdict; such a "
+                     "reply counts as no preference")
     errored = sum(r.status != "answered" for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "

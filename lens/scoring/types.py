@@ -35,16 +35,16 @@ class JudgeSummary(BaseModel):
     pairs: int = 0
     # Share of position-swapped pairs whose verdict flipped: the judge-noise floor.
     disagreement_rate: float | None = None
-    # Judge usage, metered apart from the agent's. Calls are new model calls made by this
-    # scoring; reused verdicts were read back from the run's events.
     disagreements: int = 0
-    calls: int = 0
-    reused: int = 0
+    # Judge usage behind these scores, metered apart from the agent's: every verdict used,
+    # whether asked by this scoring or read back from the run's events (so re-scoring gives
+    # the same numbers). New calls per scoring are logged as ``scoring_done`` events.
+    verdicts: int = 0
     errors: int = 0
     invalid: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    # None when any call's price is unknown.
+    # None when any verdict's price is unknown.
     cost_usd: float | None = None
     fact_checks: bool = False
 

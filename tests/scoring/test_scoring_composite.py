@@ -1,0 +1,80 @@
+"""The composite: LENS weights, the hard gate, renormalisation over missing metrics."""
+
+from __future__ import annotations
+
+import pytest
+
+from lens.errors import ConfigError
+from lens.scoring.composite import DEFAULT_WEIGHTS, composite, resolve_weights
+
+FULL = {
+    "evidence_grounding": 1.0, "fact_recall": 0.5, "evidence_coverage": 0.5,
+    "budget_compliance": 1.0, "answer_quality": 0.5, "insight_depth": 1.0,
+    "reasoning_quality": 1.0, "longitudinal_advantage": 0.2, "action_quality": 0.0,
+}
+
+
+def test_default_weights_are_the_lens_method() -> None:
+    assert sum(DEFAULT_WEIGHTS.values()) == pytest.approx(1.0)
+    assert DEFAULT_WEIGHTS["answer_quality"] == DEFAULT_WEIGHTS["insight_depth"] == 0.15
+    assert DEFAULT_WEIGHTS["action_quality"] == 0.05
+
+
+def test_full_composite_by_hand() -> None:
+    c = composite(FULL, DEFAULT_WEIGHTS)
+    expected = (0.1 * 1 + 0.1 * 0.5 + 0.1 * 0.5 + 0.1 * 1 + 0.15 * 0.5 + 0.15 * 1 + 0.1 * 1
+                + 0.15 * 0.2 + 0.05 * 0)
+    assert c.value == pytest.approx(expected)
+    assert not c.renormalised and not c.gated
+
+
+@pytest.mark.parametrize("metric", ["evidence_grounding", "budget_compliance"])
+def test_gate_zeroes_the_composite(metric: str) -> None:
+    c = composite({**FULL, metric: 0.49}, DEFAULT_WEIGHTS)
+    assert c.value == 0.0 and c.gated
+    # At the threshold the gate is open.
+    assert composite({**FULL, metric: 0.5}, DEFAULT_WEIGHTS).value > 0
+    # The threshold is a setting.
+    assert composite({**FULL, metric: 0.49}, DEFAULT_WEIGHTS, gate_threshold=0.4).value > 0
+
+
+def test_missing_metrics_renormalise_and_are_labelled() -> None:
+    values = {**FULL, "answer_quality": None, "action_quality": None}
+    c = composite(values, DEFAULT_WEIGHTS)
+    present = {k: v for k, v in values.items() if v is not None}
+    expected = sum(DEFAULT_WEIGHTS[k] * v for k, v in present.items()) / sum(
+        DEFAULT_WEIGHTS[k] for k in present)
+    assert c.value == pytest.approx(expected)
+    assert c.renormalised
+    assert c.missing == ["answer_quality", "action_quality"]
+
+
+def test_missing_gate_metric_is_reported_not_treated_as_failing() -> None:
+    c = composite({**FULL, "budget_compliance": None}, DEFAULT_WEIGHTS)
+    assert c.value is not None and c.value > 0
+    assert c.gate_unchecked == ["budget_compliance"]
+
+
+def test_nothing_present_is_unknown() -> None:
+    assert composite({}, DEFAULT_WEIGHTS).value is None
+
+
+def test_negative_longitudinal_advantage_earns_nothing() -> None:
+    only = {"longitudinal_advantage": 1.0}
+    w = resolve_weights({k: 0.0 for k in DEFAULT_WEIGHTS if k != "longitudinal_advantage"})
+    assert composite({"longitudinal_advantage": -0.4}, w).value == 0.0
+    assert composite({"longitudinal_advantage": 0.3}, w).value == pytest.approx(0.3)
+    assert composite(only, w).value == 1.0
+
+
+def test_weights_override_and_validation() -> None:
+    w = resolve_weights({"action_quality": 0.0})
+    assert w["action_quality"] == 0.0 and w["fact_recall"] == 0.1
+    # A zero weight is not "missing".
+    assert "action_quality" not in composite({**FULL, "action_quality": None}, w).missing
+    with pytest.raises(ConfigError, match="unknown metric 'recall'"):
+        resolve_weights({"recall": 0.2})
+    with pytest.raises(ConfigError, match="must be a number >= 0"):
+        resolve_weights({"fact_recall": -1})
+    with pytest.raises(ConfigError, match="at least one weight"):
+        resolve_weights(dict.fromkeys(DEFAULT_WEIGHTS, 0.0))
