@@ -134,8 +134,9 @@ def check_failures(runs: Sequence[RunData]) -> Check:
     status: Status = "pass" if errored == 0 else "warn" if share <= ERROR_WARN else "fail"
     return Check(id="failures", title="failed or errored questions", status=status,
                  value=f"{errored} of {total} questions ({share:.1%}); {units} unit failure(s)",
-                 detail=f"errored questions count as unanswered; warns up to {ERROR_WARN:.0%}, "
-                        "fails above; see errors/ in the run directory")
+                 detail="errored questions have unknown scores and are left out of every "
+                        "mean, which flatters an arm that fails on hard questions; warns up "
+                        f"to {ERROR_WARN:.0%}, fails above; see errors/ in the run directory")
 
 
 def check_scored(runs: Sequence[RunData]) -> Check:

@@ -6,6 +6,8 @@ offline and a hostile string in a transcript cannot pull anything in.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Sequence
 from html import escape
@@ -18,8 +20,6 @@ from lens.report.models import Check, Comparison, EstimateOut, ReportSummary
 from lens.report.sections import Section
 
 MAX_TEXT = 4000
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:")
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;
@@ -67,6 +67,17 @@ SCRIPT = """
   });
 })();
 """
+
+
+def _csp() -> str:
+    # Only the report's own script may run (pinned by its hash): even if some text escaped
+    # escaping, an injected <script> would be refused by the browser.
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+            "img-src data:")
+
+
+CSP = _csp()
 
 
 def e(x: Any) -> str:

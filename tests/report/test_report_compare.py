@@ -1,0 +1,171 @@
+"""``lens compare``: refusal on differing conditions, --force labelling, paired verdicts, ties."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lens.cli import main
+from lens.errors import UserError
+from lens.report.compare import Arm, arms_of, compare_arms
+from lens.report.comparerun import compare_runs
+from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw
+
+
+def shifted(shift: float, binary_shift: float = 0.0):
+    """Metrics where arm quality is shifted: continuous values and 0/1 outcomes."""
+    def metrics(adapter: str, scope: str, qid: str, rep: int) -> dict[str, float | None]:
+        u = unit_draw("q", scope, qid, rep)  # same question difficulty for every arm
+        noise = unit_draw("n", adapter, scope, qid) * 0.1
+        return {
+            "fact_recall": min(1.0, max(0.0, 0.3 + 0.4 * u + shift + noise)),
+            "composite": min(1.0, max(0.0, 0.3 + 0.4 * u + shift + noise)),
+            "budget_compliance": 1.0 if u + binary_shift > 0.5 else 0.0,
+        }
+    return metrics
+
+
+def test_refuses_differing_conditions_and_names_the_fields(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    a = make_run(tmp_path, RunSpec(name="a", seed=1))
+    b = make_run(tmp_path, RunSpec(name="b", seed=2, condition_overrides={
+        "judge_model": "openai/gpt-4o"}))
+    with pytest.raises(UserError) as err:
+        compare_runs([a, b])
+    msg = str(err.value)
+    assert "judge_model, seed" in msg and "--force" in msg
+    out_dir = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out_dir)]) == 2
+    captured = capsys.readouterr()
+    assert "not comparable" in captured.err and "seed" in captured.err
+    assert "Traceback" not in captured.err
+    assert not out_dir.exists()
+
+
+def _tables_with_headings(md: str) -> list[tuple[str, list[str]]]:
+    """Each markdown table with the lines between its heading and itself."""
+    out = []
+    lines = md.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            j = i - 1
+            while j >= 0 and not lines[j].startswith("#"):
+                j -= 1
+            out.append((lines[j] if j >= 0 else "", lines[j + 1:i]))
+        i += 1
+    return out
+
+
+def test_force_labels_every_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = make_run(tmp_path, RunSpec(name="a", seed=1))
+    b = make_run(tmp_path, RunSpec(name="b", seed=2, adapters=("null",)))
+    out_dir = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--force", "--out", str(out_dir)]) == 0
+    md = capsys.readouterr().out
+    assert md == (out_dir / "compare.md").read_text()
+    tables = _tables_with_headings(md)
+    assert len(tables) >= 3  # checklist, arms, one comparison
+    for heading, between in tables:
+        assert "**not comparable: seed**" in between, heading
+    data = json.loads((out_dir / "compare.json").read_text())
+    assert data["not_comparable"] == ["seed"]
+    assert data["differences"] == {"seed": [1, 2]}
+    assert all(c["not_comparable"] == ["seed"] for c in data["comparisons"])
+    seed_check = next(c for c in data["checklist"] if c["id"] == "seed")
+    assert seed_check["status"] == "fail"
+
+
+def test_same_condition_compares_without_label(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # Two runs of different adapters under one condition: the adapter is the treatment.
+    a = make_run(tmp_path, RunSpec(name="a", adapters=("sqlite_fts",)))
+    b = make_run(tmp_path, RunSpec(name="b", adapters=("null",)))
+    assert main(["compare", str(a), str(b)]) == 0
+    md = capsys.readouterr().out
+    assert "not comparable" not in md
+    assert "### b-id:null vs a-id:sqlite_fts" in md
+    assert "30 paired questions" in md
+
+
+def test_clear_difference_is_a_win_and_uses_the_right_tests() -> None:
+    run = memory_run(RunSpec(adapters=("base", "better"), scopes=6, questions_per_scope=100,
+                             disagreement_rate=0.02,
+                             metrics=lambda a, s, q, r: shifted(0.15 if a == "better" else 0.0,
+                                                                0.3 if a == "better" else 0.0
+                                                                )(a, s, q, r)))
+    arms = arms_of([run])
+    comp = compare_arms(arms[0], arms[1], run.metric_names, noise_floor=0.02)
+    rows = {r.metric: r for r in comp.rows}
+    assert comp.pairs == 600
+    assert rows["budget_compliance"].test == "mcnemar-exact"
+    assert rows["fact_recall"].test == "paired-bootstrap"
+    for r in comp.rows:
+        assert r.verdict == "b", (r.metric, r.reason)
+        assert r.p_holm is not None and r.p_value is not None and r.p_holm >= r.p_value
+        assert r.delta.low > 0  # type: ignore[operator]
+    assert rows["fact_recall"].delta.mean == pytest.approx(0.15, abs=0.02)
+
+
+def test_identical_arms_tie() -> None:
+    run = memory_run(RunSpec(adapters=("x", "y"), scopes=4, questions_per_scope=60,
+                             metrics=shifted(0.0)))
+    arms = arms_of([run])
+    comp = compare_arms(arms[0], arms[1], run.metric_names, noise_floor=None)
+    for r in comp.rows:
+        assert r.verdict == "tie", (r.metric, r.reason)
+
+
+def test_difference_within_margin_is_a_tie() -> None:
+    # A 3-point shift on 60 questions: real but inside either arm's margin of error.
+    run = memory_run(RunSpec(adapters=("x", "y"), scopes=3, questions_per_scope=20,
+                             metrics=lambda a, s, q, r: shifted(0.03 if a == "y" else 0.0)(
+                                 a, s, q, r)))
+    arms = arms_of([run])
+    comp = compare_arms(arms[0], arms[1], ["fact_recall"], noise_floor=None)
+    row = comp.rows[0]
+    assert row.verdict == "tie" and "within margin of error" in row.reason
+
+
+def test_difference_below_judge_noise_floor_is_a_tie_for_judge_metrics_only() -> None:
+    # 6 points on 1,200 questions is outside the margin of error and significant, but the
+    # judge flips 10% of its verdicts: composite (judge-based) ties, fact_recall does not.
+    run = memory_run(RunSpec(adapters=("x", "y"), scopes=6, questions_per_scope=200,
+                             disagreement_rate=0.10,
+                             metrics=lambda a, s, q, r: shifted(0.06 if a == "y" else 0.0)(
+                                 a, s, q, r)))
+    arms = arms_of([run])
+    comp = compare_arms(arms[0], arms[1], ["composite", "fact_recall"],
+                        noise_floor=run.judge_disagreement)
+    rows = {r.metric: r for r in comp.rows}
+    assert rows["composite"].verdict == "tie"
+    assert "below judge-noise floor 0.100" in rows["composite"].reason
+    assert rows["fact_recall"].verdict == "b", rows["fact_recall"].reason
+    assert rows["fact_recall"].noise_floor is None
+
+
+def test_pairs_match_by_scope_question_and_repeat() -> None:
+    a = memory_run(RunSpec(name="a", scopes=2, questions_per_scope=10, repeats=2))
+    b = memory_run(RunSpec(name="b", scopes=2, questions_per_scope=10, repeats=1))
+    comp = compare_arms(Arm("a", a, "sqlite_fts"), Arm("b", b, "sqlite_fts"),
+                        a.metric_names, noise_floor=None)
+    assert (comp.pairs, comp.unmatched_a, comp.unmatched_b) == (20, 20, 0)
+
+
+def test_compare_needs_two_arms(tmp_path: Path) -> None:
+    a = make_run(tmp_path, RunSpec(name="a"))
+    with pytest.raises(UserError, match="only one arm"):
+        compare_runs([a])
+    with pytest.raises(UserError, match="given twice"):
+        compare_runs([a, a])
+
+
+def test_single_run_with_two_adapters_compares(tmp_path: Path) -> None:
+    a = make_run(tmp_path, RunSpec(name="a", adapters=("one", "two")))
+    result = compare_runs([a])
+    assert re.search(r"### two vs one", result.markdown)
+    assert result.summary.not_comparable == []
