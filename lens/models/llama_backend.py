@@ -30,7 +30,7 @@ from lens.models.local_prompt import action_schema, parse_action, render_prompt,
 # Part of the cache key: bump when rendering or constraints change what the model is asked.
 PROMPT_FORMAT = "chatml-json-actions-1"
 _OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds", "models_dir",
-            "seed")
+            "seed", "optional_args")
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,11 @@ class LlamaCppClient:
         # Before this many tool-call turns the model may not answer: a small model otherwise
         # answers from its own imagination without looking at the memory at all.
         self.min_tool_rounds = int(opts.get("min_tool_rounds", 1))
+        self.optional_args = bool(opts.get("optional_args", False))
         self.cache_identity = {"model": identity, "format": PROMPT_FORMAT,
                                "n_ctx": self.settings.n_ctx,
                                "min_tool_rounds": self.min_tool_rounds,
+                               "optional_args": self.optional_args,
                                "max_tool_rounds": self.max_tool_rounds}
         self._model: LoadedModel | None = None
 
@@ -152,7 +154,8 @@ class LlamaCppClient:
         grammar = None
         if agentic:
             grammar = _grammar(action_schema(request, answer_only=answer_only,
-                                             must_call=must_call))
+                                             must_call=must_call,
+                                             optional_args=self.optional_args))
         elif request.response_schema is not None:
             grammar = _grammar(request.response_schema)
         max_tokens = request.max_tokens or self.config.max_tokens or 512

@@ -10,18 +10,23 @@ better than raw JSON, and every token saved is prompt-evaluation time saved.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from lens.models.base import CompletionRequest, Message, ToolCall, ToolSpec
 
 ANSWER_KEY = "answer"
+SOURCES_KEY = "sources"
+MAX_SOURCES = 4
 
 _REPLY_RULES = """\
 # How to reply
 Reply with exactly one JSON object and nothing else:
 - to call a tool: {"tool": "<tool name>", "arguments": {<arguments>}}
-- to give your final answer: {"answer": "<the answer, citing records like [ref_id]>"}
-Search first; answer only from what the tools returned."""
+- to give your final answer: {"sources": ["<ref_id>", ...], "answer": "<the answer>"}
+  where sources are the ref_ids of the records your answer relies on.
+Search first; answer only from what the tools returned; give figures, dates and names exactly
+as the records state them."""
 
 _ANSWER_ONLY_NOTE = "(No more tool calls are possible now: give your final answer.)"
 
@@ -80,6 +85,25 @@ def render_tool_result(name: str | None, content: str) -> str:
     return f"{head}\n{content}"
 
 
+def seen_refs(messages: list[Message]) -> list[str]:
+    """Ref ids the tools have shown in this conversation, in order of first appearance."""
+    refs: dict[str, None] = {}
+    for m in messages:
+        if m.role != "tool":
+            continue
+        try:
+            data = json.loads(m.content)
+        except (json.JSONDecodeError, TypeError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        rows = data.get("results") if isinstance(data.get("results"), list) else [data]
+        for r in rows:
+            if isinstance(r, dict) and isinstance(r.get("ref_id"), str) and "text" in r:
+                refs.setdefault(r["ref_id"], None)
+    return list(refs)
+
+
 def tool_rounds(messages: list[Message]) -> int:
     return sum(1 for m in messages if m.role == "assistant" and m.tool_calls)
 
@@ -104,7 +128,7 @@ def render_prompt(request: CompletionRequest, *, answer_only: bool = False) -> s
             if m.tool_calls:
                 out.append(im("assistant", "\n".join(render_call(c) for c in m.tool_calls)))
             elif agentic:
-                out.append(im("assistant", json.dumps({ANSWER_KEY: m.content},
+                out.append(im("assistant", json.dumps({SOURCES_KEY: [], ANSWER_KEY: m.content},
                                                       ensure_ascii=False)))
             else:
                 out.append(im("assistant", m.content))
@@ -134,11 +158,37 @@ def _tighten(schema: Any) -> Any:
     return out
 
 
+def required_only(params: dict[str, Any]) -> dict[str, Any]:
+    """The tool's parameters without its optional ones: still schema-valid, and it keeps a small
+    model from filling optional filters with invented values."""
+    props = params.get("properties")
+    if not isinstance(props, dict):
+        return params
+    required = [r for r in params.get("required", []) if r in props]
+    return {**params, "properties": {k: props[k] for k in required},
+            "additionalProperties": False}
+
+
+def answer_schema(refs: list[str]) -> dict[str, Any]:
+    """A final answer; its sources must be ref ids the tools actually returned, so every
+    citation names a real record (which ones is still the model's choice)."""
+    props: dict[str, Any] = {}
+    required = [ANSWER_KEY]
+    if refs:
+        props[SOURCES_KEY] = {"type": "array", "items": {"enum": refs},
+                              "maxItems": MAX_SOURCES}
+        required.insert(0, SOURCES_KEY)
+    props[ANSWER_KEY] = {"type": "string"}
+    return {"type": "object", "properties": props, "required": required,
+            "additionalProperties": False}
+
+
 def action_schema(request: CompletionRequest, *, answer_only: bool = False,
-                  must_call: bool = False) -> dict[str, Any]:
+                  must_call: bool = False, optional_args: bool = True) -> dict[str, Any]:
     """oneOf(one call of an offered tool with schema-valid arguments, a final answer).
 
-    ``answer_only`` leaves only the answer; ``must_call`` turns "auto" into "required".
+    ``answer_only`` leaves only the answer; ``must_call`` turns "auto" into "required";
+    without ``optional_args`` only a tool's required arguments may be written.
     """
     choice = request.tool_choice
     if must_call and choice == "auto":
@@ -149,6 +199,8 @@ def action_schema(request: CompletionRequest, *, answer_only: bool = False,
     alternatives: list[dict[str, Any]] = []
     for t in tools:
         params = _tighten(t.parameters) if t.parameters else {"type": "object"}
+        if not optional_args:
+            params = required_only(params)
         if not params.get("properties") and params.get("type") == "object":
             params = {"type": "object", "properties": {}, "additionalProperties": False}
         alternatives.append({
@@ -158,12 +210,7 @@ def action_schema(request: CompletionRequest, *, answer_only: bool = False,
             "additionalProperties": False,
         })
     if not tools or choice == "auto":
-        alternatives.append({
-            "type": "object",
-            "properties": {ANSWER_KEY: {"type": "string"}},
-            "required": [ANSWER_KEY],
-            "additionalProperties": False,
-        })
+        alternatives.append(answer_schema(seen_refs(request.messages)))
     return alternatives[0] if len(alternatives) == 1 else {"oneOf": alternatives}
 
 
@@ -183,19 +230,38 @@ def parse_action(text: str, turn: int) -> tuple[str, list[ToolCall]]:
         return "", [ToolCall(id=f"call_{turn}_0", name=str(data["tool"]),
                              arguments=json.dumps(args, ensure_ascii=False))]
     if isinstance(data, dict) and ANSWER_KEY in data:
-        return str(data[ANSWER_KEY]), []
+        return with_sources(str(data[ANSWER_KEY]), data.get(SOURCES_KEY)), []
     return stripped, []
 
 
+def with_sources(answer: str, sources: Any) -> str:
+    """The answer text with its chosen sources appended as ``[ref]`` citations."""
+    refs = [s for s in sources or [] if isinstance(s, str) and s]
+    refs = [r for r in dict.fromkeys(refs) if f"[{r}]" not in answer]
+    if not refs:
+        return answer.strip()
+    return f"{answer.strip()} " + " ".join(f"[{r}]" for r in refs)
+
+
+_PARTIAL = re.compile(
+    r'^\{\s*(?:"sources"\s*:\s*(?P<src>\[[^\]]*\])\s*,\s*)?"answer"\s*:\s*"(?P<body>.*)$',
+    re.DOTALL,
+)
+
+
 def _partial_answer(text: str) -> str:
-    prefix = '{"answer":'
-    compact = text.replace(" ", "", 2)
-    if not compact.startswith(prefix):
+    match = _PARTIAL.match(text)
+    if match is None:
         return ""
-    body = text[text.index(":") + 1:].strip()
-    if body.startswith('"'):
-        body = body[1:]
+    body = match.group("body").rstrip("\\")
     try:
-        return json.loads(f'"{body.rstrip(chr(92))}"', strict=False)
+        answer = json.loads(f'"{body}"', strict=False)
     except json.JSONDecodeError:
-        return body
+        answer = body
+    sources: Any = None
+    if match.group("src"):
+        try:
+            sources = json.loads(match.group("src"))
+        except json.JSONDecodeError:
+            sources = None
+    return with_sources(answer, sources)
