@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
+import anyio.to_thread
 
 from lens.adapter import CapabilityManifest, MemoryAdapter, create_adapter
 from lens.agent import Agent
@@ -247,8 +248,13 @@ class Runner:
                     model_calls=result.model_calls, transcript=result.transcript,
                     budget=result.budget, wall_s=time.perf_counter() - t0,
                 )
-            self.store.save_question(record)
-            self._count(record)
+            await self._save(record)
+
+    async def _save(self, record: QuestionRecord) -> None:
+        # fsync in a worker thread so one slow disk flush never stalls the calls in flight;
+        # counted only once durably stored.
+        await anyio.to_thread.run_sync(self.store.save_question, record)
+        self._count(record)
 
     def _count(self, record: QuestionRecord) -> None:
         if record.status == "answered":
@@ -273,5 +279,4 @@ class Runner:
                 repeat=unit.repeat, question_id=q.question_id, checkpoint=q.checkpoint_after,
                 status="error", error=message, started_at=now_iso(),
             )
-            self.store.save_question(record)
-            self._count(record)
+            await self._save(record)
