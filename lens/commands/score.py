@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from lens.config import ModelConfig, ScoringConfig
+from lens.config import CacheConfig, ModelConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
 from lens.models.factory import create_client
@@ -65,6 +65,13 @@ def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
                           f"{'.'.join(str(x) for x in first['loc'])}': {first['msg']}") from None
 
 
+def _cache_config(run_config: dict[str, Any]) -> CacheConfig:
+    try:
+        return CacheConfig.model_validate(run_config.get("cache") or {})
+    except ValidationError:
+        return CacheConfig()
+
+
 def _score(args: argparse.Namespace) -> int:
     run_dir: Path = args.run_dir
     if args.concurrency is not None and args.concurrency < 1:
@@ -74,7 +81,10 @@ def _score(args: argparse.Namespace) -> int:
     scoring = scoring_config(run_config)
     tiers = set(range(1, args.tier + 1))
     cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
-    client: ModelClient | None = create_client(cfg) if cfg is not None else None
+    client: ModelClient | None = None
+    if cfg is not None:
+        # The run's model cache: a judge verdict asked before (by this or another run) is free.
+        client = create_client(cfg, cache=_cache_config(run_config))
     concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
 
     async def main() -> RunScores:

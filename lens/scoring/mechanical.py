@@ -21,14 +21,36 @@ Result = tuple[float | None, dict[str, Any]]
 SUBSTANTIVE_CHARS = 50
 
 
+def _plain_word(ref: str) -> bool:
+    return ref.isalpha()
+
+
+def citations(item: ScoringItem) -> tuple[list[str], list[str]]:
+    """(refs cited, bracketed words that are not citations).
+
+    Answers quote records, and records contain bracketed tags such as "[INFO]" or "[CRITICAL]";
+    a bracketed plain word that is no episode and no ref the agent received is such a tag, not
+    a claim of evidence. Anything with a digit, "_", "#", ":" or "-" is taken as a ref."""
+    kept, ignored = [], []
+    for ref in item.record.cited_refs:
+        if (_plain_word(ref) and ref not in item.retrieved
+                and ref not in item.scope_episodes
+                and not is_synthetic(ref, item.synthetic_prefixes)):
+            ignored.append(ref)
+        else:
+            kept.append(ref)
+    return kept, ignored
+
+
 def evidence_grounding(item: ScoringItem) -> Result:
     """Share of cited refs that the agent received this session and that exist (or are declared
     synthetic). An answer that cites nothing has no verifiable support and scores 0: otherwise
     never citing would be a way around the grounding gate."""
-    cited = item.record.cited_refs
+    cited, ignored = citations(item)
+    extra: dict[str, Any] = {"ignored_tags": ignored} if ignored else {}
     if not cited:
         reason = "empty answer" if not item.record.answer.strip() else "no citations"
-        return 0.0, {"cited": 0, "grounded": 0, "reason": reason}
+        return 0.0, {"cited": 0, "grounded": 0, "reason": reason, **extra}
     checks = [
         check_citation(ref, retrieved=item.retrieved, retrieved_episodes=item.retrieved_episodes,
                        scope_episodes=set(item.scope_episodes),
@@ -36,7 +58,7 @@ def evidence_grounding(item: ScoringItem) -> Result:
         for ref in cited
     ]
     grounded = sum(c.grounded for c in checks)
-    detail: dict[str, Any] = {"cited": len(checks), "grounded": grounded}
+    detail: dict[str, Any] = {"cited": len(checks), "grounded": grounded, **extra}
     misses = [{"ref": c.ref, "reason": c.reason} for c in checks if not c.grounded]
     if misses:
         detail["misses"] = misses
@@ -82,7 +104,7 @@ def insight_depth(item: ScoringItem, grounding_detail: dict[str, Any] | None = N
     synthetic refs), else 0. Hallucinated citations do not count."""
     bad = {m["ref"] for m in (grounding_detail or {}).get("misses", [])}
     sources = set()
-    for ref in item.record.cited_refs:
+    for ref in citations(item)[0]:
         if ref in bad:
             continue
         sources.add(ref if is_synthetic(ref, item.synthetic_prefixes) else episode_of(ref))

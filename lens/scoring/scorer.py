@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
@@ -323,3 +324,28 @@ def _notes(run: RunInput, rows: list[QuestionScores],
 def score_run_sync(run_dir: Path, **kwargs: Any) -> RunScores:
     """:func:`score_run` for synchronous callers (not from inside an event loop)."""
     return anyio.run(functools.partial(score_run, run_dir, **kwargs))
+
+
+async def score_for_config(run_dir: Path, config: RunConfig, *,
+                           judge: ModelClient | None = None) -> RunScores | None:
+    """Score a finished run as its config says (``scoring`` and ``judge``), as ``lens run`` does
+    at its end. Returns None when ``scoring.enabled`` is false. Without a ``judge`` client one
+    is made from ``config.judge`` (through the full model stack, with the run's cache) and
+    closed afterwards; tier 1 only when the config names no judge."""
+    if not config.scoring.enabled:
+        return None
+    own = None
+    if judge is None and config.judge is not None:
+        from lens.models.factory import create_client
+
+        own = judge = create_client(config.judge, cache=config.cache)
+    try:
+        return await score_run(
+            run_dir, judge=judge, tiers=ALL_TIERS,
+            weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
+            judge_concurrency=config.judge.max_concurrency if config.judge else 16,
+            dataset_path=config.dataset.path,
+        )
+    finally:
+        if own is not None:
+            await own.aclose()

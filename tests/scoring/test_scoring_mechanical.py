@@ -130,3 +130,18 @@ def test_reasoning_quality() -> None:
     assert mechanical.reasoning_quality(item(record(LONG, long_answer)))[0] == 1.0
     assert mechanical.reasoning_quality(item(record(LONG, "It rose.")))[0] == 0.0
     assert mechanical.reasoning_quality(item(record(LONG, long_answer, tools_ok=0)))[0] == 0.0
+
+
+def test_bracketed_log_tags_are_not_citations() -> None:
+    rec = record(LONG, f"[INFO] latency rose [{ep(2)}]; [CRITICAL] pool drained [{ep(4)}].",
+                 retrieved=[ep(2), ep(4)])
+    value, detail = mechanical.evidence_grounding(item(rec))
+    assert value == 1.0
+    assert detail["ignored_tags"] == ["INFO", "CRITICAL"]
+    # A ref-like made-up id is still a hallucinated citation.
+    rec = record(LONG, f"latency rose [{ep(2)}] [log_17]", retrieved=[ep(2)])
+    assert mechanical.evidence_grounding(item(rec))[0] == 0.5
+    # Only tags: nothing was cited.
+    rec = record(LONG, "[WARN] latency rose", retrieved=[ep(2)])
+    assert mechanical.evidence_grounding(item(rec)) == (
+        0.0, {"cited": 0, "grounded": 0, "reason": "no citations", "ignored_tags": ["WARN"]})

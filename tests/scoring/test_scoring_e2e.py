@@ -1,0 +1,70 @@
+"""A real run (scripted agent over SQLite FTS) scored as ``lens run`` would, then re-scored by
+``lens score``: same numbers, no new judge call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import yaml
+from scoring_fixtures import write_dataset
+
+from lens.cli import main
+from lens.config import load_config
+from lens.execute import execute
+from lens.scoring import SCORES_FILE, score_for_config
+from lens.scoring.types import RunScores
+
+
+def test_run_then_score_then_rescore(tmp_path: Path, capsys) -> None:
+    ds = write_dataset(tmp_path / "ds.json")
+    judge = tmp_path / "judge_a.yaml"
+    judge.write_text(yaml.safe_dump([{"text": '{"verdict": "A"}'}]), encoding="utf-8")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "e2e", "dataset": {"path": str(ds)}, "adapters": [{"name": "sqlite_fts"}],
+        "agent": {"model": "scripted/policy"}, "judge": {"model": f"scripted/{judge}"},
+        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
+    }), encoding="utf-8")
+    outcome = execute(cfg)
+    run_dir = outcome.run_dir
+    config = load_config(cfg)
+    scores = anyio.run(score_for_config, run_dir, config)
+    assert scores is not None
+    assert len(scores.questions) == 4
+    assert all(q.status == "answered" for q in scores.questions)
+    # The scripted policy cites only what it retrieved; when it finds nothing it cites nothing.
+    for q in scores.questions:
+        cited = q.detail["evidence_grounding"]["cited"]
+        assert q.metrics["evidence_grounding"] == (1.0 if cited else 0.0)
+    assert {q.detail["evidence_grounding"]["cited"] > 0 for q in scores.questions} == {
+        True, False}
+    assert scores.judge.disagreement_rate == 1.0
+    assert scores.aggregates["adapter"]["sqlite_fts"]["longitudinal_advantage"] == 0.0
+    first = (run_dir / SCORES_FILE).read_bytes()
+
+    assert main(["score", str(run_dir)]) == 0
+    assert "(0 new call(s)" in capsys.readouterr().out
+    assert (run_dir / SCORES_FILE).read_bytes() == first
+    stored = RunScores.model_validate_json(first)
+    assert stored.judge.model == f"scripted/{judge}"
+
+    # Judge verdicts in the events do not disturb a resume of the finished run.
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert any(e["kind"] == "judge_verdict" for e in events)
+    again = execute(cfg, resume=run_dir)
+    assert again.summary.answered == 0 and again.summary.skipped == 4
+
+
+def test_scoring_disabled_in_config(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path / "ds.json")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "off", "dataset": {"path": str(ds)}, "adapters": [{"name": "null"}],
+        "agent": {"model": "scripted/policy"}, "out_dir": str(tmp_path / "runs"),
+        "scoring": {"enabled": False},
+    }), encoding="utf-8")
+    outcome = execute(cfg)
+    assert anyio.run(score_for_config, outcome.run_dir, load_config(cfg)) is None
+    assert not (outcome.run_dir / SCORES_FILE).exists()
