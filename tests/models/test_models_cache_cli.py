@@ -69,7 +69,7 @@ def test_cache_location_from_config(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "from-config.sqlite"
     fill(path)
     cfg = tmp_path / "run.yaml"
-    cfg.write_text("dataset: {path: d.json}\nadapters: [{name: null}]\n"
+    cfg.write_text("dataset: {path: d.json}\nadapters: [{name: sqlite_fts}]\n"
                    "agent: {model: scripted/policy}\ncache: {path: from-config.sqlite}\n")
     assert main(["cache", "stats", "--config", str(cfg), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["path"] == str(path)
