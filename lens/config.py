@@ -116,6 +116,10 @@ class RunConfig(_Section):
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    # Stop starting new model calls once the run has spent this much (known costs only).
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    # Write report.md / report.html / summary.json / questions.csv at the end of the run.
+    report: bool = True
 
     @field_validator("adapters")
     @classmethod

@@ -16,8 +16,10 @@ from lens.config import RunConfig, load_config
 from lens.dataset import Dataset, load_dataset
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
-from lens.models.factory import create_client
+from lens.models.runtime import ModelRuntime
+from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
+from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
 
 
@@ -87,10 +89,16 @@ def execute(
     config = load_config(config_path)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
+    run_id = new_run_id()
+    runtime = ModelRuntime.for_run(config, run_id)
     try:
-        client = model or create_client(config.agent)
+        client = model or runtime.client(config.agent)
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
+    try:
+        judge = runtime.client(config.judge) if config.judge is not None else None
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
     if resume is not None:
         store = RunStore.open(resume)
         manifest = store.manifest()
@@ -106,24 +114,34 @@ def execute(
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
     else:
-        run_id = new_run_id()
         store = RunStore.create(out or config.out_dir, config.name, run_id)
         manifest = build_manifest(config, dataset, run_id)
         store.write_manifest(manifest)
 
     async def main() -> RunSummary:
         try:
-            return await Runner(config, dataset, store, client, progress=progress,
-                                retry_errors=retry_errors).run()
+            summary = await Runner(config, dataset, store, client, progress=progress,
+                                   retry_errors=retry_errors).run()
+            store.close()
+            if config.scoring.enabled:
+                await score_for_config(store.root, config, judge=judge)
+            return summary
         finally:
-            await client.aclose()
+            if model is not None:
+                await model.aclose()
+            await runtime.aclose()
 
+    status = "interrupted"
     try:
         summary = anyio.run(main)
+        status = "complete" if summary.units_failed == 0 else "complete_with_errors"
     finally:
         store.close()
-    manifest = store.manifest()
-    manifest["status"] = "complete" if summary.units_failed == 0 else "complete_with_errors"
-    manifest["finished_at"] = now_iso()
-    store.write_manifest(manifest)
+        manifest = store.manifest()
+        manifest["usage"] = runtime.usage()
+        manifest["status"] = status
+        manifest["finished_at"] = now_iso()
+        store.write_manifest(manifest)
+    if config.report and config.scoring.enabled:
+        write_reports(store.root)
     return RunOutcome(run_dir=store.root, summary=summary)
