@@ -3,6 +3,7 @@ properties, and the CLI's user errors."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -107,7 +108,7 @@ def test_storyline_crosses_its_threshold_once_and_the_misreport_is_corrected() -
         assert all(v < cast.threshold for v in before), domain
         assert all(v > cast.threshold for v in after), domain
         climb = story.primary[d.onset:]
-        assert all(b >= a for a, b in zip(climb, climb[1:], strict=False)), domain
+        assert all(b >= a for a, b in itertools.pairwise(climb)), domain
         assert story.reported[d.wrong] == story.wrong_value != story.primary[d.wrong]
         assert story.wrong_value > cast.threshold  # the misreport looks like an early breach
         assert [i for i, (r, p) in enumerate(zip(story.reported, story.primary, strict=True))
