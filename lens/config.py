@@ -10,8 +10,23 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens.errors import ConfigError, Problem
+from lens.redact import SECRET_KEY
 
 MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _secret_keys(value: Any, prefix: str = "options") -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            path = f"{prefix}.{k}"
+            if isinstance(k, str) and SECRET_KEY.match(k):
+                found.append(path)
+            found.extend(_secret_keys(v, path))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found.extend(_secret_keys(v, f"{prefix}.{i}"))
+    return found
 
 
 class _Section(BaseModel):
@@ -54,6 +69,16 @@ class ModelConfig(_Section):
             raise ValueError(
                 f"{v!r} must look like provider/model, e.g. openai/gpt-4o-mini, "
                 "llama_cpp/default or scripted/policy"
+            )
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for path in _secret_keys(v):
+            raise ValueError(
+                f"'{path}' looks like a secret; configs are copied into every run directory, "
+                "so put the secret in an environment variable and name it with 'api_key_env'"
             )
         return v
 

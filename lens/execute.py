@@ -17,6 +17,7 @@ from lens.dataset import Dataset, load_dataset
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.runtime import ModelRuntime
+from lens.redact import redact
 from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.scorer import score_for_config
@@ -67,7 +68,7 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str
         "run_id": run_id,
         "created_at": now_iso(),
         "status": "running",
-        "config": config.model_dump(mode="json"),
+        "config": redact(config.model_dump(mode="json")),
         "versions": package_versions(),
         "dataset": {"id": dataset.dataset_id, "path": str(config.dataset.path),
                     "content_hash": cond["dataset_hash"]},
