@@ -17,9 +17,13 @@ from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
 from lens.store import RunStore
 
-_SHOWN = ("composite", "evidence_grounding", "fact_recall", "evidence_coverage",
-          "budget_compliance", "answer_quality", "insight_depth", "reasoning_quality",
-          "longitudinal_advantage", "action_quality")
+# Column titles of the summary table, by metric.
+_SHOWN = {
+    "composite": "composite", "evidence_grounding": "grounding", "fact_recall": "facts",
+    "evidence_coverage": "coverage", "budget_compliance": "budget",
+    "answer_quality": "quality", "insight_depth": "depth", "reasoning_quality": "reasoning",
+    "longitudinal_advantage": "long.adv", "action_quality": "action",
+}
 
 
 def register(sub: Any) -> None:
@@ -113,13 +117,12 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     lines = []
     adapters = scores.aggregates.get("adapter", {})
     width = max([len("adapter"), *(len(a) for a in adapters)])
-    names = [n for n in _SHOWN]
-    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(n[:10].rjust(10) for n in names)
+    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in _SHOWN.values())
     lines.append(header)
     for name, agg in adapters.items():
         n = int(agg.get("n_questions") or 0)
         mark = "*" if agg.get("composite_renormalised") else " "
-        cells = "  ".join(_fmt(agg.get(m)).rjust(10) for m in names)
+        cells = "  ".join(_fmt(agg.get(m)).rjust(9) for m in _SHOWN)
         lines.append(f"{name:<{width}}  {n:>4}  {cells}{mark}")
     j = scores.judge
     if j.model:

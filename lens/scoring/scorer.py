@@ -274,6 +274,10 @@ def _notes(run: RunInput, rows: list[QuestionScores],
            detail: dict[str, dict[str, dict[str, Any]]], tiers: set[int],
            judge: Judge | None, summary: JudgeSummary) -> list[str]:
     notes: list[str] = []
+    status = run.manifest.get("status")
+    if status not in (None, "complete"):
+        notes.append(f"the run's status is {status!r}: these scores cover the {len(rows)} "
+                     "question(s) stored so far")
     skipped = sorted({1, 2, 3} - tiers)
     if skipped:
         notes.append(f"tier(s) {', '.join(map(str, skipped))} not scored: their metrics are "

@@ -116,3 +116,18 @@ def test_published_facts_do_not_match_other_scopes(shared_datasets: Path) -> Non
                 total += 1
     assert total > 200
     assert false / total < 0.02
+
+
+def test_number_format_invariance_over_many_values() -> None:
+    """Seeded sweep: a figure written with thousands separators, plainly, or rounded with a
+    suffix meets the fact's figure; a figure 10% off does not."""
+    rng = random.Random(11)
+    for _ in range(300):
+        n = rng.randint(1_000, 9_999_999)
+        fact = f"throughput reached {n} requests"
+        assert matched(fact, f"throughput reached {n:,} requests")
+        if n < 1_000_000:
+            assert matched(fact, f"throughput reached {n / 1000:.1f}k requests")
+        else:
+            assert matched(fact, f"throughput reached {n / 1e6:.2f}M requests")
+        assert not matched(fact, f"throughput reached {round(n * 1.1):,} requests")
