@@ -352,3 +352,57 @@ def test_sync_wrapper_runs_outside_a_loop(run_dir: Path) -> None:
     scores = score_run_sync(run_dir, judge=None, tiers={1, 2})
     assert by_id(scores)[Q1]["insight_depth"] == 1.0
     assert anyio  # the async API is the primary one; see the tests above
+
+
+class _SlowJudge(ScriptedJudge):
+    """Sleeps in every call and records how many calls were in flight at once."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__("slow", position_a)
+        self.delay = delay
+        self.in_flight = 0
+        self.peak = 0
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await anyio.sleep(self.delay)
+            return await super().complete(request)
+        finally:
+            self.in_flight -= 1
+
+
+def test_judge_calls_run_concurrently_under_the_limit(tmp_path: Path) -> None:
+    run = _big_run(tmp_path, n_scopes=5)  # 20 questions, 60 judge calls
+    judge = _SlowJudge(0.05)
+    t0 = time.perf_counter()
+    score_run_sync(run, judge=judge, judge_concurrency=6)
+    elapsed = time.perf_counter() - t0
+    assert judge.calls == 60
+    assert judge.peak == 6
+    # Serial calls would take 3 s.
+    assert elapsed < 2.0, elapsed
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_interrupted_scoring_keeps_its_verdicts(run_dir: Path) -> None:
+    calls = {"n": 0}
+
+    def dies_after_five(request):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise _Crash("killed")
+        return position_a(request)
+
+    # The crash surfaces as itself or inside the task group's exception group.
+    with pytest.raises((_Crash, ExceptionGroup)):
+        score_run_sync(run_dir, judge=ScriptedJudge("a", dies_after_five), judge_concurrency=1)
+    assert not (run_dir / SCORES_FILE).exists()
+    resumed = ScriptedJudge("a", position_a)
+    scores = score_run_sync(run_dir, judge=resumed)
+    assert resumed.calls == 12 - 5
+    assert scores.judge.verdicts == 12
