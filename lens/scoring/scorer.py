@@ -131,12 +131,14 @@ async def score_run(
     dataset_path: Path | None = None,
     matcher: FactMatcherSettings | None = None,
     write: bool = True,
+    run_finished: bool | None = None,
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
     ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_judge`` asks the judge
     about each key fact the mechanical matcher missed. ``tiers`` selects the tiers to score
-    (tier 1 always is).
+    (tier 1 always is). ``run_finished`` says the run is over even if its manifest does not
+    say so yet (``lens run`` scores before it marks the run complete); None reads the manifest.
     """
     tiers = _check_tiers(set(tiers))
     if not 0.0 <= gate_threshold <= 1.0:
@@ -144,6 +146,8 @@ async def score_run(
     resolved = resolve_weights(weights)
     matcher = matcher or FactMatcherSettings()
     run = load_run(Path(run_dir), dataset_path=dataset_path)
+    if run_finished:
+        run.manifest = {**run.manifest, "status": "complete"}
     try:
         return await _score(run, judge=judge, tiers=tiers, weights=resolved,
                             gate_threshold=gate_threshold, fact_judge=fact_judge,
@@ -348,7 +352,7 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             run_dir, judge=judge, tiers=ALL_TIERS,
             weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
             judge_concurrency=config.judge.max_concurrency if config.judge else 16,
-            dataset_path=config.dataset.path,
+            dataset_path=config.dataset.path, run_finished=True,
         )
     finally:
         if own is not None:

@@ -29,9 +29,13 @@ def test_run_then_score_then_rescore(tmp_path: Path, capsys) -> None:
     }), encoding="utf-8")
     outcome = execute(cfg)
     run_dir = outcome.run_dir
+    # `lens run` scored at its end, labelled as a finished run.
+    by_run = (run_dir / SCORES_FILE).read_bytes()
+    assert not any("status is" in n for n in RunScores.model_validate_json(by_run).notes)
     config = load_config(cfg)
     scores = anyio.run(score_for_config, run_dir, config)
     assert scores is not None
+    assert (run_dir / SCORES_FILE).read_bytes() == by_run
     assert len(scores.questions) == 4
     assert all(q.status == "answered" for q in scores.questions)
     # The scripted policy cites only what it retrieved; when it finds nothing it cites nothing.

@@ -406,3 +406,15 @@ def test_interrupted_scoring_keeps_its_verdicts(run_dir: Path) -> None:
     scores = score_run_sync(run_dir, judge=resumed)
     assert resumed.calls == 12 - 5
     assert scores.judge.verdicts == 12
+
+
+@pytest.mark.anyio
+async def test_partial_runs_are_labelled(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path / "ds.json")
+    run = build_run(tmp_path / "runs", ds, records()[:2])
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    scores = await score_run(run, judge=None, tiers={1})
+    assert any("status is 'interrupted'" in n and "2 question(s)" in n for n in scores.notes)
+    finished = await score_run(run, judge=None, tiers={1}, run_finished=True)
+    assert not any("status is" in n for n in finished.notes)
