@@ -136,6 +136,41 @@ def cluster_bootstrap_means(
     return total / count
 
 
+def cluster_bootstrap_weights(
+    clusters: Sequence[str],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed_label: str = "",
+) -> np.ndarray:
+    """How often each item is drawn in each two-stage bootstrap replicate: shape
+    (resamples, len(clusters)). Drawing a cluster m times and then its n items with replacement
+    each time is the same as drawing m * n items from it, so one multinomial per cluster does."""
+    order = sorted(set(clusters))
+    index = {c: [i for i, x in enumerate(clusters) if x == c] for c in order}
+    rng = rng_for("cluster-weights", seed_label, len(clusters), resamples)
+    k = len(order)
+    picks = (rng.multinomial(k, [1 / k] * k, size=resamples) if k > 1
+             else np.ones((resamples, 1), dtype=np.int64))
+    weights = np.zeros((resamples, len(clusters)))
+    for j, c in enumerate(order):
+        members = index[c]
+        n_c = len(members)
+        draws = rng.multinomial(picks[:, j] * n_c, [1 / n_c] * n_c)
+        weights[:, members] = draws
+    return weights
+
+
+def percentile_interval(dist: np.ndarray, confidence: float) -> tuple[float, float] | None:
+    """The percentile interval of a bootstrap distribution (NaN replicates dropped); None when
+    too many replicates were undefined for the interval to mean anything."""
+    finite = dist[np.isfinite(dist)]
+    if len(finite) < 0.9 * len(dist) or len(finite) < 20:
+        return None
+    alpha = 1 - confidence
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
 def bootstrap_mean(
     values: Sequence[float],
     clusters: Sequence[str],

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lens.report.data import QuestionRow, RunData, is_judge_metric
+from lens.report.estimates import estimates
+from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
 from lens.report.models import Comparison, ComparisonRow, EstimateOut
-from lens.stats import Estimate, estimate, holm, paired_compare
+from lens.stats import Estimate, PairedResult, holm, paired_compare
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,26 @@ def arms_of(runs: Sequence[RunData]) -> list[Arm]:
     return out
 
 
-def arm_estimate(arm: Arm, metric: str, confidence: float = 0.95) -> Estimate:
-    vals: list[float] = []
-    clusters: list[str] = []
-    for row in arm.rows:
-        v = row.metric(metric)
-        if v is not None:
-            vals.append(v)
-            clusters.append(row.record.scope_id)
-    return estimate(vals, clusters, confidence=confidence,
-                    seed_label=f"{arm.run.run_id}|{arm.adapter}|{metric}")
+def arm_estimates(arm: Arm, metrics: Sequence[str], confidence: float = 0.95
+                  ) -> dict[str, Estimate]:
+    """Each arm's own estimates: the same numbers its run report shows."""
+    return estimates(arm.run, arm.rows, metrics, confidence=confidence,
+                     seed_label=f"{arm.run.run_id}|{arm.adapter}")
+
+
+def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: Sequence[str],
+                   rows_a: dict, rows_b: dict, confidence: float) -> dict[str, PairedResult]:
+    """Paired group bootstrap for the composite and longitudinal_advantage."""
+    wanted = [m for m in metrics if m in GROUP_METRICS]
+    if not wanted or a.run.scores is None or b.run.scores is None:
+        return {}
+    pairs = [(rows_a[k].scores, rows_b[k].scores) for k in common
+             if rows_a[k].scores is not None and rows_b[k].scores is not None]
+    res = paired_group([p[0] for p in pairs], [p[1] for p in pairs],
+                       GroupScoring.of(a.run.scores), confidence=confidence,
+                       seed_label=f"{a.name}|{b.name}|group")
+    return {m: PairedResult(m, res[m].n, res[m].mean_a, res[m].mean_b, res[m].delta,
+                            res[m].p_value, "paired-group-bootstrap") for m in wanted}
 
 
 def _fmt(x: float) -> str:
@@ -90,8 +102,12 @@ def compare_arms(
     rows_a = {r.match_key: r for r in a.rows}
     rows_b = {r.match_key: r for r in b.rows}
     common = sorted(set(rows_a) & set(rows_b))
+    group = _group_results(a, b, common, metrics, rows_a, rows_b, confidence)
     results = []
     for metric in metrics:
+        if metric in group:
+            results.append(group[metric])
+            continue
         xs: list[float] = []
         ys: list[float] = []
         clusters: list[str] = []
@@ -105,10 +121,10 @@ def compare_arms(
         results.append(paired_compare(metric, xs, ys, clusters, confidence=confidence,
                                       seed_label=f"{a.name}|{b.name}"))
     adjusted = holm([r.p_value for r in results])
+    own_a, own_b = arm_estimates(a, metrics, confidence), arm_estimates(b, metrics, confidence)
     out_rows = []
     for res, p_adj in zip(results, adjusted, strict=True):
-        ma = arm_estimate(a, res.metric, confidence).half_width
-        mb = arm_estimate(b, res.metric, confidence).half_width
+        ma, mb = own_a[res.metric].half_width, own_b[res.metric].half_width
         floor = noise_floor if is_judge_metric(res.metric) else None
         verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha)
         out_rows.append(ComparisonRow(

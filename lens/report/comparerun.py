@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict
 from lens.errors import UserError
 from lens.report import fmt
 from lens.report.checklist import compare_checklist
-from lens.report.compare import arm_estimate, arms_of, compare_against_first, noise_floor_of
+from lens.report.compare import arm_estimates, arms_of, compare_against_first, noise_floor_of
 from lens.report.data import METRIC_ORDER, RunData, load_run
+from lens.report.estimates import report_metrics
 from lens.report.markdown import STATUS, checklist_md, comparison_md, table
 from lens.report.models import Check, Comparison, EstimateOut
 from lens.stats import condition_differences
@@ -40,9 +41,10 @@ class CompareResult:
 
 def shared_metrics(runs: Sequence[RunData]) -> list[str]:
     """Metrics every run has, in report order."""
-    sets = [set(r.metric_names) for r in runs]
+    sets = [set(report_metrics(r)) for r in runs]
     common = set.intersection(*sets) if sets else set()
-    known = [m for m in METRIC_ORDER if m in common]
+    order = [*METRIC_ORDER, "longitudinal_advantage"]
+    known = [m for m in order if m in common]
     return known + sorted(common - set(known))
 
 
@@ -85,7 +87,8 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     sizes = {a.name: sum(1 for r in a.rows if metrics and r.metric(metrics[0]) is not None)
              if metrics else len(a.rows) for a in arms}
     checks = compare_checklist(runs, sizes)
-    arm_est = {a.name: {m: EstimateOut.of(arm_estimate(a, m, confidence)) for m in metrics}
+    arm_est = {a.name: {m: EstimateOut.of(e)
+                        for m, e in arm_estimates(a, metrics, confidence).items()}
                for a in arms}
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from lens.report.checklist import _scored_n, run_checklist
 from lens.report.compare import arms_of, compare_against_first, noise_floor_of
 from lens.report.data import QuestionRow, RunData
+from lens.report.estimates import estimates, report_metrics
 from lens.report.models import (
     AdapterSummary,
     CheckpointPoint,
@@ -18,22 +19,13 @@ from lens.report.models import (
     Usage,
 )
 from lens.report.sections import Section, collect_sections
-from lens.stats import bootstrap_mean, estimate, wilson
+from lens.stats import Estimate, bootstrap_mean, wilson
 
 MAX_CHECKPOINT_POINTS = 10
 
 
-def metric_estimate(rows: Sequence[QuestionRow], metric: str, label: str,
-                    confidence: float) -> EstimateOut:
-    vals: list[float] = []
-    clusters: list[str] = []
-    for row in rows:
-        v = row.metric(metric)
-        if v is not None:
-            vals.append(v)
-            clusters.append(row.record.scope_id)
-    return EstimateOut.of(estimate(vals, clusters, confidence=confidence,
-                                   seed_label=f"{label}|{metric}"))
+def _out(ests: dict[str, Estimate]) -> dict[str, EstimateOut]:
+    return {m: EstimateOut.of(e) for m, e in ests.items()}
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -78,40 +70,43 @@ def _checkpoint_bins(checkpoints: list[int]) -> list[tuple[int, int]]:
     return bins
 
 
-def checkpoint_curve(rows: Sequence[QuestionRow], metric: str, label: str,
+def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str, label: str,
                      confidence: float, bins: list[tuple[int, int]]) -> list[CheckpointPoint]:
     points = []
     for first, last in bins:
         inside = [r for r in rows if first <= r.record.checkpoint <= last]
-        est = metric_estimate(inside, metric, f"{label}|cp{first}-{last}", confidence)
+        est = estimates(run, inside, [metric], confidence=confidence,
+                        seed_label=f"{label}|cp{first}-{last}")[metric]
         if est.n == 0:
             continue
         name = str(first) if first == last else f"{first}–{last}"
-        points.append(CheckpointPoint(label=name, first=first, last=last, estimate=est))
+        points.append(CheckpointPoint(label=name, first=first, last=last,
+                                      estimate=EstimateOut.of(est)))
     return points
 
 
-def adapter_summary(run: RunData, label: str, confidence: float) -> AdapterSummary:
+def adapter_summary(run: RunData, label: str, metrics: list[str],
+                    confidence: float) -> AdapterSummary:
     rows = run.rows_for(label)
     seed = f"{run.run_id}|{label}"
-    metrics = {m: metric_estimate(rows, m, seed, confidence) for m in run.metric_names}
+    ests = _out(estimates(run, rows, metrics, confidence=confidence, seed_label=seed))
     types = sorted({r.question_type for r in rows})
-    by_type = {t: {m: metric_estimate([r for r in rows if r.question_type == t], m,
-                                      f"{seed}|{t}", confidence)
-                   for m in run.metric_names}
+    by_type = {t: _out(estimates(run, [r for r in rows if r.question_type == t], metrics,
+                                 confidence=confidence, seed_label=f"{seed}|{t}"))
                for t in types}
-    primary = run.primary_metric
+    primary = metrics[0] if metrics else None
     bins = _checkpoint_bins([r.record.checkpoint for r in run.rows])
-    curve = checkpoint_curve(rows, primary, seed, confidence, bins) if primary else []
+    curve = checkpoint_curve(run, rows, primary, seed, confidence, bins) if primary else []
     run_level: dict[str, float | None] = {}
     if run.scores:
         agg = run.scores.aggregates.get("adapter", {}).get(label, {})
-        run_level = {k: v for k, v in agg.items() if k not in metrics}
+        run_level = {k: v for k, v in agg.items()
+                     if k not in ests and not k.startswith(("n_", "composite_"))}
     return AdapterSummary(
         label=label, questions=len(rows),
         answered=sum(1 for r in rows if r.record.status == "answered"),
         errored=sum(1 for r in rows if r.record.status == "error"),
-        metrics=metrics, run_level=run_level, by_type=by_type, by_checkpoint=curve,
+        metrics=ests, run_level=run_level, by_type=by_type, by_checkpoint=curve,
         usage=usage_of(rows, seed, confidence),
     )
 
@@ -129,9 +124,10 @@ def judge_of(run: RunData) -> JudgeOut:
 
 def summarize(run: RunData, *, confidence: float = 0.95,
               sections: Sequence[Section] | None = None) -> ReportSummary:
-    adapters = {a: adapter_summary(run, a, confidence) for a in run.adapters}
+    metrics = report_metrics(run)
+    adapters = {a: adapter_summary(run, a, metrics, confidence) for a in run.adapters}
     arms = arms_of([run])
-    comparisons = (compare_against_first(arms, run.metric_names,
+    comparisons = (compare_against_first(arms, metrics,
                                          noise_floor=noise_floor_of([run]),
                                          confidence=confidence)
                    if len(arms) > 1 else [])
@@ -141,7 +137,7 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         run_id=run.run_id, run_dir=str(run.root),
         created_at=run.manifest.get("created_at"), status=run.manifest.get("status"),
         condition=run.condition, condition_hash=run.manifest.get("condition_hash"),
-        confidence=confidence, primary_metric=run.primary_metric, metrics=run.metric_names,
+        confidence=confidence, primary_metric=metrics[0] if metrics else None, metrics=metrics,
         scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
         comparisons=comparisons, checklist=run_checklist(run),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],

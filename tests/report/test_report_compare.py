@@ -23,7 +23,7 @@ def shifted(shift: float, binary_shift: float = 0.0):
         return {
             "fact_recall": min(1.0, max(0.0, 0.3 + 0.4 * u + shift + noise)),
             "composite": min(1.0, max(0.0, 0.3 + 0.4 * u + shift + noise)),
-            "budget_compliance": 1.0 if u + binary_shift > 0.5 else 0.0,
+            "budget_compliance": 1.0 if u + binary_shift > 0.25 else 0.0,
         }
     return metrics
 

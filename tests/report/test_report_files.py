@@ -35,6 +35,8 @@ def test_writes_all_four_files_with_consistent_numbers(run_dir: Path) -> None:
     summary = ReportSummary.model_validate_json((run_dir / "summary.json").read_text())
     assert summary.primary_metric == "composite"
     assert summary.metrics == ["composite", "fact_recall", "budget_compliance"]
+    # The composite is the scorer's group statistic (weights and gate on the means).
+    assert summary.adapters["null"].metrics["composite"].method == "group-bootstrap"
     # The reported Wilson interval is recomputed here from the raw per-question values.
     scores = json.loads((run_dir / "scores.json").read_text())
     vals = [q["metrics"]["budget_compliance"] for q in scores["questions"]
@@ -43,7 +45,7 @@ def test_writes_all_four_files_with_consistent_numbers(run_dir: Path) -> None:
     got = summary.adapters["null"].metrics["budget_compliance"]
     assert (got.n, got.mean, got.low, got.high) == (want.n, want.mean, want.low, want.high)
     assert got.method == "wilson"
-    comp = summary.adapters["null"].metrics["composite"]
+    comp = summary.adapters["null"].metrics["fact_recall"]
     assert comp.method == "cluster-bootstrap" and comp.clusters == 3
     assert comp.low < comp.mean < comp.high  # type: ignore[operator]
     # Errored questions are counted, not scored as zero.
@@ -211,6 +213,29 @@ def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
     assert (run_dir / "report.html").is_file()
 
 
+def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> None:
+    """The report's composite and metric means are the scorer's own aggregates (scored here by
+    the real tier-1 scorer on a real run), now with intervals."""
+    from lens.execute import execute
+    from lens.scoring.scorer import score_run_sync
+
+    root = Path(__file__).resolve().parents[2]
+    outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)
+    scores = score_run_sync(outcome.run_dir, tiers={1})
+    summary = write_reports(outcome.run_dir).summary_data
+    assert summary.primary_metric == "composite"
+    for label, ad in summary.adapters.items():
+        agg = scores.aggregates["adapter"][label]
+        comp = ad.metrics["composite"]
+        assert comp.method == "group-bootstrap"
+        assert comp.mean == pytest.approx(agg["composite"], abs=1e-12)
+        if comp.low is not None:
+            assert comp.low <= comp.mean <= comp.high  # type: ignore[operator]
+        for metric in ("evidence_grounding", "fact_recall", "budget_compliance"):
+            if agg.get(metric) is not None:
+                assert ad.metrics[metric].mean == pytest.approx(agg[metric], abs=1e-12)
+
+
 def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on a published scope), reported before and
     after scores exist: the retrieval checks measure real tool use."""
@@ -219,6 +244,7 @@ def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) ->
 
     root = Path(__file__).resolve().parents[2]
     outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)
+    (outcome.run_dir / "scores.json").unlink(missing_ok=True)  # report it unscored first
     run = load_run(outcome.run_dir)
     assert len(run.rows) == outcome.summary.questions > 0
     checks = {c.id: c for c in write_reports(outcome.run_dir).summary_data.checklist}
