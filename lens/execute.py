@@ -115,9 +115,8 @@ def execute(
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
     else:
-        store = RunStore.create(out or config.out_dir, config.name, run_id)
         manifest = build_manifest(config, dataset, run_id)
-        store.write_manifest(manifest)
+        store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
 
     async def main() -> RunSummary:
         try:

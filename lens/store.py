@@ -58,14 +58,20 @@ class RunStore:
 
     # -- creation -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, out_dir: Path, name: str, run_id: str) -> RunStore:
+    def create(cls, out_dir: Path, name: str, run_id: str,
+               manifest: dict[str, Any] | None = None) -> RunStore:
+        """A new run directory, born complete: it is assembled under a hidden name and renamed
+        into place, so a crash never leaves a run directory without its manifest."""
         root = out_dir / f"{_safe(name)}-{run_id}"
         if root.exists():
             raise UserError(f"{root}: run directory already exists; choose another --out")
-        root.mkdir(parents=True)
-        store = cls(root)
-        (root / EVENTS).touch()
-        return store
+        staging = out_dir / f".{root.name}.creating"
+        staging.mkdir(parents=True)
+        (staging / EVENTS).touch()
+        atomic_write_text(staging / MANIFEST, json.dumps(manifest or {}, indent=2,
+                                                         sort_keys=True))
+        os.replace(staging, root)
+        return cls(root)
 
     @classmethod
     def open(cls, root: Path) -> RunStore:
