@@ -30,8 +30,9 @@ def register(sub: Any) -> None:
     g.add_argument("--seed", type=int, required=True, metavar="N")
     g.add_argument("--episodes", type=int, default=120, metavar="E",
                    help="episodes per scope (default 120)")
-    g.add_argument("--signal-episodes", type=int, default=40, metavar="S",
-                   help="episodes per scope that carry the storyline (default 40, at least 14)")
+    g.add_argument("--signal-episodes", type=int, default=None, metavar="S",
+                   help="episodes per scope that carry the storyline, one per reporting period "
+                        "(default: a third of --episodes, at least 14)")
     g.add_argument("--style", choices=["full", "short"], default="full",
                    help="'short' writes brief episodes for small local models")
     g.add_argument("--plan", choices=["standard", "compact"], default="standard",
@@ -73,12 +74,16 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     from lens.datagen.generate import ScopeSpec, generate_dataset, write_dataset
+    from lens.datagen.storyline import MIN_SIGNAL
 
     domains = [d.strip() for arg in args.domain for d in arg.split(",") if d.strip()]
     if not domains:
         raise UserError("--domain: give at least one domain")
+    signal = args.signal_episodes
+    if signal is None:
+        signal = max(MIN_SIGNAL, args.episodes // 3)
     specs = [ScopeSpec(domain=d, seed=args.seed, index=i, episodes=args.episodes,
-                       signal_episodes=args.signal_episodes, style=args.style, plan=args.plan)
+                       signal_episodes=signal, style=args.style, plan=args.plan)
              for i, d in enumerate(domains)]
     for spec in specs:
         spec.check()

@@ -28,7 +28,7 @@ class Style:
     def named(cls, name: str) -> Style:
         if name == "short":
             return cls(peers=2, notes=1, extras=False)
-        return cls(peers=99, notes=5, extras=True)
+        return cls(peers=99, notes=6, extras=True)
 
 
 def _wobble(rng: random.Random, peer: Peer) -> float:
@@ -163,7 +163,7 @@ def render_signal(story: Storyline, d: int, rng: random.Random, style: Style) ->
     lines += [f"- {x}" for x in changes]
     lines += [f"- {x}" for x in rng.sample(c.notes, style.notes)]
     if style.extras:
-        lines += ["", " ".join(_narrative(c, rng, 3)), "", _handover(c, rng)]
+        lines += ["", " ".join(_narrative(c, rng, 4)), "", _handover(c, rng)]
     return "\n".join(lines)
 
 
@@ -197,8 +197,21 @@ def render_other(story: Storyline, unit: OtherUnit, d: int, rng: random.Random,
     pool = list(unit.notes) + list(c.notes)
     lines += [f"- {x}" for x in rng.sample(pool, min(len(pool), style.notes))]
     if style.extras:
-        lines += ["", " ".join(_narrative(c, rng, 3)), "", _handover(c, rng)]
+        lines += ["", "### Follow-ups"]
+        lines += [f"- {x.format(a=rng.choice(c.staff))}" for x in rng.sample(_FOLLOW_UPS, 3)]
+        lines += ["", " ".join(_narrative(c, rng, 4)), "", _handover(c, rng)]
     return "\n".join(lines)
+
+
+_FOLLOW_UPS = [
+    "{a} to confirm the figures with the source system before the month-end close.",
+    "{a} to update the runbook section on the export job.",
+    "{a} to check whether the blip repeats at the same hour tomorrow.",
+    "Review of the alert thresholds scheduled with {a} for next week.",
+    "{a} to circulate the notes to the wider team.",
+    "{a} to close the two stale tickets from last month.",
+    "Archive of last quarter's reports handed to {a}.",
+]
 
 
 def render_summary(story: Storyline, rng: random.Random) -> str:

@@ -163,3 +163,14 @@ def test_generate_user_errors_exit_2_and_write_nothing(tmp_path: Path, args: lis
     assert needle in r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_signal_episodes_default_to_a_third_of_the_episodes(tmp_path: Path) -> None:
+    out = tmp_path / "small.json"
+    r = _cli("datasets", "generate", "--domain", "clinical", "--seed", "3", "--episodes", "30",
+             "--out", str(out), cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    kinds = Counter(e["meta"]["episode_type"] for e in data["scopes"][0]["episodes"])
+    assert kinds["signal"] == 14 and sum(kinds.values()) == 30
+    assert data["meta"]["generator"]["scopes"][0]["signal_episodes"] == 14
