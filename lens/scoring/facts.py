@@ -14,8 +14,9 @@ Exact substring matching fails on any paraphrase, so a fact counts as present wh
    compounds ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion",
    "exhausted" -> "exhaust") and a few trend synonyms ("rising" = "increasing").
    Identifiers ("service-B", "p99") must all appear, so service-B never meets service-C.
-3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial in the
-   answer as well ("not", "no", "ruled out", "red herring", ...).
+3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial ("not",
+   "no", "ruled out", "red herring", ...) in the answer, in a sentence that shares a word with
+   the fact or just before one ("No. The deploy was unrelated.").
 
 It cannot see contradiction beyond that, nor meaning-preserving rewording with other words: the
 optional judge check (tier 2) catches those.
@@ -110,6 +111,7 @@ def content_stems(text: str) -> list[str]:
     return out
 
 
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _COMPOUND = re.compile(r"(?<![a-z0-9])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![a-z0-9])")
 
 
@@ -177,7 +179,22 @@ class AnswerText:
         self.raw = answer
         self.stems = set(content_stems(answer)) | set(identifiers(answer)) | _joined_pairs(answer)
         self.numbers = extract_numbers(normalise(answer), words=True)
-        self.negated = has_negation(answer)
+        # Per sentence: its words and whether it denies something, so that a fact's denial is
+        # only met by a denial about the same subject.
+        self.sentences = [
+            (set(content_stems(sent)) | set(identifiers(sent)), has_negation(sent))
+            for sent in _SENTENCE.split(answer) if sent.strip()
+        ]
+
+    def denies(self, words: set[str]) -> bool:
+        # A denial covers its own sentence and the next: "No. The deploy was unrelated."
+        for i, (stems, neg) in enumerate(self.sentences):
+            if not neg:
+                continue
+            following = self.sentences[i + 1][0] if i + 1 < len(self.sentences) else set()
+            if (stems | following) & words:
+                return True
+        return False
 
 
 def match_fact(fact: str, answer: AnswerText,
@@ -195,7 +212,7 @@ def match_fact(fact: str, answer: AnswerText,
     # Short facts need every word; longer ones a share, but never fewer than three words.
     needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
     words_ok = len(present) >= needed and all(i in answer.stems for i in ids)
-    negation_missing = has_negation(fact) and not answer.negated
+    negation_missing = has_negation(fact) and not answer.denies(set(words))
     if not words and not fact_numbers:
         # A fact with no content words and no numbers cannot be checked mechanically.
         return FactMatch(fact, False, 0.0)

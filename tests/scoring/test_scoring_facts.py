@@ -131,3 +131,11 @@ def test_number_format_invariance_over_many_values() -> None:
         else:
             assert matched(fact, f"throughput reached {n / 1e6:.2f}M requests")
         assert not matched(fact, f"throughput reached {round(n * 1.1):,} requests")
+
+
+def test_denial_must_be_about_the_facts_subject() -> None:
+    fact = "service-C deploy is not the root cause"
+    assert not matched(fact, "The service-C deploy is the root cause. No other issues were seen.")
+    assert matched(fact, "No other issues. Yet the service-C deploy is not the root cause.")
+    # A leading "No." covers the sentence after it.
+    assert matched(fact, "No. The service-C deploy was merely the root cause people suspected.")
