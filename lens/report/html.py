@@ -80,8 +80,13 @@ def _csp() -> str:
 CSP = _csp()
 
 
+# C0 controls (but tab, newline, carriage return) and DEL shown as their visible Unicode
+# pictures: a NUL is a parse error in HTML and an ESC would hide text in a terminal dump.
+_CONTROLS = {c: chr(0x2400 + c) for c in range(32) if c not in (9, 10, 13)} | {127: "\u2421"}
+
+
 def e(x: Any) -> str:
-    return escape("" if x is None else str(x), quote=True)
+    return escape("" if x is None else str(x), quote=True).translate(_CONTROLS)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
