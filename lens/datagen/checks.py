@@ -54,12 +54,15 @@ class PreparedText:
     """An episode text prepared once for matching many facts against it."""
 
     def __init__(self, text: str) -> None:
-        self._text = phrase(text)
-        self._cache: dict[str, bool] = {}
+        self._raw = text
+        self._text: str | None = None  # tokenised on first use: most episodes of a large
+        self._cache: dict[str, bool] = {}  # imported file are never consulted
 
     def holds(self, fact: str) -> bool:
         hit = self._cache.get(fact)
         if hit is None:
+            if self._text is None:
+                self._text = phrase(self._raw)
             needle = phrase(fact)
             hit = needle.strip() != "" and needle in self._text
             self._cache[fact] = hit

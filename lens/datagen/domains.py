@@ -130,34 +130,35 @@ def ops_cast(rng: random.Random) -> Cast:
     ])
     herring_svc = rng.choice(["search-api", "catalog-api", "service-c", "email-worker"])
     threshold = float(rng.choice([450, 500, 550]))
+    teams: list[tuple[str, list[tuple[str, Metric, float, float]], list[str]]] = [
+        ("DNS team", [("zone-transfers", Metric("p95", "ms"), 900, 1300),
+                      ("resolver", Metric("cache hit", "%", 1), 86, 92),
+                      ("authoritative", Metric("p95", "ms"), 12, 30)],
+         ["Signed 3 new zones with DNSSEC.", "Lowered TTL on two records ahead of a "
+          "migration.", "Lint found 2 zonefile warnings; fixed."]),
+        ("Storage team", [("object-store", Metric("p95 write", "ms"), 60, 140),
+                          ("block-volumes", Metric("IOPS utilisation", "%", 1), 40, 70),
+                          ("compaction", Metric("backlog", "GB"), 20, 90)],
+         ["Rebalanced 4 shards after adding a node.", "Compaction window moved to "
+          "02:00 UTC.", "Snapshot verification passed for all volumes."]),
+        ("Identity team", [("sso", Metric("p95 login", "ms"), 250, 420),
+                           ("token-service", Metric("error rate", "%", 2), 0.02, 0.2),
+                           ("directory-sync", Metric("duration", "min"), 8, 20)],
+         ["Rotated signing keys on schedule.", "Quarterly access review started.",
+          "One break-glass login validated against its change ticket."]),
+        ("Data pipeline team", [("ingest", Metric("lag", "s"), 20, 90),
+                                ("warehouse-load", Metric("duration", "min"), 25, 50),
+                                ("stream-proc", Metric("consumer lag", "s"), 5, 40)],
+         ["Backfill of March events finished.", "Schema change to orders topic "
+          "reviewed.", "Nightly dbt run succeeded."]),
+    ]
     others = tuple(
         OtherUnit(
             name=team,
             peers=tuple(Peer(n, m, rng.uniform(lo, hi), 0.04) for n, m, lo, hi in rows),
             notes=tuple(notes),
         )
-        for team, rows, notes in [
-            ("DNS team", [("zone-transfers", Metric("p95", "ms"), 900, 1300),
-                          ("resolver", Metric("cache hit", "%", 1), 86, 92),
-                          ("authoritative", Metric("p95", "ms"), 12, 30)],
-             ["Signed 3 new zones with DNSSEC.", "Lowered TTL on two records ahead of a "
-              "migration.", "Lint found 2 zonefile warnings; fixed."]),
-            ("Storage team", [("object-store", Metric("p95 write", "ms"), 60, 140),
-                              ("block-volumes", Metric("IOPS utilisation", "%", 1), 40, 70),
-                              ("compaction", Metric("backlog", "GB"), 20, 90)],
-             ["Rebalanced 4 shards after adding a node.", "Compaction window moved to "
-              "02:00 UTC.", "Snapshot verification passed for all volumes."]),
-            ("Identity team", [("sso", Metric("p95 login", "ms"), 250, 420),
-                               ("token-service", Metric("error rate", "%", 2), 0.02, 0.2),
-                               ("directory-sync", Metric("duration", "min"), 8, 20)],
-             ["Rotated signing keys on schedule.", "Quarterly access review started.",
-              "One break-glass login validated against its change ticket."]),
-            ("Data pipeline team", [("ingest", Metric("lag", "s"), 20, 90),
-                                    ("warehouse-load", Metric("duration", "min"), 25, 50),
-                                    ("stream-proc", Metric("consumer lag", "s"), 5, 40)],
-             ["Backfill of March events finished.", "Schema change to orders topic "
-              "reviewed.", "Nightly dbt run succeeded."]),
-        ]
+        for team, rows, notes in teams
     )
     return Cast(
         domain="ops",

@@ -123,11 +123,13 @@ def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
                     missing.append(str(ev))
                 for s_no, t_no in ids:
                     dia = f"D{s_no}:{t_no}"
-                    eid = dia_to_ep.get(dia) or session_to_ep.get(int(s_no))
-                    if eid is None:
+                    # Ids with leading zeros ("D30:05") miss the turn map: fall back to the
+                    # session, which is what the ref names anyway.
+                    found = dia_to_ep.get(dia) or session_to_ep.get(int(s_no))
+                    if found is None:
                         missing.append(dia)
-                    elif eid not in refs:
-                        refs.append(eid)
+                    elif found not in refs:
+                        refs.append(found)
             unresolved += len(missing)
             meta: dict[str, Any] = {"source": "locomo", "category": category,
                                     "category_name": name, "evidence": evidence}
