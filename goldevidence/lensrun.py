@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-from goldevidence.grade import METRICS, grade
+from goldevidence.grade import METRICS, grade, grade_row
 from goldevidence.policy_client import Policy, SelectionPolicyClient
+from goldevidence.predictions import parse_prediction
 from goldevidence.scenario import (
     Granularity,
     record_to_prediction,
@@ -127,8 +128,6 @@ def grade_run(run_dir: Path) -> dict[str, Any]:
     for (adapter, prefix, repeat), preds in sorted(groups.items()):
         group_rows = [r for qid, r in rows.items() if qid in preds]
         result = grade(group_rows, preds)
-        from goldevidence.grade import grade_row
-        from goldevidence.predictions import parse_prediction
         per_row = [grade_row(r, parse_prediction(preds[r["id"]])) for r in group_rows]
         cell = {k: v for k, v in cell_of.get(group_rows[0]["episode_id"], {}).items()
                 if k not in ("episode_id", "prefix")} if group_rows else {}

@@ -9,6 +9,7 @@ in the question's ground truth and meta only: adapters see line texts, the agent
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from lens.dataset import Dataset, Episode, GroundTruth, Question, QuestionType, 
 from lens.prompts import register_template
 from lens.records import QuestionRecord
 
+_CITE = re.compile(r"\[[^\[\]\n]{1,200}\]")
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 Granularity = Literal["line", "step"]
 
@@ -168,9 +170,19 @@ def record_to_prediction(rec: QuestionRecord, eps: dict[str, list[str]]) -> dict
     """The prediction a lens answer makes: JSON {value, support_ids} in the text; cited
     ``[ref]`` ids stand in for support ids when the JSON has none."""
     pred: dict[str, Any] = {"id": rec.question_id}
-    body = extract_json_object(rec.answer) if rec.status == "answered" else None
+    body = None
+    if rec.status == "answered":
+        body = extract_json_object(rec.answer) or extract_json_object(
+            rec.answer.replace('\\"', '"'))
     if body is not None and "value" in body:
         pred["value"] = body.get("value")
+    elif rec.status == "answered" and rec.answer.strip():
+        # Not JSON (small models often answer "value [ref]"): the text without its
+        # citations is the value, when it is one token; anything longer stays unparsed.
+        bare = _CITE.sub(" ", rec.answer).strip().strip(".,;:'\"` ")
+        if bare and " " not in bare:
+            pred["value"] = bare
+            pred["answer_format"] = "text"
     ids = body.get("support_ids") if body else None
     if not isinstance(ids, list) or not ids:
         ids = rec.cited_refs

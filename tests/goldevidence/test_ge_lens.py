@@ -72,6 +72,10 @@ def test_record_citations_map_to_update_ids() -> None:
     assert pred["presented_ids"] == ["U00000B", "UAAAAAA"]
     rec2 = rec.model_copy(update={"answer": "no json here", "cited_refs": []})
     assert "value" not in record_to_prediction(rec2, eps)  # graded as missing_value
+    # A one-token answer with a citation is read as the value (small models answer so).
+    rec3 = rec.model_copy(update={"answer": "crimson-0003, [S.U00000B]"})
+    pred3 = record_to_prediction(rec3, eps)
+    assert pred3["value"] == "crimson-0003" and pred3["support_ids"] == ["U00000B"]
 
 
 def _job(rows: list[dict], out: Path, policy: str, adapters: list[dict]) -> LensJob:
