@@ -24,6 +24,7 @@ import anyio.to_thread
 from lens.config import ModelConfig
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
+from lens.models.llama_decode import greedy_constrained
 from lens.models.local_models import resolve_model_path
 from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
 
@@ -88,7 +89,7 @@ def _gbnf(schema_json: str) -> str:
 def _grammar(schema: dict[str, Any]) -> Any:
     from llama_cpp import LlamaGrammar
 
-    return LlamaGrammar.from_string(_gbnf(json.dumps(schema, sort_keys=True)), verbose=False)
+    return LlamaGrammar.from_string(_gbnf(json.dumps(schema)), verbose=False)
 
 
 class LlamaCppClient:
@@ -151,49 +152,57 @@ class LlamaCppClient:
                        and rounds >= self.max_tool_rounds)
         must_call = agentic and not answer_only and rounds < self.min_tool_rounds
         prompt = render_prompt(request, answer_only=answer_only)
-        grammar = None
+        schema: dict[str, Any] | None = None
         if agentic:
-            grammar = _grammar(action_schema(request, answer_only=answer_only,
-                                             must_call=must_call,
-                                             optional_args=self.optional_args))
+            schema = action_schema(request, answer_only=answer_only, must_call=must_call,
+                                   optional_args=self.optional_args)
         elif request.response_schema is not None:
-            grammar = _grammar(request.response_schema)
+            schema = request.response_schema
         max_tokens = request.max_tokens or self.config.max_tokens or 512
         with loaded.lock:
             if cancelled.is_set():
                 raise ModelError("cancelled before the model started", retryable=False)
             llm = loaded.llm
-            n_prompt = len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            n_prompt = len(tokens)
             room = llm.n_ctx() - n_prompt
             if room < 16:
                 raise ModelError(
                     f"llama_cpp/{self.model}: the prompt ({n_prompt} tokens) does not fit the "
                     f"context window (n_ctx {llm.n_ctx()}); raise options.n_ctx or lower the "
                     "payload budget", retryable=False)
-            out = llm.create_completion(
-                prompt=prompt,
-                max_tokens=min(max_tokens, room),
-                temperature=request.temperature,
-                top_p=request.top_p if request.top_p is not None else 0.95,
-                seed=request.seed if request.seed is not None else self.settings.seed,
-                stop=["<|im_end|>", "<|endoftext|>", *(request.stop or [])],
-                grammar=grammar,
-                stopping_criteria=_StopWhen(cancelled),
-            )
-        choice = out["choices"][0]
-        raw = choice.get("text") or ""
-        usage = out.get("usage") or {}
+            if request.temperature == 0:
+                decoded = greedy_constrained(
+                    llm, tokens, _gbnf(json.dumps(schema)) if schema else None,
+                    min(max_tokens, room), cancelled, request.stop)
+                raw, finish_reason = decoded.text, decoded.finish_reason
+                prompt_tokens, completion_tokens = decoded.prompt_tokens, decoded.completion_tokens
+            else:
+                out = llm.create_completion(
+                    prompt=tokens,
+                    max_tokens=min(max_tokens, room),
+                    temperature=request.temperature,
+                    top_p=request.top_p if request.top_p is not None else 0.95,
+                    seed=request.seed if request.seed is not None else self.settings.seed,
+                    stop=["<|im_end|>", "<|endoftext|>", *(request.stop or [])],
+                    grammar=_grammar(schema) if schema else None,
+                    stopping_criteria=_StopWhen(cancelled),
+                )
+                choice = out["choices"][0]
+                raw, finish_reason = choice.get("text") or "", choice.get("finish_reason")
+                usage = out.get("usage") or {}
+                prompt_tokens = int(usage.get("prompt_tokens", n_prompt))
+                completion_tokens = int(usage.get("completion_tokens", 0))
         if agentic:
             turn = sum(1 for m in request.messages if m.role == "assistant")
             text, calls = parse_action(raw, turn)
         else:
             text, calls = raw.strip(), []
-        finish = "tool_calls" if calls else choice.get("finish_reason")
+        finish = "tool_calls" if calls else finish_reason
         return Completion(
             text=text,
             tool_calls=calls,
-            usage=Usage(prompt_tokens=int(usage.get("prompt_tokens", n_prompt)),
-                        completion_tokens=int(usage.get("completion_tokens", 0))),
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
             finish_reason=finish,
             latency_s=time.perf_counter() - started,
             # Local inference has no per-token fee: the cost is known, and it is zero.

@@ -1,0 +1,102 @@
+"""The ``litellm`` backend (optional extra): any provider litellm speaks, named
+``litellm/<provider>/<model>`` (e.g. ``litellm/anthropic/claude-3-5-haiku-latest``).
+
+Requests and responses use the OpenAI shapes, so conversion is shared with the openai backend.
+litellm's own retries are off: the lens stack retries, limits, caches and meters.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lens.config import ModelConfig
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest
+from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
+from lens.models.openai_backend import _to_completion, build_params
+
+_OPTIONS = ("extra_body", "drop_params")
+
+
+def import_litellm() -> Any:
+    # Without this, importing litellm fetches its price table from the network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError:
+        raise ConfigError(
+            "the litellm provider needs the 'litellm' extra: pip install 'lens-eval[litellm]'"
+        ) from None
+    return litellm
+
+
+class LiteLLMClient:
+    provider = "litellm"
+
+    def __init__(self, config: ModelConfig) -> None:
+        options = dict(config.options)
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
+                              f"{', '.join(_OPTIONS)}")
+        self._litellm = import_litellm()
+        self.model = config.name
+        self.config = config
+        self.options = options
+        self.api_key: str | None = None
+        if config.api_key_env:
+            self.api_key = os.environ.get(config.api_key_env)
+            if not self.api_key:
+                raise ConfigError(f"model {config.model!r}: the environment variable "
+                                  f"{config.api_key_env} (api_key_env) is not set")
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        params = build_params(request, self.model, self.config.max_tokens, "max_tokens")
+        if request.tools:
+            # litellm's tool path imports the MCP client types.
+            try:
+                import mcp  # noqa: F401
+            except ImportError:
+                raise ConfigError("litellm tool calls need the 'mcp' package; install lens "
+                                  "with the 'litellm' extra") from None
+        params.update(timeout=self.config.timeout_s, num_retries=0, max_retries=0)
+        if self.config.base_url:
+            params["api_base"] = self.config.base_url
+        if self.api_key:
+            params["api_key"] = self.api_key
+        if "extra_body" in self.options:
+            params["extra_body"] = self.options["extra_body"]
+        if self.options.get("drop_params"):
+            params["drop_params"] = True
+        label = f"{self.provider}/{self.model}"
+        try:
+            response = await self._litellm.acompletion(**params)
+        except Exception as exc:
+            raise _as_provider_error(exc, label) from None
+        return _to_completion(response, request, label)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _as_provider_error(exc: Exception, label: str) -> ProviderError:
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    try:
+        retry_after = parse_retry_after(dict(headers) if headers else None)
+    except (TypeError, ValueError):
+        retry_after = None
+    name = type(exc).__name__
+    if status is None:
+        retryable = any(k in name for k in ("Timeout", "Connection", "ServiceUnavailable"))
+    else:
+        retryable = status_is_retryable(status)
+    message = getattr(exc, "message", None) or str(exc)
+    where = f"HTTP {status}: " if status else ""
+    return ProviderError(f"{label}: {where}{message}", retryable=retryable, status=status,
+                         retry_after_s=retry_after)
