@@ -27,6 +27,9 @@ _STD_NORMAL = NormalDist()
 # default confidence is computed with the same z.
 DEFAULT_Z = _STD_NORMAL.inv_cdf(0.975)
 DEFAULT_RESAMPLES = 2000
+# Below this many values a percentile bootstrap interval is too narrow to mean anything (it
+# collapses to a point at n = 1): such estimates are shown without an interval.
+MIN_BOOTSTRAP_N = 10
 
 
 def z_for(confidence: float) -> float:
@@ -185,8 +188,8 @@ def bootstrap_mean(
         return unknown(0, "bootstrap")
     mean = float(np.mean(np.asarray(values, dtype=float)))
     k = len(set(clusters))
-    if n == 1:
-        return Estimate(n=1, mean=mean, low=None, high=None, method="bootstrap", clusters=k)
+    if n < MIN_BOOTSTRAP_N:
+        return Estimate(n=n, mean=mean, low=None, high=None, method="bootstrap", clusters=k)
     dist = cluster_bootstrap_means(values, clusters, resamples=resamples, seed_label=seed_label)
     alpha = 1 - confidence
     low, high = np.quantile(dist, [alpha / 2, 1 - alpha / 2])
@@ -276,6 +279,9 @@ def paired_bootstrap(
         p = 1.0 if mean == 0 else min(1.0, 2 * binom_cdf(0, n))
         return Estimate(n=n, mean=mean, low=mean, high=mean, method="paired-bootstrap",
                         clusters=len(set(clusters))), p
+    if n < MIN_BOOTSTRAP_N:
+        return Estimate(n=n, mean=mean, low=None, high=None, method="paired-bootstrap",
+                        clusters=len(set(clusters))), None
     dist = cluster_bootstrap_means(deltas, clusters, resamples=resamples, seed_label=seed_label)
     alpha = 1 - confidence
     low, high = np.quantile(dist, [alpha / 2, 1 - alpha / 2])

@@ -85,8 +85,8 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
     """Mean search results and tool calls per question, per arm, must be above 0."""
     out = []
     for cid, title, attr in (
-        ("search_results", "mean search results per question > 0", "search_results"),
-        ("tool_calls", "mean tool calls per question > 0", "tool_calls"),
+        ("search_results", "mean search results per question above 0", "search_results"),
+        ("tool_calls", "mean tool calls per question above 0", "tool_calls"),
     ):
         parts: list[str] = []
         statuses: list[Status] = []

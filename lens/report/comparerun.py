@@ -48,9 +48,19 @@ def shared_metrics(runs: Sequence[RunData]) -> list[str]:
     return known + sorted(common - set(known))
 
 
+def scoring_condition(run: RunData) -> dict[str, object]:
+    """How a run was scored: numbers scored differently are not comparable either."""
+    if run.scores is None:
+        return {"scoring": None}
+    s = run.scores
+    return {"scoring_tiers": sorted(s.tiers), "scoring_weights": dict(sorted(s.weights.items())),
+            "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model}
+
+
 def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[object]]]:
-    fields = condition_differences([r.condition for r in runs])
-    return fields, {f: [r.condition.get(f) for r in runs] for f in fields}
+    conds = [{**r.condition, **scoring_condition(r)} for r in runs]
+    fields = condition_differences(conds)
+    return fields, {f: [c.get(f) for c in conds] for f in fields}
 
 
 def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> str:

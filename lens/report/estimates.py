@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lens.report.data import QuestionRow, RunData
+from lens.report.data import METRIC_ORDER, QuestionRow, RunData
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
 from lens.stats import Estimate, estimate
 
@@ -40,10 +40,13 @@ def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str],
 
 def report_metrics(run: RunData) -> list[str]:
     """The metrics a report shows: every per-question metric, plus the group statistics the
-    scorer defines when the run is scored (they may be unknown, and are then shown so)."""
+    scorer defines when the run is scored. A metric the scorer defines but could not compute
+    (no judge, say) is listed too, and shows as unknown rather than vanishing."""
     names = run.metric_names
     if run.scores is None:
         return names
+    defined = {k for q in run.scores.questions for k in q.metrics} - set(names)
+    names = names + [m for m in METRIC_ORDER if m in defined and m not in GROUP_METRICS]
     # longitudinal_advantage is a tier-3 statistic: shown (maybe as unknown) when tier 3 ran.
     extra = [m for m in GROUP_METRICS if m not in names
              and (m != "longitudinal_advantage" or 3 in run.scores.tiers)]

@@ -18,6 +18,7 @@ from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
 from lens.scoring.composite import GATE_METRICS, composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
+    MIN_BOOTSTRAP_N,
     Estimate,
     binom_cdf,
     cluster_bootstrap_weights,
@@ -162,7 +163,8 @@ def group_estimates(
     out = {}
     for m in GROUP_METRICS:
         mean = point[m]
-        interval = percentile_interval(reps[m], confidence) if mean is not None else None
+        interval = (percentile_interval(reps[m], confidence)
+                    if mean is not None and n >= MIN_BOOTSTRAP_N else None)
         if mean is None:
             out[m] = unknown(n, "group-bootstrap")
         elif interval is None:
@@ -205,7 +207,7 @@ def paired_group(
             continue
         delta = b - a
         dist = rb[m] - ra[m]
-        interval = percentile_interval(dist, confidence)
+        interval = percentile_interval(dist, confidence) if n >= MIN_BOOTSTRAP_N else None
         finite = dist[np.isfinite(dist)]
         if interval is None:
             est = Estimate(n=n, mean=delta, low=None, high=None,

@@ -101,7 +101,8 @@ def adapter_summary(run: RunData, label: str, metrics: list[str],
     if run.scores:
         agg = run.scores.aggregates.get("adapter", {}).get(label, {})
         run_level = {k: v for k, v in agg.items()
-                     if k not in ests and not k.startswith(("n_", "composite_"))}
+                     if k not in ests and k != "judge_disagreement_rate"
+                     and not k.startswith(("n_", "composite_"))}
     return AdapterSummary(
         label=label, questions=len(rows),
         answered=sum(1 for r in rows if r.record.status == "answered"),

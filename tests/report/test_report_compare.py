@@ -46,6 +46,18 @@ def test_refuses_differing_conditions_and_names_the_fields(tmp_path: Path,
     assert not out_dir.exists()
 
 
+def test_runs_scored_differently_are_not_comparable(tmp_path: Path) -> None:
+    a = make_run(tmp_path, RunSpec(name="a"))
+    b = make_run(tmp_path, RunSpec(name="b"))
+    scores = json.loads((b / "scores.json").read_text())
+    scores["gate_threshold"] = 0.3
+    (b / "scores.json").write_text(json.dumps(scores))
+    with pytest.raises(UserError, match="scoring_gate"):
+        compare_runs([a, b])
+    forced = compare_runs([a, b], force=True)
+    assert forced.summary.not_comparable == ["scoring_gate"]
+
+
 def _tables_with_headings(md: str) -> list[tuple[str, list[str]]]:
     """Each markdown table with the lines between its heading and itself."""
     out = []

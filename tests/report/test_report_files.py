@@ -86,15 +86,26 @@ def test_csv_has_one_row_per_record(run_dir: Path) -> None:
 
 
 def test_unknown_metrics_stay_unknown(tmp_path: Path) -> None:
-    spec = RunSpec(metrics=lambda a, s, q, r: {"composite": 0.5, "answer_quality": None},
+    spec = RunSpec(metrics=lambda a, s, q, r: {"fact_recall": 0.5, "answer_quality": None},
                    disagreement_rate=None)
     run_dir = make_run(tmp_path, spec)
     paths = write_reports(run_dir)
-    assert "answer_quality" not in paths.summary_data.metrics
+    # A metric the scorer defines but could not compute is listed as unknown, never as 0.
+    est = paths.summary_data.adapters["sqlite_fts"].metrics["answer_quality"]
+    assert (est.n, est.mean, est.low, est.high) == (0, None, None, None)
     md = paths.markdown.read_text()
+    assert "| answer_quality | unknown (n=0) |" in md
     assert "No position-swapped judge verdicts" in md
     rows = list(csv.DictReader(io.StringIO(paths.csv.read_text())))
-    assert "answer_quality" not in rows[0]
+    assert rows[0]["answer_quality"] == "" and rows[0]["fact_recall"] == "0.500000"
+
+
+def test_small_groups_get_no_bootstrap_interval(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, RunSpec(scopes=1, questions_per_scope=9))
+    ests = write_reports(run_dir).summary_data.adapters["sqlite_fts"].metrics
+    assert ests["fact_recall"].n == 9 and ests["fact_recall"].low is None
+    assert ests["composite"].low is None and ests["composite"].mean is not None
+    assert ests["budget_compliance"].low is not None  # Wilson is fine at small n
 
 
 def test_unscored_run_still_reports(tmp_path: Path) -> None:

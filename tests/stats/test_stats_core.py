@@ -165,14 +165,19 @@ def test_bootstrap_coverage_is_close_to_nominal() -> None:
 
 def test_estimate_picks_wilson_for_binary_values() -> None:
     assert estimate([1, 0, 1, 1], ["a", "a", "b", "b"]).method == "wilson"
-    assert estimate([0.5, 0.2], ["a", "b"]).method == "cluster-bootstrap"
+    cont = estimate([0.5, 0.2] * 6, ["a", "b"] * 6)
+    assert cont.method == "cluster-bootstrap" and cont.low is not None
     unknown = estimate([], [])
     assert unknown.mean is None and unknown.n == 0
 
 
-def test_single_value_has_no_interval() -> None:
+def test_too_few_values_have_no_bootstrap_interval() -> None:
     est = bootstrap_mean([0.4], ["s"])
     assert est.mean == 0.4 and est.low is None and est.half_width is None
+    nine = bootstrap_mean([0.1 * i for i in range(9)], ["s"] * 9)
+    assert nine.n == 9 and nine.low is None
+    ten = bootstrap_mean([0.1 * i for i in range(10)], ["s"] * 10)
+    assert ten.low is not None and ten.low < ten.mean < ten.high  # type: ignore[operator]
 
 
 def test_paired_bootstrap_edge_cases() -> None:
@@ -192,8 +197,10 @@ def test_paired_compare_uses_mcnemar_for_binary_and_bootstrap_otherwise() -> Non
     res = paired_compare("budget_compliance", a, b, ["s"] * 20)
     assert res.test == "mcnemar-exact" and res.p_value == pytest.approx(158 / 4096)
     assert res.delta.mean == pytest.approx(-0.4)
-    cont = paired_compare("fact_recall", [0.1, 0.5, 0.3], [0.2, 0.6, 0.5], ["s"] * 3)
-    assert cont.test == "paired-bootstrap"
+    cont = paired_compare("fact_recall", [0.1, 0.5, 0.3] * 4, [0.2, 0.6, 0.5] * 4, ["s"] * 12)
+    assert cont.test == "paired-bootstrap" and cont.p_value is not None
+    few = paired_compare("fact_recall", [0.1, 0.5, 0.3], [0.2, 0.6, 0.5], ["s"] * 3)
+    assert few.delta.low is None and few.p_value is None
 
 
 def test_condition_differences_ignore_the_adapter_under_test() -> None:
