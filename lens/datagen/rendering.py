@@ -189,12 +189,15 @@ def render_other(story: Storyline, unit: OtherUnit, d: int, rng: random.Random,
         value = _wobble(rng, p)
         if blip and i == 0:
             value = round(p.base * rng.uniform(1.3, 1.6), p.metric.decimals)
-        lines.append(f"- {p.name}: {p.metric.label} {p.metric.fmt(value)}")
+        shown = "" if p.name == p.metric.label else f"{p.metric.label} "
+        lines.append(f"- {p.name}: {shown}{p.metric.fmt(value)}")
     lines += ["", "### Notes"]
     if blip:
-        lines.append(f"- {unit.peers[0].name} {unit.peers[0].metric.label} briefly high; "
-                     "expected to settle by the next report.")
-    pool = list(unit.notes) + list(c.notes)
+        first = unit.peers[0]
+        label = first.name if first.name == first.metric.label else \
+            f"{first.name} {first.metric.label}"
+        lines.append(f"- {label} briefly high; expected to settle by the next report.")
+    pool = list(dict.fromkeys([*unit.notes, *c.notes]))
     lines += [f"- {x}" for x in rng.sample(pool, min(len(pool), style.notes))]
     if style.extras:
         lines += ["", "### Follow-ups"]
