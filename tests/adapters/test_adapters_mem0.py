@@ -1,0 +1,100 @@
+"""mem0 run locally: raw mode through the conformance suite; extraction mode through the lens
+model stack (scripted replies in CI, a real local model in the opt-in slow test)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import pytest
+
+from lens.adapter import create_adapter
+from lens.dataset import Episode
+from lens.testing import AdapterConformance
+
+pytest.importorskip("mem0.memory.main", reason="the mem0 extra is not installed (lens-eval[mem0])")
+
+CACHE = str(Path(tempfile.gettempdir()) / "lens-tests" / "embeddings.sqlite")
+
+
+class TestMem0Raw(AdapterConformance):
+    adapter_name = "mem0"
+    adapter_options: ClassVar[dict[str, Any]] = {"embedding_cache": CACHE}
+
+
+@pytest.mark.slow
+class TestMem0RawChunked(AdapterConformance):
+    adapter_name = "mem0"
+    adapter_options: ClassVar[dict[str, Any]] = {"embedding_cache": CACHE, "chunk_chars": 100,
+                                                 "chunk_overlap": 20}
+
+
+EPISODE = Episode(episode_id="ops_ep_001", scope_id="ops",
+                  timestamp=datetime(2024, 1, 15, 10, tzinfo=UTC),
+                  text="Daily summary. The billing queue stalled for 40 minutes after the kafka "
+                       "broker kafka-3 rebooted; on-call J. Martinez restarted the consumers.")
+
+
+async def _extract(llm: dict[str, Any]) -> tuple[list[Any], Any, Any]:
+    a = create_adapter("mem0", {"llm": llm, "embedding_cache": CACHE})
+    try:
+        await a.reset("ops")
+        await a.ingest(EPISODE)
+        hits = await a.search("why did billing stall?")
+        doc = await a.retrieve(hits[0].ref_id) if hits else None
+        caps = await a.get_capabilities()
+        return hits, doc, caps
+    finally:
+        await a.aclose()
+
+
+def test_telemetry_is_off_even_if_mem0_was_imported_first() -> None:
+    import mem0.memory.telemetry as telemetry
+
+    hits, _, _ = anyio.run(_raw_roundtrip)
+    assert [h.ref_id for h in hits] == ["ops_ep_001"]
+    assert telemetry.MEM0_TELEMETRY is False
+    assert telemetry.client_telemetry.posthog is None
+
+
+async def _raw_roundtrip() -> tuple[list[Any], Any, Any]:
+    a = create_adapter("mem0", {"embedding_cache": CACHE})
+    try:
+        await a.reset("ops")
+        await a.ingest(EPISODE)
+        return await a.search("kafka broker reboot"), None, None
+    finally:
+        await a.aclose()
+
+
+def test_extraction_mode_through_the_lens_model_stack() -> None:
+    fact = "Billing queue stalled 40 minutes after kafka-3 broker reboot"
+    llm = {"model": "scripted/replay",
+           "options": {"replies": [{"text": json.dumps({"memory": [{"text": fact}]})}]}}
+    hits, doc, caps = anyio.run(_extract, llm)
+    assert caps.synthetic_ref_prefixes == ["mem0:"]
+    assert [h.text for h in hits] == [fact]  # the extracted fact, not the raw episode
+    assert hits[0].ref_id.startswith("mem0:")
+    assert hits[0].metadata["episode_id"] == "ops_ep_001"
+    assert doc is not None and doc.text == fact
+
+
+@pytest.mark.slow
+def test_extraction_mode_with_a_local_model() -> None:
+    """Opt-in (-m slow): mem0's ~8k-token extraction prompt on the packaged 0.5B model."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    from lens.models.local_models import LOCAL_MODELS, resolve_model_path
+
+    name = "qwen2.5-coder-0.5b"
+    try:
+        resolve_model_path(name)
+    except Exception as exc:
+        pytest.skip(f"local model {name} unavailable: {exc} ({LOCAL_MODELS[name].pip_command()})")
+    hits, doc, _ = anyio.run(_extract, {"model": f"llama_cpp/{name}", "max_tokens": 256})
+    assert hits, "the local model extracted nothing from the episode"
+    assert all(h.ref_id.startswith("mem0:") for h in hits)
+    assert doc is not None and doc.text
