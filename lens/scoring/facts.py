@@ -24,6 +24,7 @@ optional judge check (tier 2) catches those.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -77,6 +78,7 @@ def normalise(text: str) -> str:
     return re.sub(r"(?<=[a-z0-9])[-_/](?=[a-z0-9])", " ", t)
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A deliberately crude suffix stripper: enough to meet inflected forms of one word."""
     if word in _SYNONYMS:
@@ -112,7 +114,10 @@ def content_stems(text: str) -> list[str]:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-_COMPOUND = re.compile(r"(?<![a-z0-9])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![a-z0-9])")
+# Only tokens with a separator or a digit can be identifiers: the lookahead skips plain words.
+_COMPOUND = re.compile(
+    r"(?<![a-z0-9])(?=[a-z0-9]*[-_/0-9])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![a-z0-9])"
+)
 
 
 def identifiers(text: str) -> list[str]:
@@ -177,7 +182,6 @@ class AnswerText:
 
     def __init__(self, answer: str) -> None:
         self.raw = answer
-        self.stems = set(content_stems(answer)) | set(identifiers(answer)) | _joined_pairs(answer)
         self.numbers = extract_numbers(normalise(answer), words=True)
         # Per sentence: its words and whether it denies something, so that a fact's denial is
         # only met by a denial about the same subject.
@@ -185,6 +189,7 @@ class AnswerText:
             (set(content_stems(sent)) | set(identifiers(sent)), has_negation(sent))
             for sent in _SENTENCE.split(answer) if sent.strip()
         ]
+        self.stems = _joined_pairs(answer).union(*(words for words, _ in self.sentences))
 
     def denies(self, words: set[str]) -> bool:
         # A denial covers its own sentence and the next: "No. The deploy was unrelated."
