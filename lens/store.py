@@ -55,6 +55,10 @@ class RunStore:
         self._lock = threading.Lock()
         self._seq = 0
         self._fh: Any = None
+        # Group commit: one fsync makes every line written before it durable, so appenders that
+        # arrive while a sync is running share the next one instead of queueing a sync each.
+        self._sync_lock = threading.Lock()
+        self._synced = 0
 
     # -- creation -----------------------------------------------------------------------------
     @classmethod
@@ -111,10 +115,22 @@ class RunStore:
             if self._fh is None:
                 self._fh = open(self.root / EVENTS, "a", encoding="utf-8")  # noqa: SIM115
             self._seq += 1
-            line["seq"] = self._seq
+            line["seq"] = mine = self._seq
             self._fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+        self._sync(mine)
+
+    def _sync(self, seq: int) -> None:
+        """Return once event ``seq`` is on disk, fsyncing unless another thread's sync did."""
+        with self._sync_lock:
+            if self._synced >= seq:
+                return
+            with self._lock:
+                # Every line up to here is flushed to the OS; this fsync makes all of them durable.
+                upto, fh = self._seq, self._fh
+            if fh is not None:
+                os.fsync(fh.fileno())
+            self._synced = upto
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Every complete event; a torn or unreadable last line is skipped."""
@@ -131,8 +147,12 @@ class RunStore:
                     continue
 
     def close(self) -> None:
-        with self._lock:
+        with self._sync_lock, self._lock:
             if self._fh is not None:
+                if self._synced < self._seq:
+                    # A line written just before close() whose sync has not run yet.
+                    os.fsync(self._fh.fileno())
+                    self._synced = self._seq
                 self._fh.close()
                 self._fh = None
 
