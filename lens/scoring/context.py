@@ -7,7 +7,7 @@ it was not asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,6 @@ class RunInput:
     manifest: dict[str, Any]
     dataset: Dataset
     items: list[ScoringItem]
-    notes: list[str] = field(default_factory=list)
 
 
 def unit_capabilities(store: RunStore) -> dict[str, dict[str, Any]]:
