@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,7 +32,8 @@ class SweepSpec(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     state_modes: list[StateMode] = Field(default_factory=lambda: ["kv"], min_length=1)
     profiles: list[Profile] = Field(default_factory=lambda: ["standard"], min_length=1)
-    k: list[int] = Field(default_factory=lambda: [1, 2, 4, 8], min_length=1)
+    k: list[Annotated[int, Field(ge=1, le=256)]] = Field(
+        default_factory=lambda: [1, 2, 4, 8], min_length=1)
     orders: list[Literal["shuffle", "gold_first", "gold_middle", "gold_last"]] = Field(
         default_factory=lambda: ["shuffle"], min_length=1)
     reranks: list[str] = Field(default_factory=lambda: ["none", "latest_step"], min_length=1)

@@ -127,3 +127,28 @@ def test_resume_a_finished_run_adds_nothing(rows: list[dict], tmp_path: Path) ->
 
 def test_report_section_is_none_for_other_runs(tmp_path: Path) -> None:
     assert section_markdown(tmp_path) is None
+
+
+def test_shipped_sweep_configs_parse() -> None:
+    from goldevidence.sweep import load_spec, sweep_job
+
+    root = Path(__file__).resolve().parents[2] / "configs"
+    for path in sorted(root.glob("goldevidence*.yaml")):
+        spec = load_spec(path)
+        job = sweep_job(spec.model_copy(update={"seeds": spec.seeds[:1]}))
+        assert job.adapters and job.cells
+        labels = [a.get("label") or a["name"] for a in job.adapters]
+        assert len(labels) == len(set(labels))
+
+
+def test_sweep_config_errors_name_the_field(tmp_path: Path) -> None:
+    from goldevidence.sweep import load_spec
+    from lens.errors import ConfigError
+
+    bad = tmp_path / "s.yaml"
+    bad.write_text("k: [0]\n")
+    with pytest.raises(ConfigError, match="field 'k"):
+        load_spec(bad)
+    bad.write_text("reranks: [biggest_id]\n")
+    with pytest.raises(ConfigError, match="reranks"):
+        load_spec(bad)
