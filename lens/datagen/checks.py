@@ -8,6 +8,8 @@ LENS dataset (the generator runs them on everything it writes; ``lens datasets v
   more of its key facts, so one retrieval cannot answer it;
 - **stated**: every key fact is stated in the text of at least one of its required refs;
 - **visible**: every required ref is among the episodes streamed before the checkpoint;
+- **not given away**: no key fact is stated in the question's own prompt, where echoing the
+  question would earn it;
 - **changes**: when the same prompt is asked again later and the later evidence includes episodes
   the earlier checkpoint could not see, the canonical answer differs.
 
@@ -137,6 +139,12 @@ class DatasetChecker:
                     self.file, self._loc(q, f"ground_truth.required_evidence_refs[{i}]"),
                     f"{ref!r} is streamed after checkpoint {q.checkpoint_after}; a question may "
                     "only rely on episodes it can see"))
+        prompt = PreparedText(q.prompt)
+        for i, fact in enumerate(gt.key_facts):
+            if prompt.holds(fact):
+                problems.append(Problem(
+                    self.file, self._loc(q, f"ground_truth.key_facts[{i}]"),
+                    f"{fact!r} is stated in the prompt itself, so echoing the question earns it"))
         known = [r for r in refs if r in self._texts]
         for i, fact in enumerate(gt.key_facts):
             if not known:

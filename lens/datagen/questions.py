@@ -147,7 +147,7 @@ class QuestionBuilder:
                 f"{s.p(d.herring - 1)} by {s.date(d.herring - 1)}, the day before "
                 f"{c.herring_id} on {s.date(d.herring)}; the climb started with {c.onset_id} on "
                 f"{s.date(d.onset)} and kept the same pace afterwards.",
-                [(c.herring_id, self.ep(d.herring)), self.f_on(), self.f_p(d.herring - 1),
+                [self.f_date(d.herring), self.f_on(), self.f_p(d.herring - 1),
                  self.f_p(d.onset - 1)])
         return Draft(
             "negative/volume", T.NEGATIVE, d.final,
@@ -217,8 +217,9 @@ class QuestionBuilder:
             "counterfactual/no_change", T.COUNTERFACTUAL, d.final,
             f"If {c.onset_id} had never been made, where would {c.subject} most likely be now?",
             f"Near its pre-change baseline ({s.p(0)} on {s.date(0)}, {s.p(d.onset - 1)} on "
-            f"{s.date(d.onset - 1)}), under {c.threshold_text}, instead of {s.p(d.final)} now.",
-            [self.f_p(0), self.f_p(d.onset - 1), self.f_p(d.final), self.f_on()])
+            f"{s.date(d.onset - 1)}, the day before {c.onset_id} on {s.date(d.onset)}), under "
+            f"{c.threshold_text}, instead of {s.p(d.final)} now.",
+            [self.f_p(0), self.f_p(d.onset - 1), self.f_p(d.final), self.f_date(d.onset)])
 
     def distractor(self, which: str) -> Draft:
         s, c, d = self.s, self.c, self.d

@@ -110,6 +110,14 @@ def test_stated_check_flags_a_fact_missing_from_its_refs() -> None:
     assert len(strict_problems(_ds([q2]), "t.json")) == 1
 
 
+def test_a_key_fact_stated_in_the_prompt_is_flagged() -> None:
+    q = _q("q1", "negative", 4, ["CHG-4821", "210 ms", "420 ms"], ["e1", "e2", "e4"],
+           prompt="Did chg 4821 cause the rise?")
+    problems = strict_problems(_ds([q]), "t.json")
+    assert [p.location for p in problems] == ["$.questions[0].ground_truth.key_facts[0]"]
+    assert "stated in the prompt itself" in problems[0].message
+
+
 def test_synthesis_question_without_key_facts_is_flagged() -> None:
     q = _q("q1", "negative", 4, [], ["e1"])
     problems = strict_problems(_ds([q]), "t.json")
