@@ -28,7 +28,10 @@ Reply with exactly one JSON object and nothing else:
 Search first; answer only from what the tools returned; give figures, dates and names exactly
 as the records state them."""
 
-_ANSWER_ONLY_NOTE = "(No more tool calls are possible now: give your final answer.)"
+_ANSWER_ONLY_NOTE = (
+    "No more tool calls are possible. Answer the question now from the records above, with "
+    "figures, dates and names exactly as they appear there.\nQuestion: {question}"
+)
 
 
 def im(role: str, content: str) -> str:
@@ -71,7 +74,7 @@ def render_tool_result(name: str | None, content: str) -> str:
         rows = [r for r in data["results"] if isinstance(r, dict)]
         if not rows:
             return f"{head} no matching records."
-        lines = [f"{head} {len(rows)} record(s)"]
+        lines = [f"{head} matching records, best first:"]
         for r in rows:
             meta = _scalar_meta(r.get("metadata"))
             text = " ".join(str(r.get("text", "")).split())
@@ -137,7 +140,8 @@ def render_prompt(request: CompletionRequest, *, answer_only: bool = False) -> s
         else:
             out.append(im(m.role, m.content))
     if agentic and answer_only:
-        out.append(im("user", _ANSWER_ONLY_NOTE))
+        question = next((m.content for m in messages if m.role == "user"), "")
+        out.append(im("user", _ANSWER_ONLY_NOTE.format(question=question)))
     out.append("<|im_start|>assistant\n")
     return "".join(out)
 

@@ -29,7 +29,7 @@ SYSTEM = ("You answer questions about stored operations reports using the tools.
           "Cite records by ref id.")
 
 
-def local(name: str = "qwen2.5-coder-0.5b") -> ModelConfig:
+def local(name: str = "qwen2.5-coder-1.5b") -> ModelConfig:
     return ModelConfig(model=f"llama_cpp/{name}", max_tokens=96,
                        options={"n_ctx": 2048, "max_tool_rounds": 2})
 
