@@ -69,7 +69,7 @@ def _fmt(x: float) -> str:
 
 def _verdict(
     delta: float | None, margins: Sequence[float | None], floor: float | None,
-    p_holm: float | None, alpha: float,
+    p_holm: float | None, alpha: float, interval: tuple[float, float] | None = None,
 ) -> tuple[str, str]:
     if delta is None:
         return "unknown", "no paired values"
@@ -85,6 +85,10 @@ def _verdict(
         return "tie", "no test possible"
     if p_holm >= alpha:
         return "tie", f"not significant after Holm (p={p_holm:.3g})"
+    # The tests treat questions as independent; the interval resamples scopes. Both must agree
+    # before a difference is called.
+    if interval is not None and interval[0] <= 0 <= interval[1]:
+        return "tie", "the scope-clustered 95% interval of Δ includes 0"
     return ("b" if delta > 0 else "a"), f"significant after Holm (p={p_holm:.3g})"
 
 
@@ -126,7 +130,9 @@ def compare_arms(
     for res, p_adj in zip(results, adjusted, strict=True):
         ma, mb = own_a[res.metric].half_width, own_b[res.metric].half_width
         floor = noise_floor if is_judge_metric(res.metric) else None
-        verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha)
+        ci = ((res.delta.low, res.delta.high)
+              if res.delta.low is not None and res.delta.high is not None else None)
+        verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci)
         out_rows.append(ComparisonRow(
             metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
             delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value, p_holm=p_adj,

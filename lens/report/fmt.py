@@ -27,7 +27,7 @@ def margin(e: EstimateOut | None) -> str:
 def pval(p: float | None) -> str:
     if p is None:
         return UNKNOWN
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
 def verdict(row: ComparisonRow, a: str, b: str) -> str:

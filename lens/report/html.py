@@ -286,6 +286,13 @@ def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
                                        "tool calls/q", "search results/q", "agent tokens/q",
                                        "cost/q", "budget compliant", "wall s/q"], usage,
                                       table_id="usage"))
+    if s.model_usage:
+        out.append("<p class='meta'>Model usage of the whole run, by role:</p>")
+        out.append(tbl(["role", "calls", "prompt tokens", "completion tokens", "cost",
+                        "cache hits", "retries", "errors"],
+                       [[r, str(u.calls), str(u.prompt_tokens), str(u.completion_tokens),
+                         fmt.money(u.cost_usd), str(u.cache_hits), str(u.retries),
+                         str(u.errors)] for r, u in s.model_usage.items()]))
     if s.primary_metric:
         pm = s.primary_metric
         types = sorted({t for a in s.adapters.values() for t in a.by_type})

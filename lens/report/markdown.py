@@ -102,6 +102,12 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
     lines += table(["adapter", "questions", "answered", "errored", "tool calls/q",
                     "search results/q", "agent tokens/q", "cost/q", "budget compliant",
                     "wall s/q"], usage_rows)
+    if s.model_usage:
+        lines += ["Model usage of the whole run, by role (from the manifest):", ""]
+        lines += table(["role", "calls", "prompt tokens", "completion tokens", "cost",
+                        "cache hits", "retries", "errors"],
+                       [[r, u.calls, u.prompt_tokens, u.completion_tokens, fmt.money(u.cost_usd),
+                         u.cache_hits, u.retries, u.errors] for r, u in s.model_usage.items()])
     if s.primary_metric:
         pm = s.primary_metric
         types = sorted({t for a in s.adapters.values() for t in a.by_type})

@@ -113,6 +113,19 @@ class SectionOut(_M):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class RoleUsage(_M):
+    """Model usage of the whole run for one role (agent, judge, adapter), from the manifest."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    # None when some call had no known price.
+    cost_usd: float | None
+    cache_hits: int = 0
+    retries: int = 0
+    errors: int = 0
+
+
 class ReportSummary(_M):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     run_id: str
@@ -130,6 +143,7 @@ class ReportSummary(_M):
     comparisons: list[Comparison] = Field(default_factory=list)
     checklist: list[Check]
     sections: list[SectionOut] = Field(default_factory=list)
+    model_usage: dict[str, RoleUsage] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -14,8 +14,8 @@ from lens.report.models import EstimateOut
 
 PALETTE = ("#3366cc", "#dc7633", "#2e8b57", "#9b59b6", "#c0392b", "#16a085", "#7f8c8d",
            "#b7950b")
-W, H = 500, 290
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 34, 64
+W, H = 500, 320
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 34, 92
 
 
 def colour(i: int) -> str:
@@ -143,11 +143,11 @@ def bar_chart(title: str, groups: Sequence[str], series: Sequence[tuple[str, Seq
                          f'width="{bar_w - 1:.1f}" height="{abs(base - top):.1f}" '
                          f'fill="{colour(si)}"><title>{_tip(name, group, est)}</title></rect>')
             _whisker(parts, x + (bar_w - 1) / 2, y, est)
-        label = group if len(group) <= 22 else group[:21] + "…"
+        label = group if len(group) <= 15 else group[:14] + "…"
         cx = LEFT + gi * slot + slot / 2
         parts.append(f'<text x="{cx:.1f}" y="{H - BOTTOM + 14}" text-anchor="end" '
-                     f'transform="rotate(-25 {cx:.1f} {H - BOTTOM + 14})" class="tick">'
-                     f'{escape(label)}</text>')
+                     f'transform="rotate(-40 {cx:.1f} {H - BOTTOM + 14})" class="tick">'
+                     f'<title>{escape(group)}</title>{escape(label)}</text>')
     _legend(parts, [n for n, _ in series])
     parts.append("</svg>")
     return "".join(parts)

@@ -15,6 +15,7 @@ from lens.report.models import (
     EstimateOut,
     JudgeOut,
     ReportSummary,
+    RoleUsage,
     SectionOut,
     Usage,
 )
@@ -123,6 +124,26 @@ def judge_of(run: RunData) -> JudgeOut:
                     agreement=EstimateOut.of(wilson(agree, judge.pairs)))
 
 
+def model_usage(run: RunData) -> dict[str, RoleUsage]:
+    usage = run.manifest.get("usage")
+    by_role = usage.get("by_role") if isinstance(usage, dict) else None
+    if not isinstance(by_role, dict):
+        return {}
+    out = {}
+    for role, u in by_role.items():
+        if not isinstance(u, dict):
+            continue
+        unknown_calls = int(u.get("unknown_cost_calls") or 0)
+        cost = u.get("cost_usd")
+        out[str(role)] = RoleUsage(
+            calls=int(u.get("calls") or 0), prompt_tokens=int(u.get("prompt_tokens") or 0),
+            completion_tokens=int(u.get("completion_tokens") or 0),
+            cost_usd=None if unknown_calls or cost is None else float(cost),
+            cache_hits=int(u.get("cache_hits") or 0), retries=int(u.get("retries") or 0),
+            errors=int(u.get("errors") or 0))
+    return out
+
+
 def summarize(run: RunData, *, confidence: float = 0.95,
               sections: Sequence[Section] | None = None) -> ReportSummary:
     metrics = report_metrics(run)
@@ -142,6 +163,7 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
         comparisons=comparisons, checklist=run_checklist(run),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
+        model_usage=model_usage(run),
         notes=list(run.notes),
     )
 

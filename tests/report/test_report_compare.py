@@ -181,3 +181,16 @@ def test_single_run_with_two_adapters_compares(tmp_path: Path) -> None:
     result = compare_runs([a])
     assert re.search(r"### two vs one", result.markdown)
     assert result.summary.not_comparable == []
+
+
+def test_verdict_needs_test_and_clustered_interval_to_agree() -> None:
+    from lens.report.compare import _verdict
+
+    # Significant by the (independent-pairs) test, but the scope-resampled interval spans 0.
+    v, reason = _verdict(0.2, (0.05, 0.05), None, 0.001, 0.05, (-0.1, 0.4))
+    assert v == "tie" and "includes 0" in reason
+    assert _verdict(0.2, (0.05, 0.05), None, 0.001, 0.05, (0.1, 0.3))[0] == "b"
+    assert _verdict(-0.2, (0.05, 0.05), None, 0.001, 0.05, (-0.3, -0.1))[0] == "a"
+    assert _verdict(0.2, (0.05, None), 0.25, 0.001, 0.05, (0.1, 0.3))[0] == "tie"
+    assert _verdict(0.2, (None, None), None, 0.001, 0.05)[1].startswith("margin of error unknown")
+    assert _verdict(None, (0.1,), None, None, 0.05)[0] == "unknown"
