@@ -28,19 +28,37 @@ NOT_MENTIONED = "Not mentioned in the conversation."
 
 _SESSION = re.compile(r"^session_(\d+)$")
 _DIA = re.compile(r"D(\d+):(\d+)")
-_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y",
-                 "%I:%M %p on %d %B %Y")
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"])}
+_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(?:(\d{1,2})\s+([a-z]+)|"
+                   r"([a-z]+)\s+(\d{1,2})),?\s+(\d{4})\s*$", re.IGNORECASE)
+
+
+def _month(name: str) -> int:
+    low = name.lower()
+    for full, number in _MONTHS.items():
+        if full == low or (len(low) >= 3 and full.startswith(low)):
+            return number
+    raise ValueError(name)
 
 
 def parse_locomo_date(text: str) -> datetime:
-    """"1:47 pm on 18 May, 2023" -> 2023-05-18T13:47."""
-    cleaned = " ".join(text.replace("\u202f", " ").split())
-    for fmt in _DATE_FORMATS:
-        try:
-            return datetime.strptime(cleaned, fmt)
-        except ValueError:
-            continue
-    raise ValueError(f"unrecognised date {text!r} (expected e.g. '1:47 pm on 18 May, 2023')")
+    """"1:47 pm on 18 May, 2023" -> 2023-05-18T13:47 (parsed without the process locale)."""
+    m = _DATE.match(text.replace("\u202f", " "))
+    try:
+        if m is None:
+            raise ValueError(text)
+        hour, minute, half = int(m.group(1)), int(m.group(2)), m.group(3).lower()
+        day = int(m.group(4) or m.group(7))
+        month = _month(m.group(5) or m.group(6))
+        if not 1 <= hour <= 12:
+            raise ValueError(text)
+        hour = hour % 12 + (12 if half == "p" else 0)
+        return datetime(int(m.group(8)), month, day, hour, minute)
+    except ValueError:
+        raise ValueError(f"unrecognised date {text!r} (expected e.g. "
+                         "'1:47 pm on 18 May, 2023')") from None
 
 
 def _turn_text(turn: dict[str, Any]) -> str:

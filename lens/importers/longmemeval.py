@@ -8,6 +8,7 @@ abstention flag and the turns marked ``has_answer`` are kept in ``meta``.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,18 +24,21 @@ QUESTION_TYPES: dict[str, QuestionType] = {
     "temporal-reasoning": QuestionType.TEMPORAL,
     "knowledge-update": QuestionType.DISTRACTOR_RESISTANCE,
 }
-_DATE_FORMATS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y-%m-%d %H:%M", "%Y/%m/%d")
+_DATE = re.compile(r"^\s*(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?"
+                   r"(?:\s+(\d{1,2}):(\d{2}))?\s*$")
 
 
 def parse_lme_date(text: str) -> datetime:
-    """"2023/05/20 (Sat) 02:21" -> 2023-05-20T02:21."""
-    cleaned = " ".join(text.split())
-    for fmt in _DATE_FORMATS:
-        try:
-            return datetime.strptime(cleaned, fmt)
-        except ValueError:
-            continue
-    raise ValueError(f"unrecognised date {text!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
+    """"2023/05/20 (Sat) 02:21" -> 2023-05-20T02:21 (the weekday is ignored)."""
+    m = _DATE.match(text)
+    try:
+        if m is None:
+            raise ValueError(text)
+        return datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                        int(m.group(4) or 0), int(m.group(5) or 0))
+    except ValueError:
+        raise ValueError(f"unrecognised date {text!r} (expected e.g. "
+                         "'2023/05/20 (Sat) 02:21')") from None
 
 
 def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:

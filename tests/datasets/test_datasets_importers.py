@@ -73,8 +73,13 @@ def test_locomo_questions_map_categories_evidence_and_are_asked_after_the_last_s
 def test_locomo_date_formats() -> None:
     assert parse_locomo_date("1:47 pm on 18 May, 2023").isoformat() == "2023-05-18T13:47:00"
     assert parse_locomo_date("10:05 am on 2 June, 2023").hour == 10
-    with pytest.raises(ValueError):
-        parse_locomo_date("yesterday")
+    assert parse_locomo_date("12:15 am on 1 Jan, 2024").isoformat() == "2024-01-01T00:15:00"
+    assert parse_locomo_date("12:15 pm on 1 Jan, 2024").hour == 12
+    assert parse_locomo_date("8:30 PM on July 4, 2023").isoformat() == "2023-07-04T20:30:00"
+    for bad in ["yesterday", "13:10 pm on 1 May, 2023", "1:10 pm on 31 June, 2023",
+                "1:10 pm on 3 Mayday, 2023"]:
+        with pytest.raises(ValueError, match="unrecognised date"):
+            parse_locomo_date(bad)
 
 
 def _locomo() -> list[dict[str, Any]]:
@@ -140,8 +145,10 @@ def test_longmemeval_items_become_scopes_of_sessions_with_one_question() -> None
 
 def test_longmemeval_date_formats() -> None:
     assert parse_lme_date("2023/05/20 (Sat) 02:21").isoformat() == "2023-05-20T02:21:00"
-    with pytest.raises(ValueError):
-        parse_lme_date("20 May")
+    assert parse_lme_date("2023/05/20").isoformat() == "2023-05-20T00:00:00"
+    for bad in ["20 May", "2023/13/01 (Sun) 10:00", "2023/05/20 (Sat) 25:00"]:
+        with pytest.raises(ValueError, match="unrecognised date"):
+            parse_lme_date(bad)
 
 
 def _lme() -> list[dict[str, Any]]:
