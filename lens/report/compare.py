@@ -45,7 +45,7 @@ def arm_estimates(arm: Arm, metrics: Sequence[str], confidence: float = 0.95
                   ) -> dict[str, Estimate]:
     """Each arm's own estimates: the same numbers its run report shows."""
     return estimates(arm.run, arm.rows, metrics, confidence=confidence,
-                     seed_label=f"{arm.run.run_id}|{arm.adapter}")
+                     seed_label=arm.adapter)
 
 
 def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: Sequence[str],

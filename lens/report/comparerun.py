@@ -13,7 +13,7 @@ from lens.errors import UserError
 from lens.report import fmt
 from lens.report.checklist import compare_checklist
 from lens.report.compare import arm_estimates, arms_of, compare_against_first, noise_floor_of
-from lens.report.data import METRIC_ORDER, RunData, load_run
+from lens.report.data import RunData, load_run
 from lens.report.estimates import report_metrics
 from lens.report.markdown import STATUS, checklist_md, comparison_md, table
 from lens.report.models import Check, Comparison, EstimateOut
@@ -41,11 +41,10 @@ class CompareResult:
 
 def shared_metrics(runs: Sequence[RunData]) -> list[str]:
     """Metrics every run has, in report order."""
-    sets = [set(report_metrics(r)) for r in runs]
-    common = set.intersection(*sets) if sets else set()
-    order = [*METRIC_ORDER, "longitudinal_advantage"]
-    known = [m for m in order if m in common]
-    return known + sorted(common - set(known))
+    if not runs:
+        return []
+    common = set.intersection(*(set(report_metrics(r)) for r in runs))
+    return [m for m in report_metrics(runs[0]) if m in common]
 
 
 def scoring_condition(run: RunData) -> dict[str, object]:

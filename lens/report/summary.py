@@ -89,7 +89,9 @@ def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str, lab
 def adapter_summary(run: RunData, label: str, metrics: list[str],
                     confidence: float) -> AdapterSummary:
     rows = run.rows_for(label)
-    seed = f"{run.run_id}|{label}"
+    # Seeded by what is measured, not by the run id: the same data gives the same interval in
+    # every run and in `lens compare`.
+    seed = label
     ests = _out(estimates(run, rows, metrics, confidence=confidence, seed_label=seed))
     types = sorted({r.question_type for r in rows})
     by_type = {t: _out(estimates(run, [r for r in rows if r.question_type == t], metrics,

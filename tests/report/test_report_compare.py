@@ -194,3 +194,15 @@ def test_verdict_needs_test_and_clustered_interval_to_agree() -> None:
     assert _verdict(0.2, (0.05, None), 0.25, 0.001, 0.05, (0.1, 0.3))[0] == "tie"
     assert _verdict(0.2, (None, None), None, 0.001, 0.05)[1].startswith("margin of error unknown")
     assert _verdict(None, (0.1,), None, None, 0.05)[0] == "unknown"
+
+
+def test_compare_shows_the_same_numbers_as_each_run_report(tmp_path: Path) -> None:
+    from lens.report import write_reports
+
+    a = make_run(tmp_path, RunSpec(name="a", adapters=("sqlite_fts",)))
+    b = make_run(tmp_path, RunSpec(name="b", adapters=("null",)))
+    result = compare_runs([a, b])
+    for run_dir, arm in ((a, "a-id:sqlite_fts"), (b, "b-id:null")):
+        summary = write_reports(run_dir).summary_data
+        own = next(iter(summary.adapters.values())).metrics
+        assert result.summary.arms[arm] == {m: own[m] for m in result.summary.metrics}
