@@ -351,17 +351,16 @@ def sample_size_two_proportions(
 def planning_table(
     baseline: float, deltas: Sequence[float], *, alpha: float = 0.05, power: float = 0.8
 ) -> list[dict[str, float | int]]:
-    """Per-arm sample sizes to detect each improvement ``delta`` over ``baseline``.
-
-    The improved rate is baseline + delta when that stays below 1, else baseline - delta."""
+    """Per-arm sample sizes to tell ``baseline`` from baseline + delta and from
+    baseline - delta (each where it stays a rate strictly between 0 and 1)."""
     rows: list[dict[str, float | int]] = []
     for d in deltas:
-        other = baseline + d if baseline + d < 1 else baseline - d
-        if not 0 < other < 1:
-            continue
-        rows.append({"baseline": baseline, "other": round(other, 6), "delta": d,
-                     "per_arm": sample_size_two_proportions(baseline, other, alpha=alpha,
-                                                            power=power)})
+        for other in (baseline + d, baseline - d):
+            if not 0 < other < 1:
+                continue
+            rows.append({"baseline": baseline, "other": round(other, 6), "delta": d,
+                         "per_arm": sample_size_two_proportions(baseline, other, alpha=alpha,
+                                                                power=power)})
     return rows
 
 

@@ -81,9 +81,11 @@ def test_sample_sizes_reproduce_the_planning_table() -> None:
 
 
 def test_planning_and_margin_tables() -> None:
-    rows = planning_table(0.85, [0.05, 0.10])
+    rows = planning_table(0.85, [0.05, 0.15])
     assert rows[0] == {"baseline": 0.85, "other": 0.9, "delta": 0.05, "per_arm": 686}
-    assert rows[1]["other"] == pytest.approx(0.95)
+    assert rows[1]["other"] == pytest.approx(0.80)
+    # 0.85 + 0.15 is not a rate below 1: only the downward row remains.
+    assert [r["other"] for r in rows[2:]] == [pytest.approx(0.70)]
     margins = margin_table(0.91, [20, 100])
     assert [round(m["margin"], 2) for m in margins] == [0.13, 0.06]
 
