@@ -25,6 +25,8 @@ class Metric:
     def fmt(self, value: float) -> str:
         """The figure as every episode and key fact writes it, e.g. ``412 ms``, ``$9,740``."""
         text = f"{self.prefix}{self.num(value)}"
+        if self.unit == "%":
+            return text + "%"
         return f"{text} {self.unit}" if self.unit else text
 
     def step(self) -> float:
