@@ -7,12 +7,13 @@ Exact substring matching fails on any paraphrase, so a fact counts as present wh
 1. **Numbers**: every number in the fact appears in the answer, compared as values after
    normalising format ("1,200" = "1200" = "1.2k"), units ("800ms" = "0.8 s", "45%" =
    "45 percent") and a small relative tolerance (default 2%; a rounded "1.2k" covers 1150-1250).
-2. **Words**: enough of the fact's content words appear in the answer: all of them for facts of
-   up to three content words, otherwise at least ``coverage`` (default 0.5) of them and never
-   fewer than three. Words are
-   compared after lower-casing, dropping punctuation and function words, splitting hyphenated
-   compounds ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion",
-   "exhausted" -> "exhaust") and a few trend synonyms ("rising" = "increasing").
+2. **Words**: enough of the fact's content words appear within two consecutive sentences of
+   the answer: all of them for facts of up to four content words, otherwise at least
+   ``coverage`` (default 0.5) of them and never fewer than four. Words are compared after
+   lower-casing, dropping punctuation and function words, splitting hyphenated compounds
+   ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion", "exhausted" ->
+   "exhaust"; a stem of four letters or more also meets its extensions, "elev" of elevation
+   meets "elevat" of elevated) and a few trend synonyms ("rising" = "increasing").
    Identifiers ("service-B", "p99") must all appear, so service-B never meets service-C.
 3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial ("not",
    "no", "ruled out", "red herring", ...) in the answer, in a sentence that shares a word with
@@ -120,20 +121,25 @@ _COMPOUND = re.compile(
 )
 
 
-def identifiers(text: str) -> list[str]:
-    """Name-like tokens that tell things apart ("service-B", "p99", "node_2"), joined without
-    separators. Matching these loosely would confuse service-B with service-C, so a fact's
-    identifiers must all appear in the answer."""
+def identifier_parts(text: str) -> list[list[str]]:
+    """Name-like tokens that tell things apart ("service-B", "p99", "node_2"), as their parts.
+
+    Matching these loosely would confuse service-B with service-C, so a fact's identifiers must
+    all appear in the answer (joined: "serviceb", however the answer spaces or hyphenates it)."""
     t = strip_numbers(unicodedata.normalize("NFKC", text).lower())
-    out: list[str] = []
+    out: list[list[str]] = []
     for m in _COMPOUND.finditer(t):
-        parts = re.split(r"[-_/]", m.group(0))
-        has_alpha = any(p.isalpha() for p in parts) or any(c.isalpha() for c in m.group(0))
+        token = m.group(0)
+        parts = re.split(r"[-_/]", token)
         mixed = any(any(c.isdigit() for c in p) and any(c.isalpha() for c in p) for p in parts)
         short = len(parts) > 1 and any(len(p) <= 2 for p in parts)
-        if has_alpha and (mixed or short) and not m.group(0).replace("_", "").isdigit():
-            out.append("".join(parts))
+        if any(c.isalpha() for c in token) and (mixed or short):
+            out.append(parts)
     return out
+
+
+def identifiers(text: str) -> list[str]:
+    return ["".join(parts) for parts in identifier_parts(text)]
 
 
 def _joined_pairs(text: str) -> set[str]:
@@ -141,6 +147,24 @@ def _joined_pairs(text: str) -> set[str]:
     an identifier with a space still meets it."""
     toks = _TOKEN.findall(normalise(text))
     return {a + b for a, b in itertools.pairwise(toks)}
+
+
+def _inflected_in(word: str, window: set[str]) -> bool:
+    """Whether the window holds another inflection of ``word``: one stem a prefix of the other,
+    both of at least four letters ("elev" of elevation, "elevat" of elevated)."""
+    if len(word) < 4:
+        return False
+    return any(len(x) >= 4 and (x.startswith(word) or word.startswith(x)) for x in window)
+
+
+def fact_words(fact: str) -> tuple[list[str], list[str]]:
+    """(content words as stems, identifiers) of a fact; an identifier's parts ("service", "b"
+    of "service-B") are not counted again as words."""
+    id_parts = identifier_parts(fact)
+    ids = list(dict.fromkeys("".join(p) for p in id_parts))
+    part_stems = {stem(x) for parts in id_parts for x in parts}
+    words = [w for w in dict.fromkeys(content_stems(fact)) if w not in part_stems]
+    return [*words, *ids], ids
 
 
 def has_negation(text: str) -> bool:
@@ -153,8 +177,10 @@ def has_negation(text: str) -> bool:
 @dataclass(frozen=True)
 class FactMatcherSettings:
     coverage: float = 0.5
-    short_fact_words: int = 3
+    short_fact_words: int = 4
     rel_tol: float = 0.02
+    # A fact's words must meet within this many consecutive sentences of the answer.
+    window_sentences: int = 2
 
 
 @dataclass
@@ -186,10 +212,19 @@ class AnswerText:
         # Per sentence: its words and whether it denies something, so that a fact's denial is
         # only met by a denial about the same subject.
         self.sentences = [
-            (set(content_stems(sent)) | set(identifiers(sent)), has_negation(sent))
+            (set(content_stems(sent)) | set(identifiers(sent)) | _joined_pairs(sent),
+             has_negation(sent))
             for sent in _SENTENCE.split(answer) if sent.strip()
         ]
-        self.stems = _joined_pairs(answer).union(*(words for words, _ in self.sentences))
+        self._windows: dict[int, list[set[str]]] = {}
+
+    def windows(self, size: int) -> list[set[str]]:
+        """The words of every run of ``size`` consecutive sentences (all of them if fewer)."""
+        if size not in self._windows:
+            stems = [words for words, _ in self.sentences]
+            n = max(1, len(stems) - size + 1)
+            self._windows[size] = [set().union(*stems[i:i + size]) for i in range(n)]
+        return self._windows[size]
 
     def denies(self, words: set[str]) -> bool:
         # A denial covers its own sentence and the next: "No. The deploy was unrelated."
@@ -210,23 +245,29 @@ def match_fact(fact: str, answer: AnswerText,
         n.text for n in fact_numbers
         if not any(numbers_match(n, a, s.rel_tol) for a in answer.numbers)
     ]
-    ids = list(dict.fromkeys(identifiers(fact)))
-    words = list(dict.fromkeys([*content_stems(fact), *ids]))
-    present = [w for w in words if w in answer.stems]
-    coverage = len(present) / len(words) if words else 1.0
-    # Short facts need every word; longer ones a share, but never fewer than three words.
-    needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
-    words_ok = len(present) >= needed and all(i in answer.stems for i in ids)
-    negation_missing = has_negation(fact) and not answer.denies(set(words))
+    words, ids = fact_words(fact)
     if not words and not fact_numbers:
         # A fact with no content words and no numbers cannot be checked mechanically.
         return FactMatch(fact, False, 0.0)
+    # Short facts need every word; longer ones a share, but never fewer than four words.
+    needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
+    # The best run of consecutive sentences: words scattered over a long answer do not add up
+    # to a fact.
+    best: set[str] = set()
+    words_ok = False
+    for window in answer.windows(s.window_sentences):
+        present = {w for w in words if w in window or (w not in ids and _inflected_in(w, window))}
+        ok = len(present) >= needed and all(i in window for i in ids)
+        if (ok, len(present)) > (words_ok, len(best)):
+            best, words_ok = present, ok
+    coverage = len(best) / len(words) if words else 1.0
+    negation_missing = has_negation(fact) and not answer.denies(set(words))
     matched = words_ok and not numbers_missing and not negation_missing and bool(answer.raw)
     return FactMatch(
         fact=fact,
         matched=matched,
         coverage=coverage,
-        words_missing=[w for w in words if w not in answer.stems],
+        words_missing=[w for w in words if w not in best],
         numbers_missing=numbers_missing,
         negation_missing=negation_missing,
     )

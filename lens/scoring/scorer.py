@@ -246,6 +246,7 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
         settings={"fact_matcher": {"coverage": matcher.coverage,
                                    "short_fact_words": matcher.short_fact_words,
+                                   "window_sentences": matcher.window_sentences,
                                    "numeric_rel_tol": matcher.rel_tol},
                   "fact_judge": fact_judge and judge_runner is not None},
     )

@@ -139,3 +139,18 @@ def test_denial_must_be_about_the_facts_subject() -> None:
     assert matched(fact, "No other issues. Yet the service-C deploy is not the root cause.")
     # A leading "No." covers the sentence after it.
     assert matched(fact, "No. The service-C deploy was merely the root cause people suspected.")
+
+
+@pytest.mark.parametrize("fact, answer, expected", [
+    ("connection pool exhaustion", "The shared connection pool was exhausted by retries.", True),
+    ("service-B retry rate elevated",
+     "Service-B retry rates first showed elevation around episode 10.", True),
+    ("geo-lookup API latency increasing", "Latency of the geo-lookup API kept rising.", True),
+    # The words are all there, but scattered over quoted records about other things.
+    ("service-B retry rate elevated",
+     "Updated service-B retry backoff parameters.\nStandardized TSIG algorithms.\n"
+     "Transfer success rates recovered.", False),
+    ("geo-lookup API latency increasing", "The geo-lookup API was replaced last year.", False),
+])
+def test_lens_style_facts(fact: str, answer: str, expected: bool) -> None:
+    assert matched(fact, answer) is expected
