@@ -23,9 +23,9 @@ METRIC_ORDER = (
 )
 # Metrics whose value rests on an LLM judge: a difference smaller than the judge's own
 # position-swap disagreement cannot be told from judge noise.
+# (insight_depth and reasoning_quality are tier 2 but computed mechanically, without a judge.)
 JUDGE_METRICS = frozenset({
-    "composite", "answer_quality", "insight_depth", "reasoning_quality", "action_quality",
-    "longitudinal_advantage",
+    "composite", "answer_quality", "action_quality", "longitudinal_advantage",
 })
 
 
