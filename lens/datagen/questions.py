@@ -75,7 +75,8 @@ class QuestionBuilder:
                 "longitudinal/early", T.LONGITUDINAL, d.early, prompt,
                 f"Too early to call a trend. {cap(c.subject)} was {s.p(0)} on {s.date(0)} and "
                 f"{s.p(d.early)} on {s.date(d.early)}; {c.onset_id} ({c.onset_text}) was made "
-                f"on {s.date(d.onset)}, only {d.early - d.onset + 1} reports ago.",
+                f"on {s.date(d.onset)}, so only {d.early - d.onset + 1} reports cover the time "
+                "since, too few to tell a trend from noise.",
                 [self.f_on(), self.f_p(0), self.f_p(d.early)])
         day = d.mid if when == "mid" else d.final
         tail = (f"still under {c.threshold_text}" if when == "mid"
@@ -284,9 +285,9 @@ class QuestionBuilder:
         if when == "early":
             return Draft(
                 "evidence_sufficiency/early", T.EVIDENCE_SUFFICIENCY, d.early, prompt,
-                f"Not yet. Only {d.early - d.onset + 1} reports follow {c.onset_id} "
-                f"({s.date(d.onset)}); {s.p(d.onset - 1)} before it and {s.p(d.early)} on "
-                f"{s.date(d.early)} are too few to tell a trend from noise.",
+                f"Not yet. Only {d.early - d.onset + 1} reports (from {s.date(d.onset)}) cover "
+                f"the time since {c.onset_id}; {s.p(d.onset - 1)} the day before it and "
+                f"{s.p(d.early)} on {s.date(d.early)} are too few to tell a trend from noise.",
                 [self.f_on(), self.f_p(d.onset - 1), self.f_p(d.early)])
         return Draft(
             "evidence_sufficiency/mid", T.EVIDENCE_SUFFICIENCY, d.mid, prompt,
