@@ -9,6 +9,7 @@ adapters apart; their keys are "adapter|value".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -93,7 +94,7 @@ def aggregate(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
         for r in rows:
             groups.setdefault(_key(level, r), []).append(r)
         entries[level], details[level] = {}, {}
-        for key in sorted(groups, key=lambda k, lv=level: _sort_key(lv, k)):
+        for key in sorted(groups, key=functools.partial(_sort_key, level)):
             e, d = aggregate_group(groups[key], weights=weights, gate_threshold=gate_threshold,
                                    differential=differential)
             entries[level][key] = e
