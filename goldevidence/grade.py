@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any
 
-from goldevidence.grammar import parse_updates
+from goldevidence.grammar import Entry, parse_updates
 from goldevidence.predictions import Prediction, norm_value, parse_prediction
 from goldevidence.state import implied_by
 
@@ -49,7 +49,8 @@ def _mode(row: dict[str, Any]) -> str:
 
 
 def grade_row(row: dict[str, Any], pred: Prediction, *, citations: str = "auto",
-              max_support_k: int | None = None) -> RowGrade:
+              max_support_k: int | None = None,
+              entries: dict[str, Entry] | None = None) -> RowGrade:
     meta = row.get("meta", {})
     gold = row.get("gold", {})
     k = max_support_k or int(meta.get("max_support_k") or 3)
@@ -59,7 +60,8 @@ def grade_row(row: dict[str, Any], pred: Prediction, *, citations: str = "auto",
                                  ([gold["support_id"]] if gold.get("support_id") else []))]
     value_ok = not pred.value_missing and pred.value == gv
     require = bool(meta.get("requires_citation")) if citations == "auto" else citations == "on"
-    entries = {e.uid: e for e in parse_updates(row.get("document") or "", include_notes=True)}
+    if entries is None:
+        entries = log_entries(row.get("document") or "")
     cited = pred.support_ids
     if len(cited) > k:
         errors.append("too_many_support_ids")
@@ -81,6 +83,11 @@ def grade_row(row: dict[str, Any], pred: Prediction, *, citations: str = "auto",
         g.gold_present = set(gold_ids) <= set(pred.presented_ids)
         g.selected = (set(gold_ids) <= set(capped)) if gold_ids else not capped
     return g
+
+
+def log_entries(document: str) -> dict[str, Entry]:
+    """Every id-carrying line of a log, NOTE lines included, by id."""
+    return {e.uid: e for e in parse_updates(document, include_notes=True)}
 
 
 def _mean(xs: Iterable[float | bool | None]) -> float | None:
@@ -157,8 +164,15 @@ def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
     if citations not in ("auto", "on", "off"):
         raise ValueError("citations must be auto, on or off")
     preds = {r["id"]: parse_prediction(raw_preds.get(r["id"])) for r in rows}
-    grades = [grade_row(r, preds[r["id"]], citations=citations, max_support_k=max_support_k)
-              for r in rows]
+    # Rows of one episode share a document: parse each log once.
+    parsed: dict[str, dict[str, Entry]] = {}
+    grades = []
+    for r in rows:
+        doc = r.get("document") or ""
+        if doc not in parsed:
+            parsed[doc] = log_entries(doc)
+        grades.append(grade_row(r, preds[r["id"]], citations=citations,
+                                max_support_k=max_support_k, entries=parsed[doc]))
     cite = [g for g in grades if g.requires_citation]
     instr_rows = [(r, g) for r, g in zip(rows, grades, strict=True)
                   if r.get("meta", {}).get("has_instruction")]

@@ -72,3 +72,40 @@ def test_sweep_writes_one_summary_csv(tmp_path: Path) -> None:
     assert len(runs) == 1
     r = ge("report", str(runs[0]), cwd=tmp_path)
     assert r.returncode == 0 and "## GoldEvidence" in r.stdout
+
+
+ORIGINAL_DOC = (
+    "# GoldEvidenceBench Episode E0001\n\n## Episode Log\n"
+    "- [U3A9F01] UPDATE step=1 SET tag.00 = amber-0001\n"
+    "- DISTRACTOR step=1 tag.00 = teal-0002\n"
+    "- [U0B7C22] UPDATE step=2 SET tag.00 = jade-0003\n"
+    "- [UFFE013] UPDATE step=3 CLEAR tag.01\n"
+)
+
+
+def test_grades_rows_and_predictions_in_the_original_formats(tmp_path: Path) -> None:
+    rows = [
+        {"id": "E0001-Q001", "episode_id": "E0001", "document": ORIGINAL_DOC, "book": "# B\n",
+         "question": "Question E0001-Q001: What is the value of tag.00?",
+         "gold": {"value": "jade-0003", "support_id": "U0B7C22", "support_ids": ["U0B7C22"]},
+         "meta": {"seed": 0, "requires_citation": True, "key": "tag.00", "q_index": 1,
+                  "state_mode": "kv", "query_type": "direct", "derived_op": None}},
+        {"id": "E0001-Q002", "episode_id": "E0001", "document": ORIGINAL_DOC, "book": "# B\n",
+         "question": "Question E0001-Q002: What is the value of tag.01?",
+         "gold": {"value": None, "support_id": "UFFE013", "support_ids": ["UFFE013"]},
+         "meta": {"seed": 0, "requires_citation": True, "key": "tag.01", "q_index": 2,
+                  "state_mode": "kv", "query_type": "direct", "derived_op": None}},
+    ]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    preds = [
+        {"id": "E0001-Q001", "output": 'Sure. {"value": "jade-0003", "support_ids": '
+                                       '["U0B7C22"]}'},
+        {"id": "E0001-Q002", "value": None, "support_id": "UFFE013"},
+    ]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    r = ge("grade", "--data", "d.jsonl", "--pred", "p.jsonl", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["exact_acc"] == 1.0 and out["entailment_rate"] == 1.0 and out["errors"] == {}
+    r = ge("run", "--data", "d.jsonl", "--baseline", "ledger", "--json", cwd=tmp_path)
+    assert json.loads(r.stdout)["exact_acc"] == 1.0
