@@ -29,7 +29,7 @@ from lens.models.local_models import resolve_model_path
 from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
 
 # Part of the cache key: bump when rendering or constraints change what the model is asked.
-PROMPT_FORMAT = "chatml-json-actions-1"
+PROMPT_FORMAT = "chatml-json-actions-2"
 _OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds", "models_dir",
             "seed", "optional_args")
 
@@ -151,7 +151,8 @@ class LlamaCppClient:
         answer_only = (agentic and self.max_tool_rounds is not None
                        and rounds >= self.max_tool_rounds)
         must_call = agentic and not answer_only and rounds < self.min_tool_rounds
-        prompt = render_prompt(request, answer_only=answer_only)
+        prompt = render_prompt(request, answer_only=answer_only,
+                               optional_args=self.optional_args)
         schema: dict[str, Any] | None = None
         if agentic:
             schema = action_schema(request, answer_only=answer_only, must_call=must_call,

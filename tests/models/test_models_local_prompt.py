@@ -65,7 +65,12 @@ def test_rendering_is_prefix_stable_across_turns() -> None:
 def test_prompt_shows_tools_rules_and_compact_results() -> None:
     text = render_prompt(req(conversation()))
     assert text.startswith("<|im_start|>system\nYou answer from memory.")
-    assert '"name": "memory_search"' in text and '{"tool": "<tool name>"' in text
+    assert ("- memory_search(query: string, limit?: integer, start_date?: string) - "
+            "Search the memory.") in text
+    assert "- memory_capabilities() - Describe." in text
+    assert '{"tool": "<tool name>"' in text
+    narrow = render_prompt(req(conversation()), optional_args=False)
+    assert "- memory_search(query: string) - Search the memory." in narrow
     assert "[ep_1] 2024-09-21T00:00:00: p99 latency 215 ms" in text
     assert "[ep_2] cache TTL cut" in text
     assert "record [ep_1] t1\nfull text" in text
