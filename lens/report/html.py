@@ -26,10 +26,9 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 
 max-width:1100px;padding:16px 24px;color:#1d2330;background:#fff}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 h3{font-size:15px}
-table.data{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
-table.data th,table.data td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;
-vertical-align:top}
-table.data th{background:#f1f3f7}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f1f3f7}
 .pass{color:#17693a;font-weight:600}.warn{color:#8a5a00;font-weight:600}
 .fail{color:#b3261e;font-weight:600}
 .badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -166,6 +167,36 @@ def _error_section(sid: str, message: str) -> Section:
     return Section(id=sid, title=sid, markdown=f"## {sid}\n\n> {text}\n",
                    html=f"<h2>{html.escape(sid)}</h2><p class='fail'>{html.escape(text)}</p>",
                    data={"error": message})
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe copy: summary.json must always serialise (NaN and infinities become None)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
+
+
+def _goldevidence_section(run: RunData) -> Section | None:
+    """The GoldEvidenceBench section (goldevidence.report), for runs of that scenario."""
+    try:
+        from goldevidence import report as ge
+    except ImportError:
+        return None
+    markdown = ge.section_markdown(run.root)
+    if markdown is None:
+        return None
+    data = _plain(ge.load_grades(run.root) or {})
+    return Section(id="goldevidence", title="GoldEvidence", markdown=markdown,
+                   html=ge.section_html(run.root) or "", data=data)
+
+
+register_section_provider(_goldevidence_section)
 
 
 def collect_sections(run: RunData) -> list[Section]:

@@ -172,6 +172,25 @@ def test_goldevidence_json_becomes_a_section(run_dir: Path) -> None:
     assert ids == ["goldevidence"]
 
 
+def test_goldevidence_grades_become_the_goldevidence_section(run_dir: Path) -> None:
+    pytest.importorskip("goldevidence.report")
+    grades = {"run_dir": str(run_dir), "agent_model": "scripted/policy", "groups": [{
+        "adapter": "<b>ledger</b>", "adapter_name": "sqlite_fts", "adapter_options": {},
+        "cell": {"k": 4, "order": "shuffle"}, "prefix": "p", "repeat": 0,
+        "metrics": {"n": 40, "value_acc": 0.75, "exact_acc": 0.5, "cite_f1": float("nan"),
+                    "errors": 0},
+        "intervals": {"value_acc": [0.6, 0.86], "exact_acc": [0.35, 0.65]}}]}
+    (run_dir / "goldevidence").mkdir()
+    (run_dir / "goldevidence" / "grades.json").write_text(json.dumps(grades))
+    paths = write_reports(run_dir)
+    assert "## GoldEvidence" in paths.markdown.read_text()
+    page = paths.html.read_text()
+    assert '<section id="goldevidence">' in page and "&lt;b&gt;ledger&lt;/b&gt;" in page
+    section = next(s for s in paths.summary_data.sections if s.id == "goldevidence")
+    assert section.data["groups"][0]["metrics"]["cite_f1"] is None  # NaN made JSON-safe
+    json.loads(paths.summary.read_text())
+
+
 def test_broken_section_file_is_reported_not_fatal(run_dir: Path) -> None:
     (run_dir / "goldevidence.json").write_text("[1, 2")
     paths = write_reports(run_dir)
