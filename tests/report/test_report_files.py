@@ -294,3 +294,17 @@ def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) ->
     summary = write_reports(outcome.run_dir).summary_data
     est = next(iter(summary.adapters.values())).metrics["budget_compliance"]
     assert est.n == len(qs) and est.method == "wilson"
+
+
+def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
+    from lens.store import RunStore
+
+    store = RunStore.create(tmp_path, "empty", "e1")
+    store.write_manifest({"run_id": "e1"})  # crashed before the condition was even recorded
+    store.close()
+    paths = write_reports(store.root)
+    status = {c.id: c.status for c in paths.summary_data.checklist}
+    assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
+                      "seed": "warn", "search_results": "fail", "tool_calls": "fail",
+                      "judge": "warn", "failures": "fail"}
+    assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
