@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"lens: error: {exc.render()}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        # The reader went away (`lens … | head`): stop quietly, as other command-line tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print("lens: interrupted; resume with --resume RUN_DIR", file=sys.stderr)
         return 130
