@@ -26,6 +26,9 @@ def test_run_then_score_then_rescore(tmp_path: Path, capsys) -> None:
         "name": "e2e", "dataset": {"path": str(ds)}, "adapters": [{"name": "sqlite_fts"}],
         "agent": {"model": "scripted/policy"}, "judge": {"model": f"scripted/{judge}"},
         "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
+        # Writing reports imports scenario modules that register prompt templates, which would
+        # change the prompts hash between the run and its resume within this one process.
+        "report": False,
     }), encoding="utf-8")
     outcome = execute(cfg)
     run_dir = outcome.run_dir
@@ -48,17 +51,18 @@ def test_run_then_score_then_rescore(tmp_path: Path, capsys) -> None:
     assert scores.aggregates["adapter"]["sqlite_fts"]["longitudinal_advantage"] == 0.0
     first = (run_dir / SCORES_FILE).read_bytes()
 
-    assert main(["score", str(run_dir)]) == 0
-    assert "(0 new call(s)" in capsys.readouterr().out
-    assert (run_dir / SCORES_FILE).read_bytes() == first
-    stored = RunScores.model_validate_json(first)
-    assert stored.judge.model == f"scripted/{judge}"
-
     # Judge verdicts in the events do not disturb a resume of the finished run.
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert any(e["kind"] == "judge_verdict" for e in events)
     again = execute(cfg, resume=run_dir)
     assert again.summary.answered == 0 and again.summary.skipped == 4
+    assert (run_dir / SCORES_FILE).read_bytes() == first
+
+    assert main(["score", str(run_dir)]) == 0
+    assert "(0 new call(s)" in capsys.readouterr().out
+    assert (run_dir / SCORES_FILE).read_bytes() == first
+    stored = RunScores.model_validate_json(first)
+    assert stored.judge.model == f"scripted/{judge}"
 
 
 def test_scoring_disabled_in_config(tmp_path: Path) -> None:
@@ -72,3 +76,37 @@ def test_scoring_disabled_in_config(tmp_path: Path) -> None:
     outcome = execute(cfg)
     assert anyio.run(score_for_config, outcome.run_dir, load_config(cfg)) is None
     assert not (outcome.run_dir / SCORES_FILE).exists()
+
+
+def test_published_scope_scored_end_to_end(tmp_path: Path, shared_datasets: Path) -> None:
+    """Scope 01 of the published LENS data, answered by the scripted policy over SQLite FTS and
+    judged by a position-A judge: every invariant of the scores holds on real data."""
+    judge = tmp_path / "judge_a.yaml"
+    judge.write_text(yaml.safe_dump([{"text": '{"verdict": "A"}'}]), encoding="utf-8")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "scope01", "dataset": {"path": str(shared_datasets /
+                                                   "scope_01_with_distractors.json")},
+        "adapters": [{"name": "sqlite_fts"}], "agent": {"model": "scripted/policy"},
+        "judge": {"model": f"scripted/{judge}"}, "out_dir": str(tmp_path / "runs"),
+        "cache": {"enabled": False}, "report": False,
+    }), encoding="utf-8")
+    run_dir = execute(cfg).run_dir
+    scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text())
+    assert len(scores.questions) == 24
+    for q in scores.questions:
+        assert q.status == "answered"
+        for name, value in q.metrics.items():
+            if value is not None and name != "longitudinal_advantage":
+                assert 0.0 <= value <= 1.0, (q.question_id, name, value)
+        assert q.metrics["answer_quality"] == 0.5  # position-A judge: ties only
+        assert q.metrics["composite"] is not None
+        if q.question_type == "null_hypothesis":
+            assert q.metrics["fact_recall"] is None
+        assert (q.metrics["action_quality"] is None) == (q.question_type !=
+                                                         "action_recommendation")
+    agg = scores.aggregates["adapter"]["sqlite_fts"]
+    assert agg["n_questions"] == 24.0
+    assert agg["longitudinal_advantage"] == 0.0
+    assert scores.judge.disagreement_rate == 1.0
+    assert any("uses answer_quality on both sides" in n for n in scores.notes)
