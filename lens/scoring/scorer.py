@@ -354,6 +354,8 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
             judge_concurrency=config.judge.max_concurrency if config.judge else 16,
             dataset_path=config.dataset.path, run_finished=True,
+            # An optional config switch; read defensively so configs without it still work.
+            fact_judge=bool(getattr(config.scoring, "fact_judge", False)),
         )
     finally:
         if own is not None:
