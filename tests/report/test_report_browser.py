@@ -1,114 +1,120 @@
-"""report.html in a real headless Chromium: the summary table and plots render, the drill-down
-opens, and the console stays free of errors. Needs Debian's chromium and chromium-driver and
-selenium from PyPI (installed by .ci/run); skipped outside CI when they are missing."""
+"""report.html in a real headless Chromium (Debian's ``chromium`` package), driven over the
+DevTools protocol through ``--remote-debugging-pipe``: the summary table, checklist and plots
+render with real sizes, a question's drill-down opens on a mouse click, the filter reacts to
+typing, and the console stays free of errors. Skipped outside CI when Chromium is missing;
+in CI (``CI`` set) a missing browser fails the test."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lens.report import write_reports
+from tests.report.cdp import PipeBrowser
 from tests.report.runfactory import RunSpec, make_run
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1200,1600")
+CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser")
 
 
-def _missing() -> str | None:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install selenium)"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            return f"{path} is missing (apt-get install -y chromium chromium-driver)"
+def _chromium() -> str | None:
+    for name in CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
     return None
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    reason = _missing()
-    if reason:
+@pytest.fixture
+def browser() -> Iterator[PipeBrowser]:
+    binary = _chromium()
+    if binary is None:
+        reason = "Chromium is not installed (apt-get install -y chromium)"
         if os.environ.get("CI"):
             pytest.fail(f"browser test cannot run in CI: {reason}")
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="lens-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={profile}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(60)
+    b = PipeBrowser(binary, timeout=60)
     try:
-        yield driver
+        b.open_page()
+        yield b
     finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        b.close()
 
 
-def test_report_renders_in_headless_chromium(browser: Any, tmp_path: Path) -> None:
-    from selenium.webdriver.common.by import By
-
+def test_report_renders_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, RunSpec(
-        adapters=("sqlite_fts", "null", "<b>bold</b>"), error_every=19,
+        adapters=("sqlite_fts", "null", "<b>bold</b>"), questions_per_scope=20, error_every=19,
         answer=lambda s, q: "<script>console.error('injected')</script> see [ep_1]"))
     paths = write_reports(run_dir)
     summary = json.loads(paths.summary.read_text())
-    browser.get(paths.html.resolve().as_uri())
+    browser.navigate(paths.html.resolve().as_uri())
+    js = browser.evaluate
 
-    assert browser.title.startswith("lens report")
-    table = browser.find_element(By.ID, "summary-table")
-    headers = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert js("document.title").startswith("lens report")
+    headers = js("[...document.querySelectorAll('#summary-table thead th')]"
+                 ".map(th => th.textContent)")
     assert headers == ["metric", "sqlite_fts", "null", "<b>bold</b>"]
-    body = table.find_elements(By.CSS_SELECTOR, "tbody tr")
-    assert [r.find_element(By.TAG_NAME, "td").text for r in body] == summary["metrics"]
+    first_cells = js("[...document.querySelectorAll('#summary-table tbody tr')]"
+                     ".map(tr => tr.cells[0].textContent)")
+    assert first_cells == summary["metrics"]
     composite = summary["adapters"]["null"]["metrics"]["composite"]
-    assert f"{composite['mean']:.3f} [{composite['low']:.3f}" in body[0].text
-    assert table.size["height"] > 40 and table.size["width"] > 200
+    null_cell = js("document.querySelector('#summary-table tbody tr').cells[2].textContent")
+    assert null_cell.startswith(f"{composite['mean']:.3f} [{composite['low']:.3f}")
+    table_box = js("(() => { const r = document.getElementById('summary-table')"
+                   ".getBoundingClientRect(); return [r.width, r.height]; })()")
+    assert table_box[0] > 200 and table_box[1] > 40
 
-    checklist = browser.find_elements(By.CSS_SELECTOR, "#checklist tbody tr")
-    assert len(checklist) == len(summary["checklist"])
-    badges = {b.text for b in browser.find_elements(By.CSS_SELECTOR, "#checklist .badge")}
+    assert js("document.querySelectorAll('#checklist tbody tr').length") == \
+        len(summary["checklist"])
+    badges = set(js("[...document.querySelectorAll('#checklist .badge')]"
+                    ".map(b => b.textContent)"))
     assert {"PASS", "FAIL"} <= badges
 
-    plots = browser.find_elements(By.CSS_SELECTOR, "svg.plot")
+    plots = js("""[...document.querySelectorAll('svg.plot')].map(s => {
+        const r = s.getBoundingClientRect();
+        return {label: s.getAttribute('aria-label'), w: r.width, h: r.height,
+                marks: s.querySelectorAll('rect.bar, circle.point').length,
+                whiskers: s.querySelectorAll('line.whisker').length};
+    })""")
     assert len(plots) == 5
-    for plot in plots:
-        assert plot.size["width"] > 200 and plot.size["height"] > 60
-        marks = plot.find_elements(By.CSS_SELECTOR, "rect.bar, circle.point")
-        assert marks, plot.get_attribute("aria-label")
-    assert len(plots[0].find_elements(By.CSS_SELECTOR, "rect.bar")) == 5 * 3  # types × arms
+    for p in plots:
+        assert p["w"] > 200 and p["h"] > 60, p
+        assert p["marks"] > 0, p
+    assert plots[0]["marks"] == 5 * 3  # question types × adapters
+    assert plots[0]["whiskers"] > 0
 
-    first = browser.find_element(By.CSS_SELECTOR, "details.q")
-    assert not first.find_element(By.TAG_NAME, "h4").is_displayed()
-    first.find_element(By.TAG_NAME, "summary").click()
-    assert first.get_attribute("open") is not None
-    transcript = first.text
-    assert "Transcript" in transcript and "memory_search" in transcript
-    assert "<script>console.error('injected')</script>" in transcript
+    assert js("document.querySelector('details.q').open") is False
+    browser.click("details.q > summary")
+    assert js("document.querySelector('details.q').open") is True
+    text = js("document.querySelector('details.q').innerText")
+    assert "Transcript" in text and "memory_search" in text
+    assert "<script>console.error('injected')</script>" in text
 
-    box = browser.find_element(By.ID, "qfilter")
-    box.send_keys("error")
-    count = browser.find_element(By.ID, "qcount").text
-    shown = [d for d in browser.find_elements(By.CSS_SELECTOR, "details.q") if d.is_displayed()]
-    assert count == f"{len(shown)} shown" and 0 < len(shown) < 90
+    browser.click("#qfilter")
+    browser.type_text("error")
+    shown = js("[...document.querySelectorAll('details.q')]"
+               ".filter(d => d.style.display !== 'none').length")
+    assert 0 < shown < 180
+    assert js("document.getElementById('qcount').textContent") == f"{shown} shown"
 
     shot = tmp_path / "report.png"
-    browser.save_screenshot(str(shot))
-    assert shot.stat().st_size > 20_000
-    errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
-    assert errors == []
+    browser.screenshot(shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    assert browser.console_errors() == []
+
+
+def test_console_errors_are_caught(browser: PipeBrowser, tmp_path: Path) -> None:
+    """The check above can fail: a page that logs an error, or whose injected script the
+    report's Content-Security-Policy blocks, is reported."""
+    run_dir = make_run(tmp_path, RunSpec(scopes=1, questions_per_scope=2))
+    page = write_reports(run_dir).html.read_text()
+    hostile = tmp_path / "hostile.html"
+    hostile.write_text(page.replace("</body>", "<script>console.error('boom')</script></body>"))
+    browser.navigate(hostile.resolve().as_uri())
+    errors = browser.console_errors()
+    assert any("Content Security Policy" in e for e in errors), errors
+    assert not any("boom" in e for e in errors)  # blocked, so it never ran
