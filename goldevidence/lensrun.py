@@ -124,24 +124,34 @@ def grade_run(run_dir: Path) -> dict[str, Any]:
         groups.setdefault((rec.adapter, prefix, rec.repeat), {})[rec.question_id] = \
             record_to_prediction(rec, uids[rec.scope_id])
     store.close()
-    out_groups = []
-    for (adapter, prefix, repeat), preds in sorted(groups.items()):
+    def entry(adapter: str, prefix: str, repeat: int, preds: dict[str, dict[str, Any]],
+              cell: dict[str, Any]) -> dict[str, Any]:
         group_rows = [r for qid, r in rows.items() if qid in preds]
         result = grade(group_rows, preds)
         per_row = [grade_row(r, parse_prediction(preds[r["id"]])) for r in group_rows]
-        cell = {k: v for k, v in cell_of.get(group_rows[0]["episode_id"], {}).items()
-                if k not in ("episode_id", "prefix")} if group_rows else {}
-        intervals = {
-            "value_acc": _interval([g.value_ok for g in per_row]),
-            "exact_acc": _interval([g.exact_ok for g in per_row]),
-        }
         opts = adapter_opts.get(adapter, {})
-        out_groups.append({"adapter": adapter, "adapter_name": opts.get("name"),
-                           "adapter_options": opts.get("options", {}), "cell": cell,
-                           "prefix": prefix, "repeat": repeat, "metrics": result.as_dict(),
-                           "intervals": intervals})
+        return {"adapter": adapter, "adapter_name": opts.get("name"),
+                "adapter_options": opts.get("options", {}), "cell": cell, "prefix": prefix,
+                "repeat": repeat, "metrics": result.as_dict(),
+                "intervals": {"value_acc": _interval([g.value_ok for g in per_row]),
+                              "exact_acc": _interval([g.exact_ok for g in per_row])}}
+
+    out_groups = []
+    pooled_preds: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    for (adapter, prefix, repeat), preds in sorted(groups.items()):
+        scope = rows[next(iter(preds))]["episode_id"]
+        cell = {k: v for k, v in cell_of.get(scope, {}).items()
+                if k not in ("episode_id", "prefix")}
+        out_groups.append(entry(adapter, prefix, repeat, preds, cell))
+        pooled_preds.setdefault((adapter, repeat), {}).update(preds)
+    pooled = []
+    if len({g["prefix"] for g in out_groups}) > 1:
+        # Every cell of an adapter together: the row a README table quotes.
+        for (adapter, repeat), preds in sorted(pooled_preds.items()):
+            pooled.append(entry(adapter, "*", repeat, preds,
+                                {"state_mode": "all", "profile": "all", "seed": "all"}))
     report = {"run_dir": str(run_dir), "agent_model": manifest["config"]["agent"]["model"],
-              "groups": out_groups}
+              "groups": out_groups, "pooled": pooled}
     target = Path(run_dir) / "goldevidence"
     target.mkdir(exist_ok=True)
     atomic_write_text(target / "grades.json", json.dumps(report, indent=1, default=str))
@@ -155,7 +165,7 @@ SUMMARY_FIELDS = ("adapter", "agent_model", "k", "order", "rerank", "wrong_type"
 
 def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for g in report["groups"]:
+    for g in [*report.get("pooled", []), *report["groups"]]:
         opts, cell, m = g["adapter_options"], g["cell"], g["metrics"]
         row: dict[str, Any] = {
             "adapter": g["adapter"], "agent_model": report["agent_model"],

@@ -40,7 +40,7 @@ def _fmt(v: Any) -> str:
 def _table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["adapter", "cell", "n", "value_acc [95% CI]", *SHOWN[1:]]
     body = []
-    for g in report["groups"]:
+    for g in [*report.get("pooled", []), *report["groups"]]:
         m = g["metrics"]
         lo, hi = g["intervals"]["value_acc"]
         cell = " ".join(f"{k}={v}" for k, v in g["cell"].items())

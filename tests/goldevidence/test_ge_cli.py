@@ -61,8 +61,11 @@ def test_sweep_writes_one_summary_csv(tmp_path: Path) -> None:
            "--csv", "summary.csv", "--name", "clisweep", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "summary.csv") as fh:
-        table = list(csv.DictReader(fh))
+        everything = list(csv.DictReader(fh))
+    table = [r for r in everything if r["seed"] != "all"]
+    pooled = [r for r in everything if r["seed"] == "all"]
     assert len(table) == 2 * 2 * 2  # (k × rerank) adapters × seeds
+    assert len(pooled) == 4 and all(r["n"] == str(2 * int(table[0]["n"])) for r in pooled)
     assert {r["seed"] for r in table} == {"0", "1"}
     k4_none = [float(r["value_acc"]) for r in table if r["k"] == "4" and r["rerank"] == "none"]
     k4_latest = [float(r["value_acc"]) for r in table if r["k"] == "4"
