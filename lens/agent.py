@@ -29,6 +29,9 @@ from lens.records import BudgetOutcome, ModelCallRecord, ToolCallRecord
 TRUNCATION_MARKER = " …[truncated by lens: payload budget reached]"
 _CITATION = re.compile(r"\[([^\[\]\n]{1,200})\]")
 _REF = re.compile(r"^[A-Za-z0-9_.:#/-]+$")
+# A ref carries a digit or a separator; a bracketed plain word ([INFO], [CRITICAL]) is a log tag
+# the answer quoted, not a citation.
+_REF_MARK = re.compile(r"[0-9_#:-]")
 CORE_TOOLS = ("memory_search", "memory_retrieve", "memory_capabilities")
 
 
@@ -38,7 +41,7 @@ def extract_citations(answer: str) -> list[str]:
     for group in _CITATION.findall(answer):
         for part in re.split(r"[,;]\s*|\s+", group.strip()):
             ref = part.strip().strip("'\"`")
-            if ref and _REF.match(ref) and not ref.isdigit():
+            if ref and _REF.match(ref) and _REF_MARK.search(ref) and not ref.isdigit():
                 out[ref] = None
     return list(out)
 

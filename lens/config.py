@@ -127,6 +127,8 @@ class ScoringConfig(_Section):
     enabled: bool = True
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
+    # Ask the judge about each key fact the mechanical matcher missed (semantic matches).
+    fact_judge: bool = False
 
 
 class RunConfig(_Section):

@@ -132,7 +132,8 @@ class Dataset(_Model):
         return [q for q in self.questions if q.scope_id == scope_id]
 
     def content_hash(self) -> str:
-        return content_hash(self.model_dump(mode="json"))
+        # The id defaults to the file name: renaming a file must not change its content hash.
+        return content_hash(self.model_dump(mode="json", exclude={"dataset_id"}))
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)

@@ -4,6 +4,7 @@ longer comparable with runs made before."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 
 AGENT_SYSTEM_PROMPT = """\
 You answer questions about a stream of records (logs, reports, notes) that a memory system has \
@@ -31,7 +32,14 @@ def register_template(name: str, text: str) -> None:
     _extra_templates[name] = text
 
 
+# Modules that register templates when imported. Importing them all here makes the hash the
+# same whatever else the process happened to import first.
+_TEMPLATE_MODULES = ("lens.scoring.judge", "goldevidence.scenario")
+
+
 def prompts_hash() -> str:
+    for module in _TEMPLATE_MODULES:
+        importlib.import_module(module)
     h = hashlib.sha256()
     parts = {"agent_system": AGENT_SYSTEM_PROMPT, **TOOL_DESCRIPTIONS, **_extra_templates}
     for name in sorted(parts):

@@ -64,8 +64,10 @@ DOCS = {"ep1": "p99 latency 320ms", "ep2": "p99 latency 410ms", "ep3": "p99 late
 
 
 def test_extract_citations() -> None:
-    text = "Rose [ep1] then [ep2, ep3]; see [ep1] again. Not refs: [1] [a b c?]"
-    assert extract_citations(text) == ["ep1", "ep2", "ep3", "a", "b"]
+    text = "Rose [ep1] then [ep2, ep3]; see [ep1] again. Not refs: [INFO] [CRITICAL] [1] [a b c?]"
+    assert extract_citations(text) == ["ep1", "ep2", "ep3"]
+    assert extract_citations("[scope_01_ep_007#c2] and [doc:42]") == ["scope_01_ep_007#c2",
+                                                                        "doc:42"]
 
 
 @pytest.mark.anyio
