@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
                    help="compare runs whose conditions differ; every table is labelled "
                         "'not comparable: <fields>'")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help="also write compare.md and compare.json into DIR")
+                   help="also write compare.md, compare.html and compare.json into DIR")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of every interval (default 0.95)")
     p.set_defaults(handler=_compare)
@@ -29,6 +29,7 @@ def _compare(args: argparse.Namespace) -> int:
     result = compare_runs(args.run_dirs, force=args.force, confidence=args.confidence)
     if args.out is not None:
         atomic_write_text(args.out / "compare.md", result.markdown)
+        atomic_write_text(args.out / "compare.html", result.html)
         atomic_write_text(args.out / "compare.json",
                           json.dumps(result.summary.model_dump(mode="json"), indent=2,
                                      ensure_ascii=False, default=str))

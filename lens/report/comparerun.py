@@ -38,6 +38,10 @@ class CompareResult:
     summary: CompareSummary
     markdown: str
 
+    @property
+    def html(self) -> str:
+        return render_compare_html(self.summary)
+
 
 def shared_metrics(runs: Sequence[RunData]) -> list[str]:
     """Metrics every run has, in report order."""
@@ -125,3 +129,25 @@ def render_compare_md(s: CompareSummary) -> str:
         lines += ["Failed checks: " + "; ".join(f"{STATUS[c.status]} {c.title}" for c in fails),
                   ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_compare_html(s: CompareSummary) -> str:
+    """The comparison as a self-contained page (same style and policy as report.html)."""
+    from lens.report.html import CSP, CSS, checklist_html, comparison_html, e, tbl
+
+    label = (f'<p class="nc">{e(fmt.not_comparable_label(s.not_comparable))}</p>'
+             if s.not_comparable else "")
+    arms = list(s.arms)
+    out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+           f"<title>lens compare</title><style>{CSS}</style></head><body>",
+           "<h1>lens compare</h1>", label,
+           "<ol>" + "".join(f"<li><code>{e(r)}</code></li>" for r in s.runs) + "</ol>",
+           f"<p class='meta'>Judge-noise floor: {e(fmt.num(s.noise_floor))}.</p>",
+           checklist_html(s.checklist).replace("</h2>", "</h2>" + label, 1),
+           "<h2>Arms</h2>", label,
+           tbl(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
+                                   for m in s.metrics], table_id="arms"),
+           "<h2>Paired comparisons</h2>", *(comparison_html(c) for c in s.comparisons),
+           "</body></html>"]
+    return "\n".join(out)

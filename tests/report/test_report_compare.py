@@ -80,6 +80,14 @@ def test_force_labels_every_table(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["compare", str(a), str(b), "--force", "--out", str(out_dir)]) == 0
     md = capsys.readouterr().out
     assert md == (out_dir / "compare.md").read_text()
+    page = (out_dir / "compare.html").read_text()
+    # Every table of the HTML page is preceded by the label too.
+    before = page.split("<table")
+    assert len(before) >= 4
+    for i in range(1, len(before)):
+        preceding = before[i - 1]
+        heading = max(preceding.rfind("<h2>"), preceding.rfind("<h3>"))
+        assert "not comparable: seed" in preceding[heading:], i
     tables = _tables_with_headings(md)
     assert len(tables) >= 3  # checklist, arms, one comparison
     for heading, between in tables:
