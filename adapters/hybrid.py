@@ -17,7 +17,7 @@ from adapters.chunking import Unit
 from adapters.embedding import DEFAULT_MODEL
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import best_window, query_terms
-from adapters.sqlite_fts import SqliteFtsAdapter, fts_query
+from adapters.sqlite_fts import SqliteFtsAdapter
 from adapters.vector import VectorAdapter, unit_meta
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.dataset import Episode
@@ -93,7 +93,7 @@ class HybridAdapter(SyncMemoryAdapter):
             return []
         k = min(limit or self.max_results, self.max_results)
         n = max(self.candidates, k)
-        match = fts_query(query)
+        match = self.keyword.match_expression(query)
         by_keyword = [u for u, _ in self.keyword.ranked(match, dates, n)] if match else []
         by_meaning = [u for u, _ in self.semantic.ranked(query, dates, n)]
         terms = query_terms(query)

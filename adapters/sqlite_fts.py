@@ -34,6 +34,11 @@ class SqliteFtsOptions(BaseModel):
     chunk_chars: int | None = Field(default=None, ge=100,
                                     description="split episodes into chunks of this size")
     chunk_overlap: int = Field(default=150, ge=0)
+    max_df: float = Field(
+        default=0.2, gt=0, le=1,
+        description="in large stores, drop query words found in more than this share of units")
+    prune_above: int = Field(default=5000, ge=0,
+                             description="units held before max_df pruning starts")
 
 
 class SqliteFtsChunkedOptions(SqliteFtsOptions):
@@ -57,6 +62,7 @@ CREATE TABLE IF NOT EXISTS units(
 CREATE INDEX IF NOT EXISTS units_episode ON units(episode_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     text, content='units', content_rowid='rowid', tokenize='unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row');
 """
 
 
@@ -65,14 +71,17 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
 
     def __init__(self, path: str | None = None, max_results: int = 10,
                  snippet_chars: int = 600, chunk_chars: int | None = None,
-                 chunk_overlap: int = 150) -> None:
+                 chunk_overlap: int = 150, max_df: float = 0.2, prune_above: int = 5000) -> None:
         self.path = path
+        self.max_df = max_df
+        self.prune_above = prune_above
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = self._connect()
+        self._units = int(self.db.execute("SELECT count(*) FROM units").fetchone()[0])
 
     def _connect(self) -> sqlite3.Connection:
         if self.path:
@@ -95,6 +104,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 "INSERT INTO units_fts(units_fts) VALUES('delete-all');"
             )
             self.db.commit()
+            self._units = 0
 
     def ingest(self, episode: Episode) -> None:
         self.ingest_many([episode])
@@ -102,21 +112,24 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
     def ingest_many(self, episodes: list[Episode]) -> None:
         """Store several episodes in one transaction (re-ingesting an id replaces it)."""
         with self._lock:
-            db = self.db
+            db, delta = self.db, 0
             for episode in episodes:
-                self._forget(episode.episode_id)
+                delta -= self._forget(episode.episode_id)
                 db.execute("INSERT INTO episodes(episode_id, scope_id, ts, text) VALUES(?,?,?,?)",
                            (episode.episode_id, episode.scope_id, episode.timestamp.isoformat(),
                             episode.text))
                 for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+                    delta += 1
                     cur = db.execute(
                         "INSERT INTO units(ref_id, episode_id, ts, text) VALUES(?,?,?,?)",
                         (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
                     db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
                                (cur.lastrowid, unit.text))
             db.commit()
+            self._units += delta
 
-    def _forget(self, episode_id: str) -> None:
+    def _forget(self, episode_id: str) -> int:
+        """Remove an episode and its units; the number of units removed."""
         rows = self.db.execute("SELECT rowid, text FROM units WHERE episode_id = ?",
                                (episode_id,)).fetchall()
         for rowid, text in rows:
@@ -125,12 +138,13 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                             (rowid, text))
         self.db.execute("DELETE FROM units WHERE episode_id = ?", (episode_id,))
         self.db.execute("DELETE FROM episodes WHERE episode_id = ?", (episode_id,))
+        return len(rows)
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
         dates = DateRange.from_filters(filters)
-        match = fts_query(query)
+        match = self.match_expression(query)
         if match is None:
             return []
         k = min(limit or self.max_results, self.max_results)
@@ -140,6 +154,28 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                          score=score, metadata=self._meta(u))
             for u, score in self.ranked(match, dates, k)
         ]
+
+    def match_expression(self, query: str) -> str | None:
+        """The FTS5 expression for ``query``.
+
+        BM25 scores every unit a query word occurs in, so a word found in most units (``p99``
+        in ops logs) makes each search cost time linear in the store while adding almost
+        nothing to the ranking (its IDF is near zero). Past ``prune_above`` units, words found
+        in more than ``max_df`` of them are dropped; if that leaves none, the rarest one stays.
+        """
+        words = list(dict.fromkeys(w for w in TOKEN.findall(query.lower()) if len(w) > 1))
+        if not words:
+            return None
+        with self._lock:
+            n = self._units
+            if n > self.prune_above and len(words) > 1:
+                marks = ",".join("?" * len(words))
+                df = dict(self.db.execute(
+                    f"SELECT term, doc FROM units_vocab WHERE term IN ({marks})", words
+                ).fetchall())
+                kept = [w for w in words if df.get(w, 0) <= self.max_df * n]
+                words = kept or sorted(words, key=lambda w: df.get(w, 0))[:1]
+        return " OR ".join(f'"{w}"' for w in words)
 
     def ranked(self, match: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
         """The ``k`` best units for an FTS5 ``match`` expression, best first (higher score)."""
@@ -211,7 +247,5 @@ class SqliteFtsChunkedAdapter(SqliteFtsAdapter):
 
     Options = SqliteFtsChunkedOptions
 
-    def __init__(self, path: str | None = None, max_results: int = 10,
-                 snippet_chars: int = 600, chunk_chars: int | None = DEFAULT_CHUNK_CHARS,
-                 chunk_overlap: int = 150) -> None:
-        super().__init__(path, max_results, snippet_chars, chunk_chars, chunk_overlap)
+    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
+        super().__init__(chunk_chars=chunk_chars, **kwargs)

@@ -1,0 +1,281 @@
+"""Adapter performance: ingest rate and search latency at 1k, 10k and 100k episodes.
+
+    python bench/adapters.py                       # every adapter, every size that fits
+    python bench/adapters.py --adapters sqlite_fts --sizes 1000 10000 100000
+    python bench/adapters.py --pg-dsn postgresql://postgres@127.0.0.1:5432/postgres
+
+Episodes are synthetic daily operations reports in the style of the LENS ops scopes (endpoint
+latencies, hosts, alerts, deployments, on-call notes; about 2,000-3,000 characters each), made
+from a hashlib-seeded generator so every run ingests the same text. Every adapter is driven
+through the async contract exactly as the runner drives it (sync adapters in worker threads).
+
+The embedding adapters cannot embed 10k or 100k episodes on a CPU in benchmark time (the model
+does a few full-length episodes per second), so they are measured in two parts:
+- ingest: ``cold`` embeds ``--embed-n`` new episodes (cache miss, the real first-ingest cost);
+  ``warm`` re-ingests the same episodes into a fresh instance (every embedding a cache hit, the
+  cost of a resumed run);
+- search at 1k/10k/100k: the index is filled with real embeddings of ``--embed-n`` distinct
+  episodes, repeated under new ids up to the size. Brute-force cosine costs the same whatever the
+  vectors hold, so the latency is the real one for that many units.
+Results are printed as a markdown table and, with ``--json``, written as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lens.adapter import MemoryAdapter, create_adapter
+from lens.dataset import Episode
+
+ENDPOINTS = ["/checkout", "/fraud_check", "/geo_lookup", "/auth", "/product_catalog", "/search",
+             "/recommendations", "/inventory", "/payments", "/shipping_quote", "/profile"]
+HOSTS = ["gateway-01", "gateway-02", "service-b-01", "service-b-02", "metrics-db-01",
+         "orders-db-01", "cache-01", "queue-01", "search-01", "worker-03"]
+POOLS = ["primary", "replica", "third_party_geo", "payments_vendor", "analytics"]
+ALERTS = ["DISK-USAGE-WARN", "CERT-EXPIRY-30D", "LATENCY-P99-HIGH", "ERROR-RATE-SPIKE",
+          "POOL-EXHAUSTION", "RETRY-STORM", "CPU-SATURATION", "QUEUE-BACKLOG", "GC-PAUSE-LONG"]
+SERVICES = ["auth-service", "geo-service", "checkout-api", "search-indexer", "fraud-model",
+            "recommendation-engine", "billing-worker", "cdn-config", "inventory-sync"]
+PEOPLE = ["J. Martinez", "A. Chen", "R. Okafor", "S. Lindqvist", "P. Nair", "M. Rossi",
+          "K. Tanaka", "L. Dubois", "D. Mensah", "E. Novak"]
+EVENTS = [
+    "A/B test '{x}' moved to {n}% rollout", "Rotated {h} access logs to the new bucket policy",
+    "Scheduled {h} maintenance window for {d} 02:00Z", "Vendor reported elevated latency on {e}",
+    "Retry budget for {s} raised from {n} to {m} per minute", "Cache hit rate dipped to {p}%",
+    "Capacity review flagged {h} for a memory upgrade", "Incident review for {a} closed",
+    "Customer complaints about slow {e} rose to {n} tickets", "Runbook for {a} updated by {who}",
+]
+QUERIES = [
+    "geo lookup latency increasing p99", "connection pool exhaustion on primary",
+    "retry storm service-b", "disk usage warning metrics-db", "certificate expiry gateway",
+    "checkout error rate spike after deploy", "who was on call when the queue backlog grew",
+    "fraud check latency degradation", "deployments of auth-service", "cache hit rate dipped",
+    "vendor reported elevated latency", "memory upgrade capacity review",
+    "payments vendor pool waiting connections", "GC pause long on worker-03",
+    "recommendations error budget", "incident review closed", "search indexer rollout",
+    "customer complaints slow checkout", "inventory sync retries", "CPU saturation gateway-02",
+]
+
+
+def _rng(seed: str) -> random.Random:
+    return random.Random(int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big"))
+
+
+def episode(i: int, scope: str = "bench") -> Episode:
+    """Daily ops report number ``i``: the same text for the same ``i`` on every machine."""
+    r = _rng(f"bench-episode-{i}")
+    day = datetime(2024, 1, 1, 10, tzinfo=UTC) + timedelta(hours=6 * i)
+    lines = [f"## {day:%Y-%m-%d %H:%M} Operations Summary #{i}", "", "### Endpoint Performance"]
+    for ep in r.sample(ENDPOINTS, 7):
+        p50 = r.randint(20, 120)
+        lines.append(f"- {ep}: REQUESTS {r.randint(80_000, 220_000)} | p50: {p50}ms "
+                     f"p95: {p50 * r.randint(2, 3)}ms p99: {p50 * r.randint(3, 6)}ms | "
+                     f"err: {r.uniform(0.01, 0.9):.2f}% | success: {r.uniform(99, 99.99):.2f}%")
+    lines += ["", "### Infrastructure"]
+    for h in r.sample(HOSTS, 4):
+        lines.append(f"- {h}: CPU {r.randint(10, 95)}% | Mem {r.randint(30, 90)}% | "
+                     f"Disk {r.randint(40, 95)}% | Conns: {r.randint(100, 2500)}")
+    lines += ["", "### Connection Pools"]
+    for p in r.sample(POOLS, 3):
+        mx = r.choice([60, 100, 200])
+        act = r.randint(5, mx)
+        lines.append(f"- {p}: active {act} | idle {mx - act} | waiting {r.randint(0, 30)} | "
+                     f"exhaustion: {r.randint(0, 4)} | max: {mx} | avg_wait: {r.randint(1, 90)}ms")
+    lines += ["", "### Alerts"]
+    for a in r.sample(ALERTS, r.randint(1, 3)):
+        lines.append(f"- [{r.choice(['info', 'warning', 'critical'])}] {a} on {r.choice(HOSTS)}")
+    lines += ["", "### Deployments & Changes",
+              f"- Deployed {r.choice(SERVICES)} v{r.randint(1, 9)}.{r.randint(0, 20)}."
+              f"{r.randint(0, 9)}", "", "### Events"]
+    for tpl in r.sample(EVENTS, 4):
+        lines.append("- " + tpl.format(
+            x=f"exp-{r.randint(1, 99)}", n=r.randint(2, 60), m=r.randint(61, 200),
+            h=r.choice(HOSTS), e=r.choice(ENDPOINTS), s=r.choice(SERVICES),
+            p=round(r.uniform(70, 99), 1), a=r.choice(ALERTS), who=r.choice(PEOPLE),
+            d=(day + timedelta(days=1)).date()))
+    who = r.choice(PEOPLE)
+    lines += ["", "### On-Call",
+              f"- shift handoff note: Shift: {who}. {r.randint(0, 6)} pages. "
+              f"{r.randint(0, 4)} tickets. {r.choice(['Quiet shift.', 'Busy shift.', 'Escalated to platform team.', 'Watch the retry rates overnight.'])}"]  # noqa: E501
+    return Episode(episode_id=f"{scope}_ep_{i:06d}", scope_id=scope, timestamp=day,
+                   text="\n".join(lines))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _ingest(adapter: MemoryAdapter, episodes: list[Episode]) -> float:
+    await adapter.reset("bench")
+    start = time.perf_counter()
+    for ep in episodes:
+        await adapter.ingest(ep)
+    await adapter.prepare("bench", len(episodes))
+    return time.perf_counter() - start
+
+
+async def _searches(adapter: MemoryAdapter, n: int) -> list[float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        await adapter.search(QUERIES[i % len(QUERIES)])
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def cycled(i: int, pool: int) -> Episode:
+    """Episode ``i`` with the text of episode ``i % pool``: its embedding is a cache hit."""
+    return episode(i % pool).model_copy(update={"episode_id": f"bench_ep_{i:06d}"})
+
+
+async def measure(factory: Callable[[], MemoryAdapter], size: int, queries: int,
+                  fill: Callable[[MemoryAdapter, int], Any] | None = None,
+                  pool: int | None = None) -> dict[str, Any]:
+    adapter = factory()
+    try:
+        if fill is None:
+            eps = [episode(i) if pool is None else cycled(i, pool) for i in range(size)]
+            seconds = await _ingest(adapter, eps)
+            rate: float | None = size / seconds
+        else:
+            await adapter.reset("bench")
+            await fill(adapter, size)
+            rate = None
+        await _searches(adapter, 5)  # warm-up: first-call costs are not search latency
+        times = await _searches(adapter, queries)
+    finally:
+        await adapter.aclose()
+    return {"size": size, "ingest_eps": rate, "p50_ms": 1000 * pct(times, 0.5),
+            "p99_ms": 1000 * pct(times, 0.99)}
+
+
+def _inner(adapter: MemoryAdapter) -> Any:
+    return getattr(adapter, "inner", adapter)
+
+
+def vector_fill(pool: int) -> Callable[[MemoryAdapter, int], Any]:
+    """Fill a vector-backed adapter with ``size`` units whose vectors are real embeddings of
+    ``pool`` distinct episodes, repeated under new ids (see the module docstring)."""
+
+    async def fill(adapter: MemoryAdapter, size: int) -> None:
+        from adapters.chunking import episode_units
+
+        inner = _inner(adapter)
+        vec = getattr(inner, "semantic", inner)
+        base = [episode(i) for i in range(pool)]
+        base_units = [u for ep in base for u in episode_units(ep, vec.chunk_chars,
+                                                              vec.chunk_overlap)]
+        base_vecs = vec.embedder.embed([u.text for u in base_units])
+        per_episode = len(base_units) / pool
+        copies = max(1, int(size * per_episode / len(base_units)))
+        for c in range(copies):
+            units = [type(u)(f"copy{c}_{u.ref_id}", f"copy{c}_{u.episode_id}", u.timestamp,
+                             u.text) for u in base_units]
+            vec._matrix.add(units, base_vecs)
+            for u in units:
+                vec._units[u.ref_id] = u
+        keyword = getattr(inner, "keyword", None)
+        if keyword is not None:  # hybrid: the keyword leg gets the real episodes
+            keyword.ingest_many([episode(i) for i in range(size)])
+
+    return fill
+
+
+async def embed_ingest(name: str, options: dict[str, Any], n: int) -> dict[str, Any]:
+    """Cold (cache miss) and warm (cache hit) ingest rate of ``n`` episodes."""
+    eps = [episode(i) for i in range(n)]
+    out: dict[str, Any] = {"n": n}
+    for label in ("cold", "warm"):  # options name a fresh cache file: the first pass misses
+        adapter = create_adapter(name, options)
+        try:
+            seconds = await _ingest(adapter, eps)
+        finally:
+            await adapter.aclose()
+        out[f"{label}_eps"] = n / seconds
+    return out
+
+
+def machine_line() -> str:
+    import os
+
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+            f"Python {platform.python_version()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--adapters", nargs="+", default=[
+        "sqlite_fts", "sqlite_fts_chunked", "full_context", "recency", "vector",
+        "vector_chunked", "hybrid", "mem0", "postgres"])
+    ap.add_argument("--sizes", nargs="+", type=int, default=[1000, 10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3, help="runs per size up to 10k (median)")
+    ap.add_argument("--embed-n", type=int, default=200, help="episodes really embedded")
+    ap.add_argument("--pg-dsn", default=None, help="PostgreSQL for the postgres adapter")
+    ap.add_argument("--mem0-max", type=int, default=1000, help="largest size for mem0")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+
+    rows: list[dict[str, Any]] = []
+    print(f"machine: {machine_line()}", flush=True)
+    for name in args.adapters:
+        options: dict[str, Any] = {}
+        if name == "postgres":
+            if not args.pg_dsn:
+                print("postgres: skipped (no --pg-dsn)", flush=True)
+                continue
+            options = {"dsn": args.pg_dsn, "search": "keyword"}
+        embeds = name in ("vector", "vector_chunked", "hybrid", "hybrid_chunked", "mem0")
+        if embeds:
+            options["embedding_cache"] = str(Path(tempfile.mkdtemp()) / "e.sqlite")
+            r = anyio.run(embed_ingest, name, options, args.embed_n)
+            rows.append({"adapter": name, "kind": "ingest", **r})
+            print(json.dumps(rows[-1]), flush=True)
+        for size in args.sizes:
+            if name == "mem0" and size > args.mem0_max:
+                continue
+            fill = vector_fill(args.embed_n) if embeds and name != "mem0" else None
+            # mem0 stores through its own add(): it ingests for real, texts cycling through
+            # the embed-n episodes whose embeddings the cache holds (warm-cache ingest).
+            pool = args.embed_n if name == "mem0" else None
+            reps = args.repeats if size <= 10_000 else 1
+            runs = []
+            for _ in range(reps):
+                factory = functools.partial(create_adapter, name, options)
+                runs.append(anyio.run(measure, factory, size, args.queries, fill, pool))
+            med = {k: statistics.median([r[k] for r in runs]) if runs[0][k] is not None
+                   else None for k in ("ingest_eps", "p50_ms", "p99_ms")}
+            rows.append({"adapter": name, "kind": "scale", "size": size, "repeats": reps, **med})
+            print(json.dumps(rows[-1]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine_line(), "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
