@@ -308,3 +308,18 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
                       "judge": "warn", "failures": "fail"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
+
+
+def test_confidence_option_narrows_every_interval(run_dir: Path, tmp_path: Path) -> None:
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "r90"),
+                 "--confidence", "0.9"]) == 0
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "r95")]) == 0
+    s90 = json.loads((tmp_path / "r90" / "summary.json").read_text())
+    s95 = json.loads((tmp_path / "r95" / "summary.json").read_text())
+    assert s90["confidence"] == 0.9
+    for metric in ("budget_compliance", "fact_recall", "composite"):
+        a = s90["adapters"]["null"]["metrics"][metric]
+        b = s95["adapters"]["null"]["metrics"][metric]
+        assert a["mean"] == b["mean"] and a["margin"] < b["margin"], metric
+    assert not (run_dir / "report.md").exists()  # --out leaves the run directory alone
+    assert main(["report", str(run_dir), "--confidence", "1.5"]) == 2
