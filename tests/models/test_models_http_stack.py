@@ -451,3 +451,26 @@ async def test_create_client_without_runtime_has_the_whole_stack(fake_openai: Fa
     assert (await client.complete(request())).cached
     await client.aclose()
     assert json.loads(json.dumps(c.model_dump()))["retries"] == 1
+
+
+@pytest.mark.anyio
+async def test_agent_responder_drives_the_real_agent(fake_openai: FakeOpenAI) -> None:
+    from lens.adapter import CapabilityManifest, SearchResult
+    from lens.agent import Agent
+    from lens.config import BudgetConfig
+    from lens.dataset import AgentQuestion
+    from tests.support.fake_openai import agent_responder
+
+    class OneRecord:
+        async def search(self, query: str, filters: object = None,
+                         limit: int | None = None) -> list[SearchResult]:
+            return [SearchResult(ref_id="ep_7", text=f"match for {query}", score=1.0)]
+
+    fake_openai.responder = agent_responder()
+    rt = runtime()
+    agent = Agent(model=rt.client(cfg(fake_openai)), adapter=OneRecord(),  # type: ignore[arg-type]
+                  budget=BudgetConfig(), capabilities=CapabilityManifest())
+    result = await agent.answer(AgentQuestion(question_id="q1", prompt="what happened?"))
+    assert result.cited_refs == ["ep_7"] and fake_openai.count == 2
+    assert fake_openai.requests[0].body["messages"][-1]["content"] == "what happened?"
+    await rt.aclose()

@@ -137,6 +137,38 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest], Reply]
 
 
+def agent_responder(delay_s: float = 0.0, prompt_tokens: int = 200,
+                    completion_tokens: int = 20) -> Responder:
+    """Acts like a retrieval agent: searches with the user's question, then answers citing the
+    first record the search returned (or says nothing was found). For load and reliability
+    tests that need realistic multi-turn traffic without a model."""
+
+    def respond(req: RecordedRequest) -> Reply:
+        messages = req.body.get("messages", [])
+        tools = {t.get("function", {}).get("name") for t in req.body.get("tools", [])}
+        kw = {"delay_s": delay_s, "prompt_tokens": prompt_tokens,
+              "completion_tokens": completion_tokens}
+        tool_msgs = [m for m in messages if m.get("role") == "tool"]
+        if not tool_msgs and "memory_search" in tools:
+            question = next((m.get("content", "") for m in messages if m.get("role") == "user"),
+                            "")
+            return Reply.tool_call("memory_search", {"query": question}, **kw)
+        refs: list[str] = []
+        for m in tool_msgs:
+            try:
+                data = json.loads(m.get("content") or "{}")
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                refs += [r["ref_id"] for r in data.get("results", []) if isinstance(r, dict)
+                         and "ref_id" in r]
+        if refs:
+            return Reply.text(f"According to the records [{refs[0]}].", **kw)
+        return Reply.text("Nothing in memory answers this.", **kw)
+
+    return respond
+
+
 class FakeOpenAI:
     """The server. ``requests`` records every request in arrival order."""
 
