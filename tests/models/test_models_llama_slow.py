@@ -75,13 +75,13 @@ def test_lazy_grammar_decoding_matches_full_grammar_decoding() -> None:
     """The fast decoder picks exactly what llama-cpp-python's full grammar check picks."""
     from llama_cpp import Llama, LlamaGrammar
 
-    from lens.models.llama_backend import _gbnf
+    from lens.models.llama_backend import _gbnf, default_threads
     from lens.models.llama_decode import greedy_constrained
     from lens.models.local_models import resolve_model_path
     from lens.models.local_prompt import action_schema, render_prompt
 
     path, _ = resolve_model_path("qwen2.5-coder-0.5b")
-    llm = Llama(model_path=str(path), n_ctx=1024, n_threads=2, verbose=False)
+    llm = Llama(model_path=str(path), n_ctx=1024, n_threads=default_threads(), verbose=False)
     req = CompletionRequest(messages=[Message(role="system", content=SYSTEM),
                                       Message(role="user", content="Did DEP-5266 cause it?")],
                             tools=[SEARCH, RETRIEVE])
