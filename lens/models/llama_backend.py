@@ -29,9 +29,9 @@ from lens.models.local_models import resolve_model_path
 from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
 
 # Part of the cache key: bump when rendering or constraints change what the model is asked.
-PROMPT_FORMAT = "chatml-json-actions-2"
+PROMPT_FORMAT = "chatml-json-actions-3"
 _OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds", "models_dir",
-            "seed", "optional_args")
+            "seed", "optional_args", "ground_refs")
 
 
 def default_threads() -> int:
@@ -129,10 +129,14 @@ class LlamaCppClient:
         # answers from its own imagination without looking at the memory at all.
         self.min_tool_rounds = int(opts.get("min_tool_rounds", 1))
         self.optional_args = bool(opts.get("optional_args", False))
+        # A ref_id argument must name a record the tools returned: a small model otherwise
+        # "retrieves" ids it made up (or copied from the prompt's example).
+        self.ground_refs = bool(opts.get("ground_refs", True))
         self.cache_identity = {"model": identity, "format": PROMPT_FORMAT,
                                "n_ctx": self.settings.n_ctx,
                                "min_tool_rounds": self.min_tool_rounds,
                                "optional_args": self.optional_args,
+                               "ground_refs": self.ground_refs,
                                "max_tool_rounds": self.max_tool_rounds}
         self._model: LoadedModel | None = None
 
@@ -164,7 +168,8 @@ class LlamaCppClient:
         schema: dict[str, Any] | None = None
         if agentic:
             schema = action_schema(request, answer_only=answer_only, must_call=must_call,
-                                   optional_args=self.optional_args)
+                                   optional_args=self.optional_args,
+                                   ground_refs=self.ground_refs)
         elif request.response_schema is not None:
             schema = request.response_schema
         max_tokens = request.max_tokens or self.config.max_tokens or 512

@@ -205,12 +205,28 @@ def answer_schema(refs: list[str]) -> dict[str, Any]:
             "additionalProperties": False}
 
 
+def ground_ref_args(params: dict[str, Any], refs: list[str]) -> dict[str, Any] | None:
+    """A string ``ref_id`` argument may only name a record the tools have returned; None when
+    no record has been seen yet (the tool cannot be called sensibly)."""
+    props = params.get("properties")
+    if not isinstance(props, dict):
+        return params
+    ref = props.get("ref_id")
+    if not (isinstance(ref, dict) and ref.get("type") == "string"):
+        return params
+    if not refs:
+        return None
+    return {**params, "properties": {**props, "ref_id": {"enum": refs}}}
+
+
 def action_schema(request: CompletionRequest, *, answer_only: bool = False,
-                  must_call: bool = False, optional_args: bool = True) -> dict[str, Any]:
+                  must_call: bool = False, optional_args: bool = True,
+                  ground_refs: bool = False) -> dict[str, Any]:
     """oneOf(one call of an offered tool with schema-valid arguments, a final answer).
 
     ``answer_only`` leaves only the answer; ``must_call`` turns "auto" into "required";
-    without ``optional_args`` only a tool's required arguments may be written.
+    without ``optional_args`` only a tool's required arguments may be written; with
+    ``ground_refs`` a ``ref_id`` argument must be one the tools returned.
     """
     choice = request.tool_choice
     if must_call and choice == "auto":
@@ -219,10 +235,16 @@ def action_schema(request: CompletionRequest, *, answer_only: bool = False,
     if not answer_only and choice != "none":
         tools = [t for t in request.tools if choice in ("auto", "required") or t.name == choice]
     alternatives: list[dict[str, Any]] = []
+    refs = seen_refs(request.messages)
     for t in tools:
         params = _tighten(t.parameters) if t.parameters else {"type": "object"}
         if not optional_args:
             params = required_only(params)
+        if ground_refs:
+            grounded = ground_ref_args(params, refs)
+            if grounded is None:
+                continue
+            params = grounded
         if not params.get("properties") and params.get("type") == "object":
             params = {"type": "object", "properties": {}, "additionalProperties": False}
         alternatives.append({
@@ -231,8 +253,8 @@ def action_schema(request: CompletionRequest, *, answer_only: bool = False,
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         })
-    if not tools or choice == "auto":
-        alternatives.append(answer_schema(seen_refs(request.messages)))
+    if not alternatives or choice == "auto":
+        alternatives.append(answer_schema(refs))
     return alternatives[0] if len(alternatives) == 1 else {"oneOf": alternatives}
 
 

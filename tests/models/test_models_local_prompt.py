@@ -147,3 +147,14 @@ def test_grammar_compiles_for_the_action_schema() -> None:
 
     gbnf = json_schema_to_gbnf(json.dumps(action_schema(req(conversation()))))
     assert '"\\"memory_search\\""' in gbnf and '"\\"ep_1\\""' in gbnf
+
+
+def test_ground_refs_limits_ref_ids_to_records_seen() -> None:
+    before = action_schema(req(conversation()[:2]), ground_refs=True)["oneOf"]
+    names = [a["properties"]["tool"]["const"] for a in before if "tool" in a["properties"]]
+    assert names == ["memory_search", "memory_capabilities"]  # nothing to retrieve yet
+    after = action_schema(req(conversation()), ground_refs=True)["oneOf"]
+    retrieve = next(a for a in after if a["properties"].get("tool", {}).get("const")
+                    == "memory_retrieve")
+    assert retrieve["properties"]["arguments"]["properties"]["ref_id"] == {
+        "enum": ["ep_1", "ep_2"]}
