@@ -248,7 +248,9 @@ class Runner:
                     model_calls=result.model_calls, transcript=result.transcript,
                     budget=result.budget, wall_s=time.perf_counter() - t0,
                 )
-            await self._save(record)
+        # The question's slot is free once its model calls are over: the next question starts
+        # while this record is flushed. The checkpoint's task group still waits for the save.
+        await self._save(record)
 
     async def _save(self, record: QuestionRecord) -> None:
         # fsync in a worker thread so one slow disk flush never stalls the calls in flight;
