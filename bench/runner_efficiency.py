@@ -1,0 +1,262 @@
+"""Runner efficiency: does lens keep the provider busy, and what does it cost per model call?
+
+N questions are answered through the real runner, agent, model stack (openai backend, retry,
+endpoint limits, metering, optionally the SQLite cache) and run store, against the loopback fake
+server (``bench.fakeserver``, its own process) answering every call after a fixed latency with a
+scripted pattern of 4 model calls and 3 tool calls per question. The memory adapter is an
+in-process dictionary, so what is measured is lens itself.
+
+For each concurrency c (questions in flight, and the endpoint's max_concurrency):
+
+- ideal wall time ``ceil(N / c) * calls * latency``; efficiency = ideal / actual;
+- CPU seconds of this process (all threads: event loop and store workers) per model call;
+- the baseline, measured in the same run: a bare loop with the openai SDK doing the same calls
+  at the same concurrency (no runner, agent, stack or store). lens CPU per call minus the
+  baseline's is what the framework adds on top of the HTTP client and the parsing of the reply.
+
+    python -m bench.runner_efficiency --questions 1000 --concurrency 8,64,256 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import openai
+
+from bench.common import fake_server, machine_line, md_table, spread
+from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.agent import tool_specs
+from lens.config import CacheConfig, RunConfig
+from lens.dataset import Episode, load_dataset
+from lens.models.runtime import ModelRuntime
+from lens.prompts import AGENT_SYSTEM_PROMPT
+from lens.runner import Runner
+from lens.store import RunStore
+
+CALLS_PER_QUESTION = 4
+TOOLS_PER_QUESTION = 3
+SCOPES = 4
+_TEXT = ("Weekly operations report: the widget line ran three shifts; output rose from 10 to 40 "
+         "units a day after the press was recalibrated; two suppliers were late; the audit "
+         "found no safety issue. ") * 2
+
+
+class DictMemory(MemoryAdapter):
+    """A memory held in a dict: answers instantly, so the benchmark measures lens alone."""
+
+    def __init__(self) -> None:
+        self.docs = {f"doc-{i}": _TEXT for i in range(1, 5)}
+
+    async def reset(self, scope_id: str) -> None:
+        return None
+
+    async def ingest(self, episode: Episode) -> None:
+        return None
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        return [SearchResult(ref_id=k, text=v, score=1.0 / (i + 1))
+                for i, (k, v) in enumerate(self.docs.items())][: limit or 4]
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        text = self.docs.get(ref_id)
+        return None if text is None else Document(ref_id=ref_id, text=text)
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(max_results=4)
+
+
+def write_dataset(path: Path, questions: int) -> Path:
+    scopes, qs = [], []
+    per_scope = math.ceil(questions / SCOPES)
+    for s in range(SCOPES):
+        sid = f"bench_{s}"
+        scopes.append({"scope_id": sid, "episodes": [
+            {"episode_id": f"{sid}_ep_{i}", "scope_id": sid,
+             "timestamp": f"2024-01-{i + 1:02d}T09:00:00", "text": f"{_TEXT} day {i}"}
+            for i in range(4)]})
+        for k in range(min(per_scope, questions - s * per_scope)):
+            qs.append({"question_id": f"{sid}_q{k:04d}", "scope_id": sid, "checkpoint_after": 4,
+                       "question_type": "longitudinal",
+                       "prompt": f"How did daily widget output change over the month? ({k})",
+                       "ground_truth": {"canonical_answer": "from 10 to 40",
+                                        "required_evidence_refs": [f"{sid}_ep_0"],
+                                        "key_facts": ["output rose to 40"]}})
+    path.write_text(json.dumps({"version": "0.1.0", "scopes": scopes, "questions": qs}))
+    return path
+
+
+@dataclass
+class Measure:
+    wall_s: float
+    cpu_s: float
+    calls: int
+    questions: int
+
+
+def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None) -> RunConfig:
+    return RunConfig.model_validate({
+        "name": "bench",
+        "dataset": {"path": str(dataset)},
+        "adapters": [{"name": "null"}],
+        "agent": {"model": "openai/bench-model", "base_url": base_url, "max_tokens": 200,
+                  "max_concurrency": c, "timeout_s": 60, "max_retries": 2,
+                  "budget": {"max_turns": 8, "max_tool_calls": 12,
+                             "max_payload_bytes": 200_000, "max_agent_tokens": 10_000_000,
+                             "max_seconds": 600}},
+        "concurrency": {"units": SCOPES, "questions": c},
+        "out_dir": str(out),
+        "cache": {"enabled": cache is not None, "path": str(cache) if cache else None},
+        "scoring": {"enabled": False},
+        "report": False,
+    })
+
+
+async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
+                    cache: bool) -> Measure:
+    config = run_config(dataset_path, base_url, c, workdir,
+                        workdir / "cache.sqlite" if cache else None)
+    dataset = load_dataset(dataset_path)
+    store = RunStore.create(workdir, "bench", f"c{c}-{time.monotonic_ns()}")
+    runtime = ModelRuntime(cache=config.cache if cache else CacheConfig(enabled=False))
+    client = runtime.client(config.agent)
+    runner = Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory())
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    summary = await runner.run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    store.close()
+    await runtime.aclose()
+    calls = runtime.usage()["total"]["calls"]
+    if summary.answered != summary.questions or summary.errored:
+        raise RuntimeError(f"lens run incomplete: {summary}")
+    return Measure(wall, cpu, calls, summary.answered)
+
+
+def _openai_tools() -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}}
+            for t in tool_specs(CapabilityManifest(max_results=4))]
+
+
+async def raw_once(n: int, base_url: str, c: int) -> Measure:
+    """The same calls with the bare SDK: the least any Python client of this API does."""
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=60)
+    tools = _openai_tools()
+    memory = DictMemory()
+    sem = asyncio.Semaphore(c)
+    calls = 0
+
+    async def one(i: int) -> None:
+        nonlocal calls
+        async with sem:
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": AGENT_SYSTEM_PROMPT},
+                {"role": "user", "content": f"How did daily widget output change? ({i})"}]
+            while True:
+                r = await client.chat.completions.create(
+                    model="bench-model", messages=messages, tools=tools, tool_choice="auto",
+                    temperature=0.0, max_tokens=200)  # type: ignore[arg-type]
+                calls += 1
+                msg = r.choices[0].message
+                tcs = msg.tool_calls or []
+                messages.append({"role": "assistant", "content": msg.content or "",
+                                 "tool_calls": [{"id": t.id, "type": "function",
+                                                 "function": {"name": t.function.name,
+                                                              "arguments": t.function.arguments}}
+                                                for t in tcs]})
+                if not tcs:
+                    return
+                for t in tcs:
+                    args = json.loads(t.function.arguments)
+                    if t.function.name == "memory_search":
+                        hits = await memory.search(args["query"])
+                        payload: Any = {"results": [h.model_dump(mode="json") for h in hits]}
+                    else:
+                        doc = await memory.retrieve(args["ref_id"])
+                        payload = doc.model_dump(mode="json") if doc else {"error": "none"}
+                    messages.append({"role": "tool", "tool_call_id": t.id,
+                                     "content": json.dumps(payload)})
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    await client.close()
+    return Measure(wall, cpu, calls, n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="lens runner efficiency against a loopback server")
+    p.add_argument("--questions", type=int, default=1000)
+    p.add_argument("--concurrency", default="1,8,64,256")
+    p.add_argument("--latency-ms", type=float, default=100.0)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--cache", action="store_true",
+                   help="run lens with the SQLite model cache on (cold: every call a miss)")
+    p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--json", type=Path, help="also write the raw measurements here")
+    args = p.parse_args(argv)
+    levels = [int(x) for x in args.concurrency.split(",")]
+    latency = args.latency_ms / 1000.0
+    print(machine_line())
+    print(f"N={args.questions} questions, {CALLS_PER_QUESTION} model calls + "
+          f"{TOOLS_PER_QUESTION} tool calls each, latency {args.latency_ms:g} ms, "
+          f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}", flush=True)
+    rows, raw_json = [], []
+    with tempfile.TemporaryDirectory(prefix="lens-bench-") as tmp, \
+            fake_server(args.latency_ms) as server:
+        dataset = write_dataset(Path(tmp) / "bench.json", args.questions)
+        for c in levels:
+            ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
+            lens_m: list[Measure] = []
+            raw_m: list[Measure] = []
+            for rep in range(args.reps):
+                work = Path(tmp) / f"c{c}-r{rep}"
+                work.mkdir()
+                if not args.no_baseline:
+                    raw_m.append(anyio.run(raw_once, args.questions, server.base_url, c))
+                lens_m.append(anyio.run(lens_once, dataset, server.base_url, c, work,
+                                        args.cache))
+                m = lens_m[-1]
+                line = (f"  c={c} rep {rep + 1}: lens {m.wall_s:.2f}s "
+                        f"eff {ideal / m.wall_s:.3f} cpu/call {m.cpu_s / m.calls * 1e3:.3f}ms")
+                if raw_m:
+                    r = raw_m[-1]
+                    line += (f" | sdk {r.wall_s:.2f}s eff {ideal / r.wall_s:.3f} "
+                             f"cpu/call {r.cpu_s / r.calls * 1e3:.3f}ms")
+                print(line, flush=True)
+            eff = spread([ideal / m.wall_s for m in lens_m])
+            cpu = spread([m.cpu_s / m.calls * 1e3 for m in lens_m])
+            row = [str(c), f"{ideal:.2f}", spread([m.wall_s for m in lens_m]).fmt(2),
+                   eff.fmt(3), cpu.fmt(3)]
+            if raw_m:
+                raw_cpu = spread([r.cpu_s / r.calls * 1e3 for r in raw_m])
+                extra = spread([(m.cpu_s / m.calls - r.cpu_s / r.calls) * 1e3
+                                for m, r in zip(lens_m, raw_m, strict=True)])
+                row += [spread([ideal / r.wall_s for r in raw_m]).fmt(3), raw_cpu.fmt(3),
+                        extra.fmt(3)]
+            rows.append(row)
+            raw_json.append({"c": c, "ideal_s": ideal, "lens": [vars(m) for m in lens_m],
+                             "sdk": [vars(r) for r in raw_m]})
+    header = ["c", "ideal s", "lens wall s", "lens efficiency", "lens CPU ms/call"]
+    if not args.no_baseline:
+        header += ["bare-SDK efficiency", "bare-SDK CPU ms/call", "lens extra CPU ms/call"]
+    print()
+    print(md_table(header, rows))
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
+                                         "machine": machine_line(), "results": raw_json},
+                                        indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
