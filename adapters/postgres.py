@@ -160,7 +160,7 @@ class PostgresAdapter(MemoryAdapter):
             self._pending = [u for u in self._pending if u.episode_id != episode.episode_id]
             if self.embedder is not None:
                 self._pending.extend(units)
-        if len(self._pending) >= 128:
+        if len(self._pending) >= 32:
             await self._flush()
 
     async def _flush(self) -> None:

@@ -136,7 +136,9 @@ class VectorAdapter(SyncMemoryAdapter):
             for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
                 self._units[unit.ref_id] = unit
                 self._pending.append(unit)
-            if len(self._pending) >= 4 * self.batch_size:
+            # Embedding as we go bounds the work of any one call (the runner times each
+            # ingest and prepare call); a batch is still a full batch for the model.
+            if len(self._pending) >= self.batch_size:
                 self._flush()
 
     def _drop(self, episode_id: str) -> None:

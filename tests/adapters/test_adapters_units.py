@@ -178,3 +178,15 @@ def test_embedding_cache_avoids_re_encoding(tmp_path: Path) -> None:
     second.close()
     rows = sqlite3.connect(path).execute("SELECT model, count(*) FROM embeddings GROUP BY model")
     assert rows.fetchall() == [("all-MiniLM-L6-v2@256", 2)]
+
+
+def test_encoder_matches_sentence_transformers(encoder: enc_mod.MiniLMEncoder) -> None:
+    """Vectors recorded from sentence-transformers (torch) for the same packaged model; the
+    third text is longer than 256 tokens, so truncation is checked too."""
+    import json
+
+    ref = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+    got = encoder.encode(ref["texts"])
+    want = np.array(ref["vectors"], dtype=np.float32)
+    assert encoder.token_count(ref["texts"][2]) == 256
+    assert np.abs(got - want).max() < 1e-6
