@@ -53,6 +53,8 @@ class FakeServer:
     def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
         self.proc = proc
         self.port = port
+        # What the server said when it stopped: SERVED, PEAK_CONNECTIONS, PEAK_IN_FLIGHT.
+        self.final: dict[str, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -72,15 +74,21 @@ def fake_server(latency_ms: float, pattern: str = "agent") -> Iterator[FakeServe
         line = proc.stdout.readline().split()
         if len(line) != 2 or line[0] != "PORT":
             raise RuntimeError(f"fake server did not start (said {line!r})")
-        yield FakeServer(proc, int(line[1]))
+        server = FakeServer(proc, int(line[1]))
+        yield server
     finally:
         if proc.stdin is not None:
             proc.stdin.close()
         try:
+            rest = proc.stdout.read() if proc.stdout is not None else ""
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+            rest = ""
+    words = rest.split()
+    server.final = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)
+                    if words[i].isupper() and words[i + 1].isdigit()}
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

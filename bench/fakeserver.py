@@ -77,6 +77,8 @@ class Server:
         self.served = 0
         self.peak_open = 0
         self.open = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.open += 1
@@ -90,9 +92,14 @@ class Server:
                     if name.strip().lower() == b"content-length":
                         length = int(value.strip())
                 body = await reader.readexactly(length) if length else b""
-                if self.latency_s:
-                    await asyncio.sleep(self.latency_s)
-                payload = self.reply(body)
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                try:
+                    if self.latency_s:
+                        await asyncio.sleep(self.latency_s)
+                    payload = self.reply(body)
+                finally:
+                    self.in_flight -= 1
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: " + str(len(payload)).encode() + b"\r\n"
                              b"Connection: keep-alive\r\n\r\n" + payload)
@@ -117,7 +124,8 @@ async def serve(port: int, latency_s: float, pattern: str) -> None:
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not sys.stdin.read(1) else None)
     async with srv:
         await stop.wait()
-    print(f"SERVED {server.served} PEAK_CONNECTIONS {server.peak_open}", flush=True)
+    print(f"SERVED {server.served} PEAK_CONNECTIONS {server.peak_open} "
+          f"PEAK_IN_FLIGHT {server.peak_in_flight}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
