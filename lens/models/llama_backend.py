@@ -35,11 +35,18 @@ _OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds
 
 
 def default_threads() -> int:
-    """All cores but one. llama.cpp's worker threads spin while they wait for each other, so
-    when they outnumber the free cores their speed collapses (measured on 2 busy cores: 1 thread
-    62 s, 2 threads 238 s for the same call); the spare core serves the event loop, the adapter
-    and whatever else runs on the machine."""
-    return max(1, (os.cpu_count() or 2) - 1)
+    """The cores that are idle now: all of them on a quiet machine, fewer on a busy one.
+
+    llama.cpp's worker threads spin while they wait for each other, so when they outnumber the
+    free cores their speed collapses (measured on 2 cores under a load of 15: the same call took
+    62 s with 1 thread and 238 s with 2). Set ``options.n_threads`` to override.
+    """
+    cores = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0])
+    except OSError:
+        busy = 0
+    return max(1, cores - busy)
 
 
 @dataclass(frozen=True)
