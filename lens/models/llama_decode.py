@@ -49,7 +49,7 @@ def greedy_constrained(
         if a != b:
             break
         prefix += 1
-    prefix = min(prefix, len(prompt_tokens) - 1)
+    prefix = max(0, min(prefix, len(prompt_tokens) - 1))
     llm.n_tokens = prefix
     llm.eval(prompt_tokens[prefix:])
 
