@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--latency-ms", type=float, default=100.0)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--tier1-reps", type=int, default=None,
+                   help="repetitions of the tier-1 measurement (default --reps; 0 skips it)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     print(machine_line(), flush=True)
@@ -122,12 +124,15 @@ def main(argv: list[str] | None = None) -> int:
                                                                   vars(args).items()}}
     with tempfile.TemporaryDirectory(prefix="lens-score-bench-") as tmp_s:
         tmp = Path(tmp_s)
+        tier1_reps = args.reps if args.tier1_reps is None else args.tier1_reps
+        answers = args.answers if tier1_reps else args.judge_answers
         t = time.perf_counter()
-        run_dir = build_run(tmp, args.answers)
-        print(f"built a run with {args.answers} stored answers in "
+        run_dir = build_run(tmp, answers)
+        print(f"built a run with {answers} stored answers in "
               f"{time.perf_counter() - t:.1f}s", flush=True)
         loads, tier1 = [], []
-        for rep in range(args.reps):
+        rows = []
+        for rep in range(tier1_reps):
             t = time.perf_counter()
             n = len(load_run(run_dir).items)
             loads.append(time.perf_counter() - t)
@@ -137,18 +142,22 @@ def main(argv: list[str] | None = None) -> int:
             scored = sum(1 for q in scores.questions if q.metrics.get("fact_recall") is not None)
             print(f"  rep {rep + 1}: read {n} records {loads[-1]:.2f}s; tier-1 score "
                   f"{tier1[-1]:.2f}s ({scored} with a fact_recall value)", flush=True)
-        t1 = spread(tier1)
-        rows = [["tier-1 scoring (read + score + write scores.json)", t1.fmt(2, " s"),
-                 spread([args.answers / x for x in tier1]).fmt(0, "/s")],
-                ["baseline: reading the records only", spread(loads).fmt(2, " s"),
-                 spread([args.answers / x for x in loads]).fmt(0, "/s")]]
+        if tier1:
+            rows += [["tier-1 scoring (read + score + write scores.json)",
+                      spread(tier1).fmt(2, " s"),
+                      spread([args.answers / x for x in tier1]).fmt(0, "/s")],
+                     ["baseline: reading the records only", spread(loads).fmt(2, " s"),
+                      spread([args.answers / x for x in loads]).fmt(0, "/s")]]
         out["tier1_s"], out["load_s"] = tier1, loads
 
-        judge_dir = subset_run(run_dir, tmp, args.judge_answers)
         ideal = args.concurrency / (args.latency_ms / 1000)
         judged = []
         with fake_server(args.latency_ms, pattern="judge") as server:
             for rep in range(args.reps):
+                # A fresh copy each time: a run keeps its verdicts, and re-scoring reuses them.
+                rep_dir = tmp / f"judge-{rep}"
+                rep_dir.mkdir()
+                judge_dir = subset_run(run_dir, rep_dir, args.judge_answers)
                 wall, calls, cpu = anyio.run(judge_once, judge_dir, server.base_url,
                                              args.concurrency)
                 judged.append((wall, calls, cpu))
