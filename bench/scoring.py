@@ -1,8 +1,9 @@
 """Scoring throughput: tier-1 scoring of many stored answers, and the judge at high concurrency.
 
 The stored answers are real: one run of the scripted retrieval policy over SQLite FTS5 on a
-published LENS scope, whose records are then stored again under further repeat indices until
-there are N of them (each a distinct stored question record, committed through the run store).
+published LENS scope, whose records are then stored again under further repeat indices, each
+answer with a distinguishing last sentence, until there are N of them (each a distinct stored
+question record, committed through the run store).
 
 - tier 1: ``score_run(tiers={1})`` end to end (read every record, score, write scores.json);
   the baseline in the same run is reading the records alone (``load_run``).
@@ -58,7 +59,10 @@ def build_run(tmp: Path, answers: int) -> Path:
         for r in base:
             if len(base) + len(clones) >= answers:
                 break
-            clones.append(r.model_copy(update={"repeat": repeat, "unit_key": unit}))
+            # A distinct answer per clone, so that every judge task is a new one (the judge
+            # asks once per distinct question/answer pair).
+            clones.append(r.model_copy(update={"repeat": repeat, "unit_key": unit,
+                                               "answer": f"{r.answer} Variant {repeat}."}))
         repeat += 1
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(store.save_question, clones))
