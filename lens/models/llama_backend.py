@@ -101,12 +101,6 @@ def _gbnf(schema_json: str) -> str:
     return json_schema_to_gbnf(schema_json)
 
 
-def _grammar(schema: dict[str, Any]) -> Any:
-    from llama_cpp import LlamaGrammar
-
-    return LlamaGrammar.from_string(_gbnf(json.dumps(schema)), verbose=False)
-
-
 class LlamaCppClient:
     provider = "llama_cpp"
 
@@ -183,6 +177,8 @@ class LlamaCppClient:
         with loaded.lock:
             if cancelled.is_set():
                 raise ModelError("cancelled before the model started", retryable=False)
+            from llama_cpp import LlamaGrammar
+
             llm = loaded.llm
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             n_prompt = len(tokens)
@@ -192,10 +188,14 @@ class LlamaCppClient:
                     f"llama_cpp/{self.model}: the prompt ({n_prompt} tokens) does not fit the "
                     f"context window (n_ctx {llm.n_ctx()}); raise options.n_ctx or lower the "
                     "payload budget", retryable=False)
+            try:
+                gbnf = _gbnf(json.dumps(schema)) if schema else None
+            except Exception as exc:  # the converter raises plain errors on unsupported schemas
+                raise ModelError(f"llama_cpp/{self.model}: cannot turn the JSON schema into a "
+                                 f"grammar: {exc}", retryable=False) from None
             if request.temperature == 0:
                 decoded = greedy_constrained(
-                    llm, tokens, _gbnf(json.dumps(schema)) if schema else None,
-                    min(max_tokens, room), cancelled, request.stop)
+                    llm, tokens, gbnf, min(max_tokens, room), cancelled, request.stop)
                 raw, finish_reason = decoded.text, decoded.finish_reason
                 prompt_tokens, completion_tokens = decoded.prompt_tokens, decoded.completion_tokens
             else:
@@ -206,7 +206,7 @@ class LlamaCppClient:
                     top_p=request.top_p if request.top_p is not None else 0.95,
                     seed=request.seed if request.seed is not None else self.settings.seed,
                     stop=["<|im_end|>", "<|endoftext|>", *(request.stop or [])],
-                    grammar=_grammar(schema) if schema else None,
+                    grammar=LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None,
                     stopping_criteria=_StopWhen(cancelled),
                 )
                 choice = out["choices"][0]
