@@ -48,9 +48,22 @@ class E2E:
         return self.questions / self.wall_s * 60
 
 
-def bench_config(tmp: Path) -> Path:
+def bench_config(tmp: Path, questions: int | None, max_seconds: float | None) -> Path:
     raw = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
-    raw["dataset"]["path"] = str((QUICKSTART.parent / raw["dataset"]["path"]).resolve())
+    dataset = (QUICKSTART.parent / raw["dataset"]["path"]).resolve()
+    if questions is not None:
+        # The first questions in checkpoint order, with every episode: a shorter run of the
+        # same kind of work.
+        data = json.loads(dataset.read_text(encoding="utf-8"))
+        data["questions"] = sorted(data["questions"], key=lambda q: (
+            q["checkpoint_after"], q["question_id"]))[:questions]
+        dataset = tmp / "quickstart-subset.json"
+        dataset.write_text(json.dumps(data), encoding="utf-8")
+    raw["dataset"]["path"] = str(dataset)
+    if max_seconds is not None:
+        # A loaded machine can be slower than the budget the quickstart sets for a session;
+        # a session cut by its budget would not measure the model's speed.
+        raw["agent"].setdefault("budget", {})["max_seconds"] = max_seconds
     raw.update(out_dir=str(tmp / "runs"), cache={"enabled": False},
                scoring={"enabled": False}, report=False)
     path = tmp / "quickstart-bench.yaml"
@@ -104,6 +117,9 @@ def run_once(config_path: Path, llm: Any, reuse: bool) -> E2E:
     sent = sum(c.prompt_tokens for r in records for c in r.model_calls)
     if outcome.summary.errored or outcome.summary.units_failed:
         raise RuntimeError(f"quickstart run had errors: {outcome.summary}")
+    cut = [r.question_id for r in records if r.budget and r.budget.stop_reason == "max_seconds"]
+    if cut:
+        print(f"  warning: {len(cut)} session(s) stopped by max_seconds: {cut}", flush=True)
     return E2E(reuse=reuse, questions=outcome.summary.answered,
                wall_s=outcome.summary.wall_s or wall, prompt_tokens_sent=sent,
                n_p_eval=int(perf.n_p_eval), t_p_eval_s=perf.t_p_eval_ms / 1000,
@@ -113,12 +129,16 @@ def run_once(config_path: Path, llm: Any, reuse: bool) -> E2E:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="the quickstart on the local model, timed")
     p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--questions", type=int, default=None,
+                   help="only the first K questions of the quickstart (default: all)")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="override the agent's per-question time budget")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     print(machine_line(), flush=True)
     results: list[E2E] = []
     with tempfile.TemporaryDirectory(prefix="lens-e2e-") as tmp:
-        config_path = bench_config(Path(tmp))
+        config_path = bench_config(Path(tmp), args.questions, args.max_seconds)
         t = time.perf_counter()
         llm = load_model(config_path)
         print(f"model loaded in {time.perf_counter() - t:.1f}s "
