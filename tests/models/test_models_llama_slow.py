@@ -130,6 +130,7 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
         fact = any(f.lower() in (r.get("answer") or "").lower() for f in g["key_facts"])
         grounded += bool(cited_gold and fact)
     usage = runtime.usage()["by_role"]["agent"]
+    runtime.close_cache()
     print(f"quickstart: {elapsed:.0f}s, {grounded}/{len(records)} answers cite a gold record "
           f"and state a key fact; agent tokens {usage['prompt_tokens']} prompt + "
           f"{usage['completion_tokens']} completion in {usage['calls']} calls")
