@@ -95,7 +95,8 @@ class StackClient:
         return completion
 
     async def _attempt(self, request: CompletionRequest) -> Completion:
-        estimate = estimate_request_tokens(request)
+        # The estimate walks the whole conversation; only a tokens-per-minute limit needs it.
+        estimate = estimate_request_tokens(request) if self.limiter.tokens is not None else 0
         async with self.limiter.slot(estimate):
             try:
                 if self.timeout_s is None:
