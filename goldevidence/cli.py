@@ -127,6 +127,8 @@ def _client(model: str | None) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     rows = read_rows(args.data)
+    if args.limit is not None:
+        rows = rows[: args.limit]
     protocols = ["open_book", "closed_book"] if args.protocol == "both" else [args.protocol]
     for protocol in protocols:
         if args.baseline == "retrieval":
@@ -348,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pred-out", type=Path)
     p.add_argument("--json", action="store_true")
     p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--limit", type=int, help="only the first N rows")
     p.add_argument("--model", help="model for the retrieval answerer (lens model name)")
     _retrieval_args(p)
     p.set_defaults(handler=cmd_run)
