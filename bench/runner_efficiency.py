@@ -11,8 +11,11 @@ For each concurrency c (questions in flight, and the endpoint's max_concurrency)
 - ideal wall time ``ceil(N / c) * calls * latency``; efficiency = ideal / actual;
 - CPU seconds of this process (all threads: event loop and store workers) per model call;
 - the baseline, measured in the same run: a bare loop with the openai SDK doing the same calls
-  at the same concurrency (no runner, agent, stack or store). lens CPU per call minus the
-  baseline's is what the framework adds on top of the HTTP client and the parsing of the reply.
+  at the same concurrency (no runner, agent, stack or store);
+- the framework alone: the same lens run with the HTTP backend replaced by an in-process stub
+  provider that waits out the same latency and returns ready-made completions. Its CPU per call
+  is what lens itself costs (runner, agent, tools, budget, model stack, metering, store),
+  excluding HTTP and the parsing of the provider's reply.
 
     python -m bench.runner_efficiency --questions 1000 --concurrency 8,64,256 --reps 3
 """
@@ -37,7 +40,12 @@ from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResu
 from lens.agent import tool_specs
 from lens.config import CacheConfig, RunConfig
 from lens.dataset import Episode, load_dataset
+from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
+from lens.models.limits import EndpointLimiter, LimitSettings
+from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
+from lens.models.stack import StackClient
+from lens.models.usage import UsageMeter
 from lens.prompts import AGENT_SYSTEM_PROMPT
 from lens.runner import Runner
 from lens.store import RunStore
@@ -141,6 +149,52 @@ async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
     return Measure(wall, cpu, calls, summary.answered)
 
 
+class StubProvider:
+    """The fake server's pattern in-process: no HTTP, no JSON, only the latency."""
+
+    provider = "stub"
+    model = "bench-model"
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self._sequence = [("memory_search", '{"query": "what changed in the weekly report"}'),
+                          ("memory_retrieve", '{"ref_id": "doc-1"}'),
+                          ("memory_retrieve", '{"ref_id": "doc-2"}')]
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        await anyio.sleep(self.latency_s)
+        turn = sum(1 for m in request.messages if m.role == "tool")
+        usage = Usage(prompt_tokens=500, completion_tokens=24)
+        if turn < len(self._sequence):
+            name, args = self._sequence[turn]
+            return Completion(text="", tool_calls=[ToolCall(id=f"call_{turn}", name=name,
+                                                            arguments=args)],
+                              usage=usage, finish_reason="tool_calls")
+        return Completion(text="The count rose from 10 to 40 [doc-1, doc-2].", usage=usage,
+                          finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def stub_once(dataset_path: Path, latency: float, c: int, workdir: Path) -> Measure:
+    config = run_config(dataset_path, "http://unused.invalid/v1", c, workdir, None)
+    dataset = load_dataset(dataset_path)
+    store = RunStore.create(workdir, "stub", f"c{c}-{time.monotonic_ns()}")
+    meter = UsageMeter()
+    client = StackClient(StubProvider(latency), meter=meter,
+                         limiter=EndpointLimiter(LimitSettings(max_concurrency=c)),
+                         retry=RetryPolicy(max_retries=2), timeout_s=60)
+    runner = Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory())
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    summary = await runner.run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    store.close()
+    if summary.answered != summary.questions or summary.errored:
+        raise RuntimeError(f"stub run incomplete: {summary}")
+    return Measure(wall, cpu, meter.snapshot()["total"]["calls"], summary.answered)
+
+
 def _openai_tools() -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                               "parameters": t.parameters}}
@@ -218,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
             lens_m: list[Measure] = []
             raw_m: list[Measure] = []
+            stub_m: list[Measure] = []
             for rep in range(args.reps):
                 work = Path(tmp) / f"c{c}-r{rep}"
                 work.mkdir()
@@ -225,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                     raw_m.append(anyio.run(raw_once, args.questions, server.base_url, c))
                 lens_m.append(anyio.run(lens_once, dataset, server.base_url, c, work,
                                         args.cache))
+                stub_m.append(anyio.run(stub_once, dataset, latency, c, work))
                 m = lens_m[-1]
                 line = (f"  c={c} rep {rep + 1}: lens {m.wall_s:.2f}s "
                         f"eff {ideal / m.wall_s:.3f} cpu/call {m.cpu_s / m.calls * 1e3:.3f}ms")
@@ -232,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                     r = raw_m[-1]
                     line += (f" | sdk {r.wall_s:.2f}s eff {ideal / r.wall_s:.3f} "
                              f"cpu/call {r.cpu_s / r.calls * 1e3:.3f}ms")
+                st = stub_m[-1]
+                line += (f" | framework alone {st.wall_s:.2f}s eff {ideal / st.wall_s:.3f} "
+                         f"cpu/call {st.cpu_s / st.calls * 1e3:.3f}ms")
                 print(line, flush=True)
             eff = spread([ideal / m.wall_s for m in lens_m])
             cpu = spread([m.cpu_s / m.calls * 1e3 for m in lens_m])
@@ -243,12 +302,16 @@ def main(argv: list[str] | None = None) -> int:
                                 for m, r in zip(lens_m, raw_m, strict=True)])
                 row += [spread([ideal / r.wall_s for r in raw_m]).fmt(3), raw_cpu.fmt(3),
                         extra.fmt(3)]
+            row += [spread([ideal / st.wall_s for st in stub_m]).fmt(3),
+                    spread([st.cpu_s / st.calls * 1e3 for st in stub_m]).fmt(3)]
             rows.append(row)
             raw_json.append({"c": c, "ideal_s": ideal, "lens": [vars(m) for m in lens_m],
-                             "sdk": [vars(r) for r in raw_m]})
+                             "sdk": [vars(r) for r in raw_m],
+                             "framework": [vars(st) for st in stub_m]})
     header = ["c", "ideal s", "lens wall s", "lens efficiency", "lens CPU ms/call"]
     if not args.no_baseline:
-        header += ["bare-SDK efficiency", "bare-SDK CPU ms/call", "lens extra CPU ms/call"]
+        header += ["bare-SDK efficiency", "bare-SDK CPU ms/call", "lens − SDK CPU ms/call"]
+    header += ["framework-alone efficiency", "framework CPU ms/call"]
     print()
     print(md_table(header, rows))
     if args.json:
