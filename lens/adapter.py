@@ -193,6 +193,7 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "recency": "adapters.timeline:RecencyAdapter",
     "mem0": "adapters.mem0:Mem0Adapter",
     "postgres": "adapters.postgres:PostgresAdapter",
+    "goldevidence_candidates": "goldevidence.lens_adapter:CandidateAdapter",
 }
 
 _registered: dict[str, AdapterClass] = {}
