@@ -123,15 +123,19 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     dataset = json.loads((ROOT / "datasets" / "quickstart.json").read_text())
     gold = {q["question_id"]: q["ground_truth"] for q in dataset["questions"]}
     assert len(records) == len(gold)
-    grounded = 0
+    grounded = cites_gold = 0
     for r in records:
         g = gold[r["question_id"]]
         cited_gold = set(r.get("cited_refs") or []) & set(g["required_evidence_refs"])
         fact = any(f.lower() in (r.get("answer") or "").lower() for f in g["key_facts"])
+        cites_gold += bool(cited_gold)
         grounded += bool(cited_gold and fact)
     usage = runtime.usage()["by_role"]["agent"]
     runtime.close_cache()
     print(f"quickstart: {elapsed:.0f}s, {grounded}/{len(records)} answers cite a gold record "
           f"and state a key fact; agent tokens {usage['prompt_tokens']} prompt + "
           f"{usage['completion_tokens']} completion in {usage['calls']} calls")
-    assert grounded >= 1
+    assert all(r["status"] == "answered" for r in records)
+    # A 1.5B model reasons weakly, but it must answer from memory: cite the records that hold
+    # the answer (measured: 9 of 11; one states a key fact word for word).
+    assert cites_gold >= 3
