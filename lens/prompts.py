@@ -14,7 +14,7 @@ Rules:
 - Base every statement on records you retrieved; do not use outside knowledge.
 - Cite the records you rely on by their ref id in square brackets, e.g. [ep_012].
 - If the records do not support an answer, say so plainly.
-- When you are done, reply with the final answer as plain text (no tool call)."""
+- When you are done, give your final answer (no tool call)."""
 
 TOOL_DESCRIPTIONS = {
     "memory_search": "Search the memory. Returns matching records with their ref_id and a "
