@@ -84,6 +84,7 @@ def test_extraction_mode_through_the_lens_model_stack() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.opt_in
 def test_extraction_mode_with_a_local_model() -> None:
     """Opt-in (-m slow): mem0's ~8k-token extraction prompt on the packaged 0.5B model."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
