@@ -233,8 +233,6 @@ class _Session:
             raise ToolError(
                 f"the memory system did not answer within {self.agent.call_timeout_s} s"
             ) from None
-        except ToolError:
-            raise
         except Exception as exc:
             self.tracebacks.append(traceback.format_exc())
             raise ToolError(f"the memory system failed: {type(exc).__name__}: {exc}") from None

@@ -112,18 +112,11 @@ class Runner:
         self._retry_errors = retry_errors
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
-        done_units: set[str] = set()
-        finished: dict[str, str] = {}
-        for e in self.store.events():
-            kind = e.get("kind")
-            if kind == "unit_done":
-                done_units.add(e["key"])
-            elif kind == "question_done" and (self.store.root / e["record"]).is_file():
-                finished[e["key"]] = e.get("status", "answered")
+        done_units = self.store.done_keys("unit_done")
+        finished = self.store.committed_questions()
         if self._retry_errors:
             errored_units = {k.rsplit("|", 1)[0] for k, s in finished.items() if s == "error"}
-            done_units -= errored_units
-            return done_units, {k for k, s in finished.items() if s != "error"}
+            return done_units - errored_units, {k for k, s in finished.items() if s != "error"}
         return done_units, set(finished)
 
     async def run(self) -> RunSummary:
@@ -271,7 +264,7 @@ class Runner:
         self.summary.units_failed += 1
         self.summary.failures.append(f"{unit.key}: {message}")
         self.store.append_event("unit_error", unit.key, error=message)
-        done = {e["key"] for e in self.store.events() if e.get("kind") == "question_done"}
+        done = self.store.committed_questions()
         for q in pending:
             key = question_key(unit.key, q.question_id)
             if key in done and key not in self._finished:

@@ -182,9 +182,10 @@ class RunStore:
     def done_keys(self, kind: str) -> set[str]:
         return {e["key"] for e in self.events() if e.get("kind") == kind}
 
-    def finished_questions(self) -> set[str]:
+    def committed_questions(self) -> dict[str, str]:
+        """The status of every committed question (its record file exists); the latest wins."""
         return {
-            e["key"]
+            e["key"]: e.get("status", "answered")
             for e in self.events()
             if e.get("kind") == "question_done" and (self.root / e["record"]).is_file()
         }
