@@ -1,5 +1,11 @@
-"""The ``openai`` backend: AsyncOpenAI against OpenAI or any OpenAI-compatible ``base_url``
-(vLLM, llama.cpp server, Ollama, …). Retries are the stack's, so the SDK's own are off."""
+"""The ``openai`` backend: OpenAI or any OpenAI-compatible ``base_url`` (vLLM, llama.cpp server,
+Ollama, …). Retries are the stack's, so the SDK's own are off.
+
+Two transports send the same JSON body: ``http`` (the default) posts it with lens's pooled
+aiohttp client and parses the reply with ``json.loads``; ``sdk`` goes through ``AsyncOpenAI``.
+The SDK costs about eight times the CPU per call (``bench/RESULTS.md``), which caps how many
+calls one process keeps in flight; it stays for servers that need its quirks.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,13 @@ from lens.config import ModelConfig
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
+from lens.models.json_http import JSONPoster, TransportError, dumps
 from lens.models.scripted import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_OPTIONS = ("extra_body", "token_limit_param")
+_OPTIONS = ("extra_body", "token_limit_param", "transport")
+TRANSPORTS = ("http", "sdk")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def resolve_api_key(config: ModelConfig, *, required: bool) -> str:
@@ -133,18 +142,31 @@ class OpenAIClient:
                               f"{', '.join(_OPTIONS)}")
         self.extra_body: dict[str, Any] | None = options.get("extra_body")
         self.token_limit_param = str(options.get("token_limit_param", "max_tokens"))
+        self.transport = str(options.get("transport", "http"))
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(f"model {config.model!r}: options.transport must be one of "
+                              f"{', '.join(TRANSPORTS)}, not {self.transport!r}")
         self.base_url = config.base_url
-        self._client = openai.AsyncOpenAI(
-            api_key=resolve_api_key(config, required=config.base_url is None),
-            base_url=config.base_url,
-            timeout=config.timeout_s,
-            max_retries=0,
-        )
+        api_key = resolve_api_key(config, required=config.base_url is None)
+        self._client: openai.AsyncOpenAI | None = None
+        self._poster: JSONPoster | None = None
+        if self.transport == "sdk":
+            self._client = openai.AsyncOpenAI(api_key=api_key, base_url=config.base_url,
+                                              timeout=config.timeout_s, max_retries=0)
+        else:
+            root = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+            self._poster = JSONPoster(f"{root}/chat/completions",
+                                      {"Authorization": f"Bearer {api_key}"}, config.timeout_s)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         params = build_params(request, self.model, self.config.max_tokens,
                               self.token_limit_param)
         label = f"{self.provider}/{self.model}"
+        if self._poster is not None:
+            if self.extra_body:
+                params.update(self.extra_body)
+            return _reply_to_completion(await self._post(params, label), request, label)
+        assert self._client is not None
         try:
             response = await self._client.chat.completions.create(
                 **sdk_call_params(params, self.extra_body)
@@ -165,8 +187,92 @@ class OpenAIClient:
             raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
         return _to_completion(response, request, label)
 
+    async def _post(self, params: dict[str, Any], label: str) -> dict[str, Any]:
+        assert self._poster is not None
+        try:
+            reply = await self._poster.post(dumps(params))
+        except TransportError as exc:
+            raise ProviderError(f"{label}: {exc}", retryable=True) from None
+        if reply.status >= 400:
+            raise ProviderError(
+                f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
+                retryable=status_is_retryable(reply.status), status=reply.status,
+                retry_after_s=parse_retry_after(reply.headers),
+            )
+        try:
+            data = json.loads(reply.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # A cut-off or garbled body is usually a transient fault of the server or network.
+            raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
+        if not isinstance(data, dict):
+            raise ProviderError(f"{label}: malformed response: not a JSON object",
+                                retryable=True)
+        return data
+
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
+        if self._poster is not None:
+            await self._poster.aclose()
+
+
+def _error_message(body: bytes) -> str:
+    """The provider's own words from an error reply, in the shapes servers use."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = body.decode("utf-8", "replace").strip()
+        return text[:500] or "(empty body)"
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        if data.get("message"):
+            return str(data["message"])
+    return json.dumps(data)[:500]
+
+
+def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
+                         label: str) -> Completion:
+    choices = data.get("choices") or []
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ProviderError(f"{label}: the response has no choices", retryable=True)
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ProviderError(f"{label}: malformed response: a choice without a message",
+                            retryable=True)
+    calls = []
+    for i, c in enumerate(message.get("tool_calls") or []):
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        args = fn.get("arguments")
+        calls.append(ToolCall(id=c.get("id") or f"call_{i}", name=fn.get("name") or "",
+                              arguments=args if isinstance(args, str) else
+                              ("{}" if args is None else json.dumps(args))))
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        text = json.dumps(text)
+    usage = data.get("usage")
+    if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
+        tokens = Usage(prompt_tokens=int(usage["prompt_tokens"]),
+                       completion_tokens=int(usage.get("completion_tokens") or 0))
+    else:
+        tokens = _estimated_usage(request, text, calls)
+    return Completion(text=text, tool_calls=calls, usage=tokens,
+                      finish_reason=choice.get("finish_reason"), cost_usd=None)
+
+
+def _estimated_usage(request: CompletionRequest, text: str, calls: list[ToolCall]) -> Usage:
+    # Some servers omit usage; an estimate keeps budgets biting.
+    return Usage(
+        prompt_tokens=sum(estimate_tokens(m.content) for m in request.messages),
+        completion_tokens=estimate_tokens(text) + sum(estimate_tokens(c.arguments)
+                                                      for c in calls),
+    )
 
 
 def _to_completion(response: Any, request: CompletionRequest, label: str) -> Completion:
@@ -188,11 +294,6 @@ def _to_completion(response: Any, request: CompletionRequest, label: str) -> Com
         tokens = Usage(prompt_tokens=int(usage.prompt_tokens or 0),
                        completion_tokens=int(usage.completion_tokens or 0))
     else:
-        # Some servers omit usage; an estimate keeps budgets biting.
-        tokens = Usage(
-            prompt_tokens=sum(estimate_tokens(m.content) for m in request.messages),
-            completion_tokens=estimate_tokens(text) + sum(estimate_tokens(c.arguments)
-                                                          for c in calls),
-        )
+        tokens = _estimated_usage(request, text, calls)
     return Completion(text=text, tool_calls=calls, usage=tokens,
                       finish_reason=choice.finish_reason, cost_usd=None)

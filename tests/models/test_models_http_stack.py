@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -25,9 +26,22 @@ SEARCH = ToolSpec(name="memory_search", description="Search the memory.",
                               "required": ["query"]})
 
 
+_transport = {"name": "http"}
+
+
+@pytest.fixture(autouse=True, params=["http", "sdk"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs through both transports of the openai backend: lens's aiohttp client
+    (the default) and the openai SDK."""
+    _transport["name"] = request.param
+    yield request.param
+    _transport["name"] = "http"
+
+
 def cfg(server: FakeOpenAI, **kw: object) -> ModelConfig:
     return ModelConfig.model_validate({"model": "openai/fake-model",
-                                       "base_url": server.base_url, **kw})
+                                       "base_url": server.base_url,
+                                       "options": {"transport": _transport["name"]}, **kw})
 
 
 def request(text: str = "hello", **kw: object) -> CompletionRequest:
@@ -473,4 +487,26 @@ async def test_agent_responder_drives_the_real_agent(fake_openai: FakeOpenAI) ->
     result = await agent.answer(AgentQuestion(question_id="q1", prompt="what happened?"))
     assert result.cited_refs == ["ep_7"] and fake_openai.count == 2
     assert fake_openai.requests[0].body["messages"][-1]["content"] == "what happened?"
+    await rt.aclose()
+
+
+def test_unknown_transport_is_a_config_error(fake_openai: FakeOpenAI) -> None:
+    with pytest.raises(ConfigError, match=r"options\.transport must be one of http, sdk"):
+        runtime().client(ModelConfig(model="openai/m", base_url=fake_openai.base_url,
+                                     options={"transport": "grpc"}))
+
+
+@pytest.mark.anyio
+async def test_both_transports_send_the_same_request(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.text("one"), Reply.text("two"))
+    rt = runtime()
+    req = request("naïve café — \"quoted\"", tools=[SEARCH.model_dump()], max_tokens=32)
+    for name in ("http", "sdk"):
+        config = ModelConfig(model="openai/fake-model", base_url=fake_openai.base_url,
+                             options={"transport": name})
+        await rt.client(config).complete(req)
+    fast, sdk = fake_openai.requests
+    assert fast.body == sdk.body
+    assert fast.body["messages"][0]["content"] == "naïve café — \"quoted\""
+    assert fast.headers["authorization"] == sdk.headers["authorization"]
     await rt.aclose()
