@@ -8,8 +8,9 @@ see each other; the schema is dropped at ``aclose`` unless ``keep_schema`` is se
 Search modes (option ``search``):
 - ``keyword``: ``to_tsvector``/``ts_rank_cd`` over units, matching any word of the query;
 - ``vector``: cosine similarity of all-MiniLM-L6-v2 embeddings (computed in lens, cached like
-  the ``vector`` adapter's). With the pgvector extension available (``CREATE EXTENSION vector``
-  succeeds) vectors are a ``vector(384)`` column ranked by ``<=>``; without it they are a
+  the ``vector`` adapter's). With the pgvector extension available (installed on the server, and
+  ``CREATE EXTENSION vector`` allowed or already done) vectors are a ``vector(<model dimension>)``
+  column (384 for the default model) ranked exactly (no index) by ``<=>``; without it they are a
   ``real[]`` column ranked by a SQL dot product, exact but slower, and the capabilities say so;
 - ``hybrid`` (default): reciprocal-rank fusion of the two.
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive). Chunking as in ``sqlite_fts``.
@@ -17,6 +18,7 @@ Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive). Chunking as in ``s
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -113,13 +115,21 @@ class PostgresAdapter(MemoryAdapter):
                               ) from None
         pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
         async with pool.acquire() as conn:
-            try:
+            # Fails when pgvector is not installed on the server or there is no right to create
+            # it (exact SQL fallback), but also when another instance created it at the same
+            # moment (IF NOT EXISTS does not guard that race): whether it exists now counts.
+            with contextlib.suppress(asyncpg.PostgresError):
                 await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                self.pgvector = True
-            except asyncpg.PostgresError:
-                # Not installed on the server, or no right to create it: exact SQL fallback.
-                self.pgvector = False
-            vec_type = "vector" if self.pgvector else "real[]"
+            self.pgvector = bool(await conn.fetchval(
+                "SELECT count(*) FROM pg_extension WHERE extname = 'vector'"))
+            embedder = self.embedder
+            if self.pgvector and embedder is not None:
+                # A declared dimension is what pgvector's indexes need (a kept schema can be
+                # indexed later), and it makes a vector of the wrong length an error.
+                dim = await anyio.to_thread.run_sync(lambda: embedder.dim)
+                vec_type = f"vector({dim})"
+            else:
+                vec_type = "vector" if self.pgvector else "real[]"
             s = self.schema
             await conn.execute(f"""
                 CREATE SCHEMA IF NOT EXISTS {s};

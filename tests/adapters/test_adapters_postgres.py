@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
+from adapters.postgres import PostgresAdapter
 from lens.adapter import MemoryAdapter, create_adapter
 from lens.dataset import Episode
 from lens.testing import AdapterConformance
@@ -82,6 +83,34 @@ def test_schema_per_instance_and_dropped_on_close(pg: Server) -> None:
             assert left == []
         finally:
             await conn.close()
+
+    anyio.run(main)
+
+
+def test_without_pgvector_vectors_are_real_arrays(pg: Server) -> None:
+    """The fallback path (the pgvector path is test_adapters_pgvector.py's)."""
+    async def main() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(pg.dsn)
+        try:
+            if await conn.fetchval(
+                    "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"):
+                pytest.skip("this server has pgvector, so the real[] fallback is not used")
+        finally:
+            await conn.close()
+        a = create_adapter("postgres", {"dsn": pg.dsn, "search": "vector",
+                                        "embedding_cache": CACHE})
+        try:
+            await a.reset("s")
+            await a.ingest(_ep(1, "alpha reactor coolant pressure warning"))
+            await a.ingest(_ep(2, "beta cafeteria menu update"))
+            assert isinstance(a, PostgresAdapter) and a.pgvector is False
+            assert "real[] (no pgvector)" in (await a.get_capabilities()).description
+            hits = await a.search("nuclear plant cooling problem", limit=1)
+            assert [h.ref_id for h in hits] == ["p1"]
+        finally:
+            await a.aclose()
 
     anyio.run(main)
 
