@@ -13,6 +13,7 @@ import yaml
 from lens.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message, ToolSpec
 from lens.models.runtime import ModelRuntime
+from lens.store import RunStore
 
 pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.slow
@@ -119,7 +120,7 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     started = time.monotonic()
     outcome = execute(config, out=tmp_path / "runs", model=runtime.client(run_config.agent))
     elapsed = time.monotonic() - started
-    records = [json.loads(p.read_text()) for p in outcome.run_dir.glob("records/*/*.json")]
+    records = [r.model_dump(mode="json") for r in RunStore(outcome.run_dir).load_records()]
     dataset = json.loads((ROOT / "datasets" / "quickstart.json").read_text())
     gold = {q["question_id"]: q["ground_truth"] for q in dataset["questions"]}
     assert len(records) == len(gold)
