@@ -10,8 +10,10 @@ For each concurrency c (questions in flight, and the endpoint's max_concurrency)
 
 - ideal wall time ``ceil(N / c) * calls * latency``; efficiency = ideal / actual;
 - CPU seconds of this process (all threads: event loop and store workers) per model call;
-- the baseline, measured in the same run: a bare loop with the openai SDK doing the same calls
-  at the same concurrency (no runner, agent, stack or store);
+- the baselines, measured in the same run: bare loops doing the same calls at the same
+  concurrency with no runner, agent, stack or store -- one with aiohttp posting JSON (the
+  cheapest Python client of this API: what the machine and the fake server allow at all) and
+  one with the openai SDK;
 - the framework alone: the same lens run with the HTTP backend replaced by an in-process stub
   provider that waits out the same latency and returns ready-made completions. Its CPU per call
   is what lens itself costs (runner, agent, tools, budget, model stack, metering, store),
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import openai
 
@@ -201,13 +204,42 @@ def _openai_tools() -> list[dict[str, Any]]:
             for t in tool_specs(CapabilityManifest(max_results=4))]
 
 
-async def raw_once(n: int, base_url: str, c: int) -> Measure:
-    """The same calls with the bare SDK: the least any Python client of this API does."""
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=60)
+async def raw_once(n: int, base_url: str, c: int, transport: str = "sdk") -> Measure:
+    """The same calls from a bare loop with no framework: the openai SDK (``sdk``), or aiohttp
+    posting JSON (``aiohttp``), the cheapest Python client of this API."""
     tools = _openai_tools()
     memory = DictMemory()
     sem = asyncio.Semaphore(c)
     calls = 0
+    if transport == "sdk":
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0,
+                                    timeout=60)
+
+        async def post(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            r = await client.chat.completions.create(
+                model="bench-model", messages=messages, tools=tools,  # type: ignore[arg-type]
+                tool_choice="auto", temperature=0.0, max_tokens=200)
+            msg = r.choices[0].message
+            return {"content": msg.content,
+                    "tool_calls": [{"id": t.id, "function": {"name": t.function.name,
+                                                             "arguments": t.function.arguments}}
+                                   for t in msg.tool_calls or []]}
+
+        close = client.close
+    else:
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            headers={"Authorization": "Bearer bench", "Content-Type": "application/json"})
+        url = f"{base_url}/chat/completions"
+
+        async def post(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            body = {"model": "bench-model", "messages": messages, "tools": tools,
+                    "tool_choice": "auto", "temperature": 0.0, "max_tokens": 200}
+            async with session.post(url, data=json.dumps(body).encode()) as resp:
+                reply = json.loads(await resp.read())
+            return reply["choices"][0]["message"]  # type: ignore[no-any-return]
+
+        close = session.close
 
     async def one(i: int) -> None:
         nonlocal calls
@@ -216,34 +248,29 @@ async def raw_once(n: int, base_url: str, c: int) -> Measure:
                 {"role": "system", "content": AGENT_SYSTEM_PROMPT},
                 {"role": "user", "content": f"How did daily widget output change? ({i})"}]
             while True:
-                r = await client.chat.completions.create(
-                    model="bench-model", messages=messages, tools=tools, tool_choice="auto",
-                    temperature=0.0, max_tokens=200)  # type: ignore[arg-type]
+                msg = await post(messages)
                 calls += 1
-                msg = r.choices[0].message
-                tcs = msg.tool_calls or []
-                messages.append({"role": "assistant", "content": msg.content or "",
-                                 "tool_calls": [{"id": t.id, "type": "function",
-                                                 "function": {"name": t.function.name,
-                                                              "arguments": t.function.arguments}}
-                                                for t in tcs]})
+                tcs = msg.get("tool_calls") or []
+                messages.append({"role": "assistant", "content": msg.get("content") or "",
+                                 "tool_calls": [{"id": t["id"], "type": "function",
+                                                 "function": t["function"]} for t in tcs]})
                 if not tcs:
                     return
                 for t in tcs:
-                    args = json.loads(t.function.arguments)
-                    if t.function.name == "memory_search":
+                    args = json.loads(t["function"]["arguments"])
+                    if t["function"]["name"] == "memory_search":
                         hits = await memory.search(args["query"])
                         payload: Any = {"results": [h.model_dump(mode="json") for h in hits]}
                     else:
                         doc = await memory.retrieve(args["ref_id"])
                         payload = doc.model_dump(mode="json") if doc else {"error": "none"}
-                    messages.append({"role": "tool", "tool_call_id": t.id,
+                    messages.append({"role": "tool", "tool_call_id": t["id"],
                                      "content": json.dumps(payload)})
 
     cpu0, t0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(n)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    await client.close()
+    await close()
     return Measure(wall, cpu, calls, n)
 
 
@@ -255,10 +282,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--cache", action="store_true",
                    help="run lens with the SQLite model cache on (cold: every call a miss)")
-    p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--baselines", default="aiohttp,sdk",
+                   help="bare loops to measure beside lens: aiohttp, sdk (comma-separated; "
+                        "empty for none)")
+    p.add_argument("--no-baseline", action="store_true", help="same as --baselines ''")
     p.add_argument("--json", type=Path, help="also write the raw measurements here")
     args = p.parse_args(argv)
     levels = [int(x) for x in args.concurrency.split(",")]
+    baselines = [] if args.no_baseline else [b for b in args.baselines.split(",") if b]
+    unknown = set(baselines) - {"aiohttp", "sdk"}
+    if unknown:
+        p.error(f"--baselines: unknown {sorted(unknown)}; known: aiohttp, sdk")
     latency = args.latency_ms / 1000.0
     print(machine_line())
     print(f"N={args.questions} questions, {CALLS_PER_QUESTION} model calls + "
@@ -270,48 +304,30 @@ def main(argv: list[str] | None = None) -> int:
         dataset = write_dataset(Path(tmp) / "bench.json", args.questions)
         for c in levels:
             ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
-            lens_m: list[Measure] = []
-            raw_m: list[Measure] = []
-            stub_m: list[Measure] = []
+            runs: dict[str, list[Measure]] = {"lens": [], **{b: [] for b in baselines},
+                                              "framework alone": []}
             for rep in range(args.reps):
                 work = Path(tmp) / f"c{c}-r{rep}"
                 work.mkdir()
-                if not args.no_baseline:
-                    raw_m.append(anyio.run(raw_once, args.questions, server.base_url, c))
-                lens_m.append(anyio.run(lens_once, dataset, server.base_url, c, work,
-                                        args.cache))
-                stub_m.append(anyio.run(stub_once, dataset, latency, c, work))
-                m = lens_m[-1]
-                line = (f"  c={c} rep {rep + 1}: lens {m.wall_s:.2f}s "
-                        f"eff {ideal / m.wall_s:.3f} cpu/call {m.cpu_s / m.calls * 1e3:.3f}ms")
-                if raw_m:
-                    r = raw_m[-1]
-                    line += (f" | sdk {r.wall_s:.2f}s eff {ideal / r.wall_s:.3f} "
-                             f"cpu/call {r.cpu_s / r.calls * 1e3:.3f}ms")
-                st = stub_m[-1]
-                line += (f" | framework alone {st.wall_s:.2f}s eff {ideal / st.wall_s:.3f} "
-                         f"cpu/call {st.cpu_s / st.calls * 1e3:.3f}ms")
-                print(line, flush=True)
-            eff = spread([ideal / m.wall_s for m in lens_m])
-            cpu = spread([m.cpu_s / m.calls * 1e3 for m in lens_m])
-            row = [str(c), f"{ideal:.2f}", spread([m.wall_s for m in lens_m]).fmt(2),
-                   eff.fmt(3), cpu.fmt(3)]
-            if raw_m:
-                raw_cpu = spread([r.cpu_s / r.calls * 1e3 for r in raw_m])
-                extra = spread([(m.cpu_s / m.calls - r.cpu_s / r.calls) * 1e3
-                                for m, r in zip(lens_m, raw_m, strict=True)])
-                row += [spread([ideal / r.wall_s for r in raw_m]).fmt(3), raw_cpu.fmt(3),
-                        extra.fmt(3)]
-            row += [spread([ideal / st.wall_s for st in stub_m]).fmt(3),
-                    spread([st.cpu_s / st.calls * 1e3 for st in stub_m]).fmt(3)]
+                for b in baselines:
+                    runs[b].append(anyio.run(raw_once, args.questions, server.base_url, c, b))
+                runs["lens"].append(anyio.run(lens_once, dataset, server.base_url, c, work,
+                                              args.cache))
+                runs["framework alone"].append(anyio.run(stub_once, dataset, latency, c, work))
+                print(f"  c={c} rep {rep + 1}: " + " | ".join(
+                    f"{name} {ms[-1].wall_s:.2f}s eff {ideal / ms[-1].wall_s:.3f} "
+                    f"cpu/call {ms[-1].cpu_s / ms[-1].calls * 1e3:.3f}ms"
+                    for name, ms in runs.items()), flush=True)
+            row = [str(c), f"{ideal:.2f}"]
+            for ms in runs.values():
+                row += [spread([ideal / m.wall_s for m in ms]).fmt(3),
+                        spread([m.cpu_s / m.calls * 1e3 for m in ms]).fmt(3)]
             rows.append(row)
-            raw_json.append({"c": c, "ideal_s": ideal, "lens": [vars(m) for m in lens_m],
-                             "sdk": [vars(r) for r in raw_m],
-                             "framework": [vars(st) for st in stub_m]})
-    header = ["c", "ideal s", "lens wall s", "lens efficiency", "lens CPU ms/call"]
-    if not args.no_baseline:
-        header += ["bare-SDK efficiency", "bare-SDK CPU ms/call", "lens − SDK CPU ms/call"]
-    header += ["framework-alone efficiency", "framework CPU ms/call"]
+            raw_json.append({"c": c, "ideal_s": ideal,
+                             "runs": {k: [vars(m) for m in v] for k, v in runs.items()}})
+    header = ["c", "ideal s"]
+    for name in ["lens", *(f"bare {b}" for b in baselines), "framework alone"]:
+        header += [f"{name} efficiency", f"{name} CPU ms/call"]
     print()
     print(md_table(header, rows))
     if args.json:

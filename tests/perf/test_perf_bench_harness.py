@@ -19,11 +19,12 @@ def test_lens_and_baseline_make_the_scripted_calls(tmp_path: Path) -> None:
     with fake_server(latency_ms=0) as server:
         lens = anyio.run(lens_once, dataset, server.base_url, 4, tmp_path, False)
         cached = anyio.run(lens_once, dataset, server.base_url, 4, tmp_path, True)
-        raw = anyio.run(raw_once, 10, server.base_url, 4)
-    assert lens.questions == cached.questions == raw.questions == 10
-    assert lens.calls == cached.calls == raw.calls == 10 * CALLS_PER_QUESTION
-    assert server.final["SERVED"] == 3 * 10 * CALLS_PER_QUESTION
-    assert lens.cpu_s > 0 and raw.cpu_s > 0
+        raw = anyio.run(raw_once, 10, server.base_url, 4, "sdk")
+        bare = anyio.run(raw_once, 10, server.base_url, 4, "aiohttp")
+    assert lens.questions == cached.questions == raw.questions == bare.questions == 10
+    assert lens.calls == cached.calls == raw.calls == bare.calls == 10 * CALLS_PER_QUESTION
+    assert server.final["SERVED"] == 4 * 10 * CALLS_PER_QUESTION
+    assert lens.cpu_s > 0 and raw.cpu_s > 0 and bare.cpu_s > 0
 
 
 @pytest.mark.slow

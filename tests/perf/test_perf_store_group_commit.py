@@ -75,10 +75,8 @@ def test_close_makes_a_pending_line_durable(tmp_path: Path,
     monkeypatch.setattr(os, "fsync", counting_fsync)
     # A line written but not yet synced (as if its appender were preempted before syncing).
     with store._lock:
-        store._fh = open(store.root / EVENTS, "a", encoding="utf-8")  # noqa: SIM115
         store._seq += 1
-        store._fh.write('{"seq": 1, "kind": "probe", "key": "k"}\n')
-        store._fh.flush()
+        store._events.append(b'{"seq": 1, "kind": "probe", "key": "k"}\n')
     store.close()
     assert len(calls) == 1
     assert [e["key"] for e in store.events()] == ["k"]
