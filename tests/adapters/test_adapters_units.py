@@ -109,6 +109,25 @@ def test_fts_prunes_words_found_almost_everywhere() -> None:
     assert unpruned.match_expression("p99 kafka") == '"p99" OR "kafka"'
 
 
+def test_fts_ranks_the_same_with_and_without_the_date_join() -> None:
+    # Unfiltered searches rank inside FTS5 and join only the winners; a date filter ranks after
+    # the join. A range admitting everything must give the same hits, order and scores.
+    a = SqliteFtsAdapter(max_results=5)
+    a.reset("s")
+    words = ["kafka", "broker", "latency", "spike", "pool", "retry", "gateway", "disk"]
+    for i in range(60):
+        a.ingest(ep(i, " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 6))))
+    everything = DateRange(start=T0 - timedelta(days=1), end=T0 + timedelta(days=365))
+    for query in ("kafka latency", "pool retry gateway", "disk", "spike broker kafka"):
+        match = a.match_expression(query)
+        assert match is not None
+        fast = a.ranked(match, DateRange(), 5)
+        joined = a.ranked(match, everything, 5)
+        assert [(u.ref_id, round(s, 9)) for u, s in fast] == [
+            (u.ref_id, round(s, 9)) for u, s in joined]
+        assert len(fast) == 5
+
+
 def test_chunked_fts_retrieves_chunk_and_episode() -> None:
     async def main() -> None:
         a = create_adapter("sqlite_fts_chunked", {"chunk_chars": 120, "chunk_overlap": 0})
