@@ -149,12 +149,21 @@ def _joined_pairs(text: str) -> set[str]:
     return {a + b for a, b in itertools.pairwise(toks)}
 
 
-def _inflected_in(word: str, window: set[str]) -> bool:
+def _inflected_in(word: str, by_prefix: dict[str, list[str]]) -> bool:
     """Whether the window holds another inflection of ``word``: one stem a prefix of the other,
-    both of at least four letters ("elev" of elevation, "elevat" of elevated)."""
+    both of at least four letters ("elev" of elevation, "elevat" of elevated). Such stems share
+    their first four letters, so only the window's words under that prefix are compared."""
     if len(word) < 4:
         return False
-    return any(len(x) >= 4 and (x.startswith(word) or word.startswith(x)) for x in window)
+    return any(x.startswith(word) or word.startswith(x) for x in by_prefix.get(word[:4], ()))
+
+
+def _prefix_index(window: set[str]) -> dict[str, list[str]]:
+    index: dict[str, list[str]] = {}
+    for x in window:
+        if len(x) >= 4:
+            index.setdefault(x[:4], []).append(x)
+    return index
 
 
 def fact_words(fact: str) -> tuple[list[str], list[str]]:
@@ -216,14 +225,16 @@ class AnswerText:
              has_negation(sent))
             for sent in _SENTENCE.split(answer) if sent.strip()
         ]
-        self._windows: dict[int, list[set[str]]] = {}
+        self._windows: dict[int, list[tuple[set[str], dict[str, list[str]]]]] = {}
 
-    def windows(self, size: int) -> list[set[str]]:
-        """The words of every run of ``size`` consecutive sentences (all of them if fewer)."""
+    def windows(self, size: int) -> list[tuple[set[str], dict[str, list[str]]]]:
+        """The words of every run of ``size`` consecutive sentences (all of them if fewer), each
+        with its index by four-letter prefix; built once per answer, used for every fact."""
         if size not in self._windows:
             stems = [words for words, _ in self.sentences]
             n = max(1, len(stems) - size + 1)
-            self._windows[size] = [set().union(*stems[i:i + size]) for i in range(n)]
+            sets = [set().union(*stems[i:i + size]) for i in range(n)]
+            self._windows[size] = [(w, _prefix_index(w)) for w in sets]
         return self._windows[size]
 
     def denies(self, words: set[str]) -> bool:
@@ -255,8 +266,9 @@ def match_fact(fact: str, answer: AnswerText,
     # to a fact.
     best: set[str] = set()
     words_ok = False
-    for window in answer.windows(s.window_sentences):
-        present = {w for w in words if w in window or (w not in ids and _inflected_in(w, window))}
+    for window, by_prefix in answer.windows(s.window_sentences):
+        present = {w for w in words
+                   if w in window or (w not in ids and _inflected_in(w, by_prefix))}
         ok = len(present) >= needed and all(i in window for i in ids)
         if (ok, len(present)) > (words_ok, len(best)):
             best, words_ok = present, ok
