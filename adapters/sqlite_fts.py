@@ -66,6 +66,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row')
 """
 
 
+COMMIT_EVERY = 256
+
+
 class SqliteFtsAdapter(SyncMemoryAdapter):
     Options = SqliteFtsOptions
 
@@ -80,6 +83,10 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
         self._lock = threading.Lock()
+        # Episodes ingested since the last commit. FTS5 writes an index segment per commit and
+        # merges segments as they pile up, so a commit per episode made ingest slower the larger
+        # the store (2,800 -> 1,200 episodes/s over 30k); committing in batches keeps it flat.
+        self._uncommitted = 0
         self._db: sqlite3.Connection | None = self._connect()
         self._units = int(self.db.execute("SELECT count(*) FROM units").fetchone()[0])
 
@@ -103,7 +110,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 "DELETE FROM episodes; DELETE FROM units; "
                 "INSERT INTO units_fts(units_fts) VALUES('delete-all');"
             )
-            self.db.commit()
+            self._commit_locked()
             self._units = 0
 
     def ingest(self, episode: Episode) -> None:
@@ -125,8 +132,23 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                         (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
                     db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
                                (cur.lastrowid, unit.text))
-            db.commit()
             self._units += delta
+            self._uncommitted += len(episodes)
+            if self._uncommitted >= COMMIT_EVERY:
+                self._commit_locked()
+
+    def _commit_locked(self) -> None:
+        self.db.commit()
+        self._uncommitted = 0
+
+    def commit(self) -> None:
+        """Make every ingested episode durable and visible to other connections."""
+        with self._lock:
+            if self._uncommitted:
+                self._commit_locked()
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:
+        self.commit()
 
     def _forget(self, episode_id: str) -> int:
         """Remove an episode and its units; the number of units removed."""
@@ -166,6 +188,9 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         words = list(dict.fromkeys(w for w in TOKEN.findall(query.lower()) if len(w) > 1))
         if not words:
             return None
+        # Every read path starts here (hybrid ranks through it too): readers see a committed
+        # index, not a half-written batch.
+        self.commit()
         with self._lock:
             n = self._units
             if n > self.prune_above and len(words) > 1:
@@ -218,6 +243,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
 
     def retrieve(self, ref_id: str) -> Document | None:
         episode_id, chunk = split_ref(ref_id)
+        self.commit()
         with self._lock:
             if chunk is None:
                 row = self.db.execute(
@@ -250,6 +276,8 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
+                if self._uncommitted:
+                    self._commit_locked()
                 self._db.close()
                 self._db = None
 

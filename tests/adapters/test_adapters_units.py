@@ -209,3 +209,26 @@ def test_encoder_matches_sentence_transformers(encoder: enc_mod.MiniLMEncoder) -
     want = np.array(ref["vectors"], dtype=np.float32)
     assert encoder.token_count(ref["texts"][2]) == 256
     assert np.abs(got - want).max() < 1e-6
+
+
+def test_fts_batches_commits_but_every_read_sees_every_episode(tmp_path: Path) -> None:
+    from adapters.sqlite_fts import COMMIT_EVERY
+
+    path = tmp_path / "fts.sqlite"
+    a = SqliteFtsAdapter(path=str(path))
+    a.reset("s")
+    for i in range(COMMIT_EVERY + 3):
+        extra = " kafka broker outage" if i % 97 == 5 else ""
+        a.ingest(ep(i, f"routine shift report {i}{extra}"))
+    # Three episodes are past the last batch commit; a second connection does not see them yet.
+    other = sqlite3.connect(path)
+    assert other.execute("SELECT count(*) FROM units").fetchone()[0] == COMMIT_EVERY
+    hits = {h.ref_id for h in a.search("kafka outage")}
+    assert hits == {f"e{i}" for i in range(COMMIT_EVERY + 3) if i % 97 == 5}
+    assert a.retrieve(f"e{COMMIT_EVERY + 2}") is not None
+    # The search committed the batch, and close commits anything ingested after it.
+    assert other.execute("SELECT count(*) FROM units").fetchone()[0] == COMMIT_EVERY + 3
+    a.ingest(ep(9999, "late arrival"))
+    a.close()
+    assert other.execute("SELECT count(*) FROM units").fetchone()[0] == COMMIT_EVERY + 4
+    other.close()
