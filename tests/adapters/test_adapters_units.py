@@ -232,3 +232,32 @@ def test_fts_batches_commits_but_every_read_sees_every_episode(tmp_path: Path) -
     a.close()
     assert other.execute("SELECT count(*) FROM units").fetchone()[0] == COMMIT_EVERY + 4
     other.close()
+
+
+def test_encoder_caps_blas_threads_while_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    try:
+        encoder = enc_mod.MiniLMEncoder()
+    except Exception as exc:  # the model package is an optional install
+        pytest.skip(f"no embedding model: {exc}")
+    if not any(i["user_api"] == "blas" for i in threadpoolctl.threadpool_info()):
+        pytest.skip("numpy has no BLAS that threadpoolctl can see")
+    seen: list[int] = []
+    real_forward = encoder._forward
+
+    def spy(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        seen.extend(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                    if i["user_api"] == "blas")
+        return real_forward(ids, mask)
+
+    def blas() -> dict[str, int]:
+        return {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"}
+
+    encoder.encode(["warm up"])  # the first encode may load more libraries (scipy's BLAS)
+    before = blas()
+    monkeypatch.setattr(encoder, "_forward", spy)
+    encoder.blas_threads = 1
+    encoder.encode(["a short sentence", "another one"])
+    assert seen and set(seen) == {1}
+    assert blas() == before
