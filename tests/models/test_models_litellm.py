@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lens.config import CacheConfig, ModelConfig
@@ -11,6 +13,8 @@ from lens.models.runtime import ModelRuntime
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai
 
 __all__ = ["fake_openai"]
+# As lens does before importing litellm: otherwise the import fetches its price table.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("litellm")
 
 FAST = RetryPolicy(max_retries=3, base_wait_s=0.01, max_wait_s=0.05)
