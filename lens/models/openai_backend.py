@@ -118,15 +118,21 @@ def sdk_call_params(params: dict[str, Any],
     return call
 
 
+def body_message(body: Any) -> str | None:
+    """The provider's own words in a decoded error body, in the shapes servers use:
+    ``{"error": {"message": …}}``, ``{"error": "…"}`` or ``{"message": …}``."""
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error", body)
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])
+    if isinstance(err, str):
+        return err
+    return str(body["message"]) if body.get("message") else None
+
+
 def provider_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return exc.message
+    return body_message(exc.body) or exc.message
 
 
 class OpenAIClient:
@@ -223,15 +229,7 @@ def _error_message(body: bytes) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = body.decode("utf-8", "replace").strip()
         return text[:500] or "(empty body)"
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-        if data.get("message"):
-            return str(data["message"])
-    return json.dumps(data)[:500]
+    return body_message(data) or json.dumps(data)[:500]
 
 
 def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
