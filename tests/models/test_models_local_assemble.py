@@ -32,7 +32,7 @@ def spec_for(prefix: str, pip_prefix: str, chunks: list[bytes], sha: str | None 
     return LocalModel(name="tiny", description="test", module_prefix=prefix,
                       package_prefix=pip_prefix, package_version="1.0", parts=len(chunks),
                       size=len(blob), sha256=sha or hashlib.sha256(blob).hexdigest(),
-                      filename="tiny.gguf")
+                      filename="tiny.gguf", extra="tiny-extra")
 
 
 @pytest.fixture
@@ -73,8 +73,9 @@ def test_missing_part_names_the_package(parts: tuple[str, str, list[bytes]],
                                         tmp_path: Path) -> None:
     prefix, pip_prefix, chunks = parts
     spec = spec_for(prefix, pip_prefix, [*chunks, b"absent"])
-    with pytest.raises(ConfigError, match=f"pip install {pip_prefix}4==1.0"):
+    with pytest.raises(ConfigError, match=f"pip install {pip_prefix}4==1.0") as info:
         assemble(spec, tmp_path / "models")
+    assert "the 'tiny-extra' extra" in str(info.value)
 
 
 def test_unknown_name_and_missing_path(tmp_path: Path) -> None:
