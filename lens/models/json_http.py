@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +49,7 @@ class JSONPoster:
         self.headers = {"Content-Type": "application/json", "Accept": "application/json",
                         "User-Agent": f"lens/{__version__}", **headers}
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.proxy = env_proxy(url)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -64,7 +67,7 @@ class JSONPoster:
     async def post(self, body: bytes) -> HTTPReply:
         session = self._session_for_loop()
         try:
-            async with session.post(self.url, data=body) as resp:
+            async with session.post(self.url, data=body, proxy=self.proxy) as resp:
                 payload = await resp.read()
                 return HTTPReply(resp.status, resp.headers, payload)
         except TimeoutError:
@@ -81,6 +84,16 @@ class JSONPoster:
         if (session is not None and not session.closed
                 and self._loop is asyncio.get_running_loop()):
             await session.close()
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy that HTTP_PROXY / HTTPS_PROXY / NO_PROXY name for ``url``, as httpx (and so
+    the openai SDK) would use it. aiohttp only reads them with ``trust_env``, which also sends
+    ``.netrc`` credentials; lens reads the proxy alone, once per endpoint."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 def dumps(obj: Any) -> bytes:

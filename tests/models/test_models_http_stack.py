@@ -510,3 +510,34 @@ async def test_both_transports_send_the_same_request(fake_openai: FakeOpenAI) ->
     assert fast.body["messages"][0]["content"] == "naïve café — \"quoted\""
     assert fast.headers["authorization"] == sdk.headers["authorization"]
     await rt.aclose()
+
+
+@pytest.mark.anyio
+async def test_http_transport_goes_through_the_environment_proxy(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The endpoint's host does not resolve; only a request sent to the proxy can succeed.
+    origin = fake_openai.base_url.rsplit("/v1", 1)[0]
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, origin)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    fake_openai.script(Reply.text("via proxy"))
+    rt = runtime()
+    config = ModelConfig(model="openai/fake-model", base_url="http://llm.lens-proxy-test.invalid/v1",
+                         options={"transport": "http"})
+    out = await rt.client(config).complete(request())
+    assert out.text == "via proxy"
+    assert fake_openai.requests[0].path == "http://llm.lens-proxy-test.invalid/v1/chat/completions"
+    await rt.aclose()
+
+
+def test_no_proxy_exempts_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lens.models.json_http import env_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(name, "internal.example")
+    assert env_proxy("https://api.openai.com/v1/chat/completions") == "http://proxy.example:3128"
+    assert env_proxy("https://llm.internal.example/v1/chat/completions") is None
