@@ -237,12 +237,16 @@ async def test_max_concurrency_per_endpoint(fake_openai: FakeOpenAI) -> None:
     # Two clients of one endpoint share its limit.
     a = rt.client(cfg(fake_openai, max_concurrency=3))
     b = rt.client(cfg(fake_openai, max_concurrency=3))
-    async with anyio.create_task_group() as tg:
-        for i in range(12):
-            tg.start_soon((a if i % 2 else b).complete, request(f"q{i}"))
-    assert fake_openai.count == 12
-    assert fake_openai.max_in_flight == 3
-    await rt.aclose()
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(12):
+                tg.start_soon((a if i % 2 else b).complete, request(f"q{i}"))
+        assert fake_openai.count == 12
+        assert fake_openai.max_in_flight == 3
+    finally:
+        # Closed even when an assertion fails: an SDK client left open is collected during a
+        # later test, whose event loop it then tries to use.
+        await rt.aclose()
 
 
 def _in_flight_after(reqs: list[RecordedRequest], t0: float) -> int:

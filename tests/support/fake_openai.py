@@ -239,6 +239,8 @@ class FakeOpenAI:
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        _req: RecordedRequest | None = None
+
         protocol_version = "HTTP/1.1"
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -265,6 +267,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 fake.requests.append(req)
                 fake.in_flight += 1
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            self._req = req
             try:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     req.status = 404
@@ -272,9 +275,19 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     return
                 self._serve(fake._next_reply(req), req)
             finally:
-                req.ended = time.monotonic()
-                with fake._lock:
-                    fake.in_flight -= 1
+                self._answered()
+
+        def _answered(self) -> None:
+            """The request stops counting as in flight when the server starts answering: once
+            reply bytes leave, a client may release its slot and send its next request before
+            this handler thread runs again, so counting up to the handler's end would see one
+            request too many."""
+            req, self._req = self._req, None
+            if req is None:
+                return
+            req.ended = time.monotonic()
+            with fake._lock:
+                fake.in_flight -= 1
 
         def _serve(self, reply: Reply, req: RecordedRequest) -> None:
             if reply.delay_s:
@@ -293,6 +306,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             req.status = reply.status
             payload = reply.raw if reply.raw is not None else json.dumps(reply.body or {}).encode()
             if reply.truncate_at is not None:
+                self._answered()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -308,6 +322,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send_bytes(status, json.dumps(body).encode(), headers)
 
         def _send_bytes(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            self._answered()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
