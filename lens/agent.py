@@ -103,6 +103,8 @@ class Agent:
     seed: int | None = None
     repeat: int = 0
     system_prompt: str = AGENT_SYSTEM_PROMPT
+    # The tool specs of ``capabilities``, when the caller built them once for many questions.
+    tools: list[ToolSpec] | None = None
 
     async def answer(self, question: AgentQuestion) -> AgentResult:
         meter = BudgetMeter(self.budget)
@@ -135,7 +137,7 @@ class _Session:
     def __init__(self, agent: Agent, meter: BudgetMeter, question: AgentQuestion) -> None:
         self.agent = agent
         self.meter = meter
-        self.tools = tool_specs(agent.capabilities)
+        self.tools = agent.tools if agent.tools is not None else tool_specs(agent.capabilities)
         self.tool_names = {t.name for t in self.tools}
         self.messages: list[Message] = [
             Message(role="system", content=agent.system_prompt),

@@ -19,10 +19,10 @@ import anyio
 import anyio.to_thread
 
 from lens.adapter import CapabilityManifest, MemoryAdapter, create_adapter
-from lens.agent import Agent
+from lens.agent import Agent, tool_specs
 from lens.config import AdapterConfig, RunConfig
 from lens.dataset import Dataset, Question, Scope
-from lens.models.base import ModelClient, ModelError
+from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.records import QuestionRecord, question_key, unit_key
 from lens.store import RunStore, now_iso
 
@@ -185,6 +185,7 @@ class Runner:
         if not by_checkpoint:
             return
         episodes = unit.scope.ordered_episodes()
+        tools = tool_specs(caps)
         last = max(by_checkpoint)
         ingested = 0
         for checkpoint in sorted(by_checkpoint):
@@ -200,19 +201,20 @@ class Runner:
                 await adapter.prepare(unit.scope.scope_id, checkpoint)
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
-                    tg.start_soon(self._answer, unit, adapter, caps, q, ingested)
+                    tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
 
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
-                      q: Question, ingested: int) -> None:
+                      tools: list[ToolSpec], q: Question, ingested: int) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
             agent_cfg = self.config.agent
             agent = Agent(
                 model=self.model, adapter=adapter, budget=agent_cfg.budget, capabilities=caps,
+                tools=tools,
                 call_timeout_s=unit.adapter.call_timeout_s, temperature=agent_cfg.temperature,
                 max_tokens=agent_cfg.max_tokens,
                 seed=derive_seed(self.config.seed, unit.key, q.question_id),
