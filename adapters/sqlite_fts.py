@@ -89,6 +89,10 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         self._uncommitted = 0
         self._db: sqlite3.Connection | None = self._connect()
         self._units = int(self.db.execute("SELECT count(*) FROM units").fetchone()[0])
+        # Document frequencies of query words, valid until the next write. Counting a word's
+        # units costs time linear in them (3 ms for a word in 90k units); the questions of a
+        # checkpoint all search one unchanging store and share most of their common words.
+        self._df: dict[str, int] = {}
 
     def _connect(self) -> sqlite3.Connection:
         if self.path:
@@ -112,6 +116,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             )
             self._commit_locked()
             self._units = 0
+            self._df.clear()
 
     def ingest(self, episode: Episode) -> None:
         self.ingest_many([episode])
@@ -133,6 +138,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                     db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
                                (cur.lastrowid, unit.text))
             self._units += delta
+            self._df.clear()
             self._uncommitted += len(episodes)
             if self._uncommitted >= COMMIT_EVERY:
                 self._commit_locked()
@@ -194,13 +200,25 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         with self._lock:
             n = self._units
             if n > self.prune_above and len(words) > 1:
-                marks = ",".join("?" * len(words))
-                df = dict(self.db.execute(
-                    f"SELECT term, doc FROM units_vocab WHERE term IN ({marks})", words
-                ).fetchall())
-                kept = [w for w in words if df.get(w, 0) <= self.max_df * n]
-                words = kept or sorted(words, key=lambda w: df.get(w, 0))[:1]
+                df = self._doc_freqs_locked(words)
+                # A word in no unit matches nothing: it must not count as a rare word kept
+                # while every common word is dropped, or the search would find nothing.
+                present = [w for w in words if df[w] > 0]
+                if present:
+                    kept = [w for w in present if df[w] <= self.max_df * n]
+                    words = kept or [min(present, key=df.__getitem__)]
         return " OR ".join(f'"{w}"' for w in words)
+
+    def _doc_freqs_locked(self, words: list[str]) -> dict[str, int]:
+        missing = [w for w in words if w not in self._df]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(self.db.execute(
+                f"SELECT term, doc FROM units_vocab WHERE term IN ({marks})", missing
+            ).fetchall())
+            for w in missing:
+                self._df[w] = int(found.get(w, 0))
+        return {w: self._df[w] for w in words}
 
     def ranked(self, match: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
         """The ``k`` best units for an FTS5 ``match`` expression, best first (higher score)."""

@@ -104,6 +104,14 @@ def test_fts_prunes_words_found_almost_everywhere() -> None:
     assert [h.ref_id for h in a.search("p99 kafka latency")] == ["e10"]
     # Only common words: the rarest stays so the search still answers.
     assert a.match_expression("daily report normal") == '"normal"'
+    # A word in no unit is not "rare": the rarest word present stays, so there are hits.
+    assert a.match_expression("daily normal increasing") == '"normal"'
+    assert len(a.search("daily normal increasing")) == 10
+    # Frequencies are counted again after a write: kafka becomes common, normal stays rarer.
+    for i in range(11, 30):
+        a.ingest(ep(i, "kafka broker"))
+    assert a.match_expression("p99 kafka latency") == '"p99" OR "latency"'
+    assert a.match_expression("kafka broker normal") == '"normal"'
     unpruned = SqliteFtsAdapter()  # small stores are never pruned
     unpruned.ingest(ep(1, "p99 kafka"))
     assert unpruned.match_expression("p99 kafka") == '"p99" OR "kafka"'
