@@ -1,0 +1,297 @@
+"""Exact BM25 top-k in memory, with FTS5's formula and arithmetic.
+
+FTS5 computes ``bm25()`` for every row a query matches and has no early termination, so a query
+made of common words costs time linear in the store (about 1 µs per matching row). This index
+answers the same question, with the same scores to the last bit, by touching far fewer rows:
+
+- postings (unit, occurrences) per term, loaded from FTS5 on first use and extended as units
+  arrive; per unit its length in tokens, its timestamp and whether it is still live;
+- per term, valid until the next write: each unit's contribution ``idf * tf-part`` computed with
+  the operations of FTS5's ``fts5Bm25Function`` in the same order (k1 = 1.2, b = 0.75,
+  ``idf = log((N - n + 0.5) / (n + 0.5))`` raised to 1e-6 when not positive), its largest values;
+- a search bounds the k-th best score from below by one term's k-th largest contribution; terms
+  whose summed maxima stay under that bound cannot lift a unit into the top k on their own, so
+  only units found by the other terms are candidates (MaxScore). Candidates whose bound cannot
+  reach the k-th best partial score are dropped, and the few left are scored exactly, adding the
+  terms' contributions in query order as FTS5 does. Ties are broken by rowid, ascending.
+
+Contributions are positive, so a float sum of them never falls below any of its parts; the
+bounds carry a relative margin of 1e-9, far above rounding error, so pruning never drops a unit
+that belongs in the top k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+MAX_K = 100
+_MARGIN = 1e-9
+
+PostingsLoader = Callable[[str], tuple[np.ndarray, np.ndarray]]
+"""term -> (rowids ascending, occurrences in each), for every unit holding the term."""
+
+
+class _Column:
+    """A numpy array that grows by doubling, for appends one at a time."""
+
+    def __init__(self, dtype: type, data: np.ndarray | None = None) -> None:
+        self.data = np.zeros(16, dtype=dtype) if data is None else np.ascontiguousarray(
+            data, dtype=dtype)
+        self.size = 0 if data is None else len(data)
+
+    def append(self, value: float | int | bool) -> None:
+        if self.size == len(self.data):
+            grown = np.zeros(max(16, 2 * self.size), dtype=self.data.dtype)
+            grown[:self.size] = self.data
+            self.data = grown
+        self.data[self.size] = value
+        self.size += 1
+
+    @property
+    def view(self) -> np.ndarray:
+        return self.data[:self.size]
+
+
+@dataclass
+class _Postings:
+    slots: _Column
+    tfs: _Column
+
+
+@dataclass(frozen=True)
+class _Weights:
+    slots: np.ndarray      # live units holding the term, ascending
+    contrib: np.ndarray    # the term's BM25 contribution in each
+    top: np.ndarray        # the largest contributions, descending (at most MAX_K)
+
+
+@dataclass(frozen=True)
+class _Term:
+    slots: np.ndarray
+    contrib: np.ndarray
+    top: float             # the largest contribution
+    kth: float             # the k-th largest contribution, 0 when fewer than k units
+
+
+class Bm25Index:
+    """Units are numbered by slot in arrival order; each keeps the rowid FTS5 knows it by."""
+
+    def __init__(self, loader: PostingsLoader) -> None:
+        self._loader = loader
+        self._rowid = _Column(np.int64)
+        self._length = _Column(np.int64)
+        self._live = _Column(np.bool_)
+        self._ts: list[str] = []
+        self._ts_array: np.ndarray | None = None
+        self._slot_of = np.full(16, -1, dtype=np.int64)  # rowid -> slot, -1 when none
+        self._n_live = 0
+        self._tokens = 0
+        self._postings: dict[str, _Postings] = {}
+        self._weights: dict[str, _Weights] = {}
+        self.terms_loaded = 0
+
+    # --- contents ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n_live
+
+    def load(self, rowids: np.ndarray, lengths: np.ndarray, timestamps: Sequence[str]) -> None:
+        """Add many units at once (before any term is loaded), rowids ascending."""
+        if self._rowid.size:
+            raise RuntimeError("bulk load into an index that is not empty")
+        if not len(rowids) == len(lengths) == len(timestamps):
+            raise ValueError("rowids, lengths and timestamps differ in length")
+        if len(rowids) == 0:
+            return
+        if np.any(np.diff(rowids) <= 0):
+            raise ValueError("rowids must be unique and ascending")
+        self._rowid = _Column(np.int64, rowids)
+        self._length = _Column(np.int64, lengths)
+        self._live = _Column(np.bool_, np.ones(len(rowids), dtype=np.bool_))
+        self._ts = list(timestamps)
+        self._slot_of = np.full(int(rowids[-1]) + 1, -1, dtype=np.int64)
+        self._slot_of[rowids] = np.arange(len(rowids))
+        self._n_live = len(rowids)
+        self._tokens = int(lengths.sum())
+        self._changed()
+
+    def add(self, rowid: int, timestamp: str, tokens: list[str]) -> None:
+        """A new unit with the tokens FTS5 indexed for it."""
+        slot = self._add_unit(rowid, len(tokens), timestamp)
+        if self._postings:
+            counts = Counter(tokens)
+            for term in self._postings.keys() & counts.keys():
+                p = self._postings[term]
+                p.slots.append(slot)
+                p.tfs.append(counts[term])
+
+    def remove(self, rowid: int) -> bool:
+        """Forget the unit with this rowid; False when the index does not hold it."""
+        slot = int(self._slot_of[rowid]) if rowid < len(self._slot_of) else -1
+        if slot < 0:
+            return False
+        self._slot_of[rowid] = -1
+        self._live.data[slot] = False
+        self._n_live -= 1
+        self._tokens -= int(self._length.data[slot])
+        self._changed()
+        return True
+
+    def _add_unit(self, rowid: int, length: int, ts: str) -> int:
+        if rowid >= len(self._slot_of):
+            grown = np.full(max(2 * len(self._slot_of), rowid + 1), -1, dtype=np.int64)
+            grown[:len(self._slot_of)] = self._slot_of
+            self._slot_of = grown
+        elif self._slot_of[rowid] >= 0:
+            raise RuntimeError(f"rowid {rowid} is already indexed")
+        slot = self._rowid.size
+        self._rowid.append(rowid)
+        self._length.append(length)
+        self._live.append(True)
+        self._ts.append(ts)
+        self._slot_of[rowid] = slot
+        self._n_live += 1
+        self._tokens += length
+        self._changed()
+        return slot
+
+    def _changed(self) -> None:
+        # N and the average length change with every write, so every weight does.
+        self._weights.clear()
+        self._ts_array = None
+
+    # --- statistics -------------------------------------------------------------------------
+
+    def doc_freq(self, term: str) -> int:
+        """Live units holding ``term`` (loads its postings)."""
+        return len(self._weights_of(term).slots)
+
+    def _postings_of(self, term: str) -> _Postings:
+        p = self._postings.get(term)
+        if p is None:
+            rowids, tfs = self._loader(term)
+            inside = rowids < len(self._slot_of)
+            slots = np.where(inside, self._slot_of[np.where(inside, rowids, 0)], -1)
+            if np.any(slots < 0):
+                raise RuntimeError(f"FTS5 holds units for {term!r} this index does not know: "
+                                   "it is out of step with the table")
+            if np.any(np.diff(slots) <= 0):  # slots follow rowids; kept sorted whatever happens
+                order = np.argsort(slots, kind="stable")
+                slots, tfs = slots[order], tfs[order]
+            p = _Postings(_Column(np.int32, slots), _Column(np.int32, tfs))
+            self._postings[term] = p
+            self.terms_loaded += 1
+        return p
+
+    def _weights_of(self, term: str) -> _Weights:
+        w = self._weights.get(term)
+        if w is not None:
+            return w
+        p = self._postings_of(term)
+        slots, tfs = p.slots.view, p.tfs.view
+        live = self._live.data[slots]
+        if not live.all():  # drop units removed since: the postings shrink for good
+            p.slots = _Column(np.int32, slots[live])
+            p.tfs = _Column(np.int32, tfs[live])
+            slots, tfs = p.slots.view, p.tfs.view
+        n, total = len(slots), self._n_live
+        idf = math.log((total - n + 0.5) / (n + 0.5))
+        if idf <= 0.0:
+            idf = IDF_FLOOR
+        avgdl = float(self._tokens) / float(total) if total else 1.0
+        tf = tfs.astype(np.float64)
+        length = self._length.data[slots].astype(np.float64)
+        # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))).
+        contrib = idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+        w = _Weights(slots.copy(), contrib, _largest(contrib, MAX_K))
+        self._weights[term] = w
+        return w
+
+    def _admitted(self, start: str | None, end: str | None) -> np.ndarray:
+        """Per slot: is its timestamp inside [start, end]? Compared as ISO strings, as the
+        SQL path compares them."""
+        if self._ts_array is None:
+            self._ts_array = np.array(self._ts, dtype=str)
+        mask = np.ones(len(self._ts_array), dtype=bool)
+        if start is not None:
+            mask &= self._ts_array >= start
+        if end is not None:
+            mask &= self._ts_array <= end
+        return mask
+
+    # --- search -----------------------------------------------------------------------------
+
+    def search(self, terms: Sequence[str], k: int, start: str | None = None,
+               end: str | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best (rowid, score) for a query OR-ing single-token ``terms`` (a term
+        given twice counts twice, as a phrase repeated in an FTS5 query does), best first."""
+        if k <= 0 or not terms or self._n_live == 0:
+            return []
+        filtered = start is not None or end is not None
+        admit = self._admitted(start, end) if filtered else None
+        query: list[_Term] = []
+        for term in terms:
+            w = self._weights_of(term)
+            slots, contrib = w.slots, w.contrib
+            if admit is not None:
+                keep = admit[slots]
+                slots, contrib = slots[keep], contrib[keep]
+                top = _largest(contrib, k)
+            else:
+                top = w.top
+            if len(slots):
+                query.append(_Term(slots, contrib, float(top[0]),
+                                   float(top[k - 1]) if len(top) >= k else 0.0))
+        if not query:
+            return []
+        survivors = self._candidates(query, k)
+        # Exact scores, adding each term's contribution (or 0.0) in query order, as FTS5 does.
+        scores = np.zeros(len(survivors))
+        for t in query:
+            at = np.searchsorted(t.slots, survivors)
+            at[at == len(t.slots)] = 0
+            hit = t.slots[at] == survivors
+            scores += np.where(hit, t.contrib[at], 0.0)
+        rowids = self._rowid.data[survivors]
+        best = np.lexsort((rowids, -scores))[:k]
+        return list(zip(rowids[best].tolist(), scores[best].tolist(), strict=True))
+
+    def _candidates(self, query: list[_Term], k: int) -> np.ndarray:
+        """Slots that may belong in the top ``k``, ascending; a superset of the true top k."""
+        # Every unit among one term's k best contributions scores at least that much in all.
+        floor = max(t.kth for t in query)
+        # Terms that cannot lift a unit to ``floor`` even together ("non-essential").
+        by_top = sorted(query, key=lambda t: t.top)
+        rest, split = 0.0, 0
+        while split < len(by_top) and (rest + by_top[split].top) * (1 + _MARGIN) < floor:
+            rest += by_top[split].top
+            split += 1
+        essential = by_top[split:]
+        if len(essential) == 1:
+            slots, partial = essential[0].slots, essential[0].contrib
+        else:
+            size = int(max(int(t.slots[-1]) for t in essential)) + 1
+            sums = np.zeros(size)
+            for t in essential:
+                sums[t.slots] += t.contrib
+            slots = np.flatnonzero(sums)
+            partial = sums[slots]
+        if len(slots) <= k:
+            return slots
+        kth = np.partition(partial, len(partial) - k)[len(partial) - k]
+        return slots[(partial + rest) * (1 + _MARGIN) >= kth * (1 - _MARGIN)]
+
+
+def _largest(values: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` largest of ``values``, descending."""
+    if len(values) > n:
+        values = np.partition(values, len(values) - n)[len(values) - n:]
+    return np.sort(values)[::-1]
