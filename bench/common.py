@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lens-eval", "anyio", "openai", "httpx", "pydantic", "tenacity", "llama_cpp_python")
+PACKAGES = ("lens-eval", "anyio", "aiohttp", "uvloop", "openai", "httpx", "pydantic", "tenacity",
+            "llama_cpp_python")
 
 
 def machine_line(extra: Sequence[str] = ()) -> str:
@@ -62,11 +63,12 @@ class FakeServer:
 
 
 @contextmanager
-def fake_server(latency_ms: float, pattern: str = "agent") -> Iterator[FakeServer]:
+def fake_server(latency_ms: float, pattern: str = "agent",
+                loop: str = "auto") -> Iterator[FakeServer]:
     """Start ``bench.fakeserver`` in its own process; stop it on exit."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.fakeserver", "--latency-ms", str(latency_ms),
-         "--pattern", pattern],
+         "--pattern", pattern, "--loop", loop],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:

@@ -25,6 +25,8 @@ import signal
 import sys
 import time
 
+from lens import eventloop
+
 _TOOL_ROLE = re.compile(rb'"role"\s*:\s*"tool"')
 
 _TOOL_SEQUENCE = (
@@ -133,8 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--latency-ms", type=float, default=100.0)
     p.add_argument("--pattern", choices=("agent", "judge"), default="agent")
+    p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
+                   help="event loop (auto: uvloop where installed); a slower server takes CPU "
+                        "from the client on a small machine")
     args = p.parse_args(argv)
-    asyncio.run(serve(args.port, args.latency_ms / 1000.0, args.pattern))
+    eventloop.run(serve, args.port, args.latency_ms / 1000.0, args.pattern, loop=args.loop)
     return 0
 
 

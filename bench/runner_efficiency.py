@@ -39,6 +39,7 @@ import anyio
 import openai
 
 from bench.common import fake_server, machine_line, md_table, spread
+from lens import eventloop
 from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.agent import tool_specs
 from lens.config import CacheConfig, RunConfig
@@ -114,12 +115,14 @@ class Measure:
     questions: int
 
 
-def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None) -> RunConfig:
+def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None,
+               transport: str = "http") -> RunConfig:
     return RunConfig.model_validate({
         "name": "bench",
         "dataset": {"path": str(dataset)},
         "adapters": [{"name": "null"}],
         "agent": {"model": "openai/bench-model", "base_url": base_url, "max_tokens": 200,
+                  "options": {"transport": transport},
                   "max_concurrency": c, "timeout_s": 60, "max_retries": 2,
                   "budget": {"max_turns": 8, "max_tool_calls": 12,
                              "max_payload_bytes": 200_000, "max_agent_tokens": 10_000_000,
@@ -133,9 +136,9 @@ def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | No
 
 
 async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
-                    cache: bool) -> Measure:
+                    cache: bool, transport: str = "http") -> Measure:
     config = run_config(dataset_path, base_url, c, workdir,
-                        workdir / "cache.sqlite" if cache else None)
+                        workdir / "cache.sqlite" if cache else None, transport)
     dataset = load_dataset(dataset_path)
     store = RunStore.create(workdir, "bench", f"c{c}-{time.monotonic_ns()}")
     runtime = ModelRuntime(cache=config.cache if cache else CacheConfig(enabled=False))
@@ -287,6 +290,13 @@ def main(argv: list[str] | None = None) -> int:
                         "empty for none)")
     p.add_argument("--no-baseline", action="store_true", help="same as --baselines ''")
     p.add_argument("--json", type=Path, help="also write the raw measurements here")
+    p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
+                   help="event loop of every variant (auto: uvloop where installed, as `lens "
+                        "run` does)")
+    p.add_argument("--transport", choices=("http", "aiohttp", "sdk"), default="http",
+                   help="the openai backend's transport for the lens variant")
+    p.add_argument("--server-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
+                   help="event loop of the fake provider")
     args = p.parse_args(argv)
     levels = [int(x) for x in args.concurrency.split(",")]
     baselines = [] if args.no_baseline else [b for b in args.baselines.split(",") if b]
@@ -297,10 +307,12 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     print(f"N={args.questions} questions, {CALLS_PER_QUESTION} model calls + "
           f"{TOOLS_PER_QUESTION} tool calls each, latency {args.latency_ms:g} ms, "
-          f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}", flush=True)
+          f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}, "
+          f"loop={eventloop.loop_in_use(args.loop)}, transport={args.transport}, "
+          f"server loop={eventloop.loop_in_use(args.server_loop)}", flush=True)
     rows, raw_json = [], []
     with tempfile.TemporaryDirectory(prefix="lens-bench-") as tmp, \
-            fake_server(args.latency_ms) as server:
+            fake_server(args.latency_ms, loop=args.server_loop) as server:
         dataset = write_dataset(Path(tmp) / "bench.json", args.questions)
         for c in levels:
             ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
@@ -310,10 +322,12 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(tmp) / f"c{c}-r{rep}"
                 work.mkdir()
                 for b in baselines:
-                    runs[b].append(anyio.run(raw_once, args.questions, server.base_url, c, b))
-                runs["lens"].append(anyio.run(lens_once, dataset, server.base_url, c, work,
-                                              args.cache))
-                runs["framework alone"].append(anyio.run(stub_once, dataset, latency, c, work))
+                    runs[b].append(eventloop.run(raw_once, args.questions, server.base_url, c,
+                                                 b, loop=args.loop))
+                runs["lens"].append(eventloop.run(lens_once, dataset, server.base_url, c, work,
+                                                  args.cache, args.transport, loop=args.loop))
+                runs["framework alone"].append(eventloop.run(stub_once, dataset, latency, c,
+                                                             work, loop=args.loop))
                 print(f"  c={c} rep {rep + 1}: " + " | ".join(
                     f"{name} {ms[-1].wall_s:.2f}s eff {ideal / ms[-1].wall_s:.3f} "
                     f"cpu/call {ms[-1].cpu_s / ms[-1].calls * 1e3:.3f}ms"

@@ -20,6 +20,7 @@ from goldevidence.grade import METRICS, GradeResult, grade
 from goldevidence.io import read_predictions, read_rows, write_jsonl
 from goldevidence.retrieval import RetrievalAnswerer, RetrievalOptions, build_candidates
 from goldevidence.selectors import RERANKERS, export_record, train_linear
+from lens import eventloop
 from lens.errors import UserError
 
 _KNOBS: dict[str, type] = {
@@ -135,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.protocol = protocol
             try:
                 answerer = RetrievalAnswerer(_retrieval_options(args), _client(args.model))
-                preds = anyio.run(_answer_all, answerer, rows, args.concurrency)
+                preds = eventloop.run(_answer_all, answerer, rows, args.concurrency)
             except ValueError as exc:
                 raise UserError(str(exc)) from None
         else:

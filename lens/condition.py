@@ -13,8 +13,8 @@ from lens.config import RunConfig
 from lens.dataset import Dataset
 from lens.prompts import prompts_hash
 
-_PACKAGES = ("anyio", "pydantic", "openai", "httpx", "tenacity", "llama_cpp_python", "litellm",
-             "numpy")
+_PACKAGES = ("anyio", "pydantic", "openai", "httpx", "aiohttp", "uvloop", "tenacity",
+             "llama_cpp_python", "litellm", "numpy")
 
 
 def stable_hash(obj: Any) -> str:

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
-
+from lens import eventloop
 from lens.adapter import resolve_adapter, validate_options
 from lens.condition import condition, condition_hash, package_versions
 from lens.config import RunConfig, load_config
@@ -70,6 +69,7 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str
         "status": "running",
         "config": redact(config.model_dump(mode="json")),
         "versions": package_versions(),
+        "event_loop": eventloop.loop_in_use(),
         "dataset": {"id": dataset.dataset_id, "path": str(config.dataset.path),
                     "content_hash": cond["dataset_hash"]},
         "condition": cond,
@@ -133,7 +133,7 @@ def execute(
 
     status = "interrupted"
     try:
-        summary = anyio.run(main)
+        summary = eventloop.run(main)
         status = "complete" if summary.units_failed == 0 else "complete_with_errors"
     finally:
         store.close()

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import anyio
 from pydantic import ValidationError
 
+from lens import eventloop
 from lens.config import CacheConfig, ModelConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
@@ -101,7 +101,7 @@ def _score(args: argparse.Namespace) -> int:
             if client is not None:
                 await client.aclose()
 
-    scores = anyio.run(main)
+    scores = eventloop.run(main)
     done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
     print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")

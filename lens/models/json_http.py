@@ -46,8 +46,7 @@ class JSONPoster:
 
     def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float | None) -> None:
         self.url = url
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
-                        "User-Agent": f"lens/{__version__}", **headers}
+        self.headers = request_headers(headers)
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.proxy = env_proxy(url)
         self._session: aiohttp.ClientSession | None = None
@@ -84,6 +83,12 @@ class JSONPoster:
         if (session is not None and not session.closed
                 and self._loop is asyncio.get_running_loop()):
             await session.close()
+
+
+def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of every JSON POST, with the caller's (credentials) on top."""
+    return {"Content-Type": "application/json", "Accept": "application/json",
+            "User-Agent": f"lens/{__version__}", **headers}
 
 
 def env_proxy(url: str) -> str | None:

@@ -1,10 +1,12 @@
 """The ``openai`` backend: OpenAI or any OpenAI-compatible ``base_url`` (vLLM, llama.cpp server,
 Ollama, …). Retries are the stack's, so the SDK's own are off.
 
-Two transports send the same JSON body: ``http`` (the default) posts it with lens's pooled
-aiohttp client and parses the reply with ``json.loads``; ``sdk`` goes through ``AsyncOpenAI``.
-The SDK costs about eight times the CPU per call (``bench/RESULTS.md``), which caps how many
-calls one process keeps in flight; it stays for servers that need its quirks.
+Three transports send the same JSON body: ``http`` (the default) posts it with lens's own
+HTTP/1.1 client (``http1``; through aiohttp when a proxy variable applies to the endpoint) and
+parses the reply with ``json.loads``; ``aiohttp`` always uses aiohttp; ``sdk`` goes through
+``AsyncOpenAI``. The client's CPU per call caps how many calls one process keeps in flight, and
+the three differ severalfold there (``bench/RESULTS.md``); the SDK stays for servers that need
+its quirks.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from lens.config import ModelConfig
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
-from lens.models.json_http import JSONPoster, TransportError, dumps
+from lens.models.http1 import HTTP1Poster
+from lens.models.json_http import JSONPoster, TransportError, dumps, env_proxy
 from lens.models.scripted import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _OPTIONS = ("extra_body", "token_limit_param", "transport")
-TRANSPORTS = ("http", "sdk")
+TRANSPORTS = ("http", "aiohttp", "sdk")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
@@ -155,14 +158,21 @@ class OpenAIClient:
         self.base_url = config.base_url
         api_key = resolve_api_key(config, required=config.base_url is None)
         self._client: openai.AsyncOpenAI | None = None
-        self._poster: JSONPoster | None = None
+        self._poster: HTTP1Poster | JSONPoster | None = None
         if self.transport == "sdk":
             self._client = openai.AsyncOpenAI(api_key=api_key, base_url=config.base_url,
                                               timeout=config.timeout_s, max_retries=0)
         else:
             root = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-            self._poster = JSONPoster(f"{root}/chat/completions",
-                                      {"Authorization": f"Bearer {api_key}"}, config.timeout_s)
+            url = f"{root}/chat/completions"
+            auth = {"Authorization": f"Bearer {api_key}"}
+            if self.transport == "http" and env_proxy(url) is None:
+                try:
+                    self._poster = HTTP1Poster(url, auth, config.timeout_s)
+                except ValueError as exc:
+                    raise ConfigError(f"model {config.model!r}: base_url: {exc}") from None
+            else:
+                self._poster = JSONPoster(url, auth, config.timeout_s)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         params = build_params(request, self.model, self.config.max_tokens,

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import anyio
-
+from lens import eventloop
 from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
@@ -332,7 +331,7 @@ def _notes(run: RunInput, rows: list[QuestionScores],
 
 def score_run_sync(run_dir: Path, **kwargs: Any) -> RunScores:
     """:func:`score_run` for synchronous callers (not from inside an event loop)."""
-    return anyio.run(functools.partial(score_run, run_dir, **kwargs))
+    return eventloop.run(functools.partial(score_run, run_dir, **kwargs))
 
 
 async def score_for_config(run_dir: Path, config: RunConfig, *,

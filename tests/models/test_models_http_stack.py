@@ -29,10 +29,10 @@ SEARCH = ToolSpec(name="memory_search", description="Search the memory.",
 _transport = {"name": "http"}
 
 
-@pytest.fixture(autouse=True, params=["http", "sdk"])
+@pytest.fixture(autouse=True, params=["http", "aiohttp", "sdk"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every test runs through both transports of the openai backend: lens's aiohttp client
-    (the default) and the openai SDK."""
+    """Every test runs through the three transports of the openai backend: lens's own HTTP/1.1
+    client (the default), aiohttp and the openai SDK."""
     _transport["name"] = request.param
     yield request.param
     _transport["name"] = "http"
@@ -495,24 +495,25 @@ async def test_agent_responder_drives_the_real_agent(fake_openai: FakeOpenAI) ->
 
 
 def test_unknown_transport_is_a_config_error(fake_openai: FakeOpenAI) -> None:
-    with pytest.raises(ConfigError, match=r"options\.transport must be one of http, sdk"):
+    with pytest.raises(ConfigError, match=r"options\.transport must be one of http, aiohttp, sdk"):
         runtime().client(ModelConfig(model="openai/m", base_url=fake_openai.base_url,
                                      options={"transport": "grpc"}))
 
 
 @pytest.mark.anyio
-async def test_both_transports_send_the_same_request(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(Reply.text("one"), Reply.text("two"))
+async def test_every_transport_sends_the_same_request(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
     rt = runtime()
     req = request("naïve café — \"quoted\"", tools=[SEARCH.model_dump()], max_tokens=32)
-    for name in ("http", "sdk"):
+    for name in ("http", "aiohttp", "sdk"):
         config = ModelConfig(model="openai/fake-model", base_url=fake_openai.base_url,
                              options={"transport": name})
         await rt.client(config).complete(req)
-    fast, sdk = fake_openai.requests
-    assert fast.body == sdk.body
-    assert fast.body["messages"][0]["content"] == "naïve café — \"quoted\""
-    assert fast.headers["authorization"] == sdk.headers["authorization"]
+    own, aio, sdk = fake_openai.requests
+    assert own.body == aio.body == sdk.body
+    assert own.body["messages"][0]["content"] == "naïve café — \"quoted\""
+    assert own.headers["authorization"] == aio.headers["authorization"] == \
+        sdk.headers["authorization"]
     await rt.aclose()
 
 
