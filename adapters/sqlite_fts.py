@@ -5,20 +5,30 @@ whole episode. With ``chunk_chars`` set (the ``sqlite_fts_chunked`` adapter) epi
 into chunks with refs ``episode_id#cN``; search ranks chunks, and ``retrieve`` accepts a chunk
 ref (that chunk) or an episode ref (the whole episode).
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive) on the episode timestamp.
+
+Ranking is FTS5's BM25 at every size. A query whose words are rare is ranked by FTS5 itself; one
+whose words are common (FTS5 would score tens of thousands of units) by ``adapters.bm25_index``,
+which returns the same units, in the same order, with the same scores: it reads its statistics
+and postings from the FTS5 table and tokenizes later units as FTS5 does
+(``adapters.unicode61``). Ties are broken by insertion order on both paths.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from adapters import fts5_data
+from adapters.bm25_index import Bm25Index
 from adapters.chunking import Unit, episode_units, split_ref
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import TOKEN, best_window, query_terms
+from adapters.unicode61 import TOKENIZE, shared_tokenizer
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.dataset import Episode, parse_timestamp
 
@@ -34,11 +44,17 @@ class SqliteFtsOptions(BaseModel):
     chunk_chars: int | None = Field(default=None, ge=100,
                                     description="split episodes into chunks of this size")
     chunk_overlap: int = Field(default=150, ge=0)
-    max_df: float = Field(
-        default=0.2, gt=0, le=1,
-        description="in large stores, drop query words found in more than this share of units")
-    prune_above: int = Field(default=5000, ge=0,
-                             description="units held before max_df pruning starts")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_options(cls, data: Any) -> Any:
+        removed = sorted({"max_df", "prune_above"} & set(data)) if isinstance(data, dict) else []
+        if removed:
+            raise ValueError(
+                f"{' and '.join(removed)} no longer exist: sqlite_fts ranks with exact BM25 over "
+                "every query word at any size (common words no longer make a search slow); "
+                "delete them from the options")
+        return data
 
 
 class SqliteFtsChunkedOptions(SqliteFtsOptions):
@@ -54,19 +70,42 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in seen)
 
 
-_SCHEMA = """
+@dataclass(frozen=True)
+class FtsMatch:
+    """A keyword query: the FTS5 expression, and the tokens FTS5 looks for in each of its
+    phrases (one quoted query word is one phrase; ``service_b`` is the two tokens of one)."""
+
+    expression: str
+    phrases: tuple[tuple[str, ...], ...]
+
+    @property
+    def single_tokens(self) -> list[str] | None:
+        """The phrases' tokens when every phrase is one token (empty phrases match nothing);
+        None when a phrase needs positions."""
+        if any(len(p) > 1 for p in self.phrases):
+            return None
+        return [p[0] for p in self.phrases if p]
+
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS episodes(
     episode_id TEXT PRIMARY KEY, scope_id TEXT, ts TEXT, text TEXT);
 CREATE TABLE IF NOT EXISTS units(
     rowid INTEGER PRIMARY KEY, ref_id TEXT UNIQUE, episode_id TEXT, ts TEXT, text TEXT);
 CREATE INDEX IF NOT EXISTS units_episode ON units(episode_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    text, content='units', content_rowid='rowid', tokenize='unicode61');
+    text, content='units', content_rowid='rowid', tokenize='{TOKENIZE}');
 CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS units_terms USING fts5vocab(units_fts, 'instance');
 """
 
 
 COMMIT_EVERY = 256
+# A query whose words' document frequencies sum to at least this many is ranked in memory. FTS5
+# scores every unit it matches, about 1.2 µs each; the index, loading a word's postings the first
+# time, broke even at about this many (2.5 ms against 2.2 ms at 20k units), and once loaded
+# answers in 0.1-0.2 ms. A store that never sees such a query never builds the index.
+MEMORY_RANKING_DF = 2000
 
 
 class SqliteFtsAdapter(SyncMemoryAdapter):
@@ -74,10 +113,8 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
 
     def __init__(self, path: str | None = None, max_results: int = 10,
                  snippet_chars: int = 600, chunk_chars: int | None = None,
-                 chunk_overlap: int = 150, max_df: float = 0.2, prune_above: int = 5000) -> None:
+                 chunk_overlap: int = 150) -> None:
         self.path = path
-        self.max_df = max_df
-        self.prune_above = prune_above
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
@@ -88,11 +125,19 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         # the store (2,800 -> 1,200 episodes/s over 30k); committing in batches keeps it flat.
         self._uncommitted = 0
         self._db: sqlite3.Connection | None = self._connect()
-        self._units = int(self.db.execute("SELECT count(*) FROM units").fetchone()[0])
-        # Document frequencies of query words, valid until the next write. Counting a word's
-        # units costs time linear in them (3 ms for a word in 90k units); the questions of a
-        # checkpoint all search one unchanging store and share most of their common words.
+        self._tokenizer = shared_tokenizer()
+        # Document frequencies of query words, valid until the next write: they decide whether
+        # a query is ranked in memory before the index exists. Counting a word's units costs
+        # time linear in them (3 ms for a word in 90k units), and the questions of a checkpoint
+        # all search one unchanging store and share most of their common words.
         self._df: dict[str, int] = {}
+        # Built by the first query too costly for FTS5. Units written after that are queued by
+        # rowid and tokenized at the next search or prepare, so ingest itself costs no more.
+        self._index: Bm25Index | None = None
+        self._pending: set[int] = set()
+        # Searches ranked by each path, for tests and benchmarks.
+        self.searches_fts5 = 0
+        self.searches_in_memory = 0
 
     def _connect(self) -> sqlite3.Connection:
         if self.path:
@@ -115,8 +160,9 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 "INSERT INTO units_fts(units_fts) VALUES('delete-all');"
             )
             self._commit_locked()
-            self._units = 0
             self._df.clear()
+            self._index = None
+            self._pending.clear()
 
     def ingest(self, episode: Episode) -> None:
         self.ingest_many([episode])
@@ -124,20 +170,20 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
     def ingest_many(self, episodes: list[Episode]) -> None:
         """Store several episodes in one transaction (re-ingesting an id replaces it)."""
         with self._lock:
-            db, delta = self.db, 0
+            db = self.db
             for episode in episodes:
-                delta -= self._forget(episode.episode_id)
+                self._forget(episode.episode_id)
                 db.execute("INSERT INTO episodes(episode_id, scope_id, ts, text) VALUES(?,?,?,?)",
                            (episode.episode_id, episode.scope_id, episode.timestamp.isoformat(),
                             episode.text))
                 for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
-                    delta += 1
                     cur = db.execute(
                         "INSERT INTO units(ref_id, episode_id, ts, text) VALUES(?,?,?,?)",
                         (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
                     db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
                                (cur.lastrowid, unit.text))
-            self._units += delta
+                    if self._index is not None and cur.lastrowid is not None:
+                        self._pending.add(cur.lastrowid)
             self._df.clear()
             self._uncommitted += len(episodes)
             if self._uncommitted >= COMMIT_EVERY:
@@ -154,19 +200,25 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 self._commit_locked()
 
     def prepare(self, scope_id: str, checkpoint: int) -> None:
-        self.commit()
+        with self._lock:
+            if self._uncommitted:
+                self._commit_locked()
+            # Questions follow a checkpoint: index the new units now, not in the first search.
+            self._catch_up_locked()
 
-    def _forget(self, episode_id: str) -> int:
-        """Remove an episode and its units; the number of units removed."""
+    def _forget(self, episode_id: str) -> None:
+        """Remove an episode and its units."""
         rows = self.db.execute("SELECT rowid, text FROM units WHERE episode_id = ?",
                                (episode_id,)).fetchall()
         for rowid, text in rows:
             # External-content FTS tables need the old text to remove an entry.
             self.db.execute("INSERT INTO units_fts(units_fts, rowid, text) VALUES('delete', ?, ?)",
                             (rowid, text))
+            if self._index is not None and rowid not in self._pending:
+                self._index.remove(rowid)
+            self._pending.discard(rowid)
         self.db.execute("DELETE FROM units WHERE episode_id = ?", (episode_id,))
         self.db.execute("DELETE FROM episodes WHERE episode_id = ?", (episode_id,))
-        return len(rows)
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
@@ -183,31 +235,74 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             for u, score in self.ranked(match, dates, k)
         ]
 
-    def match_expression(self, query: str) -> str | None:
-        """The FTS5 expression for ``query``.
-
-        BM25 scores every unit a query word occurs in, so a word found in most units (``p99``
-        in ops logs) makes each search cost time linear in the store while adding almost
-        nothing to the ranking (its IDF is near zero). Past ``prune_above`` units, words found
-        in more than ``max_df`` of them are dropped; if that leaves none, the rarest one stays.
-        """
+    def match_expression(self, query: str) -> FtsMatch | None:
+        """The keyword query for ``query``: each distinct word of two or more characters is a
+        quoted phrase (so no FTS5 syntax leaks), OR-ed together."""
         words = list(dict.fromkeys(w for w in TOKEN.findall(query.lower()) if len(w) > 1))
         if not words:
             return None
         # Every read path starts here (hybrid ranks through it too): readers see a committed
         # index, not a half-written batch.
         self.commit()
+        return FtsMatch(" OR ".join(f'"{w}"' for w in words),
+                        tuple(tuple(self._tokenizer.tokens(w)) for w in words))
+
+    def ranked(self, match: FtsMatch, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
+        """The ``k`` best units for ``match``, best first (higher score; ties by insertion)."""
+        start, end = dates.iso_bounds()
         with self._lock:
-            n = self._units
-            if n > self.prune_above and len(words) > 1:
-                df = self._doc_freqs_locked(words)
-                # A word in no unit matches nothing: it must not count as a rare word kept
-                # while every common word is dropped, or the search would find nothing.
-                present = [w for w in words if df[w] > 0]
-                if present:
-                    kept = [w for w in present if df[w] <= self.max_df * n]
-                    words = kept or [min(present, key=df.__getitem__)]
-        return " OR ".join(f'"{w}"' for w in words)
+            if self._uncommitted:
+                self._commit_locked()
+            terms = match.single_tokens
+            index = self._index_for_locked(terms) if terms else None
+            if index is not None and terms:
+                self.searches_in_memory += 1
+                return self._units_locked(index.search(terms, k, start, end))
+            self.searches_fts5 += 1
+            return self._ranked_by_fts5_locked(match.expression, start, end, k)
+
+    def _index_for_locked(self, terms: list[str]) -> Bm25Index | None:
+        """The in-memory index, up to date, when it should rank ``terms``; built for the first
+        query too costly for FTS5. Once built it ranks every query it can: it is faster than
+        FTS5 for all of them, and saves the frequency lookups."""
+        if self._index is None:
+            df = self._doc_freqs_locked(terms)
+            if sum(df.values()) < MEMORY_RANKING_DF:
+                return None
+            self._build_index_locked()
+        else:
+            self._catch_up_locked()
+        return self._index
+
+    def _build_index_locked(self) -> None:
+        db = self.db
+        index = Bm25Index(lambda term: fts5_data.postings(db, "units_terms", term))
+        rowids, lengths = fts5_data.row_lengths(db, "units_fts")
+        stamped = db.execute("SELECT rowid, ts FROM units ORDER BY rowid").fetchall()
+        if [r for r, _ in stamped] != rowids.tolist():
+            raise RuntimeError("units and units_fts hold different rows: rebuild the store")
+        index.load(rowids, lengths, [ts for _, ts in stamped])
+        self._index = index
+        self._pending.clear()
+
+    def _catch_up_locked(self) -> None:
+        """Index the units written since the index was built or last caught up."""
+        if self._index is None or not self._pending:
+            return
+        if len(self._pending) > max(1000, len(self._index) // 4):
+            # Tokenizing this many costs more than reading FTS5's statistics afresh and
+            # reloading postings as queries need them.
+            self._build_index_locked()
+            return
+        pending = sorted(self._pending)
+        self._pending.clear()
+        for i in range(0, len(pending), 500):
+            chunk = pending[i:i + 500]
+            rows = self.db.execute(
+                f"SELECT rowid, ts, text FROM units WHERE rowid IN ({','.join('?' * len(chunk))})"
+                " ORDER BY rowid", chunk).fetchall()
+            for rowid, ts, text in rows:
+                self._index.add(rowid, ts, self._tokenizer.tokens(text))
 
     def _doc_freqs_locked(self, words: list[str]) -> dict[str, int]:
         missing = [w for w in words if w not in self._df]
@@ -220,34 +315,44 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 self._df[w] = int(found.get(w, 0))
         return {w: self._df[w] for w in words}
 
-    def ranked(self, match: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
-        """The ``k`` best units for an FTS5 ``match`` expression, best first (higher score)."""
-        start, end = dates.iso_bounds()
+    def _units_locked(self, hits: list[tuple[int, float]]) -> list[tuple[Unit, float]]:
+        if not hits:
+            return []
+        rowids = [r for r, _ in hits]
+        rows = {r[0]: r[1:] for r in self.db.execute(
+            "SELECT rowid, ref_id, episode_id, ts, text FROM units "
+            f"WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)}
+        out = []
+        for rowid, score in hits:
+            ref, eid, ts, text = rows[rowid]
+            out.append((Unit(ref, eid, parse_timestamp(ts), text), score))
+        return out
+
+    def _ranked_by_fts5_locked(self, match: str, start: str | None, end: str | None,
+                               k: int) -> list[tuple[Unit, float]]:
         if not start and not end:
             # Rank inside FTS5 and join only the k winners: joining first reads the text of
             # every matching unit before the sort (5x slower at 10k units, same results).
             sql = (
                 "SELECT u.ref_id, u.episode_id, u.ts, u.text, r.rank FROM "
                 "(SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) r JOIN units u ON u.rowid = r.rowid ORDER BY r.rank"
+                "ORDER BY rank, rowid LIMIT ?) r JOIN units u ON u.rowid = r.rowid "
+                "ORDER BY r.rank, r.rowid"
             )
-            with self._lock:
-                rows = self.db.execute(sql, [match, k]).fetchall()
-            return [(Unit(ref, eid, parse_timestamp(ts), text), -float(rank))
-                    for ref, eid, ts, text, rank in rows]
-        where, params = ["units_fts MATCH ?"], [match]
-        if start:
-            where.append("u.ts >= ?")
-            params.append(start)
-        if end:
-            where.append("u.ts <= ?")
-            params.append(end)
-        sql = (
-            "SELECT u.ref_id, u.episode_id, u.ts, u.text, bm25(units_fts) AS rank "
-            "FROM units_fts JOIN units u ON u.rowid = units_fts.rowid "
-            f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?"
-        )
-        with self._lock:
+            rows = self.db.execute(sql, [match, k]).fetchall()
+        else:
+            where, params = ["units_fts MATCH ?"], [match]
+            if start:
+                where.append("u.ts >= ?")
+                params.append(start)
+            if end:
+                where.append("u.ts <= ?")
+                params.append(end)
+            sql = (
+                "SELECT u.ref_id, u.episode_id, u.ts, u.text, bm25(units_fts) AS rank "
+                "FROM units_fts JOIN units u ON u.rowid = units_fts.rowid "
+                f"WHERE {' AND '.join(where)} ORDER BY rank, u.rowid LIMIT ?"
+            )
             rows = self.db.execute(sql, [*params, k]).fetchall()
         # bm25() is lower-is-better; negate so every adapter's scores read higher-is-better.
         return [(Unit(ref, eid, parse_timestamp(ts), text), -float(rank))

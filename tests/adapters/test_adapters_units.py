@@ -94,29 +94,6 @@ def test_recency_latest_n_and_reingest_replaces() -> None:
     assert doc is not None and doc.text == "edited"
 
 
-def test_fts_prunes_words_found_almost_everywhere() -> None:
-    a = SqliteFtsAdapter(prune_above=0, max_df=0.5)
-    a.reset("s")
-    for i in range(10):
-        a.ingest(ep(i, f"daily report p99 latency normal shift {i}"))
-    a.ingest(ep(10, "daily report p99 latency spike kafka broker"))
-    assert a.match_expression("p99 kafka latency") == '"kafka"'
-    assert [h.ref_id for h in a.search("p99 kafka latency")] == ["e10"]
-    # Only common words: the rarest stays so the search still answers.
-    assert a.match_expression("daily report normal") == '"normal"'
-    # A word in no unit is not "rare": the rarest word present stays, so there are hits.
-    assert a.match_expression("daily normal increasing") == '"normal"'
-    assert len(a.search("daily normal increasing")) == 10
-    # Frequencies are counted again after a write: kafka becomes common, normal stays rarer.
-    for i in range(11, 30):
-        a.ingest(ep(i, "kafka broker"))
-    assert a.match_expression("p99 kafka latency") == '"p99" OR "latency"'
-    assert a.match_expression("kafka broker normal") == '"normal"'
-    unpruned = SqliteFtsAdapter()  # small stores are never pruned
-    unpruned.ingest(ep(1, "p99 kafka"))
-    assert unpruned.match_expression("p99 kafka") == '"p99" OR "kafka"'
-
-
 def test_fts_ranks_the_same_with_and_without_the_date_join() -> None:
     # Unfiltered searches rank inside FTS5 and join only the winners; a date filter ranks after
     # the join. A range admitting everything must give the same hits, order and scores.
