@@ -1,5 +1,10 @@
 """Embeddings with a persistent cache keyed by (model, text hash).
 
+Two encoders: ``contextual`` (the default) runs all-MiniLM-L6-v2 over each text (see
+:mod:`adapters.embedding`); ``static`` averages token vectors distilled once from the same model
+(see :mod:`adapters.static_embedding`), hundreds of times faster and somewhat less precise. The
+cache keys name the encoder, so their vectors never mix.
+
 Re-ingesting a scope (a resumed run, a second adapter over the same scope, a repeat) looks every
 text up before encoding it, so it costs a SQLite read instead of a forward pass. The cache lives in
 ``$XDG_CACHE_HOME/lens/embeddings.sqlite`` (``~/.cache`` when unset) unless the adapter's
@@ -14,12 +19,16 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
-from adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder
+from adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder, window
+from adapters.static_embedding import StaticEncoder, shared_static_encoder
 
 NO_CACHE = "none"
+ENCODERS = ("contextual", "static")
+EncoderKind = Literal["contextual", "static"]
 
 
 def default_cache_path() -> Path:
@@ -83,8 +92,12 @@ class Embedder:
     """Batched, cached sentence embeddings for one model."""
 
     def __init__(self, model: str = DEFAULT_MODEL, cache: str | None = None,
-                 max_seq_length: int | None = None, batch_size: int = 32) -> None:
+                 max_seq_length: int | None = None, batch_size: int = 32,
+                 encoder: EncoderKind = "contextual") -> None:
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, not {encoder!r}")
         self.model = model
+        self.kind = encoder
         self.max_seq_length = max_seq_length
         self.cache_path = (None if cache == NO_CACHE
                            else Path(cache) if cache else default_cache_path())
@@ -95,7 +108,10 @@ class Embedder:
         self._lock = threading.Lock()
 
     @property
-    def encoder(self) -> MiniLMEncoder:
+    def encoder(self) -> MiniLMEncoder | StaticEncoder:
+        if self.kind == "static":
+            # The token table lives in the cache's file: one file to move or delete.
+            return shared_static_encoder(self.model, self.cache_path)
         return shared_encoder(self.model, self.max_seq_length)
 
     @property
@@ -108,9 +124,19 @@ class Embedder:
 
     @property
     def key_model(self) -> str:
-        """The cache key's model part; it names the truncation length, since a shorter window
-        gives other vectors."""
-        return f"{self.model}@{self.encoder.max_seq_length}"
+        """The cache key's model part. Contextual: the model and its truncation length, since a
+        shorter window gives other vectors. Static: the model, the recipe version and the model
+        files' content hash."""
+        if self.kind == "static":
+            return shared_static_encoder(self.model, self.cache_path).key
+        return f"{self.model}@{window(self.model, self.max_seq_length)}"
+
+    @property
+    def label(self) -> str:
+        """What a capability description says about the encoder; loads no weights."""
+        if self.kind == "static":
+            return f"{self.model} static token vectors, whole text"
+        return self.key_model
 
     @property
     def dim(self) -> int:

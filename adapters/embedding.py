@@ -51,6 +51,16 @@ def model_dir(model: str) -> Path:
     return Path(spec.origin).parent / "model"
 
 
+def window(model: str, max_seq_length: int | None = None) -> int:
+    """Tokens the contextual encoder reads: ``max_seq_length``, else the model's own setting
+    (read from a small file, without loading the weights)."""
+    if max_seq_length:
+        return int(max_seq_length)
+    path = model_dir(model) / "sentence_bert_config.json"
+    cfg = json.loads(path.read_text()) if path.is_file() else {}
+    return int(cfg.get("max_seq_length", 256))
+
+
 def _erf(x: Matrix) -> Matrix:
     from scipy.special import erf
 
@@ -102,9 +112,7 @@ class MiniLMEncoder:
         folder = model_dir(model)
         self.name = model
         cfg = json.loads((folder / "config.json").read_text())
-        st_cfg_path = folder / "sentence_bert_config.json"
-        st_cfg = json.loads(st_cfg_path.read_text()) if st_cfg_path.is_file() else {}
-        self.max_seq_length = int(max_seq_length or st_cfg.get("max_seq_length", 256))
+        self.max_seq_length = window(model, max_seq_length)
         self.heads = int(cfg["num_attention_heads"])
         self.eps = float(cfg.get("layer_norm_eps", 1e-12))
         self.dim = int(cfg["hidden_size"])
@@ -146,7 +154,8 @@ class MiniLMEncoder:
         """Tokens of ``text`` before truncation (special tokens included)."""
         return len(self.tokenizer.encode(text).ids) if len(text) < 20_000 else self.max_seq_length
 
-    def _forward(self, ids: NDArray[np.int64], mask: Matrix) -> Matrix:
+    def hidden_states(self, ids: NDArray[np.int64], mask: Matrix) -> Matrix:
+        """The last layer's output, ``(batch, tokens, dim)``, for padded ``ids`` and ``mask``."""
         b, n = ids.shape
         h, d = self.heads, self.dim // self.heads
         # Hidden states are kept 2-D (tokens x dim): numpy's 2-D matmul is one BLAS call, the
@@ -170,34 +179,44 @@ class MiniLMEncoder:
             up = _gelu(x @ layer.up_w + layer.up_b)
             x = _layer_norm(x + up @ layer.down_w + layer.down_b, layer.ln2_g, layer.ln2_b,
                             self.eps)
-        summed = (x.reshape(b, n, self.dim) * mask[:, :, None]).sum(axis=1)
+        return x.reshape(b, n, self.dim)
+
+    def _forward(self, ids: NDArray[np.int64], mask: Matrix) -> Matrix:
+        summed = (self.hidden_states(ids, mask) * mask[:, :, None]).sum(axis=1)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> Matrix:
         """Unit-length embeddings, one row per text, in input order."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, self.dim), dtype=np.float32)
         encs = self.tokenizer.encode_batch(list(texts))
+        return self.encode_ids([e.ids for e in encs], batch_size)
+
+    def encode_ids(self, rows: Sequence[Sequence[int]], batch_size: int = 32) -> Matrix:
+        """Unit-length embeddings of token id sequences that already hold the special tokens
+        (the static encoder's distillation feeds ``[CLS] token [SEP]`` this way)."""
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        if not rows:
+            return out
         # Batches of similar length waste little work on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         # The BLAS thread limit is process-wide: one encode at a time sets and restores it, so
         # concurrent encodes cannot leave it wrong (each uses every core it is allowed anyway).
         with _blas_lock, self._threadpool_limits(limits=self.blas_threads, user_api="blas"):
-            self._encode_sorted(encs, order, batch_size, out)
+            self._encode_sorted(rows, order, batch_size, out)
         return out
 
-    def _encode_sorted(self, encs: list[Any], order: list[int], batch_size: int,
+    def _encode_sorted(self, rows: Sequence[Sequence[int]], order: list[int], batch_size: int,
                        out: Matrix) -> None:
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
-            n = max(len(encs[i].ids) for i in idx)
+            n = max(len(rows[i]) for i in idx)
             ids = np.zeros((len(idx), n), dtype=np.int64)
             mask = np.zeros((len(idx), n), dtype=np.float32)
             for row, i in enumerate(idx):
-                e = encs[i].ids
+                e = rows[i]
                 ids[row, :len(e)] = e
                 mask[row, :len(e)] = 1.0
             out[idx] = self._forward(ids, mask)

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.chunking import Unit
+from adapters.embedder import EncoderKind
 from adapters.embedding import DEFAULT_MODEL
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import best_window, query_terms
@@ -32,6 +33,8 @@ class HybridOptions(BaseModel):
     candidates: int = Field(default=30, ge=1, le=500, description="units each leg ranks")
     path: str | None = Field(default=None, description="FTS database file; in memory when unset")
     model: str = DEFAULT_MODEL
+    encoder: EncoderKind = Field(default="contextual", description="the vector leg's encoder: "
+                                 "'contextual' or 'static' (see the vector adapter)")
     embedding_cache: str | None = None
     max_results: int = Field(default=10, ge=1, le=100)
     snippet_chars: int = Field(default=600, ge=50)
@@ -62,7 +65,8 @@ class HybridAdapter(SyncMemoryAdapter):
     def __init__(self, rrf_k: int = 60, candidates: int = 30, path: str | None = None,
                  model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
                  max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150) -> None:
+                 chunk_chars: int | None = None, chunk_overlap: int = 150,
+                 encoder: EncoderKind = "contextual") -> None:
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.max_results = max_results
@@ -72,7 +76,7 @@ class HybridAdapter(SyncMemoryAdapter):
                                         chunk_overlap=chunk_overlap)
         self.semantic = VectorAdapter(model=model, embedding_cache=embedding_cache,
                                       max_results=100, chunk_chars=chunk_chars,
-                                      chunk_overlap=chunk_overlap)
+                                      chunk_overlap=chunk_overlap, encoder=encoder)
 
     def reset(self, scope_id: str) -> None:
         self.keyword.reset(scope_id)
@@ -113,7 +117,7 @@ class HybridAdapter(SyncMemoryAdapter):
             filter_fields=list(DATE_FILTERS),
             max_results=self.max_results,
             description=f"reciprocal-rank fusion (k={self.rrf_k}) of BM25 and "
-                        f"{self.semantic.embedder.key_model} cosine over {unit}",
+                        f"{self.semantic.embedder.label} cosine over {unit}",
         )
 
     def close(self) -> None:

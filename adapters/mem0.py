@@ -1,8 +1,8 @@
 """mem0 (optional extra ``lens[mem0]``): mem0's ``Memory`` run fully locally.
 
 mem0 stores memories in a local Qdrant collection (a folder, no server) and its history in
-SQLite; lens gives it the same numpy MiniLM embedder as the ``vector`` adapter (cached), and
-turns mem0's telemetry off. Two modes:
+SQLite; lens gives it the same numpy MiniLM embedder as the ``vector`` adapter (cached, with the
+same ``encoder`` option: ``contextual`` or ``static``), and turns mem0's telemetry off. Two modes:
 
 - raw (default): every episode (or chunk, with ``chunk_chars``) is stored verbatim
   (``infer=False``); refs are episode ids or ``episode_id#cN``. This measures mem0's storage and
@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder
+from adapters.embedder import Embedder, EncoderKind
 from adapters.embedding import DEFAULT_MODEL
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import best_window, query_terms
@@ -50,6 +50,8 @@ class Mem0Options(BaseModel):
     llm: dict[str, Any] | None = Field(default=None, description="a lens model config; "
                                        "enables LLM extraction mode")
     model: str = DEFAULT_MODEL
+    encoder: EncoderKind = Field(default="contextual", description="'contextual' or 'static' "
+                                 "(see the vector adapter)")
     embedding_cache: str | None = None
     max_results: int = Field(default=10, ge=1, le=100)
     snippet_chars: int = Field(default=600, ge=50)
@@ -141,14 +143,15 @@ class Mem0Adapter(SyncMemoryAdapter):
     def __init__(self, path: str | None = None, llm: dict[str, Any] | None = None,
                  model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
                  max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150) -> None:
+                 chunk_chars: int | None = None, chunk_overlap: int = 150,
+                 encoder: EncoderKind = "contextual") -> None:
         self.llm_config = ModelConfig.model_validate(llm) if llm is not None else None
         self.extract = self.llm_config is not None
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
-        self.embedder = Embedder(model, embedding_cache)
+        self.embedder = Embedder(model, embedding_cache, encoder=encoder)
         self._own_dir = path is None
         self.path = Path(path) if path else None
         self._memory: Any = None
@@ -289,7 +292,7 @@ class Mem0Adapter(SyncMemoryAdapter):
             filter_fields=list(DATE_FILTERS),
             max_results=self.max_results,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX] if self.extract else [],
-            description=f"mem0 Memory (local Qdrant, {self.embedder.model}) over {mode}",
+            description=f"mem0 Memory (local Qdrant, {self.embedder.label}) over {mode}",
         )
 
     def close(self) -> None:

@@ -8,9 +8,10 @@ see each other; the schema is dropped at ``aclose`` unless ``keep_schema`` is se
 Search modes (option ``search``):
 - ``keyword``: ``to_tsvector``/``ts_rank_cd`` over units, matching any word of the query;
 - ``vector``: cosine similarity of all-MiniLM-L6-v2 embeddings (computed in lens, cached like
-  the ``vector`` adapter's). With the pgvector extension available (installed on the server, and
-  ``CREATE EXTENSION vector`` allowed or already done) vectors are a ``vector(<model dimension>)``
-  column (384 for the default model) ranked exactly (no index) by ``<=>``; without it they are a
+  the ``vector`` adapter's, with the same ``encoder`` option: ``contextual`` or ``static``).
+  With the pgvector extension available (installed on the server, and ``CREATE EXTENSION
+  vector`` allowed or already done) vectors are a ``vector(<model dimension>)`` column (384
+  for the default model) ranked exactly (no index) by ``<=>``; without it they are a
   ``real[]`` column ranked by a SQL dot product, exact but slower, and the capabilities say so;
 - ``hybrid`` (default): reciprocal-rank fusion of the two.
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive). Chunking as in ``sqlite_fts``.
@@ -27,7 +28,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder
+from adapters.embedder import Embedder, EncoderKind
 from adapters.embedding import DEFAULT_MODEL
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.hybrid import rrf
@@ -54,6 +55,8 @@ class PostgresOptions(BaseModel):
     chunk_chars: int | None = Field(default=None, ge=100)
     chunk_overlap: int = Field(default=150, ge=0)
     model: str = DEFAULT_MODEL
+    encoder: EncoderKind = Field(default="contextual", description="'contextual' or 'static' "
+                                 "(see the vector adapter)")
     embedding_cache: str | None = None
     rrf_k: int = Field(default=60, ge=1)
     candidates: int = Field(default=30, ge=1, le=500)
@@ -75,7 +78,7 @@ class PostgresAdapter(MemoryAdapter):
                  snippet_chars: int = 600, chunk_chars: int | None = None,
                  chunk_overlap: int = 150, model: str = DEFAULT_MODEL,
                  embedding_cache: str | None = None, rrf_k: int = 60, candidates: int = 30,
-                 pool_size: int = 4) -> None:
+                 pool_size: int = 4, encoder: EncoderKind = "contextual") -> None:
         self.dsn = dsn
         self.mode = search
         # A random suffix: one schema per adapter instance, so parallel units never collide.
@@ -89,7 +92,8 @@ class PostgresAdapter(MemoryAdapter):
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.pool_size = pool_size
-        self.embedder = Embedder(model, embedding_cache) if search != "keyword" else None
+        self.embedder = (Embedder(model, embedding_cache, encoder=encoder)
+                         if search != "keyword" else None)
         self.pgvector: bool | None = None  # known once connected
         self._pool: asyncpg.Pool | None = None
         self._connect_lock = anyio.Lock()
@@ -285,7 +289,8 @@ class PostgresAdapter(MemoryAdapter):
         else:
             store = {True: "pgvector", False: "real[] (no pgvector)",
                      None: "pgvector when available"}[self.pgvector]
-            how = f"{self.mode} search, vectors in {store}"
+            label = self.embedder.label if self.embedder is not None else ""
+            how = f"{self.mode} search ({label}), vectors in {store}"
         unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=modes,

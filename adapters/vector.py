@@ -3,9 +3,13 @@
 Episodes (or, for ``vector_chunked``, their chunks) are embedded with all-MiniLM-L6-v2 running on
 numpy (see :mod:`adapters.embedding`). The model reads at most 256 tokens (about 1,000
 characters of English), so a whole-episode vector sees only the start of a long episode: use
-``vector_chunked`` when episodes are long. Ingest only queues episodes; they are embedded in
-batches when the queue fills, before a search, and at each checkpoint (``prepare``). Brute-force
-cosine is exact, and at 100k units of 384 floats one query is a 150 MB matrix-vector product.
+``vector_chunked`` when episodes are long. With ``encoder: static`` a text's vector is the
+weighted mean of token vectors distilled once from the same model (see
+:mod:`adapters.static_embedding`): hundreds of episodes per second instead of a few, the whole
+text read, weaker where numbers and word order carry the meaning. Ingest only queues
+episodes; they are embedded in batches when the queue fills, before a search, and at each
+checkpoint (``prepare``). Brute-force cosine is exact, and at 100k units of 384 floats one query
+is a 150 MB matrix-vector product.
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive).
 """
 
@@ -15,10 +19,10 @@ import threading
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder
+from adapters.embedder import Embedder, EncoderKind
 from adapters.embedding import DEFAULT_MODEL
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import best_window, query_terms
@@ -32,6 +36,10 @@ class VectorOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(default=DEFAULT_MODEL, description="packaged model name or model folder")
+    encoder: EncoderKind = Field(
+        default="contextual", description="'contextual': the model over each text (best "
+        "quality, a few texts/s on a CPU); 'static': token vectors distilled once from the "
+        "model, averaged (hundreds of texts/s, reads whole texts, less precise)")
     embedding_cache: str | None = Field(
         default=None, description="cache file; default $XDG_CACHE_HOME/lens/embeddings.sqlite; "
         "'none' keeps it in memory")
@@ -41,6 +49,15 @@ class VectorOptions(BaseModel):
     chunk_overlap: int = Field(default=150, ge=0)
     batch_size: int = Field(default=32, ge=1, le=512)
     max_seq_length: int | None = Field(default=None, ge=16, le=512)
+
+    @field_validator("max_seq_length")
+    @classmethod
+    def _window_needs_contextual(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # A static vector reads every token at the same cost; a window would only lose text.
+        if value is not None and info.data.get("encoder") == "static":
+            raise ValueError("applies to the contextual encoder only (the static encoder "
+                             "reads the whole text)")
+        return value
 
 
 class VectorChunkedOptions(VectorOptions):
@@ -108,13 +125,14 @@ class VectorAdapter(SyncMemoryAdapter):
     def __init__(self, model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
                  max_results: int = 10, snippet_chars: int = 600,
                  chunk_chars: int | None = None, chunk_overlap: int = 150,
-                 batch_size: int = 32, max_seq_length: int | None = None) -> None:
+                 batch_size: int = 32, max_seq_length: int | None = None,
+                 encoder: EncoderKind = "contextual") -> None:
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
         self.batch_size = batch_size
-        self.embedder = Embedder(model, embedding_cache, max_seq_length, batch_size)
+        self.embedder = Embedder(model, embedding_cache, max_seq_length, batch_size, encoder)
         self._lock = threading.RLock()
         self._matrix = UnitMatrix(0)
         self._episodes: dict[str, Episode] = {}
@@ -198,7 +216,7 @@ class VectorAdapter(SyncMemoryAdapter):
             search_modes=["semantic"],
             filter_fields=list(DATE_FILTERS),
             max_results=self.max_results,
-            description=f"dense retrieval ({self.embedder.key_model}, cosine) over {unit}",
+            description=f"dense retrieval ({self.embedder.label}, cosine) over {unit}",
         )
 
     def close(self) -> None:
