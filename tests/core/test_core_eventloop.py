@@ -1,0 +1,45 @@
+"""lens's event-loop entry point: which loop runs, and the collector tuned only for the run."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+
+from lens import eventloop
+
+
+async def _loop_and_threshold() -> tuple[str, int]:
+    return type(asyncio.get_running_loop()).__module__, gc.get_threshold()[0]
+
+
+@pytest.mark.skipif(not eventloop.uvloop_available(), reason="uvloop is not installed")
+def test_uvloop_runs_where_installed_and_asyncio_on_request() -> None:
+    module, _ = eventloop.run(_loop_and_threshold)
+    assert module.startswith("uvloop")
+    module, _ = eventloop.run(_loop_and_threshold, loop="asyncio")
+    assert module.startswith("asyncio")
+    assert eventloop.loop_in_use() == "uvloop" and eventloop.loop_in_use("asyncio") == "asyncio"
+
+
+def test_collector_threshold_raised_during_the_run_and_restored() -> None:
+    before = gc.get_threshold()
+    _, inside = eventloop.run(_loop_and_threshold, loop="asyncio")
+    assert inside == max(before[0], eventloop.GEN0_THRESHOLD)
+    assert gc.get_threshold() == before
+
+    async def fail() -> None:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        eventloop.run(fail, loop="asyncio")
+    assert gc.get_threshold() == before
+
+
+def test_run_passes_arguments_and_returns_the_result() -> None:
+    async def add(a: int, b: int) -> int:
+        await asyncio.sleep(0)
+        return a + b
+
+    assert eventloop.run(add, 2, 3) == 5
