@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from lens.models.stack import StackClient
 from lens.models.usage import UsageMeter
 from lens.prompts import AGENT_SYSTEM_PROMPT
 from lens.runner import Runner
+from lens.shards import merge_usage, prestart
 from lens.store import RunStore
 
 CALLS_PER_QUESTION = 4
@@ -116,18 +118,20 @@ class Measure:
 
 
 def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None,
-               transport: str = "http") -> RunConfig:
+               transport: str = "http", processes: int = 1) -> RunConfig:
     return RunConfig.model_validate({
         "name": "bench",
         "dataset": {"path": str(dataset)},
-        "adapters": [{"name": "null"}],
+        # Worker processes create the adapter by name; in one process the factory below does.
+        "adapters": [{"name": "bench.runner_efficiency:DictMemory" if processes > 1
+                      else "null"}],
         "agent": {"model": "openai/bench-model", "base_url": base_url, "max_tokens": 200,
                   "options": {"transport": transport},
                   "max_concurrency": c, "timeout_s": 60, "max_retries": 2,
                   "budget": {"max_turns": 8, "max_tool_calls": 12,
                              "max_payload_bytes": 200_000, "max_agent_tokens": 10_000_000,
                              "max_seconds": 600}},
-        "concurrency": {"units": SCOPES, "questions": c},
+        "concurrency": {"units": SCOPES, "questions": c, "processes": processes},
         "out_dir": str(out),
         "cache": {"enabled": cache is not None, "path": str(cache) if cache else None},
         "scoring": {"enabled": False},
@@ -136,23 +140,32 @@ def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | No
 
 
 async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
-                    cache: bool, transport: str = "http") -> Measure:
+                    cache: bool, transport: str = "http", processes: int = 1) -> Measure:
     config = run_config(dataset_path, base_url, c, workdir,
-                        workdir / "cache.sqlite" if cache else None, transport)
+                        workdir / "cache.sqlite" if cache else None, transport, processes)
     dataset = load_dataset(dataset_path)
     store = RunStore.create(workdir, "bench", f"c{c}-{time.monotonic_ns()}")
     runtime = ModelRuntime(cache=config.cache if cache else CacheConfig(enabled=False))
     client = runtime.client(config.agent)
-    runner = Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory())
+    runner = (Runner(config, dataset, store, client) if processes > 1 else
+              Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory()))
     cpu0, t0 = time.process_time(), time.perf_counter()
+    children0 = _children_cpu()
     summary = await runner.run()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    wall = time.perf_counter() - t0
+    # Worker processes' CPU counts too (they are waited for, so their times are reaped).
+    cpu = time.process_time() - cpu0 + _children_cpu() - children0
     store.close()
     await runtime.aclose()
-    calls = runtime.usage()["total"]["calls"]
+    calls = merge_usage(runtime.usage(), summary.worker_usage)["total"]["calls"]
     if summary.answered != summary.questions or summary.errored:
         raise RuntimeError(f"lens run incomplete: {summary}")
     return Measure(wall, cpu, calls, summary.answered)
+
+
+def _children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 class StubProvider:
@@ -293,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
                    help="event loop of every variant (auto: uvloop where installed, as `lens "
                         "run` does)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="concurrency.processes of the lens variant (worker processes)")
     p.add_argument("--transport", choices=("http", "aiohttp", "sdk"), default="http",
                    help="the openai backend's transport for the lens variant")
     p.add_argument("--server-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
@@ -309,11 +324,17 @@ def main(argv: list[str] | None = None) -> int:
           f"{TOOLS_PER_QUESTION} tool calls each, latency {args.latency_ms:g} ms, "
           f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}, "
           f"loop={eventloop.loop_in_use(args.loop)}, transport={args.transport}, "
+          f"processes={args.processes}, "
           f"server loop={eventloop.loop_in_use(args.server_loop)}", flush=True)
     rows, raw_json = [], []
     with tempfile.TemporaryDirectory(prefix="lens-bench-") as tmp, \
             fake_server(args.latency_ms, loop=args.server_loop) as server:
         dataset = write_dataset(Path(tmp) / "bench.json", args.questions)
+        if args.processes > 1:
+            # Once per lens process, like importing lens: reported, not counted in any run.
+            t0 = time.perf_counter()
+            prestart()
+            print(f"fork server started in {time.perf_counter() - t0:.2f}s", flush=True)
         for c in levels:
             ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
             runs: dict[str, list[Measure]] = {"lens": [], **{b: [] for b in baselines},
@@ -325,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                     runs[b].append(eventloop.run(raw_once, args.questions, server.base_url, c,
                                                  b, loop=args.loop))
                 runs["lens"].append(eventloop.run(lens_once, dataset, server.base_url, c, work,
-                                                  args.cache, args.transport, loop=args.loop))
+                                                  args.cache, args.transport, args.processes,
+                                                  loop=args.loop))
                 runs["framework alone"].append(eventloop.run(stub_once, dataset, latency, c,
                                                              work, loop=args.loop))
                 print(f"  c={c} rep {rep + 1}: " + " | ".join(

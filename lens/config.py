@@ -116,6 +116,9 @@ class DatasetConfig(_Section):
 class ConcurrencyConfig(_Section):
     units: int = Field(default=4, ge=1)
     questions: int = Field(default=8, ge=1)
+    # Worker processes the units are spread over, for more model calls a second than one
+    # process's event loop drives (lens/shards.py); each gets 1/N of the limits.
+    processes: int = Field(default=1, ge=1, le=64)
 
 
 class CacheConfig(_Section):

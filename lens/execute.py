@@ -20,6 +20,7 @@ from lens.redact import redact
 from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.scorer import score_for_config
+from lens.shards import merge_usage
 from lens.store import RunStore, now_iso
 
 
@@ -90,6 +91,10 @@ def execute(
     config = load_config(config_path)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
+    if model is not None and config.concurrency.processes > 1:
+        raise ConfigError(f"{config_file}: field 'concurrency.processes': worker processes "
+                          "create their own model clients from the config; set it to 1 to "
+                          "run with a model object")
     run_id = new_run_id()
     runtime = ModelRuntime.for_run(config, run_id)
     try:
@@ -118,10 +123,11 @@ def execute(
         manifest = build_manifest(config, dataset, run_id)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
 
+    runner = Runner(config, dataset, store, client, progress=progress, retry_errors=retry_errors)
+
     async def main() -> RunSummary:
         try:
-            summary = await Runner(config, dataset, store, client, progress=progress,
-                                   retry_errors=retry_errors).run()
+            summary = await runner.run()
             store.close()
             if config.scoring.enabled:
                 await score_for_config(store.root, config, judge=judge)
@@ -138,7 +144,7 @@ def execute(
     finally:
         store.close()
         manifest = store.manifest()
-        manifest["usage"] = runtime.usage()
+        manifest["usage"] = merge_usage(runtime.usage(), runner.summary.worker_usage)
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)

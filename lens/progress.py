@@ -8,8 +8,6 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from lens.records import QuestionRecord
-
 
 class RichRunProgress:
     def __init__(self, console: Console | None = None) -> None:
@@ -38,9 +36,9 @@ class RichRunProgress:
         self._questions = self._progress.add_task("questions", total=questions,
                                                   completed=done, info="")
 
-    def question_done(self, record: QuestionRecord) -> None:
-        self._tokens += record.tokens("agent")
-        if record.status == "answered":
+    def question_done(self, status: str, agent_tokens: int) -> None:
+        self._tokens += agent_tokens
+        if status == "answered":
             self._answered += 1
         else:
             self._errored += 1

@@ -13,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -29,13 +29,13 @@ from lens.store import RunStore, now_iso
 
 class RunProgress(Protocol):
     def start(self, units: int, questions: int, done: int) -> None: ...
-    def question_done(self, record: QuestionRecord) -> None: ...
+    def question_done(self, status: str, agent_tokens: int) -> None: ...
     def unit_done(self, key: str) -> None: ...
 
 
 class _NoProgress:
     def start(self, units: int, questions: int, done: int) -> None: ...
-    def question_done(self, record: QuestionRecord) -> None: ...
+    def question_done(self, status: str, agent_tokens: int) -> None: ...
     def unit_done(self, key: str) -> None: ...
 
 
@@ -61,6 +61,8 @@ class RunSummary:
     skipped: int = 0
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
+    # Model usage of worker processes (lens/shards.py), for the run's manifest.
+    worker_usage: list[dict[str, Any]] = field(default_factory=list)
 
 
 def derive_seed(seed: int, *parts: str) -> int:
@@ -98,6 +100,7 @@ class Runner:
         progress: RunProgress | None = None,
         adapter_factory: AdapterFactory = _default_adapter_factory,
         retry_errors: bool = False,
+        only_units: frozenset[str] | None = None,
     ) -> None:
         self.config = config
         self.dataset = dataset
@@ -110,6 +113,8 @@ class Runner:
         self.summary = RunSummary()
         self._finished: set[str] = set()
         self._retry_errors = retry_errors
+        # Set in a worker process: the units it was given; the parent owns the run's events.
+        self.only_units = only_units
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -120,7 +125,22 @@ class Runner:
         return done_units, set(finished)
 
     async def run(self) -> RunSummary:
+        if self.config.concurrency.processes > 1 and self.only_units is None:
+            from lens.shards import run_in_processes
+
+            return await run_in_processes(self)
         started = time.perf_counter()
+        pending = self.begin()
+        if self.only_units is not None:
+            pending = [u for u in pending if u.key in self.only_units]
+        async with anyio.create_task_group() as tg:
+            for unit in pending:
+                tg.start_soon(self._run_unit_limited, unit)
+        return self.finish(started)
+
+    def begin(self) -> list[Unit]:
+        """The units not done yet; what is done already is counted and, in the process that
+        owns the run, announced."""
         units = plan_units(self.config, self.dataset)
         done_units, self._finished = self._load_finished()
         pending = [u for u in units if u.key not in done_units]
@@ -132,17 +152,20 @@ class Runner:
         self.summary.units = len(units)
         self.summary.questions = total_q
         self.summary.skipped = already
-        self.progress.start(len(units), total_q, already)
-        self.store.append_event("run_started", units=len(units), pending_units=len(pending),
-                                questions=total_q, already_done=already)
-        async with anyio.create_task_group() as tg:
-            for unit in pending:
-                tg.start_soon(self._run_unit_limited, unit)
+        if self.only_units is None:
+            self.progress.start(len(units), total_q, already)
+            self.store.append_event("run_started", units=len(units),
+                                    pending_units=len(pending), questions=total_q,
+                                    already_done=already)
+        return pending
+
+    def finish(self, started: float) -> RunSummary:
         self.summary.wall_s = time.perf_counter() - started
-        self.store.append_event("run_finished", answered=self.summary.answered,
-                                errored=self.summary.errored,
-                                units_failed=self.summary.units_failed,
-                                wall_s=round(self.summary.wall_s, 3))
+        if self.only_units is None:
+            self.store.append_event("run_finished", answered=self.summary.answered,
+                                    errored=self.summary.errored,
+                                    units_failed=self.summary.units_failed,
+                                    wall_s=round(self.summary.wall_s, 3))
         return self.summary
 
     async def _run_unit_limited(self, unit: Unit) -> None:
@@ -258,7 +281,7 @@ class Runner:
             self.summary.answered += 1
         else:
             self.summary.errored += 1
-        self.progress.question_done(record)
+        self.progress.question_done(record.status, record.tokens("agent"))
 
     async def _fail_unit(self, unit: Unit, pending: list[Question], exc: BaseException) -> None:
         tb = self.store.save_error(unit.key, traceback.format_exc())

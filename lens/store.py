@@ -105,12 +105,15 @@ class _Appender:
 
 
 class RunStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, records: str = RECORDS) -> None:
         self.root = root
         self._lock = threading.Lock()
         self._seq = 0
         self._events = _Appender(root / EVENTS)
-        self._records = _Appender(root / RECORDS)
+        # The file this store appends question records to; each event names the file its
+        # record is in, so worker processes each write their own (lens/shards.py).
+        self.records_name = records
+        self._records = _Appender(root / records)
 
     # -- creation -----------------------------------------------------------------------------
     @classmethod
@@ -162,14 +165,20 @@ class RunStore:
             os.fsync(fh.fileno())
 
     def append_event(self, kind: str, key: str = "", **payload: Any) -> None:
-        line = {"seq": 0, "ts": now_iso(), "kind": kind, "key": key, **payload}
+        self.append_events([(kind, key, payload)])
+
+    def append_events(self, events: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Append ``(kind, key, payload)`` events in order and make them durable together."""
+        ticket = 0
         with self._lock:
-            # Numbering and appending are one step, so seq order is file order.
-            self._seq += 1
-            line["seq"] = self._seq
-            data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-            ticket, _ = self._events.append(data)
-        self._events.sync(ticket)
+            for kind, key, payload in events:
+                # Numbering and appending are one step, so seq order is file order.
+                self._seq += 1
+                line = {"seq": self._seq, "ts": now_iso(), "kind": kind, "key": key, **payload}
+                data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode()
+                ticket, _ = self._events.append(data)
+        if ticket:
+            self._events.sync(ticket)
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Every complete event; a torn or unreadable last line is skipped."""
@@ -201,7 +210,7 @@ class RunStore:
             unit=record.unit_key,
             question_id=record.question_id,
             status=record.status,
-            record=RECORDS,
+            record=self.records_name,
             offset=offset,
             length=len(data),
             tokens=record.tokens("agent"),
