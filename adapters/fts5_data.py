@@ -41,10 +41,13 @@ def postings(db: sqlite3.Connection, instance_vocab: str,
              term: str) -> tuple[np.ndarray, np.ndarray]:
     """(rowids ascending, occurrences in each) of ``term``, read through an ``fts5vocab`` table
     of type 'instance' (one row per occurrence, in rowid order)."""
-    cur = db.execute(f"SELECT doc FROM {instance_vocab} WHERE term = ?", (term,))
-    docs = np.fromiter((r[0] for r in cur), dtype=np.int64)
-    if docs.size == 0:
-        return docs, np.zeros(0, dtype=np.int64)
+    # One comma-separated string parsed by numpy: half the time of a Python row per occurrence
+    # (common words occur hundreds of thousands of times in a large store).
+    (listed,) = db.execute(f"SELECT group_concat(doc) FROM {instance_vocab} WHERE term = ?",
+                           (term,)).fetchone()
+    if not listed:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    docs = np.fromstring(listed, dtype=np.int64, sep=",")
     if np.any(docs[1:] < docs[:-1]):  # documented order, but cheap to make sure of
         docs.sort(kind="stable")
     starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])

@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import adapters.sqlite_fts as sqlite_fts
+from adapters import bm25_index
+from adapters.bm25_index import Bm25Index
 from adapters.chunking import episode_units
 from adapters.filters import DateRange
 from adapters.fts5_data import row_lengths
@@ -167,6 +170,8 @@ def assert_same_ranking(a: SqliteFtsAdapter, query: str, k: int,
     expected = by_fts5(a, query, k, dates)
     got = in_memory(a, query, k, dates)
     assert [r for r, _ in got] == [r for r, _ in expected], (query, k)
+    # Both sides run the same double operations in the same order, so the scores are equal to
+    # the last bit on x86-64; the tolerance leaves room for a C compiler that fuses them.
     for (_, s), (_, e) in zip(got, expected, strict=True):
         assert s == pytest.approx(e, rel=1e-12, abs=1e-12), (query, k)
     return len(got)
@@ -259,6 +264,56 @@ def test_in_memory_ranking_equals_fts5_on_the_bench_text() -> None:
         for k in (1, 10, 100):
             assert_same_ranking(a, q, k)
     a.close()
+
+
+def brute_force(index: Bm25Index, terms: list[str], k: int, start: str | None,
+                end: str | None) -> list[tuple[int, float]]:
+    """Every live unit scored, term contributions added in query order; best k by (-score,
+    rowid)."""
+    scores: dict[int, float] = {}
+    admit = index._admitted(start, end)
+    weights = [index._weights_of(t) for t in terms]
+    for slot in np.flatnonzero(index._live.view & admit):
+        total, found = 0.0, False
+        for w in weights:
+            at = np.searchsorted(w.slots, slot)
+            hit = at < len(w.slots) and w.slots[at] == slot
+            total += float(w.contrib[at]) if hit else 0.0
+            found = found or bool(hit)
+        if found:
+            scores[int(index._rowid.data[slot])] = total
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+
+@pytest.mark.parametrize("few", [bm25_index._FEW, 0])
+def test_pruning_keeps_the_exact_top_k_on_tie_heavy_stores(
+        few: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Few distinct lengths and counts make many equal scores: the pruning bounds and the
+    # tie-break are exercised on every query. Checked against scoring every unit. With few=0
+    # the pruning runs through every term instead of stopping at a few hundred candidates.
+    monkeypatch.setattr(bm25_index, "_FEW", few)
+    rng = random.Random(5)
+    for trial in range(30):
+        docs = {}
+        n = rng.choice([rng.randint(1, 60), rng.randint(300, 900)])
+        vocab = [f"t{i}" for i in range(rng.randint(2, 12))]
+        for rowid in range(1, n + 1):
+            docs[rowid] = [rng.choice(vocab[: rng.randint(1, len(vocab))])
+                           for _ in range(rng.choice([1, 3, 3, 8]))]
+        index = Bm25Index(lambda term, docs=docs: (
+            np.array([r for r, toks in docs.items() if term in toks], dtype=np.int64),
+            np.array([toks.count(term) for toks in docs.values() if term in toks],
+                     dtype=np.int64)))
+        rowids = np.array(sorted(docs), dtype=np.int64)
+        index.load(rowids, np.array([len(docs[r]) for r in rowids]),
+                   [f"2024-01-{1 + r % 28:02d}" for r in rowids])
+        for _ in range(20):
+            terms = [rng.choice([*vocab, "absent"]) for _ in range(rng.randint(1, 6))]
+            k = rng.choice([1, 2, 5, 10, 50, 200])
+            start, end = rng.choice([(None, None), ("2024-01-05", None),
+                                     ("2024-01-03", "2024-01-09"), (None, "2024-01-02")])
+            assert index.search(terms, k, start, end) == brute_force(index, terms, k, start,
+                                                                     end), (trial, terms, k)
 
 
 # --- the in-memory index kept current ----------------------------------------------------------
