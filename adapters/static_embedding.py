@@ -6,25 +6,27 @@ every WordPiece token one fixed vector and embeds a text as a weighted mean of i
 vectors: no forward pass per text, and the whole text is read (no 256-token window). The price
 is word order and context: a token means the same wherever it stands.
 
-The recipe (``RECIPE``; measured on the five published LENS scopes, see ``bench/RESULTS.md``):
+The recipe (``RECIPE``). Each step was measured with ``python -m bench.static_recipe`` on the
+five published LENS scopes (evidence recall@10 of 92 questions; ``bench/RESULTS.md``):
 
 - a token's vector is the teacher's own sentence embedding of that token alone: the packaged
   MiniLM over ``[CLS] token [SEP]``, mean-pooled over the three positions and L2-normalised,
-  exactly as sentence-transformers pools this model. Pooling over all three positions beat
-  taking the token position's output alone (evidence recall@10 of the scopes' questions 0.28
-  against 0.25). A one-token text thus gets the teacher's vector, up to the centering below;
-- the vectors share a large common component (every one carries the [CLS] and [SEP]
-  outputs), which swamps what distinguishes them. The mean vector of a fixed sample of the
-  vocabulary (every 32nd real token) is subtracted; that doubled recall@10 (0.13 to 0.26), and
-  the sample's mean does as well as the whole vocabulary's at a thirtieth of the distillation;
+  exactly as sentence-transformers pools this model. Taking the token position's output alone
+  did about as well (0.355 against 0.377); mean pooling is kept because a table row is then
+  exactly a vector the teacher itself produces, which a test can check;
+- the vectors share a large common component (each carries the [CLS] and [SEP] outputs) that
+  swamps what tells them apart. The mean vector of one real token in 32 of the vocabulary is
+  subtracted: recall 0.13 to 0.28, and the sample does as well as the whole vocabulary's mean
+  at a thirtieth of the distillation;
 - weights follow model2vec's SIF over a Zipf estimate of token frequency from vocabulary rank
   (BERT's WordPiece vocabulary lists words roughly from most to least frequent):
   ``w = a / (a + p(rank))`` with ``a = 1e-4``. Tokens without a letter (digits, punctuation,
   symbols) get a tenth of that: the teacher's vector of a bare number says little about meaning,
-  and in metric-heavy logs such tokens are half the text and pulled every report together
-  (recall@10 0.26 to 0.38 over the five scopes);
-- a text's vector is the weighted mean of its tokens' centred vectors (special and unknown
-  tokens left out), L2-normalised. A text with no token at all gets the zero vector.
+  and in metric-heavy logs such tokens are half the text and pull every report together
+  (recall 0.28 to 0.38). A tenth rather than nothing, so a text of numbers alone still has a
+  direction;
+- a text's vector is the weighted mean of its tokens' centred vectors (marker tokens such as
+  ``[UNK]`` left out), L2-normalised. A text with no token at all gets the zero vector.
 
 Token vectors are distilled lazily: the first time a token id is met, in batches, and kept in a
 :class:`~adapters.token_table.TokenTable` (the embedding cache's SQLite file by default) keyed by
@@ -87,21 +89,27 @@ def model_fingerprint(folder: Path) -> str:
         return found
 
 
-def _is_marker(token: str) -> bool:
+def is_marker(token: str) -> bool:
     """``[CLS]``, ``[UNK]``, ``[unused7]``…: tokens that never stand for text."""
     return token.startswith("[") and token.endswith("]")
 
 
+def has_letter(token: str) -> bool:
+    return bool(_LETTER.search(token))
+
+
+def sif_weights(vocab_size: int) -> NDArray[np.float64]:
+    """SIF weights ``a / (a + p)`` with ``p`` a Zipf estimate of frequency from vocabulary rank."""
+    zipf = 1.0 / np.arange(1, vocab_size + 1, dtype=np.float64)
+    return SIF_A / (SIF_A + zipf / zipf.sum())
+
+
 def token_weights(tokens: Sequence[str]) -> NDArray[np.float64]:
-    """The recipe's weight of every token id: SIF over vocabulary-rank Zipf frequencies, a
-    tenth of it for tokens with no letter, zero for marker tokens."""
-    rank = np.arange(1, len(tokens) + 1, dtype=np.float64)
-    zipf = 1.0 / rank
-    prob = zipf / zipf.sum()
-    weights = SIF_A / (SIF_A + prob)
-    letters = np.array([bool(_LETTER.search(t)) for t in tokens])
-    weights *= np.where(letters, 1.0, NO_LETTER_WEIGHT)
-    weights[[i for i, t in enumerate(tokens) if _is_marker(t)]] = 0.0
+    """The recipe's weight of every token id: SIF, a tenth of it for tokens with no letter,
+    zero for marker tokens."""
+    weights = sif_weights(len(tokens))
+    weights *= np.array([1.0 if has_letter(t) else NO_LETTER_WEIGHT for t in tokens])
+    weights[[i for i, t in enumerate(tokens) if is_marker(t)]] = 0.0
     return weights
 
 
@@ -124,7 +132,7 @@ class StaticEncoder:
         vocab = self.tokenizer.get_vocab_size()
         tokens = [self.tokenizer.id_to_token(i) or "" for i in range(vocab)]
         self.weights = token_weights(tokens)
-        real = [i for i, t in enumerate(tokens) if t and not _is_marker(t)]
+        real = [i for i, t in enumerate(tokens) if t and not is_marker(t)]
         self.center_ids = np.asarray(real[::CENTER_STRIDE], dtype=np.int64)
         self.all_ids = np.asarray(real, dtype=np.int64)
         # [CLS] and [SEP] (or whatever this tokenizer puts around a single text).

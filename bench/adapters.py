@@ -3,6 +3,7 @@
     python bench/adapters.py                       # every adapter, every size that fits
     python bench/adapters.py --adapters sqlite_fts --sizes 1000 10000 100000
     python bench/adapters.py --pg-dsn postgresql://postgres@127.0.0.1:5432/postgres
+    python bench/adapters.py --adapters vector_static --sizes 1000 10000 100000 --static-n 1000
 
 Episodes are synthetic daily operations reports in the style of the LENS ops scopes (endpoint
 latencies, hosts, alerts, deployments, on-call notes; about 2,000-3,000 characters each), made
@@ -17,7 +18,17 @@ does a few full-length episodes per second), so they are measured in two parts:
 - search at 1k/10k/100k: the index is filled with real embeddings of ``--embed-n`` distinct
   episodes, repeated under new ids up to the size. Brute-force cosine costs the same whatever the
   vectors hold, so the latency is the real one for that many units.
-Results are printed as a markdown table and, with ``--json``, written as JSON.
+
+``vector_static``, ``vector_chunked_static`` and ``hybrid_static`` are those adapters with
+``encoder: static``, which embeds fast enough to ingest every size for real:
+- cold: ``--static-n`` episodes into an empty cache file, so the token vectors the texts need are
+  distilled during the ingest (the rate is given with and without that one-time cost), then the
+  same episodes again into a fresh instance (every embedding a cache hit);
+- full vocabulary: the one-time cost of distilling every token at once instead;
+- 1k/10k/100k: real ingest of new texts into a copy of a cache file that holds the whole token
+  table and no text embeddings (a machine after its first run), then the searches.
+Each row records the 1-minute load average when it finished. Results are printed as JSON lines
+and, with ``--json``, written as JSON.
 """
 
 from __future__ import annotations
@@ -26,8 +37,10 @@ import argparse
 import functools
 import hashlib
 import json
+import os
 import platform
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -199,6 +212,62 @@ def vector_fill(pool: int) -> Callable[[MemoryAdapter, int], Any]:
     return fill
 
 
+def static_encoder_of(adapter: MemoryAdapter) -> Any:
+    inner = _inner(adapter)
+    return getattr(inner, "semantic", inner).embedder.encoder
+
+
+async def static_cold_ingest(name: str, options: dict[str, Any], n: int) -> dict[str, Any]:
+    """Ingest ``n`` episodes into an empty cache file (token table and text embeddings both
+    empty), then again into a fresh instance (every embedding a cache hit)."""
+    eps = [episode(i) for i in range(n)]
+    cache = str(Path(tempfile.mkdtemp()) / "e.sqlite")
+    out: dict[str, Any] = {"n": n}
+    for label in ("cold", "warm"):
+        adapter = create_adapter(name, {**options, "embedding_cache": cache})
+        try:
+            seconds = await _ingest(adapter, eps)
+            if label == "cold":
+                enc = static_encoder_of(adapter)
+                out["distilled_tokens"] = enc.distilled
+                out["distill_s"] = enc.distill_seconds
+                out["cold_eps_excl_distill"] = n / (seconds - enc.distill_seconds)
+        finally:
+            await adapter.aclose()
+        out[f"{label}_eps"] = n / seconds
+    shutil.rmtree(Path(cache).parent, ignore_errors=True)
+    return out
+
+
+def vocabulary_table() -> tuple[Path, dict[str, Any]]:
+    """A cache file holding the whole distilled token table and no text embeddings, and what
+    distilling it cost."""
+    from adapters.static_embedding import StaticEncoder
+
+    path = Path(tempfile.mkdtemp()) / "template.sqlite"
+    enc = StaticEncoder(table_path=path)
+    start = time.perf_counter()
+    tokens = enc.distill_vocabulary()
+    seconds = time.perf_counter() - start
+    enc.close()
+    return path, {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
+
+
+def warm_table_copy(template: Path) -> str:
+    """A fresh cache file with the template's token table: new texts, no distillation."""
+    path = Path(tempfile.mkdtemp()) / "e.sqlite"
+    shutil.copyfile(template, path)
+    return str(path)
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def spread_of(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 async def embed_ingest(name: str, options: dict[str, Any], n: int) -> dict[str, Any]:
     """Cold (cache miss) and warm (cache hit) ingest rate of ``n`` episodes."""
     eps = [episode(i) for i in range(n)]
@@ -214,8 +283,6 @@ async def embed_ingest(name: str, options: dict[str, Any], n: int) -> dict[str, 
 
 
 def machine_line() -> str:
-    import os
-
     cpu = "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -225,7 +292,51 @@ def machine_line() -> str:
     except OSError:
         pass
     return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
-            f"Python {platform.python_version()}")
+            f"Python {platform.python_version()}, load(1m) {load1()}")
+
+
+STATIC_LABELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "vector_static": ("vector", {"encoder": "static"}),
+    "vector_chunked_static": ("vector_chunked", {"encoder": "static"}),
+    "hybrid_static": ("hybrid", {"encoder": "static"}),
+}
+
+
+def static_rows(label: str, name: str, options: dict[str, Any],
+                args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def emit(row: dict[str, Any]) -> None:
+        rows.append({"adapter": label, **row, "load1": load1()})
+        print(json.dumps(rows[-1]), flush=True)
+
+    cold = [anyio.run(static_cold_ingest, name, options, args.static_n)
+            for _ in range(args.repeats)]
+    emit({"kind": "cold_ingest", "n": args.static_n, "repeats": len(cold),
+          **{k: spread_of([r[k] for r in cold]) for k in cold[0] if k != "n"}})
+    vocab = []
+    template = None
+    for _ in range(args.repeats):
+        if template is not None:
+            shutil.rmtree(template.parent, ignore_errors=True)
+        template, cost = vocabulary_table()
+        vocab.append(cost)
+    assert template is not None
+    emit({"kind": "vocabulary_distillation", "repeats": len(vocab),
+          **{k: spread_of([v[k] for v in vocab]) for k in vocab[0]}})
+    for size in args.sizes:
+        reps = args.repeats if size <= 10_000 else 1
+        runs = []
+        for _ in range(reps):
+            cache = warm_table_copy(template)
+            factory = functools.partial(create_adapter, name,
+                                        {**options, "embedding_cache": cache})
+            runs.append(anyio.run(measure, factory, size, args.queries))
+            shutil.rmtree(Path(cache).parent, ignore_errors=True)
+        emit({"kind": "scale", "size": size, "repeats": reps,
+              **{k: spread_of([r[k] for r in runs]) for k in ("ingest_eps", "p50_ms", "p99_ms")}})
+    shutil.rmtree(template.parent, ignore_errors=True)
+    return rows
 
 
 def main() -> None:
@@ -237,6 +348,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3, help="runs per size up to 10k (median)")
     ap.add_argument("--embed-n", type=int, default=200, help="episodes really embedded")
+    ap.add_argument("--static-n", type=int, default=1000,
+                    help="episodes of the static encoder's cold ingest")
     ap.add_argument("--pg-dsn", default=None, help="PostgreSQL for the postgres adapter")
     ap.add_argument("--mem0-max", type=int, default=1000, help="largest size for mem0")
     ap.add_argument("--json", type=Path, default=None)
@@ -244,8 +357,12 @@ def main() -> None:
 
     rows: list[dict[str, Any]] = []
     print(f"machine: {machine_line()}", flush=True)
-    for name in args.adapters:
-        options: dict[str, Any] = {}
+    for label in args.adapters:
+        name, options = STATIC_LABELS.get(label, (label, {}))
+        options = dict(options)
+        if options.get("encoder") == "static":
+            rows.extend(static_rows(label, name, options, args))
+            continue
         if name == "postgres":
             if not args.pg_dsn:
                 print("postgres: skipped (no --pg-dsn)", flush=True)
