@@ -104,7 +104,10 @@ class UnitMatrix:
         n = len(self.units)
         if n == 0:
             return []
-        scores = self._vecs[:n] @ query
+        # einsum, not BLAS: a matrix-vector product is memory-bound, and OpenBLAS's sgemv
+        # hands half of it to a second thread that, with the other core busy, took a fixed
+        # 8 ms to wake (10k units: 8.0 ms with BLAS, 0.74 ms with einsum; 100k: 16 vs 7.5 ms).
+        scores = np.einsum("ij,j->i", self._vecs[:n], query)
         if not dates.empty:
             ts = self._ts[:n]
             ok = np.ones(n, dtype=bool)
