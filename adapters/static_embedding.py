@@ -31,7 +31,10 @@ five published LENS scopes (evidence recall@10 of 92 questions; ``bench/RESULTS.
 Token vectors are distilled lazily: the first time a token id is met, in batches, and kept in a
 :class:`~adapters.token_table.TokenTable` (the embedding cache's SQLite file by default) keyed by
 the model files' content hash and ``DISTILL_VERSION``, so a machine pays for each token once.
-``distill_vocabulary`` does the whole vocabulary at once.
+Lazy beats distilling the whole vocabulary up front because a corpus meets a fraction of it: the
+first 1,000 benchmark episodes needed 2,033 token vectors (about 3 s on 2 cores) where the whole
+vocabulary takes about 36 s, and a token's vector is the same either way (``distill_vocabulary``
+does it all at once, for a machine that should never distil during a run).
 """
 
 from __future__ import annotations

@@ -302,6 +302,9 @@ STATIC_LABELS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_templates: list[Path] = []
+
+
 def static_rows(label: str, name: str, options: dict[str, Any],
                 args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
@@ -314,16 +317,17 @@ def static_rows(label: str, name: str, options: dict[str, Any],
             for _ in range(args.repeats)]
     emit({"kind": "cold_ingest", "n": args.static_n, "repeats": len(cold),
           **{k: spread_of([r[k] for r in cold]) for k in cold[0] if k != "n"}})
-    vocab = []
-    template = None
-    for _ in range(args.repeats):
-        if template is not None:
-            shutil.rmtree(template.parent, ignore_errors=True)
-        template, cost = vocabulary_table()
-        vocab.append(cost)
-    assert template is not None
-    emit({"kind": "vocabulary_distillation", "repeats": len(vocab),
-          **{k: spread_of([v[k] for v in vocab]) for k in vocab[0]}})
+    if not _templates:  # the table is the same for every static label: measured once
+        vocab = []
+        for _ in range(args.repeats):
+            for old in _templates:
+                shutil.rmtree(old.parent, ignore_errors=True)
+            path, cost = vocabulary_table()
+            _templates[:] = [path]
+            vocab.append(cost)
+        emit({"kind": "vocabulary_distillation", "repeats": len(vocab),
+              **{k: spread_of([v[k] for v in vocab]) for k in vocab[0]}})
+    template = _templates[0]
     for size in args.sizes:
         reps = args.repeats if size <= 10_000 else 1
         runs = []
@@ -335,7 +339,6 @@ def static_rows(label: str, name: str, options: dict[str, Any],
             shutil.rmtree(Path(cache).parent, ignore_errors=True)
         emit({"kind": "scale", "size": size, "repeats": reps,
               **{k: spread_of([r[k] for r in runs]) for k in ("ingest_eps", "p50_ms", "p99_ms")}})
-    shutil.rmtree(template.parent, ignore_errors=True)
     return rows
 
 
@@ -390,6 +393,8 @@ def main() -> None:
                    else None for k in ("ingest_eps", "p50_ms", "p99_ms")}
             rows.append({"adapter": name, "kind": "scale", "size": size, "repeats": reps, **med})
             print(json.dumps(rows[-1]), flush=True)
+    for template in _templates:
+        shutil.rmtree(template.parent, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps({"machine": machine_line(), "rows": rows}, indent=2))
 
