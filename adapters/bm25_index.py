@@ -54,6 +54,8 @@ class _Column:
         self.size = 0 if data is None else len(data)
 
     def append(self, value: float | int | bool) -> None:
+        if self.data.dtype.kind == "u" and value > np.iinfo(self.data.dtype).max:
+            self.data = self.data.astype(np.int64)
         if self.size == len(self.data):
             grown = np.zeros(max(16, 2 * self.size), dtype=self.data.dtype)
             grown[:self.size] = self.data
@@ -96,7 +98,10 @@ class Bm25Index:
         self._rowid = _Column(np.int64)
         self._length = _Column(np.int64)
         self._live = _Column(np.bool_)
-        self._ts: list[str] = []
+        # Timestamps as UTF-8 bytes (ISO strings compare as the SQL path compares them): those
+        # bulk-loaded in one array, later ones in a list, joined when a filter needs them.
+        self._ts_loaded = np.zeros(0, dtype="S1")
+        self._ts_added: list[bytes] = []
         self._ts_array: np.ndarray | None = None
         self._slot_of = np.full(16, -1, dtype=np.int64)  # rowid -> slot, -1 when none
         self._n_live = 0
@@ -123,7 +128,7 @@ class Bm25Index:
         self._rowid = _Column(np.int64, rowids)
         self._length = _Column(np.int64, lengths)
         self._live = _Column(np.bool_, np.ones(len(rowids), dtype=np.bool_))
-        self._ts = list(timestamps)
+        self._ts_loaded = np.array([t.encode() for t in timestamps])
         self._slot_of = np.full(int(rowids[-1]) + 1, -1, dtype=np.int64)
         self._slot_of[rowids] = np.arange(len(rowids))
         self._n_live = len(rowids)
@@ -163,7 +168,7 @@ class Bm25Index:
         self._rowid.append(rowid)
         self._length.append(length)
         self._live.append(True)
-        self._ts.append(ts)
+        self._ts_added.append(ts.encode())
         self._slot_of[rowid] = slot
         self._n_live += 1
         self._tokens += length
@@ -178,13 +183,14 @@ class Bm25Index:
     def memory_bytes(self) -> int:
         """Bytes held by the index's arrays (per unit, postings and cached weights)."""
         arrays = [self._rowid.data, self._length.data, self._live.data, self._slot_of]
+        arrays.append(self._ts_loaded)
         if self._ts_array is not None:
             arrays.append(self._ts_array)
         for p in self._postings.values():
             arrays += [p.slots.data, p.tfs.data]
         for w in self._weights.values():
             arrays += [w.slots, w.contrib, w.best]
-        timestamps = sys.getsizeof(self._ts) + sum(sys.getsizeof(t) for t in self._ts)
+        timestamps = sys.getsizeof(self._ts_added) + sum(map(sys.getsizeof, self._ts_added))
         return sum(a.nbytes for a in arrays) + timestamps
 
     # --- statistics -------------------------------------------------------------------------
@@ -205,7 +211,7 @@ class Bm25Index:
             if np.any(np.diff(slots) <= 0):  # slots follow rowids; kept sorted whatever happens
                 order = np.argsort(slots, kind="stable")
                 slots, tfs = slots[order], tfs[order]
-            p = _Postings(_Column(np.int32, slots), _Column(np.int32, tfs))
+            p = _Postings(_Column(np.int32, slots), _Column(_count_type(tfs), tfs))
             self._postings[term] = p
             self.terms_loaded += 1
         return p
@@ -219,7 +225,7 @@ class Bm25Index:
         live = self._live.data[slots]
         if not live.all():  # drop units removed since: the postings shrink for good
             p.slots = _Column(np.int32, slots[live])
-            p.tfs = _Column(np.int32, tfs[live])
+            p.tfs = _Column(tfs.dtype.type, tfs[live])
             slots, tfs = p.slots.view, p.tfs.view
         n, total = len(slots), self._n_live
         idf = math.log((total - n + 0.5) / (n + 0.5))
@@ -230,7 +236,9 @@ class Bm25Index:
         length = self._length.data[slots].astype(np.float64)
         # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))).
         contrib = idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
-        w = _Weights(slots.copy(), contrib, _largest(contrib, MAX_K))
+        # ``slots`` is a view of the postings: later appends land beyond its end or in a new
+        # buffer, and clear this cache anyway.
+        w = _Weights(slots, contrib, _largest(contrib, MAX_K))
         self._weights[term] = w
         return w
 
@@ -238,12 +246,13 @@ class Bm25Index:
         """Per slot: is its timestamp inside [start, end]? Compared as ISO strings, as the
         SQL path compares them."""
         if self._ts_array is None:
-            self._ts_array = np.array(self._ts, dtype=str)
+            self._ts_array = (np.concatenate([self._ts_loaded, np.array(self._ts_added)])
+                              if self._ts_added else self._ts_loaded)
         mask = np.ones(len(self._ts_array), dtype=bool)
         if start is not None:
-            mask &= self._ts_array >= start
+            mask &= self._ts_array >= start.encode()
         if end is not None:
-            mask &= self._ts_array <= end
+            mask &= self._ts_array <= end.encode()
         return mask
 
     # --- search -----------------------------------------------------------------------------
@@ -343,6 +352,15 @@ def _contributions(term: _Term, slots: np.ndarray) -> np.ndarray:
     at = np.searchsorted(term.slots, slots)
     at[at == len(term.slots)] = 0
     return np.where(term.slots[at] == slots, term.contrib[at], 0.0)
+
+
+def _count_type(counts: np.ndarray) -> type:
+    """The narrowest unsigned type holding ``counts`` (occurrences rarely pass 255)."""
+    top = int(counts.max()) if len(counts) else 0
+    for kind in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def _largest(values: np.ndarray, n: int) -> np.ndarray:

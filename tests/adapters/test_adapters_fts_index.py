@@ -355,6 +355,21 @@ def test_replace_and_new_units_after_the_index_is_built(chunk_chars: int | None)
 
 
 @pytest.mark.usefixtures("always_in_memory")
+def test_word_counts_past_one_byte_after_the_index_is_built() -> None:
+    # Postings store counts in the narrowest type that holds them; a later unit with a larger
+    # count widens it.
+    a = SqliteFtsAdapter()
+    a.reset("s")
+    a.ingest_many([ep(i, f"alpha beta {'gamma ' * (i % 3)}") for i in range(50)])
+    assert_same_ranking(a, "alpha gamma", 10)
+    a.ingest(ep(60, "gamma " * 300 + "alpha"))
+    a.ingest(ep(61, "gamma " * 70_000))
+    assert_same_ranking(a, "alpha gamma", 10)
+    assert [r for r, _ in in_memory(a, "gamma", 2)] == ["e61", "e60"]
+    a.close()
+
+
+@pytest.mark.usefixtures("always_in_memory")
 def test_many_new_units_rebuild_the_index_instead_of_tokenizing() -> None:
     a = SqliteFtsAdapter(max_results=30)
     a.reset("s")
