@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,14 +54,19 @@ class _Column:
         self.size = 0 if data is None else len(data)
 
     def append(self, value: float | int | bool) -> None:
-        if self.data.dtype.kind == "u" and value > np.iinfo(self.data.dtype).max:
+        self.extend(np.array([value]))
+
+    def extend(self, values: np.ndarray) -> None:
+        if self.data.dtype.kind == "u" and len(values) and (
+                values.max() > np.iinfo(self.data.dtype).max):
             self.data = self.data.astype(np.int64)
-        if self.size == len(self.data):
-            grown = np.zeros(max(16, 2 * self.size), dtype=self.data.dtype)
-            grown[:self.size] = self.data
+        end = self.size + len(values)
+        if end > len(self.data):
+            grown = np.zeros(max(16, 2 * len(self.data), end), dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
             self.data = grown
-        self.data[self.size] = value
-        self.size += 1
+        self.data[self.size:end] = values
+        self.size = end
 
     @property
     def view(self) -> np.ndarray:
@@ -135,15 +140,21 @@ class Bm25Index:
         self._tokens = int(lengths.sum())
         self._changed()
 
-    def add(self, rowid: int, timestamp: str, tokens: list[str]) -> None:
-        """A new unit with the tokens FTS5 indexed for it."""
-        slot = self._add_unit(rowid, len(tokens), timestamp)
-        if self._postings:
-            counts = Counter(tokens)
-            for term in self._postings.keys() & counts.keys():
-                p = self._postings[term]
-                p.slots.append(slot)
-                p.tfs.append(counts[term])
+    def add(self, units: Iterable[tuple[int, str, list[str]]]) -> None:
+        """New units: (rowid, timestamp, the tokens FTS5 indexed for it), rowids ascending."""
+        found: dict[str, tuple[list[int], list[int]]] = {}
+        for rowid, timestamp, tokens in units:
+            slot = self._add_unit(rowid, len(tokens), timestamp)
+            if self._postings:
+                counts = Counter(tokens)
+                for term in self._postings.keys() & counts.keys():
+                    slots, tfs = found.setdefault(term, ([], []))
+                    slots.append(slot)
+                    tfs.append(counts[term])
+        for term, (slots, tfs) in found.items():
+            p = self._postings[term]
+            p.slots.extend(np.array(slots))
+            p.tfs.extend(np.array(tfs))
 
     def remove(self, rowid: int) -> bool:
         """Forget the unit with this rowid; False when the index does not hold it."""

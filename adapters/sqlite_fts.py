@@ -301,8 +301,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             rows = self.db.execute(
                 f"SELECT rowid, ts, text FROM units WHERE rowid IN ({','.join('?' * len(chunk))})"
                 " ORDER BY rowid", chunk).fetchall()
-            for rowid, ts, text in rows:
-                self._index.add(rowid, ts, self._tokenizer.tokens(text))
+            self._index.add((rowid, ts, self._tokenizer.tokens(text)) for rowid, ts, text in rows)
 
     def _doc_freqs_locked(self, words: list[str]) -> dict[str, int]:
         missing = [w for w in words if w not in self._df]

@@ -105,7 +105,7 @@ class Unicode61:
     @staticmethod
     def _cut(parts: list[str]) -> list[str]:
         # Cheap test first: a token of at most 8,192 characters is at most 32,768 UTF-8 bytes.
-        if not any(len(p) > MAX_TOKEN_BYTES // 4 for p in parts):
+        if not parts or max(map(len, parts)) <= MAX_TOKEN_BYTES // 4:
             return parts
         out = []
         for p in parts:

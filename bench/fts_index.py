@@ -119,7 +119,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    print(f"machine: {machine_line()}, load(1m) {os.getloadavg()[0]:.2f}", flush=True)
+    line = machine_line()
+    load = "" if "load(1m)" in line else f", load(1m) {os.getloadavg()[0]:.2f}"
+    print(f"machine: {line}{load}", flush=True)
     rows = []
     for size in args.sizes:
         extra = args.extra if args.extra is not None else max(CHECKPOINT, size // 10)
