@@ -68,7 +68,8 @@ class Unicode61:
         parts = text.translate(self._table).split()
         if diacritics:
             parts = [p for p in map(self._strip_diacritics, parts) if p]
-        return self._cut(parts)
+        # A token can pass 32,768 bytes only in a text of more than 8,192 characters.
+        return parts if len(text) <= MAX_TOKEN_BYTES // 4 else self._cut(parts)
 
     # --- splitting --------------------------------------------------------------------------
 
@@ -104,7 +105,7 @@ class Unicode61:
 
     @staticmethod
     def _cut(parts: list[str]) -> list[str]:
-        # Cheap test first: a token of at most 8,192 characters is at most 32,768 UTF-8 bytes.
+        # A token of at most 8,192 characters is at most 32,768 UTF-8 bytes.
         if not parts or max(map(len, parts)) <= MAX_TOKEN_BYTES // 4:
             return parts
         out = []
