@@ -31,8 +31,9 @@ Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 class _NoReply(Exception):
-    """The connection ended before any byte of a reply: on a reused keep-alive connection the
-    server had closed it while idle, and the request never reached it."""
+    """The connection was closed in good order (or was already closed) before any byte of a
+    reply: on a reused keep-alive connection the server had closed it while idle. A reset is
+    not this: it is a fault of the server's, reported for the model stack to retry and count."""
 
 
 def tls_context() -> ssl.SSLContext:
@@ -170,7 +171,8 @@ async def _roundtrip(conn: Connection, request: bytes) -> tuple[HTTPReply, bool]
             if not 100 <= status < 200:
                 break
         body, framed = await _read_body(reader, status, headers)
-    except (ConnectionResetError, BrokenPipeError) as exc:
+    except BrokenPipeError as exc:
+        # The peer had closed the connection: the request was not delivered.
         if not replied:
             raise _NoReply from None
         raise TransportError(f"connection failed: {exc}") from None

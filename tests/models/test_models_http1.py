@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import shutil
+import socket
 import ssl
+import struct
 import subprocess
 import zlib
 from collections.abc import Awaitable, Callable
@@ -65,6 +67,12 @@ class RawServer:
                 reply, then = self.actions.pop(0)
                 if then == "hang":
                     await asyncio.sleep(3600)
+                if then == "reset":
+                    # SO_LINGER with a zero timeout makes close() send a TCP RST.
+                    sock = writer.get_extra_info("socket")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                    struct.pack("ii", 1, 0))
+                    break
                 # Split the reply to exercise reads across packets.
                 for i in range(0, len(reply), 7):
                     writer.write(reply[i:i + 7])
@@ -171,6 +179,21 @@ def test_reused_connection_dropped_without_reply_is_retried_once_on_a_new_one(lo
             assert (await poster.post(b"{}")).body == b"second"
             await poster.aclose()
         assert srv.connections == 2 and poster.connections_opened == 2
+
+    run(loop, main)
+
+
+def test_a_reset_is_a_transport_error_even_on_a_reused_connection(loop: str) -> None:
+    async def main() -> None:
+        async with RawServer([(ok(b"first"), "keep"), (b"", "reset"),
+                              (ok(b"never"), "keep")]) as srv:
+            poster = HTTP1Poster(srv.url(), {}, 5)
+            assert (await poster.post(b"{}")).body == b"first"
+            with pytest.raises(TransportError, match="connection failed"):
+                await poster.post(b"{}")
+            await poster.aclose()
+        # A reset is the server's fault: the model stack retries it and counts the retry.
+        assert len(srv.requests) == 2
 
     run(loop, main)
 
