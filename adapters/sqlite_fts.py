@@ -50,10 +50,11 @@ class SqliteFtsOptions(BaseModel):
     def _removed_options(cls, data: Any) -> Any:
         removed = sorted({"max_df", "prune_above"} & set(data)) if isinstance(data, dict) else []
         if removed:
+            what = "is no longer an option" if len(removed) == 1 else "are no longer options"
             raise ValueError(
-                f"{' and '.join(removed)} no longer exist: sqlite_fts ranks with exact BM25 over "
-                "every query word at any size (common words no longer make a search slow); "
-                "delete them from the options")
+                f"{' and '.join(removed)} {what}: sqlite_fts ranks with exact BM25 over every "
+                "query word at any size (common words no longer make a search slow); delete "
+                f"{'it' if len(removed) == 1 else 'them'} from the options")
         return data
 
 

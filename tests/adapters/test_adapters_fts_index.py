@@ -439,7 +439,7 @@ def test_small_stores_never_build_the_index() -> None:
 
 
 def test_removed_pruning_options_are_refused_with_the_reason() -> None:
-    with pytest.raises(ConfigError, match=r"no longer exist.*exact BM25"):
+    with pytest.raises(ConfigError, match=r"max_df is no longer an option.*exact BM25"):
         create_adapter("sqlite_fts", {"max_df": 0.2})
-    with pytest.raises(ConfigError, match="prune_above"):
-        create_adapter("sqlite_fts_chunked", {"prune_above": 5000})
+    with pytest.raises(ConfigError, match="max_df and prune_above are no longer options"):
+        create_adapter("sqlite_fts_chunked", {"prune_above": 5000, "max_df": 0.1})
