@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -150,22 +149,16 @@ async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
     runner = (Runner(config, dataset, store, client) if processes > 1 else
               Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory()))
     cpu0, t0 = time.process_time(), time.perf_counter()
-    children0 = _children_cpu()
     summary = await runner.run()
     wall = time.perf_counter() - t0
-    # Worker processes' CPU counts too (they are waited for, so their times are reaped).
-    cpu = time.process_time() - cpu0 + _children_cpu() - children0
+    # Worker processes' CPU counts too: each reports its own when it finishes.
+    cpu = time.process_time() - cpu0 + summary.worker_cpu_s
     store.close()
     await runtime.aclose()
     calls = merge_usage(runtime.usage(), summary.worker_usage)["total"]["calls"]
     if summary.answered != summary.questions or summary.errored:
         raise RuntimeError(f"lens run incomplete: {summary}")
     return Measure(wall, cpu, calls, summary.answered)
-
-
-def _children_cpu() -> float:
-    t = os.times()
-    return t.children_user + t.children_system
 
 
 class StubProvider:

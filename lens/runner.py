@@ -63,6 +63,7 @@ class RunSummary:
     failures: list[str] = field(default_factory=list)
     # Model usage of worker processes (lens/shards.py), for the run's manifest.
     worker_usage: list[dict[str, Any]] = field(default_factory=list)
+    worker_cpu_s: float = 0.0
 
 
 def derive_seed(seed: int, *parts: str) -> int:

@@ -174,7 +174,8 @@ def _worker_main(payload: bytes, conn: multiprocessing.connection.Connection) ->
 
         summary = eventloop.run(main)
         store.close()
-        store.send({"kind": _DONE, "summary": asdict(summary), "usage": runtime.usage()})
+        store.send({"kind": _DONE, "summary": asdict(summary), "usage": runtime.usage(),
+                    "cpu_s": time.process_time()})
     except BaseException:
         store.send({"kind": _FAILED, "error": traceback.format_exc()})
         raise
@@ -191,13 +192,7 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    preload = list(_PRELOAD)
-    # multiprocessing re-runs the main module in every worker (as ``__mp_main__``); with its
-    # imports preloaded that costs milliseconds rather than a fresh import of them each time.
-    main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
-    if main and not main.endswith("__main__"):
-        preload.append(main)
-    ctx.set_forkserver_preload(preload)
+    ctx.set_forkserver_preload(_PRELOAD)
     return ctx
 
 
@@ -258,6 +253,7 @@ class _Collector:
             self.summary.units_failed += worker["units_failed"]
             self.summary.failures.extend(worker["failures"])
             self.summary.worker_usage.append(message["usage"])
+            self.summary.worker_cpu_s += float(message["cpu_s"])
         elif kind == _FAILED:
             self._lost(shard, f"worker {shard} failed: {message['error'].strip()}")
         if kind == "question_done":
