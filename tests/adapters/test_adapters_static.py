@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
-from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +21,8 @@ from lens.testing import AdapterConformance
 
 static_mod = pytest.importorskip("adapters.static_embedding")
 enc_mod = pytest.importorskip("adapters.embedding")
+# The bench's choice of query sentences, so the test and the bench measure the same thing.
+distinctive_sentences = pytest.importorskip("bench.static_recipe").distinctive_sentences
 
 TEXTS = [
     "The database ran out of connections during the peak.",
@@ -166,29 +166,10 @@ def test_fingerprint_is_the_model_files_content(tmp_path: Path) -> None:
     assert static_mod.model_fingerprint(folder) != before
 
 
-def _distinctive_sentences(episodes: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    """Per episode, its sentence with the most words found in no other episode (at least two)."""
-    word = re.compile(r"[a-z]{3,}")
-    df: Counter[str] = Counter()
-    for ep in episodes:
-        df.update(set(word.findall(ep["text"].lower())))
-    out = []
-    for i, ep in enumerate(episodes):
-        best: tuple[int, int, str] | None = None
-        for line in re.split(r"(?<=[.!?])\s+|\n", ep["text"]):
-            words = set(word.findall(line.lower()))
-            if len(words) >= 6:
-                cand = (sum(df[w] == 1 for w in words), -len(line), line.strip())
-                best = max(best, cand) if best else cand
-        if best and best[0] >= 2:
-            out.append((i, best[2]))
-    return out
-
-
 def test_retrieval_on_a_lens_scope(encoder: Any, shared_datasets: Path) -> None:
     data = json.loads((shared_datasets / "scope_01_with_distractors.json").read_text())
     episodes = sorted(data["scopes"][0]["episodes"], key=lambda e: e["timestamp"])
-    queries = _distinctive_sentences(episodes)
+    queries = distinctive_sentences(episodes)
     assert len(queries) >= 50
     E = encoder.encode([e["text"] for e in episodes])
     Q = encoder.encode([q for _, q in queries])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -58,6 +59,15 @@ def worker_pids(run_dir: Path) -> list[int]:
     return [int(p) for p in found[-1]["pids"]] if found else []  # type: ignore[union-attr]
 
 
+def start_until_first_answer(cfg: Path, runs: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A run started, with a question committed: its workers are busy."""
+    proc = start(cfg, None)
+    run_dir = wait_for_run(runs, proc)
+    assert run_dir is not None
+    assert wait_for(lambda: any(e["kind"] == "question_done" for e in events(run_dir)), 60)
+    return proc, run_dir
+
+
 def assert_complete_once(run_dir: Path) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete"
@@ -89,11 +99,7 @@ def test_two_workers_give_the_results_of_one_process(tmp_path: Path) -> None:
 def test_killed_run_takes_its_workers_and_resumes(tmp_path: Path) -> None:
     with FakeOpenAI(deterministic_model) as server:
         cfg = sharded(write_config(tmp_path, server.base_url, "killed"))
-        runs = tmp_path / "runs-killed"
-        proc = start(cfg, None)
-        run_dir = wait_for_run(runs, proc)
-        assert run_dir is not None
-        assert wait_for(lambda: any(e["kind"] == "question_done" for e in events(run_dir)), 60)
+        proc, run_dir = start_until_first_answer(cfg, tmp_path / "runs-killed")
         pids = worker_pids(run_dir)
         assert len(pids) == 2 and all(alive(p) for p in pids)
         os.kill(proc.pid, signal.SIGKILL)
@@ -111,11 +117,7 @@ def test_killed_run_takes_its_workers_and_resumes(tmp_path: Path) -> None:
 def test_a_worker_killed_alone_fails_its_units_and_resume_finishes_them(tmp_path: Path) -> None:
     with FakeOpenAI(deterministic_model) as server:
         cfg = sharded(write_config(tmp_path, server.base_url, "worker"))
-        runs = tmp_path / "runs-worker"
-        proc = start(cfg, None)
-        run_dir = wait_for_run(runs, proc)
-        assert run_dir is not None
-        assert wait_for(lambda: any(e["kind"] == "question_done" for e in events(run_dir)), 60)
+        proc, run_dir = start_until_first_answer(cfg, tmp_path / "runs-worker")
         victim = worker_pids(run_dir)[0]
         assert alive(victim)
         os.kill(victim, signal.SIGKILL)
