@@ -107,11 +107,11 @@ class WorkerStore(RunStore):
         # Questions this worker committed whose events may still be on their way to the parent.
         self._saved: dict[str, str] = {}
 
-    def append_event(self, kind: str, key: str = "", **payload: Any) -> None:
-        data = json.dumps({"kind": kind, "key": key, **payload}, ensure_ascii=False,
-                          default=str).encode("utf-8")
-        with self._send_lock:
-            self._conn.send_bytes(data)
+    def append_events(self, events: list[tuple[str, str, dict[str, Any]]]) -> None:
+        # Every event a worker writes (append_event and save_question come through here) goes
+        # to the parent, the run's only writer of events.jsonl.
+        for kind, key, payload in events:
+            self.send({"kind": kind, "key": key, **payload})
 
     def save_question(self, record: QuestionRecord) -> None:
         super().save_question(record)
@@ -123,8 +123,9 @@ class WorkerStore(RunStore):
         return done
 
     def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8")
         with self._send_lock:
-            self._conn.send_bytes(json.dumps(message, default=str).encode("utf-8"))
+            self._conn.send_bytes(data)
 
 
 @dataclass
@@ -256,7 +257,7 @@ class _Collector:
             self.summary.worker_cpu_s += float(message["cpu_s"])
         elif kind == _FAILED:
             self._lost(shard, f"worker {shard} failed: {message['error'].strip()}")
-        if kind == "question_done":
+        elif kind == "question_done":
             if message["status"] == "answered":
                 self.summary.answered += 1
             else:
@@ -292,6 +293,8 @@ async def run_in_processes(runner: Runner) -> RunSummary:
                          "a custom adapter factory cannot cross processes")
     started = time.perf_counter()
     pending = runner.begin()
+    if not pending:
+        return runner.finish(started)
     n = min(config.concurrency.processes, len(pending))
     shards = [[u.key for u in pending[i::n]] for i in range(n)]
     worker_config = scaled_config(config, n).model_dump(mode="json")

@@ -89,3 +89,8 @@ def test_two_workers_through_execute(tmp_path: Path) -> None:
     assert answers(two.run_dir) == answers(one.run_dir)
     assert sorted(p.name for p in two.run_dir.glob("records*.jsonl")) == [
         "records-0.jsonl", "records-1.jsonl"]
+    # Resuming a finished run starts no worker and redoes nothing.
+    again = execute(tmp_path / "two.yaml", resume=two.run_dir)
+    assert again.summary.skipped == two.summary.questions and again.summary.answered == 0
+    started = [e for e in RunStore(two.run_dir).events() if e["kind"] == "workers_started"]
+    assert len(started) == 1
