@@ -89,25 +89,23 @@ class HTTP1Poster:
 
     async def _exchange(self, request: bytes) -> HTTPReply:
         conn = self._take_idle()
-        reused = conn is not None
-        if conn is None:
-            conn = await self._open()
-        try:
+        if conn is not None:
             try:
-                reply, keep = await _roundtrip(conn, request)
+                return await self._use(conn, request)
             except _NoReply:
-                _close(conn)
-                if not reused:
-                    raise TransportError("connection failed: the server closed the connection "
-                                         "without replying") from None
-                # The keep-alive race every HTTP/1.1 client meets: retry once on a new
-                # connection, as the request was never read.
-                conn = await self._open()
-                reply, keep = await _roundtrip(conn, request)
+                # The keep-alive race every HTTP/1.1 client meets: the server closed the pooled
+                # connection while it was idle and never read the request. Once, on a new one.
+                pass
+        try:
+            return await self._use(await self._open(), request)
         except _NoReply:
-            _close(conn)
             raise TransportError("connection failed: the server closed the connection without "
                                  "replying") from None
+
+    async def _use(self, conn: Connection, request: bytes) -> HTTPReply:
+        """One exchange on ``conn``, which goes back to the pool only if it can carry another."""
+        try:
+            reply, keep = await _roundtrip(conn, request)
         except BaseException:
             # Cancelled or failed mid-exchange: the connection's state is unknown.
             _close(conn)
