@@ -301,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
                         "run` does)")
     p.add_argument("--processes", type=int, default=1,
                    help="concurrency.processes of the lens variant (worker processes)")
+    p.add_argument("--cold-workers", action="store_true",
+                   help="with --processes > 1, start the worker processes inside each timed run "
+                        "rather than before it (the fork server is started before either way)")
     p.add_argument("--transport", choices=("http", "aiohttp", "sdk"), default="http",
                    help="the openai backend's transport for the lens variant")
     p.add_argument("--server-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
@@ -317,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{TOOLS_PER_QUESTION} tool calls each, latency {args.latency_ms:g} ms, "
           f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}, "
           f"loop={eventloop.loop_in_use(args.loop)}, transport={args.transport}, "
-          f"processes={args.processes}, "
+          f"processes={args.processes}"
+          f"{' (cold workers)' if args.cold_workers and args.processes > 1 else ''}, "
           f"server loop={eventloop.loop_in_use(args.server_loop)}", flush=True)
     rows, raw_json = [], []
     with tempfile.TemporaryDirectory(prefix="lens-bench-") as tmp, \
@@ -338,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
                 for b in baselines:
                     runs[b].append(eventloop.run(raw_once, args.questions, server.base_url, c,
                                                  b, loop=args.loop))
+                if args.processes > 1 and not args.cold_workers:
+                    # As `lens run` does while it loads the dataset; not in the run's time.
+                    prestart(args.processes)
                 runs["lens"].append(eventloop.run(lens_once, dataset, server.base_url, c, work,
                                                   args.cache, args.transport, args.processes,
                                                   loop=args.loop))

@@ -20,7 +20,7 @@ from lens.redact import redact
 from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.scorer import score_for_config
-from lens.shards import merge_usage
+from lens.shards import merge_usage, prestart_in_background
 from lens.store import RunStore, now_iso
 
 
@@ -89,6 +89,9 @@ def execute(
 ) -> RunOutcome:
     config_file = str(config_path)
     config = load_config(config_path)
+    if config.concurrency.processes > 1 and model is None:
+        # The worker processes start while the dataset loads, not after.
+        prestart_in_background(config.concurrency.processes)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
     if model is not None and config.concurrency.processes > 1:

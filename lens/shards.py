@@ -17,7 +17,8 @@ model clients and adapter instances, while this process stays the run's only wri
   ``--resume`` runs again.
 
 Workers start from a fork server that has imported lens once, so starting one costs
-milliseconds rather than a fresh interpreter's import time.
+milliseconds rather than a fresh interpreter's import time; ``lens run`` starts them while it
+loads the dataset (``prestart``), and each is sent only the scopes of its own units.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ class WorkerStore(RunStore):
 class _Job:
     shard: int
     config: dict[str, Any]
+    # Only the scopes of this worker's units: unpickling a dataset is most of a worker's
+    # start-up.
     dataset: Dataset
     run_dir: str
     run_id: str
@@ -152,8 +155,14 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _worker_main(payload: bytes, conn: multiprocessing.connection.Connection) -> None:
+def _worker_main(conn: multiprocessing.connection.Connection) -> None:
+    """Wait for a run's job, run its share of units, report, exit: one job per process, so no
+    state crosses from one run to the next."""
     _die_with_parent()
+    try:
+        payload = conn.recv_bytes()
+    except (EOFError, OSError):
+        return  # a spare worker whose run never came: nothing to do
     from lens import eventloop
     from lens.models.runtime import ModelRuntime
     from lens.runner import Runner
@@ -184,9 +193,13 @@ def _worker_main(payload: bytes, conn: multiprocessing.connection.Connection) ->
         conn.close()
 
 
-# Imported once by the fork server, so a worker starts with them loaded.
-_PRELOAD = ["lens.shards", "lens.runner", "lens.models.runtime", "lens.models.openai_backend",
-            "lens.models.scripted", "adapters.sqlite_fts"]
+# Imported once by the fork server, so a worker starts with them loaded; anyio's and the event
+# loop's modules are otherwise imported lazily by every worker's first run. A name that does not
+# import (uvloop where it is not installed) is skipped.
+_PRELOAD = ["lens.shards", "lens.runner", "lens.models.runtime", "lens.models.factory",
+            "lens.models.openai_backend", "lens.models.scripted", "adapters.sqlite_fts",
+            "anyio._backends._asyncio", "anyio.lowlevel", "anyio.streams.memory",
+            "concurrent.futures.thread", "uvloop"]
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -197,15 +210,74 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
+@dataclass
+class _Worker:
+    proc: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+
+
+def _spawn(ctx: multiprocessing.context.BaseContext) -> _Worker:
+    parent_end, child_end = ctx.Pipe(duplex=True)
+    proc = ctx.Process(target=_worker_main, args=(child_end,), name="lens-worker", daemon=True)
+    proc.start()
+    child_end.close()
+    return _Worker(proc, parent_end)
+
+
+class _Spares:
+    """Workers started ahead of a run, waiting for its job.
+
+    Starting a worker through the fork server costs a few tens of milliseconds, one after the
+    other; started ahead (``prestart``), the run hands them their jobs at once. Held until
+    taken; a spare left over dies with this process."""
+
+    def __init__(self) -> None:
+        # Held while spares are being started, so a run that wants them waits for them
+        # rather than starting its own beside them.
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def fill(self, count: int) -> None:
+        ctx = _context()
+        with self._lock:
+            self._idle = [w for w in self._idle if w.proc.is_alive()]
+            if not self._idle and count <= 0:
+                _spawn_noop(ctx)  # the fork server alone
+            while len(self._idle) < count:
+                self._idle.append(_spawn(ctx))
+
+    def take(self, count: int) -> list[_Worker]:
+        with self._lock:
+            ready = [w for w in self._idle if w.proc.is_alive()]
+            taken, self._idle = ready[:count], ready[count:]
+        ctx = _context()
+        return taken + [_spawn(ctx) for _ in range(count - len(taken))]
+
+
 def _noop() -> None:
     return None
 
 
-def prestart() -> None:
-    """Have the fork server up, its imports done, before the first run that needs it."""
-    proc = _context().Process(target=_noop, daemon=True)
+def _spawn_noop(ctx: multiprocessing.context.BaseContext) -> None:
+    proc = ctx.Process(target=_noop, daemon=True)
     proc.start()
     proc.join()
+
+
+_SPARES = _Spares()
+
+
+def prestart(workers: int = 0) -> None:
+    """Have the fork server up, its imports done, and ``workers`` worker processes waiting,
+    before the run that needs them (``lens run`` does this while it loads the dataset)."""
+    _SPARES.fill(workers)
+
+
+def prestart_in_background(workers: int) -> threading.Thread:
+    thread = threading.Thread(target=prestart, args=(workers,), name="lens-prestart",
+                              daemon=True)
+    thread.start()
+    return thread
 
 
 class _Collector:
@@ -296,31 +368,33 @@ async def run_in_processes(runner: Runner) -> RunSummary:
     if not pending:
         return runner.finish(started)
     n = min(config.concurrency.processes, len(pending))
-    shards = [[u.key for u in pending[i::n]] for i in range(n)]
+    parts = [pending[i::n] for i in range(n)]
+    shards = [[u.key for u in part] for part in parts]
     worker_config = scaled_config(config, n).model_dump(mode="json")
     run_id = str(runner.store.manifest().get("run_id") or runner.store.root.name)
-    ctx = _context()
-    procs, conns = [], []
+    workers: list[_Worker] = []
     try:
-        for shard, keys in enumerate(shards):
-            parent_end, child_end = ctx.Pipe(duplex=False)
-            job = _Job(shard, worker_config, runner.dataset, str(runner.store.root), run_id,
-                       keys, runner._retry_errors)
-            proc = ctx.Process(target=_worker_main, args=(pickle.dumps(job), child_end),
-                               name=f"lens-worker-{shard}", daemon=True)
-            proc.start()
-            child_end.close()
-            procs.append(proc)
-            conns.append(parent_end)
-        runner.store.append_event("workers_started", pids=[p.pid for p in procs],
+        workers = _SPARES.take(n)
+        for shard, part in enumerate(parts):
+            dataset = runner.dataset.select_scopes(sorted({u.scope.scope_id for u in part}))
+            job = pickle.dumps(_Job(shard, worker_config, dataset, str(runner.store.root),
+                                    run_id, shards[shard], runner._retry_errors))
+            try:
+                workers[shard].conn.send_bytes(job)
+            except OSError:
+                # A spare that died while it waited: start this share afresh.
+                workers[shard].proc.kill()
+                workers[shard] = _spawn(_context())
+                workers[shard].conn.send_bytes(job)
+        runner.store.append_event("workers_started", pids=[w.proc.pid for w in workers],
                                   units=shards)
         collector = _Collector(runner, shards)
-        await anyio.to_thread.run_sync(collector.collect, procs, conns, abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(collector.collect, [w.proc for w in workers],
+                                       [w.conn for w in workers], abandon_on_cancel=True)
     finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-        for conn in conns:
-            conn.close()
+        for worker in workers:
+            if worker.proc.is_alive():
+                worker.proc.kill()
+            worker.proc.join()
+            worker.conn.close()
     return runner.finish(started)

@@ -3,11 +3,14 @@ written, and a real two-worker run through ``execute``."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import anyio
 import pytest
 
+from lens import shards
 from lens.config import RunConfig
 from lens.errors import ConfigError
 from lens.execute import execute
@@ -94,3 +97,58 @@ def test_two_workers_through_execute(tmp_path: Path) -> None:
     assert again.summary.skipped == two.summary.questions and again.summary.answered == 0
     started = [e for e in RunStore(two.run_dir).events() if e["kind"] == "workers_started"]
     assert len(started) == 1
+
+
+def _run_pids(run_dir: Path) -> list[int]:
+    started = [e for e in RunStore(run_dir).events() if e["kind"] == "workers_started"]
+    return list(started[0]["pids"])
+
+
+def test_a_run_takes_the_workers_started_ahead(tmp_path: Path) -> None:
+    shards.prestart(2)
+    spares = [w.proc.pid for w in shards._SPARES._idle]
+    assert len(spares) == 2 and all(p is not None for p in spares)
+    ds = write_json(tmp_path / "d.json", make_dataset(scope_ids=("s1", "s2")))
+    out = execute(write_config(tmp_path / "c.yaml", ds, report=False,
+                               concurrency={"processes": 2}))
+    assert out.summary.answered == out.summary.questions > 0
+    assert sorted(_run_pids(out.run_dir)) == sorted(spares)
+    assert shards._SPARES._idle == []
+
+
+def test_a_spare_that_died_while_waiting_is_not_taken() -> None:
+    shards.prestart(2)
+    dead, alive = shards._SPARES._idle
+    os.kill(dead.proc.pid, signal.SIGKILL)
+    dead.proc.join(10)
+    taken = shards._SPARES.take(2)
+    pids = [w.proc.pid for w in taken]
+    assert alive.proc.pid in pids and dead.proc.pid not in pids and len(pids) == 2
+    for w in taken:
+        w.conn.close()
+        w.proc.join(10)
+
+
+def test_a_worker_that_dies_before_its_job_is_replaced(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    shards.prestart(2)
+    dead, alive = shards._SPARES.take(2)
+    os.kill(dead.proc.pid, signal.SIGKILL)
+    dead.proc.join(10)
+    # Between the run taking it and sending it the job: the send fails, a new worker runs it.
+    monkeypatch.setattr(shards._SPARES, "take", lambda n: [dead, alive])
+    ds = write_json(tmp_path / "d.json", make_dataset(scope_ids=("s1", "s2")))
+    out = execute(write_config(tmp_path / "c.yaml", ds, report=False,
+                               concurrency={"processes": 2}))
+    assert out.summary.answered == out.summary.questions > 0
+    assert out.summary.units_failed == 0
+    pids = _run_pids(out.run_dir)
+    assert alive.proc.pid in pids and dead.proc.pid not in pids and len(pids) == 2
+
+
+def test_a_spare_whose_run_never_comes_exits_quietly() -> None:
+    shards.prestart(1)
+    spare = shards._SPARES.take(1)[0]
+    spare.conn.close()
+    spare.proc.join(10)
+    assert spare.proc.exitcode == 0
