@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
-import anyio.to_thread
 
 from lens.adapter import CapabilityManifest, MemoryAdapter, create_adapter
 from lens.agent import Agent, tool_specs
+from lens.batch_save import BatchSaver
 from lens.config import AdapterConfig, RunConfig
 from lens.dataset import Dataset, Question, Scope
 from lens.models.base import ModelClient, ModelError, ToolSpec
@@ -114,6 +114,7 @@ class Runner:
         self.summary = RunSummary()
         self._finished: set[str] = set()
         self._retry_errors = retry_errors
+        self._saver: BatchSaver[QuestionRecord] = BatchSaver(store.save_questions)
         # Set in a worker process: the units it was given; the parent owns the run's events.
         self.only_units = only_units
 
@@ -272,9 +273,9 @@ class Runner:
         await self._save(record)
 
     async def _save(self, record: QuestionRecord) -> None:
-        # fsync in a worker thread so one slow disk flush never stalls the calls in flight;
-        # counted only once durably stored.
-        await anyio.to_thread.run_sync(self.store.save_question, record)
+        # Written and fsynced in a worker thread, with the records that finish beside it, so
+        # a slow disk flush never stalls the calls in flight; counted only once durable.
+        await self._saver.save(record)
         self._count(record)
 
     def _count(self, record: QuestionRecord) -> None:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from lens.runner import Runner, RunSummary
 
 _DONE = "__worker_done__"
+_EVENTS = "__events__"
 _FAILED = "__worker_failed__"
 
 
@@ -109,14 +110,17 @@ class WorkerStore(RunStore):
         self._saved: dict[str, str] = {}
 
     def append_events(self, events: list[tuple[str, str, dict[str, Any]]]) -> None:
-        # Every event a worker writes (append_event and save_question come through here) goes
-        # to the parent, the run's only writer of events.jsonl.
-        for kind, key, payload in events:
-            self.send({"kind": kind, "key": key, **payload})
+        # Every event a worker writes (append_event and save_questions come through here) goes
+        # to the parent, the run's only writer of events.jsonl; events written together go in
+        # one message.
+        if events:
+            self.send({"kind": _EVENTS, "events": [{"kind": kind, "key": key, **payload}
+                                                    for kind, key, payload in events]})
 
-    def save_question(self, record: QuestionRecord) -> None:
-        super().save_question(record)
-        self._saved[record.key] = record.status
+    def save_questions(self, records: list[QuestionRecord]) -> None:
+        super().save_questions(records)
+        for record in records:
+            self._saved[record.key] = record.status
 
     def committed_questions(self) -> dict[str, str]:
         done = super().committed_questions()
@@ -305,6 +309,9 @@ class _Collector:
                 try:
                     while conn.poll():
                         message = json.loads(conn.recv_bytes())
+                        if message["kind"] == _EVENTS:
+                            batch.extend((shard, event) for event in message["events"])
+                            continue
                         batch.append((shard, message))
                         if message["kind"] in (_DONE, _FAILED):
                             del live[shard]

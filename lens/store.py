@@ -201,20 +201,22 @@ class RunStore:
     # -- records ------------------------------------------------------------------------------
     def save_question(self, record: QuestionRecord) -> None:
         """Persist a finished question: its record durably first, then the committing event."""
-        data = record.model_dump_json().encode("utf-8") + b"\n"
-        ticket, offset = self._records.append(data)
+        self.save_questions([record])
+
+    def save_questions(self, records: list[QuestionRecord]) -> None:
+        """Persist finished questions together: their records durably first (one write, one
+        fsync), then their committing events (one fsync)."""
+        lines = [r.model_dump_json().encode("utf-8") + b"\n" for r in records]
+        ticket, offset = self._records.append(b"".join(lines))
         self._records.sync(ticket)
-        self.append_event(
-            "question_done",
-            record.key,
-            unit=record.unit_key,
-            question_id=record.question_id,
-            status=record.status,
-            record=self.records_name,
-            offset=offset,
-            length=len(data),
-            tokens=record.tokens("agent"),
-        )
+        events = []
+        for record, data in zip(records, lines, strict=True):
+            events.append(("question_done", record.key, {
+                "unit": record.unit_key, "question_id": record.question_id,
+                "status": record.status, "record": self.records_name, "offset": offset,
+                "length": len(data), "tokens": record.tokens("agent")}))
+            offset += len(data)
+        self.append_events(events)
 
     def save_error(self, name: str, text: str) -> str:
         path = self.root / "errors" / f"{_safe(name)}.txt"

@@ -93,3 +93,17 @@ def test_concurrent_saves_all_commit_with_shared_fsyncs(tmp_path: Path) -> None:
         f"t{k}-{i}" for k in range(8) for i in range(25))
     seqs = [e["seq"] for e in store.events()]
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_records_saved_together_each_name_their_own_bytes(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "t", "x")
+    store.save_question(record("q0"))
+    store.save_questions([record("q1", answer="ü" * 50), record("q2"), record("q3")])
+    store.close()
+    data = (store.root / RECORDS).read_bytes()
+    events = [e for e in store.events() if e["kind"] == "question_done"]
+    assert [e["question_id"] for e in events] == ["q0", "q1", "q2", "q3"]
+    for e in events:
+        assert json.loads(data[e["offset"]:e["offset"] + e["length"]])["question_id"] == (
+            e["question_id"])
+    assert [r.answer for r in RunStore.open(store.root).load_records()][1] == "ü" * 50
