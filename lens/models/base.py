@@ -33,7 +33,8 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: request bodies cache each one's JSON by identity (models/chat_body.py).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Role
     content: str = ""
@@ -43,7 +44,8 @@ class Message(BaseModel):
 
 
 class ToolSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: request bodies cache each one's JSON by identity (models/chat_body.py).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     description: str

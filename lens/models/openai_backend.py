@@ -20,6 +20,7 @@ import openai
 from lens.config import ModelConfig
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
+from lens.models.chat_body import ChatBodyEncoder, openai_message, openai_tools
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.http1 import HTTP1Poster
 from lens.models.json_http import JSONPoster, TransportError, dumps, env_proxy
@@ -46,39 +47,23 @@ def resolve_api_key(config: ModelConfig, *, required: bool) -> str:
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
-        elif m.role == "assistant":
-            # "" rather than None: some compatible servers reject a null content.
-            msg: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
-            if m.tool_calls:
-                msg["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in m.tool_calls
-                ]
-            out.append(msg)
-        else:
-            out.append({"role": m.role, "content": m.content})
-    return out
+    return [openai_message(m) for m in messages]
+
+
+def sends_tools(request: CompletionRequest) -> bool:
+    return bool(request.tools) and request.tool_choice != "none"
 
 
 def build_params(request: CompletionRequest, model: str, config_max_tokens: int | None,
-                 token_limit_param: str) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "model": model,
-        "messages": to_openai_messages(request.messages),
-        "temperature": request.temperature,
-    }
-    if request.tools and request.tool_choice != "none":
-        params["tools"] = [
-            {"type": "function",
-             "function": {"name": t.name, "description": t.description,
-                          "parameters": t.parameters}}
-            for t in request.tools
-        ]
+                 token_limit_param: str, *, conversation: bool = True) -> dict[str, Any]:
+    """The chat request's parameters; without ``conversation``, all but its messages and
+    tools (which ``ChatBodyEncoder`` adds)."""
+    params: dict[str, Any] = {"model": model, "temperature": request.temperature}
+    if conversation:
+        params["messages"] = to_openai_messages(request.messages)
+    if sends_tools(request):
+        if conversation:
+            params["tools"] = openai_tools(request.tools)
         if request.tool_choice in ("auto", "required"):
             params["tool_choice"] = request.tool_choice
         else:
@@ -159,6 +144,7 @@ class OpenAIClient:
         api_key = resolve_api_key(config, required=config.base_url is None)
         self._client: openai.AsyncOpenAI | None = None
         self._poster: HTTP1Poster | JSONPoster | None = None
+        self._encoder = ChatBodyEncoder()
         if self.transport == "sdk":
             self._client = openai.AsyncOpenAI(api_key=api_key, base_url=config.base_url,
                                               timeout=config.timeout_s, max_retries=0)
@@ -175,13 +161,12 @@ class OpenAIClient:
                 self._poster = JSONPoster(url, auth, config.timeout_s)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        params = build_params(request, self.model, self.config.max_tokens,
-                              self.token_limit_param)
         label = f"{self.provider}/{self.model}"
         if self._poster is not None:
-            if self.extra_body:
-                params.update(self.extra_body)
-            return _reply_to_completion(await self._post(params, label), request, label)
+            return _reply_to_completion(await self._post(self._body(request), label), request,
+                                        label)
+        params = build_params(request, self.model, self.config.max_tokens,
+                              self.token_limit_param)
         assert self._client is not None
         try:
             response = await self._client.chat.completions.create(
@@ -203,10 +188,21 @@ class OpenAIClient:
             raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
         return _to_completion(response, request, label)
 
-    async def _post(self, params: dict[str, Any], label: str) -> dict[str, Any]:
+    def _body(self, request: CompletionRequest) -> bytes:
+        extra = self.extra_body or {}
+        if "messages" in extra or "tools" in extra:
+            # extra_body replaces the conversation itself: send it as given.
+            return dumps(build_params(request, self.model, self.config.max_tokens,
+                                      self.token_limit_param) | extra)
+        params = build_params(request, self.model, self.config.max_tokens,
+                              self.token_limit_param, conversation=False) | extra
+        return self._encoder.body(params, request.messages,
+                                  request.tools if sends_tools(request) else None)
+
+    async def _post(self, body: bytes, label: str) -> dict[str, Any]:
         assert self._poster is not None
         try:
-            reply = await self._poster.post(dumps(params))
+            reply = await self._poster.post(body)
         except TransportError as exc:
             raise ProviderError(f"{label}: {exc}", retryable=True) from None
         if reply.status >= 400:
