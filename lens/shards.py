@@ -391,6 +391,7 @@ async def run_in_processes(runner: Runner) -> RunSummary:
             except OSError:
                 # A spare that died while it waited: start this share afresh.
                 workers[shard].proc.kill()
+                workers[shard].conn.close()
                 workers[shard] = _spawn(_context())
                 workers[shard].conn.send_bytes(job)
         runner.store.append_event("workers_started", pids=[w.proc.pid for w in workers],
