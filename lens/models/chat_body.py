@@ -9,7 +9,8 @@ last.
 
 Pieces are keyed by object identity and hold their object, so an identity is never reused while
 its piece is cached; ``Message``, ``ToolCall`` and ``ToolSpec`` are frozen, so a cached piece
-cannot go stale. The cache keeps the most recent pieces only.
+cannot go stale. The cache keeps the most recent pieces only, up to a byte budget: a few
+hundred conversations in flight need a few megabytes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from lens.models.base import Message, ToolSpec
 from lens.models.json_http import dumps
 
-_MAX_PIECES = 16_384
+_MAX_BYTES = 32 * 1024 * 1024
+_MAX_TOOL_LISTS = 64
 
 
 def openai_message(m: Message) -> dict[str, Any]:
@@ -47,9 +49,10 @@ def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 class ChatBodyEncoder:
-    def __init__(self, max_pieces: int = _MAX_PIECES) -> None:
-        self.max_pieces = max_pieces
+    def __init__(self, max_bytes: int = _MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
         self._messages: dict[int, tuple[Message, bytes]] = {}
+        self._message_bytes = 0
         self._tools: dict[tuple[int, ...], tuple[Sequence[ToolSpec], bytes]] = {}
 
     def body(self, params: dict[str, Any], messages: Sequence[Message],
@@ -69,7 +72,14 @@ class ChatBodyEncoder:
         if hit is not None and hit[0] is m:
             return hit[1]
         data = dumps(openai_message(m))
-        self._remember(self._messages, id(m), (m, data))
+        if hit is not None:  # not reachable while entries hold their message; keeps the count true
+            self._message_bytes -= len(hit[1])
+        self._messages[id(m)] = (m, data)
+        self._message_bytes += len(data)
+        while self._message_bytes > self.max_bytes:
+            # Oldest first: dicts keep insertion order.
+            oldest = next(iter(self._messages))
+            self._message_bytes -= len(self._messages.pop(oldest)[1])
         return data
 
     def _tool_list(self, tools: Sequence[ToolSpec]) -> bytes:
@@ -78,12 +88,7 @@ class ChatBodyEncoder:
         if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
             return hit[1]
         data = dumps(openai_tools(tools))
-        self._remember(self._tools, key, (list(tools), data))
+        if len(self._tools) >= _MAX_TOOL_LISTS:
+            del self._tools[next(iter(self._tools))]
+        self._tools[key] = (list(tools), data)
         return data
-
-    def _remember(self, cache: dict[Any, Any], key: Any, value: Any) -> None:
-        if len(cache) >= self.max_pieces:
-            # Oldest first: dicts keep insertion order.
-            for old in list(cache)[: self.max_pieces // 4]:
-                del cache[old]
-        cache[key] = value

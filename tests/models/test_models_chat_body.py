@@ -74,13 +74,15 @@ def test_each_piece_is_encoded_once_as_the_conversation_grows(
 
 
 def test_an_evicted_piece_is_encoded_again_correctly() -> None:
-    encoder = ChatBodyEncoder(max_pieces=4)
+    piece = len(dumps({"role": "user", "content": "m0 ü"}))
+    encoder = ChatBodyEncoder(max_bytes=4 * piece)
     messages = [Message(role="user", content=f"m{i} ü") for i in range(10)]
     for _ in range(3):
         body = encoder.body({"model": "m"}, messages, None)
         assert json.loads(body) == {"model": "m", "messages": [
             {"role": "user", "content": f"m{i} ü"} for i in range(10)]}
-    assert len(encoder._messages) <= 4
+    assert len(encoder._messages) == 4
+    assert encoder._message_bytes == sum(len(d) for _, d in encoder._messages.values())
 
 
 def test_empty_params_and_no_messages_still_make_an_object() -> None:
