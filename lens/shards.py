@@ -277,11 +277,9 @@ def prestart(workers: int = 0) -> None:
     _SPARES.fill(workers)
 
 
-def prestart_in_background(workers: int) -> threading.Thread:
-    thread = threading.Thread(target=prestart, args=(workers,), name="lens-prestart",
-                              daemon=True)
-    thread.start()
-    return thread
+def prestart_in_background(workers: int) -> None:
+    threading.Thread(target=prestart, args=(workers,), name="lens-prestart",
+                     daemon=True).start()
 
 
 class _Collector:

@@ -68,12 +68,11 @@ class ChatBodyEncoder:
         return b"".join(parts)
 
     def _message(self, m: Message) -> bytes:
+        # An entry holds its message, so the id names this very object while it is cached.
         hit = self._messages.get(id(m))
-        if hit is not None and hit[0] is m:
+        if hit is not None:
             return hit[1]
         data = dumps(openai_message(m))
-        if hit is not None:  # not reachable while entries hold their message; keeps the count true
-            self._message_bytes -= len(hit[1])
         self._messages[id(m)] = (m, data)
         self._message_bytes += len(data)
         while self._message_bytes > self.max_bytes:
@@ -83,9 +82,10 @@ class ChatBodyEncoder:
         return data
 
     def _tool_list(self, tools: Sequence[ToolSpec]) -> bytes:
+        # An entry holds its specs, so the ids name these very objects while it is cached.
         key = tuple(map(id, tools))
         hit = self._tools.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+        if hit is not None:
             return hit[1]
         data = dumps(openai_tools(tools))
         if len(self._tools) >= _MAX_TOOL_LISTS:
