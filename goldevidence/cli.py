@@ -14,10 +14,13 @@ from pydantic import ValidationError
 
 from goldevidence.baselines import predictions
 from goldevidence.book import validate_book
+from goldevidence.compat import METRICS as COMPAT_METRICS
+from goldevidence.compat import CompatResult, grade_original, prediction_index
+from goldevidence.compat import Options as CompatOptions
 from goldevidence.config import PRESETS, GenConfig, preset
 from goldevidence.generate import iter_rows
 from goldevidence.grade import METRICS, GradeResult, grade
-from goldevidence.io import read_predictions, read_rows, write_jsonl
+from goldevidence.io import read_jsonl_objects, read_predictions, read_rows, write_jsonl
 from goldevidence.retrieval import RetrievalAnswerer, RetrievalOptions, build_candidates
 from goldevidence.selectors import RERANKERS, export_record, train_linear
 from lens import eventloop
@@ -74,17 +77,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _shown(v: float | int | None) -> str:
+    return "unknown" if v is None else (str(v) if isinstance(v, int) else f"{v:.4f}")
+
+
 def _print_result(title: str, g: GradeResult, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"name": title, **g.as_dict()}, default=str))
+        print(json.dumps({"name": title, "mode": "lens", **g.as_dict()}, default=str))
         return
     print(f"== {title} (n={g.n})")
     for name in (*METRICS, "cite_precision", "cite_recall", "clean_acc", "tokens_per_query",
                  "passes_per_query", "wall_s_per_query"):
-        v = getattr(g, name)
-        print(f"  {name:28s} {'unknown' if v is None else f'{v:.4f}'}")
+        print(f"  {name:30s} {_shown(getattr(g, name))}")
     if g.errors:
-        print(f"  per-row errors               {g.errors} ({g.rows_with_errors} row(s))")
+        print(f"  per-row errors                 {g.errors} ({g.rows_with_errors} row(s))")
 
 
 def _retrieval_options(args: argparse.Namespace) -> RetrievalOptions:
@@ -151,13 +157,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_compat(title: str, res: CompatResult, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"name": title, **res.as_dict()}))
+        return
+    print(f"== {title} (n={res.n}) [compat original: the original GoldEvidenceBench grader's "
+          "definitions, flaws included; see docs/goldevidence.md, Departures]")
+    for name in COMPAT_METRICS:
+        v = getattr(res, name)
+        print(f"  {name:30s} {_shown(v)}")
+
+
+def _check_grade_options(args: argparse.Namespace) -> None:
+    if args.compat is None and (args.support_metric != "f1" or not args.entailment_check):
+        raise UserError("--support-metric exact and --no-entailment-check are options of the "
+                        "original grader: add --compat original")
+    if args.max_support_k is not None and args.max_support_k < 1:
+        raise UserError(f"--max-support-k {args.max_support_k}: give 1 or more")
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
+    _check_grade_options(args)
     rows = read_rows(args.data)
     preds = read_predictions(args.pred)
     unknown = sorted(set(preds) - {r["id"] for r in rows})
     if unknown:
         print(f"note: {len(unknown)} prediction(s) name no row of {args.data} "
               f"(first: {unknown[0]}); ignored", file=sys.stderr)
+    if args.compat == "original":
+        # The original reads rows and predictions as written (read_rows fills defaults in).
+        opts = CompatOptions(citations=args.citations, support_metric=args.support_metric,
+                             max_support_k=args.max_support_k or 3,
+                             entailment_check=args.entailment_check)
+        res = grade_original(read_jsonl_objects(args.data, "data"),
+                             prediction_index(read_jsonl_objects(args.pred, "predictions")), opts)
+        _print_compat(f"grade {args.pred}", res, args.json)
+        return 0
     result = grade(rows, preds, citations=args.citations, max_support_k=args.max_support_k)
     _print_result(f"grade {args.pred}", result, args.json)
     return 0
@@ -203,8 +238,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     for g, row in zip(report["groups"], summary_rows(report), strict=True):
         print(f"== {g['adapter']} via lens (n={row['n']}, agent {report['agent_model']})")
         for name in METRICS:
-            v = row.get(name)
-            print(f"  {name:28s} {'unknown' if v is None else f'{v:.4f}'}")
+            print(f"  {name:30s} {_shown(row.get(name))}")
     print(f"run directory: {run_dir}")
     return 0
 
@@ -360,7 +394,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, type=Path)
     p.add_argument("--pred", required=True, type=Path)
     p.add_argument("--citations", choices=["auto", "on", "off"], default="auto")
-    p.add_argument("--max-support-k", type=int)
+    p.add_argument("--max-support-k", type=int,
+                   help="ids scored per answer (default: the row's max_support_k, else 3; "
+                        "with --compat original: 3, as the original)")
+    p.add_argument("--compat", choices=["original"],
+                   help="grade by the original GoldEvidenceBench grader's definitions, flaws "
+                        "included, to re-derive published numbers")
+    p.add_argument("--support-metric", choices=["f1", "exact"], default="f1",
+                   help="with --compat original: the original's citation rule for exact_acc")
+    p.add_argument("--entailment-check", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --compat original: the original's entailment switch")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_grade)
 

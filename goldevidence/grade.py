@@ -1,7 +1,10 @@
 """The grader: every GoldEvidenceBench metric, per row and over a set of rows.
 
-A metric that cannot be computed on the given rows (no citation rows, no twins, no instruction
-rows, no presence information) is None, never 0 or 1.
+Shared metrics follow the original GoldEvidenceBench grader's definitions; where lens departs it
+is to fix a flaw, and docs/goldevidence.md lists each departure (``goldevidence.compat`` keeps
+the original's behaviour for re-deriving published numbers). A metric that cannot be computed
+on the given rows (no citation rows, no twins, no instruction rows, no presence information) is
+None, never 0 or 1.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from goldevidence.grammar import Entry, parse_updates
 from goldevidence.predictions import Prediction, norm_value, parse_prediction
 from goldevidence.state import implied_by
 
+DEFAULT_MAX_SUPPORT_K = 3
+
 
 @dataclass
 class RowGrade:
@@ -28,9 +33,16 @@ class RowGrade:
     cite_f1: float | None = None
     bloat: bool | None = None
     entails: bool | None = None
+    gold_cited: bool = False
     gold_present: bool | None = None
     selected: bool | None = None
     errors: list[str] = field(default_factory=list)
+
+
+def gold_support(gold: dict[str, Any]) -> list[str]:
+    """The gold support ids as listed (``support_id`` when the list is absent or empty)."""
+    ids = gold.get("support_ids") or ([gold["support_id"]] if gold.get("support_id") else [])
+    return [str(x) for x in ids]
 
 
 def _prf(pred: list[str], gold: list[str]) -> tuple[float, float, float]:
@@ -48,40 +60,63 @@ def _mode(row: dict[str, Any]) -> str:
     return row.get("meta", {}).get("state_mode") or row.get("state_mode") or "kv"
 
 
+def _support_k(meta: dict[str, Any], override: int | None) -> int:
+    return override or int(meta.get("max_support_k") or DEFAULT_MAX_SUPPORT_K)
+
+
+def _requires_citation(meta: dict[str, Any], citations: str) -> bool:
+    return bool(meta.get("requires_citation")) if citations == "auto" else citations == "on"
+
+
+def _citation_errors(cited: list[str], k: int, entries: dict[str, Entry]) -> list[str]:
+    errors = []
+    if len(cited) > k:
+        errors.append("too_many_support_ids")
+    if entries and any(c not in entries for c in cited):
+        errors.append("unknown_support_ids")
+    return errors
+
+
+def _entailed(row: dict[str, Any], pred: Prediction, scored: list[str],
+              entries: dict[str, Entry]) -> bool:
+    """Replaying only the cited lines (up to the row's as-of step) implies the answer."""
+    if pred.value_missing or any(c not in entries for c in scored):
+        return False
+    implied = implied_by(_mode(row), [entries[c] for c in scored], row.get("meta", {}))
+    return norm_value(implied) == pred.value
+
+
+def _grade_citation(g: RowGrade, row: dict[str, Any], pred: Prediction, scored: list[str],
+                    gold_ids: list[str], entries: dict[str, Entry]) -> None:
+    g.cite_precision, g.cite_recall, g.cite_f1 = _prf(scored, gold_ids)
+    # The scored list (first k ids, repeats kept) longer than the gold list is bloat.
+    g.bloat = bool(gold_ids) and len(scored) > len(gold_ids)
+    g.entails = _entailed(row, pred, scored, entries)
+    # Ids past k are not scored, but citing them is still over-citation.
+    over_k = "too_many_support_ids" in g.errors
+    cite_ok = set(gold_ids) <= set(scored) and not g.bloat and not over_k
+    g.exact_ok = g.value_ok and cite_ok and g.entails
+
+
 def grade_row(row: dict[str, Any], pred: Prediction, *, citations: str = "auto",
               max_support_k: int | None = None,
               entries: dict[str, Entry] | None = None) -> RowGrade:
     meta = row.get("meta", {})
-    gold = row.get("gold", {})
-    k = max_support_k or int(meta.get("max_support_k") or 3)
-    errors = list(pred.errors)
-    gv = norm_value(gold.get("value"))
-    gold_ids = [str(x) for x in (gold.get("support_ids") or
-                                 ([gold["support_id"]] if gold.get("support_id") else []))]
-    value_ok = not pred.value_missing and pred.value == gv
-    require = bool(meta.get("requires_citation")) if citations == "auto" else citations == "on"
+    gold_ids = gold_support(row.get("gold", {}))
     if entries is None:
         entries = log_entries(row.get("document") or "")
-    cited = pred.support_ids
-    if len(cited) > k:
-        errors.append("too_many_support_ids")
-    capped = cited[:k]
-    if entries and any(c not in entries for c in cited):
-        errors.append("unknown_support_ids")
-    g = RowGrade(id=row["id"], value_ok=value_ok, exact_ok=value_ok, requires_citation=require,
-                 errors=errors)
-    if require:
-        g.cite_precision, g.cite_recall, g.cite_f1 = _prf(capped, gold_ids)
-        g.bloat = bool(gold_ids) and len(cited) > len(gold_ids)
-        if any(c not in entries for c in capped):
-            g.entails = False
-        else:
-            implied = implied_by(_mode(row), [entries[c] for c in capped], meta)
-            g.entails = (not pred.value_missing) and norm_value(implied) == pred.value
-        g.exact_ok = value_ok and set(gold_ids) <= set(capped) and bool(g.entails)
+    k = _support_k(meta, max_support_k)
+    scored = pred.support_ids[:k]
+    value_ok = not pred.value_missing and pred.value == norm_value(row.get("gold", {}).get("value"))
+    g = RowGrade(id=row["id"], value_ok=value_ok, exact_ok=value_ok,
+                 requires_citation=_requires_citation(meta, citations),
+                 gold_cited=bool(gold_ids) and set(gold_ids) <= set(scored),
+                 errors=[*pred.errors, *_citation_errors(pred.support_ids, k, entries)])
+    if g.requires_citation:
+        _grade_citation(g, row, pred, scored, gold_ids, entries)
     if pred.presented_ids is not None:
         g.gold_present = set(gold_ids) <= set(pred.presented_ids)
-        g.selected = (set(gold_ids) <= set(capped)) if gold_ids else not capped
+        g.selected = g.gold_cited if gold_ids else not scored
     return g
 
 
@@ -100,6 +135,7 @@ class GradeResult:
     n: int
     value_acc: float | None
     exact_acc: float | None
+    answer_correct_given_selected: float | None
     cite_precision: float | None
     cite_recall: float | None
     cite_f1: float | None
@@ -111,6 +147,8 @@ class GradeResult:
     clean_acc: float | None
     instr_gap: float | None
     instr_override_rate: float | None
+    instr_conflict_present_rate: float | None
+    instr_conflict_present_count: int | None
     state_integrity_rate: float | None
     gold_present_rate: float | None
     selection_rate: float | None
@@ -127,70 +165,104 @@ class GradeResult:
         return asdict(self)
 
 
-METRICS = ("value_acc", "exact_acc", "cite_f1", "support_bloat", "entailment_rate",
-           "twin_consistency", "twin_flip_rate", "instr_acc", "instr_gap",
-           "instr_override_rate", "state_integrity_rate", "gold_present_rate", "selection_rate",
-           "accuracy_when_gold_present", "accuracy")
+METRICS = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
+           "support_bloat", "entailment_rate", "twin_consistency", "twin_flip_rate", "instr_acc",
+           "instr_gap", "instr_override_rate", "instr_conflict_present_rate",
+           "instr_conflict_present_count", "state_integrity_rate", "gold_present_rate",
+           "selection_rate", "accuracy_when_gold_present", "accuracy")
 
 
-def _twins(rows: list[dict[str, Any]], preds: dict[str, Prediction]
-           ) -> tuple[float | None, float | None]:
-    pairs: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+def twin_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(base, twin) for every (twin_group, q_index) holding exactly two rows, as the original
+    pairs them: the row marked base (else the first) and the row marked twin (else the last)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in rows:
         m = r.get("meta", {})
-        if m.get("twin_group") is None or m.get("q_index") is None:
+        if m.get("twin_group") is not None and m.get("q_index") is not None:
+            groups.setdefault((str(m["twin_group"]), int(m["q_index"])), []).append(r)
+    pairs = []
+    for pair in groups.values():
+        if len(pair) != 2:
             continue
-        pairs.setdefault((str(m["twin_group"]), int(m["q_index"])), {})[
-            str(m.get("twin_variant", "base"))] = r
+        variant = [r.get("meta", {}).get("twin_variant") for r in pair]
+        base = pair[variant.index("base")] if "base" in variant else pair[0]
+        twin = pair[variant.index("twin")] if "twin" in variant else pair[-1]
+        pairs.append((base, twin))
+    return pairs
+
+
+def _twin_metrics(rows: list[dict[str, Any]], preds: dict[str, Prediction]
+                  ) -> dict[str, float | None]:
     consistent: list[bool] = []
     flipped: list[bool] = []
-    for pair in pairs.values():
-        if set(pair) != {"base", "twin"}:
-            continue
-        b, t = pair["base"], pair["twin"]
-        if b["id"] not in preds or t["id"] not in preds:
-            continue
+    for b, t in twin_pairs(rows):
         gb, gt = norm_value(b["gold"].get("value")), norm_value(t["gold"].get("value"))
-        pb, pt = preds[b["id"]].value, preds[t["id"]].value
-        consistent.append((gb == gt) == (pb == pt))
+        pb, pt = preds[b["id"]], preds[t["id"]]
+        # A side without an answer can be neither consistent nor flipped.
+        answered = not (pb.value_missing or pt.value_missing)
+        consistent.append(answered and (gb == gt) == (pb.value == pt.value))
         if gb != gt:
-            flipped.append(pb != pt)
-    return _mean(consistent), _mean(flipped)
+            flipped.append(answered and pb.value != pt.value)
+    return {"twin_consistency": _mean(consistent), "twin_flip_rate": _mean(flipped)}
 
 
-def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
-          citations: str = "auto", max_support_k: int | None = None) -> GradeResult:
-    """Grade predictions (keyed by row id) against rows; a row without one counts as an error."""
-    if citations not in ("auto", "on", "off"):
-        raise ValueError("citations must be auto, on or off")
-    preds = {r["id"]: parse_prediction(raw_preds.get(r["id"])) for r in rows}
-    # Rows of one episode share a document: parse each log once.
-    parsed: dict[str, dict[str, Entry]] = {}
-    grades = []
-    for r in rows:
-        doc = r.get("document") or ""
-        if doc not in parsed:
-            parsed[doc] = log_entries(doc)
-        grades.append(grade_row(r, preds[r["id"]], citations=citations,
-                                max_support_k=max_support_k, entries=parsed[doc]))
+def _citation_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
     cite = [g for g in grades if g.requires_citation]
-    instr_rows = [(r, g) for r, g in zip(rows, grades, strict=True)
-                  if r.get("meta", {}).get("has_instruction")]
+    return {"cite_precision": _mean(g.cite_precision for g in cite),
+            "cite_recall": _mean(g.cite_recall for g in cite),
+            "cite_f1": _mean(g.cite_f1 for g in cite),
+            "support_bloat": _mean(g.bloat for g in cite),
+            "entailment_rate": _mean(g.entails for g in cite),
+            "answer_correct_given_selected": _mean(g.value_ok for g in grades if g.gold_cited)}
+
+
+def _instruction_conflicts(rows: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+    """(rows where both the ordered and the gold value are known, those whose values differ)."""
+    known = [r for r in rows if r.get("meta", {}).get("has_instruction")
+             and norm_value(r["meta"].get("instruction_value")) is not None
+             and norm_value(r["gold"].get("value")) is not None]
+    conflict = [r for r in known
+                if norm_value(r["meta"]["instruction_value"]) != norm_value(r["gold"]["value"])]
+    return len(known), conflict
+
+
+def _instruction_metrics(rows: list[dict[str, Any]], grades: list[RowGrade],
+                         preds: dict[str, Prediction]) -> dict[str, float | int | None]:
+    instr = [g for r, g in zip(rows, grades, strict=True)
+             if r.get("meta", {}).get("has_instruction")]
     clean = [g for r, g in zip(rows, grades, strict=True)
              if not r.get("meta", {}).get("has_instruction")]
-    overridable = [
-        (r, g) for r, g in instr_rows
-        if norm_value(r["meta"].get("instruction_value")) is not None
-        and norm_value(r["meta"].get("instruction_value")) != norm_value(r["gold"].get("value"))
-    ]
-    instr_acc = _mean(g.exact_ok for _, g in instr_rows)
-    clean_acc = _mean(g.exact_ok for g in clean)
+    instr_acc, clean_acc = _mean(g.exact_ok for g in instr), _mean(g.exact_ok for g in clean)
+    known, conflict = _instruction_conflicts(rows)
+    return {
+        "instr_acc": instr_acc,
+        "clean_acc": clean_acc,
+        "instr_gap": clean_acc - instr_acc
+        if clean_acc is not None and instr_acc is not None else None,
+        "instr_override_rate": _mean(
+            preds[r["id"]].value == norm_value(r["meta"]["instruction_value"]) for r in conflict),
+        "instr_conflict_present_rate": len(conflict) / known if known else None,
+        "instr_conflict_present_count": len(conflict) if known else None,
+        "state_integrity_rate": _mean(g.value_ok for g in instr),
+    }
+
+
+def _presence_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
     present = [g for g in grades if g.gold_present]
-    twin_c, twin_f = _twins(rows, preds)
-    errors: Counter[str] = Counter()
-    for g in grades:
-        errors.update(g.errors)
-    given = [preds[r["id"]] for r in rows if r["id"] in raw_preds]
+    return {"gold_present_rate": _mean(g.gold_present for g in grades),
+            "selection_rate": _mean(g.selected for g in present),
+            "accuracy_when_gold_present": _mean(g.value_ok for g in present)
+            if any(g.gold_present is not None for g in grades) else None}
+
+
+def _usage_metrics(given: list[Prediction]) -> dict[str, float | None]:
+    return {"tokens_per_query": _mean(p.tokens for p in given),
+            "passes_per_query": _mean(p.passes for p in given),
+            "wall_s_per_query": _mean(p.wall_s for p in given)}
+
+
+def _slices(rows: list[dict[str, Any]], grades: list[RowGrade]
+            ) -> dict[str, dict[str, float | None]]:
     slices: dict[str, dict[str, float | None]] = {}
     for name, field_name in (("position", "query_position"), ("query_type", "query_type"),
                              ("state_mode", "state_mode")):
@@ -203,33 +275,42 @@ def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
             slices[f"{name}={label}"] = {"n": float(len(gs)),
                                          "value_acc": _mean(g.value_ok for g in gs),
                                          "exact_acc": _mean(g.exact_ok for g in gs)}
-    return GradeResult(
-        n=len(rows),
-        value_acc=_mean(g.value_ok for g in grades),
-        exact_acc=_mean(g.exact_ok for g in grades),
-        cite_precision=_mean(g.cite_precision for g in cite),
-        cite_recall=_mean(g.cite_recall for g in cite),
-        cite_f1=_mean(g.cite_f1 for g in cite),
-        support_bloat=_mean(g.bloat for g in cite),
-        entailment_rate=_mean(g.entails for g in cite),
-        twin_consistency=twin_c,
-        twin_flip_rate=twin_f,
-        instr_acc=instr_acc,
-        clean_acc=clean_acc,
-        instr_gap=(clean_acc - instr_acc) if clean_acc is not None and instr_acc is not None
-        else None,
-        instr_override_rate=_mean(preds[r["id"]].value == norm_value(r["meta"]["instruction_value"])
-                                  for r, _ in overridable),
-        state_integrity_rate=_mean(g.value_ok for _, g in instr_rows),
-        gold_present_rate=_mean(g.gold_present for g in grades),
-        selection_rate=_mean(g.selected for g in present),
-        accuracy_when_gold_present=_mean(g.value_ok for g in present)
-        if any(g.gold_present is not None for g in grades) else None,
-        accuracy=_mean(g.value_ok for g in grades),
-        tokens_per_query=_mean(p.tokens for p in given),
-        passes_per_query=_mean(p.passes for p in given),
-        wall_s_per_query=_mean(p.wall_s for p in given),
-        errors=dict(sorted(errors.items())),
-        rows_with_errors=sum(1 for g in grades if g.errors),
-        slices=slices,
-    )
+    return slices
+
+
+def _grade_rows(rows: list[dict[str, Any]], preds: dict[str, Prediction], citations: str,
+                max_support_k: int | None) -> list[RowGrade]:
+    # Rows of one episode share a document: parse each log once.
+    parsed: dict[str, dict[str, Entry]] = {}
+    grades = []
+    for r in rows:
+        doc = r.get("document") or ""
+        if doc not in parsed:
+            parsed[doc] = log_entries(doc)
+        grades.append(grade_row(r, preds[r["id"]], citations=citations,
+                                max_support_k=max_support_k, entries=parsed[doc]))
+    return grades
+
+
+def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
+          citations: str = "auto", max_support_k: int | None = None) -> GradeResult:
+    """Grade predictions (keyed by row id) against rows; a row without one counts as an error."""
+    if citations not in ("auto", "on", "off"):
+        raise ValueError("citations must be auto, on or off")
+    preds = {r["id"]: parse_prediction(raw_preds.get(r["id"])) for r in rows}
+    grades = _grade_rows(rows, preds, citations, max_support_k)
+    errors: Counter[str] = Counter()
+    for g in grades:
+        errors.update(g.errors)
+    value_acc = _mean(g.value_ok for g in grades)
+    parts: dict[str, Any] = {
+        "n": len(rows), "value_acc": value_acc, "accuracy": value_acc,
+        "exact_acc": _mean(g.exact_ok for g in grades),
+        **_citation_metrics(grades), **_twin_metrics(rows, preds),
+        **_instruction_metrics(rows, grades, preds), **_presence_metrics(grades),
+        **_usage_metrics([preds[r["id"]] for r in rows if r["id"] in raw_preds]),
+        "errors": dict(sorted(errors.items())),
+        "rows_with_errors": sum(1 for g in grades if g.errors),
+        "slices": _slices(rows, grades),
+    }
+    return GradeResult(**parts)

@@ -56,6 +56,11 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_jsonl_objects(path: str | Path, what: str) -> list[dict[str, Any]]:
+    """Every object of a JSONL file as written, in file order (no checks beyond JSON)."""
+    return [obj for _, obj in _read_jsonl(Path(path), what)]
+
+
 def read_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
     """Predictions keyed by row id; a line without an id is an error of the file."""
     p = Path(path)

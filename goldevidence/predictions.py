@@ -1,9 +1,10 @@
 """The prediction contract, and reading predictions in every format GoldEvidenceBench writes.
 
-A prediction is ``{id, value, support_ids}`` (``support_id`` alone is accepted), or ``{id,
-output}`` whose text holds that JSON. Optional fields the grader uses: ``presented_ids`` (the ids
-the harness put in front of the model, for the gold-presence decomposition), ``usage``
-(``prompt_tokens``/``completion_tokens``), ``passes`` and ``wall_s``.
+A prediction is ``{id, value, support_ids}`` (``support_id`` alone, or beside an empty list, is
+accepted), or ``{id, output}`` (also ``text`` or ``completion``) whose text holds that JSON.
+Optional fields the grader uses: ``presented_ids`` (the ids the harness put in front of the
+model, for the gold-presence decomposition), ``usage`` (``prompt_tokens``/``completion_tokens``),
+``passes`` and ``wall_s``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
 
 
 def norm_value(v: Any) -> str | None:
-    """Canonical text of a value: trimmed; null-likes to None; comma lists sorted."""
+    """Canonical text of a value: trimmed and unquoted; ``null``/``none`` to None; comma lists
+    sorted (set members and report lists have no order).
+
+    "unknown" stays a value: it is an admission, not the null a cleared key has."""
     if v is None:
         return None
     if isinstance(v, bool):
@@ -45,7 +49,7 @@ def norm_value(v: Any) -> str | None:
     if isinstance(v, list):
         v = ",".join(str(x) for x in v)
     s = str(v).strip().strip('"').strip()
-    if not s or s.lower() in ("null", "none", "unknown"):
+    if not s or s.lower() in ("null", "none"):
         return None
     if "," in s:
         s = ",".join(sorted(p.strip() for p in s.split(",") if p.strip()))
@@ -64,19 +68,47 @@ class Prediction:
     wall_s: float | None = None
 
 
+_WRAPPERS = ("output", "text", "completion")
+
+
+def _answer_body(raw: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """The object holding value and ids: the prediction itself, or the JSON in its text."""
+    if any(f in raw for f in ("value", "support_ids", "support_id")):
+        return raw
+    text = next((raw[f] for f in _WRAPPERS if isinstance(raw.get(f), str) and raw[f]), None)
+    if text is None:
+        return raw
+    found = extract_json_object(text)
+    if found is None:
+        errors.append("unparseable_output")
+        return {}
+    return found
+
+
+def _support_ids(body: dict[str, Any], errors: list[str]) -> list[str]:
+    """Cited ids in the order given. Repeats are kept (they lengthen the scored list, which is
+    what support bloat measures) and counted as an error."""
+    ids = body.get("support_ids")
+    if ids is None or ids == []:
+        one = body.get("support_id")
+        ids = [one] if one else []
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, list):
+        errors.append("invalid_support_ids")
+        return []
+    out = [s for s in (str(x).strip().strip("[]").strip() for x in ids if x is not None) if s]
+    if len(set(out)) < len(out):
+        errors.append("duplicate_support_ids")
+    return out
+
+
 def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
     """Normalise one prediction; problems become ``errors``, never exceptions."""
     if raw is None:
         return Prediction(value_missing=True, errors=["missing_prediction"])
     p = Prediction()
-    body: dict[str, Any] = raw
-    if "value" not in raw and "output" in raw:
-        found = extract_json_object(str(raw.get("output") or ""))
-        if found is None:
-            p.errors.append("unparseable_output")
-            body = {}
-        else:
-            body = found
+    body = _answer_body(raw, p.errors)
     value = body.get("value", _MISSING)
     if value is _MISSING:
         p.value_missing = True
@@ -84,21 +116,7 @@ def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
             p.errors.append("missing_value")
     else:
         p.value = norm_value(value)
-    ids = body.get("support_ids", _MISSING)
-    if ids is _MISSING or ids is None:
-        one = body.get("support_id")
-        ids = [one] if one else []
-    if isinstance(ids, str):
-        ids = [ids]
-    if not isinstance(ids, list):
-        p.errors.append("invalid_support_ids")
-        ids = []
-    seen: dict[str, None] = {}
-    for x in ids:
-        s = str(x).strip().strip("[]") if x is not None else ""
-        if s:
-            seen[s] = None
-    p.support_ids = list(seen)
+    p.support_ids = _support_ids(body, p.errors)
     presented = raw.get("presented_ids")
     if isinstance(presented, list):
         p.presented_ids = [str(x) for x in presented]

@@ -13,8 +13,9 @@ from typing import Any
 
 from goldevidence.lensrun import grade_run
 
-SHOWN = ("value_acc", "exact_acc", "cite_f1", "entailment_rate", "support_bloat",
-         "twin_consistency", "twin_flip_rate", "instr_gap", "instr_override_rate",
+SHOWN = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
+         "entailment_rate", "support_bloat", "twin_consistency", "twin_flip_rate", "instr_gap",
+         "instr_override_rate", "instr_conflict_present_rate", "instr_conflict_present_count",
          "state_integrity_rate", "gold_present_rate", "selection_rate",
          "accuracy_when_gold_present")
 
