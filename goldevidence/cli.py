@@ -15,8 +15,12 @@ from pydantic import ValidationError
 from goldevidence.baselines import predictions
 from goldevidence.book import validate_book
 from goldevidence.compat import METRICS as COMPAT_METRICS
-from goldevidence.compat import CompatResult, grade_original, prediction_index
-from goldevidence.compat import Options as CompatOptions
+from goldevidence.compat import (
+    CompatResult,
+    GradeOptions,
+    grade_original,
+    prediction_index,
+)
 from goldevidence.config import PRESETS, GenConfig, preset
 from goldevidence.generate import iter_rows
 from goldevidence.grade import METRICS, GradeResult, grade
@@ -186,7 +190,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
               f"(first: {unknown[0]}); ignored", file=sys.stderr)
     if args.compat == "original":
         # The original reads rows and predictions as written (read_rows fills defaults in).
-        opts = CompatOptions(citations=args.citations, support_metric=args.support_metric,
+        opts = GradeOptions(citations=args.citations, support_metric=args.support_metric,
                              max_support_k=args.max_support_k or 3,
                              entailment_check=args.entailment_check)
         res = grade_original(read_jsonl_objects(args.data, "data"),

@@ -212,7 +212,7 @@ class _Totals:
 
 
 @dataclass(frozen=True)
-class Options:
+class GradeOptions:
     citations: str = "auto"
     support_metric: str = "f1"
     max_support_k: int = 3
@@ -220,7 +220,7 @@ class Options:
 
 
 def _cited_ok(t: _Totals, row: dict[str, Any], pv: str | None, scored: list[str],
-              gold_ids: list[str], opts: Options) -> bool:
+              gold_ids: list[str], opts: GradeOptions) -> bool:
     """Score one citation row into the totals; True when its citations pass exact accuracy."""
     t.cite += 1
     p, r, f = _prf(scored, gold_ids)
@@ -257,7 +257,8 @@ def _instruction(t: _Totals, meta: dict[str, Any], pv: str | None, gv: str | Non
             t.override += pv == iv
 
 
-def _score_row(t: _Totals, row: dict[str, Any], pred: dict[str, Any], opts: Options) -> None:
+def _score_row(t: _Totals, row: dict[str, Any], pred: dict[str, Any],
+               opts: GradeOptions) -> None:
     gold = row["gold"]
     pv, gv = value(pred.get("value")), value(gold.get("value"))
     pred_ids = support_list(pred.get("support_ids")) or support_list(pred.get("support_id"))
@@ -295,9 +296,9 @@ def _twins(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]]
 
 
 def grade_original(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]],
-                   opts: Options | None = None) -> CompatResult:
+                   opts: GradeOptions | None = None) -> CompatResult:
     """Grade as the original does. ``preds`` is ``prediction_index`` of the prediction lines."""
-    opts = opts or Options()
+    opts = opts or GradeOptions()
     if opts.citations not in ("auto", "on", "off") or opts.support_metric not in ("f1", "exact"):
         raise ValueError("citations must be auto, on or off; support_metric f1 or exact")
     if opts.max_support_k < 1:
