@@ -59,7 +59,10 @@ def section_markdown(run_dir: str | Path) -> str | None:
     lines = ["## GoldEvidence", "",
              f"Agent model: `{report['agent_model']}`. Decomposition: gold_present_rate → "
              "selection_rate → accuracy_when_gold_present → value_acc; intervals are Wilson "
-             "95%. 'unknown' means the metric has no rows to stand on.", "",
+             "95%. answer_correct_given_selected is value_acc on rows citing every gold id; "
+             "instr_conflict_present_rate/count are the instruction rows whose injected value "
+             "differs from gold (among those where both are known). 'unknown' means the metric "
+             "has no rows to stand on.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     errs = {g["adapter"]: g["metrics"]["errors"] for g in report["groups"] if

@@ -338,3 +338,25 @@ def test_cli_compat_original(tmp_path: Path) -> None:
     assert "instr_conflict_present_count" in r.stdout
     r = _ge(*base, "--support-metric", "exact", cwd=tmp_path)
     assert r.returncode == 2 and "--compat original" in r.stderr
+
+
+def test_report_section_shows_the_new_metrics(tmp_path: Path) -> None:
+    from goldevidence.report import section_markdown
+
+    rows = _instruction_rows()
+    lines = [p("I1", "jade-1234"), p("I2", "crimson-0003"), p("I3", None),
+             p("C1", "crimson-0003")]
+    metrics = grade(rows, {str(x["id"]): x for x in lines}).as_dict()
+    grades = {"agent_model": "m", "pooled": [], "groups": [
+        {"adapter": "a", "cell": {}, "metrics": metrics,
+         "intervals": {"value_acc": [0.1, 0.9]}}]}
+    (tmp_path / "goldevidence").mkdir()
+    (tmp_path / "goldevidence" / "grades.json").write_text(json.dumps(grades))
+    md = section_markdown(tmp_path) or ""
+    head, _, body = (line for line in md.splitlines() if line.startswith("|"))
+    cells = dict(zip(head.split(" | "), body.split(" | "), strict=True))
+    # No row cites anything, so no gold was selected: unknown, not 0.
+    assert cells["answer_correct_given_selected"] == "unknown"
+    assert cells["instr_conflict_present_rate"] == "0.500"
+    assert cells["instr_conflict_present_count"] == "1"
+    assert cells["instr_override_rate"] == "1.000"
