@@ -180,23 +180,34 @@ def _check_grade_options(args: argparse.Namespace) -> None:
         raise UserError(f"--max-support-k {args.max_support_k}: give 1 or more")
 
 
-def cmd_grade(args: argparse.Namespace) -> int:
-    _check_grade_options(args)
-    rows = read_rows(args.data)
-    preds = read_predictions(args.pred)
+def _note_unmatched(preds: dict[str, Any], rows: list[dict[str, Any]], data: Path) -> None:
     unknown = sorted(set(preds) - {r["id"] for r in rows})
     if unknown:
-        print(f"note: {len(unknown)} prediction(s) name no row of {args.data} "
+        print(f"note: {len(unknown)} prediction(s) name no row of {data} "
               f"(first: {unknown[0]}); ignored", file=sys.stderr)
+
+
+def _grade_compat(args: argparse.Namespace) -> int:
+    read_rows(args.data)  # the same checks of the data file as lens's mode
+    # Graded as written: read_rows fills row defaults in, and the original skips prediction
+    # lines without an id where lens's reader rejects the file.
+    rows = read_jsonl_objects(args.data, "data")
+    preds = prediction_index(read_jsonl_objects(args.pred, "predictions"))
+    _note_unmatched(preds, rows, args.data)
+    opts = GradeOptions(citations=args.citations, support_metric=args.support_metric,
+                        max_support_k=args.max_support_k or 3,
+                        entailment_check=args.entailment_check)
+    _print_compat(f"grade {args.pred}", grade_original(rows, preds, opts), args.json)
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    _check_grade_options(args)
     if args.compat == "original":
-        # The original reads rows and predictions as written (read_rows fills defaults in).
-        opts = GradeOptions(citations=args.citations, support_metric=args.support_metric,
-                             max_support_k=args.max_support_k or 3,
-                             entailment_check=args.entailment_check)
-        res = grade_original(read_jsonl_objects(args.data, "data"),
-                             prediction_index(read_jsonl_objects(args.pred, "predictions")), opts)
-        _print_compat(f"grade {args.pred}", res, args.json)
-        return 0
+        return _grade_compat(args)
+    rows = read_rows(args.data)
+    preds = read_predictions(args.pred)
+    _note_unmatched(preds, rows, args.data)
     result = grade(rows, preds, citations=args.citations, max_support_k=args.max_support_k)
     _print_result(f"grade {args.pred}", result, args.json)
     return 0

@@ -120,6 +120,11 @@ def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
     presented = raw.get("presented_ids")
     if isinstance(presented, list):
         p.presented_ids = [str(x) for x in presented]
+    _read_usage(raw, p)
+    return p
+
+
+def _read_usage(raw: dict[str, Any], p: Prediction) -> None:
     usage = raw.get("usage")
     if isinstance(usage, dict):
         p.tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
@@ -129,4 +134,3 @@ def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
         p.passes = raw["passes"]
     if isinstance(raw.get("wall_s"), int | float):
         p.wall_s = float(raw["wall_s"])
-    return p

@@ -299,6 +299,16 @@ def test_departure_output_text_parsing() -> None:
     assert lens.exact_acc == 1.0 and orig.value_acc == 0.0  # first-to-last brace is no JSON
 
 
+def test_prediction_forms_read_alike() -> None:
+    # support_id beside an empty list, and an answer wrapped in "text" or "completion".
+    forms = [p("K1", "crimson-0003", [], support_id="U00000B"),
+             {"id": "K1", "text": '{"value": "crimson-0003", "support_ids": ["U00000B"]}'},
+             {"id": "K1", "completion": '{"value": "crimson-0003", "support_id": "U00000B"}'}]
+    for line in forms:
+        for g in both([K1], [line]):
+            assert g.exact_acc == 1.0, line
+
+
 def test_lens_only_fields_absent_from_compat() -> None:
     _, orig = both([K1], [p("K1", "crimson-0003", ["U00000B"])])
     d = orig.as_dict()
@@ -338,6 +348,13 @@ def test_cli_compat_original(tmp_path: Path) -> None:
     assert "instr_conflict_present_count" in r.stdout
     r = _ge(*base, "--support-metric", "exact", cwd=tmp_path)
     assert r.returncode == 2 and "--compat original" in r.stderr
+    # A prediction line without an id: the original skips it; lens's reader names it.
+    with open(tmp_path / "p.jsonl", "a") as fh:
+        fh.write(json.dumps({"value": "x"}) + "\n")
+    r = _ge(*base, "--compat", "original", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["exact_acc"] == pytest.approx(1 / 3)
+    r = _ge(*base, cwd=tmp_path)
+    assert r.returncode == 2 and "p.jsonl: line 4" in r.stderr and "'id'" in r.stderr
 
 
 def test_report_section_shows_the_new_metrics(tmp_path: Path) -> None:
