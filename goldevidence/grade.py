@@ -39,10 +39,14 @@ class RowGrade:
     errors: list[str] = field(default_factory=list)
 
 
+def _id_list(v: Any) -> list[str]:
+    items = v if isinstance(v, list) else [] if v is None else [v]
+    return [s for s in (str(x).strip() for x in items if x is not None) if s]
+
+
 def gold_support(gold: dict[str, Any]) -> list[str]:
     """The gold support ids as listed (``support_id`` when the list is absent or empty)."""
-    ids = gold.get("support_ids") or ([gold["support_id"]] if gold.get("support_id") else [])
-    return [str(x) for x in ids]
+    return _id_list(gold.get("support_ids")) or _id_list(gold.get("support_id"))
 
 
 def _prf(pred: list[str], gold: list[str]) -> tuple[float, float, float]:

@@ -309,6 +309,15 @@ def test_prediction_forms_read_alike() -> None:
             assert g.exact_acc == 1.0, line
 
 
+def test_gold_support_forms_read_alike() -> None:
+    for gold in ({"value": "crimson-0003", "support_ids": "U00000B"},
+                 {"value": "crimson-0003", "support_ids": [], "support_id": "U00000B"},
+                 {"value": "crimson-0003", "support_ids": [" U00000B ", ""]}):
+        r = {**K1, "gold": gold}
+        for g in both([r], [p("K1", "crimson-0003", ["U00000B"])]):
+            assert g.exact_acc == 1.0 and g.cite_f1 == 1.0, gold
+
+
 def test_lens_only_fields_absent_from_compat() -> None:
     _, orig = both([K1], [p("K1", "crimson-0003", ["U00000B"])])
     d = orig.as_dict()
