@@ -65,6 +65,10 @@ def _actor() -> Any:
 
 
 class RayAdapter(RemoteAdapter):
+    # Waiting for a node with the resources the adapter asks for is part of starting; a sweep
+    # with more units in flight than the cluster has room for waits here, not in a call.
+    start_timeout_s = 600.0
+
     def __init__(self, name: str, options: dict[str, Any], call_timeout_s: float,
                  resources: dict[str, float] | None = None) -> None:
         super().__init__(name, options, call_timeout_s)
@@ -84,6 +88,7 @@ class RayAdapter(RemoteAdapter):
 
     async def _start(self) -> None:
         self._handle = _actor().options(**self._options()).remote(self.name, self.options)
+        await self._send("ping", [])
 
     async def _send(self, method: str, args: list[Any]) -> Any:
         ray = _ray()

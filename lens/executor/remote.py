@@ -49,6 +49,7 @@ class RemoteAdapter(MemoryAdapter):
 
     # The runner and the agent leave call timeouts to this class: only it can stop the worker.
     enforces_timeouts = True
+    start_timeout_s = START_TIMEOUT_S
 
     def __init__(self, name: str, options: dict[str, Any], call_timeout_s: float) -> None:
         self.name = name
@@ -80,12 +81,12 @@ class RemoteAdapter(MemoryAdapter):
                 if not self._started:
                     # Starting an interpreter and the adapter's constructor (which may load a
                     # model) is not a call: it gets its own, longer allowance.
-                    with anyio.fail_after(max(START_TIMEOUT_S, timeout or 0)):
+                    with anyio.fail_after(max(self.start_timeout_s, timeout or 0)):
                         await self._start()
                     self._started = True
         except TimeoutError:
             await self._lose(AdapterWorkerLost(
-                f"the adapter did not start within {max(START_TIMEOUT_S, timeout or 0):g} s; "
+                f"the adapter did not start within {max(self.start_timeout_s, timeout or 0):g} s; "
                 "its process was stopped"))
         except AdapterWorkerLost as exc:
             await self._lose(exc)

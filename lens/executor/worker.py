@@ -21,8 +21,8 @@ from lens.adapter import MemoryAdapter, create_adapter
 from lens.dataset import Episode
 
 _HEADER = struct.Struct(">I")
-_METHODS = frozenset({"reset", "ingest", "prepare", "search", "retrieve", "get_capabilities",
-                      "call_extended_tool", "aclose"})
+_METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
+                      "get_capabilities", "call_extended_tool", "aclose"})
 
 
 def to_jsonable(value: Any) -> Any:
@@ -41,6 +41,8 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
     if method not in _METHODS:
         return {"error": f"unknown method {method!r}", "traceback": ""}
     try:
+        if method == "ping":
+            return {"ok": None}
         if method == "ingest":
             args = [Episode.model_validate(args[0])]
         result = await getattr(adapter, method)(*args)

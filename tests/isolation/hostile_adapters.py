@@ -111,3 +111,14 @@ class SyncSlow(_SyncBase):
                limit: int | None = None) -> list[SearchResult]:
         time.sleep(6)
         return super().search(query, filters, limit)
+
+
+class SlowHonest(Honest):
+    """Honest, but each search takes a moment, so a run lasts long enough to be interrupted."""
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        import anyio
+
+        await anyio.sleep(0.7)
+        return await super().search(query, filters, limit)
