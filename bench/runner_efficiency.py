@@ -52,7 +52,6 @@ from lens.models.stack import StackClient
 from lens.models.usage import UsageMeter
 from lens.prompts import AGENT_SYSTEM_PROMPT
 from lens.runner import Runner
-from lens.shards import merge_usage, prestart
 from lens.store import RunStore
 
 CALLS_PER_QUESTION = 4
@@ -117,20 +116,19 @@ class Measure:
 
 
 def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None,
-               transport: str = "http", processes: int = 1) -> RunConfig:
+               transport: str = "http") -> RunConfig:
     return RunConfig.model_validate({
         "name": "bench",
         "dataset": {"path": str(dataset)},
-        # Worker processes create the adapter by name; in one process the factory below does.
-        "adapters": [{"name": "bench.runner_efficiency:DictMemory" if processes > 1
-                      else "null"}],
+        # The factory in lens_once gives every unit a DictMemory, in this process.
+        "adapters": [{"name": "null"}],
         "agent": {"model": "openai/bench-model", "base_url": base_url, "max_tokens": 200,
                   "options": {"transport": transport},
                   "max_concurrency": c, "timeout_s": 60, "max_retries": 2,
                   "budget": {"max_turns": 8, "max_tool_calls": 12,
                              "max_payload_bytes": 200_000, "max_agent_tokens": 10_000_000,
                              "max_seconds": 600}},
-        "concurrency": {"units": SCOPES, "questions": c, "processes": processes},
+        "concurrency": {"units": SCOPES, "questions": c},
         "out_dir": str(out),
         "cache": {"enabled": cache is not None, "path": str(cache) if cache else None},
         "scoring": {"enabled": False},
@@ -139,23 +137,21 @@ def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | No
 
 
 async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
-                    cache: bool, transport: str = "http", processes: int = 1) -> Measure:
+                    cache: bool, transport: str = "http") -> Measure:
     config = run_config(dataset_path, base_url, c, workdir,
-                        workdir / "cache.sqlite" if cache else None, transport, processes)
+                        workdir / "cache.sqlite" if cache else None, transport)
     dataset = load_dataset(dataset_path)
     store = RunStore.create(workdir, "bench", f"c{c}-{time.monotonic_ns()}")
     runtime = ModelRuntime(cache=config.cache if cache else CacheConfig(enabled=False))
     client = runtime.client(config.agent)
-    runner = (Runner(config, dataset, store, client) if processes > 1 else
-              Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory()))
+    runner = Runner(config, dataset, store, client, adapter_factory=lambda _cfg: DictMemory())
     cpu0, t0 = time.process_time(), time.perf_counter()
     summary = await runner.run()
     wall = time.perf_counter() - t0
-    # Worker processes' CPU counts too: each reports its own when it finishes.
-    cpu = time.process_time() - cpu0 + summary.worker_cpu_s
+    cpu = time.process_time() - cpu0
     store.close()
     await runtime.aclose()
-    calls = merge_usage(runtime.usage(), summary.worker_usage)["total"]["calls"]
+    calls = runtime.usage()["total"]["calls"]
     if summary.answered != summary.questions or summary.errored:
         raise RuntimeError(f"lens run incomplete: {summary}")
     return Measure(wall, cpu, calls, summary.answered)
@@ -299,11 +295,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
                    help="event loop of every variant (auto: uvloop where installed, as `lens "
                         "run` does)")
-    p.add_argument("--processes", type=int, default=1,
-                   help="concurrency.processes of the lens variant (worker processes)")
-    p.add_argument("--cold-workers", action="store_true",
-                   help="with --processes > 1, start the worker processes inside each timed run "
-                        "rather than before it (the fork server is started before either way)")
     p.add_argument("--transport", choices=("http", "aiohttp", "sdk"), default="http",
                    help="the openai backend's transport for the lens variant")
     p.add_argument("--server-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
@@ -320,18 +311,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{TOOLS_PER_QUESTION} tool calls each, latency {args.latency_ms:g} ms, "
           f"reps={args.reps}, cache={'on (cold)' if args.cache else 'off'}, "
           f"loop={eventloop.loop_in_use(args.loop)}, transport={args.transport}, "
-          f"processes={args.processes}"
-          f"{' (cold workers)' if args.cold_workers and args.processes > 1 else ''}, "
           f"server loop={eventloop.loop_in_use(args.server_loop)}", flush=True)
     rows, raw_json = [], []
     with tempfile.TemporaryDirectory(prefix="lens-bench-") as tmp, \
             fake_server(args.latency_ms, loop=args.server_loop) as server:
         dataset = write_dataset(Path(tmp) / "bench.json", args.questions)
-        if args.processes > 1:
-            # Once per lens process, like importing lens: reported, not counted in any run.
-            t0 = time.perf_counter()
-            prestart()
-            print(f"fork server started in {time.perf_counter() - t0:.2f}s", flush=True)
         for c in levels:
             ideal = math.ceil(args.questions / c) * CALLS_PER_QUESTION * latency
             runs: dict[str, list[Measure]] = {"lens": [], **{b: [] for b in baselines},
@@ -342,11 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                 for b in baselines:
                     runs[b].append(eventloop.run(raw_once, args.questions, server.base_url, c,
                                                  b, loop=args.loop))
-                if args.processes > 1 and not args.cold_workers:
-                    # As `lens run` does while it loads the dataset; not in the run's time.
-                    prestart(args.processes)
                 runs["lens"].append(eventloop.run(lens_once, dataset, server.base_url, c, work,
-                                                  args.cache, args.transport, args.processes,
+                                                  args.cache, args.transport,
                                                   loop=args.loop))
                 runs["framework alone"].append(eventloop.run(stub_once, dataset, latency, c,
                                                              work, loop=args.loop))

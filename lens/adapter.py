@@ -141,6 +141,9 @@ class ThreadedAdapter(MemoryAdapter):
     """Runs a :class:`SyncMemoryAdapter` in worker threads so it never blocks the event loop.
 
     Calls are serialised with a lock: a synchronous adapter is not assumed to be thread-safe.
+    A call whose caller gives up (a timeout) is abandoned, not waited for: its thread runs on,
+    but the run goes on without it. Only a process of its own (``isolation: process``) can
+    stop such a call for good.
     """
 
     def __init__(self, inner: SyncMemoryAdapter) -> None:
@@ -149,7 +152,8 @@ class ThreadedAdapter(MemoryAdapter):
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         async with self._lock:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args))
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args),
+                                                  abandon_on_cancel=True)
 
     async def reset(self, scope_id: str) -> None:
         await self._call(self.inner.reset, scope_id)
@@ -207,6 +211,11 @@ def register_adapter(name: str) -> Callable[[AdapterClass], AdapterClass]:
         return cls
 
     return deco
+
+
+def registered_adapter(name: str) -> bool:
+    """Whether ``name`` was registered in this process with :func:`register_adapter`."""
+    return name in _registered
 
 
 def _load_target(target: str) -> AdapterClass:

@@ -15,6 +15,7 @@ from lens.adapter import CapabilityManifest, MemoryAdapter, SearchResult
 from lens.budget import BudgetMeter
 from lens.config import BudgetConfig
 from lens.dataset import AgentQuestion
+from lens.executor.remote import AdapterCallError, AdapterWorkerLost
 from lens.models.base import (
     Completion,
     CompletionRequest,
@@ -228,13 +229,21 @@ class _Session:
         return content
 
     async def _adapter_call(self, fn: Any, *args: Any) -> Any:
+        # An adapter in a process of its own enforces the timeout itself: only it can stop
+        # the call, and the loss of its process ends the unit rather than one tool call.
+        enforced = getattr(self.agent.adapter, "enforces_timeouts", False)
         try:
-            with anyio.fail_after(self.agent.call_timeout_s):
+            with anyio.fail_after(None if enforced else self.agent.call_timeout_s):
                 return await fn(*args)
         except TimeoutError:
             raise ToolError(
                 f"the memory system did not answer within {self.agent.call_timeout_s} s"
             ) from None
+        except AdapterWorkerLost:
+            raise
+        except AdapterCallError as exc:
+            self.tracebacks.append(exc.traceback_text or traceback.format_exc())
+            raise ToolError(f"the memory system failed: {exc}") from None
         except Exception as exc:
             self.tracebacks.append(traceback.format_exc())
             raise ToolError(f"the memory system failed: {type(exc).__name__}: {exc}") from None

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lens.errors import ConfigError, Problem
 from lens.redact import SECRET_KEY
@@ -102,6 +109,14 @@ class AdapterConfig(_Section):
     label: str | None = None
     # Per-call timeout for search/retrieve/tools, and for each ingest call.
     call_timeout_s: float = Field(default=60.0, gt=0)
+    # Where the adapter runs under the local executor: "auto" gives third-party adapters
+    # (entry points, module:Class) a process of their own and keeps lens's built-ins in-process.
+    isolation: Literal["auto", "process", "none"] = "auto"
+    # An address-space limit for the adapter's own process, in MiB (isolated adapters only).
+    max_memory_mb: int | None = Field(default=None, ge=64)
+    # Ray resources of the adapter's actor under executor kind 'ray' (num_cpus, num_gpus,
+    # memory, or custom resources).
+    resources: dict[str, float] = Field(default_factory=dict)
 
     @property
     def display(self) -> str:
@@ -116,9 +131,41 @@ class DatasetConfig(_Section):
 class ConcurrencyConfig(_Section):
     units: int = Field(default=4, ge=1)
     questions: int = Field(default=8, ge=1)
-    # Worker processes the units are spread over, for more model calls a second than one
-    # process's event loop drives (lens/shards.py); each gets 1/N of the limits.
-    processes: int = Field(default=1, ge=1, le=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_processes(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "processes" in data:
+            raise ValueError(
+                "'processes' is no longer an option: one lens process keeps hundreds of model "
+                "calls in flight; to spread adapters over machines use 'executor: {kind: ray}'"
+            )
+        return data
+
+
+class ExecutorConfig(_Section):
+    """Where units' adapters run. ``local``: in this process, or a process of their own
+    (see ``adapters[].isolation``); ``ray``: one Ray actor per unit."""
+
+    kind: Literal["local", "ray"] = "local"
+    # Ray only: the cluster to join ("auto", "ray://host:10001", "host:6379"); unset starts a
+    # Ray instance on this machine.
+    address: str | None = None
+    # Ray only: a unit whose actor is lost (its node went away) runs again this many times.
+    unit_retries: int = Field(default=2, ge=0, le=10)
+    # Ray only: passed to ray.init (working_dir, pip, env_vars …).
+    runtime_env: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_alone(cls, data: Any) -> Any:
+        return {"kind": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _ray_only(self) -> ExecutorConfig:
+        if self.kind == "local" and (self.address or self.runtime_env):
+            raise ValueError("'address' and 'runtime_env' apply to kind 'ray' only")
+        return self
 
 
 class CacheConfig(_Section):
@@ -144,6 +191,7 @@ class RunConfig(_Section):
     repeats: int = Field(default=1, ge=1)
     out_dir: Path = Path("runs")
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     # Stop starting new model calls once the run has spent this much (known costs only).

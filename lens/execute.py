@@ -3,6 +3,7 @@ run, and finish. All user errors are raised before anything is written."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +21,6 @@ from lens.redact import redact
 from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.scorer import score_for_config
-from lens.shards import merge_usage, prestart_in_background
 from lens.store import RunStore, now_iso
 
 
@@ -58,6 +58,12 @@ def check_adapters(config: RunConfig, config_file: str) -> None:
         validate_options(cls, a.options, f"adapters.{i}.options", config_file)
 
 
+def check_executor(config: RunConfig, config_file: str) -> None:
+    if config.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"{config_file}: field 'executor.kind': 'ray' needs Ray, which is not "
+                          "installed; pip install 'lens-eval[ray]'")
+
+
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
@@ -89,15 +95,9 @@ def execute(
 ) -> RunOutcome:
     config_file = str(config_path)
     config = load_config(config_path)
-    if config.concurrency.processes > 1 and model is None:
-        # The worker processes start while the dataset loads, not after.
-        prestart_in_background(config.concurrency.processes)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
-    if model is not None and config.concurrency.processes > 1:
-        raise ConfigError(f"{config_file}: field 'concurrency.processes': worker processes "
-                          "create their own model clients from the config; set it to 1 to "
-                          "run with a model object")
+    check_executor(config, config_file)
     run_id = new_run_id()
     runtime = ModelRuntime.for_run(config, run_id)
     try:
@@ -147,7 +147,7 @@ def execute(
     finally:
         store.close()
         manifest = store.manifest()
-        manifest["usage"] = merge_usage(runtime.usage(), runner.summary.worker_usage)
+        manifest["usage"] = runtime.usage()
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)

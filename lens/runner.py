@@ -13,15 +13,17 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
-from lens.adapter import CapabilityManifest, MemoryAdapter, create_adapter
+from lens.adapter import CapabilityManifest, MemoryAdapter
 from lens.agent import Agent, tool_specs
 from lens.batch_save import BatchSaver
 from lens.config import AdapterConfig, RunConfig
 from lens.dataset import Dataset, Question, Scope
+from lens.executor import AdapterWorkerLost
+from lens.executor import adapter_factory as executor_factory
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.records import QuestionRecord, question_key, unit_key
 from lens.store import RunStore, now_iso
@@ -61,9 +63,8 @@ class RunSummary:
     skipped: int = 0
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
-    # Model usage of worker processes (lens/shards.py), for the run's manifest.
-    worker_usage: list[dict[str, Any]] = field(default_factory=list)
-    worker_cpu_s: float = 0.0
+    # Units run again after their adapter's worker was lost (a Ray node that went away).
+    units_retried: int = 0
 
 
 def derive_seed(seed: int, *parts: str) -> int:
@@ -86,8 +87,21 @@ def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
 AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
 
 
-def _default_adapter_factory(cfg: AdapterConfig) -> MemoryAdapter:
-    return create_adapter(cfg.name, cfg.options)
+def _deadline(adapter: MemoryAdapter, seconds: float) -> anyio.CancelScope:
+    # An adapter in a worker of its own enforces its timeouts itself (it can stop the worker).
+    return anyio.fail_after(None if getattr(adapter, "enforces_timeouts", False) else seconds)
+
+
+def _worker_lost(exc: BaseException) -> AdapterWorkerLost | None:
+    """The loss of the adapter's worker behind ``exc``, also from inside a task group."""
+    if isinstance(exc, AdapterWorkerLost):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _worker_lost(inner)
+            if found is not None:
+                return found
+    return None
 
 
 class Runner:
@@ -99,24 +113,23 @@ class Runner:
         model: ModelClient,
         *,
         progress: RunProgress | None = None,
-        adapter_factory: AdapterFactory = _default_adapter_factory,
+        adapter_factory: AdapterFactory | None = None,
         retry_errors: bool = False,
-        only_units: frozenset[str] | None = None,
     ) -> None:
         self.config = config
         self.dataset = dataset
         self.store = store
         self.model = model
         self.progress = progress or _NoProgress()
-        self.adapter_factory = adapter_factory
+        self.adapter_factory = adapter_factory or executor_factory(config.executor)
         self.question_limiter = anyio.CapacityLimiter(config.concurrency.questions)
         self.unit_limiter = anyio.CapacityLimiter(config.concurrency.units)
         self.summary = RunSummary()
         self._finished: set[str] = set()
+        # Questions this run recorded (a unit run again skips them).
+        self._saved_now: set[str] = set()
         self._retry_errors = retry_errors
         self._saver: BatchSaver[QuestionRecord] = BatchSaver(store.save_questions)
-        # Set in a worker process: the units it was given; the parent owns the run's events.
-        self.only_units = only_units
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -127,22 +140,15 @@ class Runner:
         return done_units, set(finished)
 
     async def run(self) -> RunSummary:
-        if self.config.concurrency.processes > 1 and self.only_units is None:
-            from lens.shards import run_in_processes
-
-            return await run_in_processes(self)
         started = time.perf_counter()
         pending = self.begin()
-        if self.only_units is not None:
-            pending = [u for u in pending if u.key in self.only_units]
         async with anyio.create_task_group() as tg:
             for unit in pending:
                 tg.start_soon(self._run_unit_limited, unit)
         return self.finish(started)
 
     def begin(self) -> list[Unit]:
-        """The units not done yet; what is done already is counted and, in the process that
-        owns the run, announced."""
+        """The units not done yet; what is done already is counted and announced."""
         units = plan_units(self.config, self.dataset)
         done_units, self._finished = self._load_finished()
         pending = [u for u in units if u.key not in done_units]
@@ -154,20 +160,17 @@ class Runner:
         self.summary.units = len(units)
         self.summary.questions = total_q
         self.summary.skipped = already
-        if self.only_units is None:
-            self.progress.start(len(units), total_q, already)
-            self.store.append_event("run_started", units=len(units),
-                                    pending_units=len(pending), questions=total_q,
-                                    already_done=already)
+        self.progress.start(len(units), total_q, already)
+        self.store.append_event("run_started", units=len(units), pending_units=len(pending),
+                                questions=total_q, already_done=already)
         return pending
 
     def finish(self, started: float) -> RunSummary:
         self.summary.wall_s = time.perf_counter() - started
-        if self.only_units is None:
-            self.store.append_event("run_finished", answered=self.summary.answered,
-                                    errored=self.summary.errored,
-                                    units_failed=self.summary.units_failed,
-                                    wall_s=round(self.summary.wall_s, 3))
+        self.store.append_event("run_finished", answered=self.summary.answered,
+                                errored=self.summary.errored,
+                                units_failed=self.summary.units_failed,
+                                wall_s=round(self.summary.wall_s, 3))
         return self.summary
 
     async def _run_unit_limited(self, unit: Unit) -> None:
@@ -176,14 +179,32 @@ class Runner:
         self.progress.unit_done(unit.key)
 
     async def _run_unit(self, unit: Unit) -> None:
+        retries = self.config.executor.unit_retries if self.config.executor.kind == "ray" else 0
+        for attempt in range(retries + 1):
+            pending = [q for q in unit.questions
+                       if question_key(unit.key, q.question_id) not in self._finished
+                       and question_key(unit.key, q.question_id) not in self._saved_now]
+            try:
+                await self._attempt_unit(unit, pending)
+                return
+            except Exception as exc:
+                lost = _worker_lost(exc)
+                if lost is not None and lost.retryable and attempt < retries:
+                    self.summary.units_retried += 1
+                    self.store.append_event("unit_retry", unit.key, attempt=attempt + 1,
+                                            reason=str(lost))
+                    continue
+                await self._fail_unit(unit, pending, lost or exc)
+                return
+
+    async def _attempt_unit(self, unit: Unit, pending: list[Question]) -> None:
         timeout = unit.adapter.call_timeout_s
-        pending = [q for q in unit.questions
-                   if question_key(unit.key, q.question_id) not in self._finished]
         adapter: MemoryAdapter | None = None
         try:
             adapter = self.adapter_factory(unit.adapter)
-            with anyio.fail_after(timeout):
+            with _deadline(adapter, timeout):
                 await adapter.reset(unit.scope.scope_id)
+            with _deadline(adapter, timeout):
                 caps = await adapter.get_capabilities()
             if not isinstance(caps, CapabilityManifest):
                 caps = CapabilityManifest.model_validate(caps)
@@ -192,8 +213,6 @@ class Runner:
                                     capabilities=caps.model_dump(mode="json"))
             await self._stream(unit, adapter, caps, pending, timeout)
             self.store.append_event("unit_done", unit.key)
-        except Exception as exc:
-            await self._fail_unit(unit, pending, exc)
         finally:
             if adapter is not None:
                 with anyio.move_on_after(timeout, shield=True):
@@ -217,12 +236,12 @@ class Runner:
             seg_start = time.perf_counter()
             first = ingested
             while ingested < checkpoint:
-                with anyio.fail_after(timeout):
+                with _deadline(adapter, timeout):
                     await adapter.ingest(episodes[ingested].for_adapter())
                 ingested += 1
             self.store.append_event("ingest_segment", unit.key, first=first, upto=ingested,
                                     seconds=round(time.perf_counter() - seg_start, 4))
-            with anyio.fail_after(timeout):
+            with _deadline(adapter, timeout):
                 await adapter.prepare(unit.scope.scope_id, checkpoint)
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
@@ -251,6 +270,9 @@ class Runner:
                         started_at=started_at, episodes_ingested=ingested)
             try:
                 result = await agent.answer(q.for_agent())
+            except AdapterWorkerLost:
+                # The unit ends (and may run again); this question is not recorded here.
+                raise
             except Exception as exc:
                 reason = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
                 tb = self.store.save_error(question_key(unit.key, q.question_id),
@@ -279,6 +301,7 @@ class Runner:
         self._count(record)
 
     def _count(self, record: QuestionRecord) -> None:
+        self._saved_now.add(record.key)
         if record.status == "answered":
             self.summary.answered += 1
         else:
@@ -291,10 +314,8 @@ class Runner:
         self.summary.units_failed += 1
         self.summary.failures.append(f"{unit.key}: {message}")
         self.store.append_event("unit_error", unit.key, error=message)
-        done = self.store.committed_questions()
         for q in pending:
-            key = question_key(unit.key, q.question_id)
-            if key in done and key not in self._finished:
+            if question_key(unit.key, q.question_id) in self._saved_now:
                 continue
             record = QuestionRecord(
                 unit_key=unit.key, adapter=unit.adapter.display, scope_id=unit.scope.scope_id,

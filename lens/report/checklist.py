@@ -139,6 +139,28 @@ def check_failures(runs: Sequence[RunData]) -> Check:
                         f"to {ERROR_WARN:.0%}, fails above; see errors/ in the run directory")
 
 
+LOST_MARK = "AdapterWorkerLost"
+
+
+def check_adapter_lost(runs: Sequence[RunData]) -> Check:
+    """Questions lost because their adapter's process hung, died or broke the protocol."""
+    parts = []
+    lost_total = 0
+    for run in runs:
+        for a in run.adapters:
+            lost = sum(1 for row in run.rows_for(a)
+                       if row.record.status == "error" and LOST_MARK in (row.record.error or ""))
+            if lost:
+                name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+                parts.append(f"{name}: {lost}")
+                lost_total += lost
+    return Check(id="adapter_lost", title="questions lost to a hung or crashed adapter",
+                 status="fail" if lost_total else "pass",
+                 value=", ".join(parts) or "none",
+                 detail="the adapter's process hung past call_timeout_s, died or broke the "
+                        "protocol; its unit's remaining questions are errors with the reason")
+
+
 def check_scored(runs: Sequence[RunData]) -> Check:
     missing = [r.run_id for r in runs if r.scores is None]
     if missing:
@@ -161,6 +183,7 @@ def run_checklist(run: RunData) -> list[Check]:
         *check_retrieval([run]),
         check_judge([run]),
         check_failures([run]),
+        check_adapter_lost([run]),
     ]
 
 
@@ -172,4 +195,5 @@ def compare_checklist(runs: Sequence[RunData], arm_sizes: dict[str, int]) -> lis
         *check_retrieval(runs),
         check_judge(runs),
         check_failures(runs),
+        check_adapter_lost(runs),
     ]

@@ -1,0 +1,124 @@
+"""Adapters that attack their own process; named ``tests.isolation.hostile_adapters:Class`` in
+configs, so the local executor runs each in a process of its own."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from typing import Any
+
+from lens.adapter import (
+    CapabilityManifest,
+    Document,
+    MemoryAdapter,
+    SearchResult,
+    SyncMemoryAdapter,
+)
+from lens.dataset import Episode
+
+
+class Honest(MemoryAdapter):
+    def __init__(self) -> None:
+        self.eps: list[Episode] = []
+
+    async def reset(self, scope_id: str) -> None:
+        self.eps.clear()
+
+    async def ingest(self, episode: Episode) -> None:
+        self.eps.append(episode)
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        return [SearchResult(ref_id=e.episode_id, text=e.text) for e in self.eps[-3:]]
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        return next((Document(ref_id=e.episode_id, text=e.text) for e in self.eps
+                     if e.episode_id == ref_id), None)
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest()
+
+
+class ExitsInIngest(Honest):
+    async def ingest(self, episode: Episode) -> None:
+        if len(self.eps) == 2:
+            os._exit(3)
+        await super().ingest(episode)
+
+
+class BlocksLoop(Honest):
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        time.sleep(3600)
+        return []
+
+
+class HogsMemory(Honest):
+    async def ingest(self, episode: Episode) -> None:
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 * 1024 * 1024))
+
+
+class PrintsToStdout(Honest):
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        print("\x00\x00\x00\x05hello, this would break a naive protocol")
+        return await super().search(query, filters, limit)
+
+
+class LooksForGold(Honest):
+    """Searches its own process for anything that looks like ground truth."""
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        found = [repr(o)[:80] for o in gc.get_objects()
+                 if isinstance(o, str) and "GOLDSECRET" in o]
+        return [SearchResult(ref_id="leak", text=" ".join(found[:3]) or "nothing")]
+
+
+class _SyncBase(SyncMemoryAdapter):
+    def __init__(self) -> None:
+        self.eps: list[Episode] = []
+
+    def reset(self, scope_id: str) -> None:
+        self.eps.clear()
+
+    def ingest(self, episode: Episode) -> None:
+        self.eps.append(episode)
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        return [SearchResult(ref_id=e.episode_id, text=e.text) for e in self.eps[-2:]]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        return None
+
+    def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest()
+
+
+class SyncHangs(_SyncBase):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        time.sleep(3600)
+        return []
+
+
+class SyncSlow(_SyncBase):
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        time.sleep(6)
+        return super().search(query, filters, limit)
+
+
+class SlowHonest(Honest):
+    """Honest, but each search takes a moment, so a run lasts long enough to be interrupted."""
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        import anyio
+
+        await anyio.sleep(0.7)
+        return await super().search(query, filters, limit)
