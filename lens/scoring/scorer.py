@@ -68,14 +68,25 @@ class _Plan:
         return out
 
 
-def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
+def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores,
+           analysis: mechanical.Analysis) -> None:
     for name, fn in (("evidence_grounding", mechanical.evidence_grounding),
-                     ("fact_recall", functools.partial(mechanical.fact_recall, settings=matcher)),
+                     ("fact_recall", functools.partial(mechanical.fact_recall, settings=matcher,
+                                                       analysis=analysis)),
+                     ("citation_precision", functools.partial(mechanical.citation_precision,
+                                                              settings=matcher)),
                      ("evidence_coverage", mechanical.evidence_coverage),
                      ("budget_compliance", mechanical.budget_compliance)):
         value, detail = fn(item)
         row.metrics[name] = value
         row.detail[name] = detail
+
+
+def _insight(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
+    sources, _ = mechanical.relevant_sources(item, matcher)
+    value, detail = mechanical.insight_depth(item, row.metrics.get("fact_recall"), len(sources))
+    row.metrics["insight_depth"] = value
+    row.detail["insight_depth"] = detail
 
 
 def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
@@ -98,7 +109,9 @@ def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
         row.metrics["fact_recall"] = None
         detail["reason"] = f"judge fact check failed for {failed} fact(s)"
     elif facts:
-        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts)
+        # The judge may find a fact the matcher missed; stuffing is discounted all the same.
+        factor = float(detail.get("stuffing_factor", 1.0))
+        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts) * factor
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
@@ -167,16 +180,13 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
-        _tier1(item, matcher, row)
+        analysis = mechanical.analyse(item)
+        _tier1(item, matcher, row, analysis)
         has_answer = bool(item.record.answer.strip())
         if 2 in tiers:
-            for name, fn in (("insight_depth", functools.partial(
-                                mechanical.insight_depth,
-                                grounding_detail=row.detail["evidence_grounding"])),
-                             ("reasoning_quality", mechanical.reasoning_quality)):
-                value, detail = fn(item)
-                row.metrics[name] = value
-                row.detail[name] = detail
+            value, detail = mechanical.reasoning_quality(item, analysis)
+            row.metrics["reasoning_quality"] = value
+            row.detail["reasoning_quality"] = detail
         if not use_judge or not has_answer:
             continue
         if 2 in tiers:
@@ -212,6 +222,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
         elif 2 in tiers:
             row.metrics["answer_quality"] = None
+        if 2 in tiers:
+            _insight(item, matcher, row)
         if 3 in tiers and item.question.question_type.value == ACTION:
             if use_judge:
                 p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts,
