@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lens.scoring.facts import FactMatcherSettings, match_facts
+from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 
 # Runs of this many consecutive words shared with a record mark copied text. Eight words of
@@ -28,7 +28,8 @@ from lens.scoring.numbers import Number, extract_numbers, numbers_match
 SHINGLE = 8
 # A sentence with at least this share of its words in copied runs is a quote.
 QUOTED_SHARE = 0.75
-# Sentences shorter than this are never quotes: a fragment ("F.") says too little to tell.
+# Sentences shorter than this are too short to judge alone: a copied fragment right after a
+# quote is part of it; otherwise ("F." after an own sentence) it is the answer's own.
 MIN_QUOTE_WORDS = 3
 # The figures an answer may state before fact credit is discounted: this many per figure of
 # the ground truth, and never fewer than MIN_ALLOWANCE.
@@ -53,7 +54,8 @@ class ScopeText:
         self.texts = dict(texts)
         self._shingles: set[tuple[str, ...]] | None = None
         self._atoms: dict[str, Atoms] = {}
-        self._states: dict[tuple[str, tuple[str, ...], FactMatcherSettings | None], bool] = {}
+        self._states: dict[tuple[str, str, FactMatcherSettings | None], bool] = {}
+        self._prepared: dict[str, AnswerText] = {}
 
     @property
     def shingles(self) -> set[tuple[str, ...]]:
@@ -68,12 +70,18 @@ class ScopeText:
     def states_fact(self, episode: str, facts: Iterable[str],
                     settings: FactMatcherSettings | None = None) -> bool:
         """Whether the record states at least one of ``facts`` (by the fact matcher)."""
-        key = (episode, tuple(facts), settings)
-        if key not in self._states:
-            text = self.texts.get(episode, "")
-            self._states[key] = bool(text and key[1]) and any(
-                m.matched for m in match_facts(list(key[1]), text, settings))
-        return self._states[key]
+        text = self.texts.get(episode, "")
+        if not text:
+            return False
+        for fact in facts:
+            key = (episode, fact, settings)
+            if key not in self._states:
+                if episode not in self._prepared:
+                    self._prepared[episode] = AnswerText(text)
+                self._states[key] = match_fact(fact, self._prepared[episode], settings).matched
+            if self._states[key]:
+                return True
+        return False
 
     def atoms_of(self, episode: str) -> Atoms:
         if episode not in self._atoms:
@@ -105,11 +113,17 @@ def split_claims(answer: str, scope: ScopeText | None) -> Claims:
     own: list[str] = []
     quoted: list[str] = []
     pos = 0
+    previous = False
     for sent, ws in zip(sentences, per_sentence, strict=True):
         n = len(ws)
         share = sum(covered[pos:pos + n]) / n if n else 0.0
         pos += n
-        (quoted if n >= MIN_QUOTE_WORDS and share >= QUOTED_SHARE else own).append(sent)
+        # A fragment ("18 retired.") goes with the sentence before it when it was copied too:
+        # it is part of the pasted passage, not a claim of its own.
+        is_quote = (share >= QUOTED_SHARE if n >= MIN_QUOTE_WORDS
+                    else previous and share == 1.0)
+        (quoted if is_quote else own).append(sent)
+        previous = is_quote
     return Claims(text="\n".join(own), own=len(own), quoted=quoted)
 
 

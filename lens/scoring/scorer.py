@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from lens import eventloop
+from lens.condition import stable_hash
 from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
+from lens.prompts import prompts_hash
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
@@ -27,6 +29,10 @@ from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
 SCORES_FILE = "scores.json"
+# The version of the scoring rules. Raise it whenever a rule changes what a number means
+# (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
+# under different protocols are not comparable.
+SCORING_PROTOCOL = 2
 ALL_TIERS = frozenset({1, 2, 3})
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
 # Every metric a question carries (None where not computable or not defined per question).
@@ -245,6 +251,13 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
     summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
+    settings = {"fact_matcher": {"coverage": matcher.coverage,
+                                 "short_fact_words": matcher.short_fact_words,
+                                 "window_sentences": matcher.window_sentences,
+                                 "numeric_rel_tol": matcher.rel_tol},
+                "fact_judge": fact_judge and judge_runner is not None}
+    cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
+                             judge_model=model or None, settings=settings)
     scores = RunScores(
         run_dir=str(run.run_dir),
         tiers=sorted(tiers),
@@ -255,11 +268,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         aggregates=aggregates,
         aggregate_detail=agg_detail,
         notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
-        settings={"fact_matcher": {"coverage": matcher.coverage,
-                                   "short_fact_words": matcher.short_fact_words,
-                                   "window_sentences": matcher.window_sentences,
-                                   "numeric_rel_tol": matcher.rel_tol},
-                  "fact_judge": fact_judge and judge_runner is not None},
+        settings=settings,
+        condition=cond,
+        condition_hash=stable_hash(cond),
     )
     if write:
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
@@ -271,6 +282,24 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
             failed_judge_calls=usage.errors if usage else 0,
         )
     return scores
+
+
+def scoring_condition(*, tiers: set[int], weights: Mapping[str, float], gate_threshold: float,
+                      judge_model: str | None, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a score depends on besides the records and the ground truth: two runs
+    scored under different conditions are not comparable (``lens compare`` refuses them).
+    ``settings`` holds every scoring knob (matcher, fact grading, ...), so a knob added there
+    enters the condition by itself. The prompts hash covers the judge's prompt templates and
+    rubrics (every registered template)."""
+    return {
+        "protocol": SCORING_PROTOCOL,
+        "tiers": sorted(tiers),
+        "weights": dict(sorted(weights.items())),
+        "gate_threshold": gate_threshold,
+        "judge_model": judge_model,
+        "judge_prompts_hash": prompts_hash() if judge_model else None,
+        "settings": dict(settings),
+    }
 
 
 def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
@@ -312,10 +341,12 @@ def _notes(run: RunInput, rows: list[QuestionScores],
     errored = sum(r.status != "answered" for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
-                     "metric and counted as n_errored")
-    notes.append("question composites leave out longitudinal_advantage (a group metric) and, "
-                 "outside action_recommendation questions, action_quality: they are "
-                 "renormalised over the metrics present (see each question's detail.composite)")
+                     "metric's mean and counted as n_errored, and a group's composite counts "
+                     "them as failures (it is scaled by the share of questions answered)")
+    notes.append("longitudinal_advantage is reported beside the composite, never in it (it "
+                 "rises when control questions fail); question composites leave out "
+                 "action_quality outside action_recommendation questions and are renormalised "
+                 "over the metrics present (see each question's detail.composite)")
     by_missing: dict[tuple[str, ...], list[str]] = {}
     gated: list[str] = []
     for level, groups in aggregates.items():
