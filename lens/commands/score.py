@@ -20,7 +20,8 @@ from lens.store import RunStore
 # Column titles of the summary table, by metric.
 _SHOWN = {
     "composite": "composite", "evidence_grounding": "grounding", "fact_recall": "facts",
-    "evidence_coverage": "coverage", "budget_compliance": "budget",
+    "citation_precision": "cit.prec", "evidence_coverage": "coverage",
+    "budget_compliance": "budget",
     "answer_quality": "quality", "insight_depth": "depth", "reasoning_quality": "reasoning",
     "longitudinal_advantage": "long.adv", "action_quality": "action",
 }
