@@ -7,6 +7,7 @@ re-running any agent; re-scoring with the same judge makes no new model call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -201,7 +202,10 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
                           if not f["matched"]]
                 if missed:
-                    plan.facts[item.key] = pairwise.fact_checks(item, missed)
+                    # The judge reads the answer's claims, not the record text it pasted.
+                    claims = dataclasses.replace(item, record=item.record.model_copy(
+                        update={"answer": analysis.claims.text}))
+                    plan.facts[item.key] = pairwise.fact_checks(claims, missed)
         if 3 in tiers and item.question.question_type.value == ACTION:
             plan.action[item.key] = pairwise.comparisons(item, action=True)
 

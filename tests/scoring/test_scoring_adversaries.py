@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 from gaming_arms import ArmBuilder
-from scoring_fixtures import ScriptedJudge, build_run, fair, record, write_dataset
+from scoring_fixtures import ScriptedJudge, build_run, dataset_dict, fair, record, write_dataset
 
 from lens.dataset import load_dataset
 from lens.errors import UserError
@@ -280,3 +280,24 @@ def test_local_reply_rules_enter_the_prompts_hash() -> None:
     finally:
         register_template("local_reply_rules", local_prompt._REPLY_RULES)
     assert prompts_hash() == before
+
+
+def test_the_fact_judge_is_not_asked_about_pasted_text(tmp_path: Path) -> None:
+    data = dataset_dict()
+    pasted = ("Day 4: connection pool exhaustion stopped checkout for most of the morning while "
+              "geo-lookup latency increased from 200ms to 1,200ms across the fleet.")
+    data["scopes"][0]["episodes"][3]["text"] = pasted
+    ds = write_dataset(tmp_path / "ds.json", data)
+    q1 = "s1_q01_longitudinal"
+    stated = ("The connection pool was exhausted (connection pool exhaustion) while geo-lookup "
+              "latency increased from 200ms to 1,200ms [s1_ep_004].")
+    for answer, expected in ((f"{pasted} [s1_ep_004]", 0.0), (stated, 1.0)):
+        root = build_run(tmp_path / f"r{expected}", ds,
+                         [record(q1, answer, retrieved=["s1_ep_004"])])
+        judge = ScriptedJudge("scripted/judge", fair)
+        scores = score_run_sync(root, judge=judge, fact_judge=True, tiers={1, 2})
+        (row,) = scores.questions
+        assert row.metrics["fact_recall"] == expected, answer
+        fact_checks = [r.messages[-1].content for r in judge.requests
+                       if "Criterion:" not in r.messages[-1].content]
+        assert all("stopped checkout for most" not in p for p in fact_checks)
