@@ -36,6 +36,7 @@ MIN_QUOTE_WORDS = 3
 ALLOWANCE_PER_FIGURE = 3
 MIN_ALLOWANCE = 15
 
+QUOTE_MARK = "\u2014"
 _WORD = re.compile(r"[a-z0-9]+")
 _CITATION = re.compile(r"\[[^\[\]\n]{1,200}\]")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -112,6 +113,9 @@ def split_claims(answer: str, scope: ScopeText | None) -> Claims:
                 covered[j] = True
     own: list[str] = []
     quoted: list[str] = []
+    # The answer's text with each quote replaced by a wordless line, so that two of its own
+    # sentences around a quote do not become neighbours for the matcher's sentence window.
+    kept: list[str] = []
     pos = 0
     previous = False
     for sent, ws in zip(sentences, per_sentence, strict=True):
@@ -123,8 +127,9 @@ def split_claims(answer: str, scope: ScopeText | None) -> Claims:
         is_quote = (share >= QUOTED_SHARE if n >= MIN_QUOTE_WORDS
                     else previous and share == 1.0)
         (quoted if is_quote else own).append(sent)
+        kept.append(QUOTE_MARK if is_quote else sent)
         previous = is_quote
-    return Claims(text="\n".join(own), own=len(own), quoted=quoted)
+    return Claims(text="\n".join(kept), own=len(own), quoted=quoted)
 
 
 @dataclass(frozen=True)
