@@ -11,6 +11,7 @@ from collections.abc import Callable
 from lens.agent import extract_citations
 from lens.dataset import Dataset, Question
 from lens.records import QuestionRecord
+from lens.scoring.claims import ScopeText
 from lens.scoring.numbers import extract_numbers
 from lens.scoring.refs import episode_of
 
@@ -28,6 +29,8 @@ class ArmBuilder:
     def __init__(self, dataset: Dataset) -> None:
         self.questions = {(q.scope_id, q.question_id): q for q in dataset.questions}
         self.texts = {e.episode_id: e.text for s in dataset.scopes for e in s.episodes}
+        self.scopes = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes})
+                       for s in dataset.scopes}
 
     def question(self, r: QuestionRecord) -> Question:
         return self.questions[(r.scope_id, r.question_id)]
@@ -36,12 +39,14 @@ class ArmBuilder:
         return list(dict.fromkeys(r.retrieved_refs))
 
     def canonical(self, r: QuestionRecord) -> str:
-        """The canonical answer, citing the required evidence the agent received (or, when it
-        received none, the first record it received)."""
-        got = {episode_of(x) for x in r.retrieved_refs}
-        refs = [x for x in self.question(r).ground_truth.required_evidence_refs
-                if episode_of(x) in got] or self.received(r)[:1]
-        return f"{self.question(r).ground_truth.canonical_answer} {_cite(refs)}"
+        """The canonical answer, citing the records it received that support it: the required
+        evidence, or a record stating a key fact (when there is none, the first record)."""
+        gt = self.question(r).ground_truth
+        required = {episode_of(x) for x in gt.required_evidence_refs}
+        scope = self.scopes[r.scope_id]
+        refs = [x for x in self.received(r) if episode_of(x) in required
+                or scope.states_fact(episode_of(x), gt.key_facts)] or self.received(r)[:1]
+        return f"{gt.canonical_answer} {_cite(refs)}"
 
     def pasted(self, r: QuestionRecord) -> str:
         """Every record received, pasted whole, each cited."""
@@ -63,9 +68,18 @@ class ArmBuilder:
     def policy(self, r: QuestionRecord) -> str:
         return r.answer
 
+    def padded(self, r: QuestionRecord) -> str:
+        """The canonical answer followed by every record received, pasted and cited."""
+        return f"{self.canonical(r)}\n\n{self.pasted(r)}"
+
+    def cite_all(self, r: QuestionRecord) -> str:
+        """The canonical answer citing every record received."""
+        return f"{self.question(r).ground_truth.canonical_answer} {_cite(self.received(r))}"
+
     def arms(self) -> dict[str, Callable[[QuestionRecord], str]]:
         return {"canonical": self.canonical, "policy": self.policy, "pasted": self.pasted,
-                "numbers": self.numbers, "abstain": self.abstain, "vague": self.vague}
+                "numbers": self.numbers, "abstain": self.abstain, "vague": self.vague,
+                "padded": self.padded, "cite_all": self.cite_all}
 
     def rewrite(self, records: list[QuestionRecord], arm: str) -> list[QuestionRecord]:
         fn = self.arms()[arm]

@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STANDARD = ROOT / "datasets" / "standard.json"
 ADAPTER = "sqlite_fts"
 GAMING = ("policy", "pasted", "numbers", "abstain", "vague")
+# The canonical answer with something added: pasted records, or citations of everything.
+PADDED = ("padded", "cite_all")
 # Every metric a report shows for a no-judge scoring, the composite first.
 HEADLINE = ("composite", "fact_recall", "citation_precision", "evidence_grounding",
             "evidence_coverage", "budget_compliance", "insight_depth", "reasoning_quality")
@@ -99,7 +101,7 @@ def arms(scripted_run: Path, source_records: list[QuestionRecord], builder: ArmB
          tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, RunScores]]:
     parent = tmp_path_factory.mktemp("arms")
     out: dict[str, tuple[Path, RunScores]] = {}
-    for arm in ("canonical", *GAMING):
+    for arm in ("canonical", *GAMING, *PADDED):
         root = _store_arm(scripted_run, parent, arm, builder.rewrite(source_records, arm))
         if arm == "pasted":
             # The real re-scoring path: `lens score` on the rewritten run.
@@ -135,6 +137,18 @@ def test_gaming_shape_scores_below_the_canonical_answer_on_every_headline_metric
     # The shapes that cite every record received lose citation precision for it.
     if arm in ("pasted", "numbers", "abstain"):
         assert bad["citation_precision"] < good["citation_precision"] - 0.1
+
+
+@pytest.mark.parametrize("arm", PADDED)
+def test_padding_a_faithful_answer_earns_nothing_and_costs_citation_precision(
+        arms: dict[str, tuple[Path, RunScores]], arm: str) -> None:
+    good, padded = _agg(arms["canonical"][1]), _agg(arms[arm][1])
+    for m in HEADLINE:
+        assert padded[m] <= good[m] + 1e-12, (arm, m, padded[m], good[m])  # type: ignore[operator]
+    # The facts stated are the same; the extra citations are not relevant.
+    assert padded["fact_recall"] == pytest.approx(good["fact_recall"])
+    assert padded["citation_precision"] < good["citation_precision"] - 0.1  # type: ignore[operator]
+    assert padded["composite"] < good["composite"]  # type: ignore[operator]
 
 
 def test_pasted_records_earn_no_fact_credit(arms: dict[str, tuple[Path, RunScores]]) -> None:
