@@ -62,8 +62,16 @@ def judge_config(run_config: dict[str, Any], model: str | None) -> ModelConfig |
 
 
 def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
+    raw = dict(run_config.get("scoring") or {})
+    weights = raw.get("weights")
+    if isinstance(weights, dict) and weights.get("longitudinal_advantage"):
+        # A run configured before longitudinal_advantage left the composite: re-score it
+        # without that weight rather than refuse it.
+        print("note: the run's config weights longitudinal_advantage; it is reported beside "
+              "the composite, never in it, so that weight is ignored")
+        raw["weights"] = {k: v for k, v in weights.items() if k != "longitudinal_advantage"}
     try:
-        return ScoringConfig.model_validate(run_config.get("scoring") or {})
+        return ScoringConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"run manifest: field 'config.scoring."

@@ -322,3 +322,18 @@ def test_the_fact_judge_is_not_asked_about_pasted_text(tmp_path: Path) -> None:
         fact_checks = [r.messages[-1].content for r in judge.requests
                        if "Criterion:" not in r.messages[-1].content]
         assert all("stopped checkout for most" not in p for p in fact_checks)
+
+
+def test_lens_score_ignores_a_longitudinal_weight_an_old_run_configured(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path / "ds.json")
+    root = build_run(tmp_path / "old", ds, [record("s1_q01_longitudinal", "Latency rose.")])
+    store = RunStore.open(root)
+    manifest = store.manifest()
+    manifest["config"]["scoring"] = {"weights": {"longitudinal_advantage": 0.15}}
+    store.write_manifest(manifest)
+    store.close()
+    proc = _lens("score", str(root), "--tier", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "longitudinal_advantage" in proc.stdout and "ignored" in proc.stdout
+    scores = RunScores.model_validate_json((root / SCORES_FILE).read_text())
+    assert scores.weights["longitudinal_advantage"] == 0.0
