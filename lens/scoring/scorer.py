@@ -255,10 +255,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
     summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
-    settings = {"fact_matcher": {"coverage": matcher.coverage,
-                                 "short_fact_words": matcher.short_fact_words,
-                                 "window_sentences": matcher.window_sentences,
-                                 "numeric_rel_tol": matcher.rel_tol},
+    # Every field of the matcher's settings, whatever fields it grows: each is a condition.
+    settings = {"fact_matcher": dataclasses.asdict(matcher),
                 "fact_judge": fact_judge and judge_runner is not None}
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
