@@ -36,6 +36,7 @@ MIN_QUOTE_WORDS = 3
 ALLOWANCE_PER_FIGURE = 3
 MIN_ALLOWANCE = 15
 
+# What stands in a quote's place in the claims text: a line without words.
 QUOTE_MARK = "\u2014"
 _WORD = re.compile(r"[a-z0-9]+")
 _CITATION = re.compile(r"\[[^\[\]\n]{1,200}\]")
@@ -92,7 +93,8 @@ class ScopeText:
 
 @dataclass(frozen=True)
 class Claims:
-    """An answer split into its own sentences (``text``) and the sentences it quotes."""
+    """An answer split into its own sentences and the sentences it quotes. ``text`` is the
+    answer with each quote replaced by QUOTE_MARK; ``own`` counts the sentences kept."""
 
     text: str
     own: int
