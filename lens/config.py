@@ -180,6 +180,17 @@ class ScoringConfig(_Section):
     # Ask the judge about each key fact the mechanical matcher missed (semantic matches).
     fact_judge: bool = False
 
+    @field_validator("weights")
+    @classmethod
+    def _no_unweighted(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        # Checked here, not only when scoring, so that a run does not fail at its very end.
+        if v and (v.get("longitudinal_advantage") or 0) > 0:
+            raise ValueError(
+                "longitudinal_advantage must be 0: it rises when the control questions fail, "
+                "so it cannot be part of the composite; read it beside the composite instead, "
+                "and remove this weight")
+        return v
+
 
 class RunConfig(_Section):
     name: str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]+$")

@@ -20,7 +20,8 @@ from lens.store import RunStore
 # Column titles of the summary table, by metric.
 _SHOWN = {
     "composite": "composite", "evidence_grounding": "grounding", "fact_recall": "facts",
-    "evidence_coverage": "coverage", "budget_compliance": "budget",
+    "citation_precision": "cit.prec", "evidence_coverage": "coverage",
+    "budget_compliance": "budget",
     "answer_quality": "quality", "insight_depth": "depth", "reasoning_quality": "reasoning",
     "longitudinal_advantage": "long.adv", "action_quality": "action",
 }
@@ -61,8 +62,16 @@ def judge_config(run_config: dict[str, Any], model: str | None) -> ModelConfig |
 
 
 def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
+    raw = dict(run_config.get("scoring") or {})
+    weights = raw.get("weights")
+    if isinstance(weights, dict) and weights.get("longitudinal_advantage"):
+        # A run configured before longitudinal_advantage left the composite: re-score it
+        # without that weight rather than refuse it.
+        print("note: the run's config weights longitudinal_advantage; it is reported beside "
+              "the composite, never in it, so that weight is ignored")
+        raw["weights"] = {k: v for k, v in weights.items() if k != "longitudinal_advantage"}
     try:
-        return ScoringConfig.model_validate(run_config.get("scoring") or {})
+        return ScoringConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"run manifest: field 'config.scoring."

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from lens.models.base import CompletionRequest, Message, ToolCall, ToolSpec
+from lens.prompts import register_template
 
 ANSWER_KEY = "answer"
 SOURCES_KEY = "sources"
@@ -32,6 +33,11 @@ _ANSWER_ONLY_NOTE = (
     "No more tool calls are possible. Answer the question now from the records above, with "
     "figures, dates and names exactly as they appear there.\nQuestion: {question}"
 )
+
+
+# The reply rules shape every answer a local model gives: they are part of the prompts hash.
+register_template("local_reply_rules", _REPLY_RULES)
+register_template("local_answer_only_note", _ANSWER_ONLY_NOTE)
 
 
 def im(role: str, content: str) -> str:

@@ -135,7 +135,8 @@ def check_failures(runs: Sequence[RunData]) -> Check:
     return Check(id="failures", title="failed or errored questions", status=status,
                  value=f"{errored} of {total} questions ({share:.1%}); {units} unit failure(s)",
                  detail="errored questions have unknown scores and are left out of every "
-                        "mean, which flatters an arm that fails on hard questions; warns up "
+                        "metric's mean, which flatters an arm that fails on hard questions "
+                        "(the composite counts them as failures); warns up "
                         f"to {ERROR_WARN:.0%}, fails above; see errors/ in the run directory")
 
 

@@ -51,13 +51,31 @@ def shared_metrics(runs: Sequence[RunData]) -> list[str]:
     return [m for m in report_metrics(runs[0]) if m in common]
 
 
+# Field names of the scoring condition in a refusal message.
+_SCORING_FIELDS = {"protocol": "scoring_protocol", "tiers": "scoring_tiers",
+                   "weights": "scoring_weights", "gate_threshold": "scoring_gate",
+                   "judge_model": "scoring_judge", "judge_prompts_hash": "scoring_judge_prompts"}
+
+
 def scoring_condition(run: RunData) -> dict[str, object]:
-    """How a run was scored: numbers scored differently are not comparable either."""
+    """How a run was scored: numbers scored differently are not comparable either. Every
+    field of the scoring condition recorded in scores.json is compared, each scoring setting
+    (fact matcher, fact grading, ...) on its own; scores written before the condition was
+    recorded count as protocol 1 with only their tiers, weights, gate and judge."""
     if run.scores is None:
         return {"scoring": None}
     s = run.scores
-    return {"scoring_tiers": sorted(s.tiers), "scoring_weights": dict(sorted(s.weights.items())),
-            "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model}
+    if not s.condition:
+        return {"scoring_protocol": 1, "scoring_tiers": sorted(s.tiers),
+                "scoring_weights": dict(sorted(s.weights.items())),
+                "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model}
+    out: dict[str, object] = {}
+    for key, value in s.condition.items():
+        if key == "settings" and isinstance(value, dict):
+            out.update({f"scoring_{k}": v for k, v in value.items()})
+        else:
+            out[_SCORING_FIELDS.get(key, f"scoring_{key}")] = value
+    return out
 
 
 def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[object]]]:

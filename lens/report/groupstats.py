@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
-from lens.scoring.composite import GATE_METRICS, composite, resolve_weights
+from lens.scoring.composite import GATE_METRICS, UNWEIGHTED, composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
@@ -41,13 +41,14 @@ class GroupScoring:
 
     @classmethod
     def of(cls, scores: RunScores) -> GroupScoring:
-        return cls(weights=resolve_weights(scores.weights or None),
+        return cls(weights=resolve_weights(scores.weights or None, stored=True),
                    gate_threshold=scores.gate_threshold, differential=3 in scores.tiers)
 
     def point(self, rows: Sequence[QuestionScores]) -> dict[str, float | None]:
+        """The group statistics, and the metric means they rest on."""
         entry, _ = aggregate_group(rows, weights=self.weights, gate_threshold=self.gate_threshold,
                                    differential=self.differential)
-        return {m: entry.get(m) for m in GROUP_METRICS}
+        return {m: entry.get(m) for m in (*GROUP_METRICS, *QUESTION_METRICS)}
 
 
 def _synthesis(question_type: str) -> bool:
@@ -62,6 +63,7 @@ class _Matrix:
     def __init__(self, rows: Sequence[QuestionScores]) -> None:
         self.rows = list(rows)
         answered = np.array([r.status == "answered" for r in rows], dtype=bool)
+        self.answered = answered
         vals = np.full((len(rows), len(QUESTION_METRICS)), np.nan)
         for i, r in enumerate(rows):
             if not answered[i]:
@@ -87,22 +89,26 @@ class _Matrix:
             return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
     def advantage(self, w: np.ndarray) -> np.ndarray:
+        """Synthesis minus control mean per replicate. A replicate that draws no question of
+        one side keeps that side at its full-sample mean, so every replicate computes the same
+        difference as the point estimate."""
         j = QUESTION_METRICS.index(self.basis)
         col, ok = self.values[:, j], self.defined[:, j]
         out = []
         for mask in (self.synth, self.control):
             m = (mask & ok).astype(float)
             den = w @ m
+            full = float((col * m).sum() / m.sum()) if m.sum() > 0 else np.nan
             with np.errstate(invalid="ignore", divide="ignore"):
                 out.append(np.where(den > 0, (w @ (col * m)) / np.where(den > 0, den, 1),
-                                    np.nan))
+                                    full))
         return out[0] - out[1]
 
 
 def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
-                          size: int) -> np.ndarray:
+                          size: int, share: np.ndarray | None = None) -> np.ndarray:
     """The scorer's composite rule over every replicate at once (NaN where it is None)."""
-    active = {m: w for m, w in how.weights.items() if w > 0}
+    active = {m: w for m, w in how.weights.items() if w > 0 and m not in UNWEIGHTED}
     num = np.zeros(size)
     den = np.zeros(size)
     for m, w in active.items():
@@ -121,28 +127,42 @@ def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
             gated |= np.isfinite(v) & (np.where(np.isfinite(v), v, 1.0) < how.gate_threshold)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    if share is not None:
+        out = out * share
     return np.where(gated & (den > 0), 0.0, out)
 
 
-def _composite_reference(values: dict[str, np.ndarray], how: GroupScoring, b: int) -> float:
+def _composite_reference(values: dict[str, np.ndarray], how: GroupScoring, b: int,
+                         share: np.ndarray | None = None) -> float:
     row = {m: (None if not np.isfinite(v[b]) else float(v[b])) for m, v in values.items()}
-    c = composite(row, how.weights, how.gate_threshold).value
+    c = composite(row, how.weights, how.gate_threshold,
+                  answered_share=1.0 if share is None else float(share[b])).value
     return np.nan if c is None else c
 
 
-def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring) -> dict[str, np.ndarray]:
+def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
+                point: dict[str, float | None] | None = None) -> dict[str, np.ndarray]:
     means = matrix.means(w)
     la = (matrix.advantage(w) if how.differential and matrix.synth.any()
           and matrix.control.any() else np.full(len(w), np.nan))
     values = {m: means[:, j] for j, m in enumerate(QUESTION_METRICS)}
+    # A replicate that draws no question a metric is defined on keeps that metric at its
+    # full-sample value: otherwise it would renormalise the composite over other metrics and
+    # compute another statistic than the point estimate.
+    for m, v in values.items():
+        full = (point or {}).get(m)
+        if full is not None:
+            values[m] = np.where(np.isfinite(v), v, full)
     values["longitudinal_advantage"] = la
-    comp = _composite_vectorised(values, how, len(w))
+    share = (w @ matrix.answered.astype(float)) / np.maximum(w.sum(axis=1), 1e-12)
+    comp = _composite_vectorised(values, how, len(w), share)
     # Spot-check the vectorised rule against the scorer's own function; should the scorer's
     # rule ever change, fall back to calling it for every replicate.
     for b in range(0, len(w), max(1, len(w) // 16)):
-        ref = _composite_reference(values, how, b)
+        ref = _composite_reference(values, how, b, share)
         if not (np.isnan(ref) and np.isnan(comp[b])) and not abs(ref - comp[b]) <= 1e-9:
-            comp = np.array([_composite_reference(values, how, i) for i in range(len(w))])
+            comp = np.array([_composite_reference(values, how, i, share)
+                             for i in range(len(w))])
             break
     return {"composite": comp, "longitudinal_advantage": la}
 
@@ -158,7 +178,7 @@ def group_estimates(
         return {m: unknown(0, "group-bootstrap") for m in GROUP_METRICS}
     clusters = [r.scope_id for r in rows]
     w = cluster_bootstrap_weights(clusters, resamples=resamples, seed_label=seed_label)
-    reps = _replicates(_Matrix(rows), w, how)
+    reps = _replicates(_Matrix(rows), w, how, point)
     k = len(set(clusters))
     out = {}
     for m in GROUP_METRICS:
@@ -196,8 +216,8 @@ def paired_group(
     clusters = [r.scope_id for r in rows_a]
     pa, pb = how.point(rows_a), how.point(rows_b)
     w = cluster_bootstrap_weights(clusters, resamples=resamples, seed_label=seed_label)
-    ra = _replicates(_Matrix(rows_a), w, how) if n else {}
-    rb = _replicates(_Matrix(rows_b), w, how) if n else {}
+    ra = _replicates(_Matrix(rows_a), w, how, pa) if n else {}
+    rb = _replicates(_Matrix(rows_b), w, how, pb) if n else {}
     out: dict[str, GroupPaired] = {}
     k = len(set(clusters))
     for m in GROUP_METRICS:

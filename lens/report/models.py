@@ -134,6 +134,9 @@ class ReportSummary(_M):
     status: str | None
     condition: dict[str, Any]
     condition_hash: str | None
+    # How the run was scored (scores.json's condition): empty when unscored or scored before
+    # the scoring condition was recorded.
+    scoring_condition: dict[str, Any] = Field(default_factory=dict)
     confidence: float
     primary_metric: str | None
     metrics: list[str]

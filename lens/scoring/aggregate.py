@@ -2,7 +2,8 @@
 
 A group's metric is the mean over its answered questions where the metric is defined;
 longitudinal_advantage is computed over the group itself; the group's composite applies the
-weights and the gate to those means (the LENS method's composite of a run), so it is not the
+weights and the gate to those means (the LENS method's composite of a run), scaled by the share
+of the group's questions answered (an errored question counts as a failure), so it is not the
 mean of the question composites. Levels crossed with the adapter ("adapter/scope", ...) keep
 adapters apart; their keys are "adapter|value".
 """
@@ -18,7 +19,8 @@ from lens.scoring.differential import longitudinal_advantage
 from lens.scoring.types import QuestionScores
 
 QUESTION_METRICS = (
-    "evidence_grounding", "fact_recall", "evidence_coverage", "budget_compliance",
+    "evidence_grounding", "fact_recall", "citation_precision", "evidence_coverage",
+    "budget_compliance",
     "answer_quality", "insight_depth", "reasoning_quality", "action_quality",
 )
 
@@ -65,7 +67,9 @@ def aggregate_group(rows: Sequence[QuestionScores], *, weights: Mapping[str, flo
         la = None
         detail["longitudinal_advantage"] = {"reason": "tier 3 not scored"}
     values["longitudinal_advantage"] = la
-    comp = composite(values, weights, gate_threshold)
+    # Errored questions count as failures: erroring cannot lift a group's composite.
+    share = len(answered) / len(rows) if rows else 1.0
+    comp = composite(values, weights, gate_threshold, answered_share=share)
     pairs = sum(int(r.detail.get("judge", {}).get("pairs", 0)) for r in answered)
     flips = sum(int(r.detail.get("judge", {}).get("disagreements", 0)) for r in answered)
     entry: dict[str, float | None] = dict(values)

@@ -1,11 +1,18 @@
-"""The composite score: weighted metrics behind a hard gate, renormalised over what is present.
+"""The composite score: weighted metrics behind a hard gate, over what is present.
 
-Weights follow the LENS method; the gate zeroes the composite when evidence_grounding or
-budget_compliance is below the threshold. A metric that is missing (no judge, no questions of a
-type, or not defined at this level) is left out and the remaining weights are renormalised; the
-result says which metrics were missing so a renormalised composite is never mistaken for a full
-one. longitudinal_advantage ranges −1..1; it enters the composite clipped to 0..1 (a negative
-advantage earns nothing) so that the composite stays within 0..1.
+The gate zeroes the composite when evidence_grounding or budget_compliance is below the
+threshold. A metric that is missing (no judge, no questions of a type, or not defined at this
+level) is left out and the remaining weights are renormalised; the result says which metrics
+were missing so a renormalised composite is never mistaken for a full one.
+
+Two rules keep a failing agent from gaining:
+
+- longitudinal_advantage (synthesis minus control scores) is reported but never weighted: it
+  rises when the control questions fail, and no positive weight on it can keep a worse control
+  score from raising the composite. A non-zero weight for it is a configuration error.
+- A group's composite counts every question that ended in an error as a failure: the composite
+  of its answered questions is scaled by the share answered (``answered_share``), so an agent
+  cannot lift its composite by erroring on the questions it would fail.
 """
 
 from __future__ import annotations
@@ -17,22 +24,27 @@ from lens.errors import ConfigError
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "evidence_grounding": 0.10,
-    "fact_recall": 0.10,
+    "fact_recall": 0.20,
+    "citation_precision": 0.10,
     "evidence_coverage": 0.10,
-    "budget_compliance": 0.10,
-    "answer_quality": 0.15,
-    "insight_depth": 0.15,
+    "budget_compliance": 0.05,
+    "answer_quality": 0.20,
+    "insight_depth": 0.10,
     "reasoning_quality": 0.10,
-    "longitudinal_advantage": 0.15,
     "action_quality": 0.05,
+    "longitudinal_advantage": 0.0,
 }
+# Reported beside the composite, never inside it (see the module docstring).
+UNWEIGHTED = frozenset({"longitudinal_advantage"})
 GATE_METRICS = ("evidence_grounding", "budget_compliance")
 DEFAULT_GATE_THRESHOLD = 0.5
 
 
-def resolve_weights(weights: Mapping[str, float] | None, where: str = "scoring.weights"
-                    ) -> dict[str, float]:
-    """Defaults overridden by ``weights``; unknown names and bad values are a ConfigError."""
+def resolve_weights(weights: Mapping[str, float] | None, where: str = "scoring.weights",
+                    *, stored: bool = False) -> dict[str, float]:
+    """Defaults overridden by ``weights``; unknown names and bad values are a ConfigError.
+    ``stored`` reads weights an older scoring recorded: an unweighted metric's old weight is
+    kept as recorded (the composite ignores it) instead of refused."""
     out = dict(DEFAULT_WEIGHTS)
     for name, w in (weights or {}).items():
         if name not in DEFAULT_WEIGHTS:
@@ -40,6 +52,11 @@ def resolve_weights(weights: Mapping[str, float] | None, where: str = "scoring.w
                               f"{', '.join(DEFAULT_WEIGHTS)}")
         if not isinstance(w, int | float) or w < 0:
             raise ConfigError(f"{where}.{name}: weight must be a number >= 0 (got {w!r})")
+        if name in UNWEIGHTED and w > 0 and not stored:
+            raise ConfigError(
+                f"{where}.{name}: must be 0 (got {w!r}); longitudinal_advantage rises when the "
+                "control questions fail, so it cannot be part of the composite: read it beside "
+                "the composite instead, and remove this weight")
         out[name] = float(w)
     if sum(out.values()) <= 0:
         raise ConfigError(f"{where}: at least one weight must be above 0")
@@ -60,8 +77,11 @@ class Composite:
 
 
 def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
-              gate_threshold: float = DEFAULT_GATE_THRESHOLD) -> Composite:
-    active = {m: w for m, w in weights.items() if w > 0}
+              gate_threshold: float = DEFAULT_GATE_THRESHOLD,
+              answered_share: float = 1.0) -> Composite:
+    """``answered_share`` is the share of a group's questions that were answered (the others
+    ended in an error and count as 0)."""
+    active = {m: w for m, w in weights.items() if w > 0 and m not in UNWEIGHTED}
     present = {m: values[m] for m in active if values.get(m) is not None}
     missing = [m for m in active if m not in present]
     unchecked = [g for g in GATE_METRICS if values.get(g) is None]
@@ -71,10 +91,6 @@ def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
                 for g in GATE_METRICS)
     if gated:
         return Composite(0.0, missing, True, unchecked)
-    total = 0.0
-    for m, v in present.items():
-        assert v is not None
-        if m == "longitudinal_advantage":
-            v = min(1.0, max(0.0, v))
-        total += active[m] * v
-    return Composite(total / sum(active[m] for m in present), missing, False, unchecked)
+    total = sum(active[m] * v for m, v in present.items() if v is not None)
+    return Composite(total / sum(active[m] for m in present) * answered_share, missing, False,
+                     unchecked)

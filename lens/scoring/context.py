@@ -14,6 +14,7 @@ from typing import Any
 from lens.dataset import Dataset, Question, load_dataset
 from lens.errors import UserError
 from lens.records import QuestionRecord
+from lens.scoring.claims import ScopeText
 from lens.scoring.refs import episode_of
 from lens.store import RunStore
 
@@ -24,6 +25,8 @@ class ScoringItem:
     question: Question
     scope_episodes: frozenset[str]
     synthetic_prefixes: tuple[str, ...] = ()
+    # The scope's record texts: to tell pasted text from claims and check stated figures.
+    scope_text: ScopeText | None = None
 
     @property
     def key(self) -> str:
@@ -102,6 +105,8 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
     questions = {(q.scope_id, q.question_id): q for q in ds.questions}
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
+    scope_texts = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes})
+                   for s in ds.scopes}
     caps = unit_capabilities(store)
     items: list[ScoringItem] = []
     unknown: list[str] = []
@@ -113,7 +118,8 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
         prefixes = tuple((caps.get(record.unit_key) or {}).get("synthetic_ref_prefixes") or ())
         items.append(ScoringItem(record=record, question=q,
                                  scope_episodes=scope_episodes.get(record.scope_id, frozenset()),
-                                 synthetic_prefixes=prefixes))
+                                 synthetic_prefixes=prefixes,
+                                 scope_text=scope_texts.get(record.scope_id)))
     if unknown:
         raise UserError(
             f"{run_dir}: {len(unknown)} stored question(s) are not in the dataset "

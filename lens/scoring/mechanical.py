@@ -1,8 +1,9 @@
 """Model-free metrics of one answered question.
 
-Tier 1: evidence_grounding, fact_recall, evidence_coverage, budget_compliance.
-Tier 2's rule-based metrics live here too, since they need no judge: insight_depth and
-reasoning_quality.
+Tier 1: evidence_grounding, fact_recall, citation_precision, evidence_coverage,
+budget_compliance. Tier 2's rule-based metrics live here too, since they need no judge:
+insight_depth and reasoning_quality. None of them can be earned by pasting records, listing
+figures or citing everything: see :mod:`lens.scoring.claims` and docs/scoring.md.
 
 Each function returns ``(value, detail)``; ``None`` means the metric cannot be computed for
 this question (no key facts, no required evidence, no budget outcome), never a made-up 0 or 1.
@@ -10,15 +11,22 @@ this question (no key facts, no required evidence, no budget outcome), never a m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from lens.scoring.claims import (
+    Atoms,
+    Claims,
+    allowance,
+    split_claims,
+    stuffing_factor,
+    supported_share,
+)
 from lens.scoring.context import ScoringItem
 from lens.scoring.facts import FactMatcherSettings, match_facts
 from lens.scoring.refs import check_citation, episode_of, is_synthetic
 
 Result = tuple[float | None, dict[str, Any]]
-
-SUBSTANTIVE_CHARS = 50
 
 
 def _plain_word(ref: str) -> bool:
@@ -65,24 +73,109 @@ def evidence_grounding(item: ScoringItem) -> Result:
     return grounded / len(checks), detail
 
 
-def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None) -> Result:
+@dataclass(frozen=True)
+class Analysis:
+    """What one answer claims, worked out once for every metric that needs it."""
+
+    claims: Claims
+    claimed: Atoms
+    allowed: int
+    stuffing: float
+
+
+def analyse(item: ScoringItem) -> Analysis:
+    gt = item.question.ground_truth
+    claims = split_claims(item.record.answer, item.scope_text)
+    claimed = Atoms.of(claims.text)
+    allowed = allowance([gt.canonical_answer, *gt.key_facts])
+    return Analysis(claims, claimed, allowed, stuffing_factor(claimed, allowed))
+
+
+def _claims_detail(a: Analysis) -> dict[str, Any]:
+    detail: dict[str, Any] = {"claimed_figures": a.claimed.count, "figure_allowance": a.allowed,
+                              "stuffing_factor": round(a.stuffing, 4)}
+    if a.claims.quoted:
+        detail["quoted_sentences"] = len(a.claims.quoted)
+        detail["quoted_example"] = a.claims.quoted[0][:160]
+    return detail
+
+
+def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
+                analysis: Analysis | None = None) -> Result:
+    """Share of the key facts the answer states as claims: sentences pasted from the records
+    do not count, and the share is discounted when the answer states far more figures than the
+    question needs (see :mod:`lens.scoring.claims`)."""
     facts = item.question.ground_truth.key_facts
     if not facts:
         return None, {"reason": "question has no key facts"}
-    matches = match_facts(facts, item.record.answer, settings)
+    a = analysis or analyse(item)
+    matches = match_facts(facts, a.claims.text, settings)
     found = sum(m.matched for m in matches)
-    return found / len(facts), {"facts": [m.as_detail() for m in matches]}
+    detail = {"facts": [m.as_detail() for m in matches], "stated": found, **_claims_detail(a)}
+    return found / len(facts) * a.stuffing, detail
+
+
+def _required_episodes(item: ScoringItem) -> list[str]:
+    refs = item.question.ground_truth.required_evidence_refs
+    return list(dict.fromkeys(episode_of(r) for r in refs))
+
+
+def relevant_sources(item: ScoringItem, settings: FactMatcherSettings | None = None
+                     ) -> tuple[list[str], list[str]]:
+    """(distinct cited sources that are grounded and relevant, cited refs that are not).
+
+    A cited episode is relevant when the question's required evidence names it or its text
+    states one of the question's key facts; a declared synthetic ref the agent received is
+    given the benefit of the doubt (its text is not known to the scorer)."""
+    required = set(_required_episodes(item))
+    facts = item.question.ground_truth.key_facts
+    scope = item.scope_text
+    good: dict[str, None] = {}
+    bad: list[str] = []
+    for ref in citations(item)[0]:
+        check = check_citation(ref, retrieved=item.retrieved,
+                               retrieved_episodes=item.retrieved_episodes,
+                               scope_episodes=set(item.scope_episodes),
+                               synthetic_prefixes=list(item.synthetic_prefixes))
+        if not check.grounded:
+            bad.append(ref)
+        elif check.reason == "synthetic":
+            good[ref] = None
+        elif episode_of(ref) in required or (
+                scope is not None and scope.states_fact(episode_of(ref), facts, settings)):
+            good[episode_of(ref)] = None
+        else:
+            bad.append(ref)
+    return list(good), bad
+
+
+def citation_precision(item: ScoringItem, settings: FactMatcherSettings | None = None
+                       ) -> Result:
+    """Share of the cited refs that are grounded and relevant to the question (see
+    :func:`relevant_sources`): citing every record received lowers it. An answer that cites
+    nothing scores 0, as for grounding."""
+    gt = item.question.ground_truth
+    if not gt.required_evidence_refs and not gt.key_facts:
+        return None, {"reason": "question has no required evidence and no key facts"}
+    cited = citations(item)[0]
+    if not cited:
+        return 0.0, {"cited": 0, "reason": "no citations"}
+    _, bad = relevant_sources(item, settings)
+    relevant = len(cited) - len(bad)
+    detail: dict[str, Any] = {"cited": len(cited), "relevant": relevant}
+    if bad:
+        detail["not_relevant"] = bad[:20]
+    return relevant / len(cited), detail
 
 
 def evidence_coverage(item: ScoringItem) -> Result:
-    """Share of the required evidence episodes the agent retrieved or cited (chunks count for
-    their episode)."""
+    """Share of the required evidence episodes the agent received from a tool (chunks count for
+    their episode). Citing a ref it never received earns nothing: grounding already marks it."""
     required = list(dict.fromkeys(item.question.ground_truth.required_evidence_refs))
     if not required:
         return None, {"reason": "question has no required evidence"}
-    seen = item.retrieved_episodes | {episode_of(r) for r in item.record.cited_refs}
-    seen_exact = item.retrieved | set(item.record.cited_refs)
-    found = [r for r in required if r in seen_exact or episode_of(r) in seen]
+    found = [r for r in required
+             if r in item.retrieved or episode_of(r) in item.retrieved_episodes]
     missing = [r for r in required if r not in found]
     return len(found) / len(required), {"required": len(required), "found": len(found),
                                         "missing": missing}
@@ -99,22 +192,37 @@ def budget_compliance(item: ScoringItem) -> Result:
     return (1.0 if outcome.compliant else 0.0), detail
 
 
-def insight_depth(item: ScoringItem, grounding_detail: dict[str, Any] | None = None) -> Result:
-    """1 when the answer draws on at least two distinct grounded sources (episodes, or declared
-    synthetic refs), else 0. Hallucinated citations do not count."""
-    bad = {m["ref"] for m in (grounding_detail or {}).get("misses", [])}
-    sources = set()
-    for ref in citations(item)[0]:
-        if ref in bad:
-            continue
-        sources.add(ref if is_synthetic(ref, item.synthetic_prefixes) else episode_of(ref))
-    return (1.0 if len(sources) >= 2 else 0.0), {"distinct_sources": len(sources)}
+def insight_depth(item: ScoringItem, fact_value: float | None, sources: int) -> Result:
+    """Key facts stated as claims, drawn from several relevant sources: the fact credit
+    (``fact_recall``) times the share of two relevant grounded sources cited (of one, when the
+    question needs a single record). An answer that states no finding has none, however many
+    refs it cites. None when the question has no key facts."""
+    if fact_value is None:
+        return None, {"reason": "question has no key facts"}
+    needed = min(2, max(1, len(_required_episodes(item))))
+    spread = min(1.0, sources / needed)
+    return fact_value * spread, {"relevant_sources": sources, "sources_needed": needed,
+                                 "fact_credit": round(fact_value, 6)}
 
 
-def reasoning_quality(item: ScoringItem) -> Result:
-    """1 for a substantive answer (over 50 characters) produced with at least one successful tool
-    call, else 0."""
-    length = len(item.record.answer.strip())
-    tools_ok = sum(1 for c in item.record.tool_calls if c.ok)
-    ok = length > SUBSTANTIVE_CHARS and tools_ok > 0
-    return (1.0 if ok else 0.0), {"answer_chars": length, "successful_tool_calls": tools_ok}
+def reasoning_quality(item: ScoringItem, analysis: Analysis | None = None) -> Result:
+    """Whether the figures the answer states as claims hold: the share of them found in the
+    records the agent received, the question or the ground truth, times the stuffing factor.
+    An answer that states no figure where the ground truth has some scores 0; None when the
+    ground truth states no figure either."""
+    a = analysis or analyse(item)
+    gt = item.question.ground_truth
+    truth = Atoms.of("\n".join([gt.canonical_answer, *gt.key_facts]))
+    scope = item.scope_text
+    support = [truth, Atoms.of(item.question.prompt)]
+    if scope is not None:
+        support += [scope.atoms_of(e) for e in sorted(item.retrieved_episodes)]
+    share = supported_share(a.claimed, support)
+    detail = _claims_detail(a)
+    if share is None:
+        if truth.count:
+            return 0.0, {**detail, "reason": "the answer states no figure"}
+        return None, {**detail, "reason": "neither the answer nor the ground truth states a "
+                                          "figure"}
+    detail["supported_share"] = round(share, 6)
+    return share * a.stuffing, detail

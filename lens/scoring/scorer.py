@@ -7,16 +7,19 @@ re-running any agent; re-scoring with the same judge makes no new model call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lens import eventloop
+from lens.condition import stable_hash
 from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
+from lens.prompts import prompts_hash
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
@@ -27,6 +30,10 @@ from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
 SCORES_FILE = "scores.json"
+# The version of the scoring rules. Raise it whenever a rule changes what a number means
+# (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
+# under different protocols are not comparable.
+SCORING_PROTOCOL = 2
 ALL_TIERS = frozenset({1, 2, 3})
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
 # Every metric a question carries (None where not computable or not defined per question).
@@ -68,14 +75,25 @@ class _Plan:
         return out
 
 
-def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
+def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores,
+           analysis: mechanical.Analysis) -> None:
     for name, fn in (("evidence_grounding", mechanical.evidence_grounding),
-                     ("fact_recall", functools.partial(mechanical.fact_recall, settings=matcher)),
+                     ("fact_recall", functools.partial(mechanical.fact_recall, settings=matcher,
+                                                       analysis=analysis)),
+                     ("citation_precision", functools.partial(mechanical.citation_precision,
+                                                              settings=matcher)),
                      ("evidence_coverage", mechanical.evidence_coverage),
                      ("budget_compliance", mechanical.budget_compliance)):
         value, detail = fn(item)
         row.metrics[name] = value
         row.detail[name] = detail
+
+
+def _insight(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
+    sources, _ = mechanical.relevant_sources(item, matcher)
+    value, detail = mechanical.insight_depth(item, row.metrics.get("fact_recall"), len(sources))
+    row.metrics["insight_depth"] = value
+    row.detail["insight_depth"] = detail
 
 
 def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
@@ -98,7 +116,9 @@ def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
         row.metrics["fact_recall"] = None
         detail["reason"] = f"judge fact check failed for {failed} fact(s)"
     elif facts:
-        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts)
+        # The judge may find a fact the matcher missed; stuffing is discounted all the same.
+        factor = float(detail.get("stuffing_factor", 1.0))
+        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts) * factor
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
@@ -167,16 +187,13 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
-        _tier1(item, matcher, row)
+        analysis = mechanical.analyse(item)
+        _tier1(item, matcher, row, analysis)
         has_answer = bool(item.record.answer.strip())
         if 2 in tiers:
-            for name, fn in (("insight_depth", functools.partial(
-                                mechanical.insight_depth,
-                                grounding_detail=row.detail["evidence_grounding"])),
-                             ("reasoning_quality", mechanical.reasoning_quality)):
-                value, detail = fn(item)
-                row.metrics[name] = value
-                row.detail[name] = detail
+            value, detail = mechanical.reasoning_quality(item, analysis)
+            row.metrics["reasoning_quality"] = value
+            row.detail["reasoning_quality"] = detail
         if not use_judge or not has_answer:
             continue
         if 2 in tiers:
@@ -185,7 +202,10 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
                           if not f["matched"]]
                 if missed:
-                    plan.facts[item.key] = pairwise.fact_checks(item, missed)
+                    # The judge reads the answer's claims, not the record text it pasted.
+                    claims = dataclasses.replace(item, record=item.record.model_copy(
+                        update={"answer": analysis.claims.text}))
+                    plan.facts[item.key] = pairwise.fact_checks(claims, missed)
         if 3 in tiers and item.question.question_type.value == ACTION:
             plan.action[item.key] = pairwise.comparisons(item, action=True)
 
@@ -212,6 +232,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
         elif 2 in tiers:
             row.metrics["answer_quality"] = None
+        if 2 in tiers:
+            _insight(item, matcher, row)
         if 3 in tiers and item.question.question_type.value == ACTION:
             if use_judge:
                 p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts,
@@ -233,6 +255,11 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
     summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
+    # Every field of the matcher's settings, whatever fields it grows: each is a condition.
+    settings = {"fact_matcher": dataclasses.asdict(matcher),
+                "fact_judge": fact_judge and judge_runner is not None}
+    cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
+                             judge_model=model or None, settings=settings)
     scores = RunScores(
         run_dir=str(run.run_dir),
         tiers=sorted(tiers),
@@ -243,11 +270,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         aggregates=aggregates,
         aggregate_detail=agg_detail,
         notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
-        settings={"fact_matcher": {"coverage": matcher.coverage,
-                                   "short_fact_words": matcher.short_fact_words,
-                                   "window_sentences": matcher.window_sentences,
-                                   "numeric_rel_tol": matcher.rel_tol},
-                  "fact_judge": fact_judge and judge_runner is not None},
+        settings=settings,
+        condition=cond,
+        condition_hash=stable_hash(cond),
     )
     if write:
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
@@ -259,6 +284,24 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
             failed_judge_calls=usage.errors if usage else 0,
         )
     return scores
+
+
+def scoring_condition(*, tiers: set[int], weights: Mapping[str, float], gate_threshold: float,
+                      judge_model: str | None, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a score depends on besides the records and the ground truth: two runs
+    scored under different conditions are not comparable (``lens compare`` refuses them).
+    ``settings`` holds every scoring knob (matcher, fact grading, ...), so a knob added there
+    enters the condition by itself. The prompts hash covers the judge's prompt templates and
+    rubrics (every registered template)."""
+    return {
+        "protocol": SCORING_PROTOCOL,
+        "tiers": sorted(tiers),
+        "weights": dict(sorted(weights.items())),
+        "gate_threshold": gate_threshold,
+        "judge_model": judge_model,
+        "judge_prompts_hash": prompts_hash() if judge_model else None,
+        "settings": dict(settings),
+    }
 
 
 def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
@@ -300,10 +343,12 @@ def _notes(run: RunInput, rows: list[QuestionScores],
     errored = sum(r.status != "answered" for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
-                     "metric and counted as n_errored")
-    notes.append("question composites leave out longitudinal_advantage (a group metric) and, "
-                 "outside action_recommendation questions, action_quality: they are "
-                 "renormalised over the metrics present (see each question's detail.composite)")
+                     "metric's mean and counted as n_errored, and a group's composite counts "
+                     "them as failures (it is scaled by the share of questions answered)")
+    notes.append("longitudinal_advantage is reported beside the composite, never in it (it "
+                 "rises when control questions fail); question composites leave out "
+                 "action_quality outside action_recommendation questions and are renormalised "
+                 "over the metrics present (see each question's detail.composite)")
     by_missing: dict[tuple[str, ...], list[str]] = {}
     gated: list[str] = []
     for level, groups in aggregates.items():

@@ -66,3 +66,8 @@ class RunScores(BaseModel):
     aggregate_detail: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     # Matcher settings and other knobs the numbers depend on.
     settings: dict[str, Any] = Field(default_factory=dict)
+    # The scoring condition (protocol, tiers, weights, gate, judge and its prompts, settings)
+    # and its hash: scores with different conditions are not comparable. Empty for scores
+    # written before the condition was recorded.
+    condition: dict[str, Any] = Field(default_factory=dict)
+    condition_hash: str | None = None

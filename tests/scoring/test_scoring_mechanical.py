@@ -8,17 +8,19 @@ from scoring_fixtures import SCOPE, dataset_dict, ep, record
 from lens.dataset import Dataset
 from lens.records import QuestionRecord
 from lens.scoring import mechanical
+from lens.scoring.claims import ScopeText
 from lens.scoring.context import ScoringItem
 
 DS = Dataset.model_validate(dataset_dict())
 EPISODES = frozenset(e.episode_id for e in DS.scopes[0].episodes)
+TEXTS = ScopeText({e.episode_id: e.text for e in DS.scopes[0].episodes})
 Q = {q.question_id: q for q in DS.questions}
 LONG = f"{SCOPE}_q01_longitudinal"
 
 
 def item(rec: QuestionRecord, prefixes: tuple[str, ...] = ()) -> ScoringItem:
     return ScoringItem(record=rec, question=Q[rec.question_id], scope_episodes=EPISODES,
-                       synthetic_prefixes=prefixes)
+                       synthetic_prefixes=prefixes, scope_text=TEXTS)
 
 
 def test_grounding_all_cited_refs_received() -> None:
@@ -93,14 +95,15 @@ def test_fact_recall_of_empty_answer_is_zero() -> None:
     assert mechanical.fact_recall(item(record(LONG, "")))[0] == 0.0
 
 
-def test_evidence_coverage_counts_retrieved_or_cited_episodes() -> None:
+def test_evidence_coverage_counts_received_episodes_only() -> None:
     # Required: ep 2 and ep 4. A chunk of ep 2 was retrieved; ep 4 was neither.
     rec = record(LONG, "x", retrieved=[f"{ep(2)}#c1", ep(6)])
     value, detail = mechanical.evidence_coverage(item(rec))
     assert value == 0.5
     assert detail["missing"] == [ep(4)]
+    # Citing a ref the agent never received earns no coverage (grounding marks it instead).
     rec = record(LONG, f"cited only [{ep(4)}]", retrieved=[ep(2)])
-    assert mechanical.evidence_coverage(item(rec))[0] == 1.0
+    assert mechanical.evidence_coverage(item(rec))[0] == 0.5
     assert mechanical.evidence_coverage(item(record(LONG, "nothing")))[0] == 0.0
 
 
@@ -114,22 +117,53 @@ def test_budget_compliance() -> None:
     assert mechanical.budget_compliance(item(errored))[0] is None
 
 
-def test_insight_depth_counts_distinct_grounded_episodes() -> None:
-    one = record(LONG, f"[{ep(2)}#c1] and [{ep(2)}#c2]", retrieved=[ep(2)])
-    assert mechanical.insight_depth(item(one))[0] == 0.0
-    two = record(LONG, f"[{ep(2)}] and [{ep(4)}]", retrieved=[ep(2), ep(4)])
-    assert mechanical.insight_depth(item(two))[0] == 1.0
-    # The second source is hallucinated: it does not count.
-    fake = record(LONG, f"[{ep(2)}] and [{ep(8)}]", retrieved=[ep(2)])
-    g = mechanical.evidence_grounding(item(fake))[1]
-    assert mechanical.insight_depth(item(fake), g) == (0.0, {"distinct_sources": 1})
+GOOD = "Geo-lookup latency increased from 200ms to 1,200ms with connection pool exhaustion"
 
 
-def test_reasoning_quality() -> None:
-    long_answer = "Latency rose steadily over the week while retries grew and the pool drained."
-    assert mechanical.reasoning_quality(item(record(LONG, long_answer)))[0] == 1.0
-    assert mechanical.reasoning_quality(item(record(LONG, "It rose.")))[0] == 0.0
-    assert mechanical.reasoning_quality(item(record(LONG, long_answer, tools_ok=0)))[0] == 0.0
+def _insight(rec: QuestionRecord) -> float | None:
+    it = item(rec)
+    fact = mechanical.fact_recall(it)[0]
+    return mechanical.insight_depth(it, fact, len(mechanical.relevant_sources(it)[0]))[0]
+
+
+def test_insight_depth_needs_stated_facts_from_two_relevant_sources() -> None:
+    one = record(LONG, f"{GOOD} [{ep(2)}#c1] [{ep(2)}#c2].", retrieved=[ep(2)])
+    assert _insight(one) == 0.5
+    two = record(LONG, f"{GOOD} [{ep(2)}] [{ep(4)}].", retrieved=[ep(2), ep(4)])
+    assert _insight(two) == 1.0
+    # The second source is hallucinated, or irrelevant to the question: it does not count.
+    fake = record(LONG, f"{GOOD} [{ep(2)}] [{ep(8)}].", retrieved=[ep(2)])
+    assert _insight(fake) == 0.5
+    off = record(LONG, f"{GOOD} [{ep(2)}] [{ep(9)}].", retrieved=[ep(2), ep(9)])
+    assert _insight(off) == 0.5
+    # Two relevant citations and nothing stated: no depth (the LENS rule gave this 1).
+    vague = record(LONG, f"Things changed over time, see the records [{ep(2)}] [{ep(4)}].",
+                   retrieved=[ep(2), ep(4)])
+    assert _insight(vague) == 0.0
+
+
+def test_citation_precision_counts_relevant_grounded_citations() -> None:
+    focused = record(LONG, f"{GOOD} [{ep(2)}] [{ep(4)}].", retrieved=[ep(2), ep(4), ep(9)])
+    assert mechanical.citation_precision(item(focused))[0] == 1.0
+    everything = record(LONG, GOOD + "".join(f" [{ep(i)}]" for i in range(1, 11)),
+                        retrieved=[ep(i) for i in range(1, 11)])
+    value, detail = mechanical.citation_precision(item(everything))
+    assert value == 0.2 and detail["relevant"] == 2
+    assert mechanical.citation_precision(item(record(LONG, GOOD)))[0] == 0.0
+
+
+def test_reasoning_quality_is_the_share_of_stated_figures_that_hold() -> None:
+    held = record(LONG, f"Latency went from 200ms to 1,200ms [{ep(2)}].", retrieved=[ep(2)])
+    assert mechanical.reasoning_quality(item(held))[0] == 1.0
+    # 777 ms is in no record received and not in the ground truth.
+    made_up = record(LONG, f"Latency went from 200ms to 777ms [{ep(2)}].", retrieved=[ep(2)])
+    assert mechanical.reasoning_quality(item(made_up))[0] == 0.5
+    # No figure where the ground truth has some: nothing to credit (the LENS rule gave 1 to
+    # any answer over 50 characters).
+    vague = record(LONG, "Latency rose steadily over the week while retries grew and the pool "
+                         "drained.", retrieved=[ep(2)])
+    assert mechanical.reasoning_quality(item(vague))[0] == 0.0
+    assert mechanical.reasoning_quality(item(record(LONG, "")))[0] == 0.0
 
 
 def test_bracketed_log_tags_are_not_citations() -> None:

@@ -1,0 +1,188 @@
+"""What an answer claims in its own words, as opposed to text pasted from the records.
+
+Fact credit needs a fact stated as a claim. An answer that pastes records holds their figures
+and words without stating anything, so sentences that are mostly copied from the scope's
+records are set aside as quotes before facts are matched. A sentence of three words or more
+is a quote when three quarters of its words lie in runs of ``SHINGLE`` or more consecutive
+words that also occur, in that order, in some record of the scope (citations in square
+brackets are ignored on both sides).
+
+The figures an answer states (numbers, and dates as one figure each) are its claim atoms:
+``stuffing_factor`` discounts credit when the answer states far more figures than the question
+needs, and ``supported_share`` is the share of them that the records the agent received, the
+question or the ground truth contain.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
+from lens.scoring.numbers import Number, extract_numbers, numbers_match
+
+# Runs of this many consecutive words shared with a record mark copied text. Eight words of
+# a record in the same order are not written independently by chance.
+SHINGLE = 8
+# A sentence with at least this share of its words in copied runs is a quote.
+QUOTED_SHARE = 0.75
+# Sentences shorter than this are too short to judge alone: a copied fragment right after a
+# quote is part of it; otherwise ("F." after an own sentence) it is the answer's own.
+MIN_QUOTE_WORDS = 3
+# The figures an answer may state before fact credit is discounted: this many per figure of
+# the ground truth, and never fewer than MIN_ALLOWANCE.
+ALLOWANCE_PER_FIGURE = 3
+MIN_ALLOWANCE = 15
+
+# What stands in a quote's place in the claims text: a line without words.
+QUOTE_MARK = "\u2014"
+_WORD = re.compile(r"[a-z0-9]+")
+_CITATION = re.compile(r"\[[^\[\]\n]{1,200}\]")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_DATE = re.compile(r"(?<![\w-])(\d{4})-(\d{2})-(\d{2})(?![\w-])")
+
+
+def _words(text: str) -> list[str]:
+    low = unicodedata.normalize("NFKC", text).lower()
+    return _WORD.findall(_CITATION.sub(" ", low))
+
+
+class ScopeText:
+    """The records of one scope, indexed once for quote detection and figure support."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self.texts = dict(texts)
+        self._shingles: set[tuple[str, ...]] | None = None
+        self._atoms: dict[str, Atoms] = {}
+        self._states: dict[tuple[str, str, FactMatcherSettings | None], bool] = {}
+        self._prepared: dict[str, AnswerText] = {}
+
+    @property
+    def shingles(self) -> set[tuple[str, ...]]:
+        if self._shingles is None:
+            found: set[tuple[str, ...]] = set()
+            for text in self.texts.values():
+                w = _words(text)
+                found.update(tuple(w[i:i + SHINGLE]) for i in range(len(w) - SHINGLE + 1))
+            self._shingles = found
+        return self._shingles
+
+    def states_fact(self, episode: str, facts: Iterable[str],
+                    settings: FactMatcherSettings | None = None) -> bool:
+        """Whether the record states at least one of ``facts`` (by the fact matcher)."""
+        text = self.texts.get(episode, "")
+        if not text:
+            return False
+        for fact in facts:
+            key = (episode, fact, settings)
+            if key not in self._states:
+                if episode not in self._prepared:
+                    self._prepared[episode] = AnswerText(text)
+                self._states[key] = match_fact(fact, self._prepared[episode], settings).matched
+            if self._states[key]:
+                return True
+        return False
+
+    def atoms_of(self, episode: str) -> Atoms:
+        if episode not in self._atoms:
+            self._atoms[episode] = Atoms.of(self.texts.get(episode, ""))
+        return self._atoms[episode]
+
+
+@dataclass(frozen=True)
+class Claims:
+    """An answer split into its own sentences and the sentences it quotes. ``text`` is the
+    answer with each quote replaced by QUOTE_MARK; ``own`` counts the sentences kept."""
+
+    text: str
+    own: int
+    quoted: list[str] = field(default_factory=list)
+
+
+def split_claims(answer: str, scope: ScopeText | None) -> Claims:
+    sentences = [s for s in _SENTENCE.split(answer) if s.strip()]
+    if scope is None or not scope.texts:
+        return Claims(text=answer, own=len(sentences))
+    per_sentence = [_words(s) for s in sentences]
+    flat = [w for ws in per_sentence for w in ws]
+    covered = [False] * len(flat)
+    shingles = scope.shingles
+    for i in range(len(flat) - SHINGLE + 1):
+        if tuple(flat[i:i + SHINGLE]) in shingles:
+            for j in range(i, i + SHINGLE):
+                covered[j] = True
+    own: list[str] = []
+    quoted: list[str] = []
+    # The answer's text with each quote replaced by a wordless line, so that two of its own
+    # sentences around a quote do not become neighbours for the matcher's sentence window.
+    kept: list[str] = []
+    pos = 0
+    previous = False
+    for sent, ws in zip(sentences, per_sentence, strict=True):
+        n = len(ws)
+        share = sum(covered[pos:pos + n]) / n if n else 0.0
+        pos += n
+        # A fragment ("18 retired.") goes with the sentence before it when it was copied too:
+        # it is part of the pasted passage, not a claim of its own.
+        is_quote = (share >= QUOTED_SHARE if n >= MIN_QUOTE_WORDS
+                    else previous and share == 1.0)
+        (quoted if is_quote else own).append(sent)
+        kept.append(QUOTE_MARK if is_quote else sent)
+        previous = is_quote
+    return Claims(text="\n".join(kept), own=len(own), quoted=quoted)
+
+
+@dataclass(frozen=True)
+class Atoms:
+    """The figures of a text: numbers outside dates, and dates (as ``YYYY-MM-DD``)."""
+
+    numbers: list[Number]
+    dates: set[str]
+
+    @classmethod
+    def of(cls, text: str) -> Atoms:
+        low = unicodedata.normalize("NFKC", text).lower()
+        dates = {"-".join(m.groups()) for m in _DATE.finditer(low)}
+        rest = _DATE.sub(" ", _CITATION.sub(" ", low))
+        return cls(numbers=_distinct(extract_numbers(rest)), dates=dates)
+
+    @property
+    def count(self) -> int:
+        return len(self.numbers) + len(self.dates)
+
+    def holds(self, n: Number) -> bool:
+        return any(numbers_match(n, x, 0.0) for x in self.numbers)
+
+
+def _distinct(numbers: Iterable[Number]) -> list[Number]:
+    seen: dict[tuple[str, float], Number] = {}
+    for n in numbers:
+        seen.setdefault((n.dimension, round(n.value, 9)), n)
+    return list(seen.values())
+
+
+def allowance(ground_truth_texts: Iterable[str]) -> int:
+    figures = Atoms.of("\n".join(ground_truth_texts)).count
+    return max(MIN_ALLOWANCE, ALLOWANCE_PER_FIGURE * figures)
+
+
+def stuffing_factor(claimed: Atoms, allowed: int) -> float:
+    """1 up to ``allowed`` figures, then allowed / figures: listing every number of the records
+    dilutes whatever the answer got right."""
+    return 1.0 if claimed.count <= allowed else allowed / claimed.count
+
+
+def supported_share(claimed: Atoms, support: Iterable[Atoms]) -> float | None:
+    """Share of the claimed figures that some supporting text states; None without figures."""
+    if not claimed.count:
+        return None
+    pool = list(support)
+    dates = set().union(*(a.dates for a in pool)) if pool else set()
+    exact = {(x.dimension, round(x.written, 9)) for a in pool for x in a.numbers}
+    ok = sum(d in dates for d in claimed.dates)
+    for n in claimed.numbers:
+        if (n.dimension, round(n.written, 9)) in exact or any(a.holds(n) for a in pool):
+            ok += 1
+    return ok / claimed.count
