@@ -68,9 +68,12 @@ _ID = re.compile(r"(?<![\w$€£.^/-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d
                  r"(?![\w^-])")
 # Sentences end at . ! ? (not after an initial such as "F.") or a line break.
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Za-z]\.)\s+|\n+")
-# Clauses end at ; : , ( ) dashes and contrastive conjunctions; a comma between figures or
+# Clauses end at ; : ( ) dashes, contrastive conjunctions, and a comma before a conjunction or
+# a denial (", and", ", which", ", not"); a parenthetical comma ("X, by contrast, rose") or one
 # before a year ("July 19, 2024") does not end one.
-_CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—|,(?!\s?\d)"
+_CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—"
+                     r"|,(?=\s*(?:and|or|so|which|who|with|as|because|since|after|before|when"
+                     r"|then|not|no|rather|instead|but|while|whereas|although|though|yet)\b)"
                      r"|\b(?=(?:but|while|whereas|although|though|however|yet)\b)")
 # Proper names: runs of capitalised words ("Rossi", "Brightline Facilities", "Sarah Jiang");
 # all-capital acronyms (API, ALT, DNS) are ordinary words.
@@ -116,6 +119,7 @@ class Clause:
     dates: list[Date]
     negated: bool
     denied: bool = False  # under a sentential denial ("It is not true that ...")
+    names: set[str] = field(default_factory=set)  # stems of the proper names it mentions
 
 
 def _clause(raw: str) -> Clause:
@@ -138,6 +142,24 @@ def _clause(raw: str) -> Clause:
     return Clause(stems | set(keys), keys, numbers, dates, negated)
 
 
+def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
+    """Proper names in ``text`` as groups of stems; a capitalised first word of a sentence
+    alone is no name ("Notifications p99 ...", but "Brightline Facilities ...")."""
+    groups = []
+    lead = len(text) - len(text.lstrip())
+    for m in _NAME.finditer(text):
+        if sentence_start and m.start() == lead and " " not in m.group(0):
+            continue
+        group = [w for w in content_stems(normalise(m.group(0))) if w not in DIRECTIONS]
+        if group:
+            groups.append(group)
+    return groups
+
+
+def _names(text: str, sentence_start: bool) -> set[str]:
+    return {w for g in _name_groups(text, sentence_start) for w in g}
+
+
 @dataclass
 class Sentence:
     clauses: list[Clause]
@@ -155,6 +177,8 @@ def _sentences(text: str) -> list[Sentence]:
             continue
         parts = [p for p in _CLAUSE.split(raw) if p and p.strip()]
         clauses = [_clause(p) for p in parts]
+        for i, (part, clause) in enumerate(zip(parts, clauses, strict=True)):
+            clause.names = _names(part, sentence_start=i == 0)
         # A sentential denial covers its own clause and every clause after it.
         denied = False
         for part, clause in zip(parts, clauses, strict=True):
@@ -269,15 +293,8 @@ def _parse_fact(fact: str) -> _Fact:
     digits = words_to_digits(_mask(masked, [(s, e) for _, s, e in found]))
     numbers = extract_numbers(digits, words=False)
     noun_stems = [_noun_stems(n) for n in numbers]
-    # Names: a capitalised run, not a sentence's first word alone ("Notifications p99 ...").
-    names: list[list[str]] = []
-    for m in _NAME.finditer(fact):
-        if m.start() == 0 and " " not in m.group(0):
-            continue
-        group = [w for w in content_stems(normalise(m.group(0)))
-                 if w not in DIRECTIONS and w not in id_parts]
-        if group:
-            names.append(group)
+    names = [[w for w in g if w not in id_parts] for g in _name_groups(fact, True)]
+    names = [g for g in names if g]
     name_words = {w for g in names for w in g}
     ordered = [w for w in content_stems(normalise(_mask(digits, [(n.start, n.end)
                                                                 for n in numbers])))
@@ -291,7 +308,8 @@ def _parse_fact(fact: str) -> _Fact:
         # The words before the first direction name what changed ("auth p99 latency" of
         # "auth p99 latency above the SLO").
         first = next((i for i, w in enumerate(ordered) if w in directions), 0)
-        subject = list(dict.fromkeys(w for w in ordered[:first] if w not in DIRECTIONS))
+        subject = list(dict.fromkeys(w for w in ordered[:first]
+                                     if w not in DIRECTIONS and w not in name_words))
     return _Fact(fact, numbers, noun_stems, dates, ids, names, words, directions, subject,
                  id_shapes, main_denied=clauses[0].negated)
 
@@ -335,8 +353,11 @@ def _number_in(fact: _Fact, i: int, clauses: list[Clause], stems: set[str], rel_
 def _states_change(fact: _Fact, clause: Clause) -> bool:
     """Whether one clause states the fact's change of its subject: the direction, the subject's
     first word (what changed: "auth", "notifications") and at least half of its other words
-    ("geo-lookup latency increasing" states "geo-lookup API latency increasing")."""
+    ("geo-lookup latency increasing" states "geo-lookup API latency increasing"), and, if the
+    clause names anyone, the fact's names ("ALT is elevated in G. Byrne" is not about Rossi)."""
     if not all(d in clause.stems for d in fact.directions):
+        return False
+    if clause.names and not all(set(g) & clause.stems for g in fact.names):
         return False
     if not fact.subject:
         return True

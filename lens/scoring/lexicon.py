@@ -37,12 +37,13 @@ SENTENTIAL_NEGATION = re.compile(
 )
 
 # Direction of change. Each word maps to one token, so "rose", "climbing" and "elevated" all
-# meet "increasing", and "decreasing" never does.
+# meet "increasing", and "decreasing" never does. A "spike" is no direction: it is the
+# one-off that a sustained rise is told apart from.
 UP, DOWN, FLAT, NORMAL = "⟨up⟩", "⟨down⟩", "⟨flat⟩", "⟨normal⟩"
 _DIRECTIONS: list[tuple[str, re.Pattern[str]]] = [
     (UP, re.compile(
         r"^(?:increas\w*|ris(?:e|es|ing|en)|rose|grow\w*|grew|climb\w*|escalat\w*|elevat\w*"
-        r"|high(?:er|est)?|rais(?:e|ed|es|ing)|up|upwards?|jump\w*|spik\w*|surg\w*|soar\w*"
+        r"|high(?:er|est)?|rais(?:e|ed|es|ing)|up|upwards?|jump\w*|surg\w*|soar\w*"
         r"|doubl\w*|tripl\w*|wors\w*|degrad\w*|deteriorat\w*|exceed\w*|above|creep\w*|crept"
         r"|balloon\w*)$")),
     (DOWN, re.compile(
@@ -55,8 +56,10 @@ _DIRECTIONS: list[tuple[str, re.Pattern[str]]] = [
     (NORMAL, re.compile(r"^(?:normal|normali[sz]\w*|recover\w*|resolv\w*|improv\w*)$")),
 ]
 DIRECTIONS = frozenset(d for d, _ in _DIRECTIONS)
-# Phrases whose words alone would not tell the direction.
-_PHRASES = [(re.compile(r"\b(?:took|take|takes|taken|taking)\s+off\b"), " soared "),
+# Phrases whose words alone would not tell the direction (or the denial: "has not stopped
+# rising" is still rising).
+_PHRASES = [(re.compile(r"\b(?:not|never|n't)\s+(?:\w+\s+)?(?:stopped|ceased)\b"), " kept "),
+            (re.compile(r"\b(?:took|take|takes|taken|taking)\s+off\b"), " soared "),
             (re.compile(r"\bwent\s+up\b|\bgone\s+up\b|\bgoing\s+up\b"), " rose "),
             (re.compile(r"\bwent\s+down\b|\bgone\s+down\b|\bgoing\s+down\b"), " fell ")]
 
@@ -67,6 +70,8 @@ _SYNONYMS = {
     **dict.fromkeys("explain explains explained explaining explanation explanations".split(),
                     "explain"),
     **dict.fromkeys("error errors mistake mistakes erroneous".split(), "error"),
+    **dict.fromkeys("figure figures number numbers value values reading readings".split(),
+                    "figur"),
 }
 
 _SUFFIXES = ("ically", "ations", "ation", "ities", "ingly", "ments", "ment", "ness", "ings",

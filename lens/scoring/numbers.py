@@ -12,8 +12,8 @@ Two kinds of figure are told apart, because they earn different tolerance:
   may differ by a small relative tolerance, and a figure converted to another unit may differ by
   the rounding its written digits imply ("1.64 s" for 1,644 ms);
 * **counts**, money and bare figures are exact; only a rounding the answer declares with a
-  multiplier ("181k requests", "$25.5k") is accepted, within its last digit. A single
-  significant digit ("2k", "about 2 hours") declares too little to count.
+  multiplier with at least three significant digits ("181k requests", "$25.5k") is accepted,
+  within its last digit; "$83k" or "2k" declare too little to count.
 
 Callers blank out dates and identifiers first (:mod:`lens.scoring.dates`, the identifier rule
 in :mod:`lens.scoring.facts`), so the "03" of 2024-03-21 and the "5382" of CHG-5382 are never
@@ -55,6 +55,9 @@ _UNIT_TABLE: list[tuple[str, str, float]] = [
     (r"eur|euros?", "eur", 1.0),
     (r"gbp|pounds?", "gbp", 1.0),
 ]
+# A rounding declared with a multiplier counts from this many significant digits: "181k" and
+# "$25.5k" state a figure, "$83k" or "2k" only its size.
+DECLARED_DIGITS = 3
 # Values compared with a relative tolerance; all other dimensions (counts, money) are exact.
 MEASURED = frozenset({"percent", "u/l", "mmol/l", "umol/l", "mg/l", "g/l", "e9/l", "time",
                       "volume", "mass", "bytes", "ratio", "rate"})
@@ -73,7 +76,7 @@ _UNIT = re.compile(
 _NUMBER = re.compile(
     r"(?<![\w.^/$€£])(?<![a-z]-)"
     r"(?P<cur>us\$|usd\s|eur\s|gbp\s|[$€£])?\s?"
-    r"(?P<num>\d{1,3}(?:(?:,|[\u00a0\u202f ])\d{3})+(?![\d,])(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<num>\d{1,3}(?:(?:,|[\u00a0\u202f ])\d{3})+(?!\d|,\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     # Single-letter multipliers touch the number ("1.2k"); words may follow a space. A bare
     # "m" is minutes or millions: both readings are kept.
     r"(?:(?P<mult>k|mn|bn|b)(?![a-z0-9])|(?P<amb>m)(?![a-z0-9/])"
@@ -91,6 +94,9 @@ _JOINER = re.compile(r"^\s*(?:,|to|and|or|through|-|–|—|->|→)\s*$")
 # Words skipped between a figure and what it counts ("14 of these tickets"); any other
 # function word ends the search ("3 to 19 invoices": "to" is no noun).
 _SKIP_NOUN = frozenset("a an the of these those this such some more".split())
+# Time words after a figure say when, not what: "17 the following day" counts nothing.
+_WHEN = frozenset("day days week weeks month months year years following next previous prior "
+                  "morning evening night later earlier today yesterday tomorrow".split())
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ def _nouns(text: str, pos: int) -> tuple[tuple[str, ...], int]:
         if word in _SKIP_NOUN:
             i = m.end()
             continue
-        if word in STOPWORDS or word in NEGATION_WORDS:
+        if word in STOPWORDS or word in NEGATION_WORDS or word in _WHEN:
             break
         i = m.end()
         out.append(word)
@@ -255,9 +261,9 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     if fact.dimension != answer.dimension:
         return False
     slack = 0.0
-    if answer.declared and answer.significant >= 2:
+    if answer.declared and answer.significant >= DECLARED_DIGITS:
         slack = answer.precision
-    if fact.declared and fact.significant >= 2:
+    if fact.declared and fact.significant >= DECLARED_DIGITS:
         slack = max(slack, fact.precision)
     tol = slack
     if fact.dimension in MEASURED:
