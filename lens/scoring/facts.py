@@ -120,6 +120,8 @@ class Clause:
     negated: bool
     denied: bool = False  # under a sentential denial ("It is not true that ...")
     names: set[str] = field(default_factory=set)  # stems of the proper names it mentions
+    # Identifier keys, and every two adjacent tokens joined ("chg 5382" -> "chg5382").
+    ids_written: set[str] = field(default_factory=set)
 
 
 def _clause(raw: str) -> Clause:
@@ -136,10 +138,10 @@ def _clause(raw: str) -> Clause:
     stems = set(content_stems(norm))
     toks = TOKEN.findall(normalise(raw))
     # "CHG 5382" written with a space still names CHG-5382.
-    stems |= {a + b for a, b in itertools.pairwise(toks)}
+    pairs = {a + b for a, b in itertools.pairwise(toks)}
     negated = (any(p in norm for p in NEGATION_PHRASES)
                or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
-    return Clause(stems | set(keys), keys, numbers, dates, negated)
+    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs)
 
 
 def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
@@ -395,11 +397,13 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
             return False, set(), "date missing"
         anchor_clauses.update(hits)
     items = fact.items
-    present = {w for w in items if _has(w, stems)}
+    # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
+    written = set().union(*(c.ids_written for c in usable))
+    present = {w for w in items if (w in written if w in fact.ids else _has(w, stems))}
     if not all(i in present for i in fact.ids):
         return False, present, "identifier missing"
     for k in fact.ids:
-        anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.stems)
+        anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
     plain = fact.plain
     if not plain:
         # A figure, date or identifier alone: only a denial of the whole statement defeats it.

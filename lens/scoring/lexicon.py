@@ -25,7 +25,8 @@ almost approximately around sat sit sits sitting was
 
 # Cues that deny what their clause says. "n't" endings are caught separately.
 NEGATION_WORDS = frozenset(
-    "not no never none neither nor cannot nothing unrelated unlikely excluded".split()
+    "not no never none neither nor cannot nothing nobody nowhere hardly unrelated unlikely "
+    "excluded".split()
 )
 NEGATION_PHRASES = ("no longer", "ruled out", "rule out", "ruling out", "rules out",
                     "red herring", "coincidence", "coincidental", "rather than", "instead of",
@@ -138,8 +139,8 @@ def content_stems(normalised: str) -> list[str]:
     for tok in TOKEN.findall(normalised):
         if tok in STOPWORDS or tok in NEGATION_WORDS or tok.endswith("n't"):
             continue
-        if any(c.isdigit() for c in tok):
-            continue
+        if any(c.isdigit() for c in tok) or len(tok) < 2:
+            continue  # figures, and initials such as the "F." of "F. Rossi"
         out.append(stem(tok))
     return out
 
