@@ -37,6 +37,7 @@ the better measure when a judge is configured.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -59,8 +60,8 @@ from lens.scoring.lexicon import (
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 from lens.scoring.numwords import words_to_digits
 
-__all__ = ["AnswerText", "FactMatch", "FactMatcherSettings", "has_negation", "match_fact",
-           "match_facts", "normalise", "stem"]
+__all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "has_negation",
+           "match_fact", "match_facts", "normalise", "stem"]
 
 # Identifiers: a letter-led token with a digit or joined parts ("chg-5382", "p99",
 # "mchen_2026", "service-b", "v5.5.0"); "x10^9" is part of a unit, not a name.
@@ -191,6 +192,11 @@ def _sentences(text: str) -> list[Sentence]:
     return out
 
 
+# Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
+# compared as one condition.
+MATCHER_VERSION = 2
+
+
 @dataclass(frozen=True)
 class FactMatcherSettings:
     coverage: float = 0.5
@@ -202,6 +208,10 @@ class FactMatcherSettings:
     # ones must be stated within one sentence.
     window_sentences: int = 2
     long_fact_words: int = 8
+
+    def as_condition(self) -> dict[str, float | int]:
+        """Everything that decides a match, for the scoring condition of a run."""
+        return {"matcher_version": MATCHER_VERSION, **dataclasses.asdict(self)}
 
 
 @dataclass

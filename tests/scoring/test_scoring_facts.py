@@ -301,3 +301,11 @@ def test_bare_figures_without_units_or_subject_earn_nothing() -> None:
         questions = [q for q in data["questions"] if q["scope_id"] == scope["scope_id"]]
         facts = [f for q in questions for f in q["ground_truth"]["key_facts"]]
         assert sum(m.matched for m in match_facts(facts, figures)) == 0
+
+
+def test_settings_enter_the_scoring_condition() -> None:
+    base = FactMatcherSettings().as_condition()
+    assert base["matcher_version"] >= 2
+    assert set(base) >= {"coverage", "short_fact_words", "rel_tol", "window_sentences",
+                         "long_fact_words"}
+    assert FactMatcherSettings(rel_tol=0.05).as_condition() != base

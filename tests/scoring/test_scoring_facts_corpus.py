@@ -78,10 +78,10 @@ def test_agent_style_paraphrases() -> None:
     assert precision >= 0.9
 
 
-def test_holdout_batch_holds_the_targets() -> None:
-    """Cases written after the matcher and not used to tune it."""
-    rows = [r for r in ROWS if r["batch"] == "holdout"]
-    assert len(rows) >= 50
+def test_holdout_batches_hold_the_targets() -> None:
+    """Cases written after the matcher (each batch measured once before any fix it prompted)."""
+    rows = [r for r in ROWS if r["batch"].startswith("holdout")]
+    assert len(rows) >= 100
     recall, rejected, _ = _rates(rows)
     assert rejected >= 0.95
     assert recall >= 0.85
