@@ -182,7 +182,8 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
             mult = _MULTIPLIERS.get(mult_word or "", 1.0)
             written = base * mult
             dimension, factor = (_CURRENCY[cur], 1.0) if cur else ("", 1.0)
-            um = _UNIT.match(low, end + (1 if low[end:end + 1] == " " else 0))
+            # "128 min", "128min" and the adjectival "128-minute" all carry the unit.
+            um = _UNIT.match(low, end + (1 if low[end:end + 1] in (" ", "-") else 0))
             if um and not cur:
                 idx = next(int(k[1:]) for k, v in um.groupdict().items() if v is not None)
                 _, dimension, factor = _UNIT_TABLE[idx]

@@ -309,3 +309,16 @@ def test_settings_enter_the_scoring_condition() -> None:
     assert set(base) >= {"coverage", "short_fact_words", "rel_tol", "window_sentences",
                          "long_fact_words"}
     assert FactMatcherSettings(rel_tol=0.05).as_condition() != base
+
+
+@pytest.mark.parametrize("fact, answer, expected", [
+    ("128 min", "The median first response is a 128-minute wait.", True),
+    ("45 tickets", "It is close to the 45-ticket escalation threshold.", True),
+    ("224 ms", "Auth p99 went 224-531 ms over the period.", True),
+    ("531 ms", "- **Auth p99**: 224 ms → **531 ms** (Apr 4)", True),
+    ("CHG-5382", "Trigger: CHG-5382's TTL cut.", True),
+    ("128 min", "The median first response is a 128-ticket backlog.", False),
+    ("19 tickets", "Login-loop tickets crossed 45 on 2024-07-19.", False),
+])
+def test_markdown_hyphenated_units_and_ranges(fact: str, answer: str, expected: bool) -> None:
+    assert matched(fact, answer) is expected
