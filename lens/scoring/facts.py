@@ -68,7 +68,7 @@ __all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", 
 _ID = re.compile(r"(?<![\w$€£.^/-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d[a-z0-9]*(?:\.\d+)*)"
                  r"(?![\w^-])")
 # Sentences end at . ! ? (not after an initial such as "F.") or a line break.
-_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Za-z]\.)\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+|\n+")
 # Clauses end at ; : ( ) dashes, contrastive conjunctions, and a comma before a conjunction or
 # a denial (", and", ", which", ", not"); a parenthetical comma ("X, by contrast, rose") or one
 # before a year ("July 19, 2024") does not end one.

@@ -191,20 +191,21 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
             readings.append((written, dimension, factor, bool(mult_word)))
         for written, dimension, factor, declared in readings:
             nouns: tuple[str, ...] = ()
-            n_end = end
+            r_end = n_end = end
             if dimension == "" or dimension in _CURRENCY.values():
                 nouns, n_end = _nouns(low, end)
             value = written * factor
-            if dimension == "":
-                rm = _RATE.match(low, n_end)
-                if rm:
-                    dimension, value = "rate", written * _RATE_UNITS[rm.group("r")]
-                    factor = _RATE_UNITS[rm.group("r")]
-                    end = rm.end() if n_end == end else end
+            rm = _RATE.match(low, n_end) if dimension == "" else None
+            if rm:
+                # "449 per hour", "449 retries an hour", "449/h": a rate, kept per hour.
+                factor = _RATE_UNITS[rm.group("r")]
+                dimension, value = "rate", written * factor
+                if n_end == end:
+                    r_end = rm.end()  # "per hour" is the unit, not a word of the fact
             step = (10.0 ** -decimals) * (written / base if base else 1.0)
             out.append(Number(value=value, written=written, dimension=dimension,
-                              precision=0.5 * step * factor, text=low[m.start():end].strip(),
-                              start=m.start(), end=end, factor=factor, significant=sig,
+                              precision=0.5 * step * factor, text=low[m.start():r_end].strip(),
+                              start=m.start(), end=r_end, factor=factor, significant=sig,
                               declared=declared, nouns=nouns))
     out.sort(key=lambda n: n.start)
     return _inherit_units(low, out)
