@@ -201,8 +201,9 @@ MATCHER_VERSION = 2
 class FactMatcherSettings:
     coverage: float = 0.5
     short_fact_words: int = 4
-    # The most a measured value may differ by the rounding its digits imply ("about 250 ms"
-    # for 252 ms), relative to the fact's value; counts, money, dates and ids are exact.
+    # The most a measured value may differ by a rounding the answer declares ("about 250 ms"
+    # for 252 ms) or a unit conversion implies, relative to the fact's value; counts, money,
+    # dates and ids are exact.
     rel_tol: float = 0.02
     # Facts of this many words or more may spread over ``window_sentences`` sentences; shorter
     # ones must be stated within one sentence.

@@ -89,6 +89,10 @@ _COMPOUND = re.compile(
 )
 _RATE = re.compile(r"\s?(?:per|/|an?|each)\s?(?P<r>second|sec|s|minute|min|hour|hr|h|day|d|week)"
                    r"\b")
+# Words that declare the figure after them rounded: "about 250 ms" may stand for 252 ms, a plain
+# "250 ms" may not (it is as likely a changed figure as a rounded one).
+_HEDGE = re.compile(r"(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.?|\bnearly"
+                    r"|\balmost|\bsome|\bclose to|\bcirca|\bca\.|~|≈|\bjust (?:over|under))\s*$")
 _ORDINAL = re.compile(r"(?:st|nd|rd|th)\b")
 _JOINER = re.compile(r"^\s*(?:,|to|and|or|through|-|–|—|->|→)\s*$")
 # Words skipped between a figure and what it counts ("14 of these tickets"); any other
@@ -113,6 +117,7 @@ class Number:
     factor: float = 1.0  # of the written unit to the base unit
     significant: int = 0  # significant digits as written
     declared: bool = False  # rounded by a multiplier ("1.2k", "$25.5k")
+    hedged: bool = False  # after a word that declares it rounded ("about 250 ms")
     nouns: tuple[str, ...] = field(default=())  # words right after the figure
 
 
@@ -171,6 +176,7 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
             continue  # "5th report": a rank, not a quantity
         decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
         sig = _significant(digits)
+        hedged = bool(_HEDGE.search(low, max(0, m.start() - 24), m.start()))
         mult_word = m.group("mult") or m.group("multw")
         cur = (m.group("cur") or "").strip()
         readings: list[tuple[float, str, float, bool]] = []  # written, dimension, factor, declared
@@ -206,7 +212,7 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
             out.append(Number(value=value, written=written, dimension=dimension,
                               precision=0.5 * step * factor, text=low[m.start():r_end].strip(),
                               start=m.start(), end=r_end, factor=factor, significant=sig,
-                              declared=declared, nouns=nouns))
+                              declared=declared, hedged=hedged, nouns=nouns))
     out.sort(key=lambda n: n.start)
     return _inherit_units(low, out)
 
@@ -243,9 +249,10 @@ def strip_numbers(text: str) -> str:
 
 
 def _rounding(n: Number) -> float:
-    """Half the step a whole figure ending in zeros implies ("250" may stand for 245-255)."""
+    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
+    245-255)."""
     w = n.written
-    if n.declared or w != int(w) or w == 0:
+    if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
     digits = str(int(abs(w)))
     zeros = len(digits) - len(digits.rstrip("0"))
@@ -257,9 +264,10 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     rounding its written digits declare. Counted nouns are the caller's business.
 
     Counts, money and bare figures are exact unless the answer declares a rounding with a
-    multiplier ("181k"). A measured value may differ by the rounding its digits imply (a round
-    "250 ms", a converted "0.53 s"), never by more than ``rel_tol`` of the fact's value: so
-    "about 250 ms" meets 252 ms while 225 ms does not meet 224 ms."""
+    multiplier ("181k"). A measured value may differ by the rounding its digits imply when the
+    answer declares it ("about 250 ms") or converts the unit ("0.53 s"), never by more than
+    ``rel_tol`` of the fact's value: "about 250 ms" meets 252 ms; "250 ms" does not, nor
+    "225 ms" 224 ms."""
     if fact.dimension != answer.dimension:
         return False
     slack = 0.0

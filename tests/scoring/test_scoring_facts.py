@@ -312,6 +312,11 @@ def test_settings_enter_the_scoring_condition() -> None:
 
 
 @pytest.mark.parametrize("fact, answer, expected", [
+    # Rounding a measured value counts only when the answer says it rounds.
+    ("252 ms", "Auth p99 was about 250 ms.", True),
+    ("252 ms", "Auth p99 was ~250ms.", True),
+    ("252 ms", "Auth p99 was 250 ms.", False),
+    ("349 ms", "Auth p99 was 350 ms.", False),
     ("128 min", "The median first response is a 128-minute wait.", True),
     ("45 tickets", "It is close to the 45-ticket escalation threshold.", True),
     ("224 ms", "Auth p99 went 224-531 ms over the period.", True),
@@ -322,3 +327,67 @@ def test_settings_enter_the_scoring_condition() -> None:
 ])
 def test_markdown_hyphenated_units_and_ranges(fact: str, answer: str, expected: bool) -> None:
     assert matched(fact, answer) is expected
+
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def _spell(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else "-" + _ONES[n % 10])
+    if n < 1000:
+        return _ONES[n // 100] + " hundred" + ("" if n % 100 == 0 else " " + _spell(n % 100))
+    return _spell(n // 1000) + " thousand" + ("" if n % 1000 == 0 else " " + _spell(n % 1000))
+
+
+_SPELLED_UNITS = {"ms": "milliseconds", "U/L": "units per litre", "min": "minutes",
+                  "per hour": "an hour", "g/L": "grams per litre", "mg/L": "milligrams per litre",
+                  "mL": "millilitres"}
+
+
+def _variants(fact: str) -> tuple[list[str], list[str]]:
+    """(faithful rewrites, near-misses) of one shipped key fact."""
+    if m := re.fullmatch(r"([A-Z]+)-(\d+)", fact):
+        prefix, num = m.groups()
+        return ([fact.lower(), f"{prefix} {num}"],
+                [f"{prefix}-{int(num) + 1}", f"{prefix}-{num}1", f"{prefix}-{num[:-1]}"])
+    if m := re.fullmatch(r"\$([\d,]+)", fact):
+        v = int(m.group(1).replace(",", ""))
+        return [f"{v} dollars", f"USD {v:,}", f"${v / 1000:.2f}k" if v < 100_000 else f"${v:,}"], \
+               [f"${v + 1:,}", f"${round(v * 1.01):,}", f"{v:,} requests"]
+    if m := re.fullmatch(r"([\d,.]+) (.+)", fact):
+        raw, unit = m.groups()
+        v = float(raw.replace(",", ""))
+        good = [f"{raw.replace(',', '')} {unit}"]
+        if v.is_integer() and v < 100_000:
+            good.append(f"{_spell(int(v))} {unit}")
+        if unit in _SPELLED_UNITS:
+            good.append(f"{raw} {_SPELLED_UNITS[unit]}")
+        other_unit = "requests" if unit != "requests" else "ms"
+        decimals = len(raw.partition(".")[2])
+        step = 10.0 ** -decimals
+        bad = [f"{max(v * 1.05, v + step):,.{decimals}f} {unit}", f"{raw} {other_unit}"]
+        if v.is_integer():
+            bad.append(f"{int(v) + 1:,} {unit}")
+        return good, bad
+    return [], []
+
+
+def test_every_shipped_key_fact_meets_its_rewrites_and_rejects_its_near_misses() -> None:
+    """A sweep over the shipped dataset's key facts (dates are swept above): each figure, sum
+    and id rewritten faithfully (number words, spelled units, other separators) matches, and
+    each nudged one (+1, +1%, +5%, another unit, another id) does not."""
+    facts = sorted({f for q in _standard()["questions"] for f in q["ground_truth"]["key_facts"]})
+    swept = 0
+    for fact in facts:
+        good, bad = _variants(fact)
+        for text in good:
+            assert matched(fact, f"The report gives {text} for that day."), (fact, text)
+        for text in bad:
+            assert not matched(fact, f"The report gives {text} for that day."), (fact, text)
+        swept += bool(good)
+    assert swept >= 100
