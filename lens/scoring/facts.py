@@ -10,24 +10,25 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    2024", "July 19th", "Jul 19" meet 2024-07-19); the digits inside dates and identifiers are
    never figures of their own.
 2. **Figures match with their unit** (:mod:`lens.scoring.numbers`): counts, money and bare
-   figures exactly (a rounding the answer declares, "181k", is allowed within its last digit);
-   measured values with a unit within ``rel_tol`` and after unit conversion; a count meets only
-   a count of the same thing ("252 requests" is not "252 ms", "3 reviewers" not "3 invoices").
+   figures exactly (a rounding the answer declares with a multiplier, "181k", is allowed
+   within its last digit); measured values with a unit after unit conversion and within a
+   rounding the answer declares ("about 250 ms"), at most ``rel_tol``; a count meets only a
+   count of the same thing ("252 requests" is not "252 ms", "3 reviewers" not "3 invoices").
    Number words, compound durations and unit spellings are read ("forty-three", "2 h 8 min",
    "units per litre").
 3. **Words and figures occur together.** Everything the fact says must be found within one
    sentence of the answer (two consecutive sentences for facts of ``long_fact_words`` words
-   or more); a fact of up to ``short_fact_words`` words needs all its words in one clause,
-   longer facts at least ``coverage`` of them, never fewer than ``short_fact_words``. The
-   fact's identifiers, names ("F. Rossi", "Brightline Facilities") and direction of change
-   are always required, and a name or identifier must share a clause with the rest of the
-   finding. A clause about another entity of the same kind (CHG-5383 when the fact names
-   CHG-5382, another student's handle) lends the fact nothing.
+   or more): all the words of a fact of up to ``short_fact_words`` words, at least
+   ``coverage`` of a longer one's and never fewer than ``short_fact_words``. The fact's
+   identifiers, names ("F. Rossi", "Brightline Facilities") and direction of change are
+   always required; a change must be stated in one clause with what changed, and that clause
+   may not name someone else. A clause about another entity of the same kind (CHG-5383 when
+   the fact names CHG-5382, another student's handle) lends the fact nothing.
 4. **Polarity and direction.** "Rose", "climbing" and "elevated" meet "increasing";
    "decreasing" or "stayed flat" never do. A finding stated in a denied clause ("did not
-   increase", "is no longer elevated", "It is not true that ...") does not count; a fact that
-   is itself a denial ("ERP-1148 is not the cause") needs a denial in the answer ("ruled out",
-   "did not cause", or a bare "No." before the sentence).
+   increase", "is no longer elevated") does not count, nor anything under "It is not true
+   that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
+   the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
