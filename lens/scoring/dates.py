@@ -51,10 +51,10 @@ def _month(text: str) -> int:
 def find_dates(text: str) -> list[Date]:
     """Every date in ``text`` (lower-case), in order, without overlaps."""
     found: list[Date] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # characters already inside a date
     for pattern in (_ISO, _DAY_MONTH, _MONTH_DAY):
         for m in pattern.finditer(text):
-            if any(m.start() < e and s < m.end() for s, e in taken):
+            if any(taken[m.start():m.end()]):
                 continue
             month = int(m.group("m")) if pattern is _ISO else _month(m.group("m"))
             day = int(m.group("d"))
@@ -65,5 +65,5 @@ def find_dates(text: str) -> list[Date]:
                 continue
             year = int(m.group("y")) if m.group("y") else None
             found.append(Date(year, month, day, m.start(), m.end()))
-            taken.append((m.start(), m.end()))
+            taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     return sorted(found, key=lambda d: d.start)

@@ -174,8 +174,8 @@ def _sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     previous_no = False
     for raw in _SENTENCE.split(text):
-        if not raw or not raw.strip():
-            continue
+        if not raw or not any(ch.isalnum() for ch in raw):
+            continue  # punctuation or whitespace alone states nothing
         if _BARE_NO.match(raw):
             previous_no = True
             continue
@@ -380,6 +380,16 @@ def _states_change(fact: _Fact, clause: Clause) -> bool:
     return _has(head, clause.stems) and found >= math.ceil(len(rest) / 2)
 
 
+def _may_hold(fact: _Fact, clauses: list[Clause]) -> bool:
+    """A cheap first look: a window without the fact's identifiers, or without any figure or
+    date when the fact has one, cannot state it (long pasted answers have thousands)."""
+    if fact.numbers and not any(c.numbers for c in clauses):
+        return False
+    if fact.dates and not any(c.dates for c in clauses):
+        return False
+    return all(any(k in c.ids_written for c in clauses) for k in fact.ids)
+
+
 def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings
            ) -> tuple[bool, set[str], str]:
     """Whether the clauses of one scope state the fact: (ok, items present, reason)."""
@@ -468,7 +478,7 @@ def match_fact(fact: str, answer: AnswerText,
     reason = "empty answer" if not answer.raw.strip() else "not stated"
     matched = False
     for clauses, after_no in answer.windows(size):
-        if not clauses:
+        if not clauses or not _may_hold(f, clauses):
             continue
         ok, present, why = _check(f, clauses, after_no, s)
         if ok:

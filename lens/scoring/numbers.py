@@ -157,14 +157,14 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
     """
     low = words_to_digits(text.lower()) if words else text.lower()
     out: list[Number] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(low))  # characters inside a compound duration
     for m in _COMPOUND.finditer(low):
         v = int(m.group("h")) * 3600 + int(m.group("m")) * 60
         out.append(Number(v, v / 60, "time", 0.0, m.group(0), m.start(), m.end(), factor=60.0,
                           significant=3))
-        taken.append((m.start(), m.end()))
+        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     for m in _NUMBER.finditer(low):
-        if any(m.start() < e and s < m.end() for s, e in taken):
+        if any(taken[m.start():m.end()]):
             continue
         digits = re.sub(r"[,\u00a0\u202f ]", "", m.group("num"))
         try:

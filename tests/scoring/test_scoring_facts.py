@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -391,3 +392,14 @@ def test_every_shipped_key_fact_meets_its_rewrites_and_rejects_its_near_misses()
             assert not matched(fact, f"The report gives {text} for that day."), (fact, text)
         swept += bool(good)
     assert swept >= 100
+
+
+@pytest.mark.parametrize("text", ["19 July " * 20000, ". " * 80000, "2 h 8 min " * 15000,
+                                  "Aa " * 40000 + "-", "a-" * 40000 + "^"])
+def test_hostile_answers_are_read_in_linear_time(text: str) -> None:
+    """Overlap checks and windows that grew with the square of the answer took minutes on
+    inputs like these; the bound is loose, a quadratic regression blows through it."""
+    start = time.perf_counter()
+    ms = match_facts(["43 tickets", "CHG-5382", "F. Rossi's ALT elevated", "2024-07-19"], text)
+    assert time.perf_counter() - start < 20
+    assert len(ms) == 4
