@@ -79,6 +79,9 @@ _CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—"
                      r"|\b(?=(?:but|while|whereas|although|though|however|yet)\b)")
 # Proper names: runs of capitalised words ("Rossi", "Brightline Facilities", "Sarah Jiang");
 # all-capital acronyms (API, ALT, DNS) are ordinary words.
+# What starts a statement of its own inside a sentence.
+_NEW_STATEMENT = re.compile(r"\s*(?:[;:]|(?:but|while|whereas|although|though|however|yet)\b)",
+                            re.I)
 _NAME = re.compile(r"(?<![\w.'-])[A-Z][a-z][A-Za-z]*(?:\s+[A-Z][a-z][A-Za-z]*)*(?![\w-])")
 _BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
 
@@ -146,6 +149,18 @@ def _clause(raw: str) -> Clause:
     return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs)
 
 
+def _clauses(sentence: str) -> list[tuple[str, str]]:
+    """(separator before, text) of each clause of a sentence."""
+    out: list[tuple[str, str]] = []
+    last, sep = 0, ""
+    for m in _CLAUSE.finditer(sentence):
+        if m.start() > last or m.group(0):
+            out.append((sep, sentence[last:m.start()]))
+            sep, last = m.group(0), m.end()
+    out.append((sep, sentence[last:]))
+    return [(b, p) for b, p in out if p.strip()]
+
+
 def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
     """Proper names in ``text`` as groups of stems; a capitalised first word of a sentence
     alone is no name ("Notifications p99 ...", but "Brightline Facilities ...")."""
@@ -179,13 +194,15 @@ def _sentences(text: str) -> list[Sentence]:
         if _BARE_NO.match(raw):
             previous_no = True
             continue
-        parts = [p for p in _CLAUSE.split(raw) if p and p.strip()]
-        clauses = [_clause(p) for p in parts]
-        for i, (part, clause) in enumerate(zip(parts, clauses, strict=True)):
-            clause.names = _names(part, sentence_start=i == 0)
-        # A sentential denial covers its own clause and every clause after it.
+        parts = _clauses(raw)
+        clauses = [_clause(p) for _, p in parts]
         denied = False
-        for part, clause in zip(parts, clauses, strict=True):
+        for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
+            clause.names = _names(part, sentence_start=i == 0)
+            # A sentential denial covers its clause and the clauses that continue it ("It is
+            # not true that X, which ..."), up to a new statement ("; it was corrected to").
+            if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
+                denied = False
             denied = denied or bool(SENTENTIAL_NEGATION.search(fold(part)))
             clause.denied = denied
         out.append(Sentence(clauses, previous_no))
@@ -295,8 +312,7 @@ def _noun_stems(n: Number) -> set[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_fact(fact: str) -> _Fact:
-    parts = [p for p in _CLAUSE.split(fact) if p and p.strip()] or [fact]
-    clauses = [_clause(p) for p in parts]
+    clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
     t = fold(fact)
     dates = find_dates(t)
     masked = _mask(t, [(d.start, d.end) for d in dates])

@@ -403,3 +403,10 @@ def test_hostile_answers_are_read_in_linear_time(text: str) -> None:
     ms = match_facts(["43 tickets", "CHG-5382", "F. Rossi's ALT elevated", "2024-07-19"], text)
     assert time.perf_counter() - start < 20
     assert len(ms) == 4
+
+
+def test_a_sentential_denial_ends_where_a_new_statement_starts() -> None:
+    answer = "It is not true that auth p99 reached 828 ms; it was corrected to 274 ms."
+    assert [m.matched for m in match_facts(["828 ms", "274 ms"], answer)] == [False, True]
+    answer = "It is not true that auth p99 reached 828 ms, which the report later corrected."
+    assert not matched("828 ms", answer)
