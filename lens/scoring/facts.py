@@ -83,6 +83,10 @@ _CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—"
 _NEW_STATEMENT = re.compile(r"\s*(?:[;:]|(?:but|while|whereas|although|though|however|yet)\b)",
                             re.I)
 _NAME = re.compile(r"(?<![\w.'-])[A-Z][a-z][A-Za-z]*(?:\s+[A-Z][a-z][A-Za-z]*)*(?![\w-])")
+# Capitalised, yet no one's name.
+_CALENDAR = frozenset("january february march april may june july august september october "
+                      "november december monday tuesday wednesday thursday friday saturday "
+                      "sunday".split())
 _BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
 
 
@@ -169,7 +173,8 @@ def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
     for m in _NAME.finditer(text):
         if sentence_start and m.start() == lead and " " not in m.group(0):
             continue
-        group = [w for w in content_stems(normalise(m.group(0))) if w not in DIRECTIONS]
+        words = [w for w in m.group(0).split() if w.lower() not in _CALENDAR]
+        group = [w for w in content_stems(normalise(" ".join(words))) if w not in DIRECTIONS]
         if group:
             groups.append(group)
     return groups

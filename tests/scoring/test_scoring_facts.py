@@ -410,3 +410,10 @@ def test_a_sentential_denial_ends_where_a_new_statement_starts() -> None:
     assert [m.matched for m in match_facts(["828 ms", "274 ms"], answer)] == [False, True]
     answer = "It is not true that auth p99 reached 828 ms, which the report later corrected."
     assert not matched("828 ms", answer)
+
+
+def test_month_names_are_no_one() -> None:
+    """A clause that names someone else does not state a change of the fact's subject; a
+    capitalised month or weekday names no one."""
+    assert matched("F. Rossi's ALT elevated", "Since July, F. Rossi's ALT has been elevated.")
+    assert matched("F. Rossi's ALT elevated", "On Monday F. Rossi's ALT was elevated.")
