@@ -1,195 +1,241 @@
 """Matching ground-truth key facts against a free-text answer, without a model.
 
-The published LENS key facts range from short phrases ("connection pool exhaustion") to long
-sentences ("geo-lookup latency degraded progressively over multiple reporting periods ...").
-Exact substring matching fails on any paraphrase, so a fact counts as present when:
+A key fact is a short statement: a figure ("43 tickets", "531 ms", "$60,217"), a date
+("2024-07-19"), an identifier ("CHG-5382") or a finding in words ("notifications p99 latency
+increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
 
-1. **Numbers**: every number in the fact appears in the answer, compared as values after
-   normalising format ("1,200" = "1200" = "1.2k"), units ("800ms" = "0.8 s", "45%" =
-   "45 percent") and a small relative tolerance (default 2%; a rounded "1.2k" covers 1150-1250).
-2. **Words**: enough of the fact's content words appear within two consecutive sentences of
-   the answer: all of them for facts of up to four content words, otherwise at least
-   ``coverage`` (default 0.5) of them and never fewer than four. Words are compared after
-   lower-casing, dropping punctuation and function words, splitting hyphenated compounds
-   ("geo-lookup" -> "geo", "lookup"), crude suffix stripping ("exhaustion", "exhausted" ->
-   "exhaust"; a stem of four letters or more also meets its extensions, "elev" of elevation
-   meets "elevat" of elevated) and a few trend synonyms ("rising" = "increasing").
-   Identifiers ("service-B", "p99") must all appear, so service-B never meets service-C.
-3. **Polarity**: a fact that is a denial ("... is not the root cause") needs a denial ("not",
-   "no", "ruled out", "red herring", ...) in the answer, in a sentence that shares a word with
-   the fact or just before one ("No. The deploy was unrelated.").
+1. **Anchors match exactly as whole tokens.** Identifiers meet only themselves, however the
+   answer spaces or hyphenates them (CHG-5382 never meets CHG-5383 or CHG-53821); dates meet
+   dates with the same day and month, and the same year when the answer gives one ("19 July
+   2024", "July 19th", "Jul 19" meet 2024-07-19); the digits inside dates and identifiers are
+   never figures of their own.
+2. **Figures match with their unit** (:mod:`lens.scoring.numbers`): counts, money and bare
+   figures exactly (a rounding the answer declares with a multiplier, "181k", is allowed
+   within its last digit); measured values with a unit after unit conversion and within a
+   rounding the answer declares ("about 250 ms"), at most ``rel_tol``; a count meets only a
+   count of the same thing ("252 requests" is not "252 ms", "3 reviewers" not "3 invoices").
+   Number words, compound durations and unit spellings are read ("forty-three", "2 h 8 min",
+   "units per litre").
+3. **Words and figures occur together.** Everything the fact says must be found within one
+   sentence of the answer (two consecutive sentences for facts of ``long_fact_words`` words
+   or more): all the words of a fact of up to ``short_fact_words`` words, at least
+   ``coverage`` of a longer one's and never fewer than ``short_fact_words``. The fact's
+   identifiers, names ("F. Rossi", "Brightline Facilities") and direction of change are
+   always required; a change must be stated in one clause with what changed, and that clause
+   may not name someone else. A clause about another entity of the same kind (CHG-5383 when
+   the fact names CHG-5382, another student's handle) lends the fact nothing.
+4. **Polarity and direction.** "Rose", "climbing" and "elevated" meet "increasing";
+   "decreasing" or "stayed flat" never do. A finding stated in a denied clause ("did not
+   increase", "is no longer elevated") does not count, nor anything under "It is not true
+   that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
+   the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
 
-It cannot see contradiction beyond that, nor meaning-preserving rewording with other words: the
-optional judge check (tier 2) catches those.
+Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
+a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
+increasing" only partly): it is a lower bound on a paraphrasing answer, and the judge grader is
+the better measure when a judge is configured.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
-from lens.scoring.numbers import Number, extract_numbers, numbers_match, strip_numbers
-
-STOPWORDS = frozenset("""
-a an and are as at be been being but by can could did do does done for from had has have how
-i if in into is it its itself may might more most much of on onto or our over per so some such
-than that the their them then there these they this those through to too up upon us was we
-were what when where which while who whom why will with within would yet you your also all any
-each other only very just about across after against along among around before behind below
-beneath beyond during until via whether both either own same s t
-""".split())
-
-# Words that make a statement a denial. Multi-word cues are matched on the normalised text.
-_NEGATION_WORDS = frozenset(
-    "not no never none neither nor without isn't wasn't aren't weren't doesn't didn't don't "
-    "cannot can't nothing unrelated unlikely excluded".split()
+from lens.scoring.dates import Date, find_dates
+from lens.scoring.lexicon import (
+    DIRECTIONS,
+    NEGATION_PHRASES,
+    NEGATION_WORDS,
+    SENTENTIAL_NEGATION,
+    TOKEN,
+    content_stems,
+    fold,
+    has_negation,
+    normalise,
+    stem,
 )
-_NEGATION_PHRASES = ("ruled out", "rule out", "ruling out", "rules out", "red herring",
-                     "coincidence", "coincidental", "not the cause", "not responsible")
+from lens.scoring.numbers import Number, extract_numbers, numbers_match
+from lens.scoring.numwords import words_to_digits
 
-# Trend words that paraphrase each other in the LENS scopes; each maps to one canonical stem.
-_SYNONYMS = {
-    **dict.fromkeys("increase increases increased increasing rise rises rising rose risen grow "
-                    "grows growing grew grown climb climbs climbing climbed escalate escalates "
-                    "escalated escalating".split(), "increas"),
-    **dict.fromkeys("decrease decreases decreased decreasing decline declines declined declining "
-                    "drop drops dropped dropping fall falls falling fell fallen".split(),
-                    "decreas"),
-    **dict.fromkeys("degrade degrades degraded degrading degradation worsen worsens worsened "
-                    "worsening deteriorate deteriorates deteriorated deteriorating "
-                    "deterioration".split(), "degrad"),
-}
+__all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "has_negation",
+           "match_fact", "match_facts", "normalise", "stem"]
 
-_SUFFIXES = ("ically", "ations", "ation", "ities", "ingly", "ments", "ment", "ness", "ings",
-             "ing", "edly", "ions", "ion", "ives", "ive", "ers", "er", "ed", "es", "ly", "al",
-             "s", "e")
-_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-
-
-def normalise(text: str) -> str:
-    """Lower-case, Unicode-fold and turn joining punctuation into spaces."""
-    t = unicodedata.normalize("NFKC", text).lower()
-    t = t.replace("\u2019", "'").replace("\u2018", "'")
-    t = re.sub(r"(?<=[a-z0-9])'s\b", "", t)
-    # Hyphens, slashes and underscores join words ("geo-lookup", "read/write"): split them.
-    return re.sub(r"(?<=[a-z0-9])[-_/](?=[a-z0-9])", " ", t)
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A deliberately crude suffix stripper: enough to meet inflected forms of one word."""
-    if word in _SYNONYMS:
-        return _SYNONYMS[word]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("ied") and len(word) > 4:
-        return word[:-3] + "y"
-    w = word
-    for _ in range(2):
-        for suffix in _SUFFIXES:
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)]
-                break
-        else:
-            break
-    # "stopped" -> "stopp" -> "stop"
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        w = w[:-1]
-    return w
+# Identifiers: a letter-led token with a digit or joined parts ("chg-5382", "p99",
+# "mchen_2026", "service-b", "v5.5.0"); "x10^9" is part of a unit, not a name.
+_ID = re.compile(r"(?<![\w$€£.^/-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+|[a-z]+\d[a-z0-9]*(?:\.\d+)*)"
+                 r"(?![\w^-])")
+# Sentences end at . ! ? (not after an initial such as "F.") or a line break.
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+|\n+")
+# Clauses end at ; : ( ) dashes, contrastive conjunctions, and a comma before a conjunction or
+# a denial (", and", ", which", ", not"); a parenthetical comma ("X, by contrast, rose") or one
+# before a year ("July 19, 2024") does not end one.
+_CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—"
+                     r"|,(?=\s*(?:and|or|so|which|who|with|as|because|since|after|before|when"
+                     r"|then|not|no|rather|instead|but|while|whereas|although|though|yet)\b)"
+                     r"|\b(?=(?:but|while|whereas|although|though|however|yet)\b)")
+# Proper names: runs of capitalised words ("Rossi", "Brightline Facilities", "Sarah Jiang");
+# all-capital acronyms (API, ALT, DNS) are ordinary words.
+# What starts a statement of its own inside a sentence.
+_NEW_STATEMENT = re.compile(r"\s*(?:[;:]|(?:but|while|whereas|although|though|however|yet)\b)",
+                            re.I)
+_NAME = re.compile(r"(?<![\w.'-])[A-Z][a-z][A-Za-z]*(?:\s+[A-Z][a-z][A-Za-z]*)*(?![\w-])")
+# Capitalised, yet no one's name.
+_CALENDAR = frozenset("january february march april may june july august september october "
+                      "november december monday tuesday wednesday thursday friday saturday "
+                      "sunday".split())
+_BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
 
 
-def content_stems(text: str) -> list[str]:
-    """The content words of ``text`` as stems, in order, without numbers or function words."""
-    out: list[str] = []
-    for tok in _TOKEN.findall(strip_numbers(normalise(text))):
-        if tok in STOPWORDS or tok in _NEGATION_WORDS:
-            continue
-        if tok.replace(".", "").isdigit():
-            continue
-        out.append(stem(tok))
+def _ids(text: str) -> list[tuple[str, int, int]]:
+    """(key, start, end) of the identifiers in folded ``text``; the key drops separators, so
+    "CHG 5382", "chg-5382" and "CHG_5382" are one identifier."""
+    out = []
+    for m in _ID.finditer(text):
+        token = m.group(1)
+        parts = re.split(r"[-_]", token)
+        has_digit = any(c.isdigit() for c in token)
+        short_tail = len(parts) > 1 and len(parts[-1]) <= 2 and parts[-1].isalpha()
+        if has_digit or short_tail:
+            out.append((re.sub(r"[-_.]", "", token), m.start(), m.end()))
     return out
 
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-# Only tokens with a separator or a digit can be identifiers: the lookahead skips plain words.
-_COMPOUND = re.compile(
-    r"(?<![a-z0-9])(?=[a-z0-9]*[-_/0-9])[a-z0-9]+(?:[-_/][a-z0-9]+)*(?![a-z0-9])"
-)
+def _shape(token: str) -> str:
+    """The kind of an identifier: change tickets keep their prefix ("chg-0"), handles and other
+    names their pattern ("a_0", "a0"), so CHG-5383 is another change and jlee_2025 another
+    student, while a p99 beside a CHG-5382 is neither."""
+    if re.fullmatch(r"[a-z]{2,5}-\d+", token):
+        return token.split("-")[0] + "-0"
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "0", token))
 
 
-def identifier_parts(text: str) -> list[list[str]]:
-    """Name-like tokens that tell things apart ("service-B", "p99", "node_2"), as their parts.
+def _mask(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    for s, e in spans:
+        chars[s:e] = " " * (e - s)
+    return "".join(chars)
 
-    Matching these loosely would confuse service-B with service-C, so a fact's identifiers must
-    all appear in the answer (joined: "serviceb", however the answer spaces or hyphenates it)."""
-    t = strip_numbers(unicodedata.normalize("NFKC", text).lower())
-    out: list[list[str]] = []
-    for m in _COMPOUND.finditer(t):
-        token = m.group(0)
-        parts = re.split(r"[-_/]", token)
-        mixed = any(any(c.isdigit() for c in p) and any(c.isalpha() for c in p) for p in parts)
-        short = len(parts) > 1 and any(len(p) <= 2 for p in parts)
-        if any(c.isalpha() for c in token) and (mixed or short):
-            out.append(parts)
+
+@dataclass
+class Clause:
+    stems: set[str]
+    ids: dict[str, str]  # key -> kind (see _shape)
+    numbers: list[Number]
+    dates: list[Date]
+    negated: bool
+    denied: bool = False  # under a sentential denial ("It is not true that ...")
+    names: set[str] = field(default_factory=set)  # stems of the proper names it mentions
+    # Identifier keys, and every two adjacent tokens joined ("chg 5382" -> "chg5382").
+    ids_written: set[str] = field(default_factory=set)
+
+
+def _clause(raw: str) -> Clause:
+    t = fold(raw)
+    dates = find_dates(t)
+    t = _mask(t, [(d.start, d.end) for d in dates])
+    ids = _ids(t)
+    keys = {k: _shape(t[s:e]) for k, s, e in ids}
+    t = _mask(t, [(s, e) for _, s, e in ids])
+    t = words_to_digits(t)
+    numbers = extract_numbers(t, words=False)
+    words_text = _mask(t, [(n.start, n.end) for n in numbers])
+    norm = normalise(words_text)
+    stems = set(content_stems(norm))
+    toks = TOKEN.findall(normalise(raw))
+    # "CHG 5382" written with a space still names CHG-5382.
+    pairs = {a + b for a, b in itertools.pairwise(toks)}
+    negated = (any(p in norm for p in NEGATION_PHRASES)
+               or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
+    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs)
+
+
+def _clauses(sentence: str) -> list[tuple[str, str]]:
+    """(separator before, text) of each clause of a sentence."""
+    out: list[tuple[str, str]] = []
+    last, sep = 0, ""
+    for m in _CLAUSE.finditer(sentence):
+        if m.start() > last or m.group(0):
+            out.append((sep, sentence[last:m.start()]))
+            sep, last = m.group(0), m.end()
+    out.append((sep, sentence[last:]))
+    return [(b, p) for b, p in out if p.strip()]
+
+
+def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
+    """Proper names in ``text`` as groups of stems; a capitalised first word of a sentence
+    alone is no name ("Notifications p99 ...", but "Brightline Facilities ...")."""
+    groups = []
+    lead = len(text) - len(text.lstrip())
+    for m in _NAME.finditer(text):
+        if sentence_start and m.start() == lead and " " not in m.group(0):
+            continue
+        words = [w for w in m.group(0).split() if w.lower() not in _CALENDAR]
+        group = [w for w in content_stems(normalise(" ".join(words))) if w not in DIRECTIONS]
+        if group:
+            groups.append(group)
+    return groups
+
+
+def _names(text: str, sentence_start: bool) -> set[str]:
+    return {w for g in _name_groups(text, sentence_start) for w in g}
+
+
+@dataclass
+class Sentence:
+    clauses: list[Clause]
+    after_bare_no: bool  # follows a sentence that is just "No."
+
+
+def _sentences(text: str) -> list[Sentence]:
+    out: list[Sentence] = []
+    previous_no = False
+    for raw in _SENTENCE.split(text):
+        if not raw or not any(ch.isalnum() for ch in raw):
+            continue  # punctuation or whitespace alone states nothing
+        if _BARE_NO.match(raw):
+            previous_no = True
+            continue
+        parts = _clauses(raw)
+        clauses = [_clause(p) for _, p in parts]
+        denied = False
+        for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
+            clause.names = _names(part, sentence_start=i == 0)
+            # A sentential denial covers its clause and the clauses that continue it ("It is
+            # not true that X, which ..."), up to a new statement ("; it was corrected to").
+            if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
+                denied = False
+            denied = denied or bool(SENTENTIAL_NEGATION.search(fold(part)))
+            clause.denied = denied
+        out.append(Sentence(clauses, previous_no))
+        previous_no = False
     return out
 
 
-def identifiers(text: str) -> list[str]:
-    return ["".join(parts) for parts in identifier_parts(text)]
-
-
-def _joined_pairs(text: str) -> set[str]:
-    """Adjacent tokens written together ("service b" -> "serviceb"), so that an answer writing
-    an identifier with a space still meets it."""
-    toks = _TOKEN.findall(normalise(text))
-    return {a + b for a, b in itertools.pairwise(toks)}
-
-
-def _inflected_in(word: str, by_prefix: dict[str, list[str]]) -> bool:
-    """Whether the window holds another inflection of ``word``: one stem a prefix of the other,
-    both of at least four letters ("elev" of elevation, "elevat" of elevated). Such stems share
-    their first four letters, so only the window's words under that prefix are compared."""
-    if len(word) < 4:
-        return False
-    return any(x.startswith(word) or word.startswith(x) for x in by_prefix.get(word[:4], ()))
-
-
-def _prefix_index(window: set[str]) -> dict[str, list[str]]:
-    index: dict[str, list[str]] = {}
-    for x in window:
-        if len(x) >= 4:
-            index.setdefault(x[:4], []).append(x)
-    return index
-
-
-def fact_words(fact: str) -> tuple[list[str], list[str]]:
-    """(content words as stems, identifiers) of a fact; an identifier's parts ("service", "b"
-    of "service-B") are not counted again as words."""
-    id_parts = identifier_parts(fact)
-    ids = list(dict.fromkeys("".join(p) for p in id_parts))
-    part_stems = {stem(x) for parts in id_parts for x in parts}
-    words = [w for w in dict.fromkeys(content_stems(fact)) if w not in part_stems]
-    return [*words, *ids], ids
-
-
-def has_negation(text: str) -> bool:
-    t = normalise(text)
-    if any(p in t for p in _NEGATION_PHRASES):
-        return True
-    return any(tok in _NEGATION_WORDS for tok in _TOKEN.findall(t))
+# Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
+# compared as one condition.
+MATCHER_VERSION = 2
 
 
 @dataclass(frozen=True)
 class FactMatcherSettings:
     coverage: float = 0.5
     short_fact_words: int = 4
+    # The most a measured value may differ by a rounding the answer declares ("about 250 ms"
+    # for 252 ms) or a unit conversion implies, relative to the fact's value; counts, money,
+    # dates and ids are exact.
     rel_tol: float = 0.02
-    # A fact's words must meet within this many consecutive sentences of the answer.
+    # Facts of this many words or more may spread over ``window_sentences`` sentences; shorter
+    # ones must be stated within one sentence.
     window_sentences: int = 2
+    long_fact_words: int = 8
+
+    def as_condition(self) -> dict[str, float | int]:
+        """Everything that decides a match, for the scoring condition of a run."""
+        return {"matcher_version": MATCHER_VERSION, **dataclasses.asdict(self)}
 
 
 @dataclass
@@ -200,9 +246,10 @@ class FactMatch:
     words_missing: list[str] = field(default_factory=list)
     numbers_missing: list[str] = field(default_factory=list)
     negation_missing: bool = False
+    reason: str = ""
 
     def as_detail(self) -> dict[str, object]:
-        return {
+        detail: dict[str, object] = {
             "fact": self.fact,
             "matched": self.matched,
             "coverage": round(self.coverage, 4),
@@ -210,6 +257,9 @@ class FactMatch:
             "numbers_missing": self.numbers_missing,
             "negation_missing": self.negation_missing,
         }
+        if self.reason:
+            detail["reason"] = self.reason
+        return detail
 
 
 class AnswerText:
@@ -217,72 +267,260 @@ class AnswerText:
 
     def __init__(self, answer: str) -> None:
         self.raw = answer
-        self.numbers = extract_numbers(normalise(answer), words=True)
-        # Per sentence: its words and whether it denies something, so that a fact's denial is
-        # only met by a denial about the same subject.
-        self.sentences = [
-            (set(content_stems(sent)) | set(identifiers(sent)) | _joined_pairs(sent),
-             has_negation(sent))
-            for sent in _SENTENCE.split(answer) if sent.strip()
-        ]
-        self._windows: dict[int, list[tuple[set[str], dict[str, list[str]]]]] = {}
+        self.sentences = _sentences(answer)
+        self._windows: dict[int, list[tuple[list[Clause], bool]]] = {}
 
-    def windows(self, size: int) -> list[tuple[set[str], dict[str, list[str]]]]:
-        """The words of every run of ``size`` consecutive sentences (all of them if fewer), each
-        with its index by four-letter prefix; built once per answer, used for every fact."""
+    def windows(self, size: int) -> list[tuple[list[Clause], bool]]:
+        """The clauses of every run of ``size`` consecutive sentences (all if fewer), each
+        with whether the run follows a bare "No."."""
         if size not in self._windows:
-            stems = [words for words, _ in self.sentences]
-            n = max(1, len(stems) - size + 1)
-            sets = [set().union(*stems[i:i + size]) for i in range(n)]
-            self._windows[size] = [(w, _prefix_index(w)) for w in sets]
+            sents = self.sentences
+            n = max(1, len(sents) - size + 1)
+            self._windows[size] = [
+                ([c for s in sents[i:i + size] for c in s.clauses],
+                 bool(sents[i:i + 1]) and sents[i].after_bare_no)
+                for i in range(n)
+            ]
         return self._windows[size]
 
-    def denies(self, words: set[str]) -> bool:
-        # A denial covers its own sentence and the next: "No. The deploy was unrelated."
-        for i, (stems, neg) in enumerate(self.sentences):
-            if not neg:
-                continue
-            following = self.sentences[i + 1][0] if i + 1 < len(self.sentences) else set()
-            if (stems | following) & words:
-                return True
+
+@dataclass
+class _Fact:
+    text: str
+    numbers: list[Number]
+    noun_stems: list[set[str]]
+    dates: list[Date]
+    ids: list[str]
+    names: list[list[str]]  # each name's words; any one of them names it ("Jiang")
+    words: list[str]  # plain content stems, direction tokens included
+    directions: list[str]  # required: the directions of the fact's undenied clauses
+    subject: list[str]  # the words naming what changed, when the fact states a change
+    id_shapes: dict[str, str]
+    main_denied: bool  # its main (first) statement is a denial
+
+    @property
+    def items(self) -> list[str]:
+        return list(dict.fromkeys([*self.words, *self.name_words, *self.ids]))
+
+    @property
+    def plain(self) -> list[str]:
+        return list(dict.fromkeys([*self.words, *self.name_words]))
+
+    @property
+    def name_words(self) -> list[str]:
+        return [w for g in self.names for w in g]
+
+
+def _noun_stems(n: Number) -> set[str]:
+    return {stem(w) for noun in n.nouns for w in re.split(r"[-\s]+", noun) if w}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_fact(fact: str) -> _Fact:
+    clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
+    t = fold(fact)
+    dates = find_dates(t)
+    masked = _mask(t, [(d.start, d.end) for d in dates])
+    found = _ids(masked)
+    ids = list(dict.fromkeys(k for k, _, _ in found))
+    id_shapes = {k: _shape(masked[s:e]) for k, s, e in found}
+    id_parts = {stem(p) for _, s, e in found for p in re.split(r"[-_]", masked[s:e])}
+    digits = words_to_digits(_mask(masked, [(s, e) for _, s, e in found]))
+    numbers = extract_numbers(digits, words=False)
+    noun_stems = [_noun_stems(n) for n in numbers]
+    names = [[w for w in g if w not in id_parts] for g in _name_groups(fact, True)]
+    names = [g for g in names if g]
+    name_words = {w for g in names for w in g}
+    ordered = [w for w in content_stems(normalise(_mask(digits, [(n.start, n.end)
+                                                                for n in numbers])))
+               if w not in id_parts]
+    words = [w for w in dict.fromkeys(ordered)
+             if w not in name_words and not any(w in s for s in noun_stems)]
+    directions = list(dict.fromkeys(w for c in clauses if not c.negated
+                                    for w in sorted(c.stems & DIRECTIONS)))
+    subject: list[str] = []
+    if directions:
+        # The words before the first direction name what changed ("auth p99 latency" of
+        # "auth p99 latency above the SLO").
+        first = next((i for i, w in enumerate(ordered) if w in directions), 0)
+        subject = list(dict.fromkeys(w for w in ordered[:first]
+                                     if w not in DIRECTIONS and w not in name_words))
+    return _Fact(fact, numbers, noun_stems, dates, ids, names, words, directions, subject,
+                 id_shapes, main_denied=clauses[0].negated)
+
+
+def _has(word: str, stems: set[str]) -> bool:
+    """Whether ``stems`` hold ``word`` or another inflection of it: one stem a prefix of the
+    other, both of at least four letters ("elev" of elevation, "elevat" of elevated)."""
+    if word in stems:
+        return True
+    if len(word) < 4 or word in DIRECTIONS:
         return False
+    return any(len(x) >= 4 and x[:4] == word[:4] and (x.startswith(word) or word.startswith(x))
+               for x in stems)
+
+
+def _number_in(fact: _Fact, i: int, clauses: list[Clause], stems: set[str], rel_tol: float
+               ) -> list[int]:
+    """Indexes of the clauses that state the fact's i-th figure."""
+    f = fact.numbers[i]
+    nouns = fact.noun_stems[i]
+    hits = []
+    for ci, clause in enumerate(clauses):
+        for a in clause.numbers:
+            if nouns and f.dimension == "" and a.dimension == "rate" and not a.declared:
+                # "14 of these tickets a day" states a daily count of 14 tickets.
+                ok = math.isclose(a.written, f.written)
+            else:
+                ok = numbers_match(f, a, rel_tol)
+            if not ok:
+                continue
+            if nouns and not f.dimension:
+                a_nouns = _noun_stems(a)
+                # A bare figure may name what it counts elsewhere in the sentence.
+                if not (a_nouns & nouns or (not a_nouns and nouns & stems)):
+                    continue
+            hits.append(ci)
+            break
+    return hits
+
+
+def _states_change(fact: _Fact, clause: Clause) -> bool:
+    """Whether one clause states the fact's change of its subject: the direction, the subject's
+    first word (what changed: "auth", "notifications") and at least half of its other words
+    ("geo-lookup latency increasing" states "geo-lookup API latency increasing"), and, if the
+    clause names anyone, the fact's names ("ALT is elevated in G. Byrne" is not about Rossi)."""
+    if not all(d in clause.stems for d in fact.directions):
+        return False
+    if clause.names and not all(set(g) & clause.stems for g in fact.names):
+        return False
+    if not fact.subject:
+        return True
+    head, rest = fact.subject[0], fact.subject[1:]
+    found = sum(_has(w, clause.stems) for w in rest)
+    return _has(head, clause.stems) and found >= math.ceil(len(rest) / 2)
+
+
+def _may_hold(fact: _Fact, clauses: list[Clause]) -> bool:
+    """A cheap first look: a window without the fact's identifiers, or without any figure or
+    date when the fact has one, cannot state it (long pasted answers have thousands)."""
+    if fact.numbers and not any(c.numbers for c in clauses):
+        return False
+    if fact.dates and not any(c.dates for c in clauses):
+        return False
+    return all(any(k in c.ids_written for c in clauses) for k in fact.ids)
+
+
+def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings
+           ) -> tuple[bool, set[str], str]:
+    """Whether the clauses of one scope state the fact: (ok, items present, reason)."""
+    # A clause naming another entity of the kind the fact names, and not the fact's own,
+    # is about something else.
+    own = set(fact.ids)
+    kinds = set(fact.id_shapes.values())
+    usable = []
+    for c in clauses:
+        other_kinds = {kind for k, kind in c.ids.items() if k not in own} & kinds
+        own_kinds = {kind for k, kind in c.ids.items() if k in own}
+        if other_kinds - own_kinds:
+            continue
+        usable.append(c)
+    if not usable:
+        return False, set(), "about another entity"
+    stems = set().union(*(c.stems for c in usable))
+    anchor_clauses: set[int] = set()
+    for i in range(len(fact.numbers)):
+        hits = _number_in(fact, i, usable, stems, s.rel_tol)
+        if not hits:
+            return False, set(), "figure missing"
+        anchor_clauses.update(hits)
+    for d in fact.dates:
+        hits = [ci for ci, c in enumerate(usable) if any(a.meets(d) for a in c.dates)]
+        if not hits:
+            return False, set(), "date missing"
+        anchor_clauses.update(hits)
+    items = fact.items
+    # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
+    written = set().union(*(c.ids_written for c in usable))
+    present = {w for w in items if (w in written if w in fact.ids else _has(w, stems))}
+    if not all(i in present for i in fact.ids):
+        return False, present, "identifier missing"
+    for k in fact.ids:
+        anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
+    plain = fact.plain
+    if not plain:
+        # A figure, date or identifier alone: only a denial of the whole statement defeats it.
+        if anchor_clauses and all(usable[ci].denied for ci in anchor_clauses):
+            return False, present, "denied"
+        return True, present, ""
+    if not all(any(n in present for n in g) for g in fact.names) or not all(d in present
+                                                            for d in fact.directions):
+        return False, present, "subject or direction missing"
+    needed = len(items) if len(items) <= s.short_fact_words else max(
+        s.short_fact_words, math.ceil(s.coverage * len(items) - 1e-9))
+    if len(present) < needed:
+        return False, present, "words missing"
+    if fact.directions and not any(_states_change(fact, c) for c in usable):
+        # "Auth request volume stayed flat, while notifications latency rose" says nothing
+        # about notifications request volume.
+        return False, present, "subject apart from the change"
+    plain_present = [w for w in plain if w in present]
+    # The clause that carries the finding: the one with its direction, else the most words.
+    holding = [c for c in usable if any(_has(w, c.stems) for w in plain_present)]
+    if fact.directions:
+        core = [c for c in holding if any(d in c.stems for d in fact.directions)]
+    else:
+        best = max(sum(_has(w, c.stems) for w in plain_present) for c in holding)
+        core = [c for c in holding if sum(_has(w, c.stems) for w in plain_present) == best]
+    if fact.main_denied and not (after_no or any(c.negated for c in holding)):
+        return False, present, "denial missing"
+    if not fact.main_denied and core and all(c.negated or c.denied for c in core):
+        return False, present, "denied"
+    return True, present, ""
 
 
 def match_fact(fact: str, answer: AnswerText,
                settings: FactMatcherSettings | None = None) -> FactMatch:
     s = settings or FactMatcherSettings()
-    fact_numbers: list[Number] = extract_numbers(normalise(fact))
-    numbers_missing = [
-        n.text for n in fact_numbers
-        if not any(numbers_match(n, a, s.rel_tol) for a in answer.numbers)
-    ]
-    words, ids = fact_words(fact)
-    if not words and not fact_numbers:
-        # A fact with no content words and no numbers cannot be checked mechanically.
-        return FactMatch(fact, False, 0.0)
-    # Short facts need every word; longer ones a share, but never fewer than four words.
-    needed = min(len(words), max(s.short_fact_words, math.ceil(s.coverage * len(words) - 1e-9)))
-    # The best run of consecutive sentences: words scattered over a long answer do not add up
-    # to a fact.
+    f = _parse_fact(fact)
+    items = f.items
+    if not items and not f.numbers and not f.dates:
+        # A fact with no content words and no figures cannot be checked mechanically.
+        return FactMatch(fact, False, 0.0, reason="nothing to check")
+    # Figures and dates the whole answer lacks, for the detail.
+    all_clauses = [c for sent in answer.sentences for c in sent.clauses]
+    all_stems = set().union(*(c.stems for c in all_clauses)) if all_clauses else set()
+    numbers_missing = [n.text for i, n in enumerate(f.numbers)
+                       if not _number_in(f, i, all_clauses, all_stems, s.rel_tol)]
+    numbers_missing += [fact_date_text(fact, d) for d in f.dates
+                        if not any(a.meets(d) for c in all_clauses for a in c.dates)]
+    size = s.window_sentences if len(items) >= s.long_fact_words else 1
     best: set[str] = set()
-    words_ok = False
-    for window, by_prefix in answer.windows(s.window_sentences):
-        present = {w for w in words
-                   if w in window or (w not in ids and _inflected_in(w, by_prefix))}
-        ok = len(present) >= needed and all(i in window for i in ids)
-        if (ok, len(present)) > (words_ok, len(best)):
-            best, words_ok = present, ok
-    coverage = len(best) / len(words) if words else 1.0
-    negation_missing = has_negation(fact) and not answer.denies(set(words))
-    matched = words_ok and not numbers_missing and not negation_missing and bool(answer.raw)
+    reason = "empty answer" if not answer.raw.strip() else "not stated"
+    matched = False
+    for clauses, after_no in answer.windows(size):
+        if not clauses or not _may_hold(f, clauses):
+            continue
+        ok, present, why = _check(f, clauses, after_no, s)
+        if ok:
+            matched, best, reason = True, present, ""
+            break
+        if len(present) > len(best) or not best:
+            best, reason = present, why or reason
+    coverage = len(best) / len(items) if items else (1.0 if matched else 0.0)
     return FactMatch(
         fact=fact,
         matched=matched,
         coverage=coverage,
-        words_missing=[w for w in words if w not in best],
+        words_missing=[w for w in items if w not in best],
         numbers_missing=numbers_missing,
-        negation_missing=negation_missing,
+        negation_missing=reason == "denial missing",
+        reason=reason,
     )
+
+
+def fact_date_text(fact: str, d: Date) -> str:
+    return fold(fact)[d.start:d.end]
 
 
 def match_facts(facts: list[str], answer: str,

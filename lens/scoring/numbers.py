@@ -1,138 +1,283 @@
-"""Numbers in free text, normalised so that paraphrased figures compare equal.
+"""Quantities in free text: a figure, its unit and the thing it counts.
 
-"1,200", "1200" and "1.2k" are one value; "800ms" and "0.8 s" are one duration; "45%" and
-"45 percent" are one share. Each number keeps its dimension (time, percent, bytes, currency,
-ratio, or none) and the value as written (before unit conversion), so that a bare "200" in an
-answer can still match "200ms" in a fact.
+"1,200", "1200" and "1.2k" are one value; "800ms" and "0.8 s" are one duration; "2 h 8 min",
+"128 minutes" and "128m" are one duration; "45%", "45 percent" and "45 per cent" are one share;
+"24 U/L" and "24 units per litre" are one concentration; "449 per hour", "449/h" and "449 an
+hour" are one rate. A figure keeps the words that follow it ("43 login-loop tickets" counts
+tickets), so that a count of tickets never meets a count of requests.
+
+Two kinds of figure are told apart, because they earn different tolerance:
+
+* **measured** values with a physical unit (time, percent, concentration, volume, rate, ...)
+  may differ by a small relative tolerance, and a figure converted to another unit may differ by
+  the rounding its written digits imply ("1.64 s" for 1,644 ms);
+* **counts**, money and bare figures are exact; only a rounding the answer declares with a
+  multiplier with at least three significant digits ("181k requests", "$25.5k") is accepted,
+  within its last digit; "$83k" or "2k" declare too little to count.
+
+Callers blank out dates and identifiers first (:mod:`lens.scoring.dates`, the identifier rule
+in :mod:`lens.scoring.facts`), so the "03" of 2024-03-21 and the "5382" of CHG-5382 are never
+figures.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-_MULTIPLIERS = {
-    "k": 1e3, "thousand": 1e3,
-    "m": 1e6, "mn": 1e6, "million": 1e6,
-    "b": 1e9, "bn": 1e9, "billion": 1e9,
-}
-# unit -> (dimension, factor to the dimension's base unit)
-_UNITS: dict[str, tuple[str, float]] = {
-    "%": ("percent", 1.0), "percent": ("percent", 1.0), "pct": ("percent", 1.0),
-    "ms": ("time", 1e-3), "msec": ("time", 1e-3), "millisecond": ("time", 1e-3),
-    "milliseconds": ("time", 1e-3),
-    "s": ("time", 1.0), "sec": ("time", 1.0), "secs": ("time", 1.0), "second": ("time", 1.0),
-    "seconds": ("time", 1.0),
-    "min": ("time", 60.0), "mins": ("time", 60.0), "minute": ("time", 60.0),
-    "minutes": ("time", 60.0),
-    "h": ("time", 3600.0), "hr": ("time", 3600.0), "hrs": ("time", 3600.0),
-    "hour": ("time", 3600.0), "hours": ("time", 3600.0),
-    "day": ("time", 86400.0), "days": ("time", 86400.0),
-    "week": ("time", 604800.0), "weeks": ("time", 604800.0),
-    "kb": ("bytes", 1e3), "mb": ("bytes", 1e6), "gb": ("bytes", 1e9), "tb": ("bytes", 1e12),
-    "x": ("ratio", 1.0),
-    "usd": ("usd", 1.0), "dollar": ("usd", 1.0), "dollars": ("usd", 1.0),
-    "eur": ("eur", 1.0), "euro": ("eur", 1.0), "euros": ("eur", 1.0),
-}
-_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp"}
+from lens.scoring.lexicon import NEGATION_WORDS, STOPWORDS
+from lens.scoring.numwords import words_to_digits
 
-_NUMBER = re.compile(
-    r"(?<![\w.])"
-    r"(?P<cur>[$€£])?\s?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-    # Single-letter multipliers must touch the number ("1.2k"); words may follow a space.
-    r"(?:(?P<mult>k|mn|m|bn|b)(?![a-z0-9])|\s?(?P<multw>thousand|million|billion)\b)?"
-    r"(?:\s?(?P<unit>%|percent|pct|milliseconds?|msec|ms|seconds?|secs?|s|minutes?|mins?|min"
-    r"|hours?|hrs?|hr|h|days?|weeks?|kb|mb|gb|tb|x|usd|dollars?|euros?|eur)(?![a-z0-9%]))?"
-    r"(?P<ord>st|nd|rd|th)?"
-    r"(?![\w])"
+_LITRE = r"(?:l|litres?|liters?)\b"
+# (pattern, dimension, factor to the dimension's base unit), tried in this order.
+_UNIT_TABLE: list[tuple[str, str, float]] = [
+    (r"%|percent|per\s?cent|pct", "percent", 1.0),
+    (rf"(?:i?u|units?|international\s+units?)\s?(?:/|per\s)\s?{_LITRE}", "u/l", 1.0),
+    (rf"(?:mmol|millimoles?)\s?(?:/|per\s)\s?{_LITRE}", "mmol/l", 1.0),
+    (rf"(?:umol|µmol|μmol|micromoles?)\s?(?:/|per\s)\s?{_LITRE}", "umol/l", 1.0),
+    (rf"(?:mg|milligrams?)\s?(?:/|per\s)\s?{_LITRE}", "mg/l", 1.0),
+    (rf"(?:g|grams?)\s?(?:/|per\s)\s?{_LITRE}", "g/l", 1.0),
+    (rf"[x×*]\s?10\s?\^?\s?9\s?(?:/|per\s)\s?{_LITRE}", "e9/l", 1.0),
+    (r"milliseconds?|msecs?|ms", "time", 1e-3),
+    (r"minutes?|mins?", "time", 60.0),
+    (r"millilitres?|milliliters?|ml", "volume", 1e-3),
+    (r"milligrams?|mg", "mass", 1e-3),
+    (r"seconds?|secs?|s", "time", 1.0),
+    (r"hours?|hrs?|h", "time", 3600.0),
+    (r"days?", "time", 86400.0),
+    (r"weeks?", "time", 604800.0),
+    (r"kb", "bytes", 1e3), (r"mb", "bytes", 1e6), (r"gb", "bytes", 1e9), (r"tb", "bytes", 1e12),
+    (r"litres?|liters?|l", "volume", 1.0),
+    (r"kilograms?|kg", "mass", 1e3),
+    (r"x", "ratio", 1.0),
+    (r"usd|dollars?", "usd", 1.0),
+    (r"eur|euros?", "eur", 1.0),
+    (r"gbp|pounds?", "gbp", 1.0),
+]
+# A rounding declared with a multiplier counts from this many significant digits: "181k" and
+# "$25.5k" state a figure, "$83k" or "2k" only its size.
+DECLARED_DIGITS = 3
+# Values compared with a relative tolerance; all other dimensions (counts, money) are exact.
+MEASURED = frozenset({"percent", "u/l", "mmol/l", "umol/l", "mg/l", "g/l", "e9/l", "time",
+                      "volume", "mass", "bytes", "ratio", "rate"})
+_CURRENCY = {"$": "usd", "us$": "usd", "usd": "usd", "€": "eur", "eur": "eur", "£": "gbp",
+             "gbp": "gbp"}
+_MULTIPLIERS = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9,
+                "bn": 1e9, "billion": 1e9}
+_RATE_UNITS = {"second": 3600.0, "sec": 3600.0, "s": 3600.0, "minute": 60.0, "min": 60.0,
+               "hour": 1.0, "hr": 1.0, "h": 1.0, "day": 1 / 24, "d": 1 / 24,
+               "week": 1 / 168}
+
+_UNIT = re.compile(
+    "(?:" + "|".join(f"(?P<u{i}>{p})" for i, (p, _, _) in enumerate(_UNIT_TABLE))
+    + r")(?![a-z0-9%/])"
 )
-
-_WORD_NUMBERS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
-    "double": 2, "doubled": 2, "doubling": 2, "triple": 3, "tripled": 3, "half": 0.5,
-}
-_WORD_NUMBER = re.compile(r"\b(" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) + r")\b")
+_NUMBER = re.compile(
+    r"(?<![\w.^/$€£])(?<![a-z]-)"
+    r"(?P<cur>us\$|usd\s|eur\s|gbp\s|[$€£])?\s?"
+    r"(?P<num>\d{1,3}(?:(?:,|[\u00a0\u202f ])\d{3})+(?!\d|,\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    # Single-letter multipliers touch the number ("1.2k"); words may follow a space. A bare
+    # "m" is minutes or millions: both readings are kept.
+    r"(?:(?P<mult>k|mn|bn|b)(?![a-z0-9])|(?P<amb>m)(?![a-z0-9/])"
+    r"|\s(?P<multw>thousand|million|billion)\b)?"
+)
+# "2 h 8 min", "2 hours and 8 minutes", "2h08m", "2h 8m"
+_COMPOUND = re.compile(
+    r"(?<![\w.])(?P<h>\d+)\s?(?:hours?|hrs?|h)\s?(?:and\s)?(?P<m>\d{1,2})"
+    r"(?:\s?(?:minutes?|mins?|m)(?![a-z0-9])|(?=\b)(?<=h\d\d))"
+)
+_RATE = re.compile(r"\s?(?:per|/|an?|each)\s?(?P<r>second|sec|s|minute|min|hour|hr|h|day|d|week)"
+                   r"\b")
+# Words that declare the figure after them rounded: "about 250 ms" may stand for 252 ms, a plain
+# "250 ms" may not (it is as likely a changed figure as a rounded one).
+_HEDGE = re.compile(r"(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.?|\bnearly"
+                    r"|\balmost|\bsome|\bclose to|\bcirca|\bca\.|~|≈|\bjust (?:over|under))\s*$")
+_ORDINAL = re.compile(r"(?:st|nd|rd|th)\b")
+_JOINER = re.compile(r"^\s*(?:,|to|and|or|through|-|–|—|->|→)\s*$")
+# Words skipped between a figure and what it counts ("14 of these tickets"); any other
+# function word ends the search ("3 to 19 invoices": "to" is no noun).
+_SKIP_NOUN = frozenset("a an the of these those this such some more".split())
+# Time words after a figure say when, not what: "17 the following day" counts nothing.
+_WHEN = frozenset("day days week weeks month months year years following next previous prior "
+                  "morning evening night later earlier today yesterday tomorrow".split())
 
 
 @dataclass(frozen=True)
 class Number:
-    """One number found in text."""
+    """One figure found in text."""
 
-    value: float  # in the dimension's base unit (seconds, bytes, percent points, ...)
-    written: float  # as written, multiplier applied but no unit conversion ("200ms" -> 200)
-    dimension: str  # "time", "percent", "bytes", "usd", "eur", "gbp", "ratio" or "" (none)
-    precision: float  # half the step of the last written digit, for suffixed numbers; else 0
+    value: float  # in the dimension's base unit (seconds, percent points, per hour, ...)
+    written: float  # as written, multiplier applied, no unit conversion ("200ms" -> 200)
+    dimension: str  # a key of MEASURED, a currency, or "" for counts and bare figures
+    precision: float  # half the step of the last written digit, in base units
     text: str
     start: int
     end: int
+    factor: float = 1.0  # of the written unit to the base unit
+    significant: int = 0  # significant digits as written
+    declared: bool = False  # rounded by a multiplier ("1.2k", "$25.5k")
+    hedged: bool = False  # after a word that declares it rounded ("about 250 ms")
+    nouns: tuple[str, ...] = field(default=())  # words right after the figure
 
 
-def extract_numbers(text: str, *, words: bool = False) -> list[Number]:
-    """Every number in ``text`` (lower-cased by the caller or not: matching ignores case).
+def _significant(digits: str) -> int:
+    return len(digits.replace(".", "").lstrip("0")) or 1
 
-    With ``words=True`` small number words ("twelve", "doubled") count too; facts are matched
-    with digits only, answers with both, so "twelve" in an answer meets "12" in a fact.
+
+_NOUN_WORD = re.compile(r"[\s-]*([a-z][a-z'-]*)")
+
+
+def _nouns(text: str, pos: int) -> tuple[tuple[str, ...], int]:
+    """Up to three words right after ``pos`` (not crossing punctuation, another figure or a
+    rate), function words skipped: "43 login-loop tickets" -> (login-loop, tickets)."""
+    out: list[str] = []
+    i = pos
+    while len(out) < 3 and not _RATE.match(text, i):
+        m = _NOUN_WORD.match(text, i)
+        if not m:
+            break
+        word = m.group(1)
+        if word in _SKIP_NOUN:
+            i = m.end()
+            continue
+        if word in STOPWORDS or word in NEGATION_WORDS or word in _WHEN:
+            break
+        i = m.end()
+        out.append(word)
+    return tuple(out), i
+
+
+def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
+    """Every figure in ``text`` (lower-cased by the caller), with its unit and counted nouns.
+
+    With ``words=True`` (the default) spelled-out numbers count too ("forty-three"); offsets
+    then refer to the rewritten text, so callers that need offsets rewrite first with
+    :func:`lens.scoring.numwords.words_to_digits` and pass ``words=False``.
     """
-    low = text.lower()
+    low = words_to_digits(text.lower()) if words else text.lower()
     out: list[Number] = []
+    taken = bytearray(len(low))  # characters inside a compound duration
+    for m in _COMPOUND.finditer(low):
+        v = int(m.group("h")) * 3600 + int(m.group("m")) * 60
+        out.append(Number(v, v / 60, "time", 0.0, m.group(0), m.start(), m.end(), factor=60.0,
+                          significant=3))
+        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     for m in _NUMBER.finditer(low):
-        raw = m.group("num")
-        digits = raw.replace(",", "")
+        if any(taken[m.start():m.end()]):
+            continue
+        digits = re.sub(r"[,\u00a0\u202f ]", "", m.group("num"))
         try:
             base = float(digits)
         except ValueError:
             continue
+        end = m.end()
+        if _ORDINAL.match(low, end):
+            continue  # "5th report": a rank, not a quantity
+        decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+        sig = _significant(digits)
+        hedged = bool(_HEDGE.search(low, max(0, m.start() - 24), m.start()))
         mult_word = m.group("mult") or m.group("multw")
-        mult = _MULTIPLIERS.get(mult_word or "", 1.0)
-        written = base * mult
-        precision = 0.0
-        if mult_word:
-            decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
-            # "1.2k" is a rounded figure: it stands for anything from 1150 up to 1250.
-            precision = 0.5 * (10.0 ** -decimals) * mult
-        dimension, factor = "", 1.0
-        unit = m.group("unit")
-        if unit:
-            dimension, factor = _UNITS[unit]
-        cur = m.group("cur")
-        if cur:
-            dimension, factor = _CURRENCY[cur], 1.0
-        out.append(Number(value=written * factor, written=written, dimension=dimension,
-                          precision=precision * factor, text=m.group(0).strip(),
-                          start=m.start(), end=m.end()))
-    if words:
-        for m in _WORD_NUMBER.finditer(low):
-            v = float(_WORD_NUMBERS[m.group(1)])
-            out.append(Number(value=v, written=v, dimension="", precision=0.0,
-                              text=m.group(1), start=m.start(), end=m.end()))
-    return out
+        cur = (m.group("cur") or "").strip()
+        readings: list[tuple[float, str, float, bool]] = []  # written, dimension, factor, declared
+        if m.group("amb"):
+            readings.append((base * 1e6, _CURRENCY.get(cur, ""), 1.0, True))
+            if not cur:
+                readings.append((base, "time", 60.0, False))
+        else:
+            mult = _MULTIPLIERS.get(mult_word or "", 1.0)
+            written = base * mult
+            dimension, factor = (_CURRENCY[cur], 1.0) if cur else ("", 1.0)
+            # "128 min", "128min" and the adjectival "128-minute" all carry the unit.
+            um = _UNIT.match(low, end + (1 if low[end:end + 1] in (" ", "-") else 0))
+            if um and not cur:
+                idx = next(int(k[1:]) for k, v in um.groupdict().items() if v is not None)
+                _, dimension, factor = _UNIT_TABLE[idx]
+                end = um.end()
+            readings.append((written, dimension, factor, bool(mult_word)))
+        for written, dimension, factor, declared in readings:
+            nouns: tuple[str, ...] = ()
+            r_end = n_end = end
+            if dimension == "" or dimension in _CURRENCY.values():
+                nouns, n_end = _nouns(low, end)
+            value = written * factor
+            rm = _RATE.match(low, n_end) if dimension == "" else None
+            if rm:
+                # "449 per hour", "449 retries an hour", "449/h": a rate, kept per hour.
+                factor = _RATE_UNITS[rm.group("r")]
+                dimension, value = "rate", written * factor
+                if n_end == end:
+                    r_end = rm.end()  # "per hour" is the unit, not a word of the fact
+            step = (10.0 ** -decimals) * (written / base if base else 1.0)
+            out.append(Number(value=value, written=written, dimension=dimension,
+                              precision=0.5 * step * factor, text=low[m.start():r_end].strip(),
+                              start=m.start(), end=r_end, factor=factor, significant=sig,
+                              declared=declared, hedged=hedged, nouns=nouns))
+    out.sort(key=lambda n: n.start)
+    return _inherit_units(low, out)
+
+
+def _inherit_units(text: str, numbers: list[Number]) -> list[Number]:
+    """A bare figure in a range or list takes the unit of the figure that closes it:
+    "from 224 to 531 ms", "between 14 and 43 tickets", "3, 8 and 10 invoices"."""
+    result = list(numbers)
+    for i in range(len(result) - 2, -1, -1):
+        n, nxt = result[i], result[i + 1]
+        if n.dimension or n.nouns or n.declared or n.start == nxt.start:
+            continue
+        if not _JOINER.match(text[n.end:nxt.start]):
+            continue
+        if not (nxt.dimension or nxt.nouns):
+            continue
+        factor = nxt.factor
+        result[i] = Number(value=n.written * factor, written=n.written, dimension=nxt.dimension,
+                           precision=n.precision * factor, text=n.text, start=n.start,
+                           end=n.end, factor=factor, significant=n.significant,
+                           declared=n.declared, nouns=nxt.nouns)
+    return result
 
 
 def strip_numbers(text: str) -> str:
-    """``text`` with every number (and its unit) blanked out, for word matching."""
-    return _NUMBER.sub(" ", text.lower())
+    """``text`` with every figure (and its unit) blanked out, for word matching."""
+    low = text.lower()
+    chars = list(low)
+    for n in extract_numbers(low, words=False):
+        end = n.end
+        for i in range(n.start, end):
+            chars[i] = " "
+    return "".join(chars)
+
+
+def _rounding(n: Number) -> float:
+    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
+    245-255)."""
+    w = n.written
+    if not n.hedged or n.declared or w != int(w) or w == 0:
+        return 0.0
+    digits = str(int(abs(w)))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return 0.5 * 10.0 ** zeros * n.factor if zeros else 0.0
 
 
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
-    """Whether ``answer`` states the figure ``fact`` states, up to format, unit and tolerance."""
-    if fact.dimension and answer.dimension:
-        if fact.dimension != answer.dimension:
-            return False
-        a, b = fact.value, answer.value
-        slack = max(fact.precision, answer.precision)
-    else:
-        # One side has no unit: compare the figures as written ("200" meets "200ms").
-        a, b = fact.written, answer.written
-        slack = max(fact.precision / _factor(fact), answer.precision / _factor(answer))
-    tol = max(rel_tol * abs(a), slack, 1e-12)
-    return math.isclose(a, b, abs_tol=tol)
+    """Whether ``answer`` states the figure ``fact`` states, up to format, unit and the
+    rounding its written digits declare. Counted nouns are the caller's business.
 
-
-def _factor(n: Number) -> float:
-    return n.value / n.written if n.written else 1.0
+    Counts, money and bare figures are exact unless the answer declares a rounding with a
+    multiplier ("181k"). A measured value may differ by the rounding its digits imply when the
+    answer declares it ("about 250 ms") or converts the unit ("0.53 s"), never by more than
+    ``rel_tol`` of the fact's value: "about 250 ms" meets 252 ms; "250 ms" does not, nor
+    "225 ms" 224 ms."""
+    if fact.dimension != answer.dimension:
+        return False
+    slack = 0.0
+    if answer.declared and answer.significant >= DECLARED_DIGITS:
+        slack = answer.precision
+    if fact.declared and fact.significant >= DECLARED_DIGITS:
+        slack = max(slack, fact.precision)
+    tol = slack
+    if fact.dimension in MEASURED:
+        if not math.isclose(answer.factor, fact.factor) and answer.significant >= 2:
+            slack = max(slack, answer.precision)  # the rounding of a converted figure
+        tol = min(max(slack, _rounding(answer)), rel_tol * abs(fact.value))
+    return abs(fact.value - answer.value) <= tol + 1e-9 * max(1.0, abs(fact.value))
