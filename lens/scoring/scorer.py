@@ -255,8 +255,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
     summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
-    # Every field of the matcher's settings, whatever fields it grows: each is a condition.
-    settings = {"fact_matcher": dataclasses.asdict(matcher),
+    # Every field of the matcher's settings, whatever fields it grows, and its rules' version:
+    # each is a condition.
+    settings = {"fact_matcher": matcher.as_condition(),
                 "fact_judge": fact_judge and judge_runner is not None}
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
