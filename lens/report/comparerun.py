@@ -11,12 +11,18 @@ from pydantic import BaseModel, ConfigDict
 
 from lens.errors import UserError
 from lens.report import fmt
-from lens.report.checklist import compare_checklist
-from lens.report.compare import arm_estimates, arms_of, compare_against_first, noise_floor_of
+from lens.report.checklist import arm_size, compare_checklist
+from lens.report.compare import (
+    arm_estimates,
+    arms_of,
+    compare_pairs,
+    many_arms,
+    noise_floor_of,
+)
 from lens.report.data import RunData, load_run
-from lens.report.estimates import report_metrics
+from lens.report.estimates import repeat_reducer, report_metrics
 from lens.report.markdown import STATUS, checklist_md, comparison_md, table
-from lens.report.models import Check, Comparison, EstimateOut
+from lens.report.models import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
 
@@ -31,6 +37,7 @@ class CompareSummary(BaseModel):
     noise_floor: float | None
     checklist: list[Check]
     comparisons: list[Comparison]
+    many_arms: list[ManyArms] = []
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ def scoring_condition(run: RunData) -> dict[str, object]:
         return {"scoring": None}
     s = run.scores
     return {"scoring_tiers": sorted(s.tiers), "scoring_weights": dict(sorted(s.weights.items())),
-            "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model}
+            "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model,
+            "scoring_repeat_reducer": repeat_reducer(run)}
 
 
 def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[object]]]:
@@ -95,17 +103,17 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                         "run directory, or a run with several adapters")
     metrics = shared_metrics(runs)
     floor = noise_floor_of(runs)
-    comps = compare_against_first(arms, metrics, noise_floor=floor, not_comparable=fields,
-                                  confidence=confidence)
-    sizes = {a.name: sum(1 for r in a.rows if metrics and r.metric(metrics[0]) is not None)
-             if metrics else len(a.rows) for a in arms}
+    comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
+                          confidence=confidence)
+    sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
     checks = compare_checklist(runs, sizes)
     arm_est = {a.name: {m: EstimateOut.of(e)
                         for m, e in arm_estimates(a, metrics, confidence).items()}
                for a in arms}
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
-                             checklist=checks, comparisons=comps)
+                             checklist=checks, comparisons=comps,
+                             many_arms=many_arms(arms, metrics))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -121,7 +129,17 @@ def render_compare_md(s: CompareSummary) -> str:
     arms = list(s.arms)
     lines += table(["metric", *arms],
                    [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)] for m in s.metrics])
-    lines += ["## Paired comparisons", ""]
+    if s.many_arms:
+        lines += ["## All arms at once", "", *label,
+                  "Friedman's test across scopes (each scope ranks the arms by its mean) and "
+                  "Kendall's W (1: every scope ranks the arms alike; 0: no agreement).", ""]
+        lines += table(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
+                       [[f.metric, f.scopes, f"{f.statistic:.2f}", f.df, fmt.pval(f.p_value),
+                         f"{f.kendall_w:.2f}"] for f in s.many_arms])
+    lines += ["## Paired comparisons", "",
+              "Every pair of arms; p-values are Holm-corrected across all pairs and metrics "
+              "(± its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
+              ""]
     for comp in s.comparisons:
         lines += comparison_md(comp)
     fails = [c for c in s.checklist if c.status == "fail"]
@@ -148,6 +166,20 @@ def render_compare_html(s: CompareSummary) -> str:
            "<h2>Arms</h2>", label,
            tbl(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                    for m in s.metrics], table_id="arms"),
+           *_many_arms_html(s, label),
            "<h2>Paired comparisons</h2>", *(comparison_html(c) for c in s.comparisons),
            "</body></html>"]
     return "\n".join(out)
+
+
+def _many_arms_html(s: CompareSummary, label: str) -> list[str]:
+    from lens.report.html import tbl
+
+    if not s.many_arms:
+        return []
+    return ["<h2>All arms at once</h2>", label,
+            "<p class='meta'>Friedman's test across scopes and Kendall's W (1: every scope "
+            "ranks the arms alike).</p>",
+            tbl(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
+                [[f.metric, str(f.scopes), f"{f.statistic:.2f}", str(f.df), fmt.pval(f.p_value),
+                  f"{f.kendall_w:.2f}"] for f in s.many_arms], table_id="many-arms")]

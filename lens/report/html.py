@@ -127,7 +127,8 @@ def comparison_html(comp: Comparison) -> str:
         cls = "pass" if r.verdict in ("a", "b") else "meta"
         rows.append([e(r.metric), str(r.pairs), e(fmt.num(r.mean_a)), e(fmt.num(r.mean_b)),
                      e(fmt.est(r.delta)), e(r.test), e(fmt.pval(r.p_value)),
-                     e(fmt.pval(r.p_holm)), f'<span class="{cls}">{e(v)}</span>: {e(r.reason)}'])
+                     e(fmt.pval(r.p_holm, r.p_mc_error)),
+                     f'<span class="{cls}">{e(v)}</span>: {e(r.reason)}'])
     out.append(tbl(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
                     "verdict"], rows, table_id="comparison", raw=True))
     return "".join(out)

@@ -11,11 +11,14 @@ from lens.report.sections import Section
 STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 HOW_TO_READ = (
-    "Each value reads `mean [low, high] n=N`: the interval is 95% (Wilson score for 0/1 "
-    "outcomes, a bootstrap that resamples scopes and then questions for continuous metrics). "
-    "Two values whose intervals overlap are not shown to differ; the paired comparison decides, "
-    "and calls a difference a tie when it is inside either arm's margin of error, below the "
-    "judge-noise floor, or not significant after Holm's correction."
+    "Each value reads `mean [low, high] n=N n_eff=E`: the interval is 95% and accounts for "
+    "scopes (questions of one scope share a memory, so N questions carry the information of "
+    "E independent ones, E = N / (1 + (m̄ − 1)·ICC)); rates keep the Wilson shape at that "
+    "effective size, continuous metrics use the scope-clustered standard error, both with "
+    "Student's t on the number of scopes. Two values whose intervals overlap are not shown to "
+    "differ; the paired comparison decides, and calls a difference a tie when it is inside "
+    "either arm's margin of error, below the judge-noise floor, or not significant after "
+    "Holm's correction, and borderline when its p-value is within its Monte Carlo error of 0.05."
 )
 
 
@@ -49,7 +52,7 @@ def comparison_md(comp: Comparison) -> list[str]:
     out += [f"{comp.pairs} paired questions; unmatched: {comp.unmatched_a} only in "
             f"{t(comp.arm_a)}, {comp.unmatched_b} only in {t(comp.arm_b)}.", ""]
     rows = [[r.metric, r.pairs, fmt.num(r.mean_a), fmt.num(r.mean_b), fmt.est(r.delta),
-             r.test, fmt.pval(r.p_value), fmt.pval(r.p_holm),
+             r.test, fmt.pval(r.p_value), fmt.pval(r.p_holm, r.p_mc_error),
              f"{fmt.verdict(r, comp.arm_a, comp.arm_b)}: {r.reason}"]
             for r in comp.rows]
     out += table(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
@@ -136,9 +139,11 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
                   "ties.", ""]
     if s.comparisons:
         lines += ["## Paired comparisons", "",
-                  f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope, question "
-                  "and repeat; binary metrics use the exact McNemar test, continuous ones a "
-                  "paired bootstrap; p-values are Holm-corrected across the metrics shown.", ""]
+                  f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope and "
+                  "question (repeats reduced first); binary metrics use the exact McNemar test, "
+                  "continuous ones a scope-clustered paired bootstrap (10,000 resamples); "
+                  "p-values are Holm-corrected across every pair of arms and every metric "
+                  "shown.", ""]
         for comp in s.comparisons:
             lines += comparison_md(comp)
     for section in sections:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,13 +131,8 @@ def cluster_bootstrap_means(
     a scope drawn twice contributes two independent within-scope resamples."""
     vals = np.asarray(values, dtype=float)
     s = _seed_of(seed, seed_label, clusters, resamples, values)
-    out = np.empty(resamples)
-    for start in range(0, resamples, _CHUNK):
-        stop = min(resamples, start + _CHUNK)
-        w = cluster_bootstrap_weights(clusters, resamples=stop - start,
-                                      seed=digest_of(s, start))
-        out[start:stop] = weighted_means(vals, w)
-    return out
+    return replicate({"mean": lambda w: weighted_means(vals, w)}, clusters, seed=s,
+                     resamples=resamples)["mean"]
 
 
 def percentile_interval(dist: np.ndarray, confidence: float) -> tuple[float, float] | None:
@@ -179,23 +174,35 @@ def bootstrap_p(dist: np.ndarray) -> BootTest | None:
     return BootTest(p_value=p, mc_error=2 * math.sqrt(q * (1 - q) / r), resamples=r)
 
 
+
+def weight_chunks(
+    clusters: Sequence[str],
+    *,
+    seed: bytes,
+    resamples: int = TEST_RESAMPLES,
+    units: Sequence[str] | None = None,
+) -> Iterator[np.ndarray]:
+    """The (replicates, items) weight matrix of a scope-clustered bootstrap, a chunk of rows at
+    a time so that memory stays bounded however many replicates are asked for."""
+    for start in range(0, resamples, _CHUNK):
+        stop = min(resamples, start + _CHUNK)
+        yield cluster_bootstrap_weights(clusters, resamples=stop - start,
+                                        seed=digest_of(seed, start), units=units).astype(float)
+
+
 def replicate(
-    stats: dict[str, object],
+    stats: Mapping[str, Callable[[np.ndarray], np.ndarray]],
     clusters: Sequence[str],
     *,
     seed: bytes,
     resamples: int = TEST_RESAMPLES,
     units: Sequence[str] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run every statistic (a function of a (replicates, items) weight matrix returning one
-    value per replicate) over the same scope-clustered replicates, built a chunk at a time so
-    that memory stays bounded however many replicates are asked for."""
+    """Every statistic (a function of a weight matrix returning one value per replicate) over
+    the same scope-clustered replicates."""
     out: dict[str, list[np.ndarray]] = {name: [] for name in stats}
-    for start in range(0, resamples, _CHUNK):
-        stop = min(resamples, start + _CHUNK)
-        w = cluster_bootstrap_weights(clusters, resamples=stop - start,
-                                      seed=digest_of(seed, start), units=units).astype(float)
+    for w in weight_chunks(clusters, seed=seed, resamples=resamples, units=units):
         for name, fn in stats.items():
-            out[name].append(np.asarray(fn(w), dtype=float))  # type: ignore[operator]
+            out[name].append(np.asarray(fn(w), dtype=float))
     return {name: np.concatenate(parts) if parts else np.empty(0)
             for name, parts in out.items()}
