@@ -70,3 +70,16 @@ def test_repeat_noise_widens_the_interval() -> None:
         steady.append(float(np.mean(np.full(4, t))))
         noisy.append(float(np.mean(np.clip(t + rng.normal(0, 0.3, 4), 0, 1))))
     assert estimate(noisy, scopes).half_width > estimate(steady, scopes).half_width  # type: ignore
+
+
+def test_config_names_the_reducer_and_refuses_unknown_ones() -> None:
+    from lens.config import ScoringConfig, parse_config
+    from lens.errors import ConfigError
+
+    assert ScoringConfig().repeat_reducer == "mean"
+    assert ScoringConfig(repeat_reducer="pass@2").repeat_reducer == "pass@2"
+    base = {"dataset": {"path": "d.json"}, "adapters": [{"name": "null"}],
+            "agent": {"model": "scripted/policy"}}
+    with pytest.raises(ConfigError) as err:
+        parse_config({**base, "scoring": {"repeat_reducer": "best"}}, "run.yaml")
+    assert "scoring.repeat_reducer" in str(err.value) and "pass@K" in str(err.value)
