@@ -17,15 +17,17 @@ from itertools import combinations
 import numpy as np
 
 from lens.report.data import QuestionRow, RunData, is_judge_metric
-from lens.report.estimates import estimates, question_values, repeat_reducer
+from lens.report.estimates import DESIGN_PROXY, estimates, question_values, repeat_reducer
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
 from lens.report.models import Comparison, ComparisonRow, EstimateOut, ManyArms
 from lens.stats import (
     TEST_RESAMPLES,
+    Clustered,
     Estimate,
     PairedResult,
     content_seed,
     delta_from_replicates,
+    effective_n,
     friedman,
     holm,
     holm_mc_error,
@@ -78,9 +80,25 @@ def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: 
              if rows_a[k].scores is not None and rows_b[k].scores is not None]
     res = paired_group([p[0] for p in pairs], [p[1] for p in pairs],
                        GroupScoring.of(a.run.scores), confidence=confidence)
-    return {m: PairedResult(m, res[m].n, res[m].mean_a, res[m].mean_b, res[m].delta,
-                            res[m].p_value, "paired-group-bootstrap",
-                            p_mc_error=res[m].p_mc_error) for m in wanted}
+    return {m: PairedResult(m, res[m].n, res[m].mean_a, res[m].mean_b,
+                            _delta_design(a, b, m, res[m].delta), res[m].p_value,
+                            "paired-group-bootstrap", p_mc_error=res[m].p_mc_error)
+            for m in wanted}
+
+
+def _delta_design(a: Arm, b: Arm, metric: str, delta: Estimate) -> Estimate:
+    """The effective n of a group statistic's difference, from the per-question differences
+    of the metric that stands for it (see ``lens.report.estimates.DESIGN_PROXY``)."""
+    if delta.mean is None:
+        return delta
+    for proxy in DESIGN_PROXY.get(metric, ()):
+        ta, tb = _question_table(a, [proxy])[proxy], _question_table(b, [proxy])[proxy]
+        keys = sorted(set(ta) & set(tb))
+        if keys:
+            grouped = Clustered.of([tb[k] - ta[k] for k in keys], [k[0] for k in keys])
+            icc = grouped.icc()
+            return delta.with_(icc=icc, n_eff=effective_n(delta.n, grouped.k, icc))
+    return delta
 
 
 def _question_table(arm: Arm, metrics: Sequence[str]) -> dict[str, dict[tuple[str, str], float]]:

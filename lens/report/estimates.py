@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from lens.errors import UserError
 from lens.report.data import METRIC_ORDER, QuestionRow, RunData
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
-from lens.stats import Estimate, check_reducer, estimate, reduce_repeats
+from lens.stats import (
+    Clustered,
+    Estimate,
+    check_reducer,
+    effective_n,
+    estimate,
+    reduce_repeats,
+)
 
 DEFAULT_REDUCER = "mean"
 
@@ -58,15 +65,37 @@ def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str],
     del seed_label
     out: dict[str, Estimate] = {}
     wanted_group = [m for m in metrics if m in GROUP_METRICS]
+    reducer = repeat_reducer(run)
     if wanted_group and run.scores is not None:
         scored = [r.scores for r in rows if r.scores is not None]
         grp = group_estimates(scored, GroupScoring.of(run.scores), confidence=confidence)
-        out.update({m: grp[m] for m in wanted_group})
-    reducer = repeat_reducer(run)
+        out.update({m: _with_design(grp[m], rows, m, reducer) for m in wanted_group})
     for m in metrics:
         if m not in out:
             out[m] = per_question(rows, m, confidence=confidence, reducer=reducer)
     return out
+
+
+# The per-question metric whose scope correlation stands for a group statistic's: the
+# composite's own per-question values where the scorer gives them, else what it is made of.
+DESIGN_PROXY = {"composite": ("composite", "fact_recall", "answer_quality"),
+                 "longitudinal_advantage": ("fact_recall", "answer_quality")}
+
+
+def _with_design(est: Estimate, rows: Sequence[QuestionRow], metric: str,
+                 reducer: str) -> Estimate:
+    """A group statistic's effective n and ICC, from the per-question values it rests on (a
+    group statistic has no per-question values of its own to estimate them from)."""
+    if est.mean is None:
+        return est
+    for proxy in DESIGN_PROXY.get(metric, ()):
+        keys, vals, flips = question_values(rows, proxy, reducer)
+        if vals:
+            grouped = Clustered.of(vals, [k[0] for k in keys])
+            icc = grouped.icc()
+            return est.with_(icc=icc, n_eff=effective_n(est.n, grouped.k, icc),
+                             flip_rate=flips)
+    return est
 
 
 def report_metrics(run: RunData) -> list[str]:

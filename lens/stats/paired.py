@@ -101,7 +101,11 @@ def delta_from_replicates(
     test = bootstrap_p(spread)
     if interval is None or test is None:
         return base, None, None
-    est = base.with_(low=min(interval[0], mean), high=max(interval[1], mean))
+    low, high = interval
+    if np.all(np.abs(d) <= 1.0):
+        # Differences of metrics in [0, 1]: a widened interval never leaves [-1, 1].
+        low, high = max(-1.0, low), min(1.0, high)
+    est = base.with_(low=min(low, mean), high=max(high, mean))
     return est, test.p_value, test.mc_error
 
 
