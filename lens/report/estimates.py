@@ -47,7 +47,10 @@ def question_values(rows: Sequence[QuestionRow], metric: str, reducer: str
             keys.append((row.record.scope_id, row.record.question_id))
             vals.append(v)
     out_keys, reduced, flips = reduce_repeats(keys, vals, reducer)
-    return [k for k in out_keys if isinstance(k, tuple)], reduced, flips
+    # In key order, so that the order records were stored in changes no bit of any estimate.
+    pairs = sorted((k, v) for k, v in zip(out_keys, reduced, strict=True)
+                   if isinstance(k, tuple))
+    return [k for k, _ in pairs], [v for _, v in pairs], flips
 
 
 def per_question(rows: Sequence[QuestionRow], metric: str, *, confidence: float,

@@ -199,6 +199,8 @@ def group_estimates(
     """The composite and longitudinal_advantage of a group, each with its interval
     (``seed_label`` is accepted for older callers and ignored)."""
     del seed_label
+    # In key order: the order records were stored in must not change the replicates.
+    rows = sorted(rows, key=lambda r: (r.scope_id, r.question_id, r.repeat))
     point = how.point(rows)
     n = sum(1 for r in rows if r.status == "answered")
     if n == 0:
