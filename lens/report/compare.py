@@ -10,7 +10,7 @@ changes nothing but the names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -199,15 +199,17 @@ def _pair_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: float,
 def compare_pairs(
     arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
     not_comparable: Sequence[str] = (), confidence: float = 0.95, alpha: float = 0.05,
-    resamples: int = TEST_RESAMPLES,
+    resamples: int = TEST_RESAMPLES, own: Mapping[str, Mapping[str, Estimate]] | None = None,
 ) -> list[Comparison]:
     """Every pair of arms (B against A = an earlier arm; Δ = B − A), with Holm's correction
-    across all pairs and all metrics: the family of tests a reader looks at."""
+    across all pairs and all metrics: the family of tests a reader looks at. ``own`` may carry
+    each arm's estimates (by arm name) when the caller has them already."""
     pairs = list(combinations(arms, 2))
     results = [_pair_results(a, b, metrics, confidence, resamples) for a, b in pairs]
     flat = [r for res, _ in results for r in res]
     adjusted = iter(holm([r.p_value for r in flat]))
-    own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in arms}
+    if own is None:
+        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in arms}
     out = []
     for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
         rows = []

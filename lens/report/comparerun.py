@@ -103,13 +103,13 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                         "run directory, or a run with several adapters")
     metrics = shared_metrics(runs)
     floor = noise_floor_of(runs)
+    own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
     comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
-                          confidence=confidence)
+                          confidence=confidence, own=own)
     sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
     checks = compare_checklist(runs, sizes)
-    arm_est = {a.name: {m: EstimateOut.of(e)
-                        for m, e in arm_estimates(a, metrics, confidence).items()}
-               for a in arms}
+    arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
+               for name, ests in own.items()}
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
                              checklist=checks, comparisons=comps,
