@@ -76,13 +76,19 @@ def cluster_bootstrap_weights(
     seed_label: str = "",
     seed: bytes | None = None,
     units: Sequence[str] | None = None,
+    within: bool | None = None,
 ) -> np.ndarray:
-    """How often each item is drawn in each two-stage bootstrap replicate: shape
-    (resamples, len(clusters)). Scopes are drawn with replacement; each time a scope is drawn,
-    its units (questions; by default each item is its own unit) are drawn again, independently,
-    with replacement. Drawing a scope m times and then its u units each time is the same as
-    drawing m·u units from it, so one multinomial per scope does it. Items sharing a unit (the
-    repeats of a question) are drawn together."""
+    """How often each item is drawn in each scope-clustered bootstrap replicate: shape
+    (resamples, len(clusters)). Scopes are drawn with replacement.
+
+    ``within`` (two-stage): each time a scope is drawn, its units (questions; by default each
+    item is its own unit) are drawn again, independently, with replacement — drawing a scope m
+    times and then its u units each time is the same as drawing m·u units from it. Items
+    sharing a unit (the repeats of a question) are drawn together. Without it a drawn scope
+    keeps its questions as they are. The default (None) draws within scopes only when there is
+    a single scope: with several, the scope draw already carries the within-scope variance (a
+    scope's mean varies by it), and drawing questions again counts it twice, which makes
+    intervals too wide (about 99% coverage for a nominal 95% when scopes do not differ)."""
     n = len(clusters)
     unit_of = list(range(n)) if units is None else list(units)
     if len(unit_of) != n:
@@ -101,6 +107,11 @@ def cluster_bootstrap_weights(
     k = len(order)
     picks = (rng.multinomial(k, [1 / k] * k, size=resamples) if k > 1
              else np.ones((resamples, 1), dtype=np.int64))
+    if within is None:
+        within = k == 1
+    if not within:
+        position = {c: j for j, c in enumerate(order)}
+        return picks[:, np.fromiter((position[c] for c in clusters), dtype=np.int64, count=n)]
     unit_w = np.zeros((resamples, len(unit_index)), dtype=np.int64)
     replicates = np.arange(resamples)
     for j, c in enumerate(order):
@@ -144,7 +155,7 @@ def cluster_bootstrap_means(
     vals = np.asarray(values, dtype=float)
     s = _seed_of(seed, seed_label, clusters, resamples, values)
     return replicate({"mean": lambda w: weighted_means(vals, w)}, clusters, seed=s,
-                     resamples=resamples)["mean"]
+                     resamples=resamples, within=True)["mean"]
 
 
 def percentile_interval(dist: np.ndarray, confidence: float) -> tuple[float, float] | None:
@@ -193,13 +204,15 @@ def weight_chunks(
     seed: bytes,
     resamples: int = TEST_RESAMPLES,
     units: Sequence[str] | None = None,
+    within: bool | None = None,
 ) -> Iterator[np.ndarray]:
     """The (replicates, items) weight matrix of a scope-clustered bootstrap, a chunk of rows at
     a time so that memory stays bounded however many replicates are asked for."""
     for start in range(0, resamples, _CHUNK):
         stop = min(resamples, start + _CHUNK)
         yield cluster_bootstrap_weights(clusters, resamples=stop - start,
-                                        seed=digest_of(seed, start), units=units).astype(float)
+                                        seed=digest_of(seed, start), units=units,
+                                        within=within).astype(float)
 
 
 def replicate(
@@ -209,11 +222,13 @@ def replicate(
     seed: bytes,
     resamples: int = TEST_RESAMPLES,
     units: Sequence[str] | None = None,
+    within: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Every statistic (a function of a weight matrix returning one value per replicate) over
     the same scope-clustered replicates."""
     out: dict[str, list[np.ndarray]] = {name: [] for name in stats}
-    for w in weight_chunks(clusters, seed=seed, resamples=resamples, units=units):
+    for w in weight_chunks(clusters, seed=seed, resamples=resamples, units=units,
+                           within=within):
         for name, fn in stats.items():
             out[name].append(np.asarray(fn(w), dtype=float))
     return {name: np.concatenate(parts) if parts else np.empty(0)

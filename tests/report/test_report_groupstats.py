@@ -83,7 +83,8 @@ def test_gate_near_threshold_widens_the_interval() -> None:
     steady = rows(300)
     shaky = rows(300)
     for i, r in enumerate(shaky):
-        r.metrics["budget_compliance"] = 1.0 if i % 2 else 0.0
+        # About half compliant, scope by scope a little more or less: the gate's side varies.
+        r.metrics["budget_compliance"] = 1.0 if unit_draw("gate", i) < 0.52 else 0.0
     e_steady = gs.group_estimates(steady, HOW, seed_label="x")["composite"]
     e_shaky = gs.group_estimates(shaky, HOW, seed_label="x")["composite"]
     assert e_shaky.low == 0.0

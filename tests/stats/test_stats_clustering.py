@@ -129,7 +129,7 @@ def test_redrawn_scopes_are_resampled_independently() -> None:
     between = ((a.mean() - b.mean()) / 2) ** 2 / 2
     within = (a.var() + b.var()) / 2 / 200
     assert dist.std() == pytest.approx(np.sqrt(between + within), rel=0.05)
-    w = cluster_bootstrap_weights(clusters, resamples=500, seed=b"x")
+    w = cluster_bootstrap_weights(clusters, resamples=500, seed=b"x", within=True)
     assert np.all(w.sum(axis=1) == 200)
     twice = w[:, :100].sum(axis=1) == 200  # replicates that drew scope a twice
     assert twice.any()
@@ -140,8 +140,20 @@ def test_redrawn_scopes_are_resampled_independently() -> None:
 def test_units_keep_repeats_of_a_question_together() -> None:
     clusters = ["a"] * 6 + ["b"] * 6
     units = ["q1", "q1", "q2", "q2", "q3", "q3"] * 2
-    w = cluster_bootstrap_weights(clusters, resamples=200, seed=b"u", units=units)
+    w = cluster_bootstrap_weights(clusters, resamples=200, seed=b"u", units=units, within=True)
     assert np.array_equal(w[:, 0], w[:, 1]) and np.array_equal(w[:, 6], w[:, 7])
+    assert not np.array_equal(w[:, 0], w[:, 2])
+
+
+def test_several_scopes_are_resampled_whole_by_default() -> None:
+    # With several scopes a replicate keeps each drawn scope's questions as they are (drawing
+    # them again would count the within-scope variance twice); with one, questions are drawn.
+    clusters = ["a"] * 5 + ["b"] * 5 + ["c"] * 5
+    w = cluster_bootstrap_weights(clusters, resamples=300, seed=b"s")
+    assert all(len(set(row[i:i + 5])) == 1 for row in w for i in (0, 5, 10))
+    assert np.all(w.sum(axis=1) == 15)
+    one = cluster_bootstrap_weights(["a"] * 20, resamples=300, seed=b"s")
+    assert np.all(one.sum(axis=1) == 20) and (one.max(axis=1) >= 2).any()
 
 
 def test_clustered_structure_matches_numpy() -> None:
@@ -157,3 +169,22 @@ def test_t_quantile_is_students() -> None:
     from lens.stats import t_for
 
     assert t_for(0.95, 5) == pytest.approx(sps.t.ppf(0.975, 5))
+
+
+@pytest.mark.parametrize("icc", [0.13, 0.0])
+def test_paired_comparison_intervals_cover(icc: float) -> None:
+    # The interval of a mean difference from the scope-clustered paired bootstrap, widened for
+    # few scopes: near 95% with or without scope correlation (400 runs, 2,000 resamples each).
+    from lens.stats import paired_bootstrap
+
+    rng = np.random.default_rng(31)
+    runs, hits = 400, 0
+    for _ in range(runs):
+        k = int(rng.integers(6, 11))
+        d = (rng.normal(0, np.sqrt(icc), (k, 1))
+             + rng.normal(0, np.sqrt(1 - icc), (k, PER_SCOPE)))
+        est, _, _ = paired_bootstrap(list(d.ravel()),
+                                     [f"s{j}" for j in range(k) for _ in range(PER_SCOPE)],
+                                     resamples=2000)
+        hits += est.low <= 0 <= est.high  # type: ignore[operator]
+    assert 0.90 <= hits / runs <= 0.98, hits / runs
