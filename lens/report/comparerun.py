@@ -21,7 +21,7 @@ from lens.report.compare import (
 )
 from lens.report.data import RunData, load_run
 from lens.report.estimates import repeat_reducer, report_metrics
-from lens.report.markdown import STATUS, checklist_md, comparison_md, table
+from lens.report.markdown import STATUS, checklist_md, comparison_md, many_arms_md, table
 from lens.report.models import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
@@ -129,13 +129,7 @@ def render_compare_md(s: CompareSummary) -> str:
     arms = list(s.arms)
     lines += table(["metric", *arms],
                    [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)] for m in s.metrics])
-    if s.many_arms:
-        lines += ["## All arms at once", "", *label,
-                  "Friedman's test across scopes (each scope ranks the arms by its mean) and "
-                  "Kendall's W (1: every scope ranks the arms alike; 0: no agreement).", ""]
-        lines += table(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
-                       [[f.metric, f.scopes, f"{f.statistic:.2f}", f.df, fmt.pval(f.p_value),
-                         f"{f.kendall_w:.2f}"] for f in s.many_arms])
+    lines += many_arms_md(s.many_arms, label)
     lines += ["## Paired comparisons", "",
               "Every pair of arms; p-values are Holm-corrected across all pairs and metrics "
               "(± its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
@@ -151,7 +145,15 @@ def render_compare_md(s: CompareSummary) -> str:
 
 def render_compare_html(s: CompareSummary) -> str:
     """The comparison as a self-contained page (same style and policy as report.html)."""
-    from lens.report.html import CSP, CSS, checklist_html, comparison_html, e, tbl
+    from lens.report.html import (
+        CSP,
+        CSS,
+        checklist_html,
+        comparison_html,
+        e,
+        many_arms_html,
+        tbl,
+    )
 
     label = (f'<p class="nc">{e(fmt.not_comparable_label(s.not_comparable))}</p>'
              if s.not_comparable else "")
@@ -166,20 +168,7 @@ def render_compare_html(s: CompareSummary) -> str:
            "<h2>Arms</h2>", label,
            tbl(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                    for m in s.metrics], table_id="arms"),
-           *_many_arms_html(s, label),
+           many_arms_html(s.many_arms, label),
            "<h2>Paired comparisons</h2>", *(comparison_html(c) for c in s.comparisons),
            "</body></html>"]
     return "\n".join(out)
-
-
-def _many_arms_html(s: CompareSummary, label: str) -> list[str]:
-    from lens.report.html import tbl
-
-    if not s.many_arms:
-        return []
-    return ["<h2>All arms at once</h2>", label,
-            "<p class='meta'>Friedman's test across scopes and Kendall's W (1: every scope "
-            "ranks the arms alike).</p>",
-            tbl(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
-                [[f.metric, str(f.scopes), f"{f.statistic:.2f}", str(f.df), fmt.pval(f.p_value),
-                  f"{f.kendall_w:.2f}"] for f in s.many_arms], table_id="many-arms")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lens.report import fmt
-from lens.report.models import Check, Comparison, ReportSummary
+from lens.report.models import Check, Comparison, ManyArms, ReportSummary
 from lens.report.sections import Section
 
 STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
@@ -58,6 +58,18 @@ def comparison_md(comp: Comparison) -> list[str]:
     out += table(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
                   "verdict"], rows)
     return out
+
+
+def many_arms_md(items: Sequence[ManyArms], label: Sequence[str] = ()) -> list[str]:
+    """Friedman's test and Kendall's W per metric (three or more arms)."""
+    if not items:
+        return []
+    return ["## All arms at once", "", *label,
+            "Friedman's test across scopes (each scope ranks the arms by its mean) and "
+            "Kendall's W (1: every scope ranks the arms alike; 0: no agreement).", "",
+            *table(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
+                   [[f.metric, f.scopes, f"{f.statistic:.2f}", f.df, fmt.pval(f.p_value),
+                     f"{f.kendall_w:.2f}"] for f in items])]
 
 
 def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) -> str:
@@ -137,6 +149,7 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
                   f"disagreement {j.disagreement_rate:.1%} (agreement {fmt.est(j.agreement)}). "
                   "Differences in judge-based metrics smaller than the disagreement rate are "
                   "ties.", ""]
+    lines += many_arms_md(s.many_arms)
     if s.comparisons:
         lines += ["## Paired comparisons", "",
                   f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope and "

@@ -162,6 +162,8 @@ class ReportSummary(_M):
     judge: JudgeOut
     adapters: dict[str, AdapterSummary]
     comparisons: list[Comparison] = Field(default_factory=list)
+    # Friedman's test and Kendall's W across scopes, with three or more adapters.
+    many_arms: list[ManyArms] = Field(default_factory=list)
     checklist: list[Check]
     sections: list[SectionOut] = Field(default_factory=list)
     model_usage: dict[str, RoleUsage] = Field(default_factory=dict)

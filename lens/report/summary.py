@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from lens.report.checklist import _scored_n, run_checklist
-from lens.report.compare import arms_of, compare_against_first, noise_floor_of
+from lens.report.compare import arms_of, compare_against_first, many_arms, noise_floor_of
 from lens.report.data import QuestionRow, RunData
 from lens.report.estimates import estimates, report_metrics
 from lens.report.models import (
@@ -164,7 +164,8 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         condition=run.condition, condition_hash=run.manifest.get("condition_hash"),
         confidence=confidence, primary_metric=metrics[0] if metrics else None, metrics=metrics,
         scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
-        comparisons=comparisons, checklist=run_checklist(run),
+        comparisons=comparisons, many_arms=many_arms(arms, metrics),
+        checklist=run_checklist(run),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
         model_usage=model_usage(run),
         notes=list(run.notes),

@@ -310,3 +310,30 @@ def test_repeats_are_reduced_per_question_with_the_configured_reducer() -> None:
     run.manifest["config"] = {"scoring": {"repeat_reducer": "median"}}
     with pytest.raises(UserError, match=r"repeat_reducer.*mean, majority, any or pass@K"):
         estimates(run, run.rows, ["budget_compliance"], confidence=0.95)
+
+
+def test_three_runs_forced_label_the_friedman_table_too(tmp_path: Path) -> None:
+    runs = [make_run(tmp_path, RunSpec(name=n, seed=i, adapters=(n,), scopes=5,
+                                       questions_per_scope=12, metrics=shifted(0.05 * i)))
+            for i, n in enumerate(("a", "b", "c"))]
+    result = compare_runs(runs, force=True)
+    assert result.summary.many_arms and len(result.summary.comparisons) == 3
+    tables = _tables_with_headings(result.markdown)
+    assert any(h == "## All arms at once" for h, _ in tables)
+    for heading, between in tables:
+        assert "**not comparable: seed**" in between, heading
+    page = result.html
+    assert 'id="many-arms"' in page
+    before = page.split('<table class="data" id="many-arms"')[0]
+    assert "not comparable: seed" in before[before.rfind("<h2>"):]
+
+
+def test_run_report_with_three_adapters_has_friedman(tmp_path: Path) -> None:
+    from lens.report import write_reports
+
+    run = make_run(tmp_path, RunSpec(name="r", adapters=("x", "y", "z"), scopes=5,
+                                     questions_per_scope=12))
+    summary = write_reports(run).summary_data
+    assert {f.metric for f in summary.many_arms} >= {"fact_recall"}
+    assert "## All arms at once" in (run / "report.md").read_text()
+    assert 'id="many-arms"' in (run / "report.html").read_text()
