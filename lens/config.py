@@ -179,6 +179,16 @@ class ScoringConfig(_Section):
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
     # Ask the judge about each key fact the mechanical matcher missed (semantic matches).
     fact_judge: bool = False
+    # How a question's repeats become one value in reports: mean, majority, any or pass@K.
+    repeat_reducer: str = "mean"
+
+    @field_validator("repeat_reducer")
+    @classmethod
+    def _known_reducer(cls, v: str) -> str:
+        # Imported here: lens.stats brings numpy and scipy, which a config check does not need.
+        from lens.stats.repeats import check_reducer
+
+        return check_reducer(v)
 
     @field_validator("weights")
     @classmethod

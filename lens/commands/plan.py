@@ -1,4 +1,5 @@
-"""``lens plan --baseline P --delta D [--power 0.8]``: how many questions a result needs."""
+"""``lens plan --baseline P --delta D [--power 0.8] [--icc R --per-scope M]``: how many
+questions, and how many scopes, a result needs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import json
 from typing import Any
 
 from lens.errors import UserError
-from lens.stats import margin_table, planning_table, sample_size_two_proportions
+from lens.stats import (
+    clustered_size,
+    design_effect,
+    margin_table,
+    planning_table,
+    sample_size_two_proportions,
+)
 
 REFERENCE_DELTAS = (0.05, 0.10, 0.15)
 MARGIN_SIZES = (20, 50, 100, 200, 500, 1000)
@@ -22,6 +29,12 @@ def register(sub: Any) -> None:
     p.add_argument("--power", type=float, default=0.8, help="statistical power (default 0.8)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="two-sided significance level (default 0.05)")
+    p.add_argument("--icc", type=float, default=0.0,
+                   help="intra-scope correlation of the metric (default 0: independent "
+                        "questions); a report prints it beside each estimate")
+    p.add_argument("--per-scope", type=int, default=None, metavar="M",
+                   help="questions per scope; with it the answer is also given in scopes "
+                        "(needed when --icc is above 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(handler=_plan)
 
@@ -37,35 +50,70 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"--power {args.power}: must be strictly between 0 and 1")
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha}: must be strictly between 0 and 1")
+    if not 0 <= args.icc <= 1:
+        raise UserError(f"--icc {args.icc}: must be within 0 and 1 (0: independent questions)")
+    if args.per_scope is not None and args.per_scope < 1:
+        raise UserError(f"--per-scope {args.per_scope}: must be at least 1")
+    if args.icc > 0 and args.per_scope is None:
+        raise UserError(f"--icc {args.icc}: give --per-scope M too (questions per scope); the "
+                        "design effect 1 + (M − 1)·ICC depends on it")
+
+
+def _in_scopes(scopes: int | None) -> str:
+    return "" if scopes is None else f" in {scopes} scopes"
 
 
 def _plan(args: argparse.Namespace) -> int:
     _check(args)
-    rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power)
+    icc, m = args.icc, args.per_scope
+    rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power,
+                          icc=icc, per_scope=m)
     # The reference table of the LENS method sets each arm against a 90% system.
-    reference = [{"low": round(0.9 - d, 6), "high": 0.9, "delta": d,
-                  "per_arm": sample_size_two_proportions(0.9 - d, 0.9, alpha=args.alpha,
-                                                         power=args.power)}
-                 for d in REFERENCE_DELTAS]
-    needed = max((int(r["per_arm"]) for r in rows), default=0)
+    reference = []
+    for d in REFERENCE_DELTAS:
+        independent = sample_size_two_proportions(0.9 - d, 0.9, alpha=args.alpha,
+                                                  power=args.power)
+        questions, scopes = clustered_size(independent, icc, m)
+        reference.append({"low": round(0.9 - d, 6), "high": 0.9, "delta": d,
+                          "per_arm": questions, "independent": independent, "scopes": scopes})
+    needed = max((int(r["per_arm"] or 0) for r in rows), default=0)
     sizes = sorted({*MARGIN_SIZES, needed} - {0})
-    margins = margin_table(args.baseline, sizes)
+    margins = margin_table(args.baseline, sizes, icc=icc, per_scope=m)
+    deff = design_effect(icc, m) if m is not None else 1.0
     if args.json:
-        print(json.dumps({"alpha": args.alpha, "power": args.power, "rows": rows,
-                          "reference": reference, "margins": margins}, indent=2))
+        print(json.dumps({"alpha": args.alpha, "power": args.power, "icc": icc, "per_scope": m,
+                          "design_effect": deff, "rows": rows, "reference": reference,
+                          "margins": margins}, indent=2))
         return 0
+    clustered = icc > 0
     print(f"Questions per arm to detect a difference (two-sided alpha {args.alpha:g}, "
           f"power {args.power:.0%}):")
-    print(f"  {'baseline':>8}  {'other':>6}  {'delta':>6}  {'per arm':>8}")
+    if clustered:
+        print(f"  ICC {icc:g} with {m} questions per scope: design effect {deff:.2f}, so one "
+              f"scope carries {m / deff:.1f} independent questions")
+    head = f"  {'baseline':>8}  {'other':>6}  {'delta':>6}  {'per arm':>8}"
+    if m is not None:
+        head += f"  {'scopes':>6}"
+    if clustered:
+        head += f"  {'(independent)':>13}"
+    print(head)
     for r in rows:
-        print(f"  {r['baseline']:>8.2f}  {r['other']:>6.2f}  {r['delta']:>6.2f}  "
-              f"{r['per_arm']:>8d}")
+        line = (f"  {r['baseline']:>8.2f}  {r['other']:>6.2f}  {r['delta']:>6.2f}  "
+                f"{r['per_arm']:>8d}")
+        if m is not None:
+            line += f"  {r['scopes']:>6d}"
+        if clustered:
+            line += f"  {r['independent']:>13d}"
+        print(line)
     print("\nReference (against a 90% system):")
     for r in reference:
         print(f"  {r['delta'] * 100:>4.0f} points ({r['low']:.0%} vs {r['high']:.0%}): "
-              f"{r['per_arm']} per arm")
-    print(f"\nMargin of error (Wilson, 95%) at a rate of {args.baseline:.2f}:")
-    print(f"  {'n':>6}  {'margin':>8}")
-    for m in margins:
-        print(f"  {int(m['n']):>6d}  ±{m['margin'] * 100:>5.1f} pts")
+              f"{r['per_arm']} per arm{_in_scopes(r['scopes'])}")
+    title = "Margin of error (Wilson, 95%"
+    title += f", at the effective n under ICC {icc:g})" if clustered else ")"
+    print(f"\n{title} at a rate of {args.baseline:.2f}:")
+    print(f"  {'n':>6}  {'n_eff':>6}  {'margin':>8}" if clustered else f"  {'n':>6}  {'margin':>8}")
+    for row in margins:
+        eff = f"  {row['n_eff']:>6.0f}" if clustered else ""
+        print(f"  {int(row['n']):>6d}{eff}  ±{row['margin'] * 100:>5.1f} pts")
     return 0

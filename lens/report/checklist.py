@@ -1,20 +1,27 @@
 """The pre-flight checklist: what must hold before a number can be trusted.
 
 Each item passes, warns or fails, and says why with the measured value. Thresholds follow the
-LENS methodology: at least 100 questions for a single result and 200 per arm for a comparison
-(half of that warns, less fails); retrieval must actually happen (mean search results and tool
-calls per question above 0), or the score measures the model's own knowledge.
+LENS methodology, in effective terms: at least 100 effective questions for a single result and
+200 per arm for a comparison (half of that warns, less fails), where questions of one scope
+count for less than independent ones (n_eff = n / (1 + (m̄ − 1)·ICC)); fewer than 5 scopes
+warns whatever the n, since no number of questions makes up for few scopes. Retrieval must
+actually happen (mean search results and tool calls per question above 0), or the score
+measures the model's own knowledge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from lens.report.data import RunData
+from lens.report.estimates import question_values, repeat_reducer
 from lens.report.models import Check, Status
+from lens.stats import Clustered
 
 SINGLE_MIN = 100
 COMPARE_MIN = 200
+MIN_SCOPES = 5
 JUDGE_WARN = 0.10
 JUDGE_FAIL = 0.25
 ERROR_WARN = 0.05
@@ -26,40 +33,83 @@ def worst(statuses: Sequence[Status]) -> Status:
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "pass"
 
 
-def _size_status(n: int, need: int) -> Status:
-    if n >= need:
-        return "pass"
-    return "warn" if n >= need // 2 else "fail"
+@dataclass(frozen=True)
+class ArmSize:
+    """What an arm's result rests on: questions, the independent questions they are worth
+    (None when it cannot be estimated), and scopes."""
+
+    n: int
+    n_eff: float | None
+    scopes: int
+
+    def text(self) -> str:
+        eff = "unknown" if self.n_eff is None else f"{self.n_eff:.0f}"
+        return f"n={self.n}, n_eff={eff}, {self.scopes} scope{'s' if self.scopes != 1 else ''}"
+
+
+def _size_status(size: ArmSize | int, need: int) -> Status:
+    if isinstance(size, int):
+        size = ArmSize(size, size, MIN_SCOPES)
+    # Without an estimate of the ICC (one scope) only the questions can be counted, and the
+    # scope rule below warns.
+    n = size.n if size.n_eff is None else size.n_eff
+    status: Status = "pass" if n >= need else "warn" if n >= need // 2 else "fail"
+    if size.scopes < MIN_SCOPES:
+        status = worst([status, "warn"])
+    return status
+
+
+def arm_size(run: RunData, adapter: str) -> ArmSize:
+    """The size of an arm's primary result: its questions (repeats reduced), their effective n
+    and scopes; every record when the run is not scored."""
+    rows = run.rows_for(adapter)
+    primary = run.primary_metric
+    if primary is None:
+        return ArmSize(len(rows), None, len({r.record.scope_id for r in rows}))
+    keys, vals, _ = question_values(rows, primary, repeat_reducer(run))
+    if not vals:
+        return ArmSize(0, None, 0)
+    grouped = Clustered.of(vals, [k[0] for k in keys])
+    return ArmSize(len(vals), grouped.n_eff(grouped.icc()), grouped.k)
 
 
 def _scored_n(run: RunData, adapter: str) -> int:
     """Questions of an arm that count towards its result: scored ones, else all records."""
-    rows = run.rows_for(adapter)
-    primary = run.primary_metric
-    if primary is None:
-        return len(rows)
-    return sum(1 for r in rows if r.metric(primary) is not None)
+    return arm_size(run, adapter).n
+
+
+def _size_value(sizes: Mapping[str, ArmSize | int]) -> str:
+    return ", ".join(f"{a}: {s.text() if isinstance(s, ArmSize) else f'n={s}'}"
+                     for a, s in sizes.items())
+
+
+_SIZE_DETAIL = ("n_eff counts questions of one scope as partly redundant (n / (1 + (m̄ − 1)·ICC), "
+                "ICC of the primary metric); ")
 
 
 def check_sample_size(run: RunData) -> Check:
-    sizes = {a: _scored_n(run, a) for a in run.adapters}
+    sizes = {a: arm_size(run, a) for a in run.adapters}
     status = worst([_size_status(n, SINGLE_MIN) for n in sizes.values()]) if sizes else "fail"
-    value = ", ".join(f"{a}: n={n}" for a, n in sizes.items()) or "no questions"
-    return Check(id="sample_size", title=f"n ≥ {SINGLE_MIN} questions for a single result",
+    value = _size_value(sizes) or "no questions"
+    return Check(id="sample_size",
+                 title=f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
-                 detail="below 100 the margin of error of a rate is wider than ±6 points; "
-                        f"warns from {SINGLE_MIN // 2}, fails below")
+                 detail=_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
+                        f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, "
+                        "fails below")
 
 
-def check_compare_size(arm_sizes: dict[str, int]) -> Check:
+def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
     status = worst([_size_status(n, COMPARE_MIN) for n in arm_sizes.values()])
     if not arm_sizes:
         status = "fail"
-    value = ", ".join(f"{a}: n={n}" for a, n in arm_sizes.items()) or "no arms"
-    return Check(id="compare_size", title=f"n ≥ {COMPARE_MIN} per arm for a comparison",
+    value = _size_value(arm_sizes) or "no arms"
+    return Check(id="compare_size",
+                 title=f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
-                 detail="fewer questions per arm cannot separate a 10-point difference at 80% "
-                        f"power; warns from {COMPARE_MIN // 2}, fails below")
+                 detail=_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
+                        f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
+                        f"under {MIN_SCOPES} scopes, fails below")
 
 
 def check_seed(runs: Sequence[RunData]) -> Check:
@@ -124,20 +174,32 @@ def check_judge(runs: Sequence[RunData]) -> Check:
 
 
 def check_failures(runs: Sequence[RunData]) -> Check:
+    """Errored questions per arm: one arm failing often is not hidden by another that never
+    does."""
     total = sum(len(r.rows) for r in runs)
-    errored = sum(1 for r in runs for row in r.rows if row.record.status == "error")
     units = sum(len(r.unit_errors) for r in runs)
     if total == 0:
         return Check(id="failures", title="failed or errored questions", status="fail",
                      value="no questions recorded", detail="the run produced no records")
-    share = errored / total
-    status: Status = "pass" if errored == 0 else "warn" if share <= ERROR_WARN else "fail"
-    return Check(id="failures", title="failed or errored questions", status=status,
-                 value=f"{errored} of {total} questions ({share:.1%}); {units} unit failure(s)",
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        for a in run.adapters:
+            rows = run.rows_for(a)
+            errored = sum(1 for row in rows if row.record.status == "error")
+            share = errored / len(rows) if rows else 0.0
+            name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+            parts.append(f"{name}: {errored} of {len(rows)} ({share:.1%})")
+            statuses.append("pass" if errored == 0 else "warn" if share <= ERROR_WARN
+                            else "fail")
+    return Check(id="failures", title="failed or errored questions (per arm)",
+                 status=worst(statuses),
+                 value=f"{'; '.join(parts)}; {units} unit failure(s)",
                  detail="errored questions have unknown scores and are left out of every "
                         "metric's mean, which flatters an arm that fails on hard questions "
                         "(the composite counts them as failures); warns up "
-                        f"to {ERROR_WARN:.0%}, fails above; see errors/ in the run directory")
+                        f"to {ERROR_WARN:.0%} in any arm, fails above; see errors/ in the run "
+                        "directory")
 
 
 LOST_MARK = "AdapterWorkerLost"
@@ -175,7 +237,7 @@ def check_scored(runs: Sequence[RunData]) -> Check:
 
 def run_checklist(run: RunData) -> list[Check]:
     """The checklist of a single run report (its adapters are the arms it may be compared on)."""
-    sizes = {a: _scored_n(run, a) for a in run.adapters}
+    sizes = {a: arm_size(run, a) for a in run.adapters}
     return [
         check_scored([run]),
         check_sample_size(run),
@@ -188,7 +250,8 @@ def run_checklist(run: RunData) -> list[Check]:
     ]
 
 
-def compare_checklist(runs: Sequence[RunData], arm_sizes: dict[str, int]) -> list[Check]:
+def compare_checklist(runs: Sequence[RunData],
+                      arm_sizes: Mapping[str, ArmSize | int]) -> list[Check]:
     return [
         check_scored(runs),
         check_compare_size(arm_sizes),

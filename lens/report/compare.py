@@ -1,20 +1,43 @@
-"""Paired comparison of two arms (an adapter in a run) on the questions both answered.
+"""Paired comparison of arms (an adapter in a run) on the questions both answered.
 
 A difference is only called a win when it is larger than either arm's own margin of error,
-at least the judge-noise floor (for judge-based metrics), and significant after Holm's
-correction across the metrics shown. Anything else is a tie, with the reason.
+at least the judge-noise floor (for judge-based metrics), significant after Holm's correction
+across every pair of arms and every metric, and its scope-clustered interval excludes 0. A
+p-value within its Monte Carlo error of α is "borderline". Anything else is a tie, with the
+reason. Every resampling is seeded by the data compared, so renaming or reordering the runs
+changes nothing but the names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
 
 from lens.report.data import QuestionRow, RunData, is_judge_metric
-from lens.report.estimates import estimates
+from lens.report.estimates import DESIGN_PROXY, estimates, question_values, repeat_reducer
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
-from lens.report.models import Comparison, ComparisonRow, EstimateOut
-from lens.stats import Estimate, PairedResult, holm, paired_compare
+from lens.report.models import Comparison, ComparisonRow, EstimateOut, ManyArms
+from lens.stats import (
+    TEST_RESAMPLES,
+    Clustered,
+    Estimate,
+    PairedResult,
+    content_seed,
+    delta_from_replicates,
+    effective_n,
+    friedman,
+    holm,
+    holm_mc_error,
+    is_binary,
+    mcnemar_exact,
+    replicate,
+    symmetric_seed,
+    unknown,
+    weighted_means,
+)
 
 
 @dataclass(frozen=True)
@@ -44,8 +67,7 @@ def arms_of(runs: Sequence[RunData]) -> list[Arm]:
 def arm_estimates(arm: Arm, metrics: Sequence[str], confidence: float = 0.95
                   ) -> dict[str, Estimate]:
     """Each arm's own estimates: the same numbers its run report shows."""
-    return estimates(arm.run, arm.rows, metrics, confidence=confidence,
-                     seed_label=arm.adapter)
+    return estimates(arm.run, arm.rows, metrics, confidence=confidence)
 
 
 def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: Sequence[str],
@@ -57,10 +79,76 @@ def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: 
     pairs = [(rows_a[k].scores, rows_b[k].scores) for k in common
              if rows_a[k].scores is not None and rows_b[k].scores is not None]
     res = paired_group([p[0] for p in pairs], [p[1] for p in pairs],
-                       GroupScoring.of(a.run.scores), confidence=confidence,
-                       seed_label=f"{a.name}|{b.name}|group")
-    return {m: PairedResult(m, res[m].n, res[m].mean_a, res[m].mean_b, res[m].delta,
-                            res[m].p_value, "paired-group-bootstrap") for m in wanted}
+                       GroupScoring.of(a.run.scores), confidence=confidence)
+    return {m: PairedResult(m, res[m].n, res[m].mean_a, res[m].mean_b,
+                            _delta_design(a, b, m, res[m].delta), res[m].p_value,
+                            "paired-group-bootstrap", p_mc_error=res[m].p_mc_error)
+            for m in wanted}
+
+
+def _delta_design(a: Arm, b: Arm, metric: str, delta: Estimate) -> Estimate:
+    """The effective n of a group statistic's difference, from the per-question differences
+    of the metric that stands for it (see ``lens.report.estimates.DESIGN_PROXY``)."""
+    if delta.mean is None:
+        return delta
+    for proxy in DESIGN_PROXY.get(metric, ()):
+        ta, tb = _question_table(a, [proxy])[proxy], _question_table(b, [proxy])[proxy]
+        keys = sorted(set(ta) & set(tb))
+        if keys:
+            grouped = Clustered.of([tb[k] - ta[k] for k in keys], [k[0] for k in keys])
+            icc = grouped.icc()
+            return delta.with_(icc=icc, n_eff=effective_n(delta.n, grouped.k, icc))
+    return delta
+
+
+def _question_table(arm: Arm, metrics: Sequence[str]) -> dict[str, dict[tuple[str, str], float]]:
+    """Per metric, one value per (scope, question) with the arm's repeats reduced."""
+    reducer = repeat_reducer(arm.run)
+    out = {}
+    for m in metrics:
+        keys, vals, _ = question_values(arm.rows, m, reducer)
+        out[m] = dict(zip(keys, vals, strict=True))
+    return out
+
+
+def _per_question_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: float,
+                          resamples: int) -> dict[str, PairedResult]:
+    """Every per-question metric of the pair over one shared set of replicates, seeded by both
+    arms' values (the same seed for A/B and B/A)."""
+    if not metrics:
+        return {}
+    ta, tb = _question_table(a, metrics), _question_table(b, metrics)
+    keys = sorted({k for m in metrics for k in ta[m] if k in tb[m]})
+    if not keys:
+        return {m: PairedResult(m, 0, None, None, unknown(0, "paired"), None, "none")
+                for m in metrics}
+    xa = np.array([[ta[m].get(k, np.nan) for m in metrics] for k in keys], dtype=float)
+    xb = np.array([[tb[m].get(k, np.nan) for m in metrics] for k in keys], dtype=float)
+    deltas = xb - xa
+    clusters = [k[0] for k in keys]
+    seed = symmetric_seed("pair", content_seed("arm", keys, *xa.T), content_seed("arm", keys,
+                                                                                  *xb.T))
+    dists = replicate({m: (lambda w, j=j: weighted_means(deltas[:, j], w))
+                       for j, m in enumerate(metrics)}, clusters, seed=seed,
+                      resamples=resamples)
+    out = {}
+    for j, m in enumerate(metrics):
+        ok = np.isfinite(deltas[:, j])
+        n = int(ok.sum())
+        if n == 0:
+            out[m] = PairedResult(m, 0, None, None, unknown(0, "paired"), None, "none")
+            continue
+        est, p_boot, mc = delta_from_replicates(deltas[:, j], dists[m], clusters,
+                                                confidence=confidence)
+        va, vb = list(xa[ok, j]), list(xb[ok, j])
+        mean_a, mean_b = float(np.mean(va)), float(np.mean(vb))
+        if is_binary([*va, *vb]):
+            out[m] = PairedResult(m, n, mean_a, mean_b, est, mcnemar_exact(va, vb).p_value,
+                                  "mcnemar-exact", p_mc_error=0.0)
+        else:
+            out[m] = PairedResult(m, n, mean_a, mean_b, est, p_boot, "paired-bootstrap",
+                                  p_mc_error=mc)
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -70,6 +158,7 @@ def _fmt(x: float) -> str:
 def _verdict(
     delta: float | None, margins: Sequence[float | None], floor: float | None,
     p_holm: float | None, alpha: float, interval: tuple[float, float] | None = None,
+    mc_error: float | None = None,
 ) -> tuple[str, str]:
     if delta is None:
         return "unknown", "no paired values"
@@ -83,13 +172,66 @@ def _verdict(
         return "tie", f"|Δ| {_fmt(abs(delta))} below judge-noise floor {_fmt(floor)}"
     if p_holm is None:
         return "tie", "no test possible"
+    if mc_error and abs(p_holm - alpha) <= mc_error:
+        return "borderline", (f"p (Holm) {p_holm:.3g} is within its Monte Carlo error "
+                              f"±{mc_error:.2g} of α={alpha:g}")
     if p_holm >= alpha:
         return "tie", f"not significant after Holm (p={p_holm:.3g})"
-    # The tests treat questions as independent; the interval resamples scopes. Both must agree
+    # McNemar treats questions as independent; the interval resamples scopes. Both must agree
     # before a difference is called.
     if interval is not None and interval[0] <= 0 <= interval[1]:
         return "tie", "the scope-clustered 95% interval of Δ includes 0"
     return ("b" if delta > 0 else "a"), f"significant after Holm (p={p_holm:.3g})"
+
+
+def _pair_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: float,
+                  resamples: int) -> tuple[list[PairedResult], tuple[int, int, int]]:
+    rows_a = {r.match_key: r for r in a.rows}
+    rows_b = {r.match_key: r for r in b.rows}
+    common = sorted(set(rows_a) & set(rows_b))
+    group = _group_results(a, b, common, metrics, rows_a, rows_b, confidence)
+    plain = _per_question_results(a, b, [m for m in metrics if m not in group], confidence,
+                                  resamples)
+    counts = (len(common), len(set(rows_a) - set(rows_b)), len(set(rows_b) - set(rows_a)))
+    return [group[m] if m in group else plain[m] for m in metrics], counts
+
+
+def compare_pairs(
+    arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
+    not_comparable: Sequence[str] = (), confidence: float = 0.95, alpha: float = 0.05,
+    resamples: int = TEST_RESAMPLES, own: Mapping[str, Mapping[str, Estimate]] | None = None,
+) -> list[Comparison]:
+    """Every pair of arms (B against A = an earlier arm; Δ = B − A), with Holm's correction
+    across all pairs and all metrics: the family of tests a reader looks at. ``own`` may carry
+    each arm's estimates (by arm name) when the caller has them already."""
+    pairs = list(combinations(arms, 2))
+    results = [_pair_results(a, b, metrics, confidence, resamples) for a, b in pairs]
+    flat = [r for res, _ in results for r in res]
+    adjusted = iter(holm([r.p_value for r in flat]))
+    if own is None:
+        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in arms}
+    out = []
+    for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
+        rows = []
+        for res in res_list:
+            p_adj = next(adjusted)
+            ma, mb = own[a.name][res.metric].half_width, own[b.name][res.metric].half_width
+            floor = noise_floor if is_judge_metric(res.metric) else None
+            ci = ((res.delta.low, res.delta.high)
+                  if res.delta.low is not None and res.delta.high is not None else None)
+            mc = holm_mc_error(res.p_value, p_adj, res.p_mc_error)
+            verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci, mc)
+            rows.append(ComparisonRow(
+                metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
+                delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
+                p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
+                verdict=verdict,  # type: ignore[arg-type]
+                reason=reason,
+            ))
+        out.append(Comparison(arm_a=a.name, arm_b=b.name, pairs=counts[0],
+                              unmatched_a=counts[1], unmatched_b=counts[2],
+                              not_comparable=list(not_comparable), rows=rows))
+    return out
 
 
 def compare_arms(
@@ -103,48 +245,8 @@ def compare_arms(
     alpha: float = 0.05,
 ) -> Comparison:
     """Compare arm ``b`` against arm ``a`` (Δ = B − A) on every metric in ``metrics``."""
-    rows_a = {r.match_key: r for r in a.rows}
-    rows_b = {r.match_key: r for r in b.rows}
-    common = sorted(set(rows_a) & set(rows_b))
-    group = _group_results(a, b, common, metrics, rows_a, rows_b, confidence)
-    results = []
-    for metric in metrics:
-        if metric in group:
-            results.append(group[metric])
-            continue
-        xs: list[float] = []
-        ys: list[float] = []
-        clusters: list[str] = []
-        for key in common:
-            x, y = rows_a[key].metric(metric), rows_b[key].metric(metric)
-            if x is None or y is None:
-                continue
-            xs.append(x)
-            ys.append(y)
-            clusters.append(key[0])
-        results.append(paired_compare(metric, xs, ys, clusters, confidence=confidence,
-                                      seed_label=f"{a.name}|{b.name}"))
-    adjusted = holm([r.p_value for r in results])
-    own_a, own_b = arm_estimates(a, metrics, confidence), arm_estimates(b, metrics, confidence)
-    out_rows = []
-    for res, p_adj in zip(results, adjusted, strict=True):
-        ma, mb = own_a[res.metric].half_width, own_b[res.metric].half_width
-        floor = noise_floor if is_judge_metric(res.metric) else None
-        ci = ((res.delta.low, res.delta.high)
-              if res.delta.low is not None and res.delta.high is not None else None)
-        verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci)
-        out_rows.append(ComparisonRow(
-            metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
-            delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value, p_holm=p_adj,
-            margin_a=ma, margin_b=mb, noise_floor=floor,
-            verdict=verdict,  # type: ignore[arg-type]
-            reason=reason,
-        ))
-    return Comparison(
-        arm_a=a.name, arm_b=b.name, pairs=len(common),
-        unmatched_a=len(set(rows_a) - set(rows_b)), unmatched_b=len(set(rows_b) - set(rows_a)),
-        not_comparable=list(not_comparable), rows=out_rows,
-    )
+    return compare_pairs([a, b], metrics, noise_floor=noise_floor,
+                         not_comparable=not_comparable, confidence=confidence, alpha=alpha)[0]
 
 
 def noise_floor_of(runs: Sequence[RunData]) -> float | None:
@@ -157,7 +259,55 @@ def compare_against_first(
     arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
     not_comparable: Sequence[str] = (), confidence: float = 0.95,
 ) -> list[Comparison]:
-    """The first arm is the baseline; every other arm is compared with it."""
-    return [compare_arms(arms[0], other, metrics, noise_floor=noise_floor,
+    """The comparisons a report shows: every pair of arms, the first arm first (so with two
+    arms, the second against the first), Holm-corrected across all of them."""
+    return compare_pairs(arms, metrics, noise_floor=noise_floor,
                          not_comparable=not_comparable, confidence=confidence)
-            for other in arms[1:]]
+
+
+def _scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
+    """(scopes, arms) scope means of a metric over the questions every arm has a value for."""
+    if metric in GROUP_METRICS:
+        return _group_scope_table(arms, metric)
+    tables = [_question_table(arm, [metric])[metric] for arm in arms]
+    keys = sorted(set.intersection(*(set(t) for t in tables)))
+    scopes = sorted({k[0] for k in keys})
+    out = np.full((len(scopes), len(arms)), np.nan)
+    for i, s in enumerate(scopes):
+        inside = [k for k in keys if k[0] == s]
+        for j, t in enumerate(tables):
+            out[i, j] = float(np.mean([t[k] for k in inside]))
+    return out
+
+
+def _group_scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
+    if any(arm.run.scores is None for arm in arms):
+        return np.empty((0, len(arms)))
+    rows = [{r.match_key: r.scores for r in arm.rows if r.scores is not None} for arm in arms]
+    keys = sorted(set.intersection(*(set(r) for r in rows)))
+    scopes = sorted({k[0] for k in keys})
+    out = np.full((len(scopes), len(arms)), np.nan)
+    for j, arm in enumerate(arms):
+        how = GroupScoring.of(arm.run.scores)  # type: ignore[arg-type]
+        for i, s in enumerate(scopes):
+            value = how.point([rows[j][k] for k in keys if k[0] == s])[metric]
+            out[i, j] = np.nan if value is None else value
+    return out
+
+
+def many_arms(arms: Sequence[Arm], metrics: Sequence[str]) -> list[ManyArms]:
+    """Friedman's test across scopes, and Kendall's W, for each metric with three or more
+    arms; scopes where a metric is undefined for some arm are left out."""
+    if len(arms) < 3:
+        return []
+    out = []
+    for m in metrics:
+        table = _scope_table(arms, m)
+        table = table[np.isfinite(table).all(axis=1)] if table.size else table
+        result = friedman(table)
+        if result is None:
+            continue
+        out.append(ManyArms(metric=m, arms=[a.name for a in arms], scopes=result.blocks,
+                            statistic=result.statistic, df=result.df, p_value=result.p_value,
+                            kendall_w=result.kendall_w))
+    return out

@@ -11,12 +11,18 @@ from pydantic import BaseModel, ConfigDict
 
 from lens.errors import UserError
 from lens.report import fmt
-from lens.report.checklist import compare_checklist
-from lens.report.compare import arm_estimates, arms_of, compare_against_first, noise_floor_of
+from lens.report.checklist import arm_size, compare_checklist
+from lens.report.compare import (
+    arm_estimates,
+    arms_of,
+    compare_pairs,
+    many_arms,
+    noise_floor_of,
+)
 from lens.report.data import RunData, load_run
-from lens.report.estimates import report_metrics
-from lens.report.markdown import STATUS, checklist_md, comparison_md, table
-from lens.report.models import Check, Comparison, EstimateOut
+from lens.report.estimates import repeat_reducer, report_metrics
+from lens.report.markdown import STATUS, checklist_md, comparison_md, many_arms_md, table
+from lens.report.models import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
 
@@ -31,6 +37,7 @@ class CompareSummary(BaseModel):
     noise_floor: float | None
     checklist: list[Check]
     comparisons: list[Comparison]
+    many_arms: list[ManyArms] = []
 
 
 @dataclass(frozen=True)
@@ -65,16 +72,19 @@ def scoring_condition(run: RunData) -> dict[str, object]:
     if run.scores is None:
         return {"scoring": None}
     s = run.scores
+    reducer = repeat_reducer(run)
     if not s.condition:
         return {"scoring_protocol": 1, "scoring_tiers": sorted(s.tiers),
                 "scoring_weights": dict(sorted(s.weights.items())),
-                "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model}
+                "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model,
+                "scoring_repeat_reducer": reducer}
     out: dict[str, object] = {}
     for key, value in s.condition.items():
         if key == "settings" and isinstance(value, dict):
             out.update({f"scoring_{k}": v for k, v in value.items()})
         else:
             out[_SCORING_FIELDS.get(key, f"scoring_{key}")] = value
+    out["scoring_repeat_reducer"] = reducer
     return out
 
 
@@ -113,17 +123,17 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                         "run directory, or a run with several adapters")
     metrics = shared_metrics(runs)
     floor = noise_floor_of(runs)
-    comps = compare_against_first(arms, metrics, noise_floor=floor, not_comparable=fields,
-                                  confidence=confidence)
-    sizes = {a.name: sum(1 for r in a.rows if metrics and r.metric(metrics[0]) is not None)
-             if metrics else len(a.rows) for a in arms}
+    own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
+    comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
+                          confidence=confidence, own=own)
+    sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
     checks = compare_checklist(runs, sizes)
-    arm_est = {a.name: {m: EstimateOut.of(e)
-                        for m, e in arm_estimates(a, metrics, confidence).items()}
-               for a in arms}
+    arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
+               for name, ests in own.items()}
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
-                             checklist=checks, comparisons=comps)
+                             checklist=checks, comparisons=comps,
+                             many_arms=many_arms(arms, metrics))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -139,7 +149,11 @@ def render_compare_md(s: CompareSummary) -> str:
     arms = list(s.arms)
     lines += table(["metric", *arms],
                    [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)] for m in s.metrics])
-    lines += ["## Paired comparisons", ""]
+    lines += many_arms_md(s.many_arms, label)
+    lines += ["## Paired comparisons", "",
+              "Every pair of arms; p-values are Holm-corrected across all pairs and metrics "
+              "(± its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
+              ""]
     for comp in s.comparisons:
         lines += comparison_md(comp)
     fails = [c for c in s.checklist if c.status == "fail"]
@@ -151,7 +165,15 @@ def render_compare_md(s: CompareSummary) -> str:
 
 def render_compare_html(s: CompareSummary) -> str:
     """The comparison as a self-contained page (same style and policy as report.html)."""
-    from lens.report.html import CSP, CSS, checklist_html, comparison_html, e, tbl
+    from lens.report.html import (
+        CSP,
+        CSS,
+        checklist_html,
+        comparison_html,
+        e,
+        many_arms_html,
+        tbl,
+    )
 
     label = (f'<p class="nc">{e(fmt.not_comparable_label(s.not_comparable))}</p>'
              if s.not_comparable else "")
@@ -166,6 +188,7 @@ def render_compare_html(s: CompareSummary) -> str:
            "<h2>Arms</h2>", label,
            tbl(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                    for m in s.metrics], table_id="arms"),
+           many_arms_html(s.many_arms, label),
            "<h2>Paired comparisons</h2>", *(comparison_html(c) for c in s.comparisons),
            "</body></html>"]
     return "\n".join(out)

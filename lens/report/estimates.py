@@ -1,41 +1,104 @@
-"""One place that turns a set of question rows into estimates, metric by metric: Wilson for 0/1
-outcomes, clustered bootstrap for continuous ones, and the group bootstrap for the statistics
-the scorer computes over a group (composite, longitudinal_advantage)."""
+"""One place that turns a set of question rows into estimates, metric by metric: the
+scope-clustered interval for per-question metrics (after reducing each question's repeats to
+one value), and the group bootstrap for the statistics the scorer computes over a group
+(composite, longitudinal_advantage)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lens.errors import UserError
 from lens.report.data import METRIC_ORDER, QuestionRow, RunData
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
-from lens.stats import Estimate, estimate
+from lens.stats import (
+    Clustered,
+    Estimate,
+    check_reducer,
+    effective_n,
+    estimate,
+    reduce_repeats,
+)
+
+DEFAULT_REDUCER = "mean"
 
 
-def per_question(rows: Sequence[QuestionRow], metric: str, *, confidence: float,
-                 seed_label: str) -> Estimate:
+def repeat_reducer(run: RunData) -> str:
+    """The reducer the run's config names (``scoring.repeat_reducer``), mean by default."""
+    config = run.manifest.get("config")
+    scoring = config.get("scoring") if isinstance(config, dict) else None
+    name = scoring.get("repeat_reducer") if isinstance(scoring, dict) else None
+    if name is None:
+        return DEFAULT_REDUCER
+    try:
+        return check_reducer(str(name))
+    except ValueError as exc:
+        raise UserError(f"{run.root / 'manifest.json'}: config.scoring.repeat_reducer: {exc}"
+                        ) from None
+
+
+def question_values(rows: Sequence[QuestionRow], metric: str, reducer: str
+                    ) -> tuple[list[tuple[str, str]], list[float], float | None]:
+    """One value per (scope, question) from its repeats, and the flip rate across repeats."""
+    keys: list[tuple[str, str]] = []
     vals: list[float] = []
-    clusters: list[str] = []
     for row in rows:
         v = row.metric(metric)
         if v is not None:
+            keys.append((row.record.scope_id, row.record.question_id))
             vals.append(v)
-            clusters.append(row.record.scope_id)
-    return estimate(vals, clusters, confidence=confidence, seed_label=f"{seed_label}|{metric}")
+    out_keys, reduced, flips = reduce_repeats(keys, vals, reducer)
+    # In key order, so that the order records were stored in changes no bit of any estimate.
+    pairs = sorted((k, v) for k, v in zip(out_keys, reduced, strict=True)
+                   if isinstance(k, tuple))
+    return [k for k, _ in pairs], [v for _, v in pairs], flips
+
+
+def per_question(rows: Sequence[QuestionRow], metric: str, *, confidence: float,
+                 seed_label: str = "", reducer: str = DEFAULT_REDUCER) -> Estimate:
+    del seed_label  # intervals depend on the data only
+    keys, vals, flips = question_values(rows, metric, reducer)
+    est = estimate(vals, [k[0] for k in keys], confidence=confidence)
+    return est.with_(flip_rate=flips)
 
 
 def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str], *,
-              confidence: float, seed_label: str) -> dict[str, Estimate]:
+              confidence: float, seed_label: str = "") -> dict[str, Estimate]:
+    """Estimates of ``metrics`` over ``rows`` (``seed_label`` is accepted for older callers and
+    ignored: every seed comes from the data)."""
+    del seed_label
     out: dict[str, Estimate] = {}
     wanted_group = [m for m in metrics if m in GROUP_METRICS]
+    reducer = repeat_reducer(run)
     if wanted_group and run.scores is not None:
         scored = [r.scores for r in rows if r.scores is not None]
-        grp = group_estimates(scored, GroupScoring.of(run.scores), confidence=confidence,
-                              seed_label=f"{seed_label}|group")
-        out.update({m: grp[m] for m in wanted_group})
+        grp = group_estimates(scored, GroupScoring.of(run.scores), confidence=confidence)
+        out.update({m: _with_design(grp[m], rows, m, reducer) for m in wanted_group})
     for m in metrics:
         if m not in out:
-            out[m] = per_question(rows, m, confidence=confidence, seed_label=seed_label)
+            out[m] = per_question(rows, m, confidence=confidence, reducer=reducer)
     return out
+
+
+# The per-question metric whose scope correlation stands for a group statistic's: the
+# composite's own per-question values where the scorer gives them, else what it is made of.
+DESIGN_PROXY = {"composite": ("composite", "fact_recall", "answer_quality"),
+                 "longitudinal_advantage": ("fact_recall", "answer_quality")}
+
+
+def _with_design(est: Estimate, rows: Sequence[QuestionRow], metric: str,
+                 reducer: str) -> Estimate:
+    """A group statistic's effective n and ICC, from the per-question values it rests on (a
+    group statistic has no per-question values of its own to estimate them from)."""
+    if est.mean is None:
+        return est
+    for proxy in DESIGN_PROXY.get(metric, ()):
+        keys, vals, flips = question_values(rows, proxy, reducer)
+        if vals:
+            grouped = Clustered.of(vals, [k[0] for k in keys])
+            icc = grouped.icc()
+            return est.with_(icc=icc, n_eff=effective_n(est.n, grouped.k, icc),
+                             flip_rate=flips)
+    return est
 
 
 def report_metrics(run: RunData) -> list[str]:

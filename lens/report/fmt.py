@@ -11,23 +11,37 @@ def num(x: float | None, digits: int = 3) -> str:
     return UNKNOWN if x is None else f"{x:.{digits}f}"
 
 
+def sizes(e: EstimateOut) -> str:
+    """``n=150 n_eff=35``: the questions, and the independent questions they are worth
+    (unknown from one scope); ``flip 12%`` when repeats disagree."""
+    text = f"n={e.n}"
+    if e.n and e.mean is not None:
+        text += f" n_eff={UNKNOWN if e.n_eff is None else f'{e.n_eff:.0f}'}"
+    if e.flip_rate is not None:
+        text += f" flip {e.flip_rate:.0%}"
+    return text
+
+
 def est(e: EstimateOut | None, digits: int = 3) -> str:
-    """``0.910 [0.838, 0.952] n=100``; intervals that cannot be computed are said to be so."""
+    """``0.910 [0.838, 0.952] n=100 n_eff=41``; intervals that cannot be computed are said to
+    be so."""
     if e is None or e.mean is None:
         return f"{UNKNOWN} (n={e.n if e else 0})"
     if e.low is None or e.high is None:
-        return f"{e.mean:.{digits}f} [no interval] n={e.n}"
-    return f"{e.mean:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}] n={e.n}"
+        return f"{e.mean:.{digits}f} [no interval] {sizes(e)}"
+    return f"{e.mean:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}] {sizes(e)}"
 
 
 def margin(e: EstimateOut | None) -> str:
     return UNKNOWN if e is None or e.margin is None else f"±{e.margin:.3f}"
 
 
-def pval(p: float | None) -> str:
+def pval(p: float | None, mc: float | None = None) -> str:
+    """A p-value, with its Monte Carlo error when it comes from resampling."""
     if p is None:
         return UNKNOWN
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+    text = f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+    return f"{text} ±{mc:.4f}" if mc else text
 
 
 def verdict(row: ComparisonRow, a: str, b: str) -> str:

@@ -3,8 +3,10 @@ composite (weights and gate applied to the group's metric means) and longitudina
 (synthesis minus control means).
 
 The point estimate is the scorer's own aggregate, recomputed here with its functions. The
-interval comes from the same scope-clustered bootstrap as every other metric, done as weighted
-means (one weight matrix for all metrics), so a thousand replicates cost one matrix product.
+interval comes from a scope-clustered bootstrap done as weighted means (one weight matrix for
+all metrics, so a thousand replicates cost one matrix product), widened about the point for
+the small number of scopes a run has (``lens.stats.small_cluster_inflation``). Repeats of a
+question are drawn together, and the seed is the content resampled, never a name.
 """
 
 from __future__ import annotations
@@ -19,15 +21,32 @@ from lens.scoring.composite import GATE_METRICS, UNWEIGHTED, composite, resolve_
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
+    TEST_RESAMPLES,
     Estimate,
     binom_cdf,
-    cluster_bootstrap_weights,
+    bootstrap_p,
+    content_seed,
+    inflate,
     percentile_interval,
+    symmetric_seed,
     unknown,
 )
+from lens.stats.resample import weight_chunks
 
 GROUP_METRICS = ("composite", "longitudinal_advantage")
-GROUP_RESAMPLES = 1000
+GROUP_RESAMPLES = 2000
+# The range each statistic can take: a widened interval never leaves it.
+_RANGE = {"composite": (0.0, 1.0), "longitudinal_advantage": (-1.0, 1.0)}
+
+
+def _clipped(interval: tuple[float, float] | None, metric: str, paired: bool = False
+             ) -> tuple[float, float] | None:
+    if interval is None:
+        return None
+    lo, hi = _RANGE[metric]
+    if paired:
+        lo, hi = lo - hi, hi - lo
+    return max(lo, interval[0]), min(hi, interval[1])
 _CONTROL = "null_hypothesis"
 
 
@@ -167,23 +186,55 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
     return {"composite": comp, "longitudinal_advantage": la}
 
 
+def rows_seed(rows: Sequence[QuestionScores]) -> bytes:
+    """What a group bootstrap resamples: the questions and every metric value of them."""
+    keys = [(r.scope_id, r.question_id, r.repeat, r.status) for r in rows]
+    cols = [[r.metrics.get(m) for r in rows] for m in QUESTION_METRICS]
+    return content_seed("group", keys, *cols)
+
+
+def _group_reps(matrices: Sequence[_Matrix], how: GroupScoring, clusters: Sequence[str],
+                units: Sequence[str], seed: bytes, resamples: int,
+                points: Sequence[dict[str, float | None]]) -> list[dict[str, np.ndarray]]:
+    """The group statistics of each matrix over the same replicates, a chunk at a time; each
+    matrix's point estimate fills the metrics a replicate draws no question for."""
+    parts: list[dict[str, list[np.ndarray]]] = [{m: [] for m in GROUP_METRICS}
+                                                for _ in matrices]
+    for w in weight_chunks(clusters, seed=seed, resamples=resamples, units=units):
+        for out, matrix, point in zip(parts, matrices, points, strict=True):
+            reps = _replicates(matrix, w, how, point)
+            for m in GROUP_METRICS:
+                out[m].append(reps[m])
+    return [{m: np.concatenate(p[m]) for m in GROUP_METRICS} for p in parts]
+
+
+def _units(rows: Sequence[QuestionScores]) -> list[str]:
+    # Repeats of one question are nested in it: a replicate draws the question with them all.
+    return [r.question_id for r in rows]
+
+
 def group_estimates(
     rows: Sequence[QuestionScores], how: GroupScoring, *, confidence: float = 0.95,
     seed_label: str = "", resamples: int = GROUP_RESAMPLES,
 ) -> dict[str, Estimate]:
-    """The composite and longitudinal_advantage of a group, each with its interval."""
+    """The composite and longitudinal_advantage of a group, each with its interval
+    (``seed_label`` is accepted for older callers and ignored)."""
+    del seed_label
+    # In key order: the order records were stored in must not change the replicates.
+    rows = sorted(rows, key=lambda r: (r.scope_id, r.question_id, r.repeat))
     point = how.point(rows)
     n = sum(1 for r in rows if r.status == "answered")
     if n == 0:
         return {m: unknown(0, "group-bootstrap") for m in GROUP_METRICS}
     clusters = [r.scope_id for r in rows]
-    w = cluster_bootstrap_weights(clusters, resamples=resamples, seed_label=seed_label)
-    reps = _replicates(_Matrix(rows), w, how, point)
+    reps = _group_reps([_Matrix(rows)], how, clusters, _units(rows), rows_seed(rows),
+                       resamples, [point])[0]
     k = len(set(clusters))
     out = {}
     for m in GROUP_METRICS:
         mean = point[m]
-        interval = (percentile_interval(reps[m], confidence)
+        interval = (_clipped(percentile_interval(inflate(reps[m], mean, k, confidence),
+                                                 confidence), m)
                     if mean is not None and n >= MIN_BOOTSTRAP_N else None)
         if mean is None:
             out[m] = unknown(n, "group-bootstrap")
@@ -204,20 +255,24 @@ class GroupPaired:
     mean_b: float | None
     delta: Estimate
     p_value: float | None
+    p_mc_error: float | None = None
 
 
 def paired_group(
     rows_a: Sequence[QuestionScores], rows_b: Sequence[QuestionScores], how: GroupScoring,
-    *, confidence: float = 0.95, seed_label: str = "", resamples: int = GROUP_RESAMPLES,
+    *, confidence: float = 0.95, seed_label: str = "", resamples: int = TEST_RESAMPLES,
 ) -> dict[str, GroupPaired]:
     """Paired bootstrap of the difference (B − A) of group statistics over matched questions:
-    each replicate draws the same questions for both arms."""
+    each replicate draws the same questions for both arms. Seeded by both arms' content, the
+    same whichever is A (``seed_label`` is accepted for older callers and ignored)."""
+    del seed_label
     n = len(rows_a)
     clusters = [r.scope_id for r in rows_a]
     pa, pb = how.point(rows_a), how.point(rows_b)
-    w = cluster_bootstrap_weights(clusters, resamples=resamples, seed_label=seed_label)
-    ra = _replicates(_Matrix(rows_a), w, how, pa) if n else {}
-    rb = _replicates(_Matrix(rows_b), w, how, pb) if n else {}
+    if n:
+        seed = symmetric_seed("paired-group", rows_seed(rows_a), rows_seed(rows_b))
+        ra, rb = _group_reps([_Matrix(rows_a), _Matrix(rows_b)], how, clusters,
+                             _units(rows_a), seed, resamples, [pa, pb])
     out: dict[str, GroupPaired] = {}
     k = len(set(clusters))
     for m in GROUP_METRICS:
@@ -226,22 +281,23 @@ def paired_group(
             out[m] = GroupPaired(m, n, a, b, unknown(n, "paired-group-bootstrap"), None)
             continue
         delta = b - a
-        dist = rb[m] - ra[m]
-        interval = percentile_interval(dist, confidence) if n >= MIN_BOOTSTRAP_N else None
+        dist = inflate(rb[m] - ra[m], delta, k, confidence)
+        interval = (_clipped(percentile_interval(dist, confidence), m, paired=True)
+                    if n >= MIN_BOOTSTRAP_N else None)
         finite = dist[np.isfinite(dist)]
-        if interval is None:
+        test = bootstrap_p(dist)
+        if interval is None or test is None:
             est = Estimate(n=n, mean=delta, low=None, high=None,
                            method="paired-group-bootstrap", clusters=k)
-            p = None
+            out[m] = GroupPaired(m, n, a, b, est, None)
         elif np.all(finite == finite[0]):
             est = Estimate(n=n, mean=delta, low=delta, high=delta,
                            method="paired-group-bootstrap", clusters=k)
             p = 1.0 if delta == 0 else min(1.0, 2 * binom_cdf(0, n))
+            out[m] = GroupPaired(m, n, a, b, est, p, 0.0)
         else:
             est = Estimate(n=n, mean=delta, low=min(interval[0], delta),
                            high=max(interval[1], delta), method="paired-group-bootstrap",
                            clusters=k)
-            below, above = int(np.sum(finite <= 0)), int(np.sum(finite >= 0))
-            p = min(1.0, 2 * (min(below, above) + 1) / (len(finite) + 1))
-        out[m] = GroupPaired(m, n, a, b, est, p)
+            out[m] = GroupPaired(m, n, a, b, est, test.p_value, test.mc_error)
     return out

@@ -16,7 +16,7 @@ from typing import Any
 from lens.report import fmt, plots
 from lens.report.data import QuestionRow
 from lens.report.markdown import HOW_TO_READ
-from lens.report.models import Check, Comparison, EstimateOut, ReportSummary
+from lens.report.models import Check, Comparison, EstimateOut, ManyArms, ReportSummary
 from lens.report.sections import Section
 
 MAX_TEXT = 4000
@@ -104,6 +104,19 @@ def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "
     return f'<table class="data"{tid}><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def many_arms_html(items: Sequence[ManyArms], label: str = "") -> str:
+    """Friedman's test and Kendall's W per metric (three or more arms)."""
+    if not items:
+        return ""
+    return ("<h2>All arms at once</h2>" + label
+            + "<p class='meta'>Friedman's test across scopes and Kendall's W (1: every scope "
+            "ranks the arms alike).</p>"
+            + tbl(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
+                  [[f.metric, str(f.scopes), f"{f.statistic:.2f}", str(f.df),
+                    fmt.pval(f.p_value), f"{f.kendall_w:.2f}"] for f in items],
+                  table_id="many-arms"))
+
+
 def badge(status: str) -> str:
     return f'<span class="badge {e(status)}">{e(status.upper())}</span>'
 
@@ -127,7 +140,8 @@ def comparison_html(comp: Comparison) -> str:
         cls = "pass" if r.verdict in ("a", "b") else "meta"
         rows.append([e(r.metric), str(r.pairs), e(fmt.num(r.mean_a)), e(fmt.num(r.mean_b)),
                      e(fmt.est(r.delta)), e(r.test), e(fmt.pval(r.p_value)),
-                     e(fmt.pval(r.p_holm)), f'<span class="{cls}">{e(v)}</span>: {e(r.reason)}'])
+                     e(fmt.pval(r.p_holm, r.p_mc_error)),
+                     f'<span class="{cls}">{e(v)}</span>: {e(r.reason)}'])
     out.append(tbl(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
                     "verdict"], rows, table_id="comparison", raw=True))
     return "".join(out)
@@ -299,6 +313,8 @@ def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
         out.append(tbl(["question type", *adapters],
                        [[t, *(fmt.est(s.adapters[a].by_type.get(t, {}).get(pm))
                               for a in adapters)] for t in types]))
+    if s.many_arms:
+        out.append(many_arms_html(s.many_arms))
     if s.comparisons:
         out.append("<h2>Paired comparisons</h2>")
         out += [comparison_html(c) for c in s.comparisons]

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lens.report import fmt
-from lens.report.models import Check, Comparison, ReportSummary
+from lens.report.models import Check, Comparison, ManyArms, ReportSummary
 from lens.report.sections import Section
 
 STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 HOW_TO_READ = (
-    "Each value reads `mean [low, high] n=N`: the interval is 95% (Wilson score for 0/1 "
-    "outcomes, a bootstrap that resamples scopes and then questions for continuous metrics). "
-    "Two values whose intervals overlap are not shown to differ; the paired comparison decides, "
-    "and calls a difference a tie when it is inside either arm's margin of error, below the "
-    "judge-noise floor, or not significant after Holm's correction."
+    "Each value reads `mean [low, high] n=N n_eff=E`: the interval is 95% and accounts for "
+    "scopes (questions of one scope share a memory, so N questions carry the information of "
+    "E independent ones, E = N / (1 + (m̄ − 1)·ICC)); rates keep the Wilson shape at that "
+    "effective size, continuous metrics use the scope-clustered standard error, both with "
+    "Student's t on the number of scopes. Two values whose intervals overlap are not shown to "
+    "differ; the paired comparison decides, and calls a difference a tie when it is inside "
+    "either arm's margin of error, below the judge-noise floor, or not significant after "
+    "Holm's correction, and borderline when its p-value is within its Monte Carlo error of 0.05."
 )
 
 
@@ -49,12 +52,24 @@ def comparison_md(comp: Comparison) -> list[str]:
     out += [f"{comp.pairs} paired questions; unmatched: {comp.unmatched_a} only in "
             f"{t(comp.arm_a)}, {comp.unmatched_b} only in {t(comp.arm_b)}.", ""]
     rows = [[r.metric, r.pairs, fmt.num(r.mean_a), fmt.num(r.mean_b), fmt.est(r.delta),
-             r.test, fmt.pval(r.p_value), fmt.pval(r.p_holm),
+             r.test, fmt.pval(r.p_value), fmt.pval(r.p_holm, r.p_mc_error),
              f"{fmt.verdict(r, comp.arm_a, comp.arm_b)}: {r.reason}"]
             for r in comp.rows]
     out += table(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
                   "verdict"], rows)
     return out
+
+
+def many_arms_md(items: Sequence[ManyArms], label: Sequence[str] = ()) -> list[str]:
+    """Friedman's test and Kendall's W per metric (three or more arms)."""
+    if not items:
+        return []
+    return ["## All arms at once", "", *label,
+            "Friedman's test across scopes (each scope ranks the arms by its mean) and "
+            "Kendall's W (1: every scope ranks the arms alike; 0: no agreement).", "",
+            *table(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
+                   [[f.metric, f.scopes, f"{f.statistic:.2f}", f.df, fmt.pval(f.p_value),
+                     f"{f.kendall_w:.2f}"] for f in items])]
 
 
 def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) -> str:
@@ -134,11 +149,14 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
                   f"disagreement {j.disagreement_rate:.1%} (agreement {fmt.est(j.agreement)}). "
                   "Differences in judge-based metrics smaller than the disagreement rate are "
                   "ties.", ""]
+    lines += many_arms_md(s.many_arms)
     if s.comparisons:
         lines += ["## Paired comparisons", "",
-                  f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope, question "
-                  "and repeat; binary metrics use the exact McNemar test, continuous ones a "
-                  "paired bootstrap; p-values are Holm-corrected across the metrics shown.", ""]
+                  f"Baseline: {t(s.comparisons[0].arm_a)}. Questions are paired by scope and "
+                  "question (repeats reduced first); binary metrics use the exact McNemar test, "
+                  "continuous ones a scope-clustered paired bootstrap (10,000 resamples); "
+                  "p-values are Holm-corrected across every pair of arms and every metric "
+                  "shown.", ""]
         for comp in s.comparisons:
             lines += comparison_md(comp)
     for section in sections:

@@ -24,11 +24,18 @@ class EstimateOut(_M):
     margin: float | None
     method: str
     clusters: int = 0
+    # Effective number of independent questions, n / (1 + (m̄ − 1)·ICC); None when it cannot
+    # be estimated (one scope).
+    n_eff: float | None = None
+    icc: float | None = None
+    # Share of questions whose repeats disagree (None without repeats).
+    flip_rate: float | None = None
 
     @classmethod
     def of(cls, est: Estimate) -> EstimateOut:
         return cls(n=est.n, mean=est.mean, low=est.low, high=est.high, margin=est.half_width,
-                   method=est.method, clusters=est.clusters)
+                   method=est.method, clusters=est.clusters, n_eff=est.n_eff, icc=est.icc,
+                   flip_rate=est.flip_rate)
 
 
 class Check(_M):
@@ -89,10 +96,12 @@ class ComparisonRow(_M):
     test: str
     p_value: float | None
     p_holm: float | None
+    # Monte Carlo standard error of the Holm-adjusted p-value (0 for exact tests).
+    p_mc_error: float | None = None
     margin_a: float | None
     margin_b: float | None
     noise_floor: float | None
-    verdict: Literal["a", "b", "tie", "unknown"]
+    verdict: Literal["a", "b", "tie", "borderline", "unknown"]
     reason: str
 
 
@@ -105,6 +114,18 @@ class Comparison(_M):
     # Empty when the arms ran under the same condition; else the differing condition fields.
     not_comparable: list[str] = Field(default_factory=list)
     rows: list[ComparisonRow]
+
+
+class ManyArms(_M):
+    """Friedman's test across scopes for one metric with three or more arms."""
+
+    metric: str
+    arms: list[str]
+    scopes: int
+    statistic: float
+    df: int
+    p_value: float
+    kendall_w: float
 
 
 class SectionOut(_M):
@@ -144,6 +165,8 @@ class ReportSummary(_M):
     judge: JudgeOut
     adapters: dict[str, AdapterSummary]
     comparisons: list[Comparison] = Field(default_factory=list)
+    # Friedman's test and Kendall's W across scopes, with three or more adapters.
+    many_arms: list[ManyArms] = Field(default_factory=list)
     checklist: list[Check]
     sections: list[SectionOut] = Field(default_factory=list)
     model_usage: dict[str, RoleUsage] = Field(default_factory=dict)

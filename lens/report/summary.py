@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from lens.report.checklist import _scored_n, run_checklist
-from lens.report.compare import arms_of, compare_against_first, noise_floor_of
+from lens.report.compare import arms_of, compare_against_first, many_arms, noise_floor_of
 from lens.report.data import QuestionRow, RunData
 from lens.report.estimates import estimates, report_metrics
 from lens.report.models import (
@@ -20,7 +20,7 @@ from lens.report.models import (
     Usage,
 )
 from lens.report.sections import Section, collect_sections
-from lens.stats import Estimate, bootstrap_mean, wilson
+from lens.stats import Estimate, bootstrap_mean, estimate, wilson
 
 MAX_CHECKPOINT_POINTS = 10
 
@@ -40,8 +40,9 @@ def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usag
     tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
                             [r.record.scope_id for r in rows], confidence=confidence,
                             seed_label=f"{label}|agent_tokens")
-    budgets = [r.record.budget for r in rows if r.record.budget is not None]
-    compliant = wilson(sum(1 for b in budgets if b.compliant), len(budgets))
+    budgets = [(r.record.scope_id, r.record.budget) for r in rows if r.record.budget is not None]
+    compliant = estimate([1.0 if b.compliant else 0.0 for _, b in budgets],
+                         [s for s, _ in budgets], confidence=confidence)
     return Usage(
         tool_calls_per_question=_mean([float(r.tool_calls) for r in rows]),
         search_results_per_question=_mean([float(r.search_results) for r in rows]),
@@ -51,7 +52,7 @@ def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usag
         cost_known=len(costs),
         wall_s_per_question=_mean([r.record.wall_s for r in rows]),
         budget_compliant=EstimateOut.of(compliant),
-        stop_reasons=dict(Counter(b.stop_reason for b in budgets).most_common()),
+        stop_reasons=dict(Counter(b.stop_reason for _, b in budgets).most_common()),
     )
 
 
@@ -164,7 +165,8 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         scoring_condition=run.scores.condition if run.scores else {},
         confidence=confidence, primary_metric=metrics[0] if metrics else None, metrics=metrics,
         scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
-        comparisons=comparisons, checklist=run_checklist(run),
+        comparisons=comparisons, many_arms=many_arms(arms, metrics),
+        checklist=run_checklist(run),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
         model_usage=model_usage(run),
         notes=list(run.notes),

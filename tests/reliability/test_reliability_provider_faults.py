@@ -141,4 +141,4 @@ def test_200_questions_survive_provider_faults(tmp_path: Path,
     assert len(errored_rows) == n_perm
     assert all(v is None for q in errored_rows for v in q["metrics"].values())
     report = (outcome.run_dir / "report.md").read_text()
-    assert f"{n_perm} of 200 questions" in report
+    assert f": {n_perm} of 200 (" in report  # per arm: "<adapter>: N of 200 (x%)"

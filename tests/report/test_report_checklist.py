@@ -14,15 +14,33 @@ def checks(run: RunData) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("per_scope", "single", "compare"), [
-    (50, "pass", "warn"),   # 150 questions
-    (20, "warn", "fail"),   # 60
-    (5, "fail", "fail"),    # 15
-    (70, "pass", "pass"),   # 210
+    (25, "pass", "warn"),   # 150 questions (ICC 0 here, so n_eff = n)
+    (10, "warn", "fail"),   # 60
+    (3, "fail", "fail"),    # 18
+    (35, "pass", "pass"),   # 210
 ])
 def test_sample_size_items(per_scope: int, single: str, compare: str) -> None:
-    got = checks(memory_run(RunSpec(scopes=3, questions_per_scope=per_scope)))
+    got = checks(memory_run(RunSpec(scopes=6, questions_per_scope=per_scope)))
     assert got["sample_size"] == single
     assert got["compare_size"] == compare
+
+
+def test_few_scopes_warn_whatever_the_n() -> None:
+    c = {c.id: c for c in run_checklist(memory_run(RunSpec(scopes=3, questions_per_scope=100)))}
+    assert c["sample_size"].status == "warn" and c["compare_size"].status == "warn"
+    assert "3 scopes" in c["sample_size"].value
+
+
+def test_correlated_scopes_judge_the_effective_n() -> None:
+    # Adversary: 300 questions whose value is set by their scope (ICC near 1) look like a big
+    # sample; they are worth about one question per scope, and the checklist says so.
+    def by_scope(adapter: str, scope: str, qid: str, rep: int) -> dict[str, float | None]:
+        return {"fact_recall": 0.1 * int(scope[-1]) + 0.001 * int(qid[-1])}
+
+    run = memory_run(RunSpec(scopes=6, questions_per_scope=50, metrics=by_scope))
+    c = {c.id: c for c in run_checklist(run)}
+    assert c["sample_size"].status == "fail" and c["compare_size"].status == "fail"
+    assert "n=300" in c["sample_size"].value and "n_eff=6," in c["sample_size"].value
 
 
 def test_sample_size_counts_scored_questions_only() -> None:
@@ -90,3 +108,15 @@ def test_scored_item() -> None:
     assert unscored["scored"] == "fail"
     # Without scores the sample size falls back to the records, and judge is unknown.
     assert unscored["judge"] == "warn"
+
+
+def test_failures_are_judged_per_arm_not_pooled() -> None:
+    # 12% errors in one arm and none in the other: pooled that is 6% (a warn); per arm it fails.
+    run = memory_run(RunSpec(adapters=("good", "flaky"), scopes=5, questions_per_scope=20))
+    flaky = run.rows_for("flaky")
+    for row in flaky[:12]:
+        row.record.status = "error"
+    c = {c.id: c for c in run_checklist(run)}
+    assert c["failures"].status == "fail"
+    assert "flaky: 12 of 100 (12.0%)" in c["failures"].value
+    assert "good: 0 of 100 (0.0%)" in c["failures"].value

@@ -10,14 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats as sps
 
 from lens.cli import main
 from lens.report import REPORT_FILES, write_reports
 from lens.report.data import load_run
 from lens.report.models import ReportSummary
 from lens.report.sections import _PROVIDERS, Section, register_section_provider
-from lens.stats import wilson
+from lens.stats import wilson_bounds
 from tests.report.runfactory import RunSpec, make_run
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> & "q" \'s\''
@@ -37,16 +39,26 @@ def test_writes_all_four_files_with_consistent_numbers(run_dir: Path) -> None:
     assert summary.metrics == ["composite", "fact_recall", "budget_compliance"]
     # The composite is the scorer's group statistic (weights and gate on the means).
     assert summary.adapters["null"].metrics["composite"].method == "group-bootstrap"
-    # The reported Wilson interval is recomputed here from the raw per-question values.
+    # The reported interval is recomputed here from the raw per-question values and their
+    # scopes: Wilson at the effective n the cluster-robust variance implies, t with k − 1 df.
     scores = json.loads((run_dir / "scores.json").read_text())
-    vals = [q["metrics"]["budget_compliance"] for q in scores["questions"]
-            if q["adapter"] == "null" and q["metrics"]["budget_compliance"] is not None]
-    want = wilson(sum(vals), len(vals))
+    qs = [q for q in scores["questions"]
+          if q["adapter"] == "null" and q["metrics"]["budget_compliance"] is not None]
+    vals = np.array([q["metrics"]["budget_compliance"] for q in qs])
+    scopes = sorted({q["scope_id"] for q in qs})
+    p = vals.mean()
+    totals = np.array([sum(q["metrics"]["budget_compliance"] for q in qs if q["scope_id"] == s)
+                       for s in scopes])
+    sizes = np.array([sum(1 for q in qs if q["scope_id"] == s) for s in scopes])
+    k = len(scopes)
+    var = np.sum((totals - sizes * p) ** 2) / len(vals) ** 2 * k / (k - 1)
+    low, high = wilson_bounds(p, p * (1 - p) / var, sps.t.ppf(0.975, k - 1))
     got = summary.adapters["null"].metrics["budget_compliance"]
-    assert (got.n, got.mean, got.low, got.high) == (want.n, want.mean, want.low, want.high)
-    assert got.method == "wilson"
+    assert (got.n, got.mean) == (len(vals), p)
+    assert got.low == pytest.approx(low, abs=1e-12) and got.high == pytest.approx(high, abs=1e-12)
+    assert got.method == "wilson-clustered" and got.n_eff is not None
     comp = summary.adapters["null"].metrics["fact_recall"]
-    assert comp.method == "cluster-bootstrap" and comp.clusters == 3
+    assert comp.method == "cluster-robust-t" and comp.clusters == 3
     assert comp.low < comp.mean < comp.high  # type: ignore[operator]
     # Errored questions are counted, not scored as zero.
     assert summary.adapters["sqlite_fts"].errored + summary.adapters["null"].errored == 3
@@ -69,7 +81,7 @@ def test_markdown_shows_checklist_intervals_and_comparison(run_dir: Path) -> Non
     assert "## Pre-flight checklist" in md
     for status in ("**PASS**", "**FAIL**"):
         assert status in md
-    assert re.search(r"\| composite \| 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] n=\d+ \|", md)
+    assert re.search(r"\| composite \| 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] n=\d+ n_eff=\w+ \|", md)
     assert "### null vs sqlite_fts" in md
     assert "mcnemar-exact" in md and "paired-bootstrap" in md
 

@@ -83,7 +83,8 @@ def test_gate_near_threshold_widens_the_interval() -> None:
     steady = rows(300)
     shaky = rows(300)
     for i, r in enumerate(shaky):
-        r.metrics["budget_compliance"] = 1.0 if i % 2 else 0.0
+        # About half compliant, scope by scope a little more or less: the gate's side varies.
+        r.metrics["budget_compliance"] = 1.0 if unit_draw("gate", i) < 0.52 else 0.0
     e_steady = gs.group_estimates(steady, HOW, seed_label="x")["composite"]
     e_shaky = gs.group_estimates(shaky, HOW, seed_label="x")["composite"]
     assert e_shaky.low == 0.0
@@ -104,3 +105,33 @@ def test_no_answered_rows_is_unknown() -> None:
     data = rows(10, error_every=1)
     est = gs.group_estimates(data, HOW)
     assert est["composite"].mean is None and est["composite"].n == 0
+
+
+def test_intervals_depend_on_the_data_not_on_order_or_names() -> None:
+    data = rows(200)
+    est = gs.group_estimates(data, HOW, seed_label="one")
+    assert gs.group_estimates(list(reversed(data)), HOW, seed_label="two") == est
+    b = rows(200, label="a", shift=0.05)
+    ab = gs.paired_group(data, b, HOW, seed_label="x")["composite"]
+    ba = gs.paired_group(b, data, HOW, seed_label="y")["composite"]
+    # The same replicates whichever arm is A: the difference is mirrored exactly.
+    assert ab.p_value == ba.p_value and ab.p_mc_error == ba.p_mc_error
+    assert ab.delta.low == pytest.approx(-ba.delta.high, abs=1e-12)  # type: ignore[operator]
+
+
+def test_few_scopes_widen_the_group_interval() -> None:
+    # The interval is the bootstrap percentile interval spread about the point by
+    # sqrt(k / (k - 1)) * t(k - 1) / z: the plain bootstrap is too narrow with few scopes.
+    from lens.stats import percentile_interval, small_cluster_inflation
+
+    data = sorted(rows(240), key=lambda r: (r.scope_id, r.question_id, r.repeat))
+    est = gs.group_estimates(data, HOW)["composite"]
+    reps = gs._group_reps([gs._Matrix(data)], HOW, [r.scope_id for r in data], gs._units(data),
+                          gs.rows_seed(data), gs.GROUP_RESAMPLES)[0]["composite"]
+    raw = percentile_interval(reps, 0.95)
+    assert raw is not None and est.mean is not None
+    c = small_cluster_inflation(5, 0.95)
+    assert c == pytest.approx(np.sqrt(5 / 4) * 2.776445 / 1.959964, rel=1e-5)
+    assert est.low == pytest.approx(est.mean + c * (raw[0] - est.mean), rel=1e-9)
+    assert est.high == pytest.approx(est.mean + c * (raw[1] - est.mean), rel=1e-9)
+    assert small_cluster_inflation(3, 0.95) > small_cluster_inflation(12, 0.95) > 1

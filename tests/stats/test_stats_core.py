@@ -82,7 +82,8 @@ def test_sample_sizes_reproduce_the_planning_table() -> None:
 
 def test_planning_and_margin_tables() -> None:
     rows = planning_table(0.85, [0.05, 0.15])
-    assert rows[0] == {"baseline": 0.85, "other": 0.9, "delta": 0.05, "per_arm": 686}
+    assert rows[0] == {"baseline": 0.85, "other": 0.9, "delta": 0.05, "per_arm": 686,
+                       "independent": 686, "scopes": None}
     assert rows[1]["other"] == pytest.approx(0.80)
     # 0.85 + 0.15 is not a rate below 1: only the downward row remains.
     assert [r["other"] for r in rows[2:]] == [pytest.approx(0.70)]
@@ -129,46 +130,52 @@ def test_holm_adjustment() -> None:
     assert holm([]) == []
 
 
-def test_bootstrap_is_deterministic_and_seeded_by_label() -> None:
+def test_intervals_depend_on_the_data_only() -> None:
     rng = random.Random(1)
     vals = [rng.random() for _ in range(200)]
     clusters = [f"s{i % 5}" for i in range(200)]
     a = bootstrap_mean(vals, clusters, seed_label="x")
-    b = bootstrap_mean(vals, clusters, seed_label="x")
-    c = bootstrap_mean(vals, clusters, seed_label="y")
+    b = bootstrap_mean(vals, clusters, seed_label="y")
     assert a == b
-    assert (a.low, a.high) != (c.low, c.high)
     assert a.low is not None and a.high is not None and a.low < a.mean < a.high  # type: ignore
+    # The paired bootstrap is seeded by the deltas: the same data, the same bytes.
+    d = [rng.gauss(0.1, 0.3) for _ in range(200)]
+    assert paired_bootstrap(d, clusters) == paired_bootstrap(list(d), list(clusters))
+    assert paired_bootstrap(d, clusters) != paired_bootstrap([x + 1e-9 for x in d], clusters)
 
 
-def test_clustered_bootstrap_carries_between_scope_variance() -> None:
-    # Five scopes whose means differ a lot: an i.i.d. bootstrap would understate the spread.
+def test_clustered_interval_carries_between_scope_variance() -> None:
+    # Five scopes whose means differ a lot: treating questions as independent would
+    # understate the spread.
     rng = random.Random(3)
     vals, clusters = [], []
     for s, centre in enumerate((0.1, 0.3, 0.5, 0.7, 0.9)):
         for _ in range(40):
             vals.append(min(1.0, max(0.0, rng.gauss(centre, 0.05))))
             clusters.append(f"s{s}")
-    clustered = bootstrap_mean(vals, clusters, seed_label="c")
-    iid = bootstrap_mean(vals, ["one"] * len(vals), seed_label="c")
-    assert clustered.method == "cluster-bootstrap" and iid.method == "bootstrap"
+    clustered = bootstrap_mean(vals, clusters)
+    iid = bootstrap_mean(vals, ["one"] * len(vals))
+    assert clustered.method == "cluster-robust-t" and iid.method == "t (one scope)"
     assert clustered.half_width > 2 * iid.half_width  # type: ignore[operator]
+    assert clustered.icc is not None and clustered.icc > 0.9
+    assert clustered.n_eff is not None and clustered.n_eff < 6
 
 
-def test_bootstrap_coverage_is_close_to_nominal() -> None:
+def test_one_scope_coverage_is_close_to_nominal() -> None:
     rng = random.Random(11)
     trials, hits = 300, 0
-    for t in range(trials):
+    for _ in range(trials):
         vals = [rng.expovariate(2.0) for _ in range(60)]  # true mean 0.5
-        est = bootstrap_mean(vals, ["s"] * 60, resamples=1000, seed_label=str(t))
+        est = bootstrap_mean(vals, ["s"] * 60)
         hits += est.low <= 0.5 <= est.high  # type: ignore[operator]
     assert 0.88 <= hits / trials <= 0.99
 
 
 def test_estimate_picks_wilson_for_binary_values() -> None:
-    assert estimate([1, 0, 1, 1], ["a", "a", "b", "b"]).method == "wilson"
+    assert estimate([1, 0, 1, 1], ["a", "a", "b", "b"]).method == "wilson-clustered"
+    assert estimate([1, 0, 1, 1] * 5, ["a"] * 20).method == "wilson (one scope)"
     cont = estimate([0.5, 0.2] * 6, ["a", "b"] * 6)
-    assert cont.method == "cluster-bootstrap" and cont.low is not None
+    assert cont.method == "cluster-robust-t" and cont.low is not None
     unknown = estimate([], [])
     assert unknown.mean is None and unknown.n == 0
 
@@ -183,14 +190,16 @@ def test_too_few_values_have_no_bootstrap_interval() -> None:
 
 
 def test_paired_bootstrap_edge_cases() -> None:
-    zero, p0 = paired_bootstrap([0.0] * 10, ["s"] * 10)
-    assert zero.mean == 0.0 and p0 == 1.0
-    const, pc = paired_bootstrap([0.2] * 10, ["s"] * 10)
+    zero, p0, mc0 = paired_bootstrap([0.0] * 10, ["s"] * 10)
+    assert zero.mean == 0.0 and p0 == 1.0 and mc0 == 0.0
+    const, pc, _ = paired_bootstrap([0.2] * 10, ["s"] * 10)
     assert const.mean == pytest.approx(0.2) and pc == pytest.approx(2 / 2**10)
     rng = random.Random(5)
     shifted = [0.3 + rng.gauss(0, 0.1) for _ in range(100)]
-    est, p = paired_bootstrap(shifted, [f"s{i % 4}" for i in range(100)])
+    est, p, mc = paired_bootstrap(shifted, [f"s{i % 4}" for i in range(100)])
     assert p is not None and p < 0.01 and est.low > 0  # type: ignore[operator]
+    # 10,000 resamples: the smallest p is 2/10001, known to within its Monte Carlo error.
+    assert p == pytest.approx(2 / 10001) and mc is not None and 0 < mc < 0.001
 
 
 def test_paired_compare_uses_mcnemar_for_binary_and_bootstrap_otherwise() -> None:
@@ -213,3 +222,21 @@ def test_condition_differences_ignore_the_adapter_under_test() -> None:
     assert condition_differences([base, other]) == ["dataset_hash", "seed"]
     missing = {k: v for k, v in base.items() if k != "seed"}
     assert condition_differences([base, missing]) == ["seed"]
+
+
+def test_plan_in_effective_terms() -> None:
+    from lens.stats import clustered_size, design_effect
+
+    # ICC 0: the independent-question table, in whole scopes when the scope size is known.
+    assert clustered_size(686) == (686, None)
+    assert clustered_size(686, 0.0, 25) == (700, 28)
+    # ICC 0.14 with 25 per scope: a design effect of 4.36, so 686 become 2,991 → 120 scopes.
+    assert design_effect(0.14, 25) == pytest.approx(4.36)
+    assert clustered_size(686, 0.14, 25) == (3000, 120)
+    with pytest.raises(ValueError, match="per scope"):
+        clustered_size(686, 0.1)
+    rows = planning_table(0.85, [0.05], icc=0.14, per_scope=25)
+    assert rows[0]["independent"] == 686 and rows[0]["per_arm"] == 3000 and rows[0]["scopes"] == 120
+    m = margin_table(0.85, [100], icc=0.14, per_scope=25)[0]
+    assert m["n_eff"] == pytest.approx(100 / 4.36)
+    assert m["margin"] > margin_table(0.85, [100])[0]["margin"]
