@@ -305,7 +305,8 @@ def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) ->
         run_dir=str(outcome.run_dir), tiers=[1], questions=qs).model_dump_json())
     summary = write_reports(outcome.run_dir).summary_data
     est = next(iter(summary.adapters.values())).metrics["budget_compliance"]
-    assert est.n == len(qs) and est.method == "wilson"
+    # One scope: nothing is known of scope-to-scope variation, so the interval says so.
+    assert est.n == len(qs) and est.method == "wilson (one scope)" and est.n_eff is None
 
 
 def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
@@ -318,7 +319,7 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
     status = {c.id: c.status for c in paths.summary_data.checklist}
     assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
-                      "judge": "warn", "failures": "fail"}
+                      "judge": "warn", "failures": "fail", "adapter_lost": "pass"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
 
 

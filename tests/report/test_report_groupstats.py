@@ -127,7 +127,8 @@ def test_few_scopes_widen_the_group_interval() -> None:
     data = sorted(rows(240), key=lambda r: (r.scope_id, r.question_id, r.repeat))
     est = gs.group_estimates(data, HOW)["composite"]
     reps = gs._group_reps([gs._Matrix(data)], HOW, [r.scope_id for r in data], gs._units(data),
-                          gs.rows_seed(data), gs.GROUP_RESAMPLES)[0]["composite"]
+                          gs.rows_seed(data), gs.GROUP_RESAMPLES,
+                          [HOW.point(data)])[0]["composite"]
     raw = percentile_interval(reps, 0.95)
     assert raw is not None and est.mean is not None
     c = small_cluster_inflation(5, 0.95)
