@@ -17,12 +17,14 @@ from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
+from lens.scoring import fact_grader as grading
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.context import RunInput, ScoringItem, load_run
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
+from lens.scoring.judge_prompts import judge_prompts_hash
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
@@ -78,29 +80,6 @@ def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores)
         row.detail[name] = detail
 
 
-def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
-                       verdicts: dict[str, Verdict], model: str) -> None:
-    detail = row.detail["fact_recall"]
-    facts = detail.get("facts", [])
-    failed = 0
-    for f in facts:
-        f["method"] = "mechanical" if f["matched"] else "unmatched"
-        task = checks.get(f["fact"])
-        if task is None:
-            continue
-        v = verdicts.get(task.key(model))
-        if v is None:
-            failed += 1
-        elif v.value == "yes":
-            f["matched"] = True
-            f["method"] = "judge"
-    if failed:
-        row.metrics["fact_recall"] = None
-        detail["reason"] = f"judge fact check failed for {failed} fact(s)"
-    elif facts:
-        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts)
-
-
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
             verdicts: dict[str, Verdict], model: str, empty: bool) -> tuple[int, int]:
     """Set a pairwise metric on ``row``; return (pairs, disagreements) counted."""
@@ -113,8 +92,6 @@ def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | N
     result = pairwise.score(comps, verdicts, model)
     row.metrics[name] = result.value
     row.detail[name] = result.as_detail()
-    if result.value is None:
-        row.detail[name]["reason"] = "a judge call failed; re-run lens score to retry it"
     return result.pairs, result.disagreements
 
 
@@ -125,7 +102,7 @@ async def score_run(
     tiers: set[int] | frozenset[int] = ALL_TIERS,
     weights: Mapping[str, float] | None = None,
     gate_threshold: float = DEFAULT_GATE_THRESHOLD,
-    fact_judge: bool = False,
+    fact_grader: str | None = "matcher",
     judge_concurrency: int = 16,
     dataset_path: Path | None = None,
     matcher: FactMatcherSettings | None = None,
@@ -134,29 +111,35 @@ async def score_run(
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
-    ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_judge`` asks the judge
-    about each key fact the mechanical matcher missed. ``tiers`` selects the tiers to score
-    (tier 1 always is). ``run_finished`` says the run is over even if its manifest does not
-    say so yet (``lens run`` scores before it marks the run complete); None reads the manifest.
+    ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_grader`` decides
+    fact_recall: ``matcher``, ``judge`` (per-fact grades with partial credit) or ``both``
+    (lens.scoring.fact_grader); None picks ``judge`` when a judge is given, else ``matcher``.
+    ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
+    over even if its manifest does not say so yet (``lens run`` scores before it marks the run
+    complete); None reads the manifest.
     """
     tiers = _check_tiers(set(tiers))
     if not 0.0 <= gate_threshold <= 1.0:
         raise UserError(f"gate threshold must be within 0..1 (got {gate_threshold})")
     resolved = resolve_weights(weights)
     matcher = matcher or FactMatcherSettings()
+    try:
+        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     run = load_run(Path(run_dir), dataset_path=dataset_path)
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
         return await _score(run, judge=judge, tiers=tiers, weights=resolved,
-                            gate_threshold=gate_threshold, fact_judge=fact_judge,
+                            gate_threshold=gate_threshold, grader=grader,
                             judge_concurrency=judge_concurrency, matcher=matcher, write=write)
     finally:
         run.store.close()
 
 
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
-                 weights: dict[str, float], gate_threshold: float, fact_judge: bool,
+                 weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
     rows: dict[str, QuestionScores] = {}
     plan = _Plan()
@@ -179,13 +162,10 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 row.detail[name] = detail
         if not use_judge or not has_answer:
             continue
+        if grader != "matcher" and (tasks := grading.grade_tasks(item)):
+            plan.facts[item.key] = tasks
         if 2 in tiers:
             plan.quality[item.key] = pairwise.comparisons(item)
-            if fact_judge:
-                missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
-                          if not f["matched"]]
-                if missed:
-                    plan.facts[item.key] = pairwise.fact_checks(item, missed)
         if 3 in tiers and item.question.question_type.value == ACTION:
             plan.action[item.key] = pairwise.comparisons(item, action=True)
 
@@ -208,8 +188,6 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
             p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
                            empty)
             pairs, flips = pairs + p, flips + f
-            if item.key in plan.facts:
-                _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
         elif 2 in tiers:
             row.metrics["answer_quality"] = None
         if 3 in tiers and item.question.question_type.value == ACTION:
@@ -219,6 +197,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 pairs, flips = pairs + p, flips + f
             else:
                 row.metrics["action_quality"] = None
+        if item.key in plan.facts:
+            grading.apply_grades(row.metrics, row.detail["fact_recall"], plan.facts[item.key],
+                                 verdicts, model, grader)
         row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
         total_pairs += pairs
         total_flips += flips
@@ -232,7 +213,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
-    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
+    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips,
+                             grader != "matcher")
     scores = RunScores(
         run_dir=str(run.run_dir),
         tiers=sorted(tiers),
@@ -242,12 +224,14 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         gate_threshold=gate_threshold,
         aggregates=aggregates,
         aggregate_detail=agg_detail,
-        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
+        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
+                     grader),
         settings={"fact_matcher": {"coverage": matcher.coverage,
                                    "short_fact_words": matcher.short_fact_words,
                                    "window_sentences": matcher.window_sentences,
                                    "numeric_rel_tol": matcher.rel_tol},
-                  "fact_judge": fact_judge and judge_runner is not None},
+                  "fact_grader": grader,
+                  "judge_prompts": judge_prompts_hash() if judge_runner else None},
     )
     if write:
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
@@ -276,7 +260,8 @@ def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int
 def _notes(run: RunInput, rows: list[QuestionScores],
            aggregates: dict[str, dict[str, dict[str, float | None]]],
            detail: dict[str, dict[str, dict[str, Any]]], tiers: set[int],
-           judge: Judge | None, summary: JudgeSummary) -> list[str]:
+           judge: Judge | None, summary: JudgeSummary,
+           grader: grading.FactGrader = "matcher") -> list[str]:
     notes: list[str] = []
     status = run.manifest.get("status")
     if status not in (None, "complete"):
@@ -295,8 +280,13 @@ def _notes(run: RunInput, rows: list[QuestionScores],
                      f"missing judge metrics: run lens score again to retry them "
                      f"(first error: {judge.usage.error_messages[0]})")
     if summary.invalid:
-        notes.append(f"{summary.invalid} judge repl(ies) could not be read as a verdict; such a "
-                     "reply counts as no preference")
+        notes.append(f"{summary.invalid} of {summary.verdicts} judge verdict(s) could not be "
+                     "read, even after a retry with a format reminder: the scores resting on "
+                     "them are unknown (missing), never a tie")
+    if grader == "matcher":
+        notes.append("fact_recall comes from the phrase matcher alone: read it as a lower "
+                     "bound, since the matcher misses facts restated in other words; with a "
+                     "judge, scoring.fact_grader: judge grades each fact")
     errored = sum(r.status != "answered" for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
@@ -353,8 +343,7 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
             judge_concurrency=config.judge.max_concurrency if config.judge else 16,
             dataset_path=config.dataset.path, run_finished=True,
-            # An optional config switch; read defensively so configs without it still work.
-            fact_judge=bool(getattr(config.scoring, "fact_judge", False)),
+            fact_grader=config.scoring.grader(),
         )
     finally:
         if own is not None:
