@@ -120,6 +120,10 @@ def _f(v: float | None, pct: bool = True) -> str:
     return f"{v:.1%}" if pct else f"{v:+.2f}"
 
 
+def _credit(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def render(cal: Calibration) -> str:
     """The calibration as a plain-text table."""
     lines = [f"judge {cal.model} on {cal.dataset.get('label')}: {cal.questions} question(s), "
@@ -129,14 +133,14 @@ def render(cal: Calibration) -> str:
     lines.append(head)
     if cal.fact_credit:
         lines.append(f"{'(correct)':<14} {'':>5} {'':>12} {'':>11} {'':>9} "
-                     f"{_f(cal.fact_credit.get('correct'), False):>11}")
+                     f"{_credit(cal.fact_credit.get('correct')):>11}")
     for kind in FLAWED_KINDS:
         rs = [r for r in cal.results if r.kind == kind and r.final is not None]
         n = len([r for r in cal.results if r.kind == kind])
         won = sum(r.final == "correct" for r in rs)
         lost = sum(r.final == "flawed" for r in rs)
         split = sum(r.final == "tie" for r in rs)
-        credit = _f(cal.fact_credit.get(kind), False) if cal.fact_credit else ""
+        credit = _credit(cal.fact_credit.get(kind)) if cal.fact_credit else ""
         lines.append(f"{kind:<14} {n:>5} {won:>12} {lost:>11} {split:>9} {credit:>11}")
     lines.append(f"accuracy {_f(cal.accuracy)}; position disagreement "
                  f"{_f(cal.position_disagreement)} (response A chosen {_f(cal.position_a_rate)} "

@@ -1,7 +1,8 @@
 """Judges with known habits, for the fake OpenAI-compatible server (and in-process clients).
 
-- ``oracle``: knows the faithful answers and prefers whichever response is one; grades a key
-  fact present only in a faithful answer that names it (an honest judge, by construction);
+- ``oracle``: knows the faithful answers (which state every key fact) and prefers whichever
+  response is one; grades a key fact present only in a faithful answer (an honest judge, by
+  construction);
 - ``longer``: prefers the longer response; grades a fact present whenever its words appear,
   pasted records included (the length-biased, stuffing-prone judge);
 - ``position_a``: always answers A;
@@ -27,7 +28,8 @@ def _prompt_of(messages: list[dict]) -> str:
 
 
 def _norm(text: str) -> str:
-    return " ".join(re.sub(r"\[[^\]]+\]", " ", text).split()).lower()
+    no_refs = re.sub(r"\[[^\]]+\]", " ", text).lower()
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", no_refs).split())
 
 
 Policy = Callable[[str], str]
@@ -46,11 +48,8 @@ def oracle(faithful: Iterable[str]) -> Policy:
             b = is_faithful(_between(prompt, "Response B:\n<<<\n", "\n>>>"))
             v = "A" if a and not b else "B" if b and not a else "TIE"
             return json.dumps({"verdict": v, "reason": "content"})
-        fact = _between(prompt, "Key fact: ", "\n").lower()
         answer = _between(prompt, "Answer:\n<<<\n", "\n>>>")
-        words = re.findall(r"[a-z0-9]{3,}", fact)
-        named = all(w in answer.lower() for w in words)
-        return json.dumps({"grade": "present" if named and is_faithful(answer) else "absent"})
+        return json.dumps({"grade": "present" if is_faithful(answer) else "absent"})
 
     return decide
 
