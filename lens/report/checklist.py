@@ -196,6 +196,33 @@ def check_judge_calibration(runs: Sequence[RunData]) -> Check | None:
                         "or misses changed numbers, fails here")
 
 
+def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
+    """Who decided fact_recall. The phrase matcher alone misses facts restated in other words,
+    so its fact_recall is a lower bound; None when no run is scored."""
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        if run.scores is None:
+            continue
+        settings = run.scores.settings
+        grader = settings.get("fact_grader") or ("judge" if settings.get("fact_judge")
+                                                 else "matcher")
+        name = f"{run.run_id}: " if len(runs) > 1 else ""
+        if grader == "matcher":
+            parts.append(f"{name}phrase matcher only: fact_recall is a lower bound")
+            statuses.append("warn")
+        else:
+            parts.append(f"{name}judge grades each key fact ({grader})")
+            statuses.append("pass")
+    if not parts:
+        return None
+    return Check(id="fact_grader", title="fact_recall graded per fact by a judge",
+                 status=worst(statuses), value="; ".join(parts),
+                 detail="the phrase matcher misses paraphrases (real agents restate findings in "
+                        "their own words), so matcher-only fact_recall understates every arm; "
+                        "configure a judge (scoring.fact_grader: judge is then the default)")
+
+
 def check_failures(runs: Sequence[RunData]) -> Check:
     total = sum(len(r.rows) for r in runs)
     errored = sum(1 for r in runs for row in r.rows if row.record.status == "error")
@@ -233,7 +260,8 @@ def run_checklist(run: RunData) -> list[Check]:
         check_seed([run]),
         *check_retrieval([run]),
         check_judge([run]),
-        *_present(check_judge_unreadable([run]), check_judge_calibration([run])),
+        *_present(check_judge_unreadable([run]), check_judge_calibration([run]),
+                  check_fact_grader([run])),
         check_failures([run]),
     ]
 
@@ -245,7 +273,8 @@ def compare_checklist(runs: Sequence[RunData], arm_sizes: dict[str, int]) -> lis
         check_seed(runs),
         *check_retrieval(runs),
         check_judge(runs),
-        *_present(check_judge_unreadable(runs), check_judge_calibration(runs)),
+        *_present(check_judge_unreadable(runs), check_judge_calibration(runs),
+                  check_fact_grader(runs)),
         check_failures(runs),
     ]
 

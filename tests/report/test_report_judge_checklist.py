@@ -79,7 +79,7 @@ def test_the_runs_judge_calibration_is_shown(tmp_path: Path) -> None:
     assert biased.status == "fail"
     save_calibration(biased, folder)
     assert _checks(run)["judge_calibration"].status == "fail"
-    assert compare_checklist([run], {})[-2].id == "judge_calibration"
+    assert "judge_calibration" in {c.id for c in compare_checklist([run], {})}
 
 
 def test_a_calibration_of_other_judge_prompts_does_not_count(tmp_path: Path) -> None:
@@ -91,3 +91,13 @@ def test_a_calibration_of_other_judge_prompts_does_not_count(tmp_path: Path) -> 
     assert run.scores is not None
     del run.scores.settings["judge_prompts"]
     assert "not calibrated" in _checks(run)["judge_calibration"].value
+
+
+def test_matcher_only_fact_recall_is_labelled_a_lower_bound(tmp_path: Path) -> None:
+    run = _judged(tmp_path)
+    assert run.scores is not None
+    run.scores.settings["fact_grader"] = "matcher"
+    check = _checks(run)["fact_grader"]
+    assert check.status == "warn" and "lower bound" in check.value
+    run.scores.settings["fact_grader"] = "judge"
+    assert _checks(run)["fact_grader"].status == "pass"
