@@ -139,7 +139,8 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
         last = last or {}
         lines.append(f"judge {j.model}: {j.verdicts} verdict(s) "
                      f"({last.get('new_judge_calls', '?')} new call(s), "
-                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed; "
+                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed, "
+                     f"{j.invalid} unreadable; "
                      f"position-swap disagreement {rate} over {j.pairs} pairs")
     else:
         lines.append("judge: none (judge metrics missing)")
