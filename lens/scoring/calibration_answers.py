@@ -93,15 +93,20 @@ def _candidates(text: str) -> list[Change]:
 
 
 def subtly_wrong(answer: str, key_facts: list[str], seed: int) -> tuple[str, Change] | None:
-    """``answer`` with one change, preferring tokens a key fact names; None if nothing to
-    change."""
+    """``answer`` with one change; None if nothing to change. The kind of change (identifier,
+    date, number, direction) rotates with the seed; within it, a token a key fact names is
+    preferred."""
     found = _candidates(answer)
     if not found:
         return None
+    kinds = sorted({c.what for c in found})
+    kind = kinds[seed % len(kinds)]
+    of_kind = [c for c in found if c.what == kind]
     facts = " ".join(key_facts)
-    named = [c for c in found if re.search(rf"(?<![\w-]){re.escape(c.old)}(?![\w-])", facts)]
-    pool = named or found
-    c = pool[seed % len(pool)]
+    named = [c for c in of_kind
+             if re.search(rf"(?<![\w-]){re.escape(c.old)}(?![\w-])", facts)]
+    pool = named or of_kind
+    c = pool[(seed // len(kinds)) % len(pool)]
     return answer[:c.start] + c.new + answer[c.end:], c
 
 

@@ -34,11 +34,17 @@ def test_subtly_wrong_changes_one_token_of_each_kind() -> None:
         assert change is not None and (change.old, change.new, change.what) == (old, new, what)
         assert changed == text.replace(old, new)
     assert subtly_wrong("Nothing to change here.", [], seed=0) is None
-    # A token a key fact names is preferred, so the change contradicts a graded fact.
-    text = "Latency rose to 290 ms after CHG-9437."
-    for seed in range(6):
-        _, change = subtly_wrong(text, ["CHG-9437"], seed) or ("", None)
-        assert change is not None and change.old == "CHG-9437"
+    # The kind of change rotates with the seed; within a kind, a token a key fact names is
+    # preferred, so the change contradicts a graded fact.
+    text = "Latency rose to 290 ms after CHG-9437, not after DEP-5266."
+    kinds = set()
+    for seed in range(12):
+        _, change = subtly_wrong(text, ["CHG-9437 raised latency"], seed) or ("", None)
+        assert change is not None
+        kinds.add(change.what)
+        if change.what == "identifier":
+            assert change.old == "CHG-9437"
+    assert kinds == {"identifier", "number", "direction"}
 
 
 def test_items_are_seeded_by_the_data_and_flawed_answers_are_flawed() -> None:
@@ -48,7 +54,7 @@ def test_items_are_seeded_by_the_data_and_flawed_answers_are_flawed() -> None:
     assert len(items) == 6
     for it in items:
         assert set(it.flawed) == {"wrong", "stuffed", "vague"}
-        assert it.flawed["wrong"] != it.correct and it.facts_hit_by_change()
+        assert it.flawed["wrong"] != it.correct
         assert len(it.flawed["stuffed"]) > 1.2 * len(it.correct)
         assert len(it.flawed["vague"]) < len(it.flawed["stuffed"])
         assert not any(f in it.flawed["vague"] for f in it.key_facts)
