@@ -304,3 +304,15 @@ def test_lens_score_over_loopback(tmp_path: Path, policy: str, quality: float | 
     assert asked == (6 if policy == "oracle" else 12)
     if policy == "garbage":
         assert "never a tie" in proc.stdout
+
+
+def test_judge_prompts_and_reminders_enter_the_prompts_hash() -> None:
+    from lens import prompts
+    from lens.scoring import judge_prompts
+
+    prompts.prompts_hash()
+    registered = prompts._extra_templates
+    for name in ("judge_system", "judge_pairwise", "judge_fact_grade",
+                 "judge_pairwise_reminder", "judge_fact_grade_reminder"):
+        assert name in registered
+    assert registered["judge_fact_grade"] == judge_prompts.FACT_GRADE_TEMPLATE
