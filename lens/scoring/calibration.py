@@ -36,14 +36,18 @@ from lens.config import CacheConfig
 from lens.dataset import Dataset
 from lens.models.base import ModelClient
 from lens.models.cache import default_cache_dir
-from lens.scoring.calibration_answers import FLAWED_KINDS, CalibrationItem, build_items
+from lens.scoring.calibration_answers import (
+    FLAWED_KINDS,
+    LENGTH_MARGIN,
+    CalibrationItem,
+    build_items,
+)
 from lens.scoring.judge import Judge, JudgeTask, Verdict, fact_grade_task, pairwise_task
 from lens.scoring.judge_prompts import GRADE_POINTS, judge_prompts_hash
 from lens.scoring.pairwise import WHOLE_CRITERION, winner
 from lens.store import atomic_write_text
 
 CALIBRATION_DIR = "judge-calibrations"
-LENGTH_MARGIN = 1.2  # one answer counts as longer at a fifth more characters
 Status = Literal["pass", "warn", "fail"]
 
 # Thresholds of the assessment (and of the report's checklist row).

@@ -24,6 +24,7 @@ from lens.dataset import Dataset, Question
 FLAWED_KINDS = ("wrong", "stuffed", "vague")
 MAX_RECORD_CHARS = 1200
 MAX_RECORDS = 3
+LENGTH_MARGIN = 1.2  # one answer counts as longer at a fifth more characters
 
 _VAGUE = (
     "The records point to some changes over this period that could matter here; it is worth "
@@ -32,6 +33,8 @@ _VAGUE = (
     "to have shifted somewhat; more data would help.",
     "Several factors may be involved, and the reports suggest the situation evolved over "
     "time; it is hard to say more with confidence.",
+    "Things changed somewhat over this period.",
+    "Hard to say; the picture is mixed.",
 )
 
 _DIRECTIONS = {
@@ -124,9 +127,14 @@ def _stuffed(ds: Dataset, q: Question) -> str:
 
 
 def _vague(q: Question, seed: int) -> str:
+    """A non-answer, shorter than the correct answer where one fits: with the stuffed answer
+    always longer, both sides of the length bias can be measured."""
     refs = q.ground_truth.required_evidence_refs[:2]
     cites = " " + " ".join(f"[{r}]" for r in refs) if refs else ""
-    return _VAGUE[seed % len(_VAGUE)] + cites
+    options = [v + cites for v in _VAGUE]
+    shorter = [v for v in options
+               if len(v) * LENGTH_MARGIN <= len(q.ground_truth.canonical_answer)]
+    return shorter[seed % len(shorter)] if shorter else min(options, key=len)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,9 @@ def test_items_are_seeded_by_the_data_and_flawed_answers_are_flawed() -> None:
         assert it.flawed["wrong"] != it.correct
         assert len(it.flawed["stuffed"]) > 1.2 * len(it.correct)
         assert len(it.flawed["vague"]) < len(it.flawed["stuffed"])
+        # Shorter than the correct answer wherever one fits, so both sides of the length
+        # bias are measured.
+        assert len(it.flawed["vague"]) * 1.2 <= len(it.correct) or len(it.correct) < 80
         assert not any(f in it.flawed["vague"] for f in it.key_facts)
 
 
@@ -153,3 +156,26 @@ def test_user_errors_exit_2(argv: list[str], message: str) -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_judge_of_a_run_config(tmp_path: Path) -> None:
+    """--config takes the judge settings and the cache folder of a run config."""
+    faithful = [q.ground_truth.canonical_answer for q in load_dataset(QUICKSTART).questions]
+    with FakeOpenAI(judge_fakes.responder(judge_fakes.oracle(faithful))) as server:
+        config = tmp_path / "run.yaml"
+        config.write_text(json.dumps({
+            "dataset": {"path": str(QUICKSTART)}, "adapters": [{"name": "sqlite_fts"}],
+            "agent": {"model": "scripted/policy"},
+            "judge": {"model": "openai/fake-judge", "base_url": server.base_url},
+            "cache": {"path": "cache/models.sqlite"}}), encoding="utf-8")
+        proc = subprocess.run(
+            [sys.executable, "-m", "lens", "judge", "calibrate", "--config", str(config),
+             str(QUICKSTART), "--limit", "2", "--no-fact-grades"],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert "calibration: PASS" in proc.stdout
+    stored = calibration_path(tmp_path / "cache" / "judge-calibrations", "openai/fake-judge",
+                              judge_prompts_hash())
+    assert Calibration.model_validate_json(stored.read_text()).pairs == 6
+    assert (tmp_path / "judge-calibration.json").is_file()
