@@ -246,14 +246,14 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
 
 
 def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
-                   fact_judge: bool) -> JudgeSummary:
+                   graded_facts: bool) -> JudgeSummary:
     if judge is None:
         return JudgeSummary()
     totals = verdict_totals(verdicts.values())
     return JudgeSummary(
         model=judge.model, pairs=pairs, disagreements=flips,
         disagreement_rate=flips / pairs if pairs else None,
-        errors=judge.usage.errors, fact_checks=fact_judge, **totals,
+        errors=judge.usage.errors, fact_checks=graded_facts, **totals,
     )
 
 
