@@ -177,7 +177,11 @@ class ScoringConfig(_Section):
     enabled: bool = True
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
-    # Ask the judge about each key fact the mechanical matcher missed (semantic matches).
+    # Who decides fact_recall: the phrase matcher, the judge (per-fact grades with partial
+    # credit) or both (judge grades, matcher kept beside them). Unset: the judge whenever a
+    # judge is configured, else the matcher.
+    fact_grader: Literal["matcher", "judge", "both"] | None = None
+    # Older spelling of ``fact_grader: judge``.
     fact_judge: bool = False
     # How a question's repeats become one value in reports: mean, majority, any or pass@K.
     repeat_reducer: str = "mean"
@@ -200,6 +204,10 @@ class ScoringConfig(_Section):
                 "so it cannot be part of the composite; read it beside the composite instead, "
                 "and remove this weight")
         return v
+
+    def grader(self) -> str | None:
+        """The grader asked for, None for "judge if there is one"."""
+        return self.fact_grader or ("judge" if self.fact_judge else None)
 
 
 class RunConfig(_Section):
@@ -231,6 +239,17 @@ class RunConfig(_Section):
                 )
             seen.add(a.display)
         return v
+
+
+    @model_validator(mode="after")
+    def _grader_has_a_judge(self) -> RunConfig:
+        grader = self.scoring.grader()
+        if grader in ("judge", "both") and self.judge is None:
+            raise ValueError(
+                f"scoring.fact_grader is {grader!r} but no judge is configured: add a judge "
+                "section (judge: {model: openai/gpt-4o-mini}) or set scoring.fact_grader: "
+                "matcher")
+        return self
 
 
 class _NoAliasLoader(yaml.SafeLoader):

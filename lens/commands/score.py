@@ -34,8 +34,13 @@ def register(sub: Any) -> None:
                    help="judge model, e.g. openai/gpt-4o-mini (default: the run config's judge)")
     p.add_argument("--tier", type=int, choices=(1, 2, 3), default=3,
                    help="score tiers up to this one (1 needs no model; default 3)")
+    p.add_argument("--fact-grader", choices=("matcher", "judge", "both"), default=None,
+                   help="who decides fact_recall: the phrase matcher, the judge (each key fact "
+                        "graded present/partial/absent) or both (judge grades, matcher kept "
+                        "beside them); default: the run config's scoring.fact_grader, else the "
+                        "judge when there is one")
     p.add_argument("--fact-judge", action="store_true",
-                   help="ask the judge about each key fact the mechanical matcher missed")
+                   help="the same as --fact-grader judge")
     p.add_argument("--dataset", type=Path, metavar="PATH",
                    help="the run's dataset, if it has moved since the run")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
@@ -99,12 +104,16 @@ def _score(args: argparse.Namespace) -> int:
         # The run's model cache: a judge verdict asked before (by this or another run) is free.
         client = create_client(cfg, cache=_cache_config(run_config))
     concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
+    grader = args.fact_grader or ("judge" if args.fact_judge else scoring.grader())
+    if args.tier == 1:
+        # Tier 1 calls no model: the matcher decides.
+        grader = "matcher"
 
     async def main() -> RunScores:
         try:
             return await score_run(run_dir, judge=client, tiers=tiers, weights=scoring.weights,
                                    gate_threshold=scoring.gate_threshold,
-                                   fact_judge=args.fact_judge, judge_concurrency=concurrency,
+                                   fact_grader=grader, judge_concurrency=concurrency,
                                    dataset_path=args.dataset)
         finally:
             if client is not None:
@@ -139,7 +148,8 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
         last = last or {}
         lines.append(f"judge {j.model}: {j.verdicts} verdict(s) "
                      f"({last.get('new_judge_calls', '?')} new call(s), "
-                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed; "
+                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed, "
+                     f"{j.invalid} unreadable; "
                      f"position-swap disagreement {rate} over {j.pairs} pairs")
     else:
         lines.append("judge: none (judge metrics missing)")

@@ -14,9 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
+from lens.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
 from lens.report.models import Check, Status
+from lens.scoring.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 
 SINGLE_MIN = 100
@@ -25,6 +29,9 @@ MIN_SCOPES = 5
 JUDGE_WARN = 0.10
 JUDGE_FAIL = 0.25
 ERROR_WARN = 0.05
+# Unreadable verdicts (after the judge's format retry) are unknown scores; past this share the
+# judged metrics rest on the questions the judge happened to answer legibly.
+UNREADABLE_FAIL = 0.02
 
 _RANK = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -173,6 +180,99 @@ def check_judge(runs: Sequence[RunData]) -> Check:
                         "tier-2 metrics are unknown")
 
 
+def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
+    """Share of judge verdicts that could not be read; None when no run used a judge."""
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        judge = run.scores.judge if run.scores else None
+        if judge is None or not judge.model or not judge.verdicts:
+            continue
+        rate = judge.invalid / judge.verdicts
+        parts.append(f"{run.run_id}: {judge.invalid} of {judge.verdicts} ({rate:.1%})")
+        statuses.append("fail" if rate > UNREADABLE_FAIL else "pass")
+    if not parts:
+        return None
+    return Check(id="judge_unreadable", title="judge verdicts readable",
+                 status=worst(statuses), value="; ".join(parts),
+                 detail="a verdict unreadable even after a retry with a format reminder leaves "
+                        "its score unknown (never a tie); fails above "
+                        f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on the "
+                        "answers the judge happened to grade legibly")
+
+
+def _cache_of(run: RunData) -> CacheConfig | None:
+    config = run.manifest.get("config")
+    cache = config.get("cache") if isinstance(config, dict) else None
+    try:
+        return CacheConfig.model_validate(cache) if isinstance(cache, dict) else None
+    except ValidationError:
+        return None
+
+
+def check_judge_calibration(runs: Sequence[RunData]) -> Check | None:
+    """The stored calibration (``lens judge calibrate``) of each run's judge model under the
+    judge prompts it was scored with; None when no run used a judge."""
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        judge = run.scores.judge if run.scores else None
+        if judge is None or not judge.model or run.scores is None:
+            continue
+        name = f"{run.run_id}: {judge.model}" if len(runs) > 1 else judge.model
+        prompts = run.scores.settings.get("judge_prompts")
+        found = (find_calibration(calibration_dir(_cache_of(run)), judge.model, prompts)
+                 if isinstance(prompts, str) else None)
+        if found is None:
+            parts.append(f"{name}: not calibrated (lens judge calibrate --judge {judge.model} "
+                         "DATASET)")
+            statuses.append("warn")
+            continue
+        cal, _path = found
+        acc = "unknown" if cal.accuracy is None else f"{cal.accuracy:.0%}"
+        dis = ("unknown" if cal.position_disagreement is None
+               else f"{cal.position_disagreement:.0%}")
+        bias = "unknown" if cal.length_bias is None else f"{cal.length_bias:+.2f}"
+        parts.append(f"{name}: {cal.status}, accuracy {acc}, position disagreement {dis}, "
+                     f"length bias {bias} ({cal.pairs} pairs on {cal.dataset.get('label')}, "
+                     f"{cal.created[:10]})")
+        statuses.append(cal.status)
+    if not parts:
+        return None
+    return Check(id="judge_calibration", title="judge calibrated on answers of known quality",
+                 status=worst(statuses), value="; ".join(parts),
+                 detail="correct, subtly wrong, stuffed and vague answers built from ground "
+                        "truth, asked in both orders; a judge that prefers the longer answer, "
+                        "or misses changed numbers, fails here")
+
+
+def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
+    """Who decided fact_recall. The phrase matcher alone misses facts restated in other words,
+    so its fact_recall is a lower bound; None when no run is scored."""
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        if run.scores is None:
+            continue
+        settings = run.scores.settings
+        grader = settings.get("fact_grader") or ("judge" if settings.get("fact_judge")
+                                                 else "matcher")
+        name = f"{run.run_id}: " if len(runs) > 1 else ""
+        if grader == "matcher":
+            parts.append(f"{name}phrase matcher only: fact_recall is a lower bound")
+            statuses.append("warn")
+        else:
+            parts.append(f"{name}judge grades each key fact ({grader})")
+            statuses.append("pass")
+    if not parts:
+        return None
+    return Check(id="fact_grader", title="fact_recall graded per fact by a judge",
+                 status=worst(statuses), value="; ".join(parts),
+                 detail="the phrase matcher misses paraphrases (real agents restate findings in "
+                        "their own words), so matcher-only fact_recall understates every arm; "
+                        "configure a judge (scoring.fact_grader: judge is then the default)")
+
+
 def check_failures(runs: Sequence[RunData]) -> Check:
     """Errored questions per arm: one arm failing often is not hidden by another that never
     does."""
@@ -245,6 +345,8 @@ def run_checklist(run: RunData) -> list[Check]:
         check_seed([run]),
         *check_retrieval([run]),
         check_judge([run]),
+        *_present(check_judge_unreadable([run]), check_judge_calibration([run]),
+                  check_fact_grader([run])),
         check_failures([run]),
         check_adapter_lost([run]),
     ]
@@ -258,6 +360,12 @@ def compare_checklist(runs: Sequence[RunData],
         check_seed(runs),
         *check_retrieval(runs),
         check_judge(runs),
+        *_present(check_judge_unreadable(runs), check_judge_calibration(runs),
+                  check_fact_grader(runs)),
         check_failures(runs),
         check_adapter_lost(runs),
     ]
+
+
+def _present(*checks: Check | None) -> list[Check]:
+    return [c for c in checks if c is not None]

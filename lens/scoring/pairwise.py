@@ -4,7 +4,9 @@ Per comparison the judge sees (candidate, canonical) once as (A, B) and once as 
 verdict that holds in both orders stands; one that flips with the order, or is a tie in either,
 counts as a tie. Score per comparison: candidate wins 1, tie 0.5, canonical wins 0; a question's
 score is the mean over its comparisons. The share of comparisons whose two orders disagree is the
-position-swap disagreement rate: the judge-noise estimate reports use.
+position-swap disagreement rate: the judge-noise estimate reports use. A verdict that could not
+be read (even after the judge's format retry) is no tie: the comparison is unknown, and so is
+the question's score.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lens.scoring.context import ScoringItem
-from lens.scoring.judge import JudgeTask, Verdict, fact_check_task, pairwise_task
+from lens.scoring.judge import JudgeTask, Verdict, pairwise_task
 
 FACT_CRITERION = "establishes this finding: {fact}"
 WHOLE_CRITERION = ("answers the question correctly and completely, saying nothing the records "
@@ -49,12 +51,16 @@ def comparisons(item: ScoringItem, *, action: bool = False) -> list[Comparison]:
     ]
 
 
-def _winner(verdict: str, candidate_is_a: bool) -> str:
+def winner(verdict: str, first_is_a: bool, first: str = "candidate",
+           second: str = "canonical") -> str | None:
+    """Who won one ordering: ``first``, ``second``, "tie", or None for an unreadable reply."""
     if verdict == "A":
-        return "candidate" if candidate_is_a else "canonical"
+        return first if first_is_a else second
     if verdict == "B":
-        return "canonical" if candidate_is_a else "candidate"
-    return "tie"  # "TIE" or an unreadable reply: no preference in this order
+        return second if first_is_a else first
+    if verdict == "TIE":
+        return "tie"
+    return None
 
 
 @dataclass(frozen=True)
@@ -70,14 +76,18 @@ class PairOutcome:
                 "candidate_as_b": self.second, "final": self.final}
 
 
-def resolve(comparison: Comparison, verdicts: dict[str, Verdict], model: str) -> PairOutcome | None:
-    """The outcome of one comparison, or None when a judge call failed."""
+def resolve(comparison: Comparison, verdicts: dict[str, Verdict],
+            model: str) -> PairOutcome | str:
+    """The outcome of one comparison, or why there is none: "failed" (a judge call failed)
+    or "unreadable" (a reply could not be read after its retry)."""
     v1 = verdicts.get(comparison.candidate_first.key(model))
     v2 = verdicts.get(comparison.canonical_first.key(model))
     if v1 is None or v2 is None:
-        return None
-    first = _winner(v1.value, candidate_is_a=True)
-    second = _winner(v2.value, candidate_is_a=False)
+        return "failed"
+    first = winner(v1.value, first_is_a=True)
+    second = winner(v2.value, first_is_a=False)
+    if first is None or second is None:
+        return "unreadable"
     final = first if first == second else "tie"
     return PairOutcome(comparison.label, first, second, final, first != second)
 
@@ -87,6 +97,7 @@ class PairwiseScore:
     value: float | None
     outcomes: list[PairOutcome]
     failed: int
+    unreadable: int = 0
 
     @property
     def pairs(self) -> int:
@@ -100,24 +111,35 @@ class PairwiseScore:
         d: dict[str, Any] = {"comparisons": [o.as_detail() for o in self.outcomes]}
         if self.failed:
             d["failed_judge_calls"] = self.failed
+        if self.unreadable:
+            d["unreadable_verdicts"] = self.unreadable
+        if self.value is None:
+            d["reason"] = self.reason
         return d
+
+    @property
+    def reason(self) -> str:
+        if self.failed:
+            return "a judge call failed; re-run lens score to retry it"
+        if self.unreadable:
+            return ("a judge reply could not be read as a verdict, even after a retry with a "
+                    "format reminder: the score is unknown, not a tie")
+        return "no comparison"
 
 
 def score(comps: list[Comparison], verdicts: dict[str, Verdict], model: str) -> PairwiseScore:
     outcomes: list[PairOutcome] = []
-    failed = 0
+    failed = unreadable = 0
     for c in comps:
         o = resolve(c, verdicts, model)
-        if o is None:
+        if o == "failed":
             failed += 1
-        else:
+        elif o == "unreadable":
+            unreadable += 1
+        elif isinstance(o, PairOutcome):
             outcomes.append(o)
-    if failed or not outcomes:
+    if failed or unreadable or not outcomes:
         # A partial score would silently drop the facts the judge failed on.
-        return PairwiseScore(None, outcomes, failed)
+        return PairwiseScore(None, outcomes, failed, unreadable)
     value = sum(_POINTS[o.final] for o in outcomes) / len(outcomes)
-    return PairwiseScore(value, outcomes, failed)
-
-
-def fact_checks(item: ScoringItem, facts: list[str]) -> dict[str, JudgeTask]:
-    return {f: fact_check_task(item.question.prompt, f, item.record.answer) for f in facts}
+    return PairwiseScore(value, outcomes, failed, unreadable)

@@ -20,12 +20,14 @@ from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
+from lens.scoring import fact_grader as grading
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.context import RunInput, ScoringItem, load_run
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
+from lens.scoring.judge_prompts import judge_prompts_hash
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
@@ -96,29 +98,15 @@ def _insight(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScore
     row.detail["insight_depth"] = detail
 
 
-def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
-                       verdicts: dict[str, Verdict], model: str) -> None:
-    detail = row.detail["fact_recall"]
-    facts = detail.get("facts", [])
-    failed = 0
-    for f in facts:
-        f["method"] = "mechanical" if f["matched"] else "unmatched"
-        task = checks.get(f["fact"])
-        if task is None:
-            continue
-        v = verdicts.get(task.key(model))
-        if v is None:
-            failed += 1
-        elif v.value == "yes":
-            f["matched"] = True
-            f["method"] = "judge"
-    if failed:
-        row.metrics["fact_recall"] = None
-        detail["reason"] = f"judge fact check failed for {failed} fact(s)"
-    elif facts:
-        # The judge may find a fact the matcher missed; stuffing is discounted all the same.
-        factor = float(detail.get("stuffing_factor", 1.0))
-        row.metrics["fact_recall"] = sum(bool(f["matched"]) for f in facts) / len(facts) * factor
+def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
+                  verdicts: dict[str, Verdict], model: str, grader: grading.FactGrader) -> None:
+    """The judge's per-fact grades in place of the matcher's, discounted for stuffing alike."""
+    factor = float(row.detail["fact_recall"].get("stuffing_factor", 1.0))
+    grading.apply_grades(row.metrics, row.detail["fact_recall"], tasks, verdicts, model, grader)
+    value = row.metrics.get("fact_recall")
+    if value is not None and factor < 1.0:
+        row.metrics["fact_recall"] = value * factor
+        row.detail["fact_recall"]["stuffing_factor"] = factor
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
@@ -133,8 +121,6 @@ def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | N
     result = pairwise.score(comps, verdicts, model)
     row.metrics[name] = result.value
     row.detail[name] = result.as_detail()
-    if result.value is None:
-        row.detail[name]["reason"] = "a judge call failed; re-run lens score to retry it"
     return result.pairs, result.disagreements
 
 
@@ -145,7 +131,7 @@ async def score_run(
     tiers: set[int] | frozenset[int] = ALL_TIERS,
     weights: Mapping[str, float] | None = None,
     gate_threshold: float = DEFAULT_GATE_THRESHOLD,
-    fact_judge: bool = False,
+    fact_grader: str | None = "matcher",
     judge_concurrency: int = 16,
     dataset_path: Path | None = None,
     matcher: FactMatcherSettings | None = None,
@@ -154,29 +140,35 @@ async def score_run(
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
-    ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_judge`` asks the judge
-    about each key fact the mechanical matcher missed. ``tiers`` selects the tiers to score
-    (tier 1 always is). ``run_finished`` says the run is over even if its manifest does not
-    say so yet (``lens run`` scores before it marks the run complete); None reads the manifest.
+    ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_grader`` decides
+    fact_recall: ``matcher``, ``judge`` (per-fact grades with partial credit) or ``both``
+    (lens.scoring.fact_grader); None picks ``judge`` when a judge is given, else ``matcher``.
+    ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
+    over even if its manifest does not say so yet (``lens run`` scores before it marks the run
+    complete); None reads the manifest.
     """
     tiers = _check_tiers(set(tiers))
     if not 0.0 <= gate_threshold <= 1.0:
         raise UserError(f"gate threshold must be within 0..1 (got {gate_threshold})")
     resolved = resolve_weights(weights)
     matcher = matcher or FactMatcherSettings()
+    try:
+        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     run = load_run(Path(run_dir), dataset_path=dataset_path)
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
         return await _score(run, judge=judge, tiers=tiers, weights=resolved,
-                            gate_threshold=gate_threshold, fact_judge=fact_judge,
+                            gate_threshold=gate_threshold, grader=grader,
                             judge_concurrency=judge_concurrency, matcher=matcher, write=write)
     finally:
         run.store.close()
 
 
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
-                 weights: dict[str, float], gate_threshold: float, fact_judge: bool,
+                 weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
     rows: dict[str, QuestionScores] = {}
     plan = _Plan()
@@ -196,16 +188,14 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
             row.detail["reasoning_quality"] = detail
         if not use_judge or not has_answer:
             continue
+        if grader != "matcher":
+            # The judge grades the answer's claims, not the record text it pasted.
+            claims = dataclasses.replace(item, record=item.record.model_copy(
+                update={"answer": analysis.claims.text}))
+            if tasks := grading.grade_tasks(claims):
+                plan.facts[item.key] = tasks
         if 2 in tiers:
             plan.quality[item.key] = pairwise.comparisons(item)
-            if fact_judge:
-                missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
-                          if not f["matched"]]
-                if missed:
-                    # The judge reads the answer's claims, not the record text it pasted.
-                    claims = dataclasses.replace(item, record=item.record.model_copy(
-                        update={"answer": analysis.claims.text}))
-                    plan.facts[item.key] = pairwise.fact_checks(claims, missed)
         if 3 in tiers and item.question.question_type.value == ACTION:
             plan.action[item.key] = pairwise.comparisons(item, action=True)
 
@@ -228,10 +218,10 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
             p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
                            empty)
             pairs, flips = pairs + p, flips + f
-            if item.key in plan.facts:
-                _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
         elif 2 in tiers:
             row.metrics["answer_quality"] = None
+        if item.key in plan.facts:
+            _apply_grades(row, plan.facts[item.key], verdicts, model, grader)
         if 2 in tiers:
             _insight(item, matcher, row)
         if 3 in tiers and item.question.question_type.value == ACTION:
@@ -254,11 +244,13 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
                                        differential=3 in tiers)
-    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips, fact_judge)
+    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips,
+                             grader != "matcher")
     # Every field of the matcher's settings, whatever fields it grows, and its rules' version:
-    # each is a condition.
+    # each is a condition; so are the fact grader and the judge's prompts.
     settings = {"fact_matcher": matcher.as_condition(),
-                "fact_judge": fact_judge and judge_runner is not None}
+                "fact_grader": grader,
+                "judge_prompts": judge_prompts_hash() if judge_runner else None}
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
@@ -270,7 +262,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         gate_threshold=gate_threshold,
         aggregates=aggregates,
         aggregate_detail=agg_detail,
-        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
+        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
+                     grader),
         settings=settings,
         condition=cond,
         condition_hash=stable_hash(cond),
@@ -306,21 +299,22 @@ def scoring_condition(*, tiers: set[int], weights: Mapping[str, float], gate_thr
 
 
 def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
-                   fact_judge: bool) -> JudgeSummary:
+                   graded_facts: bool) -> JudgeSummary:
     if judge is None:
         return JudgeSummary()
     totals = verdict_totals(verdicts.values())
     return JudgeSummary(
         model=judge.model, pairs=pairs, disagreements=flips,
         disagreement_rate=flips / pairs if pairs else None,
-        errors=judge.usage.errors, fact_checks=fact_judge, **totals,
+        errors=judge.usage.errors, fact_checks=graded_facts, **totals,
     )
 
 
 def _notes(run: RunInput, rows: list[QuestionScores],
            aggregates: dict[str, dict[str, dict[str, float | None]]],
            detail: dict[str, dict[str, dict[str, Any]]], tiers: set[int],
-           judge: Judge | None, summary: JudgeSummary) -> list[str]:
+           judge: Judge | None, summary: JudgeSummary,
+           grader: grading.FactGrader = "matcher") -> list[str]:
     notes: list[str] = []
     status = run.manifest.get("status")
     if status not in (None, "complete"):
@@ -339,8 +333,13 @@ def _notes(run: RunInput, rows: list[QuestionScores],
                      f"missing judge metrics: run lens score again to retry them "
                      f"(first error: {judge.usage.error_messages[0]})")
     if summary.invalid:
-        notes.append(f"{summary.invalid} judge repl(ies) could not be read as a verdict; such a "
-                     "reply counts as no preference")
+        notes.append(f"{summary.invalid} of {summary.verdicts} judge verdict(s) could not be "
+                     "read, even after a retry with a format reminder: the scores resting on "
+                     "them are unknown (missing), never a tie")
+    if grader == "matcher":
+        notes.append("fact_recall comes from the phrase matcher alone: read it as a lower "
+                     "bound, since the matcher misses facts restated in other words; with a "
+                     "judge, scoring.fact_grader: judge grades each fact")
     errored = sum(r.status != "answered" for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
@@ -399,8 +398,7 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
             judge_concurrency=config.judge.max_concurrency if config.judge else 16,
             dataset_path=config.dataset.path, run_finished=True,
-            # An optional config switch; read defensively so configs without it still work.
-            fact_judge=bool(getattr(config.scoring, "fact_judge", False)),
+            fact_grader=config.scoring.grader(),
         )
     finally:
         if own is not None:

@@ -141,7 +141,7 @@ def _prompt(request: CompletionRequest) -> str:
 def position_a(request: CompletionRequest) -> str:
     if "Criterion:" in _prompt(request):
         return json.dumps({"verdict": "A", "reason": "A is first"})
-    return json.dumps({"present": False})
+    return json.dumps({"grade": "absent"})
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -153,10 +153,10 @@ def fair(request: CompletionRequest) -> str:
     at content only, so it gives the same verdict in both orders."""
     p = _prompt(request)
     if "Criterion:" not in p:
-        fact = _between(p, "Finding: ", "\n")
+        fact = _between(p, "Key fact: ", "\n")
         answer = _between(p, "<<<\n", "\n>>>").lower()
         present = all(w in answer for w in re.findall(r"[a-z]{4,}", fact.lower()))
-        return json.dumps({"present": present})
+        return json.dumps({"grade": "present" if present else "absent"})
     crit = set(re.findall(r"[a-z]{4,}", _between(p, "Criterion: ", "\n").lower()))
     a = _between(p, "Response A:\n<<<\n", "\n>>>").lower()
     b = _between(p, "Response B:\n<<<\n", "\n>>>").lower()

@@ -186,7 +186,7 @@ async def test_failed_judge_calls_leave_metrics_missing_and_are_retried(run_dir:
 
 
 @pytest.mark.anyio
-async def test_fact_judge_checks_facts_the_matcher_missed(tmp_path: Path) -> None:
+async def test_fact_grader_both_grades_every_fact_and_keeps_the_matcher(tmp_path: Path) -> None:
     data = dataset_dict()
     # "the pool ran dry" paraphrases exhaustion beyond the matcher's reach.
     data["questions"][2]["ground_truth"]["key_facts"] = ["connection pool exhaustion",
@@ -198,14 +198,16 @@ async def test_fact_judge_checks_facts_the_matcher_missed(tmp_path: Path) -> Non
     mech = await score_run(run, judge=None, tiers={1})
     assert mech.questions[0].metrics["fact_recall"] == 0.5
     judge = ScriptedJudge("fair", fair)
-    judged = await score_run(run, judge=judge, fact_judge=True)
-    facts = judged.questions[0].detail["fact_recall"]["facts"]
-    assert [f["method"] for f in facts] == ["mechanical", "judge"]
+    judged = await score_run(run, judge=judge, fact_grader="both")
+    detail = judged.questions[0].detail["fact_recall"]
+    assert [(f["grade"], f["matcher"]) for f in detail["facts"]] == [("present", True),
+                                                                      ("present", False)]
+    assert detail["matcher_recall"] == 0.5 and detail["agreement"] == 0.5
     assert judged.questions[0].metrics["fact_recall"] == 1.0
-    assert judged.judge.fact_checks
-    # Only the missed fact was put to the judge.
-    checks = [r for r in judge.requests if "Finding:" in r.messages[-1].content]
-    assert len(checks) == 1 and "ran dry" in checks[0].messages[-1].content
+    assert judged.judge.fact_checks and judged.settings["fact_grader"] == "both"
+    # Every key fact was put to the judge, once.
+    grades = [r for r in judge.requests if "Key fact:" in r.messages[-1].content]
+    assert len(grades) == 2
 
 
 @pytest.mark.anyio
@@ -268,8 +270,8 @@ def test_parse_verdict() -> None:
     assert parse_verdict("pairwise", "```json\n{\"verdict\": \"TIE\"}\n```") == "TIE"
     assert parse_verdict("pairwise", "A") == "A"
     assert parse_verdict("pairwise", "I cannot decide") == "invalid"
-    assert parse_verdict("fact_check", '{"present": true}') == "yes"
-    assert parse_verdict("fact_check", "No.") == "no"
+    assert parse_verdict("fact_grade", '{"grade": "partial"}') == "partial"
+    assert parse_verdict("fact_grade", "not present") == "invalid"
 
 
 def _big_run(tmp_path: Path, n_scopes: int = 25) -> Path:
