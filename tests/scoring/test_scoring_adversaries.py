@@ -279,14 +279,14 @@ def test_compare_refuses_another_fact_grading(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds.json")
     recs = [record("s1_q01_longitudinal", "Latency rose [s1_ep_002].", retrieved=["s1_ep_002"])]
     runs = []
-    for name, fact_judge in (("a", False), ("b", True)):
+    for name, grader in (("a", "matcher"), ("b", "judge")):
         root = build_run(tmp_path / name, ds, recs)
         store = RunStore.open(root)
         store.write_manifest({**store.manifest(), "run_id": f"run-{name}"})
         store.close()
-        score_run_sync(root, judge=ScriptedJudge("scripted/judge", fair), fact_judge=fact_judge)
+        score_run_sync(root, judge=ScriptedJudge("scripted/judge", fair), fact_grader=grader)
         runs.append(root)
-    with pytest.raises(UserError, match="scoring_fact_judge"):
+    with pytest.raises(UserError, match="scoring_fact_grader"):
         compare_runs(runs)
 
 
@@ -316,7 +316,7 @@ def test_the_fact_judge_is_not_asked_about_pasted_text(tmp_path: Path) -> None:
         root = build_run(tmp_path / f"r{expected}", ds,
                          [record(q1, answer, retrieved=["s1_ep_004"])])
         judge = ScriptedJudge("scripted/judge", fair)
-        scores = score_run_sync(root, judge=judge, fact_judge=True, tiers={1, 2})
+        scores = score_run_sync(root, judge=judge, fact_grader="judge", tiers={1, 2})
         (row,) = scores.questions
         assert row.metrics["fact_recall"] == expected, answer
         fact_checks = [r.messages[-1].content for r in judge.requests
