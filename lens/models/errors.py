@@ -48,20 +48,20 @@ class CostLimitReached(ModelError):
         self.limit_usd = limit_usd
 
 
-# No server's wait is taken literally beyond a day ("inf" included); the retry policy clamps it
-# further to its own longest wait.
+# A wait beyond a day ("inf" included) is not a server's considered answer but a fault: it is
+# ignored, and the call retries on lens's own back-off instead of giving up at once.
 MAX_RETRY_AFTER_S = 86_400.0
 
 
 def _seconds(value: float) -> float | None:
-    if math.isnan(value):
+    if not math.isfinite(value) or value > MAX_RETRY_AFTER_S:
         return None
-    return min(MAX_RETRY_AFTER_S, max(0.0, value))
+    return max(0.0, value)
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date),
-    between 0 and a day; None when absent or unreadable."""
+    between 0 and a day; None when absent, unreadable or absurd."""
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}

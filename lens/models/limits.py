@@ -35,6 +35,9 @@ from lens.models.rate_headers import RateHeaders
 # A Retry-After above this is not waited out by the whole endpoint (the call's retry still may):
 # a server that says "come back in a day" must not freeze a run.
 MAX_PAUSE_S = 60.0
+# Until an endpoint with no stated limits has answered once, one request goes at a time (its
+# headers may tell the limits); the others wait for that answer at most this long.
+PROBE_WAIT_S = 15.0
 # Bookings older than this cannot be unreflected in a reply's headers any more (a call that
 # took longer timed out).
 _BOOKING_HORIZON_S = 600.0
@@ -243,6 +246,10 @@ class EndpointLimiter:
         self._paused_until = 0.0
         # Real prompt tokens per estimated one, learnt from replies' usage.
         self.prompt_ratio = 1.0
+        # Without stated limits, the first request probes alone: a run's opening wave would
+        # otherwise hit the provider's limits before lens has read them.
+        self._probe_needed = not (settings.requests_per_minute or settings.tokens_per_minute)
+        self._probe_done: anyio.Event | None = None
 
     def estimate_tokens(self, prompt_estimate: int, max_tokens: int) -> int:
         """What the provider will book for a request: its prompt plus the whole completion
@@ -251,6 +258,25 @@ class EndpointLimiter:
 
     @asynccontextmanager
     async def slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
+        probe = False
+        if self._probe_needed:
+            if self._probe_done is None:
+                self._probe_done = anyio.Event()
+                probe = True
+            else:
+                with anyio.move_on_after(PROBE_WAIT_S):
+                    await self._probe_done.wait()
+        try:
+            async with self._slot(estimated_tokens) as booking:
+                yield booking
+        finally:
+            if probe:
+                self._probe_needed = False
+                assert self._probe_done is not None
+                self._probe_done.set()
+
+    @asynccontextmanager
+    async def _slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
         wait = self._paused_until - time.monotonic()
         if wait > 0:
             await anyio.sleep(wait)
@@ -293,12 +319,16 @@ class EndpointLimiter:
         if self.requests is None and headers.limit_requests:
             self.requests = RateBucket(headers.limit_requests)
             self.learned["requests_per_minute"] = headers.limit_requests
+            if headers.remaining_requests is not None:
+                self.requests.sync(headers.remaining_requests, time.monotonic())
         elif (self.requests is not None and headers.remaining_requests is not None
               and booking.requests):
             self.requests.sync(headers.remaining_requests, booking.requests_at)
         if self.tokens is None and headers.limit_tokens:
             self.tokens = RateBucket(headers.limit_tokens)
             self.learned["tokens_per_minute"] = headers.limit_tokens
+            if headers.remaining_tokens is not None:
+                self.tokens.sync(headers.remaining_tokens, time.monotonic())
         elif self.tokens is not None and headers.remaining_tokens is not None and booking.tokens:
             self.tokens.sync(headers.remaining_tokens, booking.tokens_at)
 

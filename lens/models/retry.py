@@ -41,10 +41,7 @@ class _Wait:
         after = getattr(exc, "retry_after_s", None) if isinstance(exc, ProviderError) else None
         if after is not None:
             # The server said when; a little jitter keeps many clients from returning together.
-            # A wait beyond the policy's longest (even "inf") is clamped to it: the retry may
-            # meet another 429, which is better than giving up on a call lens could still make.
-            return (min(after, self.policy.max_wait_s)
-                    + self.rng.uniform(0, min(1.0, self.policy.base_wait_s)))
+            return after + self.rng.uniform(0, min(1.0, self.policy.base_wait_s))
         ceiling = min(self.policy.max_wait_s,
                       self.policy.base_wait_s * 2 ** (state.attempt_number - 1))
         return self.rng.uniform(0, ceiling)

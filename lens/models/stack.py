@@ -128,14 +128,13 @@ class StackClient:
                 if exc.status == 429:
                     limiter.refund(booking)
                     limiter.observe(headers, booking)
-                    after = getattr(exc, "retry_after_s", None)
-                    # The endpoint holds no longer than this call's retry will wait.
-                    limiter.on_rate_limited(
-                        None if after is None else min(after, self.retry.max_wait_s), headers)
+                    limiter.on_rate_limited(getattr(exc, "retry_after_s", None), headers)
                 else:
                     limiter.observe(headers, booking)
                 raise
-        limiter.observe(rate_headers.take(), booking)
+            # Inside the slot: requests waiting for this one (the endpoint's first) must find
+            # the limits its headers told.
+            limiter.observe(rate_headers.take(), booking)
         limiter.on_success()
         limiter.settle(booking, prompt_estimate=prompt_estimate,
                        prompt_tokens=completion.usage.prompt_tokens,
