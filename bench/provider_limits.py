@@ -38,7 +38,7 @@ from typing import Any
 
 from bench.common import fake_server, machine_line, md_table
 from bench.runner_efficiency import SCOPES, DictMemory, write_dataset
-from lens import eventloop
+from lens import eventloop, logs
 from lens.config import CacheConfig, RunConfig
 from lens.dataset import load_dataset
 from lens.models.runtime import ModelRuntime
@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     p.add_argument("--json", type=Path, help="also write the outcomes here")
     args = p.parse_args(argv)
+    logs.configure()
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - {"told", "untold"}
     if unknown:
