@@ -31,10 +31,6 @@ def estimate_prompt_tokens(request: CompletionRequest) -> int:
     return chars // 4
 
 
-def estimate_request_tokens(request: CompletionRequest) -> int:
-    return estimate_prompt_tokens(request) + (request.max_tokens or UNSET_MAX_TOKENS_BOOKING)
-
-
 class StackClient:
     """Wraps a backend; itself a ModelClient."""
 
