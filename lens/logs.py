@@ -1,12 +1,16 @@
 """lens's one logging setup: every message, lens's own (structlog) and its libraries' (stdlib
 logging), goes to stderr through the standard library, at one level. Standard output stays
-for what a command prints as its result."""
+for what a command prints as its result.
+
+lens's modules log through ``get_logger``: structlog loggers wrapped around stdlib loggers, so
+their messages reach stdlib logging even where nobody configured structlog (lens used as a
+library), and never structlog's default of printing to stdout."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
@@ -32,6 +36,22 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def _processors() -> list[Any]:
+    return [
+        structlog.stdlib.filter_by_level,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.dev.ConsoleRenderer(colors=False),
+    ]
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger for ``name`` that writes through stdlib logging."""
+    return structlog.wrap_logger(logging.getLogger(name), processors=_processors(),
+                                 wrapper_class=structlog.stdlib.BoundLogger)
+
+
 def configure(level: str = DEFAULT_LEVEL, stream: TextIO | None = None) -> None:
     """Route every log message to ``stream`` (stderr by default) at ``level``; calling it again
     replaces the earlier setup instead of adding a second handler."""
@@ -46,14 +66,9 @@ def configure(level: str = DEFAULT_LEVEL, stream: TextIO | None = None) -> None:
     handler.setFormatter(logging.Formatter("%(message)s"))
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # Loggers other code takes from structlog directly follow the same path.
     structlog.configure(
-        processors=[
-            structlog.stdlib.filter_by_level,
-            structlog.stdlib.add_logger_name,
-            structlog.stdlib.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
+        processors=_processors(),
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         # Loggers made at import time (before this ran) must follow the setup too.

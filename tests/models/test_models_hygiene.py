@@ -125,3 +125,17 @@ def test_no_module_writes_the_environment() -> None:
                 if write.search(line):
                     offenders.append(f"{path.relative_to(ROOT)}:{n}")
     assert offenders == []
+
+
+def test_as_a_library_lens_logs_never_reach_stdout() -> None:
+    """Without the CLI (nobody configured logging), lens's messages still go through stdlib
+    logging: warnings to stderr, nothing to stdout, where structlog's own default prints."""
+    code = ("from lens.models.retry import log\n"
+            "log.info('model call retry', attempt=1)\n"
+            "log.warning('a warning', detail=2)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "a warning" in done.stderr and "model call retry" not in done.stderr
