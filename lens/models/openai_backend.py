@@ -227,9 +227,11 @@ class OpenAIClient:
             return _reply_to_completion(await self._post(body, label), request, label)
         assert self._client is not None
         try:
-            response = await self._client.chat.completions.create(
+            raw = await self._client.chat.completions.with_raw_response.create(
                 **sdk_call_params(params, self.extra_body)
             )
+            rate_headers.note(raw.headers)
+            response = raw.parse()
         except openai.APIStatusError as exc:
             status = exc.status_code
             headers = dict(exc.response.headers)

@@ -166,3 +166,26 @@ async def test_without_stated_limits_the_first_request_probes_alone() -> None:
     # Told limits need no probe.
     told = EndpointLimiter(LimitSettings(max_concurrency=8, tokens_per_minute=60_000))
     assert not told._probe_needed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["aiohttp", "sdk"])
+async def test_both_transports_hand_the_headers_to_the_limiter(transport: str) -> None:
+    from lens.config import CacheConfig, ModelConfig
+    from lens.models.base import CompletionRequest
+    from lens.models.runtime import ModelRuntime
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    headers = {"x-ratelimit-limit-requests": "600", "x-ratelimit-limit-tokens": "90000",
+               "x-ratelimit-remaining-requests": "599", "x-ratelimit-remaining-tokens": "8000",
+               "x-ratelimit-reset-tokens": "1s"}
+    with FakeOpenAI() as server:
+        server.script(Reply.text("a", headers=headers), Reply.text("b", headers=headers))
+        rt = ModelRuntime(cache=CacheConfig(enabled=False))
+        client = rt.client(ModelConfig(model="openai/m", base_url=server.base_url,
+                                       options={"transport": transport}))
+        req = CompletionRequest.model_validate({"messages": [{"role": "user", "content": "x"}]})
+        await client.complete(req)
+        assert client.limiter.learned == {"requests_per_minute": 600.0,
+                                          "tokens_per_minute": 90_000.0}
+        await rt.aclose()
