@@ -189,3 +189,29 @@ async def test_both_transports_hand_the_headers_to_the_limiter(transport: str) -
         assert client.limiter.learned == {"requests_per_minute": 600.0,
                                           "tokens_per_minute": 90_000.0}
         await rt.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("budget,configured,expected", [(16_000, None, 2048), (500, None, 500),
+                                                        (16_000, 6000, 6000)])
+async def test_agent_asks_for_a_turn_not_its_whole_budget(budget: int, configured: int | None,
+                                                          expected: int) -> None:
+    """Adversary: sending the session's remaining budget as max_tokens makes a provider book
+    about 16,000 tokens per call against its tokens-per-minute limit."""
+    from lens.adapter import CapabilityManifest
+    from lens.agent import Agent
+    from lens.config import BudgetConfig, CacheConfig, ModelConfig
+    from lens.dataset import AgentQuestion
+    from lens.models.runtime import ModelRuntime
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI() as server:
+        server.script(Reply.text("done"))
+        rt = ModelRuntime(cache=CacheConfig(enabled=False))
+        agent = Agent(model=rt.client(ModelConfig(model="openai/m", base_url=server.base_url)),
+                      adapter=None,  # type: ignore[arg-type]
+                      budget=BudgetConfig(max_agent_tokens=budget),
+                      capabilities=CapabilityManifest(), max_tokens=configured)
+        await agent.answer(AgentQuestion(question_id="q", prompt="hi"))
+        assert server.requests[0].body["max_tokens"] == expected
+        await rt.aclose()
