@@ -43,10 +43,12 @@ MAX_USAGE_TOKENS = 100_000_000
 
 
 def is_openai_endpoint(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API, over TLS (the only place its key may go)."""
     if base_url is None:
         return True
-    host = urllib.parse.urlsplit(base_url).hostname or ""
-    return host.lower().rstrip(".") in OPENAI_HOSTS
+    parts = urllib.parse.urlsplit(base_url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    return parts.scheme == "https" and host in OPENAI_HOSTS
 
 
 def resolve_api_key(config: ModelConfig) -> str | None:

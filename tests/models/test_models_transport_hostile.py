@@ -270,3 +270,4 @@ def test_which_hosts_are_openai() -> None:
     assert not is_openai_endpoint("https://evil.example/api.openai.com/v1")
     assert not is_openai_endpoint("https://api.openai.com@evil.example/v1")
     assert not is_openai_endpoint("http://127.0.0.1:8000/v1")
+    assert not is_openai_endpoint("http://api.openai.com/v1")  # the key would travel in clear
