@@ -6,15 +6,15 @@ Two encoders: ``contextual`` (the default) runs all-MiniLM-L6-v2 over each text 
 cache keys name the encoder, so their vectors never mix.
 
 Re-ingesting a scope (a resumed run, a second adapter over the same scope, a repeat) looks every
-text up before encoding it, so it costs a SQLite read instead of a forward pass. The cache lives in
-``$XDG_CACHE_HOME/lens/embeddings.sqlite`` (``~/.cache`` when unset) unless the adapter's
-``embedding_cache`` option names another file, or ``"none"`` to keep it in memory only.
+text up before encoding it, so it costs a SQLite read instead of a forward pass. The cache is
+``embeddings.sqlite`` in lens's cache folder (``$LENS_CACHE_DIR``, else
+``$XDG_CACHE_HOME/lens``, else ``~/.cache/lens``: the folder of the model cache too) unless the
+adapter's ``embedding_cache`` option names another file, or ``"none"`` to keep it in memory only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -25,6 +25,7 @@ import numpy as np
 
 from adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder, window
 from adapters.static_embedding import StaticEncoder, shared_static_encoder
+from lens.models.cache import default_cache_dir
 
 NO_CACHE = "none"
 ENCODERS = ("contextual", "static")
@@ -32,8 +33,7 @@ EncoderKind = Literal["contextual", "static"]
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lens" / "embeddings.sqlite"
+    return default_cache_dir() / "embeddings.sqlite"
 
 
 def text_key(text: str) -> str:

@@ -19,7 +19,6 @@ after mem0 ranks a wider candidate set.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -36,6 +35,7 @@ from adapters.snippet import best_window, query_terms
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.config import ModelConfig
 from lens.dataset import Episode, parse_timestamp
+from lens.envscope import environment
 from lens.errors import ConfigError
 
 SYNTHETIC_PREFIX = "mem0:"
@@ -61,12 +61,13 @@ class Mem0Options(BaseModel):
 
 def _import_mem0() -> Any:
     # mem0 reads these when it is first imported: no telemetry, no writes to the home folder.
-    os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", str(Path(tempfile.gettempdir()) / "lens-mem0"))
+    # They are set for the import only; lens leaves the environment as it found it.
     try:
-        import mem0
-        from mem0.embeddings.base import EmbeddingBase
-        from mem0.llms.base import LLMBase
+        with environment(MEM0_TELEMETRY="False",
+                         MEM0_DIR=str(Path(tempfile.gettempdir()) / "lens-mem0")):
+            import mem0
+            from mem0.embeddings.base import EmbeddingBase
+            from mem0.llms.base import LLMBase
     except ImportError:
         raise ConfigError("adapter 'mem0' needs mem0ai: pip install 'lens-eval[mem0]'") from None
     # If mem0 was imported before (by the caller, or a test), the environment came too late:

@@ -6,11 +6,10 @@ into chunks with refs ``episode_id#cN``; search ranks chunks, and ``retrieve`` a
 ref (that chunk) or an episode ref (the whole episode).
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive) on the episode timestamp.
 
-Ranking is FTS5's BM25 at every size. A query whose words are rare is ranked by FTS5 itself; one
-whose words are common (FTS5 would score tens of thousands of units) by ``adapters.bm25_index``,
-which returns the same units, in the same order, with the same scores: it reads its statistics
-and postings from the FTS5 table and tokenizes later units as FTS5 does
-(``adapters.unicode61``). Ties are broken by insertion order on both paths.
+Ranking is FTS5's own ``bm25()`` at every size, ties broken by insertion order. A query of
+common words makes FTS5 score every unit holding them, which grows with the store
+(``bench/adapters.py`` measures search time at 10k and 100k episodes); an agent's model call
+takes seconds, so lens keeps the one ranking FTS5 maintains itself.
 """
 
 from __future__ import annotations
@@ -23,16 +22,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from adapters import fts5_data
-from adapters.bm25_index import Bm25Index
 from adapters.chunking import Unit, episode_units, split_ref
 from adapters.filters import DATE_FILTERS, DateRange
 from adapters.snippet import TOKEN, best_window, query_terms
-from adapters.unicode61 import TOKENIZE, shared_tokenizer
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.dataset import Episode, parse_timestamp
 
 DEFAULT_CHUNK_CHARS = 1200
+# FTS5's default tokenizer, named so that a store's schema says what it was built with.
+TOKENIZE = "unicode61"
 
 
 class SqliteFtsOptions(BaseModel):
@@ -73,19 +71,9 @@ def fts_query(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class FtsMatch:
-    """A keyword query: the FTS5 expression, and the tokens FTS5 looks for in each of its
-    phrases (one quoted query word is one phrase; ``service_b`` is the two tokens of one)."""
+    """A keyword query: the FTS5 MATCH expression."""
 
     expression: str
-    phrases: tuple[tuple[str, ...], ...]
-
-    @property
-    def single_tokens(self) -> list[str] | None:
-        """The phrases' tokens when every phrase is one token (empty phrases match nothing);
-        None when a phrase needs positions."""
-        if any(len(p) > 1 for p in self.phrases):
-            return None
-        return [p[0] for p in self.phrases if p]
 
 
 _SCHEMA = f"""
@@ -96,18 +84,10 @@ CREATE TABLE IF NOT EXISTS units(
 CREATE INDEX IF NOT EXISTS units_episode ON units(episode_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     text, content='units', content_rowid='rowid', tokenize='{TOKENIZE}');
-CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row');
-CREATE VIRTUAL TABLE IF NOT EXISTS units_terms USING fts5vocab(units_fts, 'instance');
 """
 
 
 COMMIT_EVERY = 256
-# A query whose words' document frequencies sum to at least this many is ranked in memory. FTS5
-# scores every unit it matches, about 1.2 µs each. Measured on a word of each frequency in 20k
-# ops reports: at 2,000 FTS5 took 2.4 ms, the index 1.8 ms when it loads the word's postings and
-# 0.18 ms once they are loaded; the two cross near 1,000. The threshold sits above the crossing
-# so that stores whose queries FTS5 answers in a couple of milliseconds never build the index.
-MEMORY_RANKING_DF = 2000
 
 
 class SqliteFtsAdapter(SyncMemoryAdapter):
@@ -127,19 +107,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         # the store (2,800 -> 1,200 episodes/s over 30k); committing in batches keeps it flat.
         self._uncommitted = 0
         self._db: sqlite3.Connection | None = self._connect()
-        self._tokenizer = shared_tokenizer()
-        # Document frequencies of query words, valid until the next write: they decide whether
-        # a query is ranked in memory before the index exists. Counting a word's units costs
-        # time linear in them (3 ms for a word in 90k units), and the questions of a checkpoint
-        # all search one unchanging store and share most of their common words.
-        self._df: dict[str, int] = {}
-        # Built by the first query too costly for FTS5. Units written after that are queued by
-        # rowid and tokenized at the next search or prepare, so ingest itself costs no more.
-        self._index: Bm25Index | None = None
-        self._pending: set[int] = set()
-        # Searches ranked by each path, for tests and benchmarks.
-        self.searches_fts5 = 0
-        self.searches_in_memory = 0
 
     def _connect(self) -> sqlite3.Connection:
         if self.path:
@@ -162,9 +129,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 "INSERT INTO units_fts(units_fts) VALUES('delete-all');"
             )
             self._commit_locked()
-            self._df.clear()
-            self._index = None
-            self._pending.clear()
 
     def ingest(self, episode: Episode) -> None:
         self.ingest_many([episode])
@@ -184,9 +148,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                         (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
                     db.execute("INSERT INTO units_fts(rowid, text) VALUES(?, ?)",
                                (cur.lastrowid, unit.text))
-                    if self._index is not None and cur.lastrowid is not None:
-                        self._pending.add(cur.lastrowid)
-            self._df.clear()
             self._uncommitted += len(episodes)
             if self._uncommitted >= COMMIT_EVERY:
                 self._commit_locked()
@@ -205,8 +166,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         with self._lock:
             if self._uncommitted:
                 self._commit_locked()
-            # Questions follow a checkpoint: index the new units now, not in the first search.
-            self._catch_up_locked()
 
     def _forget(self, episode_id: str) -> None:
         """Remove an episode and its units."""
@@ -216,9 +175,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             # External-content FTS tables need the old text to remove an entry.
             self.db.execute("INSERT INTO units_fts(units_fts, rowid, text) VALUES('delete', ?, ?)",
                             (rowid, text))
-            if self._index is not None and rowid not in self._pending:
-                self._index.remove(rowid)
-            self._pending.discard(rowid)
         self.db.execute("DELETE FROM units WHERE episode_id = ?", (episode_id,))
         self.db.execute("DELETE FROM episodes WHERE episode_id = ?", (episode_id,))
 
@@ -246,8 +202,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         # Every read path starts here (hybrid ranks through it too): readers see a committed
         # index, not a half-written batch.
         self.commit()
-        return FtsMatch(" OR ".join(f'"{w}"' for w in words),
-                        tuple(tuple(self._tokenizer.tokens(w)) for w in words))
+        return FtsMatch(" OR ".join(f'"{w}"' for w in words))
 
     def ranked(self, match: FtsMatch, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
         """The ``k`` best units for ``match``, best first (higher score; ties by insertion)."""
@@ -255,79 +210,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         with self._lock:
             if self._uncommitted:
                 self._commit_locked()
-            terms = match.single_tokens
-            index = self._index_for_locked(terms) if terms else None
-            if index is not None and terms:
-                self.searches_in_memory += 1
-                return self._units_locked(index.search(terms, k, start, end))
-            self.searches_fts5 += 1
             return self._ranked_by_fts5_locked(match.expression, start, end, k)
-
-    def _index_for_locked(self, terms: list[str]) -> Bm25Index | None:
-        """The in-memory index, up to date, when it should rank ``terms``; built for the first
-        query too costly for FTS5. Once built it ranks every query it can: it is faster than
-        FTS5 for all of them, and saves the frequency lookups."""
-        if self._index is None:
-            df = self._doc_freqs_locked(terms)
-            if sum(df.values()) < MEMORY_RANKING_DF:
-                return None
-            self._build_index_locked()
-        else:
-            self._catch_up_locked()
-        return self._index
-
-    def _build_index_locked(self) -> None:
-        db = self.db
-        index = Bm25Index(lambda term: fts5_data.postings(db, "units_terms", term))
-        rowids, lengths = fts5_data.row_lengths(db, "units_fts")
-        stamped = db.execute("SELECT rowid, ts FROM units ORDER BY rowid").fetchall()
-        if [r for r, _ in stamped] != rowids.tolist():
-            raise RuntimeError("units and units_fts hold different rows: rebuild the store")
-        index.load(rowids, lengths, [ts for _, ts in stamped])
-        self._index = index
-        self._pending.clear()
-
-    def _catch_up_locked(self) -> None:
-        """Index the units written since the index was built or last caught up."""
-        if self._index is None or not self._pending:
-            return
-        if len(self._pending) > max(1000, len(self._index) // 4):
-            # Tokenizing this many costs more than reading FTS5's statistics afresh and
-            # reloading postings as queries need them.
-            self._build_index_locked()
-            return
-        pending = sorted(self._pending)
-        self._pending.clear()
-        for i in range(0, len(pending), 500):
-            chunk = pending[i:i + 500]
-            rows = self.db.execute(
-                f"SELECT rowid, ts, text FROM units WHERE rowid IN ({','.join('?' * len(chunk))})"
-                " ORDER BY rowid", chunk).fetchall()
-            self._index.add((rowid, ts, self._tokenizer.tokens(text)) for rowid, ts, text in rows)
-
-    def _doc_freqs_locked(self, words: list[str]) -> dict[str, int]:
-        missing = [w for w in words if w not in self._df]
-        if missing:
-            marks = ",".join("?" * len(missing))
-            found = dict(self.db.execute(
-                f"SELECT term, doc FROM units_vocab WHERE term IN ({marks})", missing
-            ).fetchall())
-            for w in missing:
-                self._df[w] = int(found.get(w, 0))
-        return {w: self._df[w] for w in words}
-
-    def _units_locked(self, hits: list[tuple[int, float]]) -> list[tuple[Unit, float]]:
-        if not hits:
-            return []
-        rowids = [r for r, _ in hits]
-        rows = {r[0]: r[1:] for r in self.db.execute(
-            "SELECT rowid, ref_id, episode_id, ts, text FROM units "
-            f"WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)}
-        out = []
-        for rowid, score in hits:
-            ref, eid, ts, text = rows[rowid]
-            out.append((Unit(ref, eid, parse_timestamp(ts), text), score))
-        return out
 
     def _ranked_by_fts5_locked(self, match: str, start: str | None, end: str | None,
                                k: int) -> list[tuple[Unit, float]]:

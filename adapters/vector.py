@@ -41,8 +41,8 @@ class VectorOptions(BaseModel):
         "quality, a few texts/s on a CPU); 'static': token vectors distilled once from the "
         "model, averaged (hundreds of texts/s, reads whole texts, less precise)")
     embedding_cache: str | None = Field(
-        default=None, description="cache file; default $XDG_CACHE_HOME/lens/embeddings.sqlite; "
-        "'none' keeps it in memory")
+        default=None, description="cache file; default embeddings.sqlite in lens's cache folder "
+        "($LENS_CACHE_DIR, else $XDG_CACHE_HOME/lens); 'none' keeps it in memory")
     max_results: int = Field(default=10, ge=1, le=100)
     snippet_chars: int = Field(default=600, ge=50)
     chunk_chars: int | None = Field(default=None, ge=100)

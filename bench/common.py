@@ -54,7 +54,8 @@ class FakeServer:
     def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
         self.proc = proc
         self.port = port
-        # What the server said when it stopped: SERVED, PEAK_CONNECTIONS, PEAK_IN_FLIGHT.
+        # What the server said when it stopped: SERVED, PEAK_CONNECTIONS, PEAK_IN_FLIGHT, and
+        # with limits RATE_LIMITED, ADMITTED, BOOKED_TOKENS, ADMIT_SPAN_MS.
         self.final: dict[str, int] = {}
 
     @property
@@ -64,11 +65,12 @@ class FakeServer:
 
 @contextmanager
 def fake_server(latency_ms: float, pattern: str = "agent",
-                loop: str = "auto") -> Iterator[FakeServer]:
-    """Start ``bench.fakeserver`` in its own process; stop it on exit."""
+                loop: str = "auto", extra_args: Sequence[str] = ()) -> Iterator[FakeServer]:
+    """Start ``bench.fakeserver`` in its own process (``extra_args``: its realistic-provider
+    options); stop it on exit."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.fakeserver", "--latency-ms", str(latency_ms),
-         "--pattern", pattern, "--loop", loop],
+         "--pattern", pattern, "--loop", loop, *extra_args],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:

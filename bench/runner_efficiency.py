@@ -39,7 +39,7 @@ import anyio
 import openai
 
 from bench.common import fake_server, machine_line, md_table, spread
-from lens import eventloop
+from lens import eventloop, logs
 from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.agent import tool_specs
 from lens.config import CacheConfig, RunConfig
@@ -116,7 +116,7 @@ class Measure:
 
 
 def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | None,
-               transport: str = "http") -> RunConfig:
+               transport: str = "aiohttp") -> RunConfig:
     return RunConfig.model_validate({
         "name": "bench",
         "dataset": {"path": str(dataset)},
@@ -137,7 +137,7 @@ def run_config(dataset: Path, base_url: str, c: int, out: Path, cache: Path | No
 
 
 async def lens_once(dataset_path: Path, base_url: str, c: int, workdir: Path,
-                    cache: bool, transport: str = "http") -> Measure:
+                    cache: bool, transport: str = "aiohttp") -> Measure:
     config = run_config(dataset_path, base_url, c, workdir,
                         workdir / "cache.sqlite" if cache else None, transport)
     dataset = load_dataset(dataset_path)
@@ -295,11 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
                    help="event loop of every variant (auto: uvloop where installed, as `lens "
                         "run` does)")
-    p.add_argument("--transport", choices=("http", "aiohttp", "sdk"), default="http",
+    p.add_argument("--transport", choices=("aiohttp", "sdk"), default="aiohttp",
                    help="the openai backend's transport for the lens variant")
     p.add_argument("--server-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
                    help="event loop of the fake provider")
     args = p.parse_args(argv)
+    logs.configure()
     levels = [int(x) for x in args.concurrency.split(",")]
     baselines = [] if args.no_baseline else [b for b in args.baselines.split(",") if b]
     unknown = set(baselines) - {"aiohttp", "sdk"}

@@ -189,6 +189,8 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "null": "adapters.null:NullAdapter",
     "sqlite_fts": "adapters.sqlite_fts:SqliteFtsAdapter",
     "sqlite_fts_chunked": "adapters.sqlite_fts:SqliteFtsChunkedAdapter",
+    "bm25s": "adapters.bm25s_adapter:Bm25sAdapter",
+    "bm25s_chunked": "adapters.bm25s_adapter:Bm25sChunkedAdapter",
     "vector": "adapters.vector:VectorAdapter",
     "vector_chunked": "adapters.vector:VectorChunkedAdapter",
     "hybrid": "adapters.hybrid:HybridAdapter",

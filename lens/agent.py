@@ -27,6 +27,11 @@ from lens.models.base import (
 from lens.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS
 from lens.records import BudgetOutcome, ModelCallRecord, ToolCallRecord
 
+# The completion allowance of one agent turn when the agent's config sets no max_tokens. Hosted
+# APIs book a request's max_tokens against the tokens-per-minute limit when it arrives, so
+# sending the session's whole remaining budget (16,000 by default) would make every call count
+# as a very long one and throttle the run; an answer or a tool call fits well within this.
+DEFAULT_TURN_MAX_TOKENS = 2048
 TRUNCATION_MARKER = " …[truncated by lens: payload budget reached]"
 _CITATION = re.compile(r"\[([^\[\]\n]{1,200})\]")
 _REF = re.compile(r"^[A-Za-z0-9_.:#/-]+$")
@@ -177,7 +182,7 @@ class _Session:
     async def _call_model(self) -> Completion:
         a = self.agent
         remaining = self.meter.remaining_tokens()
-        max_tokens = min(a.max_tokens, remaining) if a.max_tokens else remaining
+        max_tokens = min(a.max_tokens or DEFAULT_TURN_MAX_TOKENS, remaining)
         request = CompletionRequest(
             messages=list(self.messages), tools=self.tools, tool_choice="auto",
             temperature=a.temperature, max_tokens=max(1, max_tokens), seed=a.seed,

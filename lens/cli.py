@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 import lens.commands
-from lens import __version__
+from lens import __version__, logs
 from lens.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -23,6 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lens", description="Evaluate AI memory systems over time."
     )
     parser.add_argument("--version", action="version", version=f"lens {__version__}")
+    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL,
+                        help="which log messages reach stderr (default %(default)s; 'info' "
+                             "adds model-call retries)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(lens.commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"lens.commands.{info.name}")
@@ -35,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logs.configure(args.log_level)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -27,13 +27,44 @@ class ToolCall(BaseModel):
             value = json.loads(self.arguments or "{}")
         except json.JSONDecodeError as exc:
             raise ValueError(f"arguments are not valid JSON: {exc.msg} at char {exc.pos}") from None
+        except RecursionError:
+            raise ValueError(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels") from None
+        except ValueError as exc:
+            # e.g. an integer of thousands of digits
+            raise ValueError(f"arguments are not usable JSON: {exc}") from None
         if not isinstance(value, dict):
             raise ValueError("arguments must be a JSON object")
+        if json_depth(value) > MAX_ARGUMENT_DEPTH:
+            # Parsed, but records and reports serialise the arguments again, deeper in the
+            # stack: refuse here, where it is one tool error the model can read.
+            raise ValueError(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")
         return value
 
 
+# Memory tools take flat arguments; anything this deep is a broken or hostile model.
+MAX_ARGUMENT_DEPTH = 32
+
+
+def json_depth(value: Any) -> int:
+    """How deeply lists and dicts nest in a decoded JSON value (a scalar is 0); iterative, so
+    it cannot itself run out of stack."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
 class Message(BaseModel):
-    # Frozen: request bodies cache each one's JSON by identity (models/chat_body.py).
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Role
@@ -44,7 +75,6 @@ class Message(BaseModel):
 
 
 class ToolSpec(BaseModel):
-    # Frozen: request bodies cache each one's JSON by identity (models/chat_body.py).
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Mapping
 
@@ -47,15 +48,27 @@ class CostLimitReached(ModelError):
         self.limit_usd = limit_usd
 
 
+# A wait beyond a day ("inf" included) is not a server's considered answer but a fault: it is
+# ignored, and the call retries on lens's own back-off instead of giving up at once.
+MAX_RETRY_AFTER_S = 86_400.0
+
+
+def _seconds(value: float) -> float | None:
+    if not math.isfinite(value) or value > MAX_RETRY_AFTER_S:
+        return None
+    return max(0.0, value)
+
+
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date),
+    between 0 and a day; None when absent, unreadable or absurd."""
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
     ms = lower.get("retry-after-ms")
     if ms is not None:
         try:
-            return max(0.0, float(ms) / 1000.0)
+            return _seconds(float(ms) / 1000.0)
         except ValueError:
             pass
     value = lower.get("retry-after")
@@ -63,13 +76,13 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        return _seconds(float(value))
     except ValueError:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return _seconds(when.timestamp() - (time.time() if now is None else now))

@@ -1,10 +1,8 @@
 """A pooled JSON-over-HTTP POST for OpenAI-compatible endpoints, on aiohttp.
 
-Why not the openai SDK or httpx: measured against a loopback server, the SDK and bare httpx each
-cost about 1.7 ms of CPU per request, aiohttp about 0.2 ms (``bench/RESULTS.md``). At hundreds of
-calls in flight that difference is whether one process keeps the provider busy. The body is
-serialised once by the caller and the reply parsed once with ``json.loads``: no typed models
-in between.
+The body is serialised once by the caller and the reply returned as bytes for one
+``json.loads``: no typed models in between. Replies are read up to a size cap, so a broken or
+hostile server cannot make lens hold an unbounded body in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +19,10 @@ import aiohttp
 
 from lens import __version__
 
+# Far above any chat completion (a 128k-token answer is under 1 MiB of JSON), far below memory
+# trouble.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class HTTPReply:
@@ -30,11 +32,15 @@ class HTTPReply:
 
 
 class TransportError(Exception):
-    """The request did not produce a complete reply. ``timeout`` tells a hang from a fault."""
+    """The request did not produce a complete, acceptable reply.
 
-    def __init__(self, message: str, *, timeout: bool = False) -> None:
+    ``timeout`` tells a hang from a fault; ``retryable`` is false for faults a new attempt would
+    only repeat (a reply over the size cap)."""
+
+    def __init__(self, message: str, *, timeout: bool = False, retryable: bool = True) -> None:
         super().__init__(message)
         self.timeout = timeout
+        self.retryable = retryable
 
 
 class JSONPoster:
@@ -44,11 +50,13 @@ class JSONPoster:
     that decides how many requests are in flight.
     """
 
-    def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float | None) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float | None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.url = url
         self.headers = request_headers(headers)
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.proxy = env_proxy(url)
+        self.max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -67,7 +75,7 @@ class JSONPoster:
         session = self._session_for_loop()
         try:
             async with session.post(self.url, data=body, proxy=self.proxy) as resp:
-                payload = await resp.read()
+                payload = await self._read(resp)
                 return HTTPReply(resp.status, resp.headers, payload)
         except TimeoutError:
             raise TransportError("request timed out", timeout=True) from None
@@ -75,6 +83,30 @@ class JSONPoster:
             raise TransportError(f"the reply was cut off: {exc}") from None
         except aiohttp.ClientError as exc:
             raise TransportError(f"connection failed: {exc}") from None
+
+    async def _read(self, resp: aiohttp.ClientResponse) -> bytes:
+        cap = self.max_response_bytes
+        declared = resp.content_length
+        if declared is not None and declared > cap:
+            resp.close()
+            raise self._too_large(f"declares {declared} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        # Read in pieces: a reply without Content-Length (chunked, or ended by closing) is
+        # stopped at the cap, not after it has all arrived.
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > cap:
+                resp.close()
+                raise self._too_large(f"passed {cap} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, what: str) -> TransportError:
+        return TransportError(
+            f"the reply {what}, over the cap of {self.max_response_bytes} bytes "
+            "(raise options.max_response_bytes if the endpoint really sends such replies)",
+            retryable=False)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

@@ -1,7 +1,23 @@
-"""Per-endpoint limits: concurrent requests (cut adaptively on 429), requests and tokens per minute.
+"""Per-endpoint limits: concurrent requests, requests and tokens per minute, counted as
+providers count them.
 
 An endpoint is (provider, base_url, model): every client of the run that talks to it shares one
 ``EndpointLimiter`` through the ``LimiterRegistry``.
+
+How a hosted API limits, and what lens does about each part:
+
+- It books a request against its tokens-per-minute allowance when the request arrives, at the
+  prompt's size plus the whole ``max_tokens`` asked for, not at what the answer turns out to
+  use. lens books the same way (``reserve``) and corrects the prompt part once the reply's
+  usage is known.
+- It says where it stands in ``x-ratelimit-*`` headers on every reply. lens learns limits it was
+  not told from them and lowers its own allowance to what the provider says remains (minus what
+  lens sent since), so another client on the same key or a difference in counting is absorbed
+  instead of turning into 429s.
+- A 429 with ``Retry-After`` (or rate-limit headers) says exactly when to come back: lens holds
+  new requests to that endpoint until then and keeps its concurrency. Only a 429 without any
+  timing cuts the concurrency (multiplicative decrease to a floor, additive recovery), since
+  then lens has nothing better to go on.
 """
 
 from __future__ import annotations
@@ -14,6 +30,18 @@ from dataclasses import dataclass
 
 import anyio
 
+from lens.models.rate_headers import RateHeaders
+
+# A Retry-After above this is not waited out by the whole endpoint (the call's retry still may):
+# a server that says "come back in a day" must not freeze a run.
+MAX_PAUSE_S = 60.0
+# Until an endpoint with no stated limits has answered once, one request goes at a time (its
+# headers may tell the limits); the others wait for that answer at most this long.
+PROBE_WAIT_S = 15.0
+# Bookings older than this cannot be unreflected in a reply's headers any more (a call that
+# took longer timed out).
+_BOOKING_HORIZON_S = 600.0
+
 
 class _Waiter:
     __slots__ = ("event", "granted")
@@ -24,18 +52,23 @@ class _Waiter:
 
 
 class AdaptiveSemaphore:
-    """A FIFO semaphore whose limit halves on a rate-limit signal and creeps back up by one after
-    a run of successes (multiplicative decrease, additive increase)."""
+    """A FIFO semaphore whose limit is cut on an untimed rate-limit signal, never below a floor,
+    and creeps back up after runs of successes (multiplicative decrease, additive increase)."""
 
     def __init__(
         self,
         max_limit: int,
         *,
         recover_after_successes: int = 8,
-        recover_interval_s: float = 5.0,
+        recover_interval_s: float = 1.0,
         cut_cooldown_s: float = 1.0,
+        min_limit: int | None = None,
     ) -> None:
         self.max_limit = max_limit
+        # A quarter of the configured concurrency: one unexplained burst of 429s should slow
+        # lens down, not serialise it (at 1 s per call, a limit of 1 is one call a second).
+        self.min_limit = max(1, min(max_limit, min_limit if min_limit is not None
+                                    else max_limit // 4))
         self.limit = max_limit
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -85,7 +118,7 @@ class AdaptiveSemaphore:
         if now - self._last_cut < self.cut_cooldown_s:
             return
         self._last_cut = self._last_change = now
-        new = max(1, self.limit // 2)
+        new = max(self.min_limit, self.limit // 2)
         if new < self.limit:
             self.cuts += 1
         self.limit = new
@@ -108,34 +141,69 @@ class RateBucket:
 
     It holds at most ``burst_s`` seconds' worth, so a per-minute limit is spread over the minute
     instead of spent in the first second (providers enforce theirs over shorter windows too).
+    Every booking is remembered for a while, so that a provider's "remaining" figure, which
+    reflects the bookings up to the request it answers, can be compared with lens's own.
     """
 
     def __init__(self, per_minute: float, burst_s: float = 1.0) -> None:
+        self.per_minute = per_minute
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate * burst_s)
         self.level = self.capacity
         self._stamp = time.monotonic()
         self._lock = anyio.Lock()
+        self._booked: deque[tuple[float, float]] = deque()
 
     def _refill(self) -> None:
         now = time.monotonic()
         self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
         self._stamp = now
 
-    async def take(self, amount: float) -> None:
+    async def take(self, amount: float) -> float:
+        """Book ``amount``, waiting while the bucket is in debt; returns the booking's time."""
         # Holding the lock while waiting keeps callers in order and the arithmetic simple.
         async with self._lock:
             self._refill()
             need = min(amount, self.capacity)
-            if self.level < need:
+            while self.level < need:
+                # Another booking's correction or a provider's figure may deepen the debt
+                # while this one waits: re-check rather than assume the wait sufficed.
                 await anyio.sleep((need - self.level) / self.rate)
                 self._refill()
             self.level -= amount
+            now = time.monotonic()
+            self._remember(now, amount)
+            return now
+
+    def _remember(self, when: float, amount: float) -> None:
+        booked = self._booked
+        booked.append((when, amount))
+        while booked and booked[0][0] < when - _BOOKING_HORIZON_S:
+            booked.popleft()
 
     def adjust(self, delta: float) -> None:
-        """Correct an estimate afterwards (positive delta: more was used than reserved)."""
+        """Correct a booking afterwards (positive delta: more was used than booked; negative: a
+        refund, e.g. of a request the provider refused and so did not count)."""
         self._refill()
         self.level -= delta
+
+    def unbook(self, amount: float, booked_at: float) -> None:
+        """Take back a booking the provider never counted."""
+        self.adjust(-amount)
+        self._remember(booked_at, -amount)
+
+    def booked_since(self, when: float) -> float:
+        return sum(amount for stamp, amount in self._booked if stamp > when)
+
+    def sync(self, remaining: float, booked_at: float) -> None:
+        """The provider said ``remaining`` when it took the request lens booked at ``booked_at``.
+        What lens booked after that is not in the figure yet; what refilled since is. Only ever
+        lowers lens's allowance: lens spreads its own over the minute on purpose."""
+        self._refill()
+        provider_now = (remaining + (time.monotonic() - booked_at) * self.rate
+                        - self.booked_since(booked_at))
+        if provider_now < self.level:
+            self.level = provider_now
 
 
 @dataclass(frozen=True)
@@ -144,8 +212,18 @@ class LimitSettings:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     recover_after_successes: int = 8
-    recover_interval_s: float = 5.0
+    recover_interval_s: float = 1.0
     cut_cooldown_s: float = 1.0
+
+
+@dataclass
+class Booking:
+    """What one attempt booked, to be settled when its reply (or refusal) is known."""
+
+    tokens: float = 0.0
+    requests: float = 0.0
+    tokens_at: float = 0.0
+    requests_at: float = 0.0
 
 
 class EndpointLimiter:
@@ -161,27 +239,116 @@ class EndpointLimiter:
                          if settings.requests_per_minute else None)
         self.tokens = (RateBucket(settings.tokens_per_minute)
                        if settings.tokens_per_minute else None)
+        # Limits learnt from the provider's headers rather than told in the config.
+        self.learned: dict[str, float] = {}
         self.rate_limited = 0
+        self.pauses = 0
+        self._paused_until = 0.0
+        # Real prompt tokens per estimated one, learnt from replies' usage.
+        self.prompt_ratio = 1.0
+        # Without stated limits, the first request probes alone: a run's opening wave would
+        # otherwise hit the provider's limits before lens has read them.
+        self._probe_needed = not (settings.requests_per_minute or settings.tokens_per_minute)
+        self._probe_done: anyio.Event | None = None
+
+    def estimate_tokens(self, prompt_estimate: int, max_tokens: int) -> int:
+        """What the provider will book for a request: its prompt plus the whole completion
+        allowance."""
+        return int(prompt_estimate * self.prompt_ratio) + max_tokens
 
     @asynccontextmanager
-    async def slot(self, estimated_tokens: int) -> AsyncIterator[None]:
+    async def slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
+        probe = False
+        if self._probe_needed:
+            if self._probe_done is None:
+                self._probe_done = anyio.Event()
+                probe = True
+            else:
+                with anyio.move_on_after(PROBE_WAIT_S):
+                    await self._probe_done.wait()
+        try:
+            async with self._slot(estimated_tokens) as booking:
+                yield booking
+        finally:
+            if probe:
+                self._probe_needed = False
+                assert self._probe_done is not None
+                self._probe_done.set()
+
+    @asynccontextmanager
+    async def _slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
+        wait = self._paused_until - time.monotonic()
+        if wait > 0:
+            await anyio.sleep(wait)
+        booking = Booking()
         if self.requests is not None:
-            await self.requests.take(1)
+            booking.requests_at = await self.requests.take(1)
+            booking.requests = 1
         if self.tokens is not None:
-            await self.tokens.take(estimated_tokens)
+            booking.tokens_at = await self.tokens.take(estimated_tokens)
+            booking.tokens = estimated_tokens
         await self.semaphore.acquire()
         try:
-            yield
+            yield booking
         finally:
             self.semaphore.release()
 
-    def settle_tokens(self, estimated: int, actual: int) -> None:
-        if self.tokens is not None:
-            self.tokens.adjust(actual - estimated)
+    def settle(self, booking: Booking, *, prompt_estimate: int, prompt_tokens: int,
+               completion_tokens: int, max_tokens: int) -> None:
+        """After a reply: book what the provider counted instead of the estimate, and learn how
+        far the prompt estimate was off."""
+        if prompt_estimate > 0 and prompt_tokens > 0:
+            observed = prompt_tokens / prompt_estimate
+            # A slow average: one odd reply should not swing every later booking.
+            self.prompt_ratio += 0.1 * (min(max(observed, 0.1), 10.0) - self.prompt_ratio)
+        if self.tokens is not None and booking.tokens:
+            counted = prompt_tokens + max(max_tokens, completion_tokens)
+            self.tokens.adjust(counted - booking.tokens)
 
-    def on_rate_limited(self) -> None:
+    def refund(self, booking: Booking) -> None:
+        """The provider refused the request (429) and counted none of it."""
+        if self.requests is not None and booking.requests:
+            self.requests.unbook(booking.requests, booking.requests_at)
+        if self.tokens is not None and booking.tokens:
+            self.tokens.unbook(booking.tokens, booking.tokens_at)
+
+    def observe(self, headers: RateHeaders | None, booking: Booking) -> None:
+        """Take in what the provider said about its limits in a reply to ``booking``."""
+        if headers is None:
+            return
+        if self.requests is None and headers.limit_requests:
+            self.requests = RateBucket(headers.limit_requests)
+            self.learned["requests_per_minute"] = headers.limit_requests
+            if headers.remaining_requests is not None:
+                self.requests.sync(headers.remaining_requests, time.monotonic())
+        elif (self.requests is not None and headers.remaining_requests is not None
+              and booking.requests):
+            self.requests.sync(headers.remaining_requests, booking.requests_at)
+        if self.tokens is None and headers.limit_tokens:
+            self.tokens = RateBucket(headers.limit_tokens)
+            self.learned["tokens_per_minute"] = headers.limit_tokens
+            if headers.remaining_tokens is not None:
+                self.tokens.sync(headers.remaining_tokens, time.monotonic())
+        elif self.tokens is not None and headers.remaining_tokens is not None and booking.tokens:
+            self.tokens.sync(headers.remaining_tokens, booking.tokens_at)
+
+    def on_rate_limited(self, retry_after_s: float | None = None,
+                        headers: RateHeaders | None = None) -> None:
+        """A 429. With ``Retry-After``, hold new requests until then; with rate-limit headers
+        (already taken in by ``observe``), the buckets now wait by themselves; with neither,
+        cut the concurrency."""
         self.rate_limited += 1
-        self.semaphore.on_rate_limited()
+        if retry_after_s is not None:
+            until = time.monotonic() + min(retry_after_s, MAX_PAUSE_S)
+            if until > self._paused_until:
+                self._paused_until = until
+                self.pauses += 1
+            return
+        informed = headers is not None and (
+            (headers.remaining_tokens is not None and self.tokens is not None)
+            or (headers.remaining_requests is not None and self.requests is not None))
+        if not informed:
+            self.semaphore.on_rate_limited()
 
     def on_success(self) -> None:
         self.semaphore.on_success()

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from lens.config import ModelConfig
+from lens.envscope import environment
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
@@ -20,10 +21,11 @@ _OPTIONS = ("extra_body", "drop_params")
 
 
 def import_litellm() -> Any:
-    # Without this, importing litellm fetches its price table from the network.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        import litellm
+        # Without it, importing litellm fetches its price table from the network; litellm reads
+        # the variable during its import only.
+        with environment(LITELLM_LOCAL_MODEL_COST_MAP="True"):
+            import litellm
     except ImportError:
         raise ConfigError(
             "the litellm provider needs the 'litellm' extra: pip install 'lens-eval[litellm]'"

@@ -1,49 +1,101 @@
 """The ``openai`` backend: OpenAI or any OpenAI-compatible ``base_url`` (vLLM, llama.cpp server,
 Ollama, …). Retries are the stack's, so the SDK's own are off.
 
-Three transports send the same JSON body: ``http`` (the default) posts it with lens's own
-HTTP/1.1 client (``http1``; through aiohttp when a proxy variable applies to the endpoint) and
-parses the reply with ``json.loads``; ``aiohttp`` always uses aiohttp; ``sdk`` goes through
-``AsyncOpenAI``. The client's CPU per call caps how many calls one process keeps in flight, and
-the three differ severalfold there (``bench/RESULTS.md``); the SDK stays for servers that need
-its quirks.
+Two transports send the same JSON body: ``aiohttp`` (the default) posts it through a pooled
+aiohttp session and parses the reply with one ``json.loads``; ``sdk`` goes through
+``AsyncOpenAI``, for servers that need its quirks. Replies are capped in size
+(``options.max_response_bytes``, 32 MiB by default) on the aiohttp transport.
+
+A key goes only to the provider it belongs to: ``OPENAI_API_KEY`` is read only when the
+endpoint is OpenAI's own; any other ``base_url`` gets the variable its ``api_key_env`` names,
+or no key at all.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
 
 from lens.config import ModelConfig
 from lens.errors import ConfigError
-from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
-from lens.models.chat_body import ChatBodyEncoder, openai_message, openai_tools
+from lens.models import rate_headers
+from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
-from lens.models.http1 import HTTP1Poster
-from lens.models.json_http import JSONPoster, TransportError, dumps, env_proxy
+from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
 from lens.models.scripted import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_OPTIONS = ("extra_body", "token_limit_param", "transport")
-TRANSPORTS = ("http", "aiohttp", "sdk")
+_OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes")
+TRANSPORTS = ("aiohttp", "sdk")
+# Transports lens had before, refused with the reason rather than as unknown words.
+_REMOVED_TRANSPORTS = {"http": "lens's own HTTP/1.1 client was removed; aiohttp (the default) "
+                               "replaces it"}
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_HOSTS = frozenset({"api.openai.com"})
+# A usage count above this is not a count of one call's tokens but a broken or hostile server.
+MAX_USAGE_TOKENS = 100_000_000
 
 
-def resolve_api_key(config: ModelConfig, *, required: bool) -> str:
-    env = config.api_key_env or DEFAULT_KEY_ENV
-    key = os.environ.get(env)
-    if key:
-        return key
-    if required:
+def is_openai_endpoint(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API, over TLS (the only place its key may go)."""
+    if base_url is None:
+        return True
+    parts = urllib.parse.urlsplit(base_url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    return parts.scheme == "https" and host in OPENAI_HOSTS
+
+
+def resolve_api_key(config: ModelConfig) -> str | None:
+    """The key this endpoint may receive; None means send none.
+
+    OPENAI_API_KEY is OpenAI's: it never goes to another host unless a config names it in
+    ``api_key_env`` for that endpoint on purpose."""
+    if config.api_key_env:
+        key = os.environ.get(config.api_key_env)
+        if key:
+            return key
         raise ConfigError(
-            f"model {config.model!r}: no API key: set the environment variable {env} "
+            f"model {config.model!r}: api_key_env names {config.api_key_env}, which is not set; "
+            "set it, or remove api_key_env for an endpoint that needs no key"
+        )
+    if is_openai_endpoint(config.base_url):
+        key = os.environ.get(DEFAULT_KEY_ENV)
+        if key:
+            return key
+        raise ConfigError(
+            f"model {config.model!r}: no API key: set the environment variable {DEFAULT_KEY_ENV} "
             "(or name another one with 'api_key_env')"
         )
-    # Local OpenAI-compatible servers usually ignore the key, but the SDK wants one.
-    return "no-key"
+    return None
+
+
+def openai_message(m: Message) -> dict[str, Any]:
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
+    if m.role == "assistant":
+        # "" rather than None: some compatible servers reject a null content.
+        msg: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+        if m.tool_calls:
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+        return msg
+    return {"role": m.role, "content": m.content}
+
+
+def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"type": "function",
+             "function": {"name": t.name, "description": t.description,
+                          "parameters": t.parameters}}
+            for t in tools]
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -55,15 +107,12 @@ def sends_tools(request: CompletionRequest) -> bool:
 
 
 def build_params(request: CompletionRequest, model: str, config_max_tokens: int | None,
-                 token_limit_param: str, *, conversation: bool = True) -> dict[str, Any]:
-    """The chat request's parameters; without ``conversation``, all but its messages and
-    tools (which ``ChatBodyEncoder`` adds)."""
-    params: dict[str, Any] = {"model": model, "temperature": request.temperature}
-    if conversation:
-        params["messages"] = to_openai_messages(request.messages)
+                 token_limit_param: str) -> dict[str, Any]:
+    """The chat request's parameters, as the JSON body sends them."""
+    params: dict[str, Any] = {"model": model, "temperature": request.temperature,
+                              "messages": to_openai_messages(request.messages)}
     if sends_tools(request):
-        if conversation:
-            params["tools"] = openai_tools(request.tools)
+        params["tools"] = openai_tools(request.tools)
         if request.tool_choice in ("auto", "required"):
             params["tool_choice"] = request.tool_choice
         else:
@@ -134,77 +183,83 @@ class OpenAIClient:
         if unknown:
             raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
                               f"{', '.join(_OPTIONS)}")
-        self.extra_body: dict[str, Any] | None = options.get("extra_body")
+        extra = options.get("extra_body")
+        if extra is not None and not isinstance(extra, dict):
+            raise ConfigError(f"model {config.model!r}: options.extra_body must be a mapping of "
+                              f"request fields, not {type(extra).__name__}")
+        self.extra_body: dict[str, Any] | None = extra
         self.token_limit_param = str(options.get("token_limit_param", "max_tokens"))
-        self.transport = str(options.get("transport", "http"))
+        self.transport = str(options.get("transport", "aiohttp"))
+        if self.transport in _REMOVED_TRANSPORTS:
+            raise ConfigError(f"model {config.model!r}: options.transport "
+                              f"{self.transport!r}: {_REMOVED_TRANSPORTS[self.transport]}; "
+                              f"use one of {', '.join(TRANSPORTS)} or leave it out")
         if self.transport not in TRANSPORTS:
             raise ConfigError(f"model {config.model!r}: options.transport must be one of "
                               f"{', '.join(TRANSPORTS)}, not {self.transport!r}")
+        cap = options.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1024:
+            raise ConfigError(f"model {config.model!r}: options.max_response_bytes must be a "
+                              f"whole number of bytes, at least 1024, not {cap!r}")
         self.base_url = config.base_url
-        api_key = resolve_api_key(config, required=config.base_url is None)
+        api_key = resolve_api_key(config)
         self._client: openai.AsyncOpenAI | None = None
-        self._poster: HTTP1Poster | JSONPoster | None = None
-        self._encoder = ChatBodyEncoder()
+        self._poster: JSONPoster | None = None
         if self.transport == "sdk":
-            self._client = openai.AsyncOpenAI(api_key=api_key, base_url=config.base_url,
+            # The SDK insists on a key; a placeholder carries no secret.
+            self._client = openai.AsyncOpenAI(api_key=api_key or "no-key",
+                                              base_url=config.base_url,
                                               timeout=config.timeout_s, max_retries=0)
         else:
             root = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-            url = f"{root}/chat/completions"
-            auth = {"Authorization": f"Bearer {api_key}"}
-            if self.transport == "http" and env_proxy(url) is None:
-                try:
-                    self._poster = HTTP1Poster(url, auth, config.timeout_s)
-                except ValueError as exc:
-                    raise ConfigError(f"model {config.model!r}: base_url: {exc}") from None
-            else:
-                self._poster = JSONPoster(url, auth, config.timeout_s)
+            auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+            self._poster = JSONPoster(f"{root}/chat/completions", auth, config.timeout_s,
+                                      max_response_bytes=cap)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         label = f"{self.provider}/{self.model}"
-        if self._poster is not None:
-            return _reply_to_completion(await self._post(self._body(request), label), request,
-                                        label)
         params = build_params(request, self.model, self.config.max_tokens,
                               self.token_limit_param)
+        if self._poster is not None:
+            try:
+                body = dumps(params | (self.extra_body or {}))
+            except (ValueError, RecursionError) as exc:
+                raise ProviderError(f"{label}: the request cannot be sent as JSON: {exc}",
+                                    retryable=False) from None
+            return _reply_to_completion(await self._post(body, label), request, label)
         assert self._client is not None
         try:
-            response = await self._client.chat.completions.create(
+            raw = await self._client.chat.completions.with_raw_response.create(
                 **sdk_call_params(params, self.extra_body)
             )
+            rate_headers.note(raw.headers)
+            response = raw.parse()
         except openai.APIStatusError as exc:
             status = exc.status_code
+            headers = dict(exc.response.headers)
+            rate_headers.note(headers)
             raise ProviderError(
                 f"{label}: HTTP {status}: {provider_message(exc)}",
                 retryable=status_is_retryable(status), status=status,
-                retry_after_s=parse_retry_after(dict(exc.response.headers)),
+                retry_after_s=parse_retry_after(headers),
             ) from None
         except openai.APITimeoutError:
             raise ProviderError(f"{label}: request timed out", retryable=True) from None
         except openai.APIConnectionError as exc:
             raise ProviderError(f"{label}: connection failed: {exc}", retryable=True) from None
-        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+        except (openai.APIResponseValidationError, ValueError, RecursionError) as exc:
             # A cut-off or garbled body is usually a transient fault of the server or network.
-            raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
+            raise ProviderError(f"{label}: malformed response: {_short(exc)}",
+                                retryable=True) from None
         return _to_completion(response, request, label)
-
-    def _body(self, request: CompletionRequest) -> bytes:
-        extra = self.extra_body or {}
-        if "messages" in extra or "tools" in extra:
-            # extra_body replaces the conversation itself: send it as given.
-            return dumps(build_params(request, self.model, self.config.max_tokens,
-                                      self.token_limit_param) | extra)
-        params = build_params(request, self.model, self.config.max_tokens,
-                              self.token_limit_param, conversation=False) | extra
-        return self._encoder.body(params, request.messages,
-                                  request.tools if sends_tools(request) else None)
 
     async def _post(self, body: bytes, label: str) -> dict[str, Any]:
         assert self._poster is not None
         try:
             reply = await self._poster.post(body)
         except TransportError as exc:
-            raise ProviderError(f"{label}: {exc}", retryable=True) from None
+            raise ProviderError(f"{label}: {exc}", retryable=exc.retryable) from None
+        rate_headers.note(reply.headers)
         if reply.status >= 400:
             raise ProviderError(
                 f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
@@ -213,9 +268,11 @@ class OpenAIClient:
             )
         try:
             data = json.loads(reply.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            # A cut-off or garbled body is usually a transient fault of the server or network.
-            raise ProviderError(f"{label}: malformed response: {exc}", retryable=True) from None
+        except (ValueError, RecursionError) as exc:
+            # A cut-off or garbled body is usually a transient fault of the server or network;
+            # ValueError covers bad UTF-8 and integers of thousands of digits too.
+            raise ProviderError(f"{label}: malformed response: {_short(exc)}",
+                                retryable=True) from None
         if not isinstance(data, dict):
             raise ProviderError(f"{label}: malformed response: not a JSON object",
                                 retryable=True)
@@ -228,14 +285,56 @@ class OpenAIClient:
             await self._poster.aclose()
 
 
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "the JSON nests too deeply"
+    return str(exc)[:300]
+
+
 def _error_message(body: bytes) -> str:
     """The provider's own words from an error reply, in the shapes servers use."""
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         text = body.decode("utf-8", "replace").strip()
         return text[:500] or "(empty body)"
-    return body_message(data) or json.dumps(data)[:500]
+    try:
+        return (body_message(data) or json.dumps(data))[:500]
+    except (ValueError, RecursionError):
+        return "(an error body too deeply nested to show)"
+
+
+def _arguments_text(args: Any) -> str:
+    """Tool arguments as text for the agent, which parses them and answers a bad one with a tool
+    error; some servers send them decoded."""
+    if args is None:
+        return "{}"
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args)
+    except (ValueError, RecursionError):
+        # Text that is not a JSON object: the agent reports it to the model as a tool error.
+        return '"arguments nested too deeply to encode"'
+
+
+def _token_count(value: Any, field: str, label: str) -> int:
+    """A usage count as a provider must send it: a whole, non-negative JSON number. Anything
+    else (a string, a negative or absurd number) is refused rather than guessed: metering and
+    budgets rest on these numbers."""
+    ok = (not isinstance(value, bool) and isinstance(value, int | float)
+          and math.isfinite(value) and 0 <= value <= MAX_USAGE_TOKENS and value == int(value))
+    if not ok:
+        raise ProviderError(f"{label}: malformed response: usage.{field} is {str(value)[:40]!r}, "
+                            "not a count of tokens", retryable=True)
+    return int(value)
+
+
+def _usage(raw: Mapping[str, Any], label: str) -> Usage:
+    completion = raw.get("completion_tokens")
+    return Usage(prompt_tokens=_token_count(raw.get("prompt_tokens"), "prompt_tokens", label),
+                 completion_tokens=0 if completion is None else
+                 _token_count(completion, "completion_tokens", label))
 
 
 def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
@@ -249,25 +348,33 @@ def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
         raise ProviderError(f"{label}: malformed response: a choice without a message",
                             retryable=True)
     calls = []
-    for i, c in enumerate(message.get("tool_calls") or []):
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ProviderError(f"{label}: malformed response: tool_calls is not a list",
+                            retryable=True)
+    for i, c in enumerate(raw_calls):
         fn = c.get("function") if isinstance(c, dict) else None
         if not isinstance(fn, dict):
             continue
-        args = fn.get("arguments")
-        calls.append(ToolCall(id=c.get("id") or f"call_{i}", name=fn.get("name") or "",
-                              arguments=args if isinstance(args, str) else
-                              ("{}" if args is None else json.dumps(args))))
+        call_id, name = c.get("id"), fn.get("name")
+        calls.append(ToolCall(id=call_id if isinstance(call_id, str) and call_id else
+                              f"call_{i}", name=name if isinstance(name, str) else "",
+                              arguments=_arguments_text(fn.get("arguments"))))
     text = message.get("content") or ""
     if not isinstance(text, str):
-        text = json.dumps(text)
+        try:
+            text = json.dumps(text)
+        except (ValueError, RecursionError):
+            raise ProviderError(f"{label}: malformed response: the content nests too deeply",
+                                retryable=True) from None
     usage = data.get("usage")
     if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
-        tokens = Usage(prompt_tokens=int(usage["prompt_tokens"]),
-                       completion_tokens=int(usage.get("completion_tokens") or 0))
+        tokens = _usage(usage, label)
     else:
         tokens = _estimated_usage(request, text, calls)
+    finish = choice.get("finish_reason")
     return Completion(text=text, tool_calls=calls, usage=tokens,
-                      finish_reason=choice.get("finish_reason"), cost_usd=None)
+                      finish_reason=finish if isinstance(finish, str) else None, cost_usd=None)
 
 
 def _estimated_usage(request: CompletionRequest, text: str, calls: list[ToolCall]) -> Usage:
@@ -291,12 +398,15 @@ def _to_completion(response: Any, request: CompletionRequest, label: str) -> Com
         if fn is None:
             continue
         calls.append(ToolCall(id=c.id or f"call_{i}", name=fn.name or "",
-                              arguments=fn.arguments if fn.arguments is not None else "{}"))
+                              arguments=_arguments_text(fn.arguments)))
     text = message.content or ""
+    if not isinstance(text, str):
+        raise ProviderError(f"{label}: malformed response: the content is not text",
+                            retryable=True)
     usage = getattr(response, "usage", None)
-    if usage is not None and usage.prompt_tokens is not None:
-        tokens = Usage(prompt_tokens=int(usage.prompt_tokens or 0),
-                       completion_tokens=int(usage.completion_tokens or 0))
+    if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+        tokens = _usage({"prompt_tokens": usage.prompt_tokens,
+                         "completion_tokens": getattr(usage, "completion_tokens", None)}, label)
     else:
         tokens = _estimated_usage(request, text, calls)
     return Completion(text=text, tool_calls=calls, usage=tokens,

@@ -5,9 +5,13 @@ A price that cannot be found stays unknown (None); lens never reports an unknown
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import os
+import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from lens.config import ModelConfig
 from lens.models.base import Usage
@@ -40,13 +44,7 @@ def pricing_for(config: ModelConfig) -> Pricing | None:
 
 
 def litellm_pricing(model: str) -> Pricing | None:
-    if importlib.util.find_spec("litellm") is None:
-        return None
-    # litellm otherwise fetches its price table from the network when imported.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    table = getattr(litellm, "model_cost", None) or {}
+    table = _litellm_price_table()
     for name in (model, model.split("/", 1)[-1]):
         entry = table.get(name)
         if not isinstance(entry, dict):
@@ -56,3 +54,25 @@ def litellm_pricing(model: str) -> Pricing | None:
         if isinstance(inp, int | float) and isinstance(out, int | float):
             return Pricing(float(inp) * 1_000_000, float(out) * 1_000_000, "litellm")
     return None
+
+
+# The price table litellm ships beside its code. Reading the file needs no import of litellm
+# (slow, and without an environment variable it fetches the table from the network).
+_LITELLM_TABLE = "model_prices_and_context_window_backup.json"
+
+
+@functools.cache
+def _litellm_price_table() -> dict[str, Any]:
+    loaded = sys.modules.get("litellm")
+    if loaded is not None and isinstance(getattr(loaded, "model_cost", None), dict):
+        return loaded.model_cost  # type: ignore[no-any-return]
+    spec = importlib.util.find_spec("litellm")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / _LITELLM_TABLE
+        try:
+            table = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(table, dict):
+            return table
+    return {}

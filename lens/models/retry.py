@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from lens.logs import get_logger
 from lens.models.base import ModelError
 from lens.models.errors import ProviderError
 
 T = TypeVar("T")
-log = structlog.get_logger("lens.models")
+log = get_logger("lens.models")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class ModelRuntime:
         run_id: str | None = None,
         retry: RetryPolicy | None = None,
         recover_after_successes: int = 8,
-        recover_interval_s: float = 5.0,
+        recover_interval_s: float = 1.0,
         cut_cooldown_s: float = 1.0,
     ) -> None:
         self.cache_config = cache if cache is not None else CacheConfig()

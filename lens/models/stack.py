@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError
 from lens.models.cache import ModelCache, cache_key
 from lens.models.errors import ProviderError
@@ -17,12 +18,17 @@ from lens.models.pricing import Pricing
 from lens.models.retry import RetryPolicy, call_with_retry
 from lens.models.usage import UsageMeter
 
+# Booked against a tokens-per-minute limit for the completion of a request that sets no
+# max_tokens: what the provider books then is its own default, which lens learns from the
+# x-ratelimit headers.
+UNSET_MAX_TOKENS_BOOKING = 256
 
-def estimate_request_tokens(request: CompletionRequest) -> int:
+
+def estimate_prompt_tokens(request: CompletionRequest) -> int:
     chars = sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
                 for m in request.messages)
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
-    return chars // 4 + (request.max_tokens or 256)
+    return chars // 4
 
 
 class StackClient:
@@ -94,9 +100,14 @@ class StackClient:
         return completion
 
     async def _attempt(self, request: CompletionRequest) -> Completion:
-        # The estimate walks the whole conversation; only a tokens-per-minute limit needs it.
-        estimate = estimate_request_tokens(request) if self.limiter.tokens is not None else 0
-        async with self.limiter.slot(estimate):
+        limiter = self.limiter
+        # The estimate walks the whole conversation; only a tokens-per-minute limit (told, or
+        # learnt from the provider's headers) needs it.
+        prompt_estimate = estimate_prompt_tokens(request) if limiter.tokens is not None else 0
+        completion_allowance = request.max_tokens or UNSET_MAX_TOKENS_BOOKING
+        booked = limiter.estimate_tokens(prompt_estimate, completion_allowance)
+        rate_headers.take()  # nothing stale from an earlier call of this task
+        async with limiter.slot(booked) as booking:
             try:
                 # asyncio.timeout, not anyio.fail_after: an anyio cancel scope per call was the
                 # largest single cost of lens's own CPU per call at hundreds in flight. Timed
@@ -109,11 +120,22 @@ class StackClient:
                     retryable=True,
                 ) from None
             except ModelError as exc:
+                headers = rate_headers.take()
                 if exc.status == 429:
-                    self.limiter.on_rate_limited()
+                    limiter.refund(booking)
+                    limiter.observe(headers, booking)
+                    limiter.on_rate_limited(getattr(exc, "retry_after_s", None), headers)
+                else:
+                    limiter.observe(headers, booking)
                 raise
-        self.limiter.on_success()
-        self.limiter.settle_tokens(estimate, completion.usage.total_tokens)
+            # Inside the slot: requests waiting for this one (the endpoint's first) must find
+            # the limits its headers told.
+            limiter.observe(rate_headers.take(), booking)
+        limiter.on_success()
+        limiter.settle(booking, prompt_estimate=prompt_estimate,
+                       prompt_tokens=completion.usage.prompt_tokens,
+                       completion_tokens=completion.usage.completion_tokens,
+                       max_tokens=completion_allowance)
         return completion
 
     async def aclose(self) -> None:

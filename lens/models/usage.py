@@ -10,12 +10,11 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import structlog
-
+from lens.logs import get_logger
 from lens.models.base import Completion
 from lens.models.errors import CostLimitReached
 
-log = structlog.get_logger("lens.models")
+log = get_logger("lens.models")
 
 
 @dataclass

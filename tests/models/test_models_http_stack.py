@@ -26,16 +26,16 @@ SEARCH = ToolSpec(name="memory_search", description="Search the memory.",
                               "required": ["query"]})
 
 
-_transport = {"name": "http"}
+_transport = {"name": "aiohttp"}
 
 
-@pytest.fixture(autouse=True, params=["http", "aiohttp", "sdk"])
+@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every test runs through the three transports of the openai backend: lens's own HTTP/1.1
-    client (the default), aiohttp and the openai SDK."""
+    """Every test runs through both transports of the openai backend: aiohttp (the default)
+    and the openai SDK."""
     _transport["name"] = request.param
     yield request.param
-    _transport["name"] = "http"
+    _transport["name"] = "aiohttp"
 
 
 def cfg(server: FakeOpenAI, **kw: object) -> ModelConfig:
@@ -263,12 +263,14 @@ def _in_flight_after(reqs: list[RecordedRequest], t0: float) -> int:
 
 
 @pytest.mark.anyio
-async def test_adaptive_cut_on_429_and_slow_recovery(fake_openai: FakeOpenAI) -> None:
+async def test_adaptive_cut_on_untimed_429_and_slow_recovery(fake_openai: FakeOpenAI) -> None:
+    """A 429 that says neither when to return nor what remains: the only signal is to slow
+    down, so the concurrency is cut (once per burst) and recovers step by step."""
     first_429_done: list[float] = []
 
     def responder(req: RecordedRequest) -> Reply:
         if len(fake_openai.requests) <= 8:
-            return Reply.error(429, "rate limited", retry_after=0.2, delay_s=0.05)
+            return Reply.error(429, "rate limited", delay_s=0.05)
         return Reply.text("ok", delay_s=0.1)
 
     fake_openai.responder = responder
@@ -495,30 +497,35 @@ async def test_agent_responder_drives_the_real_agent(fake_openai: FakeOpenAI) ->
 
 
 def test_unknown_transport_is_a_config_error(fake_openai: FakeOpenAI) -> None:
-    with pytest.raises(ConfigError, match=r"options\.transport must be one of http, aiohttp, sdk"):
+    with pytest.raises(ConfigError, match=r"options\.transport must be one of aiohttp, sdk"):
         runtime().client(ModelConfig(model="openai/m", base_url=fake_openai.base_url,
                                      options={"transport": "grpc"}))
+    # The removed transport is refused with the reason, not as an unknown word.
+    with pytest.raises(ConfigError, match=r"'http': lens's own HTTP/1.1 client was removed"):
+        runtime().client(ModelConfig(model="openai/m", base_url=fake_openai.base_url,
+                                     options={"transport": "http"}))
 
 
 @pytest.mark.anyio
-async def test_every_transport_sends_the_same_request(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+async def test_every_transport_sends_the_same_request(fake_openai: FakeOpenAI,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LENS_TEST_SAME_BODY_KEY", "sk-same")
+    fake_openai.script(Reply.text("one"), Reply.text("two"))
     rt = runtime()
     req = request("naïve café — \"quoted\"", tools=[SEARCH.model_dump()], max_tokens=32)
-    for name in ("http", "aiohttp", "sdk"):
+    for name in ("aiohttp", "sdk"):
         config = ModelConfig(model="openai/fake-model", base_url=fake_openai.base_url,
-                             options={"transport": name})
+                             api_key_env="LENS_TEST_SAME_BODY_KEY", options={"transport": name})
         await rt.client(config).complete(req)
-    own, aio, sdk = fake_openai.requests
-    assert own.body == aio.body == sdk.body
-    assert own.body["messages"][0]["content"] == "naïve café — \"quoted\""
-    assert own.headers["authorization"] == aio.headers["authorization"] == \
-        sdk.headers["authorization"]
+    aio, sdk = fake_openai.requests
+    assert aio.body == sdk.body
+    assert aio.body["messages"][0]["content"] == "naïve café — \"quoted\""
+    assert aio.headers["authorization"] == sdk.headers["authorization"] == "Bearer sk-same"
     await rt.aclose()
 
 
 @pytest.mark.anyio
-async def test_http_transport_goes_through_the_environment_proxy(
+async def test_default_transport_goes_through_the_environment_proxy(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The endpoint's host does not resolve; only a request sent to the proxy can succeed.
@@ -529,8 +536,7 @@ async def test_http_transport_goes_through_the_environment_proxy(
         monkeypatch.delenv(name, raising=False)
     fake_openai.script(Reply.text("via proxy"))
     rt = runtime()
-    config = ModelConfig(model="openai/fake-model", base_url="http://llm.lens-proxy-test.invalid/v1",
-                         options={"transport": "http"})
+    config = ModelConfig(model="openai/fake-model", base_url="http://llm.lens-proxy-test.invalid/v1")
     out = await rt.client(config).complete(request())
     assert out.text == "via proxy"
     assert fake_openai.requests[0].path == "http://llm.lens-proxy-test.invalid/v1/chat/completions"

@@ -1,4 +1,5 @@
-"""The openai backend's fast path sends the same request as the SDK's typed path."""
+"""The openai backend's default (aiohttp) transport sends the same request as the SDK's typed
+path."""
 
 from __future__ import annotations
 
@@ -37,8 +38,10 @@ def conversation() -> CompletionRequest:
 @pytest.mark.anyio
 @pytest.mark.parametrize("extra_body", [None, {"top_k": 5, "temperature": 0.1}])
 async def test_passthrough_body_equals_sdk_typed_body(
-    fake_openai: FakeOpenAI, extra_body: dict[str, object] | None
+    fake_openai: FakeOpenAI, extra_body: dict[str, object] | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("LENS_TEST_PASSTHROUGH_KEY", "sk-passthrough")
     fake_openai.script(Reply.text("a"), Reply.text("b"))
     config = ModelConfig(model="openai/fake-model", base_url=fake_openai.base_url,
                          api_key_env="LENS_TEST_PASSTHROUGH_KEY",
@@ -50,7 +53,8 @@ async def test_passthrough_body_equals_sdk_typed_body(
     assert completion.text == "a"
 
     # The SDK's own, typed path with the same parameters.
-    sdk = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="no-key", max_retries=0)
+    sdk = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="sk-passthrough",
+                             max_retries=0)
     params = build_params(request, "fake-model", None, "max_tokens")
     await sdk.chat.completions.create(**params, extra_body=extra_body)  # type: ignore[call-overload]
     await sdk.close()

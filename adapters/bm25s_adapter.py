@@ -1,0 +1,173 @@
+"""Keyword memory ranked by BM25 with the ``bm25s`` library (the ``bm25`` extra): ``bm25s``
+and, over chunks with refs ``episode_id#cN``, ``bm25s_chunked``.
+
+Units are kept in memory, tokenized once (lower-cased words, as ``sqlite_fts`` reads a query);
+bm25s's sparse index is rebuilt from those tokens by the first search after the store changed,
+so a checkpoint's questions share one build. Scores are BM25 (higher is better); units that
+match no query word are not returned; equal scores go to the unit stored first. Filters:
+``start_date`` / ``end_date`` (ISO-8601, inclusive) on the episode timestamp.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.chunking import Unit, episode_units, split_ref
+from adapters.filters import DATE_FILTERS, DateRange
+from adapters.snippet import TOKEN, best_window, query_terms
+from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.dataset import Episode
+from lens.errors import ConfigError
+
+DEFAULT_CHUNK_CHARS = 1200
+
+
+class Bm25sOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_results: int = Field(default=10, ge=1, le=100)
+    snippet_chars: int = Field(default=600, ge=50)
+    chunk_chars: int | None = Field(default=None, ge=100,
+                                    description="split episodes into chunks of this size")
+    chunk_overlap: int = Field(default=150, ge=0)
+    k1: float = Field(default=1.5, gt=0, description="BM25 term-frequency saturation")
+    b: float = Field(default=0.75, ge=0, le=1, description="BM25 length normalisation")
+
+
+class Bm25sChunkedOptions(Bm25sOptions):
+    chunk_chars: int | None = Field(default=DEFAULT_CHUNK_CHARS, ge=100)
+
+
+def _import_bm25s() -> Any:
+    try:
+        import bm25s
+    except ImportError:
+        raise ConfigError("adapter 'bm25s' needs the bm25s library: "
+                          "pip install 'lens-eval[bm25]'") from None
+    return bm25s
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(text.lower())
+
+
+class Bm25sAdapter(SyncMemoryAdapter):
+    Options = Bm25sOptions
+
+    def __init__(self, max_results: int = 10, snippet_chars: int = 600,
+                 chunk_chars: int | None = None, chunk_overlap: int = 150, k1: float = 1.5,
+                 b: float = 0.75) -> None:
+        self._bm25s = _import_bm25s()
+        self.max_results = max_results
+        self.snippet_chars = snippet_chars
+        self.chunk_chars = chunk_chars
+        self.chunk_overlap = chunk_overlap
+        self.k1, self.b = k1, b
+        self._lock = threading.Lock()
+        self._episodes: dict[str, Episode] = {}
+        # Units in arrival order; a replaced episode's units leave the list.
+        self._units: list[Unit] = []
+        self._tokens: list[list[str]] = []
+        self._index: Any = None
+        # Index builds, for tests and benchmarks.
+        self.builds = 0
+
+    def reset(self, scope_id: str) -> None:
+        with self._lock:
+            self._episodes.clear()
+            self._units, self._tokens = [], []
+            self._index = None
+
+    def ingest(self, episode: Episode) -> None:
+        with self._lock:
+            if episode.episode_id in self._episodes:
+                keep = [i for i, u in enumerate(self._units)
+                        if u.episode_id != episode.episode_id]
+                self._units = [self._units[i] for i in keep]
+                self._tokens = [self._tokens[i] for i in keep]
+            self._episodes[episode.episode_id] = episode
+            for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+                self._units.append(unit)
+                self._tokens.append(tokens(unit.text))
+            self._index = None
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:
+        # Questions follow a checkpoint: build now, not in the first search.
+        with self._lock:
+            self._index_locked()
+
+    def _index_locked(self) -> Any:
+        if self._index is None and self._units:
+            index = self._bm25s.BM25(k1=self.k1, b=self.b)
+            index.index(self._tokens, show_progress=False)
+            self._index = index
+            self.builds += 1
+        return self._index
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        dates = DateRange.from_filters(filters)
+        words = list(dict.fromkeys(w for w in tokens(query) if len(w) > 1))
+        if not words:
+            return []
+        k = min(limit or self.max_results, self.max_results)
+        with self._lock:
+            index = self._index_locked()
+            if index is None:
+                return []
+            scores = np.asarray(index.get_scores(words), dtype=np.float64)
+            found = np.flatnonzero(scores > 0)
+            # Best score first, ties by arrival (lexsort's last key is the primary one).
+            order = found[np.lexsort((found, -scores[found]))]
+            hits: list[tuple[Unit, float]] = []
+            for i in order:
+                unit = self._units[i]
+                if dates.empty or dates.admits(unit.timestamp):
+                    hits.append((unit, float(scores[i])))
+                    if len(hits) == k:
+                        break
+        terms = query_terms(query)
+        return [SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+                             score=score, metadata=_meta(u)) for u, score in hits]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        _, chunk = split_ref(ref_id)
+        with self._lock:
+            if chunk is None:
+                episode = self._episodes.get(ref_id)
+                if episode is None:
+                    return None
+                return Document(ref_id=ref_id, text=episode.text,
+                                metadata={"timestamp": episode.timestamp.isoformat()})
+            unit = next((u for u in self._units if u.ref_id == ref_id), None)
+        if unit is None:
+            return None
+        return Document(ref_id=ref_id, text=unit.text, metadata=_meta(unit))
+
+    def get_capabilities(self) -> CapabilityManifest:
+        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        return CapabilityManifest(
+            search_modes=["keyword"], filter_fields=list(DATE_FILTERS),
+            max_results=self.max_results,
+            description=f"BM25 keyword search (bm25s) over {unit}",
+        )
+
+
+class Bm25sChunkedAdapter(Bm25sAdapter):
+    """``bm25s`` over chunks of ``chunk_chars`` characters (default 1200)."""
+
+    Options = Bm25sChunkedOptions
+
+    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
+        super().__init__(chunk_chars=chunk_chars, **kwargs)
+
+
+def _meta(unit: Unit) -> dict[str, Any]:
+    meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
+    if unit.ref_id != unit.episode_id:
+        meta["episode_id"] = unit.episode_id
+    return meta
