@@ -43,6 +43,7 @@ import anyio.to_thread
 from lens.config import RunConfig
 from lens.dataset import Dataset
 from lens.records import QuestionRecord
+from lens.redact import protect_process
 from lens.store import RunStore
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def _worker_main(conn: multiprocessing.connection.Connection) -> None:
     store = WorkerStore(Path(job.run_dir), job.shard, conn)
     try:
         config = RunConfig.model_validate(job.config)
+        protect_process(config.model_dump(mode="json"))
         runtime = ModelRuntime.for_run(config, job.run_id)
         client = runtime.client(config.agent)
         runner = Runner(config, job.dataset, store, client, retry_errors=job.retry_errors,
