@@ -293,7 +293,9 @@ def load_config(path: str | Path) -> RunConfig:
         raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None
     except ValueError as exc:
         # A number too long to convert (over Python's 4,300-digit limit), an invalid date, ...
-        raise ConfigError(f"{p}: a value cannot be read: {str(exc)[:200]}") from None
+        reason = ("a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
+                  else str(exc)[:200])
+        raise ConfigError(f"{p}: a value cannot be read: {reason}") from None
     try:
         return parse_config(data, str(p), base_dir=p.parent)
     except RecursionError:

@@ -24,6 +24,8 @@ class ScoringItem:
     question: Question
     scope_episodes: frozenset[str]
     synthetic_prefixes: tuple[str, ...] = ()
+    # Episodes of the scope streamed after the question's checkpoint (not yet ingested).
+    future_episodes: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -102,6 +104,7 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
     questions = {(q.scope_id, q.question_id): q for q in ds.questions}
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
+    streams = {s.scope_id: [e.episode_id for e in s.ordered_episodes()] for s in ds.scopes}
     caps = unit_capabilities(store)
     items: list[ScoringItem] = []
     unknown: list[str] = []
@@ -113,7 +116,9 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
         prefixes = tuple((caps.get(record.unit_key) or {}).get("synthetic_ref_prefixes") or ())
         items.append(ScoringItem(record=record, question=q,
                                  scope_episodes=scope_episodes.get(record.scope_id, frozenset()),
-                                 synthetic_prefixes=prefixes))
+                                 synthetic_prefixes=prefixes,
+                                 future_episodes=frozenset(
+                                     streams.get(record.scope_id, [])[q.checkpoint_after:])))
     if unknown:
         raise UserError(
             f"{run_dir}: {len(unknown)} stored question(s) are not in the dataset "
