@@ -107,7 +107,8 @@ def echoing(key: str) -> Callable[[RecordedRequest], Reply]:
     return respond
 
 
-def test_secrets_never_leave_through_the_cli(tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+def test_secrets_never_leave_through_the_cli(tmp_path: Path, processes: int) -> None:
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6)))
     env = {**os.environ, "LENS_SECRET_TEST_KEY": KEY, "OPENAI_API_KEY": OTHER_KEY,
            "LENS_CACHE_DIR": str(tmp_path / "cache"),
@@ -123,7 +124,9 @@ def test_secrets_never_leave_through_the_cli(tmp_path: Path) -> None:
                                       "dsn": f"postgresql://lens:{DSN_PASSWORD}@127.0.0.1/db"}}],
             "agent": {"model": "openai/fake-model", "base_url": f"http://{host}",
                       "api_key_env": "LENS_SECRET_TEST_KEY", "max_retries": 2},
-            "out_dir": "runs",
+            "out_dir": "runs", "repeats": 2,
+            # Worker processes write their own records and logs: they scrub too.
+            "concurrency": {"processes": processes},
         }
         (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
         runs = []
@@ -145,14 +148,16 @@ def test_secrets_never_leave_through_the_cli(tmp_path: Path) -> None:
         assert report.returncode == 0 and "LENSSECRET" not in report.stdout + report.stderr
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "run.yaml"]
     names = {p.name for p in written}
-    assert {"records.jsonl", "questions.csv", "report.html", "report.md", "summary.json",
-            "manifest.json", "scores.json"} <= names
+    assert {"questions.csv", "report.html", "report.md", "summary.json", "manifest.json",
+            "scores.json"} <= names
+    record_files = sorted(run_dir.glob("records*.jsonl"))  # one per worker process
+    assert len(record_files) == processes
     assert any(p.parent.name == "errors" for p in written)
     assert any(p.name.startswith("models.sqlite") for p in written)
     for p in written:
         data = p.read_bytes()
         assert b"LENSSECRET" not in data and b"OTHERSECRET" not in data, p
-    records = (run_dir / "records.jsonl").read_text(encoding="utf-8")
+    records = "".join(p.read_text(encoding="utf-8") for p in record_files)
     assert "Incorrect API key provided: ***" in records  # the error is kept, the key is not
     assert "my key is ***" in records
 
