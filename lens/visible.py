@@ -13,8 +13,11 @@ from __future__ import annotations
 # no pictures and are written as escapes.
 _PICTURES = {c: chr(0x2400 + c) for c in range(32)} | {0x7F: "\u2421"}
 _C1 = {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
-_ONE_LINE = str.maketrans(_PICTURES | _C1)
-_MULTI_LINE = str.maketrans({c: v for c, v in (_PICTURES | _C1).items()
+# Bidirectional overrides and isolates reorder the text around them on screen, so that what a
+# reader sees is not what is there.
+_BIDI = {c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+_ONE_LINE = str.maketrans(_PICTURES | _C1 | _BIDI)
+_MULTI_LINE = str.maketrans({c: v for c, v in (_PICTURES | _C1 | _BIDI).items()
                              if c not in (0x09, 0x0A)})
 
 

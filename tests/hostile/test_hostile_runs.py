@@ -22,7 +22,7 @@ from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTROL = ("\x1b", "\x07", "\x00", "\x9b")
+CONTROL = ("\x1b", "\x07", "\x00", "\x9b", "\u202e")
 
 
 def lens(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -185,6 +185,9 @@ def test_control_characters_are_shown_not_obeyed(tmp_path: Path) -> None:
                            out_dir="runs")
         res = lens("run", str(cfg), cwd=tmp_path)
         assert res.returncode == 0, res.stderr
+        # A second run of the same condition (replayed from the cache), to compare with.
+        other = lens("run", str(cfg), "--out", "other", "--quiet", cwd=tmp_path)
+        assert other.returncode == 0, other.stderr
     run_dir = only_run(tmp_path / "runs")
     outputs = {name: (run_dir / name).read_text(encoding="utf-8")
                for name in ("report.md", "report.html", "questions.csv", "summary.json")}
@@ -196,9 +199,11 @@ def test_control_characters_are_shown_not_obeyed(tmp_path: Path) -> None:
     assert "evil␊# Injected heading␛[2J␇" in md
     assert "␛" in outputs["report.html"]
     for command in (["score", str(run_dir), "--tier", "1"], ["report", str(run_dir)],
-                    ["compare", str(run_dir), str(run_dir), "--force"]):
+                    ["compare", str(run_dir), str(only_run(tmp_path / "other")), "--force"]):
         out = lens(*command, cwd=tmp_path)
-        assert out.returncode in (0, 2), out.stderr
+        assert out.returncode == 0, out.stderr
+        assert "\u202e" not in out.stdout + out.stderr  # the label's bidi override
+        assert "label\\u202eend" in out.stdout
         for c in CONTROL:
             assert c not in out.stdout + out.stderr, (command, repr(c))
 

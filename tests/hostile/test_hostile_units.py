@@ -19,6 +19,7 @@ def test_visible_shows_every_control_character() -> None:
     assert visible("line\nnext\ttab") == "line␊next␉tab"
     assert visible("line\nnext\ttab\r", multiline=True) == "line\nnext\ttab␍"
     assert visible("plain text, ünïcode ✓") == "plain text, ünïcode ✓"
+    assert visible("abc\u202edef") == "abc\\u202edef"  # a bidi override, shown
 
 
 def test_messages_are_bounded_and_visible() -> None:
