@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import traceback
@@ -214,8 +215,15 @@ class _Session:
                 args = call.parsed_arguments()
             except ValueError as exc:
                 raise ToolError(str(exc)) from None
-            payload, refs, count = await self._dispatch(call.name, args)
-            content, truncated, refs = _fit(payload, refs, self.meter.remaining_payload())
+            try:
+                payload, refs, count = await self._dispatch(call.name, args)
+                content, truncated, refs = _fit(_finite(payload), refs,
+                                                self.meter.remaining_payload())
+            except (TypeError, ValueError, RecursionError) as exc:
+                # What the adapter returned cannot be written as JSON (an object in metadata):
+                # this call fails, the question goes on.
+                raise ToolError("the memory system returned a result that cannot be sent as "
+                                f"JSON ({type(exc).__name__}: {str(exc)[:200]})") from None
             ok, error = True, None
         except ToolError as exc:
             self.tool_errors += 1
@@ -288,10 +296,22 @@ class _Session:
             return caps.model_dump(mode="json"), [], 0
         result = await self._adapter_call(adapter.call_extended_tool, name, args)
         try:
-            json.dumps(result)
-        except (TypeError, ValueError):
+            json.dumps(_finite(result), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
             result = str(result)
         return {"result": result}, [], 1
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as null: JSON has no such numbers, and a model given
+    ``NaN`` is given invalid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _validate_results(raw: Any) -> list[SearchResult]:
@@ -319,7 +339,7 @@ def _fit(payload: dict[str, Any], refs: list[str], allowance: int) -> tuple[str,
 
     Trimming keeps the JSON well-formed; refs whose result no longer fits are dropped so that
     the agent is only credited with what it actually received."""
-    content = json.dumps(payload, ensure_ascii=False)
+    content = json.dumps(payload, ensure_ascii=False, allow_nan=False)
     if len(content.encode("utf-8")) <= allowance:
         return content, False, refs
     is_search = "results" in payload
@@ -337,7 +357,7 @@ def _fit(payload: dict[str, Any], refs: list[str], allowance: int) -> tuple[str,
                 for t in texts
             ]
             new = {**payload, "results": trimmed} if is_search else trimmed[0]
-            content = json.dumps(new, ensure_ascii=False)
+            content = json.dumps(new, ensure_ascii=False, allow_nan=False)
             if len(content.encode("utf-8")) <= allowance:
                 return content, True, refs
     return BUDGET_NOTICE, True, []

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import lens.commands
 from lens import __version__, logs
 from lens.errors import UserError
+from lens.redact import register_env_secrets, scrub_standard_streams
 
 EXIT_USER_ERROR = 2
 
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything can print: a provider or adapter may echo a key in an error message.
+    register_env_secrets()
+    scrub_standard_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     logs.configure(args.log_level)

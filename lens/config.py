@@ -20,6 +20,21 @@ from lens.errors import ConfigError, Problem
 from lens.redact import SECRET_KEY
 
 MAX_CONFIG_BYTES = 1024 * 1024
+# Counts past these are typos (1e9) rather than plans; each is far beyond what one machine runs.
+MAX_REPEATS = 100
+MAX_UNITS_IN_FLIGHT = 1024
+MAX_QUESTIONS_IN_FLIGHT = 10_000
+# A registered adapter name, or package.module:ClassName (no relative or path-like modules).
+_ADAPTER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|"
+                           r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _looks_like_key(name: str) -> bool:
+    """A well-formed variable name that is more likely a pasted key: a long run of letters and
+    digits with no word separator (variable names are words joined by underscores)."""
+    return len(name) >= 24 and "_" not in name and any(c.isdigit() for c in name)
 
 
 def _secret_keys(value: Any, prefix: str = "options") -> list[str]:
@@ -60,8 +75,8 @@ class ModelConfig(_Section):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
-    max_concurrency: int = Field(default=16, ge=1)
+    max_retries: int = Field(default=5, ge=0, le=100)
+    max_concurrency: int = Field(default=16, ge=1, le=MAX_QUESTIONS_IN_FLIGHT)
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
     # Prices in USD per million tokens; unknown prices leave the cost unknown.
@@ -79,9 +94,23 @@ class ModelConfig(_Section):
             )
         return v
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, v: str | None) -> str | None:
+        # The message never repeats the value: it may be the key itself, pasted by mistake.
+        if v is not None and (not _ENV_NAME.fullmatch(v) or _looks_like_key(v)):
+            raise ValueError(
+                "must be the name of the environment variable that holds the key (such as "
+                "OPENAI_API_KEY), not the key itself; the value given is not shown here"
+            )
+        return v
+
     @field_validator("options")
     @classmethod
     def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "extra_body" in v and not isinstance(v["extra_body"], dict):
+            raise ValueError("'options.extra_body' must be a mapping of request fields "
+                             "(key: value lines), merged into every request body")
         for path in _secret_keys(v):
             raise ValueError(
                 f"'{path}' looks like a secret; configs are copied into every run directory, "
@@ -118,6 +147,22 @@ class AdapterConfig(_Section):
     # memory, or custom resources).
     resources: dict[str, float] = Field(default_factory=dict)
 
+    @field_validator("name")
+    @classmethod
+    def _importable_name(cls, v: str) -> str:
+        if not _ADAPTER_NAME.fullmatch(v):
+            raise ValueError("must be a registered adapter name (see `lens adapters list`) or "
+                             "package.module:ClassName, without a path or a leading dot")
+        return v
+
+    @field_validator("label")
+    @classmethod
+    def _printable_label(cls, v: str | None) -> str | None:
+        if v is not None and (not v.strip() or _CONTROL.search(v) or len(v) > 200):
+            raise ValueError("must be 1 to 200 printable characters (no newlines or control "
+                             "characters): it names the adapter in every report")
+        return v
+
     @property
     def display(self) -> str:
         return self.label or self.name
@@ -125,12 +170,13 @@ class AdapterConfig(_Section):
 
 class DatasetConfig(_Section):
     path: Path
-    scopes: list[str] | None = None
+    # None runs every scope; an empty list would run nothing.
+    scopes: list[str] | None = Field(default=None, min_length=1)
 
 
 class ConcurrencyConfig(_Section):
-    units: int = Field(default=4, ge=1)
-    questions: int = Field(default=8, ge=1)
+    units: int = Field(default=4, ge=1, le=MAX_UNITS_IN_FLIGHT)
+    questions: int = Field(default=8, ge=1, le=MAX_QUESTIONS_IN_FLIGHT)
 
     @model_validator(mode="before")
     @classmethod
@@ -217,7 +263,7 @@ class RunConfig(_Section):
     agent: AgentConfig
     judge: ModelConfig | None = None
     seed: int = 0
-    repeats: int = Field(default=1, ge=1)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     out_dir: Path = Path("runs")
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
@@ -295,6 +341,8 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None) -> RunConfi
             updates["dataset"] = cfg.dataset.model_copy(
                 update={"path": (base_dir / cfg.dataset.path).resolve()}
             )
+        if not cfg.out_dir.is_absolute():
+            updates["out_dir"] = (base_dir / cfg.out_dir).resolve()
         if cfg.cache.path is not None and not cfg.cache.path.is_absolute():
             updates["cache"] = cfg.cache.model_copy(
                 update={"path": (base_dir / cfg.cache.path).resolve()}
@@ -309,6 +357,9 @@ def load_config(path: str | Path) -> RunConfig:
         raise ConfigError(f"{p}: config file not found")
     if p.is_dir():
         raise ConfigError(f"{p}: is a folder; give the path of a YAML config file")
+    if not p.is_file():
+        # A FIFO would block the read for good, a device (/dev/zero) would never end.
+        raise ConfigError(f"{p}: not a regular file; give the path of a YAML config file")
     raw = p.read_bytes()
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{p}: {len(raw)} bytes is too large for a config file "
@@ -326,4 +377,14 @@ def load_config(path: str | Path) -> RunConfig:
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{p}: YAML syntax error: {where}{problem}") from None
-    return parse_config(data, str(p), base_dir=p.parent)
+    except RecursionError:
+        raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None
+    except ValueError as exc:
+        # A number too long to convert (over Python's 4,300-digit limit), an invalid date, ...
+        reason = ("a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
+                  else str(exc)[:200])
+        raise ConfigError(f"{p}: a value cannot be read: {reason}") from None
+    try:
+        return parse_config(data, str(p), base_dir=p.parent)
+    except RecursionError:
+        raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None

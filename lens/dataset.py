@@ -14,9 +14,9 @@ from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens.errors import DatasetError, Problem
 
@@ -25,6 +25,45 @@ MAX_DATASET_BYTES = 512 * 1024 * 1024
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
 MAX_PROMPT_CHARS = 20_000
+MAX_ANSWER_CHARS = 20_000
+MAX_FACT_CHARS = 2_000
+MAX_FACTS = 200
+MAX_REFS = 1_000
+MAX_META_BYTES = 1024 * 1024
+# Characters an id may not hold: ids name files and refs, "#" separates a chunk from its
+# episode, and control characters would garble every report and terminal they reach.
+_BAD_ID_CHARS = frozenset("/\\") | {chr(c) for c in range(32)} | {"\x7f"}
+
+
+def _check_id(value: str) -> str:
+    bad = sorted({c for c in value if c in _BAD_ID_CHARS})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise ValueError(f"ids may not contain {shown}: ids name files and refs; use '_' or '-'")
+    if value != value.strip():
+        raise ValueError("ids may not begin or end with spaces")
+    return value
+
+
+def _check_episode_id(value: str) -> str:
+    if "#" in value:
+        raise ValueError("episode ids may not contain '#': it separates an episode from a "
+                         "chunk in refs ('ep_001#c0'), so this id would read as a chunk")
+    return _check_id(value)
+
+
+def _check_meta(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8"))
+    if size > MAX_META_BYTES:
+        raise ValueError(f"meta is {size} bytes; the limit is {MAX_META_BYTES}")
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_check_id)]
+EpisodeId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS),
+                      AfterValidator(_check_episode_id)]
+Ref = Annotated[str, Field(min_length=1, max_length=2 * MAX_ID_CHARS)]
+Meta = Annotated[dict[str, Any], AfterValidator(_check_meta)]
 
 
 class QuestionType(StrEnum):
@@ -56,11 +95,11 @@ class _Model(BaseModel):
 
 
 class Episode(_Model):
-    episode_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    episode_id: EpisodeId
+    scope_id: Id
     timestamp: datetime
     text: str = Field(max_length=MAX_EPISODE_CHARS)
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: Meta = Field(default_factory=dict)
 
     @field_validator("timestamp", mode="before")
     @classmethod
@@ -80,9 +119,10 @@ class Episode(_Model):
 
 
 class GroundTruth(_Model):
-    canonical_answer: str
-    required_evidence_refs: list[str] = Field(default_factory=list)
-    key_facts: list[str] = Field(default_factory=list)
+    canonical_answer: str = Field(max_length=MAX_ANSWER_CHARS)
+    required_evidence_refs: list[Ref] = Field(default_factory=list, max_length=MAX_REFS)
+    key_facts: list[Annotated[str, Field(max_length=MAX_FACT_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_FACTS)
 
 
 class AgentQuestion(_Model):
@@ -93,22 +133,29 @@ class AgentQuestion(_Model):
 
 
 class Question(_Model):
-    question_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    question_id: Id
+    scope_id: Id
     checkpoint_after: int = Field(ge=0)
     question_type: QuestionType
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     ground_truth: GroundTruth
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: Meta = Field(default_factory=dict)
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the prompt is blank; a question needs words to ask")
+        return v
 
     def for_agent(self) -> AgentQuestion:
         return AgentQuestion(question_id=self.question_id, prompt=self.prompt)
 
 
 class Scope(_Model):
-    scope_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    scope_id: Id
     episodes: list[Episode]
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: Meta = Field(default_factory=dict)
 
     def ordered_episodes(self) -> list[Episode]:
         """Episodes in stream order: by timestamp, ties kept in file order."""
@@ -116,11 +163,11 @@ class Scope(_Model):
 
 
 class Dataset(_Model):
-    version: str = "0.1.0"
-    dataset_id: str | None = None
+    version: str = Field(default="0.1.0", max_length=50)
+    dataset_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     scopes: list[Scope]
     questions: list[Question]
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: Meta = Field(default_factory=dict)
 
     def scope(self, scope_id: str) -> Scope:
         for s in self.scopes:
@@ -165,6 +212,9 @@ def _read_json(path: Path) -> Any:
                            "config are resolved against the config file's folder)")
     if path.is_dir():
         raise DatasetError(f"{name}: is a folder; give the path of a LENS JSON file")
+    if not path.is_file():
+        # A FIFO would block the read for good, a device (/dev/zero) would never end.
+        raise DatasetError(f"{name}: not a regular file; give the path of a LENS JSON file")
     size = path.stat().st_size
     if size > MAX_DATASET_BYTES:
         raise DatasetError(f"{name}: {size} bytes is over the {MAX_DATASET_BYTES} byte limit "
@@ -177,11 +227,39 @@ def _read_json(path: Path) -> Any:
             f"{name}: not UTF-8 text (byte {exc.start}); re-save the file as UTF-8"
         ) from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise DatasetError(f"{name}: JSON nested too deeply (a LENS dataset is a few levels "
+                           "deep)") from None
+    except ValueError as exc:
+        # Raised by the hooks below, or by int() for a number over Python's 4,300-digit limit.
+        message = str(exc) if isinstance(exc, _Refused) else (
+            "a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
+            else f"unreadable value: {str(exc)[:200]}")
+        raise DatasetError(f"{name}: invalid JSON: {message}") from None
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a number JSON allows; write a finite number or null")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = key if len(key) <= 80 else key[:80] + "…"
+            raise _Refused(f"duplicate key {shown!r} in one object; a reader would keep only "
+                           "one of the two values")
+        out[key] = value
+    return out
 
 
 def validate_raw(data: Any, file: str) -> tuple[Dataset | None, list[Problem]]:
@@ -212,6 +290,11 @@ def validate_raw(data: Any, file: str) -> tuple[Dataset | None, list[Problem]]:
 def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
     """Checks beyond field types: ids, membership, checkpoints and evidence refs."""
     problems: list[Problem] = []
+    if not ds.scopes:
+        problems.append(Problem(file, "$.scopes", "a dataset needs at least one scope"))
+    if not ds.questions:
+        problems.append(Problem(file, "$.questions", "a dataset needs at least one question; "
+                                "without questions nothing is measured"))
     scope_counts = Counter(s.scope_id for s in ds.scopes)
     episode_scope: dict[str, str] = {}
     for si, scope in enumerate(ds.scopes):
@@ -232,6 +315,9 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
                                         f"duplicate episode_id {ep.episode_id!r}"))
             episode_scope[ep.episode_id] = scope.scope_id
     sizes = {s.scope_id: len(s.episodes) for s in ds.scopes}
+    # 1-based position of each episode in its scope's stream order.
+    position = {e.episode_id: i for s in ds.scopes
+                for i, e in enumerate(s.ordered_episodes(), start=1)}
     q_counts = Counter(q.question_id for q in ds.questions)
     for qi, q in enumerate(ds.questions):
         loc = f"$.questions[{qi}]"
@@ -248,10 +334,16 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
                                     f"(the number of episodes in scope {q.scope_id!r})"))
         for ri, ref in enumerate(q.ground_truth.required_evidence_refs):
             base = ref.split("#", 1)[0]
+            where = f"{loc}.ground_truth.required_evidence_refs[{ri}]"
             if episode_scope.get(base) != q.scope_id:
-                problems.append(Problem(file,
-                                        f"{loc}.ground_truth.required_evidence_refs[{ri}]",
+                problems.append(Problem(file, where,
                                         f"{ref!r} is not an episode of scope {q.scope_id!r}"))
+            elif position[base] > q.checkpoint_after:
+                problems.append(Problem(file, where,
+                                        f"{ref!r} is episode {position[base]} of the stream, "
+                                        f"after the question's checkpoint "
+                                        f"({q.checkpoint_after}): it is not ingested yet when "
+                                        "the question is asked"))
     return problems
 
 

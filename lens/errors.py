@@ -9,6 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lens.visible import visible
+
+# A message may quote its input (an id, a value): a hostile file must not turn one error into
+# megabytes of output.
+MAX_MESSAGE_CHARS = 2_000
+MAX_PROBLEMS_SHOWN = 50
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text``, cut in the middle with a note when it is longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]} … [{len(text) - 2 * keep} characters cut] … {text[-keep:]}"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -20,7 +35,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.location}" if self.location else self.file
-        return f"{where}: {self.message}"
+        return visible(bounded(f"{where}: {self.message}"))
 
 
 class UserError(Exception):
@@ -31,8 +46,10 @@ class UserError(Exception):
         self.problems = problems or []
 
     def render(self) -> str:
-        lines = [str(self.args[0])]
-        lines.extend(f"  - {p}" for p in self.problems)
+        lines = [visible(bounded(str(self.args[0])))]
+        lines.extend(f"  - {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN])
+        if len(self.problems) > MAX_PROBLEMS_SHOWN:
+            lines.append(f"  ... and {len(self.problems) - MAX_PROBLEMS_SHOWN} more")
         return "\n".join(lines)
 
 

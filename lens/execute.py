@@ -17,9 +17,10 @@ from lens.dataset import Dataset, load_dataset
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.runtime import ModelRuntime
-from lens.redact import redact
+from lens.redact import redact, register_config_secrets, register_env_secrets
 from lens.report import write_reports
 from lens.runner import Runner, RunProgress, RunSummary
+from lens.scoring.composite import resolve_weights
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
 
@@ -46,7 +47,54 @@ def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
                 f"dataset has {sorted(known)}"
             )
         dataset = dataset.select_scopes(config.dataset.scopes)
+        if not dataset.questions:
+            raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
+                              "have no questions; nothing would be asked")
     return dataset
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_paths(config: RunConfig, config_file: str, out: Path | None, resuming: bool) -> None:
+    """Where the run will write, checked before anything is: a run that fails on its first
+    write has already cost its model calls' set-up, or worse, its answers."""
+    out_dir = out if out is not None else config.out_dir
+    where = f"{config_file}: field 'out_dir'" if out is None else f"--out {out}"
+    for parent in () if resuming else (out_dir, *out_dir.absolute().parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{where}: {parent} is not a folder; the run directory is "
+                                  "created inside out_dir, so give a folder (or a new path)")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ConfigError(f"{where}: {parent} is not writable by this user; choose "
+                                  "another folder")
+            break
+    if not config.cache.enabled or config.cache.path is None:
+        return
+    cache = config.cache.path
+    field = f"{config_file}: field 'cache.path'"
+    if cache.is_dir():
+        raise ConfigError(f"{field}: {cache} is a folder; give the path of the cache's SQLite "
+                          "file (it is created if missing)")
+    if cache.exists():
+        if not cache.is_file():
+            raise ConfigError(f"{field}: {cache} is not a regular file")
+        with open(cache, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+        if head and head != SQLITE_HEADER:
+            raise ConfigError(f"{field}: {cache} is not an SQLite database; give a new path "
+                              "or the file of an earlier lens cache")
+
+
+def check_scoring(config: RunConfig, config_file: str) -> None:
+    if not config.scoring.enabled:
+        return
+    try:
+        resolve_weights(config.scoring.weights)
+    except ConfigError as exc:
+        loc, _, msg = str(exc.args[0]).partition(": ")
+        raise ConfigError(f"{config_file}: field '{loc}': {msg}") from None
 
 
 def check_adapters(config: RunConfig, config_file: str) -> None:
@@ -95,6 +143,10 @@ def execute(
 ) -> RunOutcome:
     config_file = str(config_path)
     config = load_config(config_path)
+    register_env_secrets()
+    register_config_secrets(config.model_dump(mode="json"))
+    check_scoring(config, config_file)
+    check_paths(config, config_file, out, resume is not None)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
     check_executor(config, config_file)
@@ -147,7 +199,8 @@ def execute(
     finally:
         store.close()
         manifest = store.manifest()
-        manifest["usage"] = runtime.usage()
+        # Usage is keyed by endpoint, and an endpoint's URL may carry a password.
+        manifest["usage"] = redact(runtime.usage())
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)

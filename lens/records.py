@@ -77,9 +77,15 @@ class QuestionRecord(_Record):
                    if c.role == role)
 
 
+def _part(text: str) -> str:
+    # Keys join their parts with "|": escaping "|" (and "%", the escape) in each part keeps
+    # label "a|b" on scope "c" and label "a" on scope "b|c" apart.
+    return text.replace("%", "%25").replace("|", "%7C")
+
+
 def unit_key(adapter: str, scope_id: str, repeat: int) -> str:
-    return f"{adapter}|{scope_id}|r{repeat}"
+    return f"{_part(adapter)}|{_part(scope_id)}|r{repeat}"
 
 
 def question_key(unit: str, question_id: str) -> str:
-    return f"{unit}|{question_id}"
+    return f"{unit}|{_part(question_id)}"

@@ -32,6 +32,7 @@ from typing import Any
 
 from lens.errors import UserError
 from lens.records import QuestionRecord
+from lens.redact import scrub, scrub_bytes
 
 EVENTS = "events.jsonl"
 MANIFEST = "manifest.json"
@@ -44,6 +45,7 @@ def _safe(name: str) -> str:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` so that ``path`` holds either the old content or all of the new."""
+    text = scrub(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -125,7 +127,11 @@ class RunStore:
         if root.exists():
             raise UserError(f"{root}: run directory already exists; choose another --out")
         staging = out_dir / f".{root.name}.creating"
-        staging.mkdir(parents=True)
+        try:
+            staging.mkdir(parents=True)
+        except OSError as exc:
+            raise UserError(f"{out_dir}: cannot create the run directory here "
+                            f"({exc.strerror}); choose another out_dir or --out") from None
         (staging / EVENTS).touch()
         atomic_write_text(staging / MANIFEST, json.dumps(manifest or {}, indent=2,
                                                          sort_keys=True))
@@ -175,7 +181,8 @@ class RunStore:
                 # Numbering and appending are one step, so seq order is file order.
                 self._seq += 1
                 line = {"seq": self._seq, "ts": now_iso(), "kind": kind, "key": key, **payload}
-                data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode()
+                data = scrub_bytes(
+                    (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode())
                 ticket, _ = self._events.append(data)
         if ticket:
             self._events.sync(ticket)
@@ -206,7 +213,8 @@ class RunStore:
     def save_questions(self, records: list[QuestionRecord]) -> None:
         """Persist finished questions together: their records durably first (one write, one
         fsync), then their committing events (one fsync)."""
-        lines = [r.model_dump_json().encode("utf-8") + b"\n" for r in records]
+        # Scrubbed before the offsets are taken: the event names the bytes as written.
+        lines = [scrub_bytes(r.model_dump_json().encode("utf-8")) + b"\n" for r in records]
         ticket, offset = self._records.append(b"".join(lines))
         self._records.sync(ticket)
         events = []
@@ -245,17 +253,19 @@ class RunStore:
         return sizes[name] >= int(event["offset"]) + int(event["length"])
 
     def load_records(self) -> list[QuestionRecord]:
-        """Every committed question record, once each, in commit order."""
-        seen: set[str] = set()
+        """Every committed question record, once each: the newest commit of a question wins
+        (a question re-asked by ``--resume --retry-errors``), as in ``committed_questions``;
+        ordered by that newest commit."""
         sizes: dict[str, int] = {}
+        latest: dict[str, dict[str, Any]] = {}
+        for e in self.events():
+            if e.get("kind") == "question_done" and self._record_present(e, sizes):
+                latest.pop(e["key"], None)  # re-inserting moves the key to its newest commit
+                latest[e["key"]] = e
         out: list[QuestionRecord] = []
         handles: dict[str, Any] = {}
         try:
-            for e in self.events():
-                if (e.get("kind") != "question_done" or e["key"] in seen
-                        or not self._record_present(e, sizes)):
-                    continue
-                seen.add(e["key"])
+            for e in latest.values():
                 out.append(QuestionRecord.model_validate_json(self._read_record(e, handles)))
         finally:
             for fh in handles.values():

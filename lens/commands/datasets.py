@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
-from lens.errors import DatasetError, UserError
+from lens.errors import MAX_PROBLEMS_SHOWN, DatasetError, UserError
 
 
 def register(sub: Any) -> None:
@@ -65,8 +65,10 @@ def _validate(args: argparse.Namespace) -> int:
         if problems:
             bad += 1
             print(f"{path}: {len(problems)} problem(s)")
-            for pr in problems:
+            for pr in problems[:MAX_PROBLEMS_SHOWN]:
                 print(f"  - {pr}")
+            if len(problems) > MAX_PROBLEMS_SHOWN:
+                print(f"  ... and {len(problems) - MAX_PROBLEMS_SHOWN} more")
         else:
             print(f"{path}: ok{' (strict)' if args.strict else ''}")
     return 2 if bad else 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from lens.errors import UserError
 from lens.report import write_reports
+from lens.visible import visible
 
 
 def register(sub: Any) -> None:
@@ -26,15 +27,16 @@ def _report(args: argparse.Namespace) -> int:
     paths = write_reports(args.run_dir, out_dir=args.out, confidence=args.confidence)
     s = paths.summary_data
     for path in (paths.markdown, paths.html, paths.summary, paths.csv):
-        print(f"wrote {path}")
+        print(f"wrote {visible(path)}")
     counts = {k: sum(1 for c in s.checklist if c.status == k) for k in ("pass", "warn", "fail")}
     print(f"pre-flight: {counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail")
     for c in s.checklist:
         if c.status != "pass":
-            print(f"  {c.status.upper()}: {c.title}: {c.value}")
+            print(f"  {c.status.upper()}: {visible(c.title)}: {visible(c.value)}")
     pm = s.primary_metric
     if pm:
-        for label, ad in s.adapters.items():
+        for name, ad in s.adapters.items():
+            label = visible(name)
             est = ad.metrics[pm]
             if est.mean is None:
                 print(f"{label}: {pm} unknown")

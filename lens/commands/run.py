@@ -9,6 +9,7 @@ from typing import Any
 
 from lens.execute import execute
 from lens.progress import RichRunProgress
+from lens.visible import visible
 
 
 def register(sub: Any) -> None:
@@ -37,9 +38,9 @@ def _run(args: argparse.Namespace) -> int:
                               retry_errors=args.retry_errors, progress=progress)
     s = outcome.summary
     rate = (s.answered + s.errored) / s.wall_s if s.wall_s else 0.0
-    print(f"run directory: {outcome.run_dir}")
+    print(f"run directory: {visible(outcome.run_dir)}")
     print(f"questions: {s.questions} ({s.answered} answered now, {s.errored} errored, "
           f"{s.skipped} done before) in {s.wall_s:.1f} s, {rate:.2f} questions/s")
     for failure in s.failures:
-        print(f"unit failed: {failure}", file=sys.stderr)
+        print(f"unit failed: {visible(failure)}", file=sys.stderr)
     return 0

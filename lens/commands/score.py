@@ -13,9 +13,11 @@ from lens.config import CacheConfig, ModelConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
 from lens.models.factory import create_client
+from lens.redact import register_config_secrets
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
 from lens.store import RunStore
+from lens.visible import visible
 
 # Column titles of the summary table, by metric.
 _SHOWN = {
@@ -96,6 +98,7 @@ def _score(args: argparse.Namespace) -> int:
         raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
     manifest = RunStore.open(run_dir).manifest()
     run_config = manifest.get("config") or {}
+    register_config_secrets(run_config)  # the judge's key, by the variable the run named
     scoring = scoring_config(run_config)
     tiers = set(range(1, args.tier + 1))
     cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
@@ -133,7 +136,7 @@ def _fmt(v: float | None) -> str:
 def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str:
     """A plain-text table of the per-adapter aggregates, judge noise and notes."""
     lines = []
-    adapters = scores.aggregates.get("adapter", {})
+    adapters = {visible(k): v for k, v in scores.aggregates.get("adapter", {}).items()}
     width = max([len("adapter"), *(len(a) for a in adapters)])
     header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in _SHOWN.values())
     lines.append(header)
@@ -146,7 +149,7 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     if j.model:
         rate = "unknown" if j.disagreement_rate is None else f"{j.disagreement_rate:.3f}"
         last = last or {}
-        lines.append(f"judge {j.model}: {j.verdicts} verdict(s) "
+        lines.append(f"judge {visible(j.model)}: {j.verdicts} verdict(s) "
                      f"({last.get('new_judge_calls', '?')} new call(s), "
                      f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed, "
                      f"{j.invalid} unreadable; "
@@ -154,5 +157,5 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     else:
         lines.append("judge: none (judge metrics missing)")
     lines.append("(- = not computable; * = composite renormalised over the metrics present)")
-    lines.extend(f"note: {n}" for n in scores.notes)
+    lines.extend(f"note: {visible(n)}" for n in scores.notes)
     return "\n".join(lines)

@@ -19,6 +19,11 @@ from pydantic import BaseModel
 
 from lens.adapter import MemoryAdapter, create_adapter
 from lens.dataset import Episode
+from lens.redact import (
+    register_config_secrets,
+    register_env_secrets,
+    scrub_standard_streams,
+)
 
 _HEADER = struct.Struct(">I")
 _METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
@@ -89,6 +94,7 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
     for entry in reversed(init.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    register_config_secrets(init.get("options") or {})
     try:
         _apply_memory_limit(init.get("max_memory_mb"))
         adapter = create_adapter(init["name"], init.get("options") or {})
@@ -118,9 +124,11 @@ def _write(writer: BinaryIO, frame: bytes) -> None:
 
 def main() -> None:
     # The protocol owns the original stdout; anything the adapter prints goes to stderr instead
-    # of corrupting a frame.
+    # of corrupting a frame, with the values of the run's keys masked like all lens output.
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    register_env_secrets()
+    scrub_standard_streams()
     sys.stdout = sys.stderr
     protocol_in = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDONLY)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.models.base import Completion, CompletionRequest
+from lens.redact import scrub
 
 KEY_VERSION = 1
 CACHE_FILE = "models.sqlite"
@@ -111,7 +112,7 @@ class ModelCache:
         return Completion.model_validate_json(row[0])
 
     def put(self, key: str, completion: Completion) -> None:
-        blob = completion.model_dump_json()
+        blob = scrub(completion.model_dump_json())
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO completions (key, provider, model, created, completion) "

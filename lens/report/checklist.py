@@ -324,6 +324,30 @@ def check_adapter_lost(runs: Sequence[RunData]) -> Check:
                         "protocol; its unit's remaining questions are errors with the reason")
 
 
+def check_future_leak(runs: Sequence[RunData]) -> Check:
+    """FAIL when an adapter handed out an episode it had not been given yet at the question's
+    checkpoint: its memory did not come from the stream, so none of its scores can be trusted."""
+    title = "future leak: no refs past the question's checkpoint"
+    if any(r.scores is None for r in runs):
+        return Check(id="future_leak", title=title, status="warn", value="unknown (not scored)",
+                     detail="scoring compares every ref with the episodes ingested so far")
+    leaks: dict[str, int] = {}
+    for run in runs:
+        for row in run.rows:
+            detail = (row.scores.detail.get("evidence_grounding") or {}) if row.scores else {}
+            if detail.get("future_leak"):
+                name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
+                leaks[name] = leaks.get(name, 0) + 1
+    if leaks:
+        return Check(id="future_leak", title=title, status="fail",
+                     value=", ".join(f"{a}: {n} question(s)" for a, n in leaks.items()),
+                     detail="the adapter returned episodes not yet ingested when the question was "
+                            "asked (it read them from elsewhere); those refs count as ungrounded, "
+                            "see detail.evidence_grounding.future_leak in scores.json")
+    return Check(id="future_leak", title=title, status="pass", value="none",
+                 detail="every ref an adapter returned was ingested by the question's checkpoint")
+
+
 def check_scored(runs: Sequence[RunData]) -> Check:
     missing = [r.run_id for r in runs if r.scores is None]
     if missing:
@@ -349,6 +373,7 @@ def run_checklist(run: RunData) -> list[Check]:
                   check_fact_grader([run])),
         check_failures([run]),
         check_adapter_lost([run]),
+        check_future_leak([run]),
     ]
 
 
@@ -364,6 +389,7 @@ def compare_checklist(runs: Sequence[RunData],
                   check_fact_grader(runs)),
         check_failures(runs),
         check_adapter_lost(runs),
+        check_future_leak(runs),
     ]
 
 

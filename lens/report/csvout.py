@@ -7,6 +7,7 @@ import io
 from collections.abc import Sequence
 
 from lens.report.data import QuestionRow
+from lens.visible import visible
 
 BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question_type",
                 "checkpoint", "status", "tool_calls", "search_results", "agent_tokens",
@@ -15,7 +16,8 @@ BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question
 
 def _safe(text: str) -> str:
     """Neutralise spreadsheet formulas in free text (a cell starting with = + - @)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    text = visible(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str]) -> str:

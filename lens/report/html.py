@@ -18,6 +18,7 @@ from lens.report.data import QuestionRow
 from lens.report.markdown import HOW_TO_READ
 from lens.report.models import Check, Comparison, EstimateOut, ManyArms, ReportSummary
 from lens.report.sections import Section
+from lens.visible import visible
 
 MAX_TEXT = 4000
 
@@ -79,13 +80,10 @@ def _csp() -> str:
 CSP = _csp()
 
 
-# C0 controls (but tab, newline, carriage return) and DEL shown as their visible Unicode
-# pictures: a NUL is a parse error in HTML and an ESC would hide text in a terminal dump.
-_CONTROLS = {c: chr(0x2400 + c) for c in range(32) if c not in (9, 10, 13)} | {127: "\u2421"}
-
-
 def e(x: Any) -> str:
-    return escape("" if x is None else str(x), quote=True).translate(_CONTROLS)
+    # Newlines and tabs stay: transcripts are running text in <pre>. A NUL is a parse error in
+    # HTML and an ESC would hide text in a terminal dump, so the rest are shown as pictures.
+    return escape(visible("" if x is None else x, multiline=True), quote=True)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:

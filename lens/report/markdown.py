@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from lens.report import fmt
 from lens.report.models import Check, Comparison, ManyArms, ReportSummary
 from lens.report.sections import Section
+from lens.visible import visible
 
 STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
@@ -25,7 +26,7 @@ HOW_TO_READ = (
 def t(text: object) -> str:
     """Text from datasets, models and adapters, made inert for markdown renderers that pass
     raw HTML through (entities still display as the characters they stand for)."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _cell(text: object) -> str:

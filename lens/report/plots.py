@@ -8,9 +8,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+from html import escape as _html_escape
 
 from lens.report.models import EstimateOut
+from lens.visible import visible
+
+
+def escape(text: str) -> str:
+    """Markup-escaped, with control characters shown (SVG titles show as tooltips)."""
+    return _html_escape(visible(text))
 
 PALETTE = ("#3366cc", "#dc7633", "#2e8b57", "#9b59b6", "#c0392b", "#16a085", "#7f8c8d",
            "#b7950b")

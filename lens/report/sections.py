@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.report.data import RunData
+from lens.visible import visible
 
 ENTRY_POINT_GROUP = "lens.report_sections"
 GOLDEVIDENCE_FILE = "goldevidence.json"
@@ -82,8 +83,12 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _h(v: Any) -> str:
+    return html.escape(visible(v))
+
+
 def _md_text(v: Any) -> str:
-    return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _md_cell(v: Any) -> str:
@@ -106,7 +111,7 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
     """Render a section document (the JSON shape above) as markdown and escaped HTML."""
     title = str(doc.get("title") or section_id)
     md: list[str] = [f"## {_md_text(title)}", ""]
-    hx: list[str] = [f"<h2>{html.escape(title)}</h2>"]
+    hx: list[str] = [f"<h2>{_h(title)}</h2>"]
     metrics = doc.get("metrics") or {}
     if isinstance(metrics, dict) and metrics:
         md += ["| metric | value |", "|---|---|"]
@@ -114,7 +119,7 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
         md.append("")
         hx.append("<table class='data'><thead><tr><th>metric</th><th>value</th></tr></thead>"
                   "<tbody>")
-        hx += [f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(_metric_text(v))}</td></tr>"
+        hx += [f"<tr><td>{_h(str(k))}</td><td>{_h(_metric_text(v))}</td></tr>"
                for k, v in metrics.items()]
         hx.append("</tbody></table>")
     for table in doc.get("tables") or []:
@@ -124,20 +129,20 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
         rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
         if table.get("title"):
             md += [f"### {_md_text(table['title'])}", ""]
-            hx.append(f"<h3>{html.escape(str(table['title']))}</h3>")
+            hx.append(f"<h3>{_h(str(table['title']))}</h3>")
         if cols:
             md += ["| " + " | ".join(_md_cell(c) for c in cols) + " |",
                    "|" + "---|" * len(cols)]
             md += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
             md.append("")
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in r)
+            head = "".join(f"<th>{_h(c)}</th>" for c in cols)
+            body = "".join("<tr>" + "".join(f"<td>{_h(_cell(c))}</td>" for c in r)
                            + "</tr>" for r in rows)
             hx.append(f"<table class='data'><thead><tr>{head}</tr></thead>"
                       f"<tbody>{body}</tbody></table>")
     for note in doc.get("notes") or []:
         md.append(f"- {_md_text(note)}")
-        hx.append(f"<p class='note'>{html.escape(str(note))}</p>")
+        hx.append(f"<p class='note'>{_h(str(note))}</p>")
     return Section(id=section_id, title=title, markdown="\n".join(md).rstrip() + "\n",
                    html="\n".join(hx), data=doc)
 
@@ -165,7 +170,7 @@ def _json_file_sections(run: RunData) -> list[Section]:
 def _error_section(sid: str, message: str) -> Section:
     text = f"section {sid!r} failed: {message}"
     return Section(id=sid, title=sid, markdown=f"## {sid}\n\n> {text}\n",
-                   html=f"<h2>{html.escape(sid)}</h2><p class='fail'>{html.escape(text)}</p>",
+                   html=f"<h2>{_h(sid)}</h2><p class='fail'>{_h(text)}</p>",
                    data={"error": message})
 
 

@@ -27,6 +27,8 @@ class ScoringItem:
     synthetic_prefixes: tuple[str, ...] = ()
     # The scope's record texts: to tell pasted text from claims and check stated figures.
     scope_text: ScopeText | None = None
+    # Episodes of the scope streamed after the question's checkpoint (not yet ingested).
+    future_episodes: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -107,6 +109,7 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
     scope_texts = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes})
                    for s in ds.scopes}
+    streams = {s.scope_id: [e.episode_id for e in s.ordered_episodes()] for s in ds.scopes}
     caps = unit_capabilities(store)
     items: list[ScoringItem] = []
     unknown: list[str] = []
@@ -119,7 +122,9 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
         items.append(ScoringItem(record=record, question=q,
                                  scope_episodes=scope_episodes.get(record.scope_id, frozenset()),
                                  synthetic_prefixes=prefixes,
-                                 scope_text=scope_texts.get(record.scope_id)))
+                                 scope_text=scope_texts.get(record.scope_id),
+                                 future_episodes=frozenset(
+                                     streams.get(record.scope_id, [])[q.checkpoint_after:])))
     if unknown:
         raise UserError(
             f"{run_dir}: {len(unknown)} stored question(s) are not in the dataset "

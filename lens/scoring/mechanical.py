@@ -24,7 +24,7 @@ from lens.scoring.claims import (
 )
 from lens.scoring.context import ScoringItem
 from lens.scoring.facts import FactMatcherSettings, match_facts
-from lens.scoring.refs import check_citation, episode_of, is_synthetic
+from lens.scoring.refs import check_citation, episode_of, future_refs, is_synthetic
 
 Result = tuple[float | None, dict[str, Any]]
 
@@ -56,13 +56,17 @@ def evidence_grounding(item: ScoringItem) -> Result:
     never citing would be a way around the grounding gate."""
     cited, ignored = citations(item)
     extra: dict[str, Any] = {"ignored_tags": ignored} if ignored else {}
+    leaked = future_refs([*item.record.retrieved_refs, *cited], item.future_episodes)
+    if leaked:
+        extra["future_leak"] = leaked
     if not cited:
         reason = "empty answer" if not item.record.answer.strip() else "no citations"
         return 0.0, {"cited": 0, "grounded": 0, "reason": reason, **extra}
     checks = [
         check_citation(ref, retrieved=item.retrieved, retrieved_episodes=item.retrieved_episodes,
                        scope_episodes=set(item.scope_episodes),
-                       synthetic_prefixes=list(item.synthetic_prefixes))
+                       synthetic_prefixes=list(item.synthetic_prefixes),
+                       future_episodes=item.future_episodes)
         for ref in cited
     ]
     grounded = sum(c.grounded for c in checks)

@@ -24,9 +24,17 @@ def is_synthetic(ref: str, prefixes: Iterable[str]) -> bool:
 class CitationCheck:
     ref: str
     grounded: bool
-    # "ok", "synthetic", "not_received" (the agent never got it from a tool this session) or
-    # "not_in_scope" (no such episode in the scope, and not a declared synthetic ref).
+    # "ok", "synthetic", "not_received" (the agent never got it from a tool this session),
+    # "not_in_scope" (no such episode in the scope, and not a declared synthetic ref) or
+    # "future" (an episode not yet ingested at the question's checkpoint).
     reason: str
+
+
+def future_refs(refs: Iterable[str], future_episodes: frozenset[str]) -> list[str]:
+    """The refs that point into episodes the memory system had not been given when the
+    question was asked: it cannot hold them honestly, so they are a leak (the adapter read the
+    dataset, or kept state across units), never evidence."""
+    return sorted({r for r in refs if episode_of(r) in future_episodes})
 
 
 def received(ref: str, retrieved: set[str], retrieved_episodes: set[str]) -> bool:
@@ -44,7 +52,10 @@ def received(ref: str, retrieved: set[str], retrieved_episodes: set[str]) -> boo
 
 
 def check_citation(ref: str, *, retrieved: set[str], retrieved_episodes: set[str],
-                   scope_episodes: set[str], synthetic_prefixes: list[str]) -> CitationCheck:
+                   scope_episodes: set[str], synthetic_prefixes: list[str],
+                   future_episodes: frozenset[str] = frozenset()) -> CitationCheck:
+    if episode_of(ref) in future_episodes:
+        return CitationCheck(ref, False, "future")
     synthetic = is_synthetic(ref, synthetic_prefixes)
     if not synthetic and episode_of(ref) not in scope_episodes:
         return CitationCheck(ref, False, "not_in_scope")

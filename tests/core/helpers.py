@@ -40,7 +40,9 @@ def make_dataset(
                     "prompt": f"How did the widget count change? (question {k})",
                     "ground_truth": {
                         "canonical_answer": f"{secret}-answer",
-                        "required_evidence_refs": [f"{sid}_ep_001"],
+                        # The episode streamed first (earliest timestamp): evidence must be
+                        # ingested by the question's checkpoint.
+                        "required_evidence_refs": [f"{sid}_ep_{n_episodes:03d}"],
                         "key_facts": [f"{secret}-fact"],
                     },
                 })

@@ -20,12 +20,22 @@ SCOPES = [
     ("scope_08_with_distractors.json", "corporate_acquisition_08", 40, 10),
 ]
 
+FUTURE_EVIDENCE = {"scope_03_with_distractors.json": [
+    f"$.questions[{i}].ground_truth.required_evidence_refs[1]" for i in (0, 12)]}
+
 
 @pytest.mark.parametrize(("name", "scope_id", "episodes", "questions"), SCOPES)
 def test_published_scopes_load_and_validate(shared_datasets: Path, name: str, scope_id: str,
                                             episodes: int, questions: int) -> None:
     path = shared_datasets / name
-    assert check_dataset_file(path) == []
+    problems = check_dataset_file(path)
+    if name in FUTURE_EVIDENCE:
+        # Two questions of scope 03 require an episode streamed after their checkpoint: no
+        # memory system can hold it when asked, so the file is refused until it is fixed.
+        assert [p.location for p in problems] == FUTURE_EVIDENCE[name]
+        assert all("after the question's checkpoint" in p.message for p in problems)
+        return
+    assert problems == []
     ds = load_dataset(path)
     assert [s.scope_id for s in ds.scopes] == [scope_id]
     assert len(ds.scopes[0].episodes) == episodes

@@ -38,6 +38,22 @@ CONFIG_CASES: dict[str, str] = {
     "cfg_python_tag.yaml": "could not determine a constructor for the tag",
     "cfg_scripted_fixture_missing.yaml": "field 'agent.model': scripted/nothere.json: fixture",
     "cfg_latin1.yaml": "not UTF-8 text (byte 9); re-save it as UTF-8",
+    # Checked at load, before any work: not after the run was paid for.
+    "cfg_weights_typo.yaml": "field 'scoring.weights': unknown metric 'evidence_grounding_x'",
+    "cfg_weights_negative.yaml": "field 'scoring.weights.fact_recall': weight must be a number",
+    "cfg_repeats_huge.yaml": "field 'repeats': Input should be less than or equal to 100",
+    "cfg_concurrency_huge.yaml": "field 'concurrency.units': Input should be less than or equal",
+    "cfg_questions_huge.yaml": "field 'concurrency.questions': Input should be less than or",
+    "cfg_adapter_path.yaml": "field 'adapters.0.name': must be a registered adapter name",
+    "cfg_adapter_dot.yaml": "field 'adapters.0.name': must be a registered adapter name",
+    "cfg_adapter_colon.yaml": "field 'adapters.0.name': must be a registered adapter name",
+    "cfg_adapter_label_escape.yaml": "field 'adapters.0.label': must be 1 to 200 printable",
+    "cfg_extra_body.yaml": "'options.extra_body' must be a mapping",
+    "cfg_scopes_empty.yaml": "field 'dataset.scopes': List should have at least 1 item",
+    "cfg_api_key_pasted.yaml": "field 'agent.api_key_env': must be the name of the environment",
+    "cfg_api_key_bare.yaml": "field 'agent.api_key_env': must be the name of the environment",
+    "cfg_yaml_deep.yaml": "YAML nested too deeply to be a lens config",
+    "cfg_big_int.yaml": "a value cannot be read: a number is too long to read",
 }
 
 DATASET_CASES: dict[str, str] = {
@@ -63,6 +79,22 @@ DATASET_CASES: dict[str, str] = {
     "ds_truncated.json": "invalid JSON at line 1 column 200",
     "ds_utf16.json": "not UTF-8 text (byte 0)",
     "ds_empty.json": "invalid JSON at line 1 column 1",
+    "ds_deep.json": "JSON nested too deeply",
+    "ds_big_int.json": "invalid JSON: a number is too long to read (over 4,300 digits)",
+    "ds_nan.json": "invalid JSON: NaN is not a number JSON allows",
+    "ds_infinity.json": "invalid JSON: -Infinity is not a number JSON allows",
+    "ds_dup_key.json": "invalid JSON: duplicate key 'prompt' in one object",
+    "ds_future_evidence.json": "required_evidence_refs[0]: 's_ep_5' is episode 5 of the stream, "
+                               "after the question's checkpoint (3)",
+    "ds_chunk_shaped_id.json": "$.scopes[0].episodes[0].episode_id: episode ids may not contain",
+    "ds_no_questions.json": "$.questions: a dataset needs at least one question",
+    "ds_no_scopes.json": "$.scopes: a dataset needs at least one scope",
+    "ds_blank_prompt.json": "$.questions[0].prompt: the prompt is blank",
+    "ds_slash_id.json": "$.questions[0].question_id: ids may not contain '/'",
+    "ds_control_id.json": "$.questions[0].question_id: ids may not contain '\\x1b'",
+    "ds_answer_too_long.json": "canonical_answer: String should have at most 20000 characters",
+    "ds_dataset_id_too_long.json": "$.dataset_id: String should have at most 200 characters",
+    "ds_too_many_facts.json": "key_facts: List should have at most 200 items",
 }
 
 
