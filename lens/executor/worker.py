@@ -8,6 +8,7 @@ options, the episodes it is sent and the agent's queries.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import sys
@@ -51,12 +52,28 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
         if method == "ingest":
             args = [Episode.model_validate(args[0])]
         result = await getattr(adapter, method)(*args)
-        if method in ("reset", "ingest", "prepare", "aclose"):
-            result = None
-        encoded = json.dumps({"ok": to_jsonable(result)}, allow_nan=False)
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    if method in ("reset", "ingest", "prepare", "aclose"):
+        return {"ok": None}
+    try:
+        encoded = json.dumps({"ok": _finite(to_jsonable(result))}, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        # As in-process: what cannot be written as JSON fails this call, not the unit.
+        return {"error": "the memory system returned a result that cannot be sent as JSON "
+                         f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
     return json.loads(encoded)
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN or infinity; the agent shows them to the model as null.
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def encode_frame(message: dict[str, Any]) -> bytes:

@@ -87,7 +87,7 @@ def test_re_asked_questions_score_as_answered(tmp_path: Path) -> None:
     assert all(q["metrics"]["evidence_grounding"] is not None for q in scores["questions"])
     report = lens("report", str(run_dir), cwd=tmp_path)
     assert report.returncode == 0
-    assert "0 of 4 questions" in (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "sqlite_fts: 0 of 4 (0.0%)" in (run_dir / "report.md").read_text(encoding="utf-8")
 
 
 # -- 5. unit keys cannot collide -----------------------------------------------------------------

@@ -131,7 +131,9 @@ def test_secrets_never_leave_through_the_cli(tmp_path: Path, isolation: str) -> 
         runs = []
         # --quiet first: its run makes the calls (and retries); the second replays the cache.
         for extra in (["--quiet"], []):
-            res = subprocess.run([sys.executable, "-m", "lens", "run", "run.yaml", *extra],
+            # Retry notices are logged at info level, to stderr.
+            res = subprocess.run([sys.executable, "-m", "lens", "--log-level", "info", "run",
+                                  "run.yaml", *extra],
                                  capture_output=True, text=True, cwd=tmp_path, env=env,
                                  timeout=300)
             assert res.returncode == 0, res.stderr
