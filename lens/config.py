@@ -212,10 +212,10 @@ def _explain(err: Any, source: str | None) -> tuple[str, str]:
         if "valid string" in msg or err["type"].endswith(("_type", "_parsing")):
             hint = yamlhints.value_hint(where, err.get("input"), yamlhints.spelled(node))
     msg = msg.removeprefix("Value error, ")
+    if node is not None:
+        msg = f"{msg} (line {node.start_mark.line + 1})"
     if hint:
         msg = f"{msg}; {hint}"
-    if node is not None:
-        msg = f"line {node.start_mark.line + 1}: {msg}"
     return where, msg
 
 

@@ -58,12 +58,22 @@ class RunSummary:
     questions: int = 0
     answered: int = 0
     errored: int = 0
+    # Finished sessions without answer text (status empty_answer); not in ``answered``.
+    empty: int = 0
     skipped: int = 0
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
     # Model usage of worker processes (lens/shards.py), for the run's manifest.
     worker_usage: list[dict[str, Any]] = field(default_factory=list)
     worker_cpu_s: float = 0.0
+
+    def count(self, status: str) -> None:
+        if status == "answered":
+            self.answered += 1
+        elif status == "empty_answer":
+            self.empty += 1
+        else:
+            self.errored += 1
 
 
 def derive_seed(seed: int, *parts: str) -> int:
@@ -165,6 +175,7 @@ class Runner:
         self.summary.wall_s = time.perf_counter() - started
         if self.only_units is None:
             self.store.append_event("run_finished", answered=self.summary.answered,
+                                    empty_answers=self.summary.empty,
                                     errored=self.summary.errored,
                                     units_failed=self.summary.units_failed,
                                     wall_s=round(self.summary.wall_s, 3))
@@ -262,7 +273,8 @@ class Runner:
                     self.store.save_error(f"{question_key(unit.key, q.question_id)}.tool{i}",
                                           tb_text)
                 record = QuestionRecord(
-                    **base, status="answered", answer=result.answer,
+                    **base, status="answered" if result.answer.strip() else "empty_answer",
+                    answer=result.answer,
                     cited_refs=result.cited_refs, retrieved_refs=result.retrieved_refs,
                     tool_calls=result.tool_calls, tool_errors=result.tool_errors,
                     model_calls=result.model_calls, transcript=result.transcript,
@@ -279,10 +291,7 @@ class Runner:
         self._count(record)
 
     def _count(self, record: QuestionRecord) -> None:
-        if record.status == "answered":
-            self.summary.answered += 1
-        else:
-            self.summary.errored += 1
+        self.summary.count(record.status)
         self.progress.question_done(record.status, record.tokens("agent"))
 
     async def _fail_unit(self, unit: Unit, pending: list[Question], exc: BaseException) -> None:

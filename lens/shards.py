@@ -335,10 +335,7 @@ class _Collector:
         elif kind == _FAILED:
             self._lost(shard, f"worker {shard} failed: {message['error'].strip()}")
         elif kind == "question_done":
-            if message["status"] == "answered":
-                self.summary.answered += 1
-            else:
-                self.summary.errored += 1
+            self.summary.count(message["status"])
             self.runner.progress.question_done(message["status"], int(message["tokens"]))
         elif kind in ("unit_done", "unit_error"):
             self.units_done.add(message["key"])

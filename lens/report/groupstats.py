@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lens.records import is_scored
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
 from lens.scoring.composite import GATE_METRICS, composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
@@ -61,7 +62,7 @@ class _Matrix:
 
     def __init__(self, rows: Sequence[QuestionScores]) -> None:
         self.rows = list(rows)
-        answered = np.array([r.status == "answered" for r in rows], dtype=bool)
+        answered = np.array([is_scored(r.status) for r in rows], dtype=bool)
         vals = np.full((len(rows), len(QUESTION_METRICS)), np.nan)
         for i, r in enumerate(rows):
             if not answered[i]:
@@ -153,7 +154,7 @@ def group_estimates(
 ) -> dict[str, Estimate]:
     """The composite and longitudinal_advantage of a group, each with its interval."""
     point = how.point(rows)
-    n = sum(1 for r in rows if r.status == "answered")
+    n = sum(1 for r in rows if is_scored(r.status))
     if n == 0:
         return {m: unknown(0, "group-bootstrap") for m in GROUP_METRICS}
     clusters = [r.scope_id for r in rows]

@@ -17,6 +17,7 @@ from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
+from lens.records import is_scored
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
@@ -297,7 +298,7 @@ def _notes(run: RunInput, rows: list[QuestionScores],
     if summary.invalid:
         notes.append(f"{summary.invalid} judge repl(ies) could not be read as a verdict; such a "
                      "reply counts as no preference")
-    errored = sum(r.status != "answered" for r in rows)
+    errored = sum(not is_scored(r.status) for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
                      "metric and counted as n_errored")
