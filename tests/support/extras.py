@@ -33,6 +33,11 @@ EXTRAS: dict[str, Extra] = {
     "litellm": Extra(("litellm", "mcp"), "pip install -e '.[litellm]'"),
     "local": Extra(("llama_cpp",), 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" '
                    "pip install -e '.[local]'"),
+    # Not a lens extra: llama-cpp-python's own OpenAI-compatible server, for the test of lens
+    # against it (docs/models.md, server quirks).
+    "llama_cpp.server": Extra(("llama_cpp", "fastapi", "uvicorn", "sse_starlette",
+                               "starlette_context", "pydantic_settings"),
+                              "pip install 'llama-cpp-python[server]==0.3.36'"),
 }
 
 
