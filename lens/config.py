@@ -209,8 +209,10 @@ def _explain(err: Any, source: str | None) -> tuple[str, str]:
         node = None
     else:
         node = yamlhints.locate(source, loc) if source is not None else None
-        if "valid string" in msg or err["type"].endswith(("_type", "_parsing")):
-            hint = yamlhints.value_hint(where, err.get("input"), yamlhints.spelled(node))
+        wants_text = err["type"] == "string_type"
+        if wants_text or err.get("input", ...) is None:
+            hint = yamlhints.value_hint(where, err.get("input"), yamlhints.spelled(node),
+                                        wants_text=wants_text)
     msg = msg.removeprefix("Value error, ")
     if node is not None:
         msg = f"{msg} (line {node.start_mark.line + 1})"

@@ -62,13 +62,15 @@ def spelled(node: yaml.Node | None) -> str | None:
     return None
 
 
-def value_hint(field: str, value: Any, written: str | None) -> str | None:
-    """Why YAML gave ``field`` this value when the user most likely meant text, or None."""
+def value_hint(field: str, value: Any, written: str | None, *,
+               wants_text: bool = True) -> str | None:
+    """Why YAML gave ``field`` this value when the user most likely meant text (or, for a
+    missing value, any value), or None."""
     key = field.rsplit(".", 1)[-1]
     if value is None:
-        if not written:
-            return (f"YAML reads an empty value as no value at all (null); write the value "
-                    f"after '{key}:'")
+        if not written or not wants_text:
+            shown = f"an unquoted {written}" if written else "an empty value"
+            return f"YAML reads {shown} as no value at all (null); write the value after '{key}:'"
         return (f"YAML reads an unquoted {written} as no value at all (null); to mean the text, "
                 f"quote it: {key}: \"{written}\"")
     if isinstance(value, bool):
