@@ -50,7 +50,7 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
         lines.extend(f"    {m:<{width}}{fmt.est(ad.metrics.get(m))}" for m in metrics)
     if not metrics and summary.adapters:
         lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
-    lines.append(f"pre-flight checklist: {checklist_counts(summary)}")
+    lines.append(f"pre-flight: {checklist_counts(summary)}")
     lines.extend(f"  {c.status.upper()}  {c.title}: {c.value}" for c in flagged(summary))
     lines.append(f"report: {html}")
     lines.append(f"open it: {html.resolve().as_uri()}")

@@ -85,12 +85,9 @@ def test_whole_text_counts_past_the_contextual_window(encoder: Any) -> None:
     assert not np.allclose(a, b, atol=1e-4)
 
 
+@requires_extra("vector")
 def test_token_table_is_persisted_and_reused(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    try:
-        enc_mod.model_dir(enc_mod.DEFAULT_MODEL)
-    except Exception as exc:
-        pytest.skip(f"embedding model unavailable: {exc}")
     path = tmp_path / "e.sqlite"
     first = static_mod.StaticEncoder(table_path=path)
     v1 = first.encode(TEXTS)

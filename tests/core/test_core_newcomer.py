@@ -152,7 +152,7 @@ def test_lens_report_open_opens_the_html(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
     assert main(["report", str(run_dir), "--open"]) == 0
     assert opened == [(run_dir / "report.html").resolve().as_uri()]
-    assert "pre-flight checklist:" in capsys.readouterr().out
+    assert "pre-flight:" in capsys.readouterr().out
 
 
 # --- empty final answers ------------------------------------------------------------------------
