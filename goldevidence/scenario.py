@@ -17,7 +17,7 @@ from goldevidence.grammar import UID_RE, line_step, log_lines
 from goldevidence.predictions import extract_json_object
 from lens.dataset import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
 from lens.prompts import register_template
-from lens.records import QuestionRecord
+from lens.records import QuestionRecord, is_scored
 
 _CITE = re.compile(r"\[[^\[\]\n]{1,200}\]")
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
@@ -195,6 +195,6 @@ def record_to_prediction(rec: QuestionRecord, eps: dict[str, list[str]]) -> dict
                      "completion_tokens": sum(c.completion_tokens for c in agent_calls)}
     pred["passes"] = len(agent_calls)
     pred["wall_s"] = rec.wall_s
-    if rec.status != "answered":
+    if not is_scored(rec.status):
         pred["error"] = rec.error
     return pred

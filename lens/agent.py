@@ -25,7 +25,7 @@ from lens.models.base import (
     ToolCall,
     ToolSpec,
 )
-from lens.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS
+from lens.prompts import AGENT_SYSTEM_PROMPT, EMPTY_ANSWER_REMINDER, TOOL_DESCRIPTIONS
 from lens.records import BudgetOutcome, ModelCallRecord, ToolCallRecord
 
 # The completion allowance of one agent turn when the agent's config sets no max_tokens. Hosted
@@ -156,6 +156,7 @@ class _Session:
         self.tool_errors = 0
         self.tracebacks: list[str] = []
         self.final_answer = ""
+        self.reminded = False
 
     async def loop(self) -> str:
         while True:
@@ -170,7 +171,17 @@ class _Session:
             if text.strip():
                 self.final_answer = text.strip()
             if not completion.tool_calls:
-                return "answered"
+                if text.strip():
+                    return "answered"
+                # Text said beside an earlier tool call ("let me search") is not the answer
+                # the agent finished with.
+                self.final_answer = ""
+                if self.reminded:
+                    return "empty_answer"
+                # One reminder, counted against the budget like any turn.
+                self.reminded = True
+                self.messages.append(Message(role="user", content=EMPTY_ANSWER_REMINDER))
+                continue
             for call in completion.tool_calls:
                 exhausted = self.meter.before_tool_call()
                 if exhausted:

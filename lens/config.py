@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from lens import yamlhints
 from lens.errors import ConfigError, Problem
 from lens.redact import SECRET_KEY
 
@@ -315,22 +316,55 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "(top level)"
 
 
-def parse_config(data: Any, file: str, base_dir: Path | None = None) -> RunConfig:
-    """Validate parsed YAML; relative paths are resolved against ``base_dir``."""
+def _explain(err: Any, source: str | None) -> tuple[str, str]:
+    """The location and message of one validation error, with YAML's part in it when YAML
+    turned the written text into something else (``name: null``, ``label: no``)."""
+    loc = tuple(err["loc"])
+    where = _loc(loc)
+    msg = err["msg"]
+    hint = None
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field; check the spelling against the README's config reference"
+        key = yamlhints.locate_key(source, loc) if source is not None and loc else None
+        hint = yamlhints.key_hint(loc[-1], yamlhints.spelled(key)) if loc else None
+        node = key
+    elif err["type"] == "invalid_key":
+        # A key YAML made a boolean or number (``on:``, ``no:``); pydantic puts it in the loc
+        # as an int, so look it up by the key's own value.
+        key = (yamlhints.locate_key(source, (*loc[:-1], err.get("input")))
+               if source is not None and loc else None)
+        written = yamlhints.spelled(key)
+        if written is not None:
+            where = _loc((*loc[:-1], written))
+        hint = yamlhints.key_hint(err.get("input"), written)
+        node = key
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+        node = None
+    else:
+        node = yamlhints.locate(source, loc) if source is not None else None
+        wants_text = err["type"] == "string_type"
+        if wants_text or err.get("input", ...) is None:
+            hint = yamlhints.value_hint(where, err.get("input"), yamlhints.spelled(node),
+                                        wants_text=wants_text)
+    msg = msg.removeprefix("Value error, ")
+    if node is not None:
+        msg = f"{msg} (line {node.start_mark.line + 1})"
+    if hint:
+        msg = f"{msg}; {hint}"
+    return where, msg
+
+
+def parse_config(data: Any, file: str, base_dir: Path | None = None,
+                 source: str | None = None) -> RunConfig:
+    """Validate parsed YAML; relative paths are resolved against ``base_dir``. ``source``, the
+    YAML text, lets errors say where a value is and what YAML made of it."""
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the config must be a YAML mapping (key: value lines)")
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field; check the spelling against the README's config reference"
-            elif err["type"] == "missing":
-                msg = "required field is missing"
-            msg = msg.removeprefix("Value error, ")
-            problems.append(Problem(file, _loc(tuple(err["loc"])), msg))
+        problems = [Problem(file, *_explain(err, source)) for err in exc.errors()]
         first = problems[0]
         raise ConfigError(
             f"{file}: invalid config: field '{first.location}': {first.message}", problems[1:]
@@ -376,7 +410,9 @@ def load_config(path: str | Path) -> RunConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{p}: YAML syntax error: {where}{problem}") from None
+        tabs = yamlhints.tab_hint(text, mark.line + 1 if mark else None)
+        raise ConfigError(f"{p}: YAML syntax error: {where}{problem}"
+                          + (f"; {tabs}" if tabs else "")) from None
     except RecursionError:
         raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None
     except ValueError as exc:
@@ -385,6 +421,6 @@ def load_config(path: str | Path) -> RunConfig:
                   else str(exc)[:200])
         raise ConfigError(f"{p}: a value cannot be read: {reason}") from None
     try:
-        return parse_config(data, str(p), base_dir=p.parent)
+        return parse_config(data, str(p), base_dir=p.parent, source=text)
     except RecursionError:
         raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None

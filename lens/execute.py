@@ -18,7 +18,7 @@ from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.runtime import ModelRuntime
 from lens.redact import redact, register_config_secrets, register_env_secrets
-from lens.report import write_reports
+from lens.report import ReportPaths, write_reports
 from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.composite import resolve_weights
 from lens.scoring.scorer import score_for_config
@@ -29,6 +29,8 @@ from lens.store import RunStore, now_iso
 class RunOutcome:
     run_dir: Path
     summary: RunSummary
+    # The reports written at the end of the run; None when the config turns them off.
+    reports: ReportPaths | None = None
 
 
 def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
@@ -204,6 +206,5 @@ def execute(
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)
-    if config.report and config.scoring.enabled:
-        write_reports(store.root)
-    return RunOutcome(run_dir=store.root, summary=summary)
+    reports = write_reports(store.root) if config.report and config.scoring.enabled else None
+    return RunOutcome(run_dir=store.root, summary=summary, reports=reports)

@@ -21,6 +21,7 @@ class RichRunProgress:
         self._tokens = 0
         self._answered = 0
         self._errored = 0
+        self._empty = 0
 
     def __enter__(self) -> RichRunProgress:
         self._progress.__enter__()
@@ -38,14 +39,18 @@ class RichRunProgress:
 
     def question_done(self, status: str, agent_tokens: int) -> None:
         self._tokens += agent_tokens
-        if status == "answered":
-            self._answered += 1
-        else:
+        if status == "error":
             self._errored += 1
+        else:
+            self._answered += 1
+            if status == "empty_answer":
+                self._empty += 1
         rate = (self._answered + self._errored) / max(time.monotonic() - self._started, 1e-6)
         info = f"{rate:.2f} q/s · {self._tokens:,} tok"
         if self._errored:
             info += f" · {self._errored} errored"
+        if self._empty:
+            info += f" · {self._empty} empty"
         self._progress.update(self._questions, advance=1, info=info)
 
     def unit_done(self, key: str) -> None:

@@ -16,6 +16,13 @@ Rules:
 - If the records do not support an answer, say so plainly.
 - When you are done, give your final answer (no tool call)."""
 
+# Sent once when the agent ends its session with an empty message: some servers' tool-calling
+# templates return nothing after a tool result, and a silent session is not an answer.
+EMPTY_ANSWER_REMINDER = (
+    "Your last reply was empty. Give your final answer to the question now, as text, citing "
+    "the records you rely on by their ref id in square brackets. If the records do not "
+    "support an answer, say so plainly.")
+
 TOOL_DESCRIPTIONS = {
     "memory_search": "Search the memory. Returns matching records with their ref_id and a "
     "snippet of text.",
@@ -41,7 +48,8 @@ def prompts_hash() -> str:
     for module in _TEMPLATE_MODULES:
         importlib.import_module(module)
     h = hashlib.sha256()
-    parts = {"agent_system": AGENT_SYSTEM_PROMPT, **TOOL_DESCRIPTIONS, **_extra_templates}
+    parts = {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
+             **TOOL_DESCRIPTIONS, **_extra_templates}
     for name in sorted(parts):
         h.update(name.encode() + b"\0" + parts[name].encode() + b"\0")
     return h.hexdigest()

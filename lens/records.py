@@ -46,6 +46,19 @@ class BudgetOutcome(_Record):
     compliant: bool
 
 
+# How a question ended. ``empty_answer``: the agent finished (or ran out of budget) without any
+# answer text, even after lens reminded it once; it is scored as a wrong answer, never left out,
+# so an agent cannot raise its mean by staying silent on the questions it would get wrong.
+Status = Literal["answered", "empty_answer", "error"]
+STATUSES: tuple[Status, ...] = ("answered", "empty_answer", "error")
+# The statuses whose record holds a finished agent session: every metric scores them.
+SCORED_STATUSES = frozenset({"answered", "empty_answer"})
+
+
+def is_scored(status: str) -> bool:
+    return status in SCORED_STATUSES
+
+
 class QuestionRecord(_Record):
     unit_key: str
     adapter: str
@@ -53,7 +66,7 @@ class QuestionRecord(_Record):
     repeat: int
     question_id: str
     checkpoint: int
-    status: Literal["answered", "error"]
+    status: Status
     answer: str = ""
     cited_refs: list[str] = Field(default_factory=list)
     retrieved_refs: list[str] = Field(default_factory=list)

@@ -60,11 +60,21 @@ class RunSummary:
     questions: int = 0
     answered: int = 0
     errored: int = 0
+    # Finished sessions without answer text (status empty_answer); not in ``answered``.
+    empty: int = 0
     skipped: int = 0
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
     # Units run again after their adapter's worker was lost (a Ray node that went away).
     units_retried: int = 0
+
+    def count(self, status: str) -> None:
+        if status == "answered":
+            self.answered += 1
+        elif status == "empty_answer":
+            self.empty += 1
+        else:
+            self.errored += 1
 
 
 def derive_seed(seed: int, *parts: str) -> int:
@@ -168,6 +178,7 @@ class Runner:
     def finish(self, started: float) -> RunSummary:
         self.summary.wall_s = time.perf_counter() - started
         self.store.append_event("run_finished", answered=self.summary.answered,
+                                empty_answers=self.summary.empty,
                                 errored=self.summary.errored,
                                 units_failed=self.summary.units_failed,
                                 wall_s=round(self.summary.wall_s, 3))
@@ -284,7 +295,8 @@ class Runner:
                     self.store.save_error(f"{question_key(unit.key, q.question_id)}.tool{i}",
                                           tb_text)
                 record = QuestionRecord(
-                    **base, status="answered", answer=result.answer,
+                    **base, status="answered" if result.answer.strip() else "empty_answer",
+                    answer=result.answer,
                     cited_refs=result.cited_refs, retrieved_refs=result.retrieved_refs,
                     tool_calls=result.tool_calls, tool_errors=result.tool_errors,
                     model_calls=result.model_calls, transcript=result.transcript,
@@ -302,10 +314,7 @@ class Runner:
 
     def _count(self, record: QuestionRecord) -> None:
         self._saved_now.add(record.key)
-        if record.status == "answered":
-            self.summary.answered += 1
-        else:
-            self.summary.errored += 1
+        self.summary.count(record.status)
         self.progress.question_done(record.status, record.tokens("agent"))
 
     async def _fail_unit(self, unit: Unit, pending: list[Question], exc: BaseException) -> None:

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lens.execute import execute
+from lens.execute import RunOutcome, execute
 from lens.progress import RichRunProgress
+from lens.report.console import one_line, result_lines
 from lens.visible import visible
 
 
@@ -21,7 +22,8 @@ def register(sub: Any) -> None:
                    help="continue an interrupted run; only unfinished units run again")
     p.add_argument("--retry-errors", action="store_true",
                    help="with --resume, also re-run questions that ended in an error")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar, and the result in one line")
     p.set_defaults(handler=_run)
 
 
@@ -36,11 +38,33 @@ def _run(args: argparse.Namespace) -> int:
         with RichRunProgress() as progress:
             outcome = execute(args.config, out=args.out, resume=args.resume,
                               retry_errors=args.retry_errors, progress=progress)
-    s = outcome.summary
-    rate = (s.answered + s.errored) / s.wall_s if s.wall_s else 0.0
-    print(f"run directory: {visible(outcome.run_dir)}")
-    print(f"questions: {s.questions} ({s.answered} answered now, {s.errored} errored, "
-          f"{s.skipped} done before) in {s.wall_s:.1f} s, {rate:.2f} questions/s")
-    for failure in s.failures:
+    for line in (_quiet_line(outcome) if args.quiet else _result(outcome)):
+        print(line)
+    for failure in outcome.summary.failures:
         print(f"unit failed: {visible(failure)}", file=sys.stderr)
     return 0
+
+
+def _counts(outcome: RunOutcome) -> str:
+    s = outcome.summary
+    return (f"questions: {s.questions} ({s.answered} answered now, {s.empty} empty, "
+            f"{s.errored} errored, {s.skipped} done before)")
+
+
+def _result(outcome: RunOutcome) -> list[str]:
+    s = outcome.summary
+    done = s.answered + s.empty + s.errored
+    rate = done / s.wall_s if s.wall_s else 0.0
+    lines = [f"run directory: {outcome.run_dir}",
+             f"{_counts(outcome)} in {s.wall_s:.1f} s, {rate:.2f} questions/s"]
+    if outcome.reports is None:
+        return [*lines, f"no report written (the config turns reports or scoring off); "
+                        f"write one with: lens score {outcome.run_dir} && "
+                        f"lens report {outcome.run_dir}"]
+    return [*lines, *result_lines(outcome.reports.summary_data, outcome.reports.html)]
+
+
+def _quiet_line(outcome: RunOutcome) -> list[str]:
+    if outcome.reports is None:
+        return [f"{_counts(outcome)} · run directory: {outcome.run_dir}"]
+    return [f"{_counts(outcome)} · {one_line(outcome.reports.summary_data, outcome.reports.html)}"]

@@ -348,6 +348,25 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
                  detail="every ref an adapter returned was ingested by the question's checkpoint")
 
 
+def check_empty_answers(runs: Sequence[RunData]) -> Check:
+    """Sessions that ended without any answer text, even after the agent's one reminder."""
+    total = sum(len(r.rows) for r in runs)
+    empty = sum(1 for r in runs for row in r.rows if row.record.status == "empty_answer")
+    title = "empty final answers"
+    if total == 0:
+        # Unknown, not passed; the failures check already fails a run without records.
+        return Check(id="empty_answer", title=title, status="warn",
+                     value="no questions recorded", detail="the run produced no records")
+    share = empty / total
+    status: Status = "pass" if empty == 0 else "warn" if share <= ERROR_WARN else "fail"
+    return Check(id="empty_answer", title=title, status=status,
+                 value=f"{empty} of {total} questions ({share:.1%})",
+                 detail="the agent ended without answer text after a reminder; these score as "
+                        "wrong answers. Many usually mean the model server's tool-calling "
+                        "template drops the reply after a tool result (see docs/models.md); "
+                        f"warns up to {ERROR_WARN:.0%}, fails above")
+
+
 def check_scored(runs: Sequence[RunData]) -> Check:
     missing = [r.run_id for r in runs if r.scores is None]
     if missing:
@@ -374,6 +393,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_failures([run]),
         check_adapter_lost([run]),
         check_future_leak([run]),
+        check_empty_answers([run]),
     ]
 
 
@@ -390,6 +410,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_failures(runs),
         check_adapter_lost(runs),
         check_future_leak(runs),
+        check_empty_answers(runs),
     ]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lens.errors import UserError
-from lens.records import QuestionRecord
+from lens.records import QuestionRecord, is_scored
 from lens.scoring.types import QuestionScores, RunScores
 from lens.store import MANIFEST, RunStore
 
@@ -75,7 +75,7 @@ class QuestionRow:
         calls = [c for c in self.record.model_calls if c.role == "agent"]
         if not calls:
             # An errored question may have spent on calls its record could not keep.
-            return 0.0 if self.record.status == "answered" else None
+            return 0.0 if is_scored(self.record.status) else None
         if any(c.cost_usd is None for c in calls):
             return None
         return float(sum(c.cost_usd or 0.0 for c in calls))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lens.records import is_scored
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
 from lens.scoring.composite import GATE_METRICS, UNWEIGHTED, composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
@@ -81,7 +82,7 @@ class _Matrix:
 
     def __init__(self, rows: Sequence[QuestionScores]) -> None:
         self.rows = list(rows)
-        answered = np.array([r.status == "answered" for r in rows], dtype=bool)
+        answered = np.array([is_scored(r.status) for r in rows], dtype=bool)
         self.answered = answered
         vals = np.full((len(rows), len(QUESTION_METRICS)), np.nan)
         for i, r in enumerate(rows):
@@ -223,7 +224,7 @@ def group_estimates(
     # In key order: the order records were stored in must not change the replicates.
     rows = sorted(rows, key=lambda r: (r.scope_id, r.question_id, r.repeat))
     point = how.point(rows)
-    n = sum(1 for r in rows if r.status == "answered")
+    n = sum(1 for r in rows if is_scored(r.status))
     if n == 0:
         return {m: unknown(0, "group-bootstrap") for m in GROUP_METRICS}
     clusters = [r.scope_id for r in rows]

@@ -288,12 +288,13 @@ def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
     for a in adapters:
         ad = s.adapters[a]
         u = ad.usage
-        usage.append([a, str(ad.questions), str(ad.answered), str(ad.errored),
+        usage.append([a, str(ad.questions), str(ad.answered), str(ad.empty_answers),
+                      str(ad.errored),
                       fmt.num(u.tool_calls_per_question, 2),
                       fmt.num(u.search_results_per_question, 2),
                       fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
                       fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
-    out.append("<h2>Usage</h2>" + tbl(["adapter", "questions", "answered", "errored",
+    out.append("<h2>Usage</h2>" + tbl(["adapter", "questions", "answered", "empty", "errored",
                                        "tool calls/q", "search results/q", "agent tokens/q",
                                        "cost/q", "budget compliant", "wall s/q"], usage,
                                       table_id="usage"))

@@ -110,12 +110,13 @@ def render_markdown(summary: ReportSummary, sections: Sequence[Section] = ()) ->
         ad = s.adapters[a]
         u = ad.usage
         usage_rows.append([
-            a, ad.questions, ad.answered, ad.errored, fmt.num(u.tool_calls_per_question, 2),
+            a, ad.questions, ad.answered, ad.empty_answers, ad.errored,
+            fmt.num(u.tool_calls_per_question, 2),
             fmt.num(u.search_results_per_question, 2), fmt.est(u.agent_tokens_per_question, 0),
             fmt.cost(u, ad.questions), fmt.est(u.budget_compliant),
             fmt.num(u.wall_s_per_question, 2),
         ])
-    lines += table(["adapter", "questions", "answered", "errored", "tool calls/q",
+    lines += table(["adapter", "questions", "answered", "empty", "errored", "tool calls/q",
                     "search results/q", "agent tokens/q", "cost/q", "budget compliant",
                     "wall s/q"], usage_rows)
     if s.model_usage:

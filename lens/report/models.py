@@ -73,6 +73,8 @@ class AdapterSummary(_M):
     answered: int
     errored: int
     metrics: dict[str, EstimateOut]
+    # Sessions that ended without answer text (scored as wrong answers, not in ``answered``).
+    empty_answers: int = 0
     # Run-level aggregates from the scorer that have no per-question values (no interval).
     run_level: dict[str, float | None] = Field(default_factory=dict)
     by_type: dict[str, dict[str, EstimateOut]] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from lens.records import is_scored
 from lens.scoring.composite import composite
 from lens.scoring.differential import longitudinal_advantage
 from lens.scoring.types import QuestionScores
@@ -55,7 +56,7 @@ def _sort_key(level: str, key: str) -> tuple[Any, ...]:
 def aggregate_group(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
                     gate_threshold: float, differential: bool
                     ) -> tuple[dict[str, float | None], dict[str, Any]]:
-    answered = [r for r in rows if r.status == "answered"]
+    answered = [r for r in rows if is_scored(r.status)]
     values: dict[str, float | None] = {
         m: _mean([r.metrics.get(m) for r in answered]) for m in QUESTION_METRICS
     }

@@ -13,7 +13,7 @@ from typing import Any
 
 from lens.dataset import Dataset, Question, load_dataset
 from lens.errors import UserError
-from lens.records import QuestionRecord
+from lens.records import QuestionRecord, is_scored
 from lens.scoring.claims import ScopeText
 from lens.scoring.refs import episode_of
 from lens.store import RunStore
@@ -36,7 +36,7 @@ class ScoringItem:
 
     @property
     def answered(self) -> bool:
-        return self.record.status == "answered"
+        return is_scored(self.record.status)
 
     @property
     def retrieved(self) -> set[str]:

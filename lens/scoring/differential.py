@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lens.dataset import SYNTHESIS_TYPES, QuestionType
+from lens.records import is_scored
 from lens.scoring.types import QuestionScores
 
 _SYNTHESIS = frozenset(t.value for t in SYNTHESIS_TYPES)
@@ -27,7 +28,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def longitudinal_advantage(rows: Sequence[QuestionScores]) -> tuple[float | None, dict[str, Any]]:
-    answered = [r for r in rows if r.status == "answered"]
+    answered = [r for r in rows if is_scored(r.status)]
     synth = [r for r in answered if r.question_type in _SYNTHESIS]
     control = [r for r in answered if r.question_type == _CONTROL]
     if not synth or not control:

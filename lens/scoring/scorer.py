@@ -20,6 +20,7 @@ from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
+from lens.records import is_scored
 from lens.scoring import fact_grader as grading
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
@@ -340,7 +341,7 @@ def _notes(run: RunInput, rows: list[QuestionScores],
         notes.append("fact_recall comes from the phrase matcher alone: read it as a lower "
                      "bound, since the matcher misses facts restated in other words; with a "
                      "judge, scoring.fact_grader: judge grades each fact")
-    errored = sum(r.status != "answered" for r in rows)
+    errored = sum(not is_scored(r.status) for r in rows)
     if errored:
         notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
                      "metric's mean and counted as n_errored, and a group's composite counts "

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from adapters.sqlite_fts import SqliteFtsAdapter
 from lens.testing import AdapterConformance
+from tests.support.extras import requires_extra
 
 
 def _cache() -> str:
@@ -34,22 +35,26 @@ class TestSqliteFtsChunked(AdapterConformance):
     adapter_options: ClassVar[dict[str, Any]] = {"chunk_chars": 100, "chunk_overlap": 20}
 
 
+@requires_extra("vector")
 class TestVector(AdapterConformance):
     adapter_name = "vector"
     adapter_options: ClassVar[dict[str, Any]] = {"embedding_cache": _cache()}
 
 
+@requires_extra("vector")
 class TestVectorChunked(AdapterConformance):
     adapter_name = "vector_chunked"
     adapter_options: ClassVar[dict[str, Any]] = {
         "embedding_cache": _cache(), "chunk_chars": 100, "chunk_overlap": 20}
 
 
+@requires_extra("vector")
 class TestHybrid(AdapterConformance):
     adapter_name = "hybrid"
     adapter_options: ClassVar[dict[str, Any]] = {"embedding_cache": _cache()}
 
 
+@requires_extra("vector")
 class TestHybridChunked(AdapterConformance):
     adapter_name = "hybrid_chunked"
     adapter_options: ClassVar[dict[str, Any]] = {

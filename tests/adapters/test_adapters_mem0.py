@@ -15,8 +15,9 @@ import pytest
 from lens.adapter import create_adapter
 from lens.dataset import Episode
 from lens.testing import AdapterConformance
+from tests.support.extras import missing_reason, skip_module_unless
 
-pytest.importorskip("mem0.memory.main", reason="the mem0 extra is not installed (lens-eval[mem0])")
+skip_module_unless("mem0")
 
 CACHE = str(Path(tempfile.gettempdir()) / "lens-tests" / "embeddings.sqlite")
 
@@ -87,7 +88,9 @@ def test_extraction_mode_through_the_lens_model_stack() -> None:
 @pytest.mark.opt_in
 def test_extraction_mode_with_a_local_model() -> None:
     """Opt-in (-m slow): mem0's ~8k-token extraction prompt on the packaged 0.5B model."""
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    reason = missing_reason("local")
+    if reason:
+        pytest.skip(reason)
     from lens.models.local_models import LOCAL_MODELS, resolve_model_path
 
     name = "qwen2.5-coder-0.5b"

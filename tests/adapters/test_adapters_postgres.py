@@ -16,8 +16,9 @@ from lens.adapter import MemoryAdapter, create_adapter
 from lens.dataset import Episode
 from lens.testing import AdapterConformance
 from tests.adapters.pg_server import Server, running
+from tests.support.extras import skip_module_unless
 
-pytest.importorskip("asyncpg", reason="the postgres extra is not installed (lens-eval[postgres])")
+skip_module_unless("postgres")
 
 CACHE = str(Path(tempfile.gettempdir()) / "lens-tests" / "embeddings.sqlite")
 

@@ -18,6 +18,7 @@ import pytest
 from lens.adapter import create_adapter
 from lens.errors import ConfigError
 from lens.testing import AdapterConformance
+from tests.support.extras import missing_reason, requires_extra
 
 static_mod = pytest.importorskip("adapters.static_embedding")
 enc_mod = pytest.importorskip("adapters.embedding")
@@ -41,10 +42,9 @@ def _cache() -> str:
 
 @pytest.fixture(scope="module")
 def table_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        enc_mod.model_dir(enc_mod.DEFAULT_MODEL)
-    except Exception as exc:  # the packaged model is an install step of the vector extra
-        pytest.skip(f"embedding model unavailable: {exc}")
+    reason = missing_reason("vector")
+    if reason:
+        pytest.skip(reason)
     return tmp_path_factory.mktemp("static") / "embeddings.sqlite"
 
 
@@ -85,12 +85,9 @@ def test_whole_text_counts_past_the_contextual_window(encoder: Any) -> None:
     assert not np.allclose(a, b, atol=1e-4)
 
 
+@requires_extra("vector")
 def test_token_table_is_persisted_and_reused(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    try:
-        enc_mod.model_dir(enc_mod.DEFAULT_MODEL)
-    except Exception as exc:
-        pytest.skip(f"embedding model unavailable: {exc}")
     path = tmp_path / "e.sqlite"
     first = static_mod.StaticEncoder(table_path=path)
     v1 = first.encode(TEXTS)
@@ -133,6 +130,7 @@ def test_lazy_distillation_matches_one_batch(table_path: Path, tmp_path: Path) -
     assert np.allclose(lazy.encode(TEXTS), batch.encode(TEXTS), atol=1e-6)
 
 
+@requires_extra("vector")
 def test_cache_keys_distinguish_the_encoders(tmp_path: Path) -> None:
     from adapters.embedder import Embedder
 
@@ -182,12 +180,14 @@ def test_retrieval_on_a_lens_scope(encoder: Any, shared_datasets: Path) -> None:
     assert math.isclose(float(np.linalg.norm(E[0])), 1.0, abs_tol=1e-5)
 
 
+@requires_extra("vector")
 class TestVectorStatic(AdapterConformance):
     adapter_name = "vector"
     adapter_options: ClassVar[dict[str, Any]] = {"embedding_cache": _cache(),
                                                  "encoder": "static"}
 
 
+@requires_extra("vector")
 class TestHybridChunkedStatic(AdapterConformance):
     adapter_name = "hybrid_chunked"
     adapter_options: ClassVar[dict[str, Any]] = {
@@ -207,6 +207,7 @@ def test_window_with_static_is_a_config_error() -> None:
         create_adapter("vector", {"encoder": "static", "max_seq_length": 128})
 
 
+@requires_extra("vector")
 def test_capabilities_name_the_encoder() -> None:
     import anyio
 

@@ -13,24 +13,20 @@ import pytest
 
 from lens.adapter import MemoryAdapter, create_adapter
 from lens.testing import AdapterConformance
+from tests.support.extras import requires_extra
 
 CACHE = str(Path(tempfile.gettempdir()) / "lens-tests" / "embeddings.sqlite")
 STATIC: dict[str, Any] = {"embedding_cache": CACHE, "encoder": "static"}
 
 
+@requires_extra("mem0")
 class TestMem0RawStatic(AdapterConformance):
     adapter_name = "mem0"
     adapter_options: ClassVar[dict[str, Any]] = STATIC
 
-    @pytest.fixture(autouse=True)
-    def _needs_mem0(self) -> None:
-        pytest.importorskip("mem0.memory.main",
-                            reason="the mem0 extra is not installed (lens-eval[mem0])")
-
 
 @pytest.fixture(scope="module")
 def pg_dsn() -> Iterator[str]:
-    pytest.importorskip("asyncpg", reason="the postgres extra is not installed")
     from tests.adapters.pg_server import running
 
     with running() as server:
@@ -39,6 +35,7 @@ def pg_dsn() -> Iterator[str]:
         yield server.dsn
 
 
+@requires_extra("postgres")
 class TestPostgresVectorStatic(AdapterConformance):
     @pytest.fixture(autouse=True)
     def _server(self, pg_dsn: str) -> None:

@@ -18,6 +18,7 @@ from adapters.sqlite_fts import SqliteFtsAdapter
 from adapters.timeline import FullContextAdapter, RecencyAdapter
 from lens.adapter import create_adapter
 from lens.dataset import Episode
+from tests.support.extras import missing_reason, requires_extra
 
 T0 = datetime(2024, 2, 1, tzinfo=UTC)
 
@@ -141,10 +142,10 @@ enc_mod = pytest.importorskip("adapters.embedding")
 
 @pytest.fixture(scope="module")
 def encoder() -> enc_mod.MiniLMEncoder:
-    try:
-        return enc_mod.shared_encoder()
-    except Exception as exc:  # the packaged model is an install step of the vector extra
-        pytest.skip(f"embedding model unavailable: {exc}")
+    reason = missing_reason("vector")
+    if reason:
+        pytest.skip(reason)
+    return enc_mod.shared_encoder()
 
 
 def test_encoder_unit_vectors_and_meaning(encoder: enc_mod.MiniLMEncoder) -> None:
@@ -166,6 +167,7 @@ def test_encoder_padding_does_not_change_a_vector(encoder: enc_mod.MiniLMEncoder
     assert np.allclose(alone, batched, atol=1e-5)
 
 
+@requires_extra("vector")
 def test_embedding_cache_avoids_re_encoding(tmp_path: Path) -> None:
     from adapters.embedder import Embedder
 
@@ -220,11 +222,12 @@ def test_fts_batches_commits_but_every_read_sees_every_episode(tmp_path: Path) -
 
 
 def test_encoder_caps_blas_threads_while_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-    try:
-        encoder = enc_mod.MiniLMEncoder()
-    except Exception as exc:  # the model package is an optional install
-        pytest.skip(f"no embedding model: {exc}")
+    reason = missing_reason("vector")
+    if reason:
+        pytest.skip(reason)
+    import threadpoolctl
+
+    encoder = enc_mod.MiniLMEncoder()
     if not any(i["user_api"] == "blas" for i in threadpoolctl.threadpool_info()):
         pytest.skip("numpy has no BLAS that threadpoolctl can see")
     seen: list[int] = []

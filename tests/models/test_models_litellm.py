@@ -10,12 +10,13 @@ from lens.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message, ModelError, ToolSpec
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
+from tests.support.extras import skip_module_unless
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai
 
 __all__ = ["fake_openai"]
 # As lens does before importing litellm: otherwise the import fetches its price table.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-pytest.importorskip("litellm")
+skip_module_unless("litellm")
 
 FAST = RetryPolicy(max_retries=3, base_wait_s=0.01, max_wait_s=0.05)
 SEARCH = ToolSpec(name="memory_search", description="Search.",

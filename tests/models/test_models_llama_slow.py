@@ -15,8 +15,9 @@ from lens.errors import ConfigError
 from lens.models.base import CompletionRequest, Message, ToolSpec
 from lens.models.runtime import ModelRuntime
 from lens.store import RunStore
+from tests.support.extras import skip_module_unless
 
-pytest.importorskip("llama_cpp")
+skip_module_unless("local")
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]

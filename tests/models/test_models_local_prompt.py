@@ -15,6 +15,7 @@ from lens.models.local_prompt import (
     render_tool_result,
     seen_refs,
 )
+from tests.support.extras import requires_extra
 
 SEARCH = ToolSpec(name="memory_search", description="Search the memory.", parameters={
     "type": "object",
@@ -141,8 +142,8 @@ def test_parse_tool_call_answer_and_cut_off_output() -> None:
     assert parse_action('{"tool": "memory_search", "argu', 1) == ("", [])
 
 
+@requires_extra("local")
 def test_grammar_compiles_for_the_action_schema() -> None:
-    pytest.importorskip("llama_cpp")
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     gbnf = json_schema_to_gbnf(json.dumps(action_schema(req(conversation()))))

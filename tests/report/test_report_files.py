@@ -278,9 +278,9 @@ def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> 
                 assert ad.metrics[metric].mean == pytest.approx(agg[metric], abs=1e-12)
 
 
-def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) -> None:
-    """A real run (scripted policy over SQLite FTS5 on a published scope), reported before and
-    after scores exist: the retrieval checks measure real tool use."""
+def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
+    """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), reported
+    before and after scores exist: the retrieval checks measure real tool use."""
     from lens.execute import execute
     from lens.scoring.types import QuestionScores, RunScores
 
@@ -320,7 +320,7 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
     assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
                       "judge": "warn", "failures": "fail", "adapter_lost": "pass",
-                      "future_leak": "warn"}
+                      "future_leak": "warn", "empty_answer": "warn"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
 
 

@@ -1,0 +1,75 @@
+"""The short result printed in the terminal after ``lens run`` and ``lens report``.
+
+Everything here is read from the report's own summary (the numbers of report.md and
+summary.json), so the terminal never shows a figure the report does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lens.report import fmt
+from lens.report.models import Check, ReportSummary
+from lens.visible import visible
+
+# The metrics a reader looks at first (the README's "Reading a report"); others are in the report.
+HEADLINE = ("composite", "fact_recall", "evidence_coverage", "answer_quality")
+
+
+def headline_metrics(summary: ReportSummary) -> list[str]:
+    shown = [m for m in HEADLINE if m in summary.metrics]
+    if summary.primary_metric and summary.primary_metric not in shown:
+        shown.insert(0, summary.primary_metric)
+    return shown
+
+
+def flagged(summary: ReportSummary) -> list[Check]:
+    """The checklist's FAIL lines, then its WARN lines."""
+    return ([c for c in summary.checklist if c.status == "fail"]
+            + [c for c in summary.checklist if c.status == "warn"])
+
+
+def checklist_counts(summary: ReportSummary) -> str:
+    counts = {k: sum(1 for c in summary.checklist if c.status == k)
+              for k in ("pass", "warn", "fail")}
+    return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
+
+
+def result_lines(summary: ReportSummary, html: Path) -> list[str]:
+    """Per adapter its headline metrics with intervals and n, the checklist's FAIL and WARN
+    lines, and where the report is."""
+    metrics = headline_metrics(summary)
+    width = max([len(m) for m in metrics] + [0]) + 2
+    lines = [f"result ({summary.confidence:.0%} intervals, n = questions with a value):"]
+    if not summary.adapters:
+        lines.append("  no questions recorded")
+    for label, ad in summary.adapters.items():
+        counts = f"{ad.questions} questions"
+        if ad.empty_answers or ad.errored:
+            counts += f": {ad.empty_answers} empty answers, {ad.errored} errored"
+        lines.append(f"  {visible(label)} ({counts})")
+        lines.extend(f"    {m:<{width}}{fmt.est(ad.metrics.get(m))}" for m in metrics)
+    if not metrics and summary.adapters:
+        lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
+    lines.append(f"pre-flight: {checklist_counts(summary)}")
+    lines.extend(f"  {c.status.upper()}  {visible(c.title)}: {visible(c.value)}"
+                 for c in flagged(summary))
+    lines.append(f"report: {visible(html)}")
+    lines.append(f"open it: {html.resolve().as_uri()}")
+    return lines
+
+
+def one_line(summary: ReportSummary, html: Path) -> str:
+    """The result in a single line (``--quiet``): primary metric per adapter, the checklist's
+    counts and the report's address."""
+    pm = summary.primary_metric
+    parts = []
+    for label, ad in summary.adapters.items():
+        est = ad.metrics.get(pm) if pm else None
+        name = visible(label)
+        parts.append(f"{name} {pm} {fmt.est(est)}" if pm else f"{name} not scored")
+    fails = sum(1 for c in summary.checklist if c.status == "fail")
+    warns = sum(1 for c in summary.checklist if c.status == "warn")
+    parts.append(f"checklist {fails} FAIL, {warns} WARN")
+    parts.append(html.resolve().as_uri())
+    return " · ".join(parts)
