@@ -97,11 +97,12 @@ def load_errata(path: Path) -> Errata:
         doc = ErrataFile.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}"
+                        for x in err["loc"]).lstrip(".") or "(top level)"
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field (known: question_id, action, answer, key_facts, source, note)"
-        raise UserError(f"{path}: field '{where}': {msg}") from None
+        raise UserError(f"{path}: {where}: {msg}") from None
     return Errata(path, doc)
 
 

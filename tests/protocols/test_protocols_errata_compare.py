@@ -68,12 +68,12 @@ def test_errata_under_lens_own_protocol(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("body, message", [
     ("errata:\n  - question_id: x\n    action: correct\n    source: s\n",
-     "errata.0: action 'correct' needs the corrected 'answer'"),
+     "errata[0]: action 'correct' needs the corrected 'answer'"),
     ("errata:\n  - question_id: x\n    action: exclude\n",
      "errata[0].source: every entry needs a source"),
-    ("errata:\n  - question_id: x\n    action: drop\n    source: s\n", "errata.0.action"),
+    ("errata:\n  - question_id: x\n    action: drop\n    source: s\n", "errata[0].action"),
     ("errata:\n  - question_id: x\n    action: exclude\n    source: s\n    colour: red\n",
-     "errata.0.colour: unknown field"),
+     "errata[0].colour: unknown field"),
     ("source: s\nerrata:\n  - {question_id: x, action: exclude}\n"
      "  - {question_id: x, action: exclude}\n", "errata[1].question_id: 'x' is listed twice"),
 ])
