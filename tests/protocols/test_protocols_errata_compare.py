@@ -117,3 +117,17 @@ def test_cli_scores_under_a_protocol_and_compare_refuses_to_mix_protocols(
     bad = _lens("score", str(run_a), "--tier", "1", "--protocol", "locomo", "--errata",
                 str(_errata(tmp_path, "errata: []\nsurprise: 1\n")))
     assert bad.returncode == 2 and "surprise" in bad.stderr
+
+
+def test_report_shows_the_protocol_section(tmp_path: Path) -> None:
+    ds = imported(tmp_path, "locomo")
+    run = stored_run(tmp_path, ds, {"faithful": LOCOMO_FAITHFUL})
+    assert _lens("score", str(run), "--tier", "1", "--protocol", "locomo", "--errata",
+                 str(_errata(tmp_path, GOOD))).returncode == 0
+    r = _lens("report", str(run))
+    assert r.returncode == 0, r.stderr
+    md = (run / "report.md").read_text()
+    assert "LoCoMo protocol (version 1)" in md
+    assert "faithful: by category" in md and "open-domain" in md
+    assert "score ceiling is 66.7%" in md
+    assert "LoCoMo protocol" in (run / "report.html").read_text()
