@@ -10,7 +10,7 @@ killed while it waits resumes polling that batch on the next run instead of payi
 downloaded outputs are kept in ``RUN_DIR/judge_batches/`` until their verdicts are recorded.
 Calls a batch did not answer (expiry, a failed request) fail like any failed call: their metric
 is unknown and the next scoring asks again. Batch calls cost half the list price; the cost of
-each batch at both prices is kept for the report's cost table.
+each batch at both prices is kept, and shown in the report's "Judge batches" section.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from lens.store import atomic_write_text
 
 STATE_FILE = "judge_batches.json"
 OUTPUT_DIR = "judge_batches"
+SECTION = Path("sections") / "judge_batches.json"
 # The Batch API's price relative to synchronous calls.
 BATCH_DISCOUNT = 0.5
 
@@ -215,6 +216,13 @@ class BatchJudgeClient:
         if info.get("errors"):
             entry["errors"] = str(info["errors"])[:500]
         self.state.save()
+        # A report section of its own, whatever scored the run (lens's tiers or a protocol).
+        table = cost_table(self.state.path.parent)
+        if table is not None:
+            section = self.state.path.parent / SECTION
+            section.parent.mkdir(exist_ok=True)
+            atomic_write_text(section, json.dumps({"title": "Judge batches",
+                                                   "tables": [table]}, indent=1))
 
     def _cost(self, prompt: int, completion: int, factor: float) -> float | None:
         if self.pricing is None:

@@ -86,7 +86,10 @@ class FakeBatchAPI:
                 continue
             if self.mode == "expire" and i % 2 == 1:
                 continue
-            reply = lme_verdict(line["body"]["messages"][0]["content"])
+            prompt = line["body"]["messages"][-1]["content"]
+            # lens's own tier-2 judge asks pairwise questions: a tie, whatever the order.
+            reply = (lme_verdict(prompt) if "Model Response: " in prompt
+                     else json.dumps({"verdict": "TIE", "present": False}))
             out.append({"id": f"r{i}", "custom_id": line["custom_id"], "error": None,
                         "response": {"status_code": 200, "body": {
                             "choices": [{"message": {"role": "assistant", "content": reply},
@@ -149,7 +152,7 @@ async def test_one_batch_answers_every_call_at_half_price(tmp_path: Path,
     assert state[0]["cost_batch_usd"] == pytest.approx(list_price / 2)
     # Verdicts land in the run's events like synchronous ones, at the batch price.
     assert scores.judge.cost_usd == pytest.approx(list_price / 2)
-    section = json.loads((run / "sections" / "protocol.json").read_text())
+    section = json.loads((run / "sections" / "judge_batches.json").read_text())
     costs = next(t for t in section["tables"] if "Batch API" in t["title"])
     assert "50% discount" in costs["title"]
     assert costs["rows"][-1][-2:] == [pytest.approx(list_price), pytest.approx(list_price / 2)]
@@ -228,3 +231,19 @@ async def test_lens_score_with_judge_batch_through_the_cli(tmp_path: Path,
     assert r.returncode == 0, out
     assert "faithful|multi-session" in out
     assert len(api.uploads) == 1 and api.unauthorised == 0
+
+
+@pytest.mark.anyio
+async def test_lens_tier2_judge_goes_through_the_batch_too(tmp_path: Path,
+                                                           fake: tuple[FakeBatchAPI, str]) -> None:
+    api, url = fake
+    run = _run(tmp_path)
+    client = BatchJudgeClient(_config(url), run, api_key="test-key", collect_s=0.05)
+    try:
+        scores = await score_run(run, judge=client, tiers={1, 2},
+                                 judge_concurrency=1_000_000)
+    finally:
+        await client.aclose()
+    assert len(api.uploads) == 1 and len(api.uploads[0]) > 7
+    assert scores.aggregates["adapter"]["faithful"]["answer_quality"] is not None
+    assert (run / "sections" / "judge_batches.json").is_file()

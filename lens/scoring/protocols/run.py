@@ -278,14 +278,6 @@ def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport
         metrics.update({"errata_touched": report.touched, "errata_excluded": len(report.excluded),
                         "errata_corrected": len(report.corrected),
                         "score_ceiling_uncorrected_gold": _fmt(report.ceiling)})
-    batch = _batch_costs(Path(scores.run_dir))
-    if batch is not None:
-        tables.append(batch)
     return {"title": f"{protocol.title} protocol (version {protocol.version})",
             "metrics": metrics, "tables": tables, "notes": list(scores.notes)}
 
-
-def _batch_costs(run_dir: Path) -> dict[str, Any] | None:
-    from lens.scoring.batch_judge import cost_table
-
-    return cost_table(run_dir)
