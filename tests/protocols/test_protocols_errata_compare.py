@@ -131,3 +131,21 @@ def test_report_shows_the_protocol_section(tmp_path: Path) -> None:
     assert "faithful: by category" in md and "open-domain" in md
     assert "score ceiling is 66.7%" in md
     assert "LoCoMo protocol" in (run / "report.html").read_text()
+
+
+def test_lens_run_scores_under_the_configured_protocol_and_errata(tmp_path: Path) -> None:
+    ds = imported(tmp_path, "locomo")
+    _errata(tmp_path, GOOD)
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"name: locomo-protocol\ndataset: {{path: {ds.name}}}\nout_dir: {tmp_path / 'runs'}\n"
+        "adapters: [{name: sqlite_fts}]\nagent: {model: scripted/policy}\n"
+        "cache: {enabled: false}\nscoring: {protocol: locomo, errata: errata.yaml}\n")
+    r = _lens("run", str(config))
+    assert r.returncode == 0, r.stderr[-2000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["settings"]["protocol"]["name"] == "locomo"
+    assert scores["settings"]["errata"]["entries"] == 2
+    assert scores["aggregates"]["adapter"]["sqlite_fts"]["n_questions"] == 5
+    assert "LoCoMo protocol" in (run / "report.md").read_text()
