@@ -247,3 +247,26 @@ async def test_lens_tier2_judge_goes_through_the_batch_too(tmp_path: Path,
     assert len(api.uploads) == 1 and len(api.uploads[0]) > 7
     assert scores.aggregates["adapter"]["faithful"]["answer_quality"] is not None
     assert (run / "sections" / "judge_batches.json").is_file()
+
+
+@pytest.mark.anyio
+async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
+                                                     fake: tuple[FakeBatchAPI, str]) -> None:
+    from lens.config import CacheConfig
+
+    api, url = fake
+    cache = CacheConfig(path=tmp_path / "cache.sqlite")
+    ds = imported(tmp_path, "longmemeval")
+    for name in ("one", "two"):
+        run = stored_run(tmp_path, ds, {"faithful": LME_FAITHFUL}, name=name)
+        client = BatchJudgeClient(_config(url), run, api_key="test-key", cache=cache,
+                                  collect_s=0.05)
+        try:
+            scores = await score_run(run, judge=client, protocol="longmemeval",
+                                     judge_concurrency=1_000_000)
+        finally:
+            await client.aclose()
+        assert scores.aggregates["adapter"]["faithful"]["longmemeval_accuracy"] == \
+            pytest.approx(5 / 7)
+    # The second run's identical judge calls were answered from the cache: one batch in all.
+    assert len(api.uploads) == 1
