@@ -132,8 +132,24 @@ class Dataset(_Model):
         return [q for q in self.questions if q.scope_id == scope_id]
 
     def content_hash(self) -> str:
-        # The id defaults to the file name: renaming a file must not change its content hash.
-        return content_hash(self.model_dump(mode="json", exclude={"dataset_id"}))
+        """sha256 of the dataset's canonical JSON (without its id: renaming a file must not
+        change its hash), fed one scope and question at a time: the same bytes as dumping the
+        whole dataset, without holding a second copy of a large one."""
+        h = hashlib.sha256()
+        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "dataset_id"}
+        for i, key in enumerate(sorted(fields)):
+            h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
+            value = fields[key]
+            if isinstance(value, list):
+                h.update(b"[")
+                for j, item in enumerate(value):
+                    dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+                    h.update((b"," if j else b"") + _canon(dumped).encode("utf-8"))
+                h.update(b"]")
+            else:
+                h.update(_canon(value).encode("utf-8"))
+        h.update(b"}")
+        return h.hexdigest()
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)
@@ -145,10 +161,13 @@ class Dataset(_Model):
         )
 
 
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def content_hash(obj: Any) -> str:
     """sha256 of the canonical JSON form of ``obj``."""
-    canon = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canon(obj).encode("utf-8")).hexdigest()
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:

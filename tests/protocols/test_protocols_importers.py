@@ -95,3 +95,15 @@ def test_cli_streaming_import_error_exits_2(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert "$[3].haystack_dates[0]: unrecognised date 'yesterday'" in r.stderr
     assert not out.exists()
+
+
+def test_content_hash_fed_piecewise_equals_the_whole_dump(tmp_path: Path) -> None:
+    from lens.dataset import content_hash
+
+    src = write_source(tmp_path, "longmemeval_s.json", longmemeval_source())
+    out = tmp_path / "lme.json"
+    write_longmemeval(src, out)
+    for path in (out, ROOT / "datasets" / "quickstart.json"):
+        ds = load_dataset(path)
+        whole = content_hash(ds.model_dump(mode="json", exclude={"dataset_id"}))
+        assert ds.content_hash() == whole
