@@ -107,3 +107,33 @@ def test_content_hash_fed_piecewise_equals_the_whole_dump(tmp_path: Path) -> Non
         ds = load_dataset(path)
         whole = content_hash(ds.model_dump(mode="json", exclude={"dataset_id"}))
         assert ds.content_hash() == whole
+
+
+def test_datasets_load_one_scope_at_a_time_with_the_same_result_and_messages(
+        tmp_path: Path) -> None:
+    from lens.dataset import _read_json, _stream_load, validate_raw
+
+    src = write_source(tmp_path, "longmemeval_s.json", longmemeval_source())
+    good = tmp_path / "lme.json"
+    write_longmemeval(src, good)
+    for path in (good, ROOT / "datasets" / "quickstart.json"):
+        streamed = _stream_load(path)
+        whole, problems = validate_raw(_read_json(path), str(path))
+        assert streamed is not None and whole is not None and problems == []
+        assert streamed.model_dump() == whole.model_dump()
+    data = json.loads(good.read_text())
+    # Anything unusual is read whole, for the usual messages.
+    for name, bad in [("extra", {**data, "questons": []}),
+                      ("episode", {**data, "scopes": [{**data["scopes"][0], "episodes": 3}]}),
+                      ("no_scopes", {k: v for k, v in data.items() if k != "scopes"}),
+                      ("null_scopes", {**data, "scopes": None})]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(bad))
+        assert _stream_load(path) is None
+        with pytest.raises(DatasetError) as exc:
+            load_dataset(path)
+        assert exc.value.problems, name
+    trailing = tmp_path / "trailing.json"
+    trailing.write_text(good.read_text() + "{")
+    with pytest.raises(DatasetError, match="invalid JSON"):
+        load_dataset(trailing)
