@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Any
 import anyio
 
 from lens.config import CacheConfig, JudgeConfig
-from lens.models.base import Completion, CompletionRequest, ModelError, Usage
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
 from lens.models.cache import ModelCache, cache_key, default_cache_path
 from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, OpenAIBatchAPI
 from lens.models.pricing import pricing_for
@@ -298,24 +300,19 @@ def cost_table(run_dir: Path) -> dict[str, Any] | None:
             "rows": rows}
 
 
-def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None) -> Any:
+def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None
+                      ) -> ModelClient:
     """The judge client a config asks for: batched when ``batch: true``, else the usual one."""
     if not config.batch:
         from lens.models.factory import create_client
 
         return create_client(config, cache=cache)
     if config.provider != "openai":
-        from lens.errors import ConfigError
-
         raise ConfigError(f"judge.batch: the Batch API is OpenAI's; judge {config.model!r} is "
                           "not an openai/ model: use an openai/ judge or set batch: false")
-    import os
-
     env = config.api_key_env or "OPENAI_API_KEY"
     key = os.environ.get(env)
     if not key:
-        from lens.errors import ConfigError
-
         raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "
                           f"{env} (or name another one with 'api_key_env')")
     return BatchJudgeClient(config, run_dir, api_key=key, cache=cache)

@@ -270,3 +270,16 @@ async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
             pytest.approx(5 / 7)
     # The second run's identical judge calls were answered from the cache: one batch in all.
     assert len(api.uploads) == 1
+
+
+def test_batch_needs_an_openai_judge_and_its_key(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from lens.errors import ConfigError
+    from lens.scoring.batch_judge import make_judge_client
+
+    with pytest.raises(ConfigError, match=r"judge\.batch: the Batch API is OpenAI's"):
+        make_judge_client(JudgeConfig(model="litellm/claude", batch=True), tmp_path, None)
+    monkeypatch.delenv("LENS_NO_SUCH_KEY", raising=False)
+    with pytest.raises(ConfigError, match="set the environment variable LENS_NO_SUCH_KEY"):
+        make_judge_client(JudgeConfig(model="openai/gpt-4o-mini", batch=True,
+                                      api_key_env="LENS_NO_SUCH_KEY"), tmp_path, None)
