@@ -128,6 +128,17 @@ class ModelConfig(_Section):
         return self.model.split("/", 1)[1]
 
 
+class JudgeConfig(ModelConfig):
+    """The judge: a model, and whether its calls go through the provider's batch API."""
+
+    # Send judge calls as one OpenAI Batch API job (about half the price, results within the
+    # completion window); the batch id is kept in the run, so a killed scoring resumes polling.
+    batch: bool = False
+    batch_poll_s: float = Field(default=30.0, gt=0)
+    # Stop waiting after this long; calls still pending are retried by the next scoring.
+    batch_max_wait_s: float = Field(default=26 * 3600.0, gt=0)
+
+
 class AgentConfig(ModelConfig):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
 
@@ -240,6 +251,10 @@ class ScoringConfig(_Section):
         from lens.stats.repeats import check_reducer
 
         return check_reducer(v)
+    # Whose metrics: lens's own, or a published benchmark's protocol (docs/datasets.md).
+    protocol: Literal["lens", "locomo", "longmemeval"] = "lens"
+    # A gold errata file (question id -> excluded or corrected answer, with a source).
+    errata: Path | None = None
 
     @field_validator("weights")
     @classmethod
@@ -262,7 +277,7 @@ class RunConfig(_Section):
     dataset: DatasetConfig
     adapters: list[AdapterConfig] = Field(min_length=1)
     agent: AgentConfig
-    judge: ModelConfig | None = None
+    judge: JudgeConfig | None = None
     seed: int = 0
     repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     out_dir: Path = Path("runs")
@@ -380,6 +395,10 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
         if cfg.cache.path is not None and not cfg.cache.path.is_absolute():
             updates["cache"] = cfg.cache.model_copy(
                 update={"path": (base_dir / cfg.cache.path).resolve()}
+            )
+        if cfg.scoring.errata is not None and not cfg.scoring.errata.is_absolute():
+            updates["scoring"] = cfg.scoring.model_copy(
+                update={"errata": (base_dir / cfg.scoring.errata).resolve()}
             )
         cfg = cfg.model_copy(update=updates)
     return cfg

@@ -16,6 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
+import ijson
+from ijson.common import ObjectBuilder
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lens.errors import DatasetError, Problem
@@ -179,8 +181,24 @@ class Dataset(_Model):
         return [q for q in self.questions if q.scope_id == scope_id]
 
     def content_hash(self) -> str:
-        # The id defaults to the file name: renaming a file must not change its content hash.
-        return content_hash(self.model_dump(mode="json", exclude={"dataset_id"}))
+        """sha256 of the dataset's canonical JSON (without its id: renaming a file must not
+        change its hash), fed one scope and question at a time: the same bytes as dumping the
+        whole dataset, without holding a second copy of a large one."""
+        h = hashlib.sha256()
+        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "dataset_id"}
+        for i, key in enumerate(sorted(fields)):
+            h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
+            value = fields[key]
+            if isinstance(value, list):
+                h.update(b"[")
+                for j, item in enumerate(value):
+                    dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+                    h.update((b"," if j else b"") + _canon(dumped).encode("utf-8"))
+                h.update(b"]")
+            else:
+                h.update(_canon(value).encode("utf-8"))
+        h.update(b"}")
+        return h.hexdigest()
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)
@@ -192,10 +210,13 @@ class Dataset(_Model):
         )
 
 
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def content_hash(obj: Any) -> str:
     """sha256 of the canonical JSON form of ``obj``."""
-    canon = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canon(obj).encode("utf-8")).hexdigest()
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:
@@ -347,11 +368,68 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
     return problems
 
 
+def _stream_load(path: Path) -> Dataset | None:
+    """A valid dataset file read one scope at a time (each scope's parsed JSON is dropped once
+    it is a model), so a large file is held in memory once, as models. None at the first sign
+    of anything unusual (a JSON error, an unknown or repeated top-level field, an invalid item):
+    the caller then reads the file whole and reports every problem."""
+    known = set(Dataset.model_fields)
+    top: dict[str, Any] = {}
+    scopes: list[Scope] = []
+    seen: set[str] = set()
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_DATASET_BYTES:
+            return None
+        with path.open("rb") as fh:
+            if fh.read(3) != b"\xef\xbb\xbf":
+                fh.seek(0)
+            builder: ObjectBuilder | None = None
+            target = ""
+            for prefix, event, value in ijson.parse(fh, use_float=True):
+                if builder is not None:
+                    builder.event(event, value)
+                    if prefix == target and event in ("end_map", "end_array"):
+                        if target == "scopes.item":
+                            scopes.append(Scope.model_validate(builder.value))
+                        else:
+                            top[target] = builder.value
+                        builder = None
+                    continue
+                if prefix == "":
+                    if event == "map_key":
+                        if value not in known or value in seen:
+                            return None
+                        seen.add(value)
+                    elif event not in ("start_map", "end_map"):
+                        return None
+                elif prefix == "scopes":
+                    if event not in ("start_array", "end_array"):
+                        return None
+                    top["scopes"] = scopes
+                elif (prefix == "scopes.item" and event == "start_map") or (
+                        prefix in known and event in ("start_map", "start_array")):
+                    builder = ObjectBuilder()
+                    builder.event(event, value)
+                    target = prefix
+                elif prefix in known and prefix != "scopes.item":
+                    top[prefix] = value
+                else:
+                    return None
+        return Dataset.model_validate(top)
+    except (OSError, ValueError, ijson.JSONError):
+        # ValueError covers pydantic's ValidationError and undecodable bytes.
+        return None
+
+
 def load_dataset(path: str | Path) -> Dataset:
     """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem."""
     p = Path(path)
-    data = _read_json(p)
-    ds, problems = validate_raw(data, str(p))
+    ds = _stream_load(p)
+    if ds is not None:
+        problems = semantic_problems(ds, str(p))
+    else:
+        # The whole file at once, for the messages: every problem with its JSON path.
+        ds, problems = validate_raw(_read_json(p), str(p))
     if problems or ds is None:
         raise DatasetError(f"{p}: invalid dataset ({len(problems)} problem(s))", problems)
     if ds.dataset_id is None:

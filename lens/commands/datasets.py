@@ -147,8 +147,14 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from lens.datagen.generate import dumps
-    from lens.importers import IMPORTERS
+    from lens.importers import IMPORTERS, STREAMING_IMPORTERS
 
+    if args.format in STREAMING_IMPORTERS:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        counts = STREAMING_IMPORTERS[args.format](args.source, args.out)
+        print(f"wrote {args.out}: {counts['scopes']} scope(s), {counts['episodes']} episodes, "
+              f"{counts['questions']} questions")
+        return 0
     data = IMPORTERS[args.format](args.source)
     ds, problems = validate_raw(data, str(args.source))
     if ds is None or problems:

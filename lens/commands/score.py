@@ -9,11 +9,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from lens import eventloop
-from lens.config import CacheConfig, ModelConfig, ScoringConfig
+from lens.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
-from lens.models.factory import create_client
 from lens.redact import register_config_secrets
+from lens.scoring.batch_judge import make_judge_client
+from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
 from lens.store import RunStore
@@ -47,19 +48,25 @@ def register(sub: Any) -> None:
                    help="the run's dataset, if it has moved since the run")
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="judge calls in flight (default: the judge's max_concurrency)")
+    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default=None,
+                   help="whose metrics: lens's own or a published benchmark's (default: the "
+                        "run config's scoring.protocol, else lens)")
+    p.add_argument("--errata", type=Path, metavar="FILE", default=None,
+                   help="a gold errata file to apply (default: the run config's "
+                        "scoring.errata)")
     p.set_defaults(handler=_score)
 
 
-def judge_config(run_config: dict[str, Any], model: str | None) -> ModelConfig | None:
+def judge_config(run_config: dict[str, Any], model: str | None) -> JudgeConfig | None:
     """The judge's settings: ``--judge MODEL`` if given (keeping the run's settings for it when
     the run configured the same model), else the run config's judge, else none."""
     configured = run_config.get("judge")
     try:
         if model is None:
-            return ModelConfig.model_validate(configured) if configured else None
+            return JudgeConfig.model_validate(configured) if configured else None
         if configured and configured.get("model") == model:
-            return ModelConfig.model_validate(configured)
-        return ModelConfig(model=model)
+            return JudgeConfig.model_validate(configured)
+        return JudgeConfig(model=model)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "model"
@@ -105,19 +112,25 @@ def _score(args: argparse.Namespace) -> int:
     client: ModelClient | None = None
     if cfg is not None:
         # The run's model cache: a judge verdict asked before (by this or another run) is free.
-        client = create_client(cfg, cache=_cache_config(run_config))
+        client = make_judge_client(cfg, run_dir, _cache_config(run_config))
     concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
     grader = args.fact_grader or ("judge" if args.fact_judge else scoring.grader())
     if args.tier == 1:
         # Tier 1 calls no model: the matcher decides.
         grader = "matcher"
+    if cfg is not None and cfg.batch:
+        # Every call at once: the batch client gathers them into one batch.
+        concurrency = 1_000_000
+    protocol = args.protocol or scoring.protocol
+    errata = args.errata or scoring.errata
 
     async def main() -> RunScores:
         try:
             return await score_run(run_dir, judge=client, tiers=tiers, weights=scoring.weights,
                                    gate_threshold=scoring.gate_threshold,
                                    fact_grader=grader, judge_concurrency=concurrency,
-                                   dataset_path=args.dataset)
+                                   dataset_path=args.dataset, protocol=protocol,
+                                   errata=errata)
         finally:
             if client is not None:
                 await client.aclose()
@@ -135,6 +148,8 @@ def _fmt(v: float | None) -> str:
 
 def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str:
     """A plain-text table of the per-adapter aggregates, judge noise and notes."""
+    if "protocol" in scores.settings:
+        return render_protocol_summary(scores)
     lines = []
     adapters = {visible(k): v for k, v in scores.aggregates.get("adapter", {}).items()}
     width = max([len("adapter"), *(len(a) for a in adapters)])
@@ -158,4 +173,20 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
         lines.append("judge: none (judge metrics missing)")
     lines.append("(- = not computable; * = composite renormalised over the metrics present)")
     lines.extend(f"note: {visible(n)}" for n in scores.notes)
+    return "\n".join(lines)
+
+
+def render_protocol_summary(scores: RunScores) -> str:
+    """The protocol's headline figures and per-group table, one block per adapter."""
+    lines = []
+    for level, groups in scores.aggregates.items():
+        metrics = sorted({k for e in groups.values() for k in e} - {"n_questions"})
+        width = max([len(level), *(len(k) for k in groups)])
+        lines.append(f"{level:<{width}}  {'n':>5}  " + "  ".join(m.rjust(10) for m in metrics))
+        for key, e in groups.items():
+            cells = "  ".join(_fmt(e.get(m)).rjust(10) for m in metrics)
+            lines.append(f"{key:<{width}}  {int(e.get('n_questions') or 0):>5}  {cells}")
+        lines.append("")
+    lines.append("(- = not computable)")
+    lines.extend(f"note: {n}" for n in scores.notes)
     return "\n".join(lines)

@@ -7,11 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from lens.importers.locomo import import_locomo
-from lens.importers.longmemeval import import_longmemeval
+from lens.importers.longmemeval import import_longmemeval, write_longmemeval
 
 IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "locomo": import_locomo,
     "longmemeval": import_longmemeval,
 }
 
-__all__ = ["IMPORTERS", "import_locomo", "import_longmemeval"]
+# Formats whose files run to gigabytes: imported straight to the output file, one item at a time.
+STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
+    "longmemeval": write_longmemeval,
+}
+
+__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_locomo", "import_longmemeval",
+           "write_longmemeval"]

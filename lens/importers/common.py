@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import ijson
 
 from lens.dataset import json_path
 from lens.errors import DatasetError
@@ -23,6 +26,33 @@ def read_source(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                            f"{exc.msg}") from None
+
+
+def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
+    """The items of a top-level JSON list, parsed one at a time (ijson): memory holds one item,
+    not the file. Errors name the file and the item where parsing stopped."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: source file not found")
+    with path.open("rb") as fh:
+        head = fh.read(3)
+        start = 3 if head == b"\xef\xbb\xbf" else 0
+        fh.seek(start)
+        first = b""
+        while True:
+            first = fh.read(1)
+            if not first or not first.isspace():
+                break
+        if first != b"[":
+            raise DatasetError(f"{path}: $: expected {what}")
+        fh.seek(start)
+        index = -1
+        try:
+            for index, item in enumerate(ijson.items(fh, "item", use_float=True)):
+                yield index, item
+        except ijson.JSONError as exc:
+            raise DatasetError(f"{path}: $[{index + 1}]: invalid JSON: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: $[{index + 1}]: not UTF-8 text ({exc.reason})") from None
 
 
 class Locator:

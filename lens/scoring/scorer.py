@@ -138,12 +138,16 @@ async def score_run(
     matcher: FactMatcherSettings | None = None,
     write: bool = True,
     run_finished: bool | None = None,
+    protocol: str = "lens",
+    errata: Path | None = None,
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
     ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_grader`` decides
     fact_recall: ``matcher``, ``judge`` (per-fact grades with partial credit) or ``both``
     (lens.scoring.fact_grader); None picks ``judge`` when a judge is given, else ``matcher``.
+    ``protocol`` scores under a published benchmark's protocol instead of lens's metrics (see
+    lens.scoring.protocols); ``errata`` is a gold errata file applied to the ground truth first.
     ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
     over even if its manifest does not say so yet (``lens run`` scores before it marks the run
     complete); None reads the manifest.
@@ -161,9 +165,17 @@ async def score_run(
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
-        return await _score(run, judge=judge, tiers=tiers, weights=resolved,
-                            gate_threshold=gate_threshold, grader=grader,
-                            judge_concurrency=judge_concurrency, matcher=matcher, write=write)
+        lens_score = functools.partial(
+            _score, judge=judge, tiers=tiers, weights=resolved, gate_threshold=gate_threshold,
+            grader=grader, judge_concurrency=judge_concurrency, matcher=matcher)
+        if protocol != "lens" or errata is not None:
+            from lens.scoring.protocols.dispatch import score_under_protocol
+
+            return await score_under_protocol(
+                run, protocol, errata_path=errata, judge=judge,
+                judge_concurrency=judge_concurrency, write=write, lens_score=lens_score,
+                condition=scoring_condition)
+        return await lens_score(run, write=write)
     finally:
         run.store.close()
 
@@ -390,16 +402,21 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
         return None
     own = None
     if judge is None and config.judge is not None:
-        from lens.models.factory import create_client
+        from lens.scoring.batch_judge import make_judge_client
 
-        own = judge = create_client(config.judge, cache=config.cache)
+        own = judge = make_judge_client(config.judge, Path(run_dir), config.cache)
+    concurrency = config.judge.max_concurrency if config.judge else 16
+    if config.judge is not None and config.judge.batch:
+        # Every call at once: the batch client gathers them into one batch.
+        concurrency = 1_000_000
     try:
         return await score_run(
             run_dir, judge=judge, tiers=ALL_TIERS,
             weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
-            judge_concurrency=config.judge.max_concurrency if config.judge else 16,
+            judge_concurrency=concurrency,
             dataset_path=config.dataset.path, run_finished=True,
             fact_grader=config.scoring.grader(),
+            protocol=config.scoring.protocol, errata=config.scoring.errata,
         )
     finally:
         if own is not None:

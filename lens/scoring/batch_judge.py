@@ -1,0 +1,318 @@
+"""The judge at batch prices: a model client that sends judge calls through the OpenAI Batch API.
+
+Judges ask their calls all at once (many independent prompts); this client gathers the calls
+that arrive together, uploads them as one JSONL file, creates a batch, polls it, downloads the
+output and error files and answers each call from them. It is a ``ModelClient``, so verdicts
+land in the run's events and the model cache exactly as synchronous ones do.
+
+The batch id is written to ``RUN_DIR/judge_batches.json`` before polling starts: a scoring
+killed while it waits resumes polling that batch on the next run instead of paying twice, and
+downloaded outputs are kept in ``RUN_DIR/judge_batches/`` until their verdicts are recorded.
+Calls a batch did not answer (expiry, a failed request) fail like any failed call: their metric
+is unknown and the next scoring asks again. Batch calls cost half the list price; the cost of
+each batch at both prices is kept, and shown in the report's "Judge batches" section.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from lens.config import CacheConfig, JudgeConfig
+from lens.errors import ConfigError
+from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
+from lens.models.cache import ModelCache, cache_key, default_cache_path
+from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, OpenAIBatchAPI
+from lens.models.pricing import pricing_for
+from lens.store import atomic_write_text
+
+STATE_FILE = "judge_batches.json"
+OUTPUT_DIR = "judge_batches"
+SECTION = Path("sections") / "judge_batches.json"
+# The Batch API's price relative to synchronous calls.
+BATCH_DISCOUNT = 0.5
+
+
+def request_body(request: CompletionRequest, model: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "temperature": request.temperature,
+                            "messages": [{"role": m.role, "content": m.content}
+                                         for m in request.messages]}
+    if request.response_schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "response", "schema": request.response_schema}}
+    if request.max_tokens:
+        body["max_tokens"] = request.max_tokens
+    if request.seed is not None:
+        body["seed"] = request.seed
+    return body
+
+
+def custom_id(body: dict[str, Any]) -> str:
+    blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _Group:
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    failure: str | None = None
+
+
+class BatchState:
+    """``RUN_DIR/judge_batches.json``: every batch this run submitted, and what came of it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / STATE_FILE
+        self.out_dir = run_dir / OUTPUT_DIR
+        self.batches: list[dict[str, Any]] = []
+        if self.path.is_file():
+            self.batches = json.loads(self.path.read_text(encoding="utf-8")).get("batches", [])
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps({"batches": self.batches}, indent=1))
+
+
+class BatchJudgeClient:
+    """A ``ModelClient`` for judges whose calls go through the Batch API."""
+
+    def __init__(self, config: JudgeConfig, run_dir: Path, *, api_key: str,
+                 cache: CacheConfig | None = None, collect_s: float = 0.5,
+                 api: OpenAIBatchAPI | None = None) -> None:
+        self.config = config
+        self.provider = config.provider
+        self.model = config.name
+        self.api = api or OpenAIBatchAPI(config.base_url, api_key, timeout_s=config.timeout_s)
+        self.state = BatchState(run_dir)
+        self.collect_s = collect_s
+        self.pricing = pricing_for(config)
+        self.cache = None
+        if cache is not None and cache.enabled:
+            self.cache = ModelCache(cache.path or default_cache_path())
+        self._results: dict[str, Completion] = {}
+        self._errors: dict[str, str] = {}
+        self._open: _Group | None = None
+        self._last_added = 0.0
+        for b in self.state.batches:
+            if b.get("done"):
+                self._load_output(b["id"])
+
+    # -- ModelClient ------------------------------------------------------------------------
+    async def complete(self, request: CompletionRequest) -> Completion:
+        body = request_body(request, self.model)
+        cid = custom_id(body)
+        ckey = cache_key(provider=self.provider, model=self.model,
+                         base_url=self.config.base_url, request=request)
+        if cid in self._results:
+            return self._results[cid].model_copy(update={"cached": True})
+        if self.cache is not None:
+            hit = self.cache.get(ckey)
+            if hit is not None:
+                return hit.model_copy(update={"cached": True})
+        group = self._open
+        leader = group is None
+        if group is None:
+            group = self._open = _Group()
+        group.bodies[cid] = body
+        self._last_added = time.monotonic()
+        if leader:
+            # Gather every call that arrives until the judge has asked them all.
+            while True:
+                await anyio.sleep(self.collect_s)
+                if time.monotonic() - self._last_added >= self.collect_s:
+                    break
+            self._open = None
+            try:
+                await self._run(group)
+            except ModelError as exc:
+                group.failure = str(exc)
+            finally:
+                group.done.set()
+        else:
+            await group.done.wait()
+        if cid in self._results:
+            completion = self._results[cid]
+            if self.cache is not None:
+                self.cache.put(ckey, completion)
+            return completion
+        raise ModelError(self._errors.get(cid) or group.failure or "the batch gave no result")
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- batches ----------------------------------------------------------------------------
+    async def _run(self, group: _Group) -> None:
+        wanted = set(group.bodies)
+        pending = [b for b in self.state.batches
+                   if not b.get("done") and wanted & set(b["custom_ids"])]
+        covered = {c for b in pending for c in b["custom_ids"]}
+        new = [c for c in group.bodies if c not in covered]
+        if new:
+            pending.append(await self._submit({c: group.bodies[c] for c in new}))
+        deadline = time.monotonic() + self.config.batch_max_wait_s
+        async with anyio.create_task_group() as tg:
+            for b in pending:
+                tg.start_soon(self._wait, b, deadline)
+
+    async def _submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        lines = [json.dumps({"custom_id": c, "method": "POST", "url": CHAT_ENDPOINT,
+                             "body": body}, ensure_ascii=False) for c, body in bodies.items()]
+        jsonl = ("\n".join(lines) + "\n").encode("utf-8")
+        file_id = await self.api.upload(jsonl, "lens-judge.jsonl")
+        created = await self.api.create(file_id, metadata={"source": "lens judge"})
+        entry = {"id": created["id"], "model": f"{self.provider}/{self.model}",
+                 "input_file_id": file_id, "custom_ids": list(bodies),
+                 "status": created.get("status", "validating"), "submitted_at": time.time(),
+                 "done": False}
+        # Written before polling: a killed scoring finds this batch and polls it again.
+        self.state.batches.append(entry)
+        self.state.save()
+        return entry
+
+    async def _wait(self, entry: dict[str, Any], deadline: float) -> None:
+        while True:
+            info = await self.api.retrieve(entry["id"])
+            status = str(info.get("status"))
+            if status != entry.get("status"):
+                entry["status"] = status
+                self.state.save()
+            if status in TERMINAL:
+                break
+            if time.monotonic() >= deadline:
+                for c in entry["custom_ids"]:
+                    self._errors[c] = (f"batch {entry['id']} still {status} after "
+                                       f"{self.config.batch_max_wait_s:.0f} s; run lens score "
+                                       "again to resume polling it")
+                return
+            await anyio.sleep(self.config.batch_poll_s)
+        await self._collect(entry, info)
+
+    async def _collect(self, entry: dict[str, Any], info: dict[str, Any]) -> None:
+        lines: list[bytes] = []
+        for key in ("output_file_id", "error_file_id"):
+            fid = info.get(key)
+            if isinstance(fid, str) and fid:
+                lines += (await self.api.content(fid)).splitlines()
+        self.state.out_dir.mkdir(exist_ok=True)
+        (self.state.out_dir / f"{entry['id']}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        ok = self._load_output(entry["id"])
+        missing = [c for c in entry["custom_ids"] if c not in self._results]
+        for c in missing:
+            self._errors.setdefault(c, f"batch {entry['id']} {entry['status']}: no result for "
+                                       "this call (it is asked again by the next scoring)")
+        prompt = sum(self._results[c].usage.prompt_tokens for c in ok)
+        completion = sum(self._results[c].usage.completion_tokens for c in ok)
+        entry.update({"done": True, "succeeded": len(ok), "failed": len(missing),
+                      "prompt_tokens": prompt, "completion_tokens": completion,
+                      "cost_batch_usd": self._cost(prompt, completion, BATCH_DISCOUNT),
+                      "cost_list_usd": self._cost(prompt, completion, 1.0)})
+        if info.get("errors"):
+            entry["errors"] = str(info["errors"])[:500]
+        self.state.save()
+        # A report section of its own, whatever scored the run (lens's tiers or a protocol).
+        table = cost_table(self.state.path.parent)
+        if table is not None:
+            section = self.state.path.parent / SECTION
+            section.parent.mkdir(exist_ok=True)
+            atomic_write_text(section, json.dumps({"title": "Judge batches",
+                                                   "tables": [table]}, indent=1))
+
+    def _cost(self, prompt: int, completion: int, factor: float) -> float | None:
+        if self.pricing is None:
+            return None
+        return self.pricing.cost(Usage(prompt_tokens=prompt,
+                                       completion_tokens=completion)) * factor
+
+    def _load_output(self, batch_id: str) -> list[str]:
+        """Read a downloaded output file into results; returns the ids answered."""
+        path = self.state.out_dir / f"{batch_id}.jsonl"
+        if not path.is_file():
+            return []
+        ok: list[str] = []
+        for raw in path.read_bytes().splitlines():
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            cid = line.get("custom_id")
+            if not isinstance(cid, str):
+                continue
+            response = line.get("response") or {}
+            body = response.get("body") or {}
+            if response.get("status_code") != 200 or line.get("error"):
+                err = line.get("error") or body.get("error") or {}
+                msg = err.get("message") if isinstance(err, dict) else str(err)
+                self._errors[cid] = (f"batch {batch_id}: request failed (HTTP "
+                                     f"{response.get('status_code')}): {msg}")
+                continue
+            try:
+                text = body["choices"][0]["message"].get("content") or ""
+                finish = body["choices"][0].get("finish_reason")
+            except (KeyError, IndexError, TypeError, AttributeError):
+                self._errors[cid] = f"batch {batch_id}: unreadable result"
+                continue
+            usage = body.get("usage") or {}
+            u = Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                      completion_tokens=int(usage.get("completion_tokens") or 0))
+            self._results[cid] = Completion(
+                text=text, usage=u, finish_reason=finish, provider=self.provider,
+                model=self.model,
+                cost_usd=(self.pricing.cost(u) * BATCH_DISCOUNT if self.pricing else None))
+            ok.append(cid)
+        return ok
+
+
+def pending_batches(run_dir: Path) -> list[str]:
+    """Ids of the batches a run submitted and has not collected yet."""
+    return [b["id"] for b in BatchState(run_dir).batches if not b.get("done")]
+
+
+def cost_table(run_dir: Path) -> dict[str, Any] | None:
+    """The judge's batches and their cost at batch and at list price, as a report table."""
+    state = BatchState(run_dir)
+    if not state.batches:
+        return None
+    rows = []
+    for b in state.batches:
+        rows.append([b["id"], b.get("status"), len(b.get("custom_ids", [])), b.get("succeeded"),
+                     b.get("failed"), b.get("cost_list_usd"), b.get("cost_batch_usd")])
+    batch = [b.get("cost_batch_usd") for b in state.batches]
+    full = [b.get("cost_list_usd") for b in state.batches]
+    known = all(c is not None for c in batch)
+    rows.append(["total", "", sum(len(b.get("custom_ids", [])) for b in state.batches),
+                 sum(b.get("succeeded") or 0 for b in state.batches),
+                 sum(b.get("failed") or 0 for b in state.batches),
+                 sum(full) if known else None, sum(batch) if known else None])  # type: ignore[arg-type]
+    return {"title": f"judge cost through the Batch API ({1 - BATCH_DISCOUNT:.0%} discount)",
+            "columns": ["batch", "status", "requests", "succeeded", "failed",
+                        "cost at list price (USD)", "cost at batch price (USD)"],
+            "rows": rows}
+
+
+def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None
+                      ) -> ModelClient:
+    """The judge client a config asks for: batched when ``batch: true``, else the usual one."""
+    if not config.batch:
+        from lens.models.factory import create_client
+
+        return create_client(config, cache=cache)
+    if config.provider != "openai":
+        raise ConfigError(f"judge.batch: the Batch API is OpenAI's; judge {config.model!r} is "
+                          "not an openai/ model: use an openai/ judge or set batch: false")
+    env = config.api_key_env or "OPENAI_API_KEY"
+    key = os.environ.get(env)
+    if not key:
+        raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "
+                          f"{env} (or name another one with 'api_key_env')")
+    return BatchJudgeClient(config, run_dir, api_key=key, cache=cache)

@@ -1,0 +1,28 @@
+"""Scoring protocols: lens's own metrics, or a published benchmark's, exactly as published.
+
+``scoring.protocol: lens | locomo | longmemeval``. A protocol's name, version and judge prompts
+enter the scoring condition, so ``lens compare`` refuses to put numbers of two protocols side by
+side.
+"""
+
+from __future__ import annotations
+
+from lens.errors import UserError
+from lens.scoring.protocols.base import Protocol
+from lens.scoring.protocols.locomo import LocomoProtocol
+from lens.scoring.protocols.longmemeval import LongMemEvalProtocol
+
+PROTOCOLS: dict[str, type[Protocol]] = {"locomo": LocomoProtocol,
+                                        "longmemeval": LongMemEvalProtocol}
+PROTOCOL_NAMES = ("lens", *PROTOCOLS)
+
+
+def get_protocol(name: str) -> Protocol:
+    try:
+        return PROTOCOLS[name]()
+    except KeyError:
+        raise UserError(f"unknown scoring protocol {name!r}; known: "
+                        f"{', '.join(PROTOCOL_NAMES)}") from None
+
+
+__all__ = ["PROTOCOLS", "PROTOCOL_NAMES", "Protocol", "get_protocol"]

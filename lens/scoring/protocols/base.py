@@ -1,0 +1,107 @@
+"""What a published scoring protocol is made of: per-question metrics (mechanical, or one judge
+call each with the protocol's own prompt), the groups its tables report, and its overall
+figures. A protocol's name and version enter the scoring condition."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lens.dataset import Question
+from lens.models.base import CompletionRequest, Message
+
+
+@dataclass(frozen=True)
+class ProtocolTask:
+    """One judge call, sent as the protocol's published script sends it (a single user
+    message, its token limit, temperature 0)."""
+
+    prompt_id: str
+    prompt: str
+    max_tokens: int | None = None
+    schema: dict[str, Any] | None = None
+
+    def key(self, model: str) -> str:
+        payload = json.dumps([model, "protocol", self.prompt_id, self.prompt], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def request(self, key: str) -> CompletionRequest:
+        return CompletionRequest(messages=[Message(role="user", content=self.prompt)],
+                                 response_schema=self.schema, temperature=0.0,
+                                 max_tokens=self.max_tokens,
+                                 seed=int.from_bytes(bytes.fromhex(key[:8]), "big"),
+                                 role="judge")
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    n: int
+    values: dict[str, float | None]
+
+
+def mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+class Protocol(ABC):
+    name: str
+    version: int
+    title: str
+    # What the tables group by ("category", "question type") and in which order.
+    group_label: str
+    group_order: tuple[str, ...]
+    # Per-question metrics, in table order.
+    metrics: tuple[str, ...]
+    # The judge model of the published numbers (None: the protocol needs no judge).
+    published_judge: str | None
+    # The prompt templates, by id; their text enters the condition through its hash.
+    prompts: Mapping[str, str]
+    source: str
+
+    def condition(self) -> dict[str, Any]:
+        blob = json.dumps(sorted(self.prompts.items()), ensure_ascii=False)
+        return {"name": self.name, "version": self.version,
+                "prompts": sorted(self.prompts),
+                "prompts_hash": hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]}
+
+    @abstractmethod
+    def check(self, q: Question) -> str | None:
+        """Why this question cannot be scored under the protocol (None: it can)."""
+
+    @abstractmethod
+    def group(self, q: Question) -> str: ...
+
+    @abstractmethod
+    def mechanical(self, q: Question, answer: str) -> dict[str, float | None]:
+        """The metrics computed without a judge."""
+
+    @abstractmethod
+    def tasks(self, q: Question, answer: str) -> dict[str, ProtocolTask]:
+        """The judge call behind each judged metric of this question."""
+
+    @abstractmethod
+    def parse(self, prompt_id: str, text: str) -> float | None:
+        """A judge reply as the protocol reads it: 1.0, 0.0, or None when unreadable."""
+
+    def applies(self, metric: str, q: Question) -> bool:
+        return True
+
+    @abstractmethod
+    def overall(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
+                ) -> dict[str, float | None]:
+        """The protocol's headline figures from (group, metrics) per scored question."""
+
+    def by_group(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
+                 ) -> dict[str, GroupStats]:
+        out: dict[str, GroupStats] = {}
+        for g in [*self.group_order, *sorted({g for g, _ in rows} - set(self.group_order))]:
+            mine = [m for gg, m in rows if gg == g]
+            if mine:
+                out[g] = GroupStats(len(mine), {k: mean([m.get(k) for m in mine])
+                                                for k in self.metrics})
+        return out

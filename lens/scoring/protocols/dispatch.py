@@ -1,0 +1,56 @@
+"""The scorer's one entry into protocols and errata: a published protocol scores the run itself;
+lens's own protocol scores the run with the errata applied to its ground truth."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lens.condition import stable_hash
+from lens.models.base import ModelClient
+from lens.scoring.context import RunInput
+from lens.scoring.errata import Errata, apply_errata, load_errata
+from lens.scoring.protocols import get_protocol
+from lens.scoring.protocols.run import score_protocol
+from lens.scoring.types import RunScores
+from lens.store import atomic_write_text
+
+
+async def score_under_protocol(run: RunInput, protocol: str, *, errata_path: Path | None,
+                               judge: ModelClient | None, judge_concurrency: int, write: bool,
+                               lens_score: Callable[..., Awaitable[RunScores]],
+                               condition: Callable[..., dict[str, Any]]) -> RunScores:
+    errata = load_errata(errata_path) if errata_path is not None else None
+    if protocol != "lens":
+        return await score_protocol(run, get_protocol(protocol), judge=judge, errata=errata,
+                                    judge_concurrency=judge_concurrency, condition=condition,
+                                    write=write)
+    assert errata is not None
+    return await _lens_with_errata(run, errata, lens_score, write)
+
+
+async def _lens_with_errata(run: RunInput, errata: Errata,
+                            lens_score: Callable[..., Awaitable[RunScores]], write: bool
+                            ) -> RunScores:
+    fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id)
+    items = []
+    for item in run.items:
+        q = fixed.get((item.question.scope_id, item.question.question_id), item.question)
+        if q is not None:
+            items.append(dataclasses.replace(item, question=q))
+    run.items = items
+    scores = await lens_score(run, write=False)
+    settings = {**scores.settings, "errata": errata.condition()}
+    cond = {**scores.condition, "settings": settings}
+    scores = scores.model_copy(update={
+        "settings": settings, "condition": cond, "condition_hash": stable_hash(cond),
+        "notes": [*scores.notes, report.note()]})
+    if write:
+        from lens.scoring.scorer import SCORES_FILE
+
+        atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+        run.store.append_event("scoring_done", SCORES_FILE, errata=errata.path.name,
+                               errata_touched=report.touched)
+    return scores

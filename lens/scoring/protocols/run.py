@@ -1,0 +1,283 @@
+"""Score a stored run under a published protocol: per-question metrics, per-group tables, the
+protocol's headline figures, errata, and the report section that shows them.
+
+The protocol's numbers replace lens's own metrics in ``scores.json`` (a run scored under a
+protocol is compared only with runs scored under the same protocol and version). Judge verdicts
+are kept in the run's events like lens's own, so re-scoring makes no new call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from lens.condition import stable_hash
+from lens.dataset import Question
+from lens.errors import UserError
+from lens.models.base import ModelClient, ModelError
+from lens.scoring.context import RunInput, ScoringItem
+from lens.scoring.errata import Errata, ErrataReport, apply_errata
+from lens.scoring.judge import Verdict, verdict_totals
+from lens.scoring.protocols.base import Protocol, ProtocolTask
+from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
+from lens.store import RunStore, atomic_write_text
+
+SECTION_FILE = Path("sections") / "protocol.json"
+_VALUES = {1.0: "correct", 0.0: "wrong"}
+
+
+class ProtocolJudge:
+    """Asks protocol judge tasks concurrently, reusing verdicts stored in the run's events."""
+
+    def __init__(self, client: ModelClient, protocol: Protocol, store: RunStore | None, *,
+                 concurrency: int = 16) -> None:
+        self.client = client
+        self.protocol = protocol
+        self.model = f"{client.provider}/{client.model}"
+        self.store = store
+        self.limiter = anyio.CapacityLimiter(max(1, concurrency))
+        self.calls = self.reused = self.errors = 0
+        self.error_messages: list[str] = []
+        self._known: dict[str, Verdict] = {}
+        if store is not None:
+            for e in store.events():
+                if (e.get("kind") == "judge_verdict" and e.get("model") == self.model
+                        and e.get("protocol") == protocol.name):
+                    self._known[e["key"]] = Verdict(
+                        str(e.get("verdict")), str(e.get("raw", "")), True,
+                        int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0),
+                        e.get("cost_usd"))
+
+    async def run(self, tasks: Iterable[ProtocolTask]) -> dict[str, Verdict]:
+        unique = {t.key(self.model): t for t in tasks}
+        out: dict[str, Verdict] = {}
+        todo: list[tuple[str, ProtocolTask]] = []
+        for key, task in unique.items():
+            if key in self._known:
+                out[key] = self._known[key]
+                self.reused += 1
+            else:
+                todo.append((key, task))
+        async with anyio.create_task_group() as tg:
+            for key, task in todo:
+                tg.start_soon(self._ask, key, task, out)
+        return out
+
+    async def _ask(self, key: str, task: ProtocolTask, out: dict[str, Verdict]) -> None:
+        async with self.limiter:
+            try:
+                completion = await self.client.complete(task.request(key))
+            except ModelError as exc:
+                self.errors += 1
+                if len(self.error_messages) < 5:
+                    self.error_messages.append(str(exc))
+                return
+        value = self.protocol.parse(task.prompt_id, completion.text)
+        verdict = Verdict(_VALUES.get(value, "invalid") if value is not None else "invalid",
+                          completion.text, False, completion.usage.prompt_tokens,
+                          completion.usage.completion_tokens, completion.cost_usd)
+        out[key] = verdict
+        self._known[key] = verdict
+        self.calls += 1
+        if self.store is not None:
+            self.store.append_event(
+                "judge_verdict", key, model=self.model, task=task.prompt_id,
+                protocol=self.protocol.name, verdict=verdict.value, raw=completion.text[:2000],
+                prompt_tokens=completion.usage.prompt_tokens,
+                completion_tokens=completion.usage.completion_tokens,
+                latency_s=round(completion.latency_s, 4), cached=completion.cached,
+                cost_usd=completion.cost_usd)
+
+
+@dataclass
+class _Row:
+    item: ScoringItem
+    question: Question | None
+    scores: QuestionScores
+    tasks: dict[str, ProtocolTask]
+
+
+def _value(verdict: Verdict | None) -> float | None:
+    if verdict is None:
+        return None
+    return {"correct": 1.0, "wrong": 0.0}.get(verdict.value)
+
+
+async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClient | None,
+                         errata: Errata | None, judge_concurrency: int,
+                         condition: Any, write: bool) -> RunScores:
+    """``condition`` is the scorer's ``scoring_condition`` function (kept there so that there
+    is one definition of what a scoring condition holds)."""
+    fixed: dict[tuple[str, str], Question | None] | None = None
+    report: ErrataReport | None = None
+    if errata is not None:
+        fixed, report = apply_errata(run.dataset.questions, errata,
+                                     dataset_id=run.dataset.dataset_id)
+    rows: list[_Row] = []
+    problems: list[str] = []
+    for item in run.items:
+        q = item.question
+        if fixed is not None:
+            q = fixed.get((q.scope_id, q.question_id), q)
+        r = item.record
+        scores = QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter,
+                                scope_id=r.scope_id, repeat=r.repeat, question_id=r.question_id,
+                                question_type=item.question.question_type.value,
+                                checkpoint=r.checkpoint, status=r.status)
+        rows.append(_Row(item, q, scores, {}))
+        if q is None:
+            scores.detail["errata"] = "excluded by the gold errata"
+            continue
+        why = protocol.check(q)
+        if why:
+            problems.append(why)
+            continue
+        scores.detail["protocol"] = {"name": protocol.name, "group": protocol.group(q)}
+        answer = r.answer.strip() if item.answered else ""
+        scores.metrics.update(protocol.mechanical(q, answer))
+        if not answer:
+            # An errored or empty answer is wrong by every judged metric: erroring cannot
+            # lift a score, and no judge call is needed to say so.
+            for m in protocol.tasks(q, "-"):
+                scores.metrics[m] = 0.0
+            scores.detail["reason"] = ("errored: scored as a wrong answer" if not item.answered
+                                       else "empty answer: scored as wrong (no judge call)")
+            continue
+        if judge is not None:
+            rows[-1].tasks = protocol.tasks(q, answer)
+    if problems:
+        raise UserError(f"{run.run_dir}: protocol {protocol.name} cannot score "
+                        f"{len(problems)} question(s): {problems[0]}")
+
+    pj: ProtocolJudge | None = None
+    verdicts: dict[str, Verdict] = {}
+    if judge is not None:
+        pj = ProtocolJudge(judge, protocol, run.store, concurrency=judge_concurrency)
+        verdicts = await pj.run(t for row in rows for t in row.tasks.values())
+    model = pj.model if pj else None
+    for row in rows:
+        if row.question is None:
+            continue
+        for metric in protocol.metrics:
+            if metric in row.tasks:
+                assert model is not None
+                key = row.tasks[metric].key(model)
+                v = verdicts.get(key)
+                row.scores.metrics[metric] = _value(v)
+                row.scores.detail[metric] = {"verdict": v.value if v else None,
+                                             "prompt": row.tasks[metric].prompt_id}
+                if v is None:
+                    row.scores.detail[metric]["reason"] = ("the judge call failed; re-run lens "
+                                                           "score to retry it")
+            row.scores.metrics.setdefault(metric, None)
+
+    scored = [r for r in rows if r.question is not None]
+    aggregates = _aggregates(protocol, scored)
+    summary = JudgeSummary()
+    if pj is not None:
+        used = [verdicts[t.key(pj.model)] for r in rows for t in r.tasks.values()
+                if t.key(pj.model) in verdicts]
+        summary = JudgeSummary(model=pj.model, errors=pj.errors, **verdict_totals(used))
+    settings: dict[str, Any] = {"protocol": protocol.condition()}
+    if errata is not None:
+        settings["errata"] = errata.condition()
+    cond = condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
+                     settings=settings)
+    notes = _notes(protocol, model, report, pj, rows)
+    scores = RunScores(run_dir=str(run.run_dir), tiers=[1], questions=[r.scores for r in rows],
+                       judge=summary, weights={}, gate_threshold=0.0, aggregates=aggregates,
+                       notes=notes, settings=settings, condition=cond,
+                       condition_hash=stable_hash(cond))
+    if write:
+        from lens.scoring.scorer import SCORES_FILE
+
+        atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+        section = protocol_section(protocol, scores, report)
+        (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)
+        atomic_write_text(run.run_dir / SECTION_FILE, json.dumps(section, indent=1))
+        run.store.append_event("scoring_done", SCORES_FILE, protocol=protocol.name,
+                               judge=model, new_judge_calls=pj.calls if pj else 0,
+                               reused_verdicts=pj.reused if pj else 0,
+                               failed_judge_calls=pj.errors if pj else 0)
+    return scores
+
+
+def _aggregates(protocol: Protocol, rows: list[_Row]
+                ) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Overall figures per adapter (level "adapter") and per group (level "adapter/<group
+    label>", keys "adapter|group")."""
+    level = f"adapter/{protocol.group_label.replace(' ', '_')}"
+    out: dict[str, dict[str, dict[str, float | None]]] = {"adapter": {}, level: {}}
+    adapters = list(dict.fromkeys(r.scores.adapter for r in rows))
+    for a in adapters:
+        mine = [(r.scores.detail["protocol"]["group"], r.scores.metrics)
+                for r in rows if r.scores.adapter == a]
+        entry: dict[str, float | None] = {"n_questions": float(len(mine))}
+        entry.update(protocol.overall(mine))
+        out["adapter"][a] = entry
+        for g, stats in protocol.by_group(mine).items():
+            out[level][f"{a}|{g}"] = {"n_questions": float(stats.n), **stats.values}
+    return out
+
+
+def _notes(protocol: Protocol, model: str | None, report: ErrataReport | None,
+           pj: ProtocolJudge | None, rows: list[_Row]) -> list[str]:
+    notes = [f"scored under the {protocol.title} protocol, version {protocol.version} "
+             f"({protocol.source}); lens's own metrics are not computed"]
+    judged = protocol.published_judge is not None
+    if judged and model is None:
+        notes.append("no judge: the judged metrics are unknown")
+    elif judged and model != protocol.published_judge:
+        notes.append(f"the published {protocol.title} numbers use the judge "
+                     f"{protocol.published_judge}; this scoring used {model}, so its judged "
+                     "numbers are not the published condition")
+    errored = sum(1 for r in rows if r.question is not None and not r.item.answered)
+    if errored:
+        notes.append(f"{errored} errored question(s) are scored as wrong answers")
+    if pj is not None and pj.errors:
+        notes.append(f"{pj.errors} judge call(s) failed (their metric is unknown; re-run lens "
+                     f"score to retry): {pj.error_messages[0] if pj.error_messages else ''}")
+    if report is not None:
+        notes.append(report.note())
+    return notes
+
+
+def _fmt(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport | None
+                     ) -> dict[str, Any]:
+    """The report section (``RUN_DIR/sections/protocol.json``): overall figures and the
+    per-group table of each adapter, in the protocol's order and naming."""
+    level = f"adapter/{protocol.group_label.replace(' ', '_')}"
+    tables = []
+    overall_cols = sorted({k for e in scores.aggregates["adapter"].values() for k in e}
+                          - {"n_questions"})
+    tables.append({"title": "overall", "columns": ["adapter", "questions", *overall_cols],
+                   "rows": [[a, int(e.get("n_questions") or 0), *(_fmt(e.get(c))
+                                                                  for c in overall_cols)]
+                            for a, e in scores.aggregates["adapter"].items()]})
+    for a in scores.aggregates["adapter"]:
+        rows = []
+        for key, e in scores.aggregates[level].items():
+            adapter, group = key.split("|", 1)
+            if adapter == a:
+                rows.append([group, int(e.get("n_questions") or 0),
+                             *(_fmt(e.get(m)) for m in protocol.metrics)])
+        tables.append({"title": f"{a}: by {protocol.group_label}",
+                       "columns": [protocol.group_label, "questions", *protocol.metrics],
+                       "rows": rows})
+    metrics: dict[str, Any] = {"protocol_version": protocol.version}
+    if report is not None:
+        metrics.update({"errata_touched": report.touched, "errata_excluded": len(report.excluded),
+                        "errata_corrected": len(report.corrected),
+                        "score_ceiling_uncorrected_gold": _fmt(report.ceiling)})
+    return {"title": f"{protocol.title} protocol (version {protocol.version})",
+            "metrics": metrics, "tables": tables, "notes": list(scores.notes)}
+
