@@ -72,8 +72,9 @@ def _judge_settings(args: argparse.Namespace) -> tuple[ModelConfig, CacheConfig]
     if model is None:
         raise UserError("no judge: give --judge MODEL (e.g. --judge openai/gpt-4o-mini) or a "
                         "--config whose judge section names one")
-    base = (configured.model_dump() if configured is not None and configured.model == model
-            else {"model": model})
+    # The model's own settings; calibration asks synchronously whatever the run's batch setting.
+    base = (configured.model_dump(include=set(ModelConfig.model_fields))
+            if configured is not None and configured.model == model else {"model": model})
     if args.base_url:
         base["base_url"] = args.base_url
     if args.api_key_env:

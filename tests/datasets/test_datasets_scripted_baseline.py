@@ -1,6 +1,8 @@
 """The crude sanity check of generated data: the no-LLM baseline (search with the question,
-quote the best sentences of the top hits) over SQLite FTS5 answers some of the single-episode
-control questions and less of each synthesis question."""
+quote the best sentences of the top hits) over SQLite FTS5 finds and cites the evidence of the
+single-episode control questions, and only part of each synthesis question's. Quoting states no
+fact of its own (docs/scoring.md), so its fact recall is 0 everywhere: the check reads evidence
+coverage."""
 
 from __future__ import annotations
 
@@ -47,17 +49,19 @@ def test_keyword_lookup_answers_controls_but_only_part_of_synthesis_questions(
     assert len(scores) == 1, r.stdout
     rows = json.loads(scores[0].read_text())["questions"]
     assert len(rows) == 50
-    recall = {QuestionType(q["question_type"]): [] for q in rows}
+    coverage: dict[QuestionType, list[float]] = {QuestionType(q["question_type"]): []
+                                                 for q in rows}
     for q in rows:
-        value = q["metrics"]["fact_recall"]
-        assert value is not None  # every generated question can be scored mechanically
-        recall[QuestionType(q["question_type"])].append(value)
-    control = recall[QuestionType.NULL_HYPOTHESIS]
-    synthesis = [v for t, vs in recall.items() if t in SYNTHESIS_TYPES for v in vs]
+        value = q["metrics"]["evidence_coverage"]
+        assert value is not None  # every generated question names its evidence
+        coverage[QuestionType(q["question_type"])].append(value)
+        # Pasted record text is no claim: keyword lookup earns no fact recall by quoting.
+        assert q["metrics"]["fact_recall"] == 0.0
+    control = coverage[QuestionType.NULL_HYPOTHESIS]
+    synthesis = [v for t, vs in coverage.items() if t in SYNTHESIS_TYPES for v in vs]
     control_mean = sum(control) / len(control)
     synthesis_mean = sum(synthesis) / len(synthesis)
-    # Keyword lookup often quotes a neighbouring report whose figure is a few percent off
-    # (263 ms for 261 ms); a count or a reading of another day is no match, so the controls
-    # are only partly answered, yet still better than the synthesis questions.
-    assert synthesis_mean < 0.25 < control_mean
-    assert sum(v >= 0.999 for v in synthesis) <= 0.1 * len(synthesis)
+    # A control's single episode is one keyword search away; a synthesis question's evidence
+    # is spread over the stream, and the top hits of one search hold only part of it.
+    assert synthesis_mean < 0.6 < 0.9 <= control_mean
+    assert sum(v >= 0.999 for v in synthesis) <= 0.5 * len(synthesis)
