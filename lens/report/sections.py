@@ -1,11 +1,10 @@
-"""Extra report sections contributed by scenarios (GoldEvidenceBench, …).
+"""Extra report sections contributed by scenarios and other plugins.
 
 Two ways in:
 
-1. A JSON file in the run directory: ``RUN_DIR/goldevidence.json`` or any
-   ``RUN_DIR/sections/<id>.json``, shaped as::
+1. A JSON file in the run directory, ``RUN_DIR/sections/<id>.json``, shaped as::
 
-       {"title": "GoldEvidence",
+       {"title": "Contradictions",
         "metrics": {"value_acc": 0.82, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8, "n": 120}},
         "tables": [{"title": "by state mode", "columns": ["mode", "acc"], "rows": [["kv", 0.9]]}],
         "notes": ["..."]}
@@ -19,19 +18,19 @@ Two ways in:
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from lens import plugins
 from lens.report.data import RunData
 
-ENTRY_POINT_GROUP = "lens.report_sections"
-GOLDEVIDENCE_FILE = "goldevidence.json"
+ENTRY_POINT_GROUP = plugins.REPORT_SECTIONS
 SECTIONS_DIR = "sections"
 
 
@@ -57,11 +56,11 @@ def register_section_provider(provider: SectionProvider) -> SectionProvider:
 
 def _entry_point_providers() -> list[SectionProvider]:
     found = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for name, target in plugins.targets(ENTRY_POINT_GROUP).items():
         try:
-            found.append(ep.load())
+            found.append(plugins.load_target(target))
         except Exception as exc:  # a broken plugin must not break every report
-            found.append(_failed_provider(ep.name, exc))
+            found.append(_failed_provider(name, exc))
     return found
 
 
@@ -144,9 +143,6 @@ def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
 
 def _json_file_sections(run: RunData) -> list[Section]:
     paths: list[tuple[str, Path]] = []
-    ge = run.root / GOLDEVIDENCE_FILE
-    if ge.is_file():
-        paths.append(("goldevidence", ge))
     folder = run.root / SECTIONS_DIR
     if folder.is_dir():
         paths += [(p.stem, p) for p in sorted(folder.glob("*.json"))]
@@ -182,23 +178,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _goldevidence_section(run: RunData) -> Section | None:
-    """The GoldEvidenceBench section (goldevidence.report), for runs of that scenario."""
-    try:
-        from goldevidence import report as ge
-    except ImportError:
-        return None
-    markdown = ge.section_markdown(run.root)
-    if markdown is None:
-        return None
-    data = _plain(ge.load_grades(run.root) or {})
-    return Section(id="goldevidence", title="GoldEvidence", markdown=markdown,
-                   html=ge.section_html(run.root) or "", data=data)
-
-
-register_section_provider(_goldevidence_section)
-
-
 def collect_sections(run: RunData) -> list[Section]:
     """Every extra section for this run: JSON files first, then registered providers."""
     sections = _json_file_sections(run)
@@ -210,6 +189,6 @@ def collect_sections(run: RunData) -> list[Section]:
         except Exception as exc:
             section = _error_section(name, f"{type(exc).__name__}: {exc}")
         if section is not None and section.id not in seen:
-            sections.append(section)
+            sections.append(dataclasses.replace(section, data=_plain(section.data)))
             seen.add(section.id)
     return sections

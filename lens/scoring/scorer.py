@@ -20,6 +20,7 @@ from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
+from lens.scenarios import after_scoring
 from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
@@ -168,11 +169,15 @@ async def score_run(
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
-        return await _score(run, judge=judge, tiers=tiers, weights=resolved,
-                            gate_threshold=gate_threshold, fact_judge=fact_judge,
-                            judge_concurrency=judge_concurrency, matcher=matcher, write=write)
+        scores = await _score(run, judge=judge, tiers=tiers, weights=resolved,
+                              gate_threshold=gate_threshold, fact_judge=fact_judge,
+                              judge_concurrency=judge_concurrency, matcher=matcher, write=write)
     finally:
         run.store.close()
+    if write:
+        # Scenario plugins grade the run now, so a report only ever reads the run.
+        after_scoring(run.run_dir, run.manifest)
+    return scores
 
 
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],

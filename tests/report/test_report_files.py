@@ -165,8 +165,9 @@ def test_drill_down_holds_the_transcript(run_dir: Path) -> None:
     assert "ModelError: HTTP 500" in html
 
 
-def test_goldevidence_json_becomes_a_section(run_dir: Path) -> None:
-    (run_dir / "goldevidence.json").write_text(json.dumps({
+def test_section_json_file_becomes_a_section(run_dir: Path) -> None:
+    (run_dir / "sections").mkdir()
+    (run_dir / "sections" / "goldevidence.json").write_text(json.dumps({
         "title": "GoldEvidence <b>",
         "metrics": {"value_acc": 0.8125, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8,
                                                      "n": 120}},
@@ -204,7 +205,8 @@ def test_goldevidence_grades_become_the_goldevidence_section(run_dir: Path) -> N
 
 
 def test_broken_section_file_is_reported_not_fatal(run_dir: Path) -> None:
-    (run_dir / "goldevidence.json").write_text("[1, 2")
+    (run_dir / "sections").mkdir()
+    (run_dir / "sections" / "goldevidence.json").write_text("[1, 2")
     paths = write_reports(run_dir)
     assert "section 'goldevidence' failed" in paths.markdown.read_text()
 
