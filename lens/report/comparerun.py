@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+import lens.report.fmt as fmt
 from lens.errors import UserError
-from lens.report import fmt
 from lens.report.checklist import arm_size, compare_checklist
 from lens.report.compare import (
     arm_estimates,

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from lens.report import fmt, plots
+import lens.report.fmt as fmt
+import lens.report.plots as plots
 from lens.report.data import QuestionRow
 from lens.report.markdown import HOW_TO_READ
 from lens.report.models import Check, Comparison, EstimateOut, ManyArms, ReportSummary

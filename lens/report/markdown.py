@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lens.report import fmt
+import lens.report.fmt as fmt
 from lens.report.models import Check, Comparison, ManyArms, ReportSummary
 from lens.report.sections import Section
 

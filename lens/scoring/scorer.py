@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import lens.scoring.mechanical as mechanical
+import lens.scoring.pairwise as pairwise
 from lens import eventloop
 from lens.condition import stable_hash
 from lens.config import RunConfig
@@ -21,7 +23,6 @@ from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
 from lens.scenarios import after_scoring
-from lens.scoring import mechanical, pairwise
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.context import RunInput, ScoringItem, load_run
