@@ -93,7 +93,7 @@ def write_job(job: LensJob) -> Path:
 
 
 def run_job(job: LensJob, *, resume: Path | None = None, progress: Any = None) -> Path:
-    from lens.execute import execute
+    from lens.pipeline import execute
 
     config_path = write_job(job) if resume is None else job.out / job.name / "config.yaml"
     client = _policy_of(job.agent)

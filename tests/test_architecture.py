@@ -34,10 +34,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                             "lens.store", "lens.batch_save")),
     ("adapters and executor", ("lens.adapter", "lens.executor", "lens.testing",
                                "lens.scenarios")),
-    ("agent and runner", ("lens.agent", "lens.runner")),
+    ("agent and runner", ("lens.agent", "lens.orchestrator")),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
-    ("run orchestration", ("lens.execute",)),
+    ("run orchestration", ("lens.pipeline",)),
     ("interface", ("lens.commands", "lens.cli", "lens.__main__")),
 ]
 
@@ -133,7 +133,7 @@ def test_the_graph_sees_each_kind_of_import() -> None:
     assert "lens.plugins" in graph["lens.adapter"]  # from lens import plugins
     assert "lens" in graph["lens.adapter"]
     assert "lens.report.fmt" in graph["lens.report.html"]  # import lens.report.fmt as fmt
-    assert "lens.execute" in graph["goldevidence.lensrun"]  # imported inside a function
+    assert "lens.pipeline" in graph["goldevidence.lensrun"]  # imported inside a function
     assert "lens.report" in graph["goldevidence.report"]  # the package runs first
     # A module's own package is not an edge just for being its parent.
     assert "lens.report" not in graph["lens.report.fmt"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.progress import RichRunProgress
 
 

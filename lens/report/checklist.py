@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
-from lens.report.models import Check, Status
+from lens.report.shapes import Check, Status
 from lens.stats import Clustered
 
 SINGLE_MIN = 100

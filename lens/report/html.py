@@ -17,8 +17,8 @@ import lens.report.fmt as fmt
 import lens.report.plots as plots
 from lens.report.data import QuestionRow
 from lens.report.markdown import HOW_TO_READ
-from lens.report.models import Check, Comparison, EstimateOut, ManyArms, ReportSummary
 from lens.report.sections import Section
+from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms, ReportSummary
 
 MAX_TEXT = 4000
 

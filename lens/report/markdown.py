@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import lens.report.fmt as fmt
-from lens.report.models import Check, Comparison, ManyArms, ReportSummary
 from lens.report.sections import Section
+from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary
 
 STATUS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 

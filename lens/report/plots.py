@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from lens.report.models import EstimateOut
+from lens.report.shapes import EstimateOut
 
 PALETTE = ("#3366cc", "#dc7633", "#2e8b57", "#9b59b6", "#c0392b", "#16a085", "#7f8c8d",
            "#b7950b")

@@ -25,9 +25,9 @@ from lens.prompts import prompts_hash
 from lens.scenarios import after_scoring
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
-from lens.scoring.context import RunInput, ScoringItem, load_run
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
+from lens.scoring.run_input import RunInput, ScoringItem, load_run
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 

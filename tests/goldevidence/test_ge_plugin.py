@@ -15,7 +15,7 @@ from goldevidence.lensrun import LensJob, write_job
 from goldevidence.policy_client import SelectionPolicyClient
 from lens import plugins
 from lens.adapter import MemoryAdapter, SyncMemoryAdapter, adapter_names, resolve_adapter
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.prompts import prompts_hash
 from lens.report import write_reports
 from lens.scenarios import Scenario, scenarios

@@ -17,8 +17,8 @@ from scipy import stats as sps
 from lens.cli import main
 from lens.report import REPORT_FILES, write_reports
 from lens.report.data import load_run
-from lens.report.models import ReportSummary
 from lens.report.sections import _PROVIDERS, Section, register_section_provider
+from lens.report.shapes import ReportSummary
 from lens.stats import wilson_bounds
 from tests.report.runfactory import RunSpec, make_run
 
@@ -260,7 +260,7 @@ def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
 def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> None:
     """The report's composite and metric means are the scorer's own aggregates (scored here by
     the real tier-1 scorer on a real run), now with intervals."""
-    from lens.execute import execute
+    from lens.pipeline import execute
     from lens.scoring.scorer import score_run_sync
 
     root = Path(__file__).resolve().parents[2]
@@ -283,7 +283,7 @@ def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> 
 def test_report_of_a_real_scripted_run(tmp_path: Path, shared_datasets: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on a published scope), reported before and
     after scores exist: the retrieval checks measure real tool use."""
-    from lens.execute import execute
+    from lens.pipeline import execute
     from lens.scoring.types import QuestionScores, RunScores
 
     root = Path(__file__).resolve().parents[2]
