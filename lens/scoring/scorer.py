@@ -181,81 +181,122 @@ async def score_run(
     return scores
 
 
-async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
-                 weights: dict[str, float], gate_threshold: float, fact_judge: bool,
-                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
+def _mechanical(item: ScoringItem, row: QuestionScores, tiers: set[int],
+                matcher: FactMatcherSettings) -> mechanical.Analysis:
+    """Tier 1, and tier 2's mechanical reasoning quality, for one answered question."""
+    analysis = mechanical.analyse(item)
+    _tier1(item, matcher, row, analysis)
+    if 2 in tiers:
+        value, detail = mechanical.reasoning_quality(item, analysis)
+        row.metrics["reasoning_quality"] = value
+        row.detail["reasoning_quality"] = detail
+    return analysis
+
+
+def _plan_judge(item: ScoringItem, row: QuestionScores, analysis: mechanical.Analysis,
+                tiers: set[int], fact_judge: bool, plan: _Plan) -> None:
+    """The judge tasks one answered, non-empty question needs."""
+    if 2 in tiers:
+        plan.quality[item.key] = pairwise.comparisons(item)
+        missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
+                  if not f["matched"]] if fact_judge else []
+        if missed:
+            # The judge reads the answer's claims, not the record text it pasted.
+            claims = dataclasses.replace(item, record=item.record.model_copy(
+                update={"answer": analysis.claims.text}))
+            plan.facts[item.key] = pairwise.fact_checks(claims, missed)
+    if 3 in tiers and item.question.question_type.value == ACTION:
+        plan.action[item.key] = pairwise.comparisons(item, action=True)
+
+
+def _first_pass(run: RunInput, tiers: set[int], matcher: FactMatcherSettings, use_judge: bool,
+                fact_judge: bool) -> tuple[dict[str, QuestionScores], _Plan]:
+    """Every question's row with its mechanical metrics, and the judge tasks to run."""
     rows: dict[str, QuestionScores] = {}
     plan = _Plan()
-    use_judge = judge is not None and bool(tiers & {2, 3})
     for item in run.items:
-        row = _row(item)
-        rows[item.key] = row
+        row = rows[item.key] = _row(item)
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
-        analysis = mechanical.analyse(item)
-        _tier1(item, matcher, row, analysis)
-        has_answer = bool(item.record.answer.strip())
-        if 2 in tiers:
-            value, detail = mechanical.reasoning_quality(item, analysis)
-            row.metrics["reasoning_quality"] = value
-            row.detail["reasoning_quality"] = detail
-        if not use_judge or not has_answer:
-            continue
-        if 2 in tiers:
-            plan.quality[item.key] = pairwise.comparisons(item)
-            if fact_judge:
-                missed = [f["fact"] for f in row.detail["fact_recall"].get("facts", [])
-                          if not f["matched"]]
-                if missed:
-                    # The judge reads the answer's claims, not the record text it pasted.
-                    claims = dataclasses.replace(item, record=item.record.model_copy(
-                        update={"answer": analysis.claims.text}))
-                    plan.facts[item.key] = pairwise.fact_checks(claims, missed)
-        if 3 in tiers and item.question.question_type.value == ACTION:
-            plan.action[item.key] = pairwise.comparisons(item, action=True)
+        analysis = _mechanical(item, row, tiers, matcher)
+        if use_judge and item.record.answer.strip():
+            _plan_judge(item, row, analysis, tiers, fact_judge, plan)
+    return rows, plan
 
+
+def _judge_metrics(item: ScoringItem, row: QuestionScores, tiers: set[int], use_judge: bool,
+                   plan: _Plan, verdicts: dict[str, Verdict], model: str) -> tuple[int, int]:
+    """Tier 2 and 3's judged metrics on one row; return (pairs, disagreements)."""
+    empty = not item.record.answer.strip()
+    pairs = flips = 0
+    if 2 in tiers:
+        if use_judge:
+            p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
+                           empty)
+            pairs, flips = pairs + p, flips + f
+            if item.key in plan.facts:
+                _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
+        else:
+            row.metrics["answer_quality"] = None
+    if 3 in tiers and item.question.question_type.value == ACTION:
+        if use_judge:
+            p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts, model,
+                           empty)
+            pairs, flips = pairs + p, flips + f
+        else:
+            row.metrics["action_quality"] = None
+    return pairs, flips
+
+
+def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: float,
+                pairs: int, flips: int) -> None:
+    """Every metric present (None where unknown), and the composite."""
+    row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
+    for name in METRICS:
+        row.metrics.setdefault(name, None)
+    comp = composite(row.metrics, weights, gate_threshold)
+    row.metrics["composite"] = comp.value
+    row.detail["composite"] = {"missing": comp.missing, "gated": comp.gated,
+                               "renormalised": comp.renormalised}
+
+
+def _write(run: RunInput, scores: RunScores, judge_runner: Judge | None, tiers: set[int],
+           model: str) -> None:
+    atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+    usage = judge_runner.usage if judge_runner else None
+    run.store.append_event(
+        "scoring_done", SCORES_FILE, tiers=sorted(tiers), judge=model or None,
+        new_judge_calls=usage.calls if usage else 0,
+        reused_verdicts=usage.reused if usage else 0,
+        failed_judge_calls=usage.errors if usage else 0,
+    )
+
+
+async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
+                 weights: dict[str, float], gate_threshold: float, fact_judge: bool,
+                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
+    use_judge = judge is not None and bool(tiers & {2, 3})
+    rows, plan = _first_pass(run, tiers, matcher, use_judge, fact_judge)
     verdicts: dict[str, Verdict] = {}
     judge_runner: Judge | None = None
     if use_judge:
         assert judge is not None
         judge_runner = Judge(judge, run.store, concurrency=judge_concurrency)
         verdicts = await judge_runner.run(plan.tasks())
-
     model = judge_runner.model if judge_runner else ""
+
     total_pairs = total_flips = 0
     for item in run.items:
-        row = rows[item.key]
         if not item.answered:
             continue
-        empty = not item.record.answer.strip()
-        pairs = flips = 0
-        if use_judge and 2 in tiers:
-            p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
-                           empty)
-            pairs, flips = pairs + p, flips + f
-            if item.key in plan.facts:
-                _apply_fact_checks(row, plan.facts[item.key], verdicts, model)
-        elif 2 in tiers:
-            row.metrics["answer_quality"] = None
+        row = rows[item.key]
+        pairs, flips = _judge_metrics(item, row, tiers, use_judge, plan, verdicts, model)
         if 2 in tiers:
             _insight(item, matcher, row)
-        if 3 in tiers and item.question.question_type.value == ACTION:
-            if use_judge:
-                p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts,
-                               model, empty)
-                pairs, flips = pairs + p, flips + f
-            else:
-                row.metrics["action_quality"] = None
-        row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
+        _finish_row(row, weights, gate_threshold, pairs, flips)
         total_pairs += pairs
         total_flips += flips
-        for name in METRICS:
-            row.metrics.setdefault(name, None)
-        comp = composite(row.metrics, weights, gate_threshold)
-        row.metrics["composite"] = comp.value
-        row.detail["composite"] = {"missing": comp.missing, "gated": comp.gated,
-                                   "renormalised": comp.renormalised}
 
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
@@ -268,28 +309,14 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
-        run_dir=str(run.run_dir),
-        tiers=sorted(tiers),
-        questions=ordered,
-        judge=summary,
-        weights=weights,
-        gate_threshold=gate_threshold,
-        aggregates=aggregates,
+        run_dir=str(run.run_dir), tiers=sorted(tiers), questions=ordered, judge=summary,
+        weights=weights, gate_threshold=gate_threshold, aggregates=aggregates,
         aggregate_detail=agg_detail,
         notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
-        settings=settings,
-        condition=cond,
-        condition_hash=stable_hash(cond),
+        settings=settings, condition=cond, condition_hash=stable_hash(cond),
     )
     if write:
-        atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
-        usage = judge_runner.usage if judge_runner else None
-        run.store.append_event(
-            "scoring_done", SCORES_FILE, tiers=sorted(tiers), judge=model or None,
-            new_judge_calls=usage.calls if usage else 0,
-            reused_verdicts=usage.reused if usage else 0,
-            failed_judge_calls=usage.errors if usage else 0,
-        )
+        _write(run, scores, judge_runner, tiers, model)
     return scores
 
 
