@@ -10,6 +10,7 @@ edge to ``a.b`` and ``a``, whose ``__init__`` runs first. docs/architecture.md e
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,10 +35,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                             "lens.store", "lens.batch_save")),
     ("adapters and executor", ("lens.adapter", "lens.executor", "lens.testing",
                                "lens.scenarios")),
-    ("agent and runner", ("lens.agent", "lens.orchestrator")),
+    ("agent and orchestrator", ("lens.agent", "lens.orchestrator")),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
-    ("run orchestration", ("lens.pipeline",)),
+    ("run pipeline", ("lens.pipeline",)),
     ("interface", ("lens.commands", "lens.cli", "lens.__main__")),
 ]
 
@@ -196,3 +197,15 @@ def test_a_planted_upward_import_is_found() -> None:
 
 def test_layers_import_only_downwards() -> None:
     assert upward_imports(import_graph()) == []
+
+
+def test_docs_list_the_same_layers() -> None:
+    """docs/architecture.md's table of layers is the one this test enforces."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("## Who may import whom", 1)[1].split("\n\n")[2]
+    documented = []
+    for line in table.splitlines()[2:]:
+        name, modules = (c.strip() for c in line.strip("|").split("|"))
+        mods = [m if m == "lens" else f"lens.{m}" for m in re.findall(r"`([\w_]+)`", modules)]
+        documented.append((name, tuple(sorted(mods))))
+    assert documented == [(name, tuple(sorted(mods))) for name, mods in LAYERS]
