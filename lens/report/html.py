@@ -16,9 +16,9 @@ import lens.report.fmt as fmt
 import lens.report.layout as layout
 import lens.report.plots as plots
 from lens.report.data import QuestionRow
-from lens.report.document import Raw, e, html_table, to_html
+from lens.report.document import e, html_table, to_html
 from lens.report.sections import Section
-from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary
+from lens.report.shapes import ReportSummary
 
 MAX_TEXT = 4000
 
@@ -89,20 +89,6 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
 def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "") -> str:
     """A table of plain texts (escaped here)."""
     return html_table(head, rows, table_id)
-
-
-def many_arms_html(items: Sequence[ManyArms], label: str = "") -> str:
-    """Friedman's test and Kendall's W per metric (three or more arms)."""
-    extra = [Raw(html=label, formats=frozenset({"html"}))] if label else []
-    return to_html(layout.many_arms(items, extra))
-
-
-def checklist_html(checks: Sequence[Check]) -> str:
-    return to_html(layout.checklist(checks))
-
-
-def comparison_html(comp: Comparison) -> str:
-    return to_html(layout.comparison(comp))
 
 
 def _plots(s: ReportSummary) -> list[str]:

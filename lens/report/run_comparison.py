@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 import lens.report.fmt as fmt
+import lens.report.layout as layout
 from lens.errors import UserError
 from lens.report.arm_comparison import (
     arm_estimates,
@@ -20,8 +21,17 @@ from lens.report.arm_comparison import (
 )
 from lens.report.checklist import arm_size, compare_checklist
 from lens.report.data import RunData, load_run
+from lens.report.document import (
+    STATUS_LABEL,
+    Block,
+    Bullets,
+    Heading,
+    Para,
+    Table,
+    to_html,
+    to_markdown,
+)
 from lens.report.estimates import repeat_reducer, report_metrics
-from lens.report.markdown import STATUS, checklist_md, comparison_md, many_arms_md, table
 from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
@@ -137,58 +147,46 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
-def render_compare_md(s: CompareSummary) -> str:
-    label = [f"**{fmt.not_comparable_label(s.not_comparable)}**", ""] if s.not_comparable else []
-    lines = ["# lens compare", "", *label]
-    lines += [f"- {i + 1}. `{r}`" for i, r in enumerate(s.runs)]
-    lines += ["", f"Judge-noise floor: {fmt.num(s.noise_floor)} (the largest position-swap "
-              "disagreement rate of the runs).", ""]
-    checks = checklist_md(s.checklist)
-    lines += [checks[0], "", *label, *checks[2:]]
-    lines += ["## Arms", "", *label]
+def compare_blocks(s: CompareSummary) -> list[Block]:
+    """What ``lens compare`` says, as report blocks (rendered to Markdown and to HTML)."""
+    label: list[Block] = ([Para(fmt.not_comparable_label(s.not_comparable), "nc")]
+                          if s.not_comparable else [])
+    check_head, *check_rest = layout.checklist(s.checklist)
     arms = list(s.arms)
-    lines += table(["metric", *arms],
-                   [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)] for m in s.metrics])
-    lines += many_arms_md(s.many_arms, label)
-    lines += ["## Paired comparisons", "",
-              "Every pair of arms; p-values are Holm-corrected across all pairs and metrics "
-              "(± its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
-              ""]
+    out: list[Block] = [
+        Heading("lens compare", level=1), *label,
+        Bullets([f"{i + 1}. {r}" for i, r in enumerate(s.runs)]),
+        Para(f"Judge-noise floor: {fmt.num(s.noise_floor)} (the largest position-swap "
+             "disagreement rate of the runs).", "meta"),
+        check_head, *label, *check_rest,
+        Heading("Arms"), *label,
+        Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
+                                  for m in s.metrics], table_id="arms"),
+        *layout.many_arms(s.many_arms, label),
+        Heading("Paired comparisons"),
+        Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
+             "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
+             "meta"),
+    ]
     for comp in s.comparisons:
-        lines += comparison_md(comp)
+        out += layout.comparison(comp)
     fails = [c for c in s.checklist if c.status == "fail"]
     if fails:
-        lines += ["Failed checks: " + "; ".join(f"{STATUS[c.status]} {c.title}" for c in fails),
-                  ""]
-    return "\n".join(lines).rstrip() + "\n"
+        out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
+                                                      for c in fails), "fail"))
+    return out
+
+
+def render_compare_md(s: CompareSummary) -> str:
+    return to_markdown(compare_blocks(s))
 
 
 def render_compare_html(s: CompareSummary) -> str:
     """The comparison as a self-contained page (same style and policy as report.html)."""
-    from lens.report.html import (
-        CSP,
-        CSS,
-        checklist_html,
-        comparison_html,
-        e,
-        many_arms_html,
-        tbl,
-    )
+    from lens.report.html import CSP, CSS
 
-    label = (f'<p class="nc">{e(fmt.not_comparable_label(s.not_comparable))}</p>'
-             if s.not_comparable else "")
-    arms = list(s.arms)
-    out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-           f"<title>lens compare</title><style>{CSS}</style></head><body>",
-           "<h1>lens compare</h1>", label,
-           "<ol>" + "".join(f"<li><code>{e(r)}</code></li>" for r in s.runs) + "</ol>",
-           f"<p class='meta'>Judge-noise floor: {e(fmt.num(s.noise_floor))}.</p>",
-           checklist_html(s.checklist).replace("</h2>", "</h2>" + label, 1),
-           "<h2>Arms</h2>", label,
-           tbl(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
-                                   for m in s.metrics], table_id="arms"),
-           many_arms_html(s.many_arms, label),
-           "<h2>Paired comparisons</h2>", *(comparison_html(c) for c in s.comparisons),
-           "</body></html>"]
-    return "\n".join(out)
+    return "\n".join([
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f"<title>lens compare</title><style>{CSS}</style></head><body>",
+        to_html(compare_blocks(s)), "</body></html>"])
