@@ -114,7 +114,8 @@ def is_goldevidence_run(manifest: dict[str, Any]) -> bool:
 def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     """Grade every (adapter, cell) group of a lens run; with ``write``, into
     ``RUN_DIR/goldevidence/grades.json`` and ``summary.csv``."""
-    store = RunStore.open(Path(run_dir))
+    # Reading for a report must not touch the run: open() repairs a torn events tail.
+    store = RunStore.open(Path(run_dir)) if write else RunStore(Path(run_dir))
     manifest = store.manifest()
     ds = load_dataset(manifest["dataset"]["path"])
     rows = rows_from_dataset(ds)

@@ -90,6 +90,8 @@ def test_reporting_grades_in_memory_and_writes_nothing_into_the_run(ge_run: Path
     for f in (ge_run / "goldevidence").iterdir():
         f.unlink()
     (ge_run / "goldevidence").rmdir()
+    with open(ge_run / "events.jsonl", "ab") as fh:
+        fh.write(b'{"kind": "torn')  # a crash mid-write: only a resume may repair it
     before = _files(ge_run)
     paths = write_reports(ge_run, out_dir=tmp_path)
     assert "## GoldEvidence" in paths.markdown.read_text()
