@@ -29,6 +29,7 @@ from typing import Any
 
 from lens import plugins
 from lens.report.data import RunData
+from lens.report.document import Block, Bullets, Heading, Table, to_html, to_markdown
 
 ENTRY_POINT_GROUP = plugins.REPORT_SECTIONS
 SECTIONS_DIR = "sections"
@@ -81,14 +82,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _md_text(v: Any) -> str:
-    return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _md_cell(v: Any) -> str:
-    return _md_text(_cell(v)).replace("|", "\\|").replace("\n", " ")
-
-
 def _metric_text(v: Any) -> str:
     if isinstance(v, dict) and "mean" in v:
         mean = v.get("mean")
@@ -104,41 +97,25 @@ def _metric_text(v: Any) -> str:
 def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
     """Render a section document (the JSON shape above) as markdown and escaped HTML."""
     title = str(doc.get("title") or section_id)
-    md: list[str] = [f"## {_md_text(title)}", ""]
-    hx: list[str] = [f"<h2>{html.escape(title)}</h2>"]
+    blocks: list[Block] = [Heading(title)]
     metrics = doc.get("metrics") or {}
     if isinstance(metrics, dict) and metrics:
-        md += ["| metric | value |", "|---|---|"]
-        md += [f"| {_md_cell(k)} | {_md_cell(_metric_text(v))} |" for k, v in metrics.items()]
-        md.append("")
-        hx.append("<table class='data'><thead><tr><th>metric</th><th>value</th></tr></thead>"
-                  "<tbody>")
-        hx += [f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(_metric_text(v))}</td></tr>"
-               for k, v in metrics.items()]
-        hx.append("</tbody></table>")
+        blocks.append(Table(["metric", "value"],
+                            [[str(k), _metric_text(v)] for k, v in metrics.items()]))
     for table in doc.get("tables") or []:
         if not isinstance(table, dict):
             continue
-        cols = [str(c) for c in table.get("columns") or []]
-        rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
         if table.get("title"):
-            md += [f"### {_md_text(table['title'])}", ""]
-            hx.append(f"<h3>{html.escape(str(table['title']))}</h3>")
+            blocks.append(Heading(str(table["title"]), level=3))
+        cols = [str(c) for c in table.get("columns") or []]
         if cols:
-            md += ["| " + " | ".join(_md_cell(c) for c in cols) + " |",
-                   "|" + "---|" * len(cols)]
-            md += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
-            md.append("")
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in r)
-                           + "</tr>" for r in rows)
-            hx.append(f"<table class='data'><thead><tr>{head}</tr></thead>"
-                      f"<tbody>{body}</tbody></table>")
-    for note in doc.get("notes") or []:
-        md.append(f"- {_md_text(note)}")
-        hx.append(f"<p class='note'>{html.escape(str(note))}</p>")
-    return Section(id=section_id, title=title, markdown="\n".join(md).rstrip() + "\n",
-                   html="\n".join(hx), data=doc)
+            rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
+            blocks.append(Table(cols, [[_cell(c) for c in r] for r in rows]))
+    notes = [str(n) for n in doc.get("notes") or []]
+    if notes:
+        blocks.append(Bullets(notes, style="note"))
+    return Section(id=section_id, title=title, markdown=to_markdown(blocks),
+                   html=to_html(blocks), data=doc)
 
 
 def _json_file_sections(run: RunData) -> list[Section]:
