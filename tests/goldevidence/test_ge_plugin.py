@@ -4,6 +4,10 @@ the run without writing into it."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -99,3 +103,24 @@ def test_reporting_grades_in_memory_and_writes_nothing_into_the_run(ge_run: Path
     assert section.data["groups"][0]["adapter"] == "k2"
     assert _files(ge_run) == before
     assert not (ge_run / "goldevidence").exists()
+
+
+def _lens_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``lens ARGS`` in a fresh interpreter that declares this checkout's entry points first
+    (as an installed package's metadata would)."""
+    code = ("import json, sys; from lens import plugins; from lens.cli import main; "
+            "plugins.add_entry_points(json.loads(sys.argv[1])); sys.exit(main(sys.argv[2:]))")
+    return subprocess.run([sys.executable, "-c", code, json.dumps(project_entry_points()),
+                           *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_lens_score_and_report_through_the_cli(ge_run: Path) -> None:
+    grades = ge_run / "goldevidence"
+    shutil.rmtree(grades, ignore_errors=True)
+    report = _lens_cli("report", str(ge_run))
+    assert report.returncode == 0, report.stderr
+    assert not grades.exists()  # the report graded in memory
+    assert "## GoldEvidence" in (ge_run / "report.md").read_text()
+    score = _lens_cli("score", str(ge_run))
+    assert score.returncode == 0, score.stderr
+    assert (grades / "grades.json").is_file() and (grades / "summary.csv").is_file()
