@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench.common import machine_line, spread
-from lens.report.comparerun import compare_runs
+from lens.report.run_comparison import compare_runs
 from tests.report.runfactory import RunSpec, make_run, unit_draw
 
 

@@ -2,7 +2,7 @@
 tokens/s, and what reusing the evaluated prompt prefix across an agent's turns saves.
 
 Each repetition runs the quickstart config (``configs/quickstart.yaml``) through ``lens run``'s
-own code path (``lens.execute.execute``) twice, alternating: with prefix reuse (the backend's
+own code path (``lens.pipeline.execute``) twice, alternating: with prefix reuse (the backend's
 behaviour) and without it (the bench forgets the evaluated prefix before every call, so every
 prompt is evaluated from its first token). The model cache is off so every call is computed;
 scoring and reports are off so the clock measures answering. The model is loaded before the
@@ -102,7 +102,7 @@ def load_model(config_path: Path) -> Any:
 def run_once(config_path: Path, llm: Any, reuse: bool) -> E2E:
     import llama_cpp
 
-    from lens.execute import execute
+    from lens.pipeline import execute
     from lens.store import RunStore
 
     ctx = llm._ctx.ctx

@@ -42,7 +42,7 @@ from lens import eventloop, logs
 from lens.config import CacheConfig, RunConfig
 from lens.dataset import load_dataset
 from lens.models.runtime import ModelRuntime
-from lens.runner import Runner
+from lens.orchestrator import Runner
 from lens.store import RunStore
 
 TOKEN_RATE_TARGET = 0.95

@@ -50,8 +50,8 @@ from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
 from lens.models.stack import StackClient
 from lens.models.usage import UsageMeter
+from lens.orchestrator import Runner
 from lens.prompts import AGENT_SYSTEM_PROMPT
-from lens.runner import Runner
 from lens.store import RunStore
 
 CALLS_PER_QUESTION = 4

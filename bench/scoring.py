@@ -28,10 +28,10 @@ import yaml
 
 from bench.common import ROOT, fake_server, machine_line, md_table, spread
 from lens.config import CacheConfig, ModelConfig
-from lens.execute import execute
 from lens.models.runtime import ModelRuntime
+from lens.pipeline import execute
 from lens.records import unit_key
-from lens.scoring.context import load_run
+from lens.scoring.run_input import load_run
 from lens.scoring.scorer import score_run
 from lens.store import RunStore
 

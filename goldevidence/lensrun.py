@@ -93,7 +93,7 @@ def write_job(job: LensJob) -> Path:
 
 
 def run_job(job: LensJob, *, resume: Path | None = None, progress: Any = None) -> Path:
-    from lens.execute import execute
+    from lens.pipeline import execute
 
     config_path = write_job(job) if resume is None else job.out / job.name / "config.yaml"
     client = _policy_of(job.agent)
@@ -107,9 +107,15 @@ def _interval(results: list[bool]) -> tuple[float | None, float | None]:
     return est.low, est.high
 
 
-def grade_run(run_dir: Path) -> dict[str, Any]:
-    """Grade every (adapter, cell) group of a lens run; write grades.json and summary.csv."""
-    store = RunStore.open(Path(run_dir))
+def is_goldevidence_run(manifest: dict[str, Any]) -> bool:
+    return str((manifest.get("dataset") or {}).get("id") or "").startswith("goldevidence")
+
+
+def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
+    """Grade every (adapter, cell) group of a lens run; with ``write``, into
+    ``RUN_DIR/goldevidence/grades.json`` and ``summary.csv``."""
+    # Reading for a report must not touch the run: open() repairs a torn events tail.
+    store = RunStore.open(Path(run_dir)) if write else RunStore(Path(run_dir))
     manifest = store.manifest()
     ds = load_dataset(manifest["dataset"]["path"])
     rows = rows_from_dataset(ds)
@@ -152,6 +158,8 @@ def grade_run(run_dir: Path) -> dict[str, Any]:
                                 {"state_mode": "all", "profile": "all", "seed": "all"}))
     report = {"run_dir": str(run_dir), "agent_model": manifest["config"]["agent"]["model"],
               "groups": out_groups, "pooled": pooled}
+    if not write:
+        return report
     target = Path(run_dir) / "goldevidence"
     target.mkdir(exist_ok=True)
     atomic_write_text(target / "grades.json", json.dumps(report, indent=1, default=str))

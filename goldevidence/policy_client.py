@@ -17,12 +17,9 @@ from typing import Any, Literal
 from goldevidence.grammar import KEY_RE, UID_RE, parse_log_line
 from goldevidence.seeding import rng_for
 from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
+from lens.tokens import estimate_tokens
 
 Policy = Literal["first", "latest_step", "random"]
-
-
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
 
 
 class SelectionPolicyClient:
@@ -49,9 +46,10 @@ class SelectionPolicyClient:
                               arguments=json.dumps({"query": query}))]
         else:
             text = self._answer(question, tool_msgs[-1].content)
-        prompt = sum(_tokens(m.content) for m in request.messages)
+        prompt = sum(estimate_tokens(m.content) for m in request.messages)
         return Completion(text=text, tool_calls=calls,
-                          usage=Usage(prompt_tokens=prompt, completion_tokens=_tokens(text) + 8),
+                          usage=Usage(prompt_tokens=prompt,
+                                      completion_tokens=estimate_tokens(text) + 8),
                           finish_reason="tool_calls" if calls else "stop",
                           provider=self.provider, model=self.model,
                           latency_s=time.perf_counter() - started, cost_usd=0.0)

@@ -1,5 +1,8 @@
 """The GoldEvidence section of a lens report, from ``RUN_DIR/goldevidence/grades.json``.
 
+Declared in lens's ``lens.report_sections`` entry-point group as :func:`section`. A run graded
+before (by the scenario's scoring hook or ``run_job``) is read; any other GoldEvidence run is
+graded in memory, never written to: reporting does not change a run.
 ``section_markdown(run_dir)`` and ``section_html(run_dir)`` return None for a run that is not a
 GoldEvidence run, so a report can call them on any run directory.
 """
@@ -11,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from goldevidence.lensrun import grade_run
+from goldevidence.lensrun import grade_run, is_goldevidence_run
+from lens.report.data import RunData
+from lens.report.sections import Section
 
 SHOWN = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
          "entailment_rate", "support_bloat", "twin_consistency", "twin_flip_rate", "instr_gap",
@@ -28,10 +33,9 @@ def load_grades(run_dir: str | Path) -> dict[str, Any] | None:
     manifest = root / "manifest.json"
     if not manifest.is_file():
         return None
-    ds = json.loads(manifest.read_text(encoding="utf-8")).get("dataset", {})
-    if not str(ds.get("id") or "").startswith("goldevidence"):
+    if not is_goldevidence_run(json.loads(manifest.read_text(encoding="utf-8"))):
         return None
-    return grade_run(root)
+    return grade_run(root, write=False)
 
 
 def _fmt(v: Any) -> str:
@@ -53,8 +57,15 @@ def _table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def section_markdown(run_dir: str | Path) -> str | None:
     report = load_grades(run_dir)
-    if report is None:
-        return None
+    return None if report is None else _markdown(report)
+
+
+def section_html(run_dir: str | Path) -> str | None:
+    report = load_grades(run_dir)
+    return None if report is None else _html(report)
+
+
+def _markdown(report: dict[str, Any]) -> str:
     head, body = _table(report)
     lines = ["## GoldEvidence", "",
              f"Agent model: `{report['agent_model']}`. Decomposition: gold_present_rate → "
@@ -73,10 +84,7 @@ def section_markdown(run_dir: str | Path) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def section_html(run_dir: str | Path) -> str | None:
-    report = load_grades(run_dir)
-    if report is None:
-        return None
+def _html(report: dict[str, Any]) -> str:
     head, body = _table(report)
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
@@ -84,3 +92,12 @@ def section_html(run_dir: str | Path) -> str | None:
     return (f'<section id="goldevidence"><h2>GoldEvidence</h2><p>Agent model: '
             f"<code>{html.escape(str(report['agent_model']))}</code>. Intervals are Wilson 95%."
             f"</p><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></section>")
+
+
+def section(run: RunData) -> Section | None:
+    """The report section (a ``lens.report_sections`` provider); None for other runs."""
+    report = load_grades(run.root)
+    if report is None:
+        return None
+    return Section(id="goldevidence", title="GoldEvidence", markdown=_markdown(report),
+                   html=_html(report), data=report)

@@ -16,7 +16,6 @@ from typing import Any, Literal
 from goldevidence.grammar import UID_RE, line_step, log_lines
 from goldevidence.predictions import extract_json_object
 from lens.dataset import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
-from lens.prompts import register_template
 from lens.records import QuestionRecord, is_scored
 
 _CITE = re.compile(r"\[[^\[\]\n]{1,200}\]")
@@ -30,7 +29,8 @@ ANSWER_INSTRUCTIONS = (
     'Final answer: one JSON object {"value": <string or null>, "support_ids": [<U-ids of the '
     'UPDATE lines that establish it>]}, then cite those records as [ref_id].'
 )
-register_template("goldevidence.answer_instructions", ANSWER_INSTRUCTIONS)
+# Declared in the lens.prompt_templates entry-point group, so lens's prompts hash covers it.
+PROMPT_TEMPLATES = {"goldevidence.answer_instructions": ANSWER_INSTRUCTIONS}
 
 
 def _ts(step: int, j: int) -> str:

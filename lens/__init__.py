@@ -1,3 +1,148 @@
-"""lens: an async evaluation framework for AI memory systems."""
+"""lens: an async evaluation framework for AI memory systems.
+
+The names below are the public API: what an adapter author or a script writer imports, as
+``from lens import MemoryAdapter, load_config, execute``. Everything else lives in modules whose
+names may change between versions (docs/architecture.md says which is which). The conformance
+suite for adapter authors is :mod:`lens.testing`; the statistics are :mod:`lens.stats`; plugin
+declarations are read by :mod:`lens.plugins`.
+
+Names load on first use, so ``import lens`` stays cheap and no lens module depends on this one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # Writing an adapter
+    "MemoryAdapter": "lens.adapter",
+    "SyncMemoryAdapter": "lens.adapter",
+    "SearchResult": "lens.adapter",
+    "Document": "lens.adapter",
+    "CapabilityManifest": "lens.adapter",
+    "ExtraTool": "lens.adapter",
+    "register_adapter": "lens.adapter",
+    "create_adapter": "lens.adapter",
+    "adapter_names": "lens.adapter",
+    # Datasets
+    "Dataset": "lens.dataset",
+    "Scope": "lens.dataset",
+    "Episode": "lens.dataset",
+    "Question": "lens.dataset",
+    "QuestionType": "lens.dataset",
+    "GroundTruth": "lens.dataset",
+    "load_dataset": "lens.dataset",
+    # Configs and runs
+    "RunConfig": "lens.config",
+    "ModelConfig": "lens.config",
+    "load_config": "lens.config",
+    "execute": "lens.pipeline",
+    "RunOutcome": "lens.pipeline",
+    "RunStore": "lens.store",
+    "QuestionRecord": "lens.records",
+    # Scoring
+    "score_run": "lens.scoring.scorer",
+    "score_run_sync": "lens.scoring.scorer",
+    "score_for_config": "lens.scoring.scorer",
+    "RunScores": "lens.scoring.types",
+    # Reports
+    "write_reports": "lens.report",
+    "build_summary": "lens.report",
+    "compare_runs": "lens.report.run_comparison",
+    "Section": "lens.report.sections",
+    "register_section_provider": "lens.report.sections",
+    # Errors a caller may catch
+    "UserError": "lens.errors",
+    "ConfigError": "lens.errors",
+    "DatasetError": "lens.errors",
+    "AdapterNotFound": "lens.errors",
+}
+
+__all__ = [
+    "AdapterNotFound",
+    "CapabilityManifest",
+    "ConfigError",
+    "Dataset",
+    "DatasetError",
+    "Document",
+    "Episode",
+    "ExtraTool",
+    "GroundTruth",
+    "MemoryAdapter",
+    "ModelConfig",
+    "Question",
+    "QuestionRecord",
+    "QuestionType",
+    "RunConfig",
+    "RunOutcome",
+    "RunScores",
+    "RunStore",
+    "Scope",
+    "SearchResult",
+    "Section",
+    "SyncMemoryAdapter",
+    "UserError",
+    "__version__",
+    "adapter_names",
+    "build_summary",
+    "compare_runs",
+    "create_adapter",
+    "execute",
+    "load_config",
+    "load_dataset",
+    "register_adapter",
+    "register_section_provider",
+    "score_for_config",
+    "score_run",
+    "score_run_sync",
+    "write_reports",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:
+    from lens.adapter import (
+        CapabilityManifest,
+        Document,
+        ExtraTool,
+        MemoryAdapter,
+        SearchResult,
+        SyncMemoryAdapter,
+        adapter_names,
+        create_adapter,
+        register_adapter,
+    )
+    from lens.config import ModelConfig, RunConfig, load_config
+    from lens.dataset import (
+        Dataset,
+        Episode,
+        GroundTruth,
+        Question,
+        QuestionType,
+        Scope,
+        load_dataset,
+    )
+    from lens.errors import AdapterNotFound, ConfigError, DatasetError, UserError
+    from lens.pipeline import RunOutcome, execute
+    from lens.records import QuestionRecord
+    from lens.report import build_summary, write_reports
+    from lens.report.run_comparison import compare_runs
+    from lens.report.sections import Section, register_section_provider
+    from lens.scoring.scorer import score_for_config, score_run, score_run_sync
+    from lens.scoring.types import RunScores
+    from lens.store import RunStore

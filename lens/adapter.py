@@ -13,16 +13,16 @@ import importlib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lens import plugins
 from lens.dataset import Episode
 from lens.errors import AdapterNotFound, ConfigError
 
-ENTRY_POINT_GROUP = "lens.adapters"
+ENTRY_POINT_GROUP = plugins.ADAPTERS
 
 
 class SearchResult(BaseModel):
@@ -199,7 +199,6 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "recency": "adapters.timeline:RecencyAdapter",
     "mem0": "adapters.mem0:Mem0Adapter",
     "postgres": "adapters.postgres:PostgresAdapter",
-    "goldevidence_candidates": "goldevidence.lens_adapter:CandidateAdapter",
 }
 
 _registered: dict[str, AdapterClass] = {}
@@ -242,7 +241,7 @@ def _load_target(target: str) -> AdapterClass:
 
 
 def _entry_point_targets() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return plugins.targets(ENTRY_POINT_GROUP)
 
 
 def adapter_names() -> list[str]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Mapping
+
+from lens import plugins
 
 AGENT_SYSTEM_PROMPT = """\
 You answer questions about a stream of records (logs, reports, notes) that a memory system has \
@@ -39,9 +42,25 @@ def register_template(name: str, text: str) -> None:
     _extra_templates[name] = text
 
 
-# Modules that register templates when imported. Importing them all here makes the hash the
-# same whatever else the process happened to import first.
-_TEMPLATE_MODULES = ("lens.scoring.judge", "lens.models.local_prompt", "goldevidence.scenario")
+# lens's own modules that register templates when imported. Importing them all here makes the
+# hash the same whatever else the process happened to import first.
+_TEMPLATE_MODULES = ("lens.scoring.judge", "lens.models.local_prompt")
+
+
+def plugin_templates() -> dict[str, str]:
+    """Templates declared in the ``lens.prompt_templates`` entry-point group."""
+    found: dict[str, str] = {}
+    for name, target in plugins.targets(plugins.PROMPT_TEMPLATES).items():
+        try:
+            obj = plugins.load_target(target)
+        except (ImportError, AttributeError) as exc:
+            raise RuntimeError(f"prompt template plugin {name!r} ({target}): {exc}") from exc
+        templates = obj() if callable(obj) else obj
+        if not isinstance(templates, Mapping):
+            raise RuntimeError(f"prompt template plugin {name!r} ({target}) must give a mapping "
+                               "{template name: text}")
+        found.update({str(k): str(v) for k, v in templates.items()})
+    return found
 
 
 def prompts_hash() -> str:
@@ -49,7 +68,7 @@ def prompts_hash() -> str:
         importlib.import_module(module)
     h = hashlib.sha256()
     parts = {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
-             **TOOL_DESCRIPTIONS, **_extra_templates}
+             **TOOL_DESCRIPTIONS, **_extra_templates, **plugin_templates()}
     for name in sorted(parts):
         h.update(name.encode() + b"\0" + parts[name].encode() + b"\0")
     return h.hexdigest()

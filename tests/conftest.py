@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from lens import plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = ROOT.parent / "shared" / "lens-datasets"
@@ -18,3 +22,17 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"the published LENS scopes are not beside the project ({SHARED_DATASETS})")
     return SHARED_DATASETS
+
+
+def project_entry_points() -> dict[str, dict[str, str]]:
+    """The ``lens.*`` entry points pyproject.toml declares, as lens reads them once installed."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    return {group: dict(names) for group, names in declared.items() if group.startswith("lens.")}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _declared_plugins() -> Iterator[None]:
+    # The tests see the plugins this checkout declares even when the installed metadata is
+    # older (an editable install made before an entry point was added).
+    with plugins.entry_points_added(project_entry_points()):
+        yield

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib.metadata import entry_points
 from typing import Any
 
 import anyio
 
+from lens import plugins
 from lens.adapter import (
     BUILTIN_ADAPTERS,
     ENTRY_POINT_GROUP,
@@ -57,7 +57,7 @@ async def _capabilities(name: str) -> CapabilityManifest:
 
 def describe(name: str) -> dict[str, Any]:
     """One adapter's listing: its capabilities with default options, or why it is unavailable."""
-    eps = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    eps = plugins.targets(ENTRY_POINT_GROUP)
     row: dict[str, Any] = {"name": name, "source": _source(name, eps)}
     try:
         caps = anyio.run(_capabilities, name)

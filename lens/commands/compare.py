@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lens.report.comparerun import compare_runs
+from lens.report.run_comparison import compare_runs
 from lens.store import atomic_write_text
 
 

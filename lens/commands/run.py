@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lens.execute import RunOutcome, execute
+from lens.pipeline import RunOutcome, execute
 from lens.progress import RichRunProgress
 from lens.report.console import one_line, result_lines
 from lens.visible import visible

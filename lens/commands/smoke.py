@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.store import RunStore
 
 _FACTS = [

@@ -11,8 +11,8 @@ from lens.report.csvout import questions_csv
 from lens.report.data import RunData, load_run
 from lens.report.html import render_html
 from lens.report.markdown import render_markdown
-from lens.report.models import ReportSummary
 from lens.report.sections import Section, collect_sections, register_section_provider
+from lens.report.shapes import ReportSummary
 from lens.report.summary import summarize
 from lens.store import atomic_write_text
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from lens.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
-from lens.report.models import Check, Status
+from lens.report.shapes import Check, Status
 from lens.scoring.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lens.report import fmt
-from lens.report.models import Check, ReportSummary
+from lens.report.shapes import Check, ReportSummary
 from lens.visible import visible
 
 # The metrics a reader looks at first (the README's "Reading a report"); others are in the report.

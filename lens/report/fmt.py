@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lens.report.models import ComparisonRow, EstimateOut, Usage
+from lens.report.shapes import ComparisonRow, EstimateOut, Usage
 
 UNKNOWN = "unknown"
 

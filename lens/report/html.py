@@ -10,15 +10,15 @@ import base64
 import hashlib
 import json
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
-from lens.report import fmt, plots
+import lens.report.fmt as fmt
+import lens.report.layout as layout
+import lens.report.plots as plots
 from lens.report.data import QuestionRow
-from lens.report.markdown import HOW_TO_READ
-from lens.report.models import Check, Comparison, EstimateOut, ManyArms, ReportSummary
+from lens.report.document import e, html_table, to_html
 from lens.report.sections import Section
-from lens.visible import visible
+from lens.report.shapes import ReportSummary
 
 MAX_TEXT = 4000
 
@@ -80,69 +80,15 @@ def _csp() -> str:
 CSP = _csp()
 
 
-def e(x: Any) -> str:
-    # Newlines and tabs stay: transcripts are running text in <pre>. A NUL is a parse error in
-    # HTML and an ESC would hide text in a terminal dump, so the rest are shown as pictures.
-    return escape(visible("" if x is None else x, multiline=True), quote=True)
-
-
 def clip(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n… [{len(text) - limit} more characters in the run record]"
 
 
-def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "",
-        raw: bool = False) -> str:
-    """A table; cells are escaped unless ``raw`` (then the caller escaped them)."""
-    tid = f' id="{e(table_id)}"' if table_id else ""
-    h = "".join(f"<th>{e(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{c if raw else e(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f'<table class="data"{tid}><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def many_arms_html(items: Sequence[ManyArms], label: str = "") -> str:
-    """Friedman's test and Kendall's W per metric (three or more arms)."""
-    if not items:
-        return ""
-    return ("<h2>All arms at once</h2>" + label
-            + "<p class='meta'>Friedman's test across scopes and Kendall's W (1: every scope "
-            "ranks the arms alike).</p>"
-            + tbl(["metric", "scopes", "χ²", "df", "p", "Kendall's W"],
-                  [[f.metric, str(f.scopes), f"{f.statistic:.2f}", str(f.df),
-                    fmt.pval(f.p_value), f"{f.kendall_w:.2f}"] for f in items],
-                  table_id="many-arms"))
-
-
-def badge(status: str) -> str:
-    return f'<span class="badge {e(status)}">{e(status.upper())}</span>'
-
-
-def checklist_html(checks: Sequence[Check]) -> str:
-    rows = [[badge(c.status), e(c.title), e(c.value), e(c.detail)] for c in checks]
-    return "<h2>Pre-flight checklist</h2>" + tbl(["status", "check", "measured", "why"], rows,
-                                                 table_id="checklist", raw=True)
-
-
-def comparison_html(comp: Comparison) -> str:
-    out = [f"<h3>{e(comp.arm_b)} vs {e(comp.arm_a)} (Δ = B − A)</h3>"]
-    if comp.not_comparable:
-        out.append(f'<p class="nc">{e(fmt.not_comparable_label(comp.not_comparable))}</p>')
-    out.append(f'<p class="meta">{comp.pairs} paired questions; unmatched: '
-               f'{comp.unmatched_a} only in {e(comp.arm_a)}, {comp.unmatched_b} only in '
-               f'{e(comp.arm_b)}.</p>')
-    rows = []
-    for r in comp.rows:
-        v = fmt.verdict(r, comp.arm_a, comp.arm_b)
-        cls = "pass" if r.verdict in ("a", "b") else "meta"
-        rows.append([e(r.metric), str(r.pairs), e(fmt.num(r.mean_a)), e(fmt.num(r.mean_b)),
-                     e(fmt.est(r.delta)), e(r.test), e(fmt.pval(r.p_value)),
-                     e(fmt.pval(r.p_holm, r.p_mc_error)),
-                     f'<span class="{cls}">{e(v)}</span>: {e(r.reason)}'])
-    out.append(tbl(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
-                    "verdict"], rows, table_id="comparison", raw=True))
-    return "".join(out)
+def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "") -> str:
+    """A table of plain texts (escaped here)."""
+    return html_table(head, rows, table_id)
 
 
 def _plots(s: ReportSummary) -> list[str]:
@@ -247,83 +193,17 @@ def question_html(row: QuestionRow, primary: str | None) -> str:
             f'{"".join(body)}</details>')
 
 
-def _est_cell(x: EstimateOut | None) -> str:
-    return e(fmt.est(x))
-
-
 def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
                 sections: Sequence[Section] = ()) -> str:
     s = summary
-    cond = s.condition
-    adapters = list(s.adapters)
     out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
            f"<title>lens report {e(s.run_id)}</title><style>{CSS}</style></head><body>",
-           f"<h1>lens report: run {e(s.run_id)}</h1>",
-           '<p class="meta">'
-           f"dataset {e(cond.get('dataset_id', 'unknown'))} "
-           f"(hash {e(str(cond.get('dataset_hash', 'unknown'))[:12])}) · agent "
-           f"{e(cond.get('agent_model', 'unknown'))} · judge {e(cond.get('judge_model') or 'none')}"
-           f" · seed {e(cond.get('seed', 'unknown'))} · repeats {e(cond.get('repeats', '?'))} · "
-           f"condition {e(str(s.condition_hash or 'unknown')[:12])} · status "
-           f"{e(s.status or 'unknown')}</p>"]
-    out.append(checklist_html(s.checklist))
-    out.append(f"<h2>Results</h2><p class='meta'>{e(HOW_TO_READ)}</p>")
-    if s.metrics:
-        out.append(tbl(["metric", *adapters],
-                       [[e(m), *(_est_cell(s.adapters[a].metrics.get(m)) for a in adapters)]
-                        for m in s.metrics], table_id="summary-table", raw=True))
-    else:
-        out.append(tbl(["metric", *adapters], [["(not scored)", *("unknown" for _ in adapters)]],
-                       table_id="summary-table"))
-    run_level = sorted({k for a in s.adapters.values() for k in a.run_level})
-    if run_level:
-        out.append("<p class='meta'>Run-level metrics (no per-question values, no interval):</p>")
-        out.append(tbl(["metric", *adapters],
-                       [[k, *(fmt.num(s.adapters[a].run_level.get(k)) for a in adapters)]
-                        for k in run_level]))
-    out.append("<h2>Plots</h2><div class='plots' id='plots'>" + "".join(_plots(s)) + "</div>")
-    usage = []
-    for a in adapters:
-        ad = s.adapters[a]
-        u = ad.usage
-        usage.append([a, str(ad.questions), str(ad.answered), str(ad.empty_answers),
-                      str(ad.errored),
-                      fmt.num(u.tool_calls_per_question, 2),
-                      fmt.num(u.search_results_per_question, 2),
-                      fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
-                      fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
-    out.append("<h2>Usage</h2>" + tbl(["adapter", "questions", "answered", "empty", "errored",
-                                       "tool calls/q", "search results/q", "agent tokens/q",
-                                       "cost/q", "budget compliant", "wall s/q"], usage,
-                                      table_id="usage"))
-    if s.model_usage:
-        out.append("<p class='meta'>Model usage of the whole run, by role:</p>")
-        out.append(tbl(["role", "calls", "prompt tokens", "completion tokens", "cost",
-                        "cache hits", "retries", "errors"],
-                       [[r, str(u.calls), str(u.prompt_tokens), str(u.completion_tokens),
-                         fmt.money(u.cost_usd), str(u.cache_hits), str(u.retries),
-                         str(u.errors)] for r, u in s.model_usage.items()]))
-    if s.primary_metric:
-        pm = s.primary_metric
-        types = sorted({t for a in s.adapters.values() for t in a.by_type})
-        out.append(f"<h2>{e(pm)} by question type</h2>")
-        out.append(tbl(["question type", *adapters],
-                       [[t, *(fmt.est(s.adapters[a].by_type.get(t, {}).get(pm))
-                              for a in adapters)] for t in types]))
-    if s.many_arms:
-        out.append(many_arms_html(s.many_arms))
-    if s.comparisons:
-        out.append("<h2>Paired comparisons</h2>")
-        out += [comparison_html(c) for c in s.comparisons]
-    out += [sec.html for sec in sections]
-    if s.notes:
-        out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in s.notes)
-                   + "</ul>")
-    out.append(f"<h2>Questions</h2><p><input id='qfilter' type='search' "
-               f"placeholder='filter by adapter, scope, id, type, status' aria-label='filter'> "
-               f"<span id='qcount' class='meta'>{len(rows)} shown</span></p>")
-    out += [question_html(r, s.primary_metric) for r in rows]
-    out.append(f"<script>{SCRIPT}</script></body></html>")
+           to_html(layout.report_blocks(s, sections, _plots(s))),
+           f"<h2>Questions</h2><p><input id='qfilter' type='search' "
+           f"placeholder='filter by adapter, scope, id, type, status' aria-label='filter'> "
+           f"<span id='qcount' class='meta'>{len(rows)} shown</span></p>",
+           *(question_html(r, s.primary_metric) for r in rows),
+           f"<script>{SCRIPT}</script></body></html>"]
     return "\n".join(out)

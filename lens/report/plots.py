@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape as _html_escape
 
-from lens.report.models import EstimateOut
+from lens.report.shapes import EstimateOut
 from lens.visible import visible
 
 

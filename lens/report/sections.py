@@ -1,11 +1,10 @@
-"""Extra report sections contributed by scenarios (GoldEvidenceBench, …).
+"""Extra report sections contributed by scenarios and other plugins.
 
 Two ways in:
 
-1. A JSON file in the run directory: ``RUN_DIR/goldevidence.json`` or any
-   ``RUN_DIR/sections/<id>.json``, shaped as::
+1. A JSON file in the run directory, ``RUN_DIR/sections/<id>.json``, shaped as::
 
-       {"title": "GoldEvidence",
+       {"title": "Contradictions",
         "metrics": {"value_acc": 0.82, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8, "n": 120}},
         "tables": [{"title": "by state mode", "columns": ["mode", "acc"], "rows": [["kv", 0.9]]}],
         "notes": ["..."]}
@@ -19,20 +18,28 @@ Two ways in:
 
 from __future__ import annotations
 
-import html
+import dataclasses
 import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from lens import plugins
 from lens.report.data import RunData
-from lens.visible import visible
+from lens.report.document import (
+    Block,
+    Bullets,
+    Heading,
+    Table,
+    e,
+    md_text,
+    to_html,
+    to_markdown,
+)
 
-ENTRY_POINT_GROUP = "lens.report_sections"
-GOLDEVIDENCE_FILE = "goldevidence.json"
+ENTRY_POINT_GROUP = plugins.REPORT_SECTIONS
 SECTIONS_DIR = "sections"
 
 
@@ -58,11 +65,11 @@ def register_section_provider(provider: SectionProvider) -> SectionProvider:
 
 def _entry_point_providers() -> list[SectionProvider]:
     found = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for name, target in plugins.targets(ENTRY_POINT_GROUP).items():
         try:
-            found.append(ep.load())
+            found.append(plugins.load_target(target))
         except Exception as exc:  # a broken plugin must not break every report
-            found.append(_failed_provider(ep.name, exc))
+            found.append(_failed_provider(name, exc))
     return found
 
 
@@ -83,18 +90,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _h(v: Any) -> str:
-    return html.escape(visible(v))
-
-
-def _md_text(v: Any) -> str:
-    return visible(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _md_cell(v: Any) -> str:
-    return _md_text(_cell(v)).replace("|", "\\|").replace("\n", " ")
-
-
 def _metric_text(v: Any) -> str:
     if isinstance(v, dict) and "mean" in v:
         mean = v.get("mean")
@@ -110,48 +105,29 @@ def _metric_text(v: Any) -> str:
 def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
     """Render a section document (the JSON shape above) as markdown and escaped HTML."""
     title = str(doc.get("title") or section_id)
-    md: list[str] = [f"## {_md_text(title)}", ""]
-    hx: list[str] = [f"<h2>{_h(title)}</h2>"]
+    blocks: list[Block] = [Heading(title)]
     metrics = doc.get("metrics") or {}
     if isinstance(metrics, dict) and metrics:
-        md += ["| metric | value |", "|---|---|"]
-        md += [f"| {_md_cell(k)} | {_md_cell(_metric_text(v))} |" for k, v in metrics.items()]
-        md.append("")
-        hx.append("<table class='data'><thead><tr><th>metric</th><th>value</th></tr></thead>"
-                  "<tbody>")
-        hx += [f"<tr><td>{_h(str(k))}</td><td>{_h(_metric_text(v))}</td></tr>"
-               for k, v in metrics.items()]
-        hx.append("</tbody></table>")
+        blocks.append(Table(["metric", "value"],
+                            [[str(k), _metric_text(v)] for k, v in metrics.items()]))
     for table in doc.get("tables") or []:
         if not isinstance(table, dict):
             continue
-        cols = [str(c) for c in table.get("columns") or []]
-        rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
         if table.get("title"):
-            md += [f"### {_md_text(table['title'])}", ""]
-            hx.append(f"<h3>{_h(str(table['title']))}</h3>")
+            blocks.append(Heading(str(table["title"]), level=3))
+        cols = [str(c) for c in table.get("columns") or []]
         if cols:
-            md += ["| " + " | ".join(_md_cell(c) for c in cols) + " |",
-                   "|" + "---|" * len(cols)]
-            md += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
-            md.append("")
-            head = "".join(f"<th>{_h(c)}</th>" for c in cols)
-            body = "".join("<tr>" + "".join(f"<td>{_h(_cell(c))}</td>" for c in r)
-                           + "</tr>" for r in rows)
-            hx.append(f"<table class='data'><thead><tr>{head}</tr></thead>"
-                      f"<tbody>{body}</tbody></table>")
-    for note in doc.get("notes") or []:
-        md.append(f"- {_md_text(note)}")
-        hx.append(f"<p class='note'>{_h(str(note))}</p>")
-    return Section(id=section_id, title=title, markdown="\n".join(md).rstrip() + "\n",
-                   html="\n".join(hx), data=doc)
+            rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
+            blocks.append(Table(cols, [[_cell(c) for c in r] for r in rows]))
+    notes = [str(n) for n in doc.get("notes") or []]
+    if notes:
+        blocks.append(Bullets(notes, style="note"))
+    return Section(id=section_id, title=title, markdown=to_markdown(blocks),
+                   html=to_html(blocks), data=doc)
 
 
 def _json_file_sections(run: RunData) -> list[Section]:
     paths: list[tuple[str, Path]] = []
-    ge = run.root / GOLDEVIDENCE_FILE
-    if ge.is_file():
-        paths.append(("goldevidence", ge))
     folder = run.root / SECTIONS_DIR
     if folder.is_dir():
         paths += [(p.stem, p) for p in sorted(folder.glob("*.json"))]
@@ -169,8 +145,8 @@ def _json_file_sections(run: RunData) -> list[Section]:
 
 def _error_section(sid: str, message: str) -> Section:
     text = f"section {sid!r} failed: {message}"
-    return Section(id=sid, title=sid, markdown=f"## {sid}\n\n> {text}\n",
-                   html=f"<h2>{_h(sid)}</h2><p class='fail'>{_h(text)}</p>",
+    return Section(id=sid, title=sid, markdown=f"## {md_text(sid)}\n\n> {md_text(text)}\n",
+                   html=f"<h2>{e(sid)}</h2><p class='fail'>{e(text)}</p>",
                    data={"error": message})
 
 
@@ -187,23 +163,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _goldevidence_section(run: RunData) -> Section | None:
-    """The GoldEvidenceBench section (goldevidence.report), for runs of that scenario."""
-    try:
-        from goldevidence import report as ge
-    except ImportError:
-        return None
-    markdown = ge.section_markdown(run.root)
-    if markdown is None:
-        return None
-    data = _plain(ge.load_grades(run.root) or {})
-    return Section(id="goldevidence", title="GoldEvidence", markdown=markdown,
-                   html=ge.section_html(run.root) or "", data=data)
-
-
-register_section_provider(_goldevidence_section)
-
-
 def collect_sections(run: RunData) -> list[Section]:
     """Every extra section for this run: JSON files first, then registered providers."""
     sections = _json_file_sections(run)
@@ -215,6 +174,6 @@ def collect_sections(run: RunData) -> list[Section]:
         except Exception as exc:
             section = _error_section(name, f"{type(exc).__name__}: {exc}")
         if section is not None and section.id not in seen:
-            sections.append(section)
+            sections.append(dataclasses.replace(section, data=_plain(section.data)))
             seen.add(section.id)
     return sections

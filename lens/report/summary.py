@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from lens.report.arm_comparison import arms_of, compare_against_first, many_arms, noise_floor_of
 from lens.report.checklist import _scored_n, run_checklist
-from lens.report.compare import arms_of, compare_against_first, many_arms, noise_floor_of
 from lens.report.data import QuestionRow, RunData
 from lens.report.estimates import estimates, report_metrics
-from lens.report.models import (
+from lens.report.sections import Section, collect_sections
+from lens.report.shapes import (
     AdapterSummary,
     CheckpointPoint,
     EstimateOut,
@@ -19,7 +20,6 @@ from lens.report.models import (
     SectionOut,
     Usage,
 )
-from lens.report.sections import Section, collect_sections
 from lens.stats import Estimate, bootstrap_mean, estimate, wilson
 
 MAX_CHECKPOINT_POINTS = 10

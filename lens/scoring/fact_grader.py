@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from lens.scoring.context import ScoringItem
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
+from lens.scoring.run_input import ScoringItem
 
 FactGrader = Literal["matcher", "judge", "both"]
 GRADERS: tuple[str, ...] = get_args(FactGrader)

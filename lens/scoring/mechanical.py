@@ -22,9 +22,9 @@ from lens.scoring.claims import (
     stuffing_factor,
     supported_share,
 )
-from lens.scoring.context import ScoringItem
 from lens.scoring.facts import FactMatcherSettings, match_facts
 from lens.scoring.refs import check_citation, episode_of, future_refs, is_synthetic
+from lens.scoring.run_input import ScoringItem
 
 Result = tuple[float | None, dict[str, Any]]
 

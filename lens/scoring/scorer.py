@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import lens.scoring.fact_grader as grading
+import lens.scoring.mechanical as mechanical
+import lens.scoring.pairwise as pairwise
 from lens import eventloop
 from lens.condition import stable_hash
 from lens.config import RunConfig
@@ -21,18 +24,16 @@ from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
 from lens.records import is_scored
-from lens.scoring import fact_grader as grading
-from lens.scoring import mechanical, pairwise
+from lens.scenarios import after_scoring
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
-from lens.scoring.context import RunInput, ScoringItem, load_run
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.judge_prompts import judge_prompts_hash
-from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
+from lens.scoring.run_input import RunInput, ScoringItem, load_run
+from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
-SCORES_FILE = "scores.json"
 # The version of the scoring rules. Raise it whenever a rule changes what a number means
 # (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
 # under different protocols are not comparable.
@@ -171,88 +172,138 @@ async def score_run(
         if protocol != "lens" or errata is not None:
             from lens.scoring.protocols.dispatch import score_under_protocol
 
-            return await score_under_protocol(
+            scores = await score_under_protocol(
                 run, protocol, errata_path=errata, judge=judge,
                 judge_concurrency=judge_concurrency, write=write, lens_score=lens_score,
                 condition=scoring_condition)
-        return await lens_score(run, write=write)
+        else:
+            scores = await lens_score(run, write=write)
     finally:
         run.store.close()
+    if write:
+        # Scenario plugins grade the run now, so a report only ever reads the run.
+        after_scoring(run.run_dir, run.manifest)
+    return scores
+
+
+def _mechanical(item: ScoringItem, row: QuestionScores, tiers: set[int],
+                matcher: FactMatcherSettings) -> mechanical.Analysis:
+    """Tier 1, and tier 2's mechanical reasoning quality, for one answered question."""
+    analysis = mechanical.analyse(item)
+    _tier1(item, matcher, row, analysis)
+    if 2 in tiers:
+        value, detail = mechanical.reasoning_quality(item, analysis)
+        row.metrics["reasoning_quality"] = value
+        row.detail["reasoning_quality"] = detail
+    return analysis
+
+
+def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, tiers: set[int],
+                grader: grading.FactGrader, plan: _Plan) -> None:
+    """The judge tasks one answered, non-empty question needs."""
+    if grader != "matcher":
+        # The judge grades the answer's claims, not the record text it pasted.
+        claims = dataclasses.replace(item, record=item.record.model_copy(
+            update={"answer": analysis.claims.text}))
+        if tasks := grading.grade_tasks(claims):
+            plan.facts[item.key] = tasks
+    if 2 in tiers:
+        plan.quality[item.key] = pairwise.comparisons(item)
+    if 3 in tiers and item.question.question_type.value == ACTION:
+        plan.action[item.key] = pairwise.comparisons(item, action=True)
+
+
+def _first_pass(run: RunInput, tiers: set[int], matcher: FactMatcherSettings, use_judge: bool,
+                grader: grading.FactGrader) -> tuple[dict[str, QuestionScores], _Plan]:
+    """Every question's row with its mechanical metrics, and the judge tasks to run."""
+    rows: dict[str, QuestionScores] = {}
+    plan = _Plan()
+    for item in run.items:
+        row = rows[item.key] = _row(item)
+        if not item.answered:
+            row.detail["error"] = item.record.error or "error"
+            continue
+        analysis = _mechanical(item, row, tiers, matcher)
+        if use_judge and item.record.answer.strip():
+            _plan_judge(item, analysis, tiers, grader, plan)
+    return rows, plan
+
+
+def _judge_metrics(item: ScoringItem, row: QuestionScores, tiers: set[int], use_judge: bool,
+                   plan: _Plan, verdicts: dict[str, Verdict], model: str,
+                   grader: grading.FactGrader) -> tuple[int, int]:
+    """Tier 2 and 3's judged metrics, and the judge's fact grades, on one row; return
+    (pairs, disagreements)."""
+    empty = not item.record.answer.strip()
+    pairs = flips = 0
+    if 2 in tiers:
+        if use_judge:
+            p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
+                           empty)
+            pairs, flips = pairs + p, flips + f
+        else:
+            row.metrics["answer_quality"] = None
+    if item.key in plan.facts:
+        _apply_grades(row, plan.facts[item.key], verdicts, model, grader)
+    if 3 in tiers and item.question.question_type.value == ACTION:
+        if use_judge:
+            p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts, model,
+                           empty)
+            pairs, flips = pairs + p, flips + f
+        else:
+            row.metrics["action_quality"] = None
+    return pairs, flips
+
+
+def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: float,
+                pairs: int, flips: int) -> None:
+    """Every metric present (None where unknown), and the composite."""
+    row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
+    for name in METRICS:
+        row.metrics.setdefault(name, None)
+    comp = composite(row.metrics, weights, gate_threshold)
+    row.metrics["composite"] = comp.value
+    row.detail["composite"] = {"missing": comp.missing, "gated": comp.gated,
+                               "renormalised": comp.renormalised}
+
+
+def _write(run: RunInput, scores: RunScores, judge_runner: Judge | None, tiers: set[int],
+           model: str) -> None:
+    atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+    usage = judge_runner.usage if judge_runner else None
+    run.store.append_event(
+        "scoring_done", SCORES_FILE, tiers=sorted(tiers), judge=model or None,
+        new_judge_calls=usage.calls if usage else 0,
+        reused_verdicts=usage.reused if usage else 0,
+        failed_judge_calls=usage.errors if usage else 0,
+    )
 
 
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
-    rows: dict[str, QuestionScores] = {}
-    plan = _Plan()
     use_judge = judge is not None and bool(tiers & {2, 3})
-    for item in run.items:
-        row = _row(item)
-        rows[item.key] = row
-        if not item.answered:
-            row.detail["error"] = item.record.error or "error"
-            continue
-        analysis = mechanical.analyse(item)
-        _tier1(item, matcher, row, analysis)
-        has_answer = bool(item.record.answer.strip())
-        if 2 in tiers:
-            value, detail = mechanical.reasoning_quality(item, analysis)
-            row.metrics["reasoning_quality"] = value
-            row.detail["reasoning_quality"] = detail
-        if not use_judge or not has_answer:
-            continue
-        if grader != "matcher":
-            # The judge grades the answer's claims, not the record text it pasted.
-            claims = dataclasses.replace(item, record=item.record.model_copy(
-                update={"answer": analysis.claims.text}))
-            if tasks := grading.grade_tasks(claims):
-                plan.facts[item.key] = tasks
-        if 2 in tiers:
-            plan.quality[item.key] = pairwise.comparisons(item)
-        if 3 in tiers and item.question.question_type.value == ACTION:
-            plan.action[item.key] = pairwise.comparisons(item, action=True)
-
+    rows, plan = _first_pass(run, tiers, matcher, use_judge, grader)
     verdicts: dict[str, Verdict] = {}
     judge_runner: Judge | None = None
     if use_judge:
         assert judge is not None
         judge_runner = Judge(judge, run.store, concurrency=judge_concurrency)
         verdicts = await judge_runner.run(plan.tasks())
-
     model = judge_runner.model if judge_runner else ""
+
     total_pairs = total_flips = 0
     for item in run.items:
-        row = rows[item.key]
         if not item.answered:
             continue
-        empty = not item.record.answer.strip()
-        pairs = flips = 0
-        if use_judge and 2 in tiers:
-            p, f = _judged(row, "answer_quality", plan.quality.get(item.key), verdicts, model,
-                           empty)
-            pairs, flips = pairs + p, flips + f
-        elif 2 in tiers:
-            row.metrics["answer_quality"] = None
-        if item.key in plan.facts:
-            _apply_grades(row, plan.facts[item.key], verdicts, model, grader)
+        row = rows[item.key]
+        pairs, flips = _judge_metrics(item, row, tiers, use_judge, plan, verdicts, model,
+                                      grader)
         if 2 in tiers:
             _insight(item, matcher, row)
-        if 3 in tiers and item.question.question_type.value == ACTION:
-            if use_judge:
-                p, f = _judged(row, "action_quality", plan.action.get(item.key), verdicts,
-                               model, empty)
-                pairs, flips = pairs + p, flips + f
-            else:
-                row.metrics["action_quality"] = None
-        row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
+        _finish_row(row, weights, gate_threshold, pairs, flips)
         total_pairs += pairs
         total_flips += flips
-        for name in METRICS:
-            row.metrics.setdefault(name, None)
-        comp = composite(row.metrics, weights, gate_threshold)
-        row.metrics["composite"] = comp.value
-        row.detail["composite"] = {"missing": comp.missing, "gated": comp.gated,
-                                   "renormalised": comp.renormalised}
 
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
@@ -267,29 +318,15 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
-        run_dir=str(run.run_dir),
-        tiers=sorted(tiers),
-        questions=ordered,
-        judge=summary,
-        weights=weights,
-        gate_threshold=gate_threshold,
-        aggregates=aggregates,
+        run_dir=str(run.run_dir), tiers=sorted(tiers), questions=ordered, judge=summary,
+        weights=weights, gate_threshold=gate_threshold, aggregates=aggregates,
         aggregate_detail=agg_detail,
         notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
                      grader),
-        settings=settings,
-        condition=cond,
-        condition_hash=stable_hash(cond),
+        settings=settings, condition=cond, condition_hash=stable_hash(cond),
     )
     if write:
-        atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
-        usage = judge_runner.usage if judge_runner else None
-        run.store.append_event(
-            "scoring_done", SCORES_FILE, tiers=sorted(tiers), judge=model or None,
-            new_judge_calls=usage.calls if usage else 0,
-            reused_verdicts=usage.reused if usage else 0,
-            failed_judge_calls=usage.errors if usage else 0,
-        )
+        _write(run, scores, judge_runner, tiers, model)
     return scores
 
 

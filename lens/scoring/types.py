@@ -10,6 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Where a run's scores live, beside its records (named here so that every writer of scores,
+# the scorer and the protocols alike, imports it from below them).
+SCORES_FILE = "scores.json"
+
 
 class QuestionScores(BaseModel):
     model_config = ConfigDict(extra="forbid")

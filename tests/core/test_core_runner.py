@@ -14,7 +14,7 @@ from lens.config import parse_config
 from lens.dataset import Episode, load_dataset
 from lens.models.base import Completion, CompletionRequest
 from lens.models.scripted import ScriptedClient
-from lens.runner import Runner
+from lens.orchestrator import Runner
 from lens.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 

@@ -115,7 +115,7 @@ def test_lazy_grammar_decoding_matches_full_grammar_decoding() -> None:
 def test_quickstart_end_to_end(tmp_path: Path) -> None:
     """``lens run configs/quickstart.yaml`` on the real default local model, offline."""
     from lens.config import load_config
-    from lens.execute import execute
+    from lens.pipeline import execute
 
     cfg = yaml.safe_load((ROOT / "configs" / "quickstart.yaml").read_text())
     cfg["dataset"]["path"] = str(ROOT / "datasets" / "quickstart.json")

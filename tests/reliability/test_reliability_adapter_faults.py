@@ -13,7 +13,7 @@ from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResu
 from lens.config import AdapterConfig, parse_config
 from lens.dataset import Episode, load_dataset
 from lens.models.scripted import ScriptedClient
-from lens.runner import Runner
+from lens.orchestrator import Runner
 from lens.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.prompts import EMPTY_ANSWER_REMINDER
 from lens.store import RunStore
 from tests.core.helpers import make_dataset, write_json

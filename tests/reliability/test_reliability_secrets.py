@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.execute import execute
+from lens.pipeline import execute
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 

@@ -10,8 +10,8 @@ import pytest
 
 from lens.cli import main
 from lens.errors import UserError
-from lens.report.compare import Arm, arms_of, compare_arms
-from lens.report.comparerun import compare_runs
+from lens.report.arm_comparison import Arm, arms_of, compare_arms
+from lens.report.run_comparison import compare_runs
 from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw
 
 
@@ -192,7 +192,7 @@ def test_single_run_with_two_adapters_compares(tmp_path: Path) -> None:
 
 
 def test_verdict_needs_test_and_clustered_interval_to_agree() -> None:
-    from lens.report.compare import _verdict
+    from lens.report.arm_comparison import _verdict
 
     # Significant by the (independent-pairs) test, but the scope-resampled interval spans 0.
     v, reason = _verdict(0.2, (0.05, 0.05), None, 0.001, 0.05, (-0.1, 0.4))
@@ -241,7 +241,7 @@ def test_adversary_one_scope_cannot_carry_a_win() -> None:
 
 
 def test_p_value_near_alpha_is_borderline() -> None:
-    from lens.report.compare import _verdict
+    from lens.report.arm_comparison import _verdict
 
     v, reason = _verdict(0.2, (0.05, 0.05), None, 0.051, 0.05, (0.1, 0.3), mc_error=0.002)
     assert v == "borderline" and "Monte Carlo error" in reason
@@ -271,7 +271,7 @@ def test_three_arms_get_friedman_and_every_pair(tmp_path: Path) -> None:
     run = memory_run(RunSpec(adapters=("x", "y", "z"), scopes=6, questions_per_scope=30,
                              metrics=lambda a, s, q, r: shifted(
                                  {"x": 0.0, "y": 0.1, "z": 0.2}[a])(a, s, q, r)))
-    from lens.report.compare import compare_pairs, many_arms
+    from lens.report.arm_comparison import compare_pairs, many_arms
 
     arms = arms_of([run])
     comps = compare_pairs(arms, ["fact_recall", "budget_compliance"], noise_floor=None)

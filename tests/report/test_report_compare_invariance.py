@@ -51,7 +51,7 @@ def _compare(out: Path, *runs: Path) -> dict:
 
 
 def _in_process(*runs: Path) -> dict:
-    from lens.report.comparerun import compare_runs
+    from lens.report.run_comparison import compare_runs
 
     return json.loads(json.dumps(compare_runs(list(runs)).summary.model_dump(mode="json")))
 

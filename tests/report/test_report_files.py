@@ -17,8 +17,8 @@ from scipy import stats as sps
 from lens.cli import main
 from lens.report import REPORT_FILES, write_reports
 from lens.report.data import load_run
-from lens.report.models import ReportSummary
 from lens.report.sections import _PROVIDERS, Section, register_section_provider
+from lens.report.shapes import ReportSummary
 from lens.stats import wilson_bounds
 from tests.report.runfactory import RunSpec, make_run
 
@@ -165,8 +165,9 @@ def test_drill_down_holds_the_transcript(run_dir: Path) -> None:
     assert "ModelError: HTTP 500" in html
 
 
-def test_goldevidence_json_becomes_a_section(run_dir: Path) -> None:
-    (run_dir / "goldevidence.json").write_text(json.dumps({
+def test_section_json_file_becomes_a_section(run_dir: Path) -> None:
+    (run_dir / "sections").mkdir()
+    (run_dir / "sections" / "goldevidence.json").write_text(json.dumps({
         "title": "GoldEvidence <b>",
         "metrics": {"value_acc": 0.8125, "cite_f1": {"mean": 0.7, "low": 0.6, "high": 0.8,
                                                      "n": 120}},
@@ -204,7 +205,8 @@ def test_goldevidence_grades_become_the_goldevidence_section(run_dir: Path) -> N
 
 
 def test_broken_section_file_is_reported_not_fatal(run_dir: Path) -> None:
-    (run_dir / "goldevidence.json").write_text("[1, 2")
+    (run_dir / "sections").mkdir()
+    (run_dir / "sections" / "goldevidence.json").write_text("[1, 2")
     paths = write_reports(run_dir)
     assert "section 'goldevidence' failed" in paths.markdown.read_text()
 
@@ -258,7 +260,7 @@ def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
 def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> None:
     """The report's composite and metric means are the scorer's own aggregates (scored here by
     the real tier-1 scorer on a real run), now with intervals."""
-    from lens.execute import execute
+    from lens.pipeline import execute
     from lens.scoring.scorer import score_run_sync
 
     root = Path(__file__).resolve().parents[2]
@@ -281,7 +283,7 @@ def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> 
 def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), reported
     before and after scores exist: the retrieval checks measure real tool use."""
-    from lens.execute import execute
+    from lens.pipeline import execute
     from lens.scoring.types import QuestionScores, RunScores
 
     root = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ from lens.dataset import load_dataset
 from lens.errors import UserError
 from lens.records import QuestionRecord
 from lens.report import groupstats as gs
-from lens.report.comparerun import compare_runs
 from lens.report.data import load_run as load_report_run
+from lens.report.run_comparison import compare_runs
 from lens.report.summary import summarize
 from lens.scoring import SCORES_FILE, score_run_sync
 from lens.scoring.composite import composite, resolve_weights

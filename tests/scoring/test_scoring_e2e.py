@@ -12,7 +12,7 @@ from scoring_fixtures import write_dataset
 
 from lens.cli import main
 from lens.config import load_config
-from lens.execute import execute
+from lens.pipeline import execute
 from lens.scoring import SCORES_FILE, score_for_config
 from lens.scoring.types import RunScores
 

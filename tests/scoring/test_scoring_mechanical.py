@@ -9,7 +9,7 @@ from lens.dataset import Dataset
 from lens.records import QuestionRecord
 from lens.scoring import mechanical
 from lens.scoring.claims import ScopeText
-from lens.scoring.context import ScoringItem
+from lens.scoring.run_input import ScoringItem
 
 DS = Dataset.model_validate(dataset_dict())
 EPISODES = frozenset(e.episode_id for e in DS.scopes[0].episodes)

@@ -10,11 +10,11 @@ from typing import Any
 
 from lens.condition import stable_hash
 from lens.models.base import ModelClient
-from lens.scoring.context import RunInput
 from lens.scoring.errata import Errata, apply_errata, load_errata
 from lens.scoring.protocols import get_protocol
 from lens.scoring.protocols.run import score_protocol
-from lens.scoring.types import RunScores
+from lens.scoring.run_input import RunInput
+from lens.scoring.types import SCORES_FILE, RunScores
 from lens.store import atomic_write_text
 
 
@@ -48,8 +48,6 @@ async def _lens_with_errata(run: RunInput, errata: Errata,
         "settings": settings, "condition": cond, "condition_hash": stable_hash(cond),
         "notes": [*scores.notes, report.note()]})
     if write:
-        from lens.scoring.scorer import SCORES_FILE
-
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
         run.store.append_event("scoring_done", SCORES_FILE, errata=errata.path.name,
                                errata_touched=report.touched)

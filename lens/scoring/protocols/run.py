@@ -20,11 +20,11 @@ from lens.condition import stable_hash
 from lens.dataset import Question
 from lens.errors import UserError
 from lens.models.base import ModelClient, ModelError
-from lens.scoring.context import RunInput, ScoringItem
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
 from lens.scoring.judge import Verdict, verdict_totals
 from lens.scoring.protocols.base import Protocol, ProtocolTask
-from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
+from lens.scoring.run_input import RunInput, ScoringItem
+from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
 from lens.store import RunStore, atomic_write_text
 
 SECTION_FILE = Path("sections") / "protocol.json"
@@ -194,8 +194,6 @@ async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClien
                        notes=notes, settings=settings, condition=cond,
                        condition_hash=stable_hash(cond))
     if write:
-        from lens.scoring.scorer import SCORES_FILE
-
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
         section = protocol_section(protocol, scores, report)
         (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)

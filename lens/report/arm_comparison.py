@@ -19,7 +19,7 @@ import numpy as np
 from lens.report.data import QuestionRow, RunData, is_judge_metric
 from lens.report.estimates import DESIGN_PROXY, estimates, question_values, repeat_reducer
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
-from lens.report.models import Comparison, ComparisonRow, EstimateOut, ManyArms
+from lens.report.shapes import Comparison, ComparisonRow, EstimateOut, ManyArms
 from lens.stats import (
     TEST_RESAMPLES,
     Clustered,

@@ -17,9 +17,9 @@ from lens.dataset import Dataset, load_dataset
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.runtime import ModelRuntime
+from lens.orchestrator import Runner, RunProgress, RunSummary
 from lens.redact import redact, register_config_secrets, register_env_secrets
 from lens.report import ReportPaths, write_reports
-from lens.runner import Runner, RunProgress, RunSummary
 from lens.scoring.composite import resolve_weights
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso

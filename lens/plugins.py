@@ -1,0 +1,75 @@
+"""Finding plugins: the entry-point groups lens reads, in one place.
+
+A package extends lens by declaring entry points in its own metadata (``pyproject.toml``)::
+
+    [project.entry-points."lens.adapters"]
+    my_memory = "my_pkg.adapter:MyAdapter"
+
+The groups:
+
+- ``lens.adapters``: a MemoryAdapter or SyncMemoryAdapter subclass, created by name in a config.
+- ``lens.report_sections``: a function ``(RunData) -> Section | None`` adding a report section.
+- ``lens.prompt_templates``: a mapping ``{name: template text}`` (or a function returning one);
+  the templates join the prompts hash, so changing one changes the run's condition.
+- ``lens.scenarios``: an object with ``applies(manifest) -> bool`` and
+  ``after_scoring(run_dir) -> None``, called when lens has scored a run of that scenario.
+
+A program that cannot install metadata (a notebook, a test) adds the same declarations with
+:func:`add_entry_points`; they are read exactly like installed ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from importlib.metadata import entry_points
+from typing import Any
+
+ADAPTERS = "lens.adapters"
+REPORT_SECTIONS = "lens.report_sections"
+PROMPT_TEMPLATES = "lens.prompt_templates"
+SCENARIOS = "lens.scenarios"
+GROUPS = (ADAPTERS, REPORT_SECTIONS, PROMPT_TEMPLATES, SCENARIOS)
+
+_added: dict[str, dict[str, str]] = {}
+
+
+def targets(group: str) -> dict[str, str]:
+    """``{name: "package.module:attr"}`` for every declaration of ``group``, installed or added
+    in this process (an added declaration wins over an installed one of the same name)."""
+    found = {ep.name: ep.value for ep in entry_points(group=group)}
+    found.update(_added.get(group, {}))
+    return dict(sorted(found.items()))
+
+
+def load_target(target: str) -> Any:
+    """The object ``package.module:attr`` names (the module itself when there is no ``:attr``)."""
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    obj: Any = module
+    for part in attr.split(".") if attr else []:
+        obj = getattr(obj, part)
+    return obj
+
+
+def add_entry_points(declarations: Mapping[str, Mapping[str, str]]) -> None:
+    """Declare entry points in this process: ``{group: {name: "package.module:attr"}}``."""
+    for group, names in declarations.items():
+        _added.setdefault(group, {}).update(names)
+
+
+def remove_entry_points(declarations: Mapping[str, Mapping[str, str]]) -> None:
+    for group, names in declarations.items():
+        for name in names:
+            _added.get(group, {}).pop(name, None)
+
+
+@contextmanager
+def entry_points_added(declarations: Mapping[str, Mapping[str, str]]) -> Iterator[None]:
+    """:func:`add_entry_points` for the duration of a ``with`` block."""
+    add_entry_points(declarations)
+    try:
+        yield
+    finally:
+        remove_entry_points(declarations)

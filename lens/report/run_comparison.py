@@ -1,0 +1,192 @@
+"""``lens compare``: several runs set against each other, only under the same condition."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+import lens.report.fmt as fmt
+import lens.report.layout as layout
+from lens.errors import UserError
+from lens.report.arm_comparison import (
+    arm_estimates,
+    arms_of,
+    compare_pairs,
+    many_arms,
+    noise_floor_of,
+)
+from lens.report.checklist import arm_size, compare_checklist
+from lens.report.data import RunData, load_run
+from lens.report.document import (
+    STATUS_LABEL,
+    Block,
+    Bullets,
+    Heading,
+    Para,
+    Table,
+    to_html,
+    to_markdown,
+)
+from lens.report.estimates import repeat_reducer, report_metrics
+from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms
+from lens.stats import condition_differences
+
+
+class CompareSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[str]
+    arms: dict[str, dict[str, EstimateOut]]
+    metrics: list[str]
+    not_comparable: list[str]
+    differences: dict[str, list[object]]
+    noise_floor: float | None
+    checklist: list[Check]
+    comparisons: list[Comparison]
+    many_arms: list[ManyArms] = []
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    summary: CompareSummary
+    markdown: str
+
+    @property
+    def html(self) -> str:
+        return render_compare_html(self.summary)
+
+
+def shared_metrics(runs: Sequence[RunData]) -> list[str]:
+    """Metrics every run has, in report order."""
+    if not runs:
+        return []
+    common = set.intersection(*(set(report_metrics(r)) for r in runs))
+    return [m for m in report_metrics(runs[0]) if m in common]
+
+
+# Field names of the scoring condition in a refusal message.
+_SCORING_FIELDS = {"protocol": "scoring_protocol", "tiers": "scoring_tiers",
+                   "weights": "scoring_weights", "gate_threshold": "scoring_gate",
+                   "judge_model": "scoring_judge", "judge_prompts_hash": "scoring_judge_prompts"}
+
+
+def scoring_condition(run: RunData) -> dict[str, object]:
+    """How a run was scored: numbers scored differently are not comparable either. Every
+    field of the scoring condition recorded in scores.json is compared, each scoring setting
+    (fact matcher, fact grading, ...) on its own; scores written before the condition was
+    recorded count as protocol 1 with only their tiers, weights, gate and judge."""
+    if run.scores is None:
+        return {"scoring": None}
+    s = run.scores
+    reducer = repeat_reducer(run)
+    if not s.condition:
+        return {"scoring_protocol": 1, "scoring_tiers": sorted(s.tiers),
+                "scoring_weights": dict(sorted(s.weights.items())),
+                "scoring_gate": s.gate_threshold, "scoring_judge": s.judge.model,
+                "scoring_repeat_reducer": reducer}
+    out: dict[str, object] = {}
+    for key, value in s.condition.items():
+        if key == "settings" and isinstance(value, dict):
+            out.update({f"scoring_{k}": v for k, v in value.items()})
+        else:
+            out[_SCORING_FIELDS.get(key, f"scoring_{key}")] = value
+    out["scoring_repeat_reducer"] = reducer
+    return out
+
+
+def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[object]]]:
+    conds = [{**r.condition, **scoring_condition(r)} for r in runs]
+    fields = condition_differences(conds)
+    return fields, {f: [c.get(f) for c in conds] for f in fields}
+
+
+def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> str:
+    lines = ["these runs ran under different conditions and are not comparable; differing "
+             f"fields: {', '.join(diffs)}"]
+    for field, values in diffs.items():
+        shown = "; ".join(f"{r.run_id}={json.dumps(v, default=str)[:80]}"
+                          for r, v in zip(runs, values, strict=True))
+        lines.append(f"  {field}: {shown}")
+    lines.append("re-run under one condition, or pass --force to compare anyway (every table "
+                 "is then labelled 'not comparable')")
+    return "\n".join(lines)
+
+
+def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
+                 confidence: float = 0.95) -> CompareResult:
+    if len(run_dirs) < 1:
+        raise UserError("compare needs at least one run directory")
+    runs = [load_run(d) for d in run_dirs]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"the same run is given twice: {', '.join(ids)}")
+    fields, diffs = differences(runs)
+    if fields and not force:
+        raise UserError(refusal_message(runs, diffs))
+    arms = arms_of(runs)
+    if len(arms) < 2:
+        raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
+                        "run directory, or a run with several adapters")
+    metrics = shared_metrics(runs)
+    floor = noise_floor_of(runs)
+    own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
+    comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
+                          confidence=confidence, own=own)
+    sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
+    checks = compare_checklist(runs, sizes)
+    arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
+               for name, ests in own.items()}
+    summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
+                             not_comparable=fields, differences=diffs, noise_floor=floor,
+                             checklist=checks, comparisons=comps,
+                             many_arms=many_arms(arms, metrics))
+    return CompareResult(summary=summary, markdown=render_compare_md(summary))
+
+
+def compare_blocks(s: CompareSummary) -> list[Block]:
+    """What ``lens compare`` says, as report blocks (rendered to Markdown and to HTML)."""
+    label: list[Block] = ([Para(fmt.not_comparable_label(s.not_comparable), "nc")]
+                          if s.not_comparable else [])
+    check_head, *check_rest = layout.checklist(s.checklist)
+    arms = list(s.arms)
+    out: list[Block] = [
+        Heading("lens compare", level=1), *label,
+        Bullets([f"{i + 1}. {r}" for i, r in enumerate(s.runs)]),
+        Para(f"Judge-noise floor: {fmt.num(s.noise_floor)} (the largest position-swap "
+             "disagreement rate of the runs).", "meta"),
+        check_head, *label, *check_rest,
+        Heading("Arms"), *label,
+        Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
+                                  for m in s.metrics], table_id="arms"),
+        *layout.many_arms(s.many_arms, label),
+        Heading("Paired comparisons"),
+        Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
+             "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
+             "meta"),
+    ]
+    for comp in s.comparisons:
+        out += layout.comparison(comp)
+    fails = [c for c in s.checklist if c.status == "fail"]
+    if fails:
+        out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
+                                                      for c in fails), "fail"))
+    return out
+
+
+def render_compare_md(s: CompareSummary) -> str:
+    return to_markdown(compare_blocks(s))
+
+
+def render_compare_html(s: CompareSummary) -> str:
+    """The comparison as a self-contained page (same style and policy as report.html)."""
+    from lens.report.html import CSP, CSS
+
+    return "\n".join([
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f"<title>lens compare</title><style>{CSS}</style></head><body>",
+        to_html(compare_blocks(s)), "</body></html>"])
