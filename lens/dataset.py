@@ -387,6 +387,10 @@ def _stream_load(path: Path) -> Dataset | None:
             target = ""
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if builder is not None:
+                    if event == "map_key" and value in builder.containers[-1]:
+                        # A repeated key would silently keep one value; the whole-file reader
+                        # names it as a problem.
+                        return None
                     builder.event(event, value)
                     if prefix == target and event in ("end_map", "end_array"):
                         if target == "scopes.item":

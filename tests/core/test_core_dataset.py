@@ -92,6 +92,19 @@ def test_bad_timestamp_and_unknown_type_and_field(tmp_path: Path) -> None:
     assert "$.questions[1].surprise: unknown field" in text
 
 
+@pytest.mark.parametrize("where", ["scopes", "questions"])
+def test_a_repeated_key_deep_in_the_file_is_refused(tmp_path: Path, where: str) -> None:
+    """The streaming reader builds scopes and questions itself; a repeated key inside one must
+    be refused as the whole-file reader refuses it, not silently keep the last value."""
+    path = write_json(tmp_path / "ds.json", make_dataset())
+    text = path.read_text(encoding="utf-8")
+    key = '"episode_id": ' if where == "scopes" else '"prompt": '
+    at = text.index(key)
+    path.write_text(text[:at] + key + '"shadow", ' + text[at:], encoding="utf-8")
+    with pytest.raises(DatasetError, match="duplicate key"):
+        load_dataset(path)
+
+
 def test_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="not found"):
         load_dataset(tmp_path / "missing.json")
