@@ -72,3 +72,19 @@ def test_styles_and_format_only_blocks() -> None:
     assert "**FAIL**" in md and '<span class="badge fail">FAIL</span>' in page
     assert "md only" in md and "md only" not in page
     assert "<b>html only</b>" in page and "html only" not in md
+
+
+def test_both_renderings_show_control_characters_never_obey_them() -> None:
+    """Text from adapters and datasets reaches every block kind; an ESC must not reach a
+    terminal that cats report.md, a newline must not end a table row or start a heading, and a
+    NUL must not reach the HTML parser."""
+    hostile = "id\x1b[2J\nmore\x00"
+    blocks = [Heading(hostile), Para(hostile), Bullets([hostile]),
+              Table(["adapter", "answered"], [[hostile, Styled(hostile, "fail", badge=True)]])]
+    md, page = to_markdown(blocks), to_html(blocks)
+    for text in (md, page):
+        assert "\x1b" not in text and "\x00" not in text
+        assert "\u241b" in text and "\u2400" in text
+    assert "\nmore" not in md  # the newline is shown (␊), so no heading or row is broken
+    table_rows = [ln for ln in md.splitlines() if ln.startswith("| id")]
+    assert len(table_rows) == 1 and table_rows[0].count(" | ") == 1
