@@ -17,7 +17,7 @@ from lens.config import RunConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
-from lens.scoring import mechanical, pairwise
+from lens.scoring import mechanical, pairwise, retrieval
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.context import RunInput, ScoringItem, load_run
@@ -76,6 +76,8 @@ def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores)
         value, detail = fn(item)
         row.metrics[name] = value
         row.detail[name] = detail
+    row.detail["retrieval"] = retrieval.question_retrieval(
+        item.record, item.question.ground_truth.required_evidence_refs)
 
 
 def _apply_fact_checks(row: QuestionScores, checks: dict[str, JudgeTask],
