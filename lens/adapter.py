@@ -237,6 +237,9 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "recency": "adapters.timeline:RecencyAdapter",
     "mem0": "adapters.mem0:Mem0Adapter",
     "postgres": "adapters.postgres:PostgresAdapter",
+    "summary": "adapters.consolidators:SummaryAdapter",
+    "core": "adapters.consolidators:CoreAdapter",
+    "faceted": "adapters.consolidators:FacetedAdapter",
     "goldevidence_candidates": "goldevidence.lens_adapter:CandidateAdapter",
 }
 
