@@ -138,8 +138,18 @@ def test_baselines_through_the_cli_with_a_scripted_model(tmp_path: Path) -> None
     assert set(usage) == {"summary", "core", "faceted"}
     assert all(u["calls"] > 0 and u["cost_usd"] == 0.0 for u in usage.values())
     report = (run / "report.md").read_text(encoding="utf-8")
-    assert "summary" in report
-    json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert "## Memory cost and latency" in report and "## Retrieval quality" in report
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    sections = {s["id"]: s["data"] for s in summary["sections"]}
+    cost = sections["memory_cost"]["adapters"]
+    assert cost["sqlite_fts"]["memory_model"] is None
+    assert cost["faceted"]["memory_model"]["calls"] == usage["faceted"]["calls"]
+    assert cost["core"]["ingest_s_per_episode"]["n"] == 6
+    assert cost["core"]["search_latency_s"]["n"] > 0
+    assert cost["core"]["cost_per_question"]["total"] == 0.0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "against total cost per question" in page
+    assert "evidence retrieved" in sections["retrieval"]["core"]
 
 
 @pytest.mark.slow
