@@ -179,6 +179,9 @@ class ScoringConfig(_Section):
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
     # Ask the judge about each key fact the mechanical matcher missed (semantic matches).
     fact_judge: bool = False
+    # "certified": score only the questions certified as needing memory (the dataset's
+    # <stem>.certification.json from `lens datasets certify`).
+    subset: Literal["all", "certified"] = "all"
 
 
 class RunConfig(_Section):

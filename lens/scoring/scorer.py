@@ -133,6 +133,7 @@ async def score_run(
     matcher: FactMatcherSettings | None = None,
     write: bool = True,
     run_finished: bool | None = None,
+    subset: str = "all",
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
@@ -150,16 +151,34 @@ async def score_run(
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
+        subset_notes = _apply_subset(run, subset, dataset_path)
         return await _score(run, judge=judge, tiers=tiers, weights=resolved,
                             gate_threshold=gate_threshold, fact_judge=fact_judge,
-                            judge_concurrency=judge_concurrency, matcher=matcher, write=write)
+                            judge_concurrency=judge_concurrency, matcher=matcher, write=write,
+                            extra_notes=subset_notes)
     finally:
         run.store.close()
 
 
+def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list[str]:
+    """Keep only the certified questions when asked; the note says what was left out."""
+    if subset == "all":
+        return []
+    from lens.certify import load_certification
+
+    path = dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
+    cert = load_certification(path)
+    keep = cert.certified()
+    run.items = [it for it in run.items
+                 if (it.record.scope_id, it.record.question_id) in keep]
+    return [cert.exclusion_note(len({(it.record.scope_id, it.record.question_id)
+                                     for it in run.items}))]
+
+
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  weights: dict[str, float], gate_threshold: float, fact_judge: bool,
-                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
+                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool,
+                 extra_notes: list[str] | None = None) -> RunScores:
     rows: dict[str, QuestionScores] = {}
     plan = _Plan()
     use_judge = judge is not None and bool(tiers & {2, 3})
@@ -244,12 +263,14 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         gate_threshold=gate_threshold,
         aggregates=aggregates,
         aggregate_detail=agg_detail,
-        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary),
+        notes=[*(extra_notes or []),
+               *_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary)],
         settings={"fact_matcher": {"coverage": matcher.coverage,
                                    "short_fact_words": matcher.short_fact_words,
                                    "window_sentences": matcher.window_sentences,
                                    "numeric_rel_tol": matcher.rel_tol},
-                  "fact_judge": fact_judge and judge_runner is not None},
+                  "fact_judge": fact_judge and judge_runner is not None,
+                  "subset": "certified" if extra_notes else "all"},
     )
     if write:
         atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
@@ -357,6 +378,7 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             dataset_path=config.dataset.path, run_finished=True,
             # An optional config switch; read defensively so configs without it still work.
             fact_judge=bool(getattr(config.scoring, "fact_judge", False)),
+            subset=getattr(config.scoring, "subset", "all"),
         )
     finally:
         if own is not None:
