@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lens.prompts import register_template
+
 HEADING = "## Standing context from the memory system"
 INTRO = ("The memory system provides the notes below before any search. They may be incomplete "
          "or out of date; search the memory to confirm details and to find citable records.")
 CUT_MARKER = " …[standing context truncated by lens: payload budget reached]"
+register_template("standing_context", f"{HEADING}\n{INTRO}\n{CUT_MARKER}")
 
 
 @dataclass(frozen=True)
