@@ -4,8 +4,8 @@ Per adapter: ingest seconds per episode and prepare seconds per checkpoint (from
 ``ingest_segment`` and ``prepare_done`` events), search and retrieve latency (from the records'
 tool calls), standing-context size, the adapter's own model calls, tokens and cost (its last
 cumulative ``adapter_usage`` event per unit), and the total cost per question: agent + memory +
-judge. The judge's cost is not tied to single questions, so it is shared evenly over the scored
-questions. A cost any part of which has no known price is unknown, never 0.
+judge, per answered question. The judge's cost is not tied to single questions, so it is shared
+evenly over the scored questions. A cost any part of which has no known price is unknown, never 0.
 """
 
 from __future__ import annotations
@@ -98,13 +98,16 @@ def memory_cost(run: RunData) -> dict[str, Any]:
         calls = [c for r in rows for c in r.record.tool_calls]
         usage = _sum_usage(mine)
         n = len(rows)
-        agent_costs = [r.cost_usd for r in rows]
-        agent_q = (None if not n or any(c is None for c in agent_costs)
-                   else sum(c or 0.0 for c in agent_costs) / n)
+        # Per answered question: an errored question's spend is not fully recorded.
+        agent_costs = [r.cost_usd for r in rows if r.record.status == "answered"]
+        answered = len(agent_costs)
+        agent_q = (None if not answered or any(c is None for c in agent_costs)
+                   else sum(c or 0.0 for c in agent_costs) / answered)
         if usage is None:
             memory_q: float | None = 0.0
         else:
-            memory_q = None if usage["cost_usd"] is None or not n else usage["cost_usd"] / n
+            memory_q = (None if usage["cost_usd"] is None or not answered
+                        else usage["cost_usd"] / answered)
         parts = (agent_q, memory_q, judge_q)
         out[label] = {
             "questions": n,

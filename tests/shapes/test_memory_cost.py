@@ -74,3 +74,13 @@ def test_section_renders_unknown_and_plot() -> None:
     assert section is not None
     assert "unknown" in section.markdown and "| a |" in section.markdown
     assert "not scored" in section.html  # no scores: no frontier to draw
+
+
+def test_an_errored_question_does_not_hide_the_cost() -> None:
+    run = _run(0.04)
+    failed = QuestionRecord(unit_key="a|s|r0", adapter="a", scope_id="s", repeat=0,
+                            question_id="qx", checkpoint=2, status="error", error="boom")
+    run.rows.append(QuestionRow(record=failed, scores=None))
+    a = memory_cost(run)["adapters"]["a"]
+    assert a["questions"] == 3
+    assert a["cost_per_question"]["total"] == pytest.approx(0.03)
