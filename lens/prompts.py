@@ -41,7 +41,8 @@ def register_template(name: str, text: str) -> None:
 
 # Modules that register templates when imported. Importing them all here makes the hash the
 # same whatever else the process happened to import first.
-_TEMPLATE_MODULES = ("lens.scoring.judge", "lens.models.local_prompt", "goldevidence.scenario")
+_TEMPLATE_MODULES = ("lens.scoring.judge", "lens.models.local_prompt", "lens.standing",
+                     "goldevidence.scenario")
 
 
 def prompts_hash() -> str:
