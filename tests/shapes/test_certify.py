@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _dataset() -> dict[str, object]:
     data = make_dataset(n_episodes=4, checkpoints=(4,), questions_per_checkpoint=1)
+    # Episodes shorter than the run of copied words that marks pasted text (docs/scoring.md):
+    # the scripted policy's quote of one is a statement of its own, as a model's answer would be.
+    for i, ep in enumerate(data["scopes"][0]["episodes"], 1):  # type: ignore[index]
+        ep["text"] = f"Day report {i}: widget count {i * 10}."
     base = data["questions"][0]  # type: ignore[index]
     qs = []
     for qid, prompt, facts in (
