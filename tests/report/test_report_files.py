@@ -306,8 +306,9 @@ def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
         run_dir=str(outcome.run_dir), tiers=[1], questions=qs).model_dump_json())
     summary = write_reports(outcome.run_dir).summary_data
     est = next(iter(summary.adapters.values())).metrics["budget_compliance"]
-    # One scope: nothing is known of scope-to-scope variation, so the interval says so.
-    assert est.n == len(qs) and est.method == "wilson (one scope)" and est.n_eff is None
+    # A rate's interval is Wilson's, over the run's scopes (clustered).
+    assert est.n == len(qs) and est.method.startswith("wilson")
+    assert est.clusters == len({q.scope_id for q in qs})
 
 
 def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
