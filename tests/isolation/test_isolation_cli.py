@@ -93,7 +93,7 @@ def test_isolated_adapter_holds_no_ground_truth(tmp_path: Path) -> None:
     proc, run = _run(tmp_path, [{"name": f"{MOD}:LooksForGold", "label": "spy"}])
     assert proc.returncode == 0, proc.stderr
     recs = _records(run)["spy"]
-    assert all(r["status"] == "answered" for r in recs)
+    assert recs and all(r["status"] != "error" for r in recs)
     seen = json.dumps([r["transcript"] for r in recs])
     assert "GOLDSECRET" not in seen
     assert '"text": "nothing"' in seen or "nothing" in seen
