@@ -64,7 +64,24 @@ class CapabilityManifest(BaseModel):
     # Ref ids the adapter makes up itself (summaries, chunks) start with one of these; grounding
     # accepts them as real even though no episode carries that id.
     synthetic_ref_prefixes: list[str] = Field(default_factory=list)
+    # The adapter supplies a standing-context block (``standing_context``) that the agent
+    # reads before any tool call; lens only asks adapters that declare it.
+    standing_context: bool = False
     description: str = ""
+
+
+class ModelUsage(BaseModel):
+    """What an adapter's own model calls have used so far (cumulative over its lifetime)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    calls: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cache_hits: int = Field(default=0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0)
+    # None: at least one call had no known price, so the cost is unknown (never "free").
+    cost_usd: float | None = Field(default=None, ge=0)
 
 
 class MemoryAdapter(ABC):
@@ -101,6 +118,17 @@ class MemoryAdapter(ABC):
     async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         raise NotImplementedError(f"this adapter has no tool named {name!r}")
 
+    async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        """A block of text the agent reads before any tool call at this checkpoint (a core
+        memory, a running summary), or None. Asked after ``prepare`` when the capabilities
+        declare ``standing_context``; it counts against the agent's payload budget."""
+        return None
+
+    async def model_usage(self) -> dict[str, Any] | None:
+        """The adapter's own model usage so far (``ModelUsage`` fields: calls, prompt_tokens,
+        completion_tokens, cost_usd), or None when it calls no model."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027
         """Release files, connections and threads."""
 
@@ -132,6 +160,12 @@ class SyncMemoryAdapter(ABC):
 
     def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         raise NotImplementedError(f"this adapter has no tool named {name!r}")
+
+    def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        return None
+
+    def model_usage(self) -> dict[str, Any] | None:
+        return None
 
     def close(self) -> None:  # noqa: B027
         pass
@@ -178,6 +212,12 @@ class ThreadedAdapter(MemoryAdapter):
     async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return await self._call(self.inner.call_extended_tool, name, arguments)
 
+    async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        return await self._call(self.inner.standing_context, scope_id, checkpoint)
+
+    async def model_usage(self) -> dict[str, Any] | None:
+        return await self._call(self.inner.model_usage)
+
     async def aclose(self) -> None:
         await self._call(self.inner.close)
 
@@ -199,6 +239,9 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "recency": "adapters.timeline:RecencyAdapter",
     "mem0": "adapters.mem0:Mem0Adapter",
     "postgres": "adapters.postgres:PostgresAdapter",
+    "summary": "adapters.consolidators:SummaryAdapter",
+    "core": "adapters.consolidators:CoreAdapter",
+    "faceted": "adapters.consolidators:FacetedAdapter",
 }
 
 _registered: dict[str, AdapterClass] = {}

@@ -27,6 +27,7 @@ from lens.models.base import (
 )
 from lens.prompts import AGENT_SYSTEM_PROMPT, EMPTY_ANSWER_REMINDER, TOOL_DESCRIPTIONS
 from lens.records import BudgetOutcome, ModelCallRecord, ToolCallRecord
+from lens.standing import apply_standing_context
 
 # The completion allowance of one agent turn when the agent's config sets no max_tokens. Hosted
 # APIs book a request's max_tokens against the tokens-per-minute limit when it arrives, so
@@ -92,6 +93,8 @@ class AgentResult:
     transcript: list[Message]
     budget: BudgetOutcome
     tracebacks: list[str] = field(default_factory=list)
+    standing_context_bytes: int = 0
+    standing_context_truncated: bool = False
 
 
 class ToolError(Exception):
@@ -112,6 +115,8 @@ class Agent:
     system_prompt: str = AGENT_SYSTEM_PROMPT
     # The tool specs of ``capabilities``, when the caller built them once for many questions.
     tools: list[ToolSpec] | None = None
+    # The adapter's standing-context block for this checkpoint (see lens/standing.py).
+    standing_context: str | None = None
 
     async def answer(self, question: AgentQuestion) -> AgentResult:
         meter = BudgetMeter(self.budget)
@@ -137,6 +142,8 @@ class Agent:
             transcript=session.messages,
             budget=outcome,
             tracebacks=session.tracebacks,
+            standing_context_bytes=session.standing.bytes,
+            standing_context_truncated=session.standing.truncated,
         )
 
 
@@ -146,8 +153,12 @@ class _Session:
         self.meter = meter
         self.tools = agent.tools if agent.tools is not None else tool_specs(agent.capabilities)
         self.tool_names = {t.name for t in self.tools}
+        # System prompt assembly: the standing context is memory payload, charged up front.
+        self.standing = apply_standing_context(agent.system_prompt, agent.standing_context,
+                                               meter.remaining_payload())
+        meter.payload_bytes += self.standing.bytes
         self.messages: list[Message] = [
-            Message(role="system", content=agent.system_prompt),
+            Message(role="system", content=self.standing.system_prompt),
             Message(role="user", content=question.prompt),
         ]
         self.retrieved: dict[str, None] = {}

@@ -251,6 +251,9 @@ class ScoringConfig(_Section):
         from lens.stats.repeats import check_reducer
 
         return check_reducer(v)
+    # "certified": score only the questions certified as needing memory (the dataset's
+    # <stem>.certification.json from `lens datasets certify`).
+    subset: Literal["all", "certified"] = "all"
     # Whose metrics: lens's own, or a published benchmark's protocol (docs/datasets.md).
     protocol: Literal["lens", "locomo", "longmemeval"] = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -368,6 +369,29 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
     return problems
 
 
+class _StrictBuilder(ObjectBuilder):
+    """ijson's object builder, refusing what the whole-file reader refuses: a key repeated in
+    one object and numbers that are not finite (the caller then reads the file whole, which
+    names the problem)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._keys: list[set[str]] = []
+
+    def event(self, event: str, value: Any) -> None:
+        if event == "start_map":
+            self._keys.append(set())
+        elif event == "end_map":
+            self._keys.pop()
+        elif event == "map_key":
+            if value in self._keys[-1]:
+                raise ValueError(f"duplicate key {value!r}")
+            self._keys[-1].add(value)
+        elif event == "number" and isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("a number that is not finite")
+        super().event(event, value)
+
+
 def _stream_load(path: Path) -> Dataset | None:
     """A valid dataset file read one scope at a time (each scope's parsed JSON is dropped once
     it is a model), so a large file is held in memory once, as models. None at the first sign
@@ -383,7 +407,7 @@ def _stream_load(path: Path) -> Dataset | None:
         with path.open("rb") as fh:
             if fh.read(3) != b"\xef\xbb\xbf":
                 fh.seek(0)
-            builder: ObjectBuilder | None = None
+            builder: _StrictBuilder | None = None
             target = ""
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if builder is not None:
@@ -412,7 +436,7 @@ def _stream_load(path: Path) -> Dataset | None:
                     top["scopes"] = scopes
                 elif (prefix == "scopes.item" and event == "start_map") or (
                         prefix in known and event in ("start_map", "start_array")):
-                    builder = ObjectBuilder()
+                    builder = _StrictBuilder()
                     builder.event(event, value)
                     target = prefix
                 elif prefix in known and prefix != "scopes.item":

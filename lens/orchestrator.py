@@ -17,7 +17,7 @@ from typing import Protocol
 
 import anyio
 
-from lens.adapter import CapabilityManifest, MemoryAdapter
+from lens.adapter import CapabilityManifest, MemoryAdapter, ModelUsage
 from lens.agent import Agent, tool_specs
 from lens.batch_save import BatchSaver
 from lens.config import AdapterConfig, RunConfig
@@ -246,23 +246,60 @@ class Runner:
         for checkpoint in sorted(by_checkpoint):
             seg_start = time.perf_counter()
             first = ingested
+            per_episode: list[float] = []
             while ingested < checkpoint:
+                t0 = time.perf_counter()
                 with _deadline(adapter, timeout):
                     await adapter.ingest(episodes[ingested].for_adapter())
+                per_episode.append(round(time.perf_counter() - t0, 6))
                 ingested += 1
             self.store.append_event("ingest_segment", unit.key, first=first, upto=ingested,
-                                    seconds=round(time.perf_counter() - seg_start, 4))
+                                    seconds=round(time.perf_counter() - seg_start, 4),
+                                    episode_seconds=per_episode)
+            t0 = time.perf_counter()
             with _deadline(adapter, timeout):
                 await adapter.prepare(unit.scope.scope_id, checkpoint)
+            standing = await self._standing_context(unit, adapter, caps, checkpoint, timeout)
+            self.store.append_event("prepare_done", unit.key, checkpoint=checkpoint,
+                                    seconds=round(time.perf_counter() - t0, 4),
+                                    standing_context_bytes=len((standing or "").encode()))
+            await self._record_model_usage(unit, adapter, timeout)
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
-                    tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested)
+                    tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
+                                  standing)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
 
+    async def _standing_context(self, unit: Unit, adapter: MemoryAdapter,
+                                caps: CapabilityManifest, checkpoint: int,
+                                timeout: float) -> str | None:
+        if not caps.standing_context:
+            return None
+        with _deadline(adapter, timeout):
+            text = await adapter.standing_context(unit.scope.scope_id, checkpoint)
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"standing_context returned {type(text).__name__}, not str or None")
+        return text
+
+    async def _record_model_usage(self, unit: Unit, adapter: MemoryAdapter,
+                                  timeout: float) -> None:
+        """Log the adapter's own model usage so far (cumulative) for the memory-cost report."""
+        with _deadline(adapter, timeout):
+            raw = await adapter.model_usage()
+        if raw is None:
+            return
+        try:
+            usage = ModelUsage.model_validate(raw)
+        except ValueError:
+            self.store.append_event("adapter_usage_invalid", unit.key)
+            return
+        self.store.append_event("adapter_usage", unit.key, **usage.model_dump())
+
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
-                      tools: list[ToolSpec], q: Question, ingested: int) -> None:
+                      tools: list[ToolSpec], q: Question, ingested: int,
+                      standing: str | None = None) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
@@ -273,7 +310,7 @@ class Runner:
                 call_timeout_s=unit.adapter.call_timeout_s, temperature=agent_cfg.temperature,
                 max_tokens=agent_cfg.max_tokens,
                 seed=derive_seed(self.config.seed, unit.key, q.question_id),
-                repeat=unit.repeat,
+                repeat=unit.repeat, standing_context=standing,
             )
             base = dict(unit_key=unit.key, adapter=unit.adapter.display,
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
@@ -301,6 +338,8 @@ class Runner:
                     tool_calls=result.tool_calls, tool_errors=result.tool_errors,
                     model_calls=result.model_calls, transcript=result.transcript,
                     budget=result.budget, wall_s=time.perf_counter() - t0,
+                    standing_context_bytes=result.standing_context_bytes,
+                    standing_context_truncated=result.standing_context_truncated,
                 )
         # The question's slot is free once its model calls are over: the next question starts
         # while this record is flushed. The checkpoint's task group still waits for the save.

@@ -152,6 +152,13 @@ def execute(
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
     check_executor(config, config_file)
+    if config.scoring.enabled and config.scoring.subset == "certified":
+        from lens.certify import load_certification
+
+        try:
+            load_certification(config.dataset.path)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
     run_id = new_run_id()
     runtime = ModelRuntime.for_run(config, run_id)
     try:

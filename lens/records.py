@@ -80,6 +80,10 @@ class QuestionRecord(_Record):
     wall_s: float = 0.0
     # The episodes the adapter held when the question was asked (count), for the leak audit.
     episodes_ingested: int = 0
+    # The adapter's standing-context block as the agent got it (its text is in the transcript's
+    # system message): bytes charged to the payload budget, and whether lens cut it to fit.
+    standing_context_bytes: int = 0
+    standing_context_truncated: bool = False
 
     @property
     def key(self) -> str:

@@ -53,6 +53,41 @@ def register(sub: Any) -> None:
     i.add_argument("--out", required=True, type=Path, metavar="FILE")
     i.set_defaults(handler=_import)
 
+    c = dsub.add_parser("certify", help="mark the questions that need memory: run each with "
+                        "no memory (null) and with every episode (full_context)")
+    c.add_argument("dataset", type=Path, metavar="DATASET")
+    c.add_argument("--model", required=True, metavar="M",
+                   help="the agent model, provider/name (e.g. llama_cpp/default)")
+    c.add_argument("--threshold", type=float, default=0.5, metavar="T",
+                   help="fact_recall at or above which a question counts as answered "
+                        "(default 0.5)")
+    c.add_argument("--context-bytes", type=int, default=64_000, metavar="B",
+                   help="how much episode text full_context may hand the agent (default 64000)")
+    c.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
+                   help="where the two-arm run is kept (default runs/)")
+    c.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="default: DATASET's folder, <stem>.certification.json")
+    c.set_defaults(handler=_certify)
+
+
+def _certify(args: argparse.Namespace) -> int:
+    from lens.certify import REASONS, certify
+
+    if not args.dataset.is_file():
+        raise UserError(f"{args.dataset}: dataset file not found")
+    if args.context_bytes < 1000:
+        raise UserError(f"--context-bytes must be at least 1000 (got {args.context_bytes})")
+    cert, path = certify(args.dataset, args.model, runs_dir=args.runs_dir, out=args.out,
+                         threshold=args.threshold, context_bytes=args.context_bytes)
+    counts = cert.counts()
+    print(f"{path}: {counts.get('certified', 0)} of {len(cert.questions)} question(s) certified "
+          f"with {cert.model}")
+    for status, reason in REASONS.items():
+        if counts.get(status):
+            print(f"  {counts[status]} {status}: {reason}")
+    print(f"  run: {cert.run_dir}")
+    return 0
+
 
 def _validate(args: argparse.Namespace) -> int:
     bad = 0

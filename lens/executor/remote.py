@@ -137,6 +137,17 @@ class RemoteAdapter(MemoryAdapter):
     async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return await self._call("call_extended_tool", name, arguments)
 
+    async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        text = await self._call("standing_context", scope_id, checkpoint)
+        if text is not None and not isinstance(text, str):
+            raise AdapterCallError("the memory system returned a standing context that is not "
+                                   "text")
+        return text
+
+    async def model_usage(self) -> dict[str, Any] | None:
+        usage = await self._call("model_usage")
+        return usage if isinstance(usage, dict) else None
+
     async def aclose(self) -> None:
         try:
             if self._started and self._lost is None:

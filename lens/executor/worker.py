@@ -28,7 +28,8 @@ from lens.redact import (
 
 _HEADER = struct.Struct(">I")
 _METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
-                      "get_capabilities", "call_extended_tool", "aclose"})
+                      "get_capabilities", "call_extended_tool", "standing_context",
+                      "model_usage", "aclose"})
 
 
 def to_jsonable(value: Any) -> Any:

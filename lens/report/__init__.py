@@ -11,10 +11,16 @@ from lens.report.csvout import questions_csv
 from lens.report.data import RunData, load_run
 from lens.report.html import render_html
 from lens.report.markdown import render_markdown
+from lens.report.memory_cost import memory_cost_section
+from lens.report.retrieval_section import retrieval_section
 from lens.report.sections import Section, collect_sections, register_section_provider
 from lens.report.shapes import ReportSummary
 from lens.report.summary import summarize
 from lens.store import atomic_write_text
+
+# lens's own extra sections: memory cost and latency, retrieval quality.
+register_section_provider(memory_cost_section)
+register_section_provider(retrieval_section)
 
 REPORT_FILES = ("report.md", "report.html", "summary.json", "questions.csv")
 

@@ -25,6 +25,7 @@ from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
 from lens.records import is_scored
 from lens.scenarios import after_scoring
+from lens.scoring import retrieval
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.facts import FactMatcherSettings
@@ -91,6 +92,8 @@ def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores,
         value, detail = fn(item)
         row.metrics[name] = value
         row.detail[name] = detail
+    row.detail["retrieval"] = retrieval.question_retrieval(
+        item.record, item.question.ground_truth.required_evidence_refs)
 
 
 def _insight(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
@@ -141,6 +144,7 @@ async def score_run(
     run_finished: bool | None = None,
     protocol: str = "lens",
     errata: Path | None = None,
+    subset: str = "all",
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
@@ -166,9 +170,11 @@ async def score_run(
     if run_finished:
         run.manifest = {**run.manifest, "status": "complete"}
     try:
+        subset_notes = _apply_subset(run, subset, dataset_path)
         lens_score = functools.partial(
             _score, judge=judge, tiers=tiers, weights=resolved, gate_threshold=gate_threshold,
-            grader=grader, judge_concurrency=judge_concurrency, matcher=matcher)
+            grader=grader, judge_concurrency=judge_concurrency, matcher=matcher,
+            extra_notes=subset_notes, subset=subset)
         if protocol != "lens" or errata is not None:
             from lens.scoring.protocols.dispatch import score_under_protocol
 
@@ -279,9 +285,25 @@ def _write(run: RunInput, scores: RunScores, judge_runner: Judge | None, tiers: 
     )
 
 
+def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list[str]:
+    """Keep only the certified questions when asked; the note says what was left out."""
+    if subset == "all":
+        return []
+    from lens.certify import load_certification
+
+    path = dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
+    cert = load_certification(path)
+    keep = cert.certified()
+    run.items = [it for it in run.items
+                 if (it.record.scope_id, it.record.question_id) in keep]
+    return [cert.exclusion_note(len({(it.record.scope_id, it.record.question_id)
+                                     for it in run.items}))]
+
+
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
-                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool) -> RunScores:
+                 judge_concurrency: int, matcher: FactMatcherSettings, write: bool,
+                 extra_notes: list[str] | None = None, subset: str = "all") -> RunScores:
     use_judge = judge is not None and bool(tiers & {2, 3})
     rows, plan = _first_pass(run, tiers, matcher, use_judge, grader)
     verdicts: dict[str, Verdict] = {}
@@ -314,15 +336,17 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     # each is a condition; so are the fact grader and the judge's prompts.
     settings = {"fact_matcher": matcher.as_condition(),
                 "fact_grader": grader,
-                "judge_prompts": judge_prompts_hash() if judge_runner else None}
+                "judge_prompts": judge_prompts_hash() if judge_runner else None,
+                "subset": subset}
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
         run_dir=str(run.run_dir), tiers=sorted(tiers), questions=ordered, judge=summary,
         weights=weights, gate_threshold=gate_threshold, aggregates=aggregates,
         aggregate_detail=agg_detail,
-        notes=_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
-                     grader),
+        notes=[*(extra_notes or []),
+               *_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
+                       grader)],
         settings=settings, condition=cond, condition_hash=stable_hash(cond),
     )
     if write:
@@ -454,6 +478,7 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             dataset_path=config.dataset.path, run_finished=True,
             fact_grader=config.scoring.grader(),
             protocol=config.scoring.protocol, errata=config.scoring.errata,
+            subset=config.scoring.subset,
         )
     finally:
         if own is not None:

@@ -337,6 +337,46 @@ async def check_aclose(factory: AdapterFactory) -> None:
     assert after <= before, f"{after - before} file descriptor(s) still open after aclose"
 
 
+async def check_standing_context(factory: AdapterFactory) -> None:
+    """A declared standing context is text (or None), holds nothing of a later episode or of a
+    previous scope, and an undeclared one is None."""
+    episodes = corpus(SCOPE_A, prefix="stand")
+    half = len(episodes) // 2
+    adapter = as_async(factory())
+    try:
+        await adapter.reset(SCOPE_A)
+        caps = await _caps(adapter)
+        for ep in episodes[:half]:
+            await adapter.ingest(ep)
+        await adapter.prepare(SCOPE_A, half)
+        text = await adapter.standing_context(SCOPE_A, half)
+        if not caps.standing_context:
+            assert text is None, ("standing_context returned text but the capabilities do not "
+                                  "declare standing_context: lens would never show it")
+            raise Skip("declares no standing context")
+        assert text is None or isinstance(text, str), (
+            f"standing_context returned {type(text).__name__}, not str or None")
+        json.dumps(text)
+        later = [_phrase(ep) for ep in episodes[half:] if _phrase(ep).lower() in
+                 (text or "").lower()]
+        assert not later, f"the standing context mentions episodes not yet ingested: {later}"
+        await adapter.reset(SCOPE_B)
+        fresh = corpus(SCOPE_B, prefix="standb")[half:half + 1]
+        for ep in fresh:
+            await adapter.ingest(ep)
+        await adapter.prepare(SCOPE_B, len(fresh))
+        after = (await adapter.standing_context(SCOPE_B, len(fresh))) or ""
+        leaked = [_phrase(ep) for ep in episodes[:half] if _phrase(ep).lower() in after.lower()]
+        assert not leaked, f"after reset the standing context still holds: {leaked}"
+    finally:
+        await adapter.aclose()
+
+
+def _phrase(ep: Episode) -> str:
+    """The distinctive part of a corpus episode (its first sentence without 'The ledger')."""
+    return ep.text.split(".")[0].split(" ", 3)[3]
+
+
 CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {
     "capabilities_well_formed": check_capabilities,
     "exact_phrase_found": check_exact_phrase,
@@ -347,6 +387,7 @@ CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {
     "results_json_serialisable": check_json,
     "declared_filters_work": check_filters,
     "concurrent_searches_safe": check_concurrent_search,
+    "standing_context_well_formed": check_standing_context,
     "aclose_releases_resources": check_aclose,
 }
 

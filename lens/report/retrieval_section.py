@@ -1,0 +1,86 @@
+"""The "Retrieval quality" report section: the agent's search rankings against the required
+evidence (see lens/scoring/retrieval.py) and, per adapter, the funnel "evidence retrieved →
+evidence cited → facts stated" that tells retrieval, selection and synthesis failures apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.report import fmt
+from lens.report.data import QuestionRow, RunData
+from lens.report.shapes import EstimateOut
+from lens.report.sections import Section, render_json_section
+from lens.scoring.retrieval import metric_names
+from lens.stats import estimate
+
+SECTION_ID = "retrieval"
+TITLE = "Retrieval quality"
+FUNNEL = (("evidence retrieved", "retrieved"), ("evidence cited", "cited"))
+
+
+def _detail(row: QuestionRow) -> dict[str, Any] | None:
+    if row.scores is None or row.record.status != "answered":
+        return None
+    d = row.scores.detail.get("retrieval")
+    return d if isinstance(d, dict) and "first" in d else None
+
+
+def _est(rows: list[QuestionRow], value: Any, seed: str) -> EstimateOut:
+    vals: list[float] = []
+    clusters: list[str] = []
+    for row in rows:
+        v = value(row)
+        if v is not None:
+            vals.append(float(v))
+            clusters.append(row.record.scope_id)
+    return EstimateOut.of(estimate(vals, clusters, seed_label=seed))
+
+
+def retrieval_summary(run: RunData) -> dict[str, dict[str, EstimateOut]]:
+    out: dict[str, dict[str, EstimateOut]] = {}
+    for label in run.adapters:
+        rows = [r for r in run.rows_for(label) if _detail(r) is not None]
+        ests: dict[str, EstimateOut] = {}
+        for which in ("first", "best"):
+            for name in metric_names():
+                ests[f"{which} {name}"] = _est(
+                    rows, lambda r, w=which, n=name: _detail(r)[w][n],  # type: ignore[index]
+                    f"{label}|retrieval|{which}|{name}")
+        for title, key in FUNNEL:
+            ests[title] = _est(rows, lambda r, k=key: _detail(r)["funnel"][k],  # type: ignore[index]
+                               f"{label}|retrieval|{key}")
+        ests["facts stated"] = _est(rows, lambda r: r.metric("fact_recall"),
+                                    f"{label}|retrieval|facts")
+        out[label] = ests
+    return out
+
+
+def retrieval_section(run: RunData) -> Section | None:
+    if run.scores is None:
+        return None
+    summary = retrieval_summary(run)
+    if not any(e.n for ests in summary.values() for e in ests.values()):
+        return None
+    adapters = list(summary)
+    ranking = [k for k in next(iter(summary.values())) if k.startswith(("first", "best"))]
+    funnel = [t for t, _ in FUNNEL] + ["facts stated"]
+    doc = {"title": TITLE, "tables": [
+        {"title": "Search ranking against the required evidence (episodes)",
+         "columns": ["metric", *adapters],
+         "rows": [[k, *(fmt.est(summary[a][k]) for a in adapters)] for k in ranking]},
+        {"title": "Where evidence is lost: retrieved → cited → facts stated",
+         "columns": ["adapter", *funnel],
+         "rows": [[a, *(fmt.est(summary[a][k]) for k in funnel)] for a in adapters]},
+    ], "notes": [
+        "first: the question's first search; best: its best search for that metric. A question "
+        "with required evidence and no search scores 0; questions without required evidence "
+        "are left out",
+        "retrieved: share of the required episodes any tool gave the agent; cited: share it "
+        "cited; facts stated: fact_recall. A drop from retrieved to cited is a selection "
+        "problem, from cited to facts stated a synthesis problem",
+    ]}
+    base = render_json_section(SECTION_ID, doc)
+    data = {a: {k: e.model_dump(mode="json") for k, e in ests.items()}
+            for a, ests in summary.items()}
+    return Section(id=SECTION_ID, title=TITLE, markdown=base.markdown, html=base.html,
+                   data=data)
