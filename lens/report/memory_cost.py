@@ -18,8 +18,8 @@ import numpy as np
 from lens.report import plots
 from lens.report.data import RunData
 from lens.report.estimates import estimates, report_metrics
-from lens.report.shapes import EstimateOut
 from lens.report.sections import Section, render_json_section
+from lens.report.shapes import EstimateOut
 
 SECTION_ID = "memory_cost"
 TITLE = "Memory cost and latency"

@@ -8,8 +8,8 @@ from typing import Any
 
 from lens.report import fmt
 from lens.report.data import QuestionRow, RunData
-from lens.report.shapes import EstimateOut
 from lens.report.sections import Section, render_json_section
+from lens.report.shapes import EstimateOut
 from lens.scoring.retrieval import metric_names
 from lens.stats import estimate
 
