@@ -153,7 +153,7 @@ def execute(
     check_adapters(config, config_file)
     check_executor(config, config_file)
     if config.scoring.enabled and config.scoring.subset == "certified":
-        from lens.certify import load_certification
+        from lens.certification import load_certification
 
         try:
             load_certification(config.dataset.path)

@@ -30,15 +30,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("lens", "lens.errors", "lens.redact", "lens.cpu", "lens.eventloop",
                     "lens.tokens", "lens.plugins", "lens.stats", "lens.progress")),
     ("config and data", ("lens.config", "lens.dataset", "lens.prompts", "lens.datagen",
-                         "lens.importers")),
+                         "lens.importers", "lens.standing")),
     ("models and records", ("lens.models", "lens.records", "lens.condition", "lens.budget",
-                            "lens.store", "lens.batch_save")),
+                            "lens.store", "lens.batch_save", "lens.certification")),
     ("adapters and executor", ("lens.adapter", "lens.executor", "lens.testing",
                                "lens.scenarios")),
     ("agent and orchestrator", ("lens.agent", "lens.orchestrator")),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
-    ("run pipeline", ("lens.pipeline",)),
+    ("run pipeline", ("lens.pipeline", "lens.certify")),
     ("interface", ("lens.commands", "lens.cli", "lens.__main__")),
 ]
 

@@ -71,7 +71,8 @@ def register(sub: Any) -> None:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from lens.certify import REASONS, certify
+    from lens.certification import REASONS
+    from lens.certify import certify
 
     if not args.dataset.is_file():
         raise UserError(f"{args.dataset}: dataset file not found")

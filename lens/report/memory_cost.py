@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lens.report import plots
+import lens.report.plots as plots
 from lens.report.data import RunData
 from lens.report.estimates import estimates, report_metrics
 from lens.report.sections import Section, render_json_section

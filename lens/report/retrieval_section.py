@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lens.report import fmt
+import lens.report.fmt as fmt
 from lens.report.data import QuestionRow, RunData
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut

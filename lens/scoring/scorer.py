@@ -16,6 +16,7 @@ from typing import Any
 import lens.scoring.fact_grader as grading
 import lens.scoring.mechanical as mechanical
 import lens.scoring.pairwise as pairwise
+import lens.scoring.retrieval as retrieval
 from lens import eventloop
 from lens.condition import stable_hash
 from lens.config import RunConfig
@@ -25,7 +26,6 @@ from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
 from lens.records import is_scored
 from lens.scenarios import after_scoring
-from lens.scoring import retrieval
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.facts import FactMatcherSettings
@@ -289,7 +289,7 @@ def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list
     """Keep only the certified questions when asked; the note says what was left out."""
     if subset == "all":
         return []
-    from lens.certify import load_certification
+    from lens.certification import load_certification
 
     path = dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
     cert = load_certification(path)
