@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 import traceback
@@ -17,6 +16,7 @@ from lens.budget import BudgetMeter
 from lens.config import BudgetConfig
 from lens.dataset import AgentQuestion
 from lens.executor.remote import AdapterCallError, AdapterWorkerLost
+from lens.executor.worker import finite
 from lens.models.base import (
     Completion,
     CompletionRequest,
@@ -239,7 +239,7 @@ class _Session:
                 raise ToolError(str(exc)) from None
             try:
                 payload, refs, count = await self._dispatch(call.name, args)
-                content, truncated, refs = _fit(_finite(payload), refs,
+                content, truncated, refs = _fit(finite(payload), refs,
                                                 self.meter.remaining_payload())
             except (TypeError, ValueError, RecursionError) as exc:
                 # What the adapter returned cannot be written as JSON (an object in metadata):
@@ -318,22 +318,11 @@ class _Session:
             return caps.model_dump(mode="json"), [], 0
         result = await self._adapter_call(adapter.call_extended_tool, name, args)
         try:
-            json.dumps(_finite(result), allow_nan=False)
+            json.dumps(finite(result), allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             result = str(result)
         return {"result": result}, [], 1
 
-
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinities as null: JSON has no such numbers, and a model given
-    ``NaN`` is given invalid JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _validate_results(raw: Any) -> list[SearchResult]:

@@ -58,7 +58,7 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
     if method in ("reset", "ingest", "prepare", "aclose"):
         return {"ok": None}
     try:
-        encoded = json.dumps({"ok": _finite(to_jsonable(result))}, allow_nan=False)
+        encoded = json.dumps({"ok": finite(to_jsonable(result))}, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         # As in-process: what cannot be written as JSON fails this call, not the unit.
         return {"error": "the memory system returned a result that cannot be sent as JSON "
@@ -66,14 +66,15 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
     return json.loads(encoded)
 
 
-def _finite(value: Any) -> Any:
-    # JSON has no NaN or infinity; the agent shows them to the model as null.
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as null: JSON has no such numbers, and a model given
+    ``NaN`` is given invalid JSON. Used for adapters' results in-process and in a worker alike."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
     return value
 
 
