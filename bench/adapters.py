@@ -189,7 +189,7 @@ def vector_fill(pool: int) -> Callable[[MemoryAdapter, int], Any]:
     ``pool`` distinct episodes, repeated under new ids (see the module docstring)."""
 
     async def fill(adapter: MemoryAdapter, size: int) -> None:
-        from adapters.chunking import episode_units
+        from lens.adapters.chunking import episode_units
 
         inner = _inner(adapter)
         vec = getattr(inner, "semantic", inner)
@@ -242,7 +242,7 @@ async def static_cold_ingest(name: str, options: dict[str, Any], n: int) -> dict
 def vocabulary_table() -> tuple[Path, dict[str, Any]]:
     """A cache file holding the whole distilled token table and no text embeddings, and what
     distilling it cost."""
-    from adapters.static_embedding import StaticEncoder
+    from lens.adapters.static_embedding import StaticEncoder
 
     path = Path(tempfile.mkdtemp()) / "template.sqlite"
     enc = StaticEncoder(table_path=path)

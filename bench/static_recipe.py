@@ -13,7 +13,7 @@ Two measures on every scope file in ``--datasets`` (LENS JSON):
 
 Rows: the contextual encoder (256-token window), then the static recipe built up one step at a
 time from the plain mean of distilled token vectors to the shipped recipe (whose row is computed
-by :class:`adapters.static_embedding.StaticEncoder` itself), then the shipped recipe with one
+by :class:`lens.adapters.static_embedding.StaticEncoder` itself), then the shipped recipe with one
 choice changed. Every token of the vocabulary is distilled first (about half a minute on an idle
 2-core machine; the table is kept in ``--cache`` for the next run).
 """
@@ -35,9 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.embedder import Embedder, default_cache_path
-from adapters.embedding import Matrix, shared_encoder
-from adapters.static_embedding import (
+from bench.common import machine_line
+from lens.adapters.embedder import Embedder, default_cache_path
+from lens.adapters.embedding import Matrix, shared_encoder
+from lens.adapters.static_embedding import (
     CENTER_STRIDE,
     NO_LETTER_WEIGHT,
     StaticEncoder,
@@ -45,7 +46,6 @@ from adapters.static_embedding import (
     is_marker,
     sif_weights,
 )
-from bench.common import machine_line
 
 ROOT = Path(__file__).resolve().parent.parent
 Encode = Callable[[list[str]], Matrix]

@@ -226,22 +226,22 @@ AdapterClass = type[MemoryAdapter] | type[SyncMemoryAdapter]
 
 # Built-ins are imported lazily so optional dependencies of one adapter never break another.
 BUILTIN_ADAPTERS: dict[str, str] = {
-    "null": "adapters.null:NullAdapter",
-    "sqlite_fts": "adapters.sqlite_fts:SqliteFtsAdapter",
-    "sqlite_fts_chunked": "adapters.sqlite_fts:SqliteFtsChunkedAdapter",
-    "bm25s": "adapters.bm25s_adapter:Bm25sAdapter",
-    "bm25s_chunked": "adapters.bm25s_adapter:Bm25sChunkedAdapter",
-    "vector": "adapters.vector:VectorAdapter",
-    "vector_chunked": "adapters.vector:VectorChunkedAdapter",
-    "hybrid": "adapters.hybrid:HybridAdapter",
-    "hybrid_chunked": "adapters.hybrid:HybridChunkedAdapter",
-    "full_context": "adapters.timeline:FullContextAdapter",
-    "recency": "adapters.timeline:RecencyAdapter",
-    "mem0": "adapters.mem0:Mem0Adapter",
-    "postgres": "adapters.postgres:PostgresAdapter",
-    "summary": "adapters.consolidators:SummaryAdapter",
-    "core": "adapters.consolidators:CoreAdapter",
-    "faceted": "adapters.consolidators:FacetedAdapter",
+    "null": "lens.adapters.null:NullAdapter",
+    "sqlite_fts": "lens.adapters.sqlite_fts:SqliteFtsAdapter",
+    "sqlite_fts_chunked": "lens.adapters.sqlite_fts:SqliteFtsChunkedAdapter",
+    "bm25s": "lens.adapters.bm25s_adapter:Bm25sAdapter",
+    "bm25s_chunked": "lens.adapters.bm25s_adapter:Bm25sChunkedAdapter",
+    "vector": "lens.adapters.vector:VectorAdapter",
+    "vector_chunked": "lens.adapters.vector:VectorChunkedAdapter",
+    "hybrid": "lens.adapters.hybrid:HybridAdapter",
+    "hybrid_chunked": "lens.adapters.hybrid:HybridChunkedAdapter",
+    "full_context": "lens.adapters.in_context:FullContextAdapter",
+    "recency": "lens.adapters.in_context:RecencyAdapter",
+    "mem0": "lens.adapters.mem0:Mem0Adapter",
+    "postgres": "lens.adapters.postgres:PostgresAdapter",
+    "summary": "lens.adapters.consolidators:SummaryAdapter",
+    "core": "lens.adapters.consolidators:CoreAdapter",
+    "faceted": "lens.adapters.consolidators:FacetedAdapter",
 }
 
 _registered: dict[str, AdapterClass] = {}

@@ -18,7 +18,7 @@ from lens.testing import AdapterConformance
 
 pytest.importorskip("bm25s")
 
-from adapters.bm25s_adapter import Bm25sAdapter, tokens
+from lens.adapters.bm25s_adapter import Bm25sAdapter, tokens
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -36,7 +36,7 @@ def test_check_passes_a_good_adapter(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_check_by_module_path_and_failure_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     # recency with n=2 cannot find older episodes: an honest failure, exit 1.
-    code = main(["adapters", "check", "adapters.timeline:RecencyAdapter",
+    code = main(["adapters", "check", "lens.adapters.in_context:RecencyAdapter",
                  "--options", '{"n": 2}', "--only", "exact_phrase_found"])
     out = capsys.readouterr().out
     assert code == 1

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from adapters.sqlite_fts import SqliteFtsAdapter
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.testing import AdapterConformance
 from tests.support.extras import requires_extra
 

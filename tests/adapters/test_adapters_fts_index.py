@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapter import create_adapter
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.dataset import Episode
 from lens.errors import ConfigError
 

@@ -17,9 +17,9 @@ import anyio
 import numpy as np
 import pytest
 
-from adapters.filters import DateRange
-from adapters.postgres import PostgresAdapter
 from lens.adapter import MemoryAdapter, create_adapter
+from lens.adapters.filters import DateRange
+from lens.adapters.postgres import PostgresAdapter
 from lens.dataset import Episode
 from lens.testing import AdapterConformance
 from tests.adapters.pg_server import Server, running

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from adapters.postgres import PostgresAdapter
 from lens.adapter import MemoryAdapter, create_adapter
+from lens.adapters.postgres import PostgresAdapter
 from lens.dataset import Episode
 from lens.testing import AdapterConformance
 from tests.adapters.pg_server import Server, running

@@ -20,8 +20,8 @@ from lens.errors import ConfigError
 from lens.testing import AdapterConformance
 from tests.support.extras import missing_reason, requires_extra
 
-static_mod = pytest.importorskip("adapters.static_embedding")
-enc_mod = pytest.importorskip("adapters.embedding")
+static_mod = pytest.importorskip("lens.adapters.static_embedding")
+enc_mod = pytest.importorskip("lens.adapters.embedding")
 # The bench's choice of query sentences, so the test and the bench measure the same thing.
 distinctive_sentences = pytest.importorskip("bench.static_recipe").distinctive_sentences
 
@@ -132,7 +132,7 @@ def test_lazy_distillation_matches_one_batch(table_path: Path, tmp_path: Path) -
 
 @requires_extra("vector")
 def test_cache_keys_distinguish_the_encoders(tmp_path: Path) -> None:
-    from adapters.embedder import Embedder
+    from lens.adapters.embedder import Embedder
 
     path = tmp_path / "e.sqlite"
     static = Embedder(cache=str(path), encoder="static")

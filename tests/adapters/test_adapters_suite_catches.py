@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapter import CapabilityManifest, Document, SearchResult
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.testing import run_check, run_conformance
 
 

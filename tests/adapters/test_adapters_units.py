@@ -11,12 +11,12 @@ import anyio
 import numpy as np
 import pytest
 
-from adapters.chunking import episode_units, split_ref, split_text
-from adapters.filters import DateRange
-from adapters.hybrid import rrf
-from adapters.sqlite_fts import SqliteFtsAdapter
-from adapters.timeline import FullContextAdapter, RecencyAdapter
 from lens.adapter import create_adapter
+from lens.adapters.chunking import episode_units, split_ref, split_text
+from lens.adapters.filters import DateRange
+from lens.adapters.hybrid import rrf
+from lens.adapters.in_context import FullContextAdapter, RecencyAdapter
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.dataset import Episode
 from tests.support.extras import missing_reason, requires_extra
 
@@ -137,7 +137,7 @@ def test_chunked_fts_retrieves_chunk_and_episode() -> None:
 
 # --- embeddings --------------------------------------------------------------------------------
 
-enc_mod = pytest.importorskip("adapters.embedding")
+enc_mod = pytest.importorskip("lens.adapters.embedding")
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_encoder_padding_does_not_change_a_vector(encoder: enc_mod.MiniLMEncoder
 
 @requires_extra("vector")
 def test_embedding_cache_avoids_re_encoding(tmp_path: Path) -> None:
-    from adapters.embedder import Embedder
+    from lens.adapters.embedder import Embedder
 
     path = tmp_path / "e.sqlite"
     first = Embedder(cache=str(path))
@@ -199,7 +199,7 @@ def test_encoder_matches_sentence_transformers(encoder: enc_mod.MiniLMEncoder) -
 
 
 def test_fts_batches_commits_but_every_read_sees_every_episode(tmp_path: Path) -> None:
-    from adapters.sqlite_fts import COMMIT_EVERY
+    from lens.adapters.sqlite_fts import COMMIT_EVERY
 
     path = tmp_path / "fts.sqlite"
     a = SqliteFtsAdapter(path=str(path))

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from adapters.sqlite_fts import SqliteFtsAdapter, fts_query
 from lens.adapter import (
     CapabilityManifest,
     Document,
@@ -18,6 +17,7 @@ from lens.adapter import (
     register_adapter,
     resolve_adapter,
 )
+from lens.adapters.sqlite_fts import SqliteFtsAdapter, fts_query
 from lens.dataset import Episode
 from lens.errors import AdapterNotFound, ConfigError
 
@@ -72,7 +72,7 @@ async def test_sync_adapter_runs_in_worker_threads() -> None:
 def test_registry_builtins_and_module_paths() -> None:
     assert {"null", "sqlite_fts"} <= set(adapter_names())
     assert resolve_adapter("sqlite_fts") is SqliteFtsAdapter
-    assert resolve_adapter("adapters.sqlite_fts:SqliteFtsAdapter") is SqliteFtsAdapter
+    assert resolve_adapter("lens.adapters.sqlite_fts:SqliteFtsAdapter") is SqliteFtsAdapter
     with pytest.raises(AdapterNotFound, match=r"unknown adapter .nope.; available: .*sqlite_fts"):
         resolve_adapter("nope")
     with pytest.raises(AdapterNotFound, match="not a MemoryAdapter"):

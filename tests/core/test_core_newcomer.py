@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = (re.compile(r"\.\./shared"), re.compile(r"shared/lens-datasets"),
            re.compile(r"""["']shared["']\s*/\s*["']lens-datasets["']"""))
 # The package, its configs and its docs: what a user installs, runs or reads.
-USER_FACING = ("lens/", "adapters/", "goldevidence/", "configs/", "docs/", "README.md",
+USER_FACING = ("lens/", "goldevidence/", "configs/", "docs/", "README.md",
                "pyproject.toml", ".ci/")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapter import Document, SearchResult
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.dataset import Episode
 
 

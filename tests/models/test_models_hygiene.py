@@ -69,7 +69,7 @@ def test_configure_routes_structlog_to_the_stream(capsys: pytest.CaptureFixture[
 
 def test_every_cache_lives_under_lens_cache_dir(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters.embedder import default_cache_path as embedding_cache
+    from lens.adapters.embedder import default_cache_path as embedding_cache
     from lens.models.cache import default_cache_path as model_cache
     from lens.models.local_models import default_cache_dir
 
@@ -81,7 +81,7 @@ def test_every_cache_lives_under_lens_cache_dir(tmp_path: Path,
 
 def test_the_vector_adapter_writes_its_embeddings_under_lens_cache_dir(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters.embedder import Embedder
+    from lens.adapters.embedder import Embedder
 
     monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from adapters.sqlite_fts import SqliteFtsAdapter
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 
 
 class SecretOptions(BaseModel):

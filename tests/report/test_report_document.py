@@ -75,7 +75,7 @@ def test_styles_and_format_only_blocks() -> None:
 
 
 def test_both_renderings_show_control_characters_never_obey_them() -> None:
-    """Text from adapters and datasets reaches every block kind; an ESC must not reach a
+    """Text from lens.adapters and datasets reaches every block kind; an ESC must not reach a
     terminal that cats report.md, a newline must not end a table row or start a heading, and a
     NUL must not reach the HTML parser."""
     hostile = "id\x1b[2J\nmore\x00"

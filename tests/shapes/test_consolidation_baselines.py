@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.consolidators import CoreAdapter, FacetedAdapter, SummaryAdapter
 from lens.adapter import create_adapter, resolve_adapter
+from lens.adapters.consolidators import CoreAdapter, FacetedAdapter, SummaryAdapter
 from lens.dataset import Episode
 from lens.standing import HEADING
 from lens.testing.conformance import CHECKS, run_check

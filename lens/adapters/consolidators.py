@@ -1,4 +1,4 @@
-"""Three consolidating baselines (see ``adapters/consolidation.py`` for what they share):
+"""Three consolidating baselines (see ``lens/adapters/consolidation.py`` for what they share):
 
 - ``summary``: the new episodes are summarised in groups of ``episodes_per_fold``, then the
   group summaries are reduced, with the previous summary, into one summary, refreshed at each
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from adapters.consolidation import ConsolidatingAdapter, ConsolidationOptions, render_episodes
+from lens.adapters.consolidation import ConsolidatingAdapter, ConsolidationOptions, render_episodes
 from lens.dataset import Episode
 
 DEFAULT_FACETS = {

@@ -27,12 +27,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder, EncoderKind
-from adapters.embedding import DEFAULT_MODEL
-from adapters.filters import DATE_FILTERS, DateRange
-from adapters.snippet import best_window, query_terms
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.embedder import Embedder, EncoderKind
+from lens.adapters.embedding import DEFAULT_MODEL
+from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.snippet import best_window, query_terms
 from lens.config import ModelConfig
 from lens.dataset import Episode, parse_timestamp
 from lens.envscope import environment

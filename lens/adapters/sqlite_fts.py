@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from adapters.chunking import Unit, episode_units, split_ref
-from adapters.filters import DATE_FILTERS, DateRange
-from adapters.snippet import TOKEN, best_window, query_terms
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.dataset import Episode, parse_timestamp
 
 DEFAULT_CHUNK_CHARS = 1200

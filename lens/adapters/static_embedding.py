@@ -29,12 +29,13 @@ five published LENS scopes (evidence recall@10 of 92 questions; ``bench/RESULTS.
   ``[UNK]`` left out), L2-normalised. A text with no token at all gets the zero vector.
 
 Token vectors are distilled lazily: the first time a token id is met, in batches, and kept in a
-:class:`~adapters.token_table.TokenTable` (the embedding cache's SQLite file by default) keyed by
-the model files' content hash and ``DISTILL_VERSION``, so a machine pays for each token once.
-Lazy beats distilling the whole vocabulary up front because a corpus meets a fraction of it: the
-first 1,000 benchmark episodes needed 2,033 token vectors (about 3 s on 2 cores) where the whole
-vocabulary takes about 36 s, and a token's vector is the same either way (``distill_vocabulary``
-does it all at once, for a machine that should never distil during a run).
+:class:`~lens.adapters.token_table.TokenTable` (the embedding cache's SQLite file by default)
+keyed by the model files' content hash and ``DISTILL_VERSION``, so a machine pays for each token
+once. Lazy beats distilling the whole vocabulary up front because a corpus meets a fraction of
+it: the first 1,000 benchmark episodes needed 2,033 token vectors (about 3 s on 2 cores) where
+the whole vocabulary takes about 36 s, and a token's vector is the same either way
+(``distill_vocabulary`` does it all at once, for a machine that should never distil during a
+run).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from adapters.embedding import DEFAULT_MODEL, Matrix, model_dir, shared_encoder
-from adapters.token_table import TokenTable
+from lens.adapters.embedding import DEFAULT_MODEL, Matrix, model_dir, shared_encoder
+from lens.adapters.token_table import TokenTable
 from lens.errors import ConfigError
 
 # Bump DISTILL_VERSION when a token's vector changes (it keys the token table), RECIPE when

@@ -1,9 +1,9 @@
 """Embeddings with a persistent cache keyed by (model, text hash).
 
 Two encoders: ``contextual`` (the default) runs all-MiniLM-L6-v2 over each text (see
-:mod:`adapters.embedding`); ``static`` averages token vectors distilled once from the same model
-(see :mod:`adapters.static_embedding`), hundreds of times faster and somewhat less precise. The
-cache keys name the encoder, so their vectors never mix.
+:mod:`lens.adapters.embedding`); ``static`` averages token vectors distilled once from the same
+model (see :mod:`lens.adapters.static_embedding`), hundreds of times faster and somewhat less
+precise. The cache keys name the encoder, so their vectors never mix.
 
 Re-ingesting a scope (a resumed run, a second adapter over the same scope, a repeat) looks every
 text up before encoding it, so it costs a SQLite read instead of a forward pass. The cache is
@@ -23,8 +23,8 @@ from typing import Literal
 
 import numpy as np
 
-from adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder, window
-from adapters.static_embedding import StaticEncoder, shared_static_encoder
+from lens.adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder, window
+from lens.adapters.static_embedding import StaticEncoder, shared_static_encoder
 from lens.models.cache import default_cache_dir
 
 NO_CACHE = "none"

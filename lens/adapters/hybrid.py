@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.chunking import Unit
-from adapters.embedder import EncoderKind
-from adapters.embedding import DEFAULT_MODEL
-from adapters.filters import DATE_FILTERS, DateRange
-from adapters.snippet import best_window, query_terms
-from adapters.sqlite_fts import SqliteFtsAdapter
-from adapters.vector import VectorAdapter, unit_meta
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.adapters.chunking import Unit
+from lens.adapters.embedder import EncoderKind
+from lens.adapters.embedding import DEFAULT_MODEL
+from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.snippet import best_window, query_terms
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
+from lens.adapters.vector import VectorAdapter, unit_meta
 from lens.dataset import Episode
 
 DEFAULT_CHUNK_CHARS = 1000

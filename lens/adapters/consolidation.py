@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapter import (
     CapabilityManifest,
     Document,
@@ -30,6 +29,7 @@ from lens.adapter import (
     SearchResult,
     ThreadedAdapter,
 )
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.config import CacheConfig, ModelConfig
 from lens.dataset import Episode
 from lens.models.base import CompletionRequest, Message, ModelClient

@@ -27,14 +27,14 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder, EncoderKind
-from adapters.embedding import DEFAULT_MODEL
-from adapters.filters import DATE_FILTERS, DateRange
-from adapters.hybrid import rrf
-from adapters.snippet import TOKEN, best_window, query_terms
-from adapters.vector import unit_meta
 from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.embedder import Embedder, EncoderKind
+from lens.adapters.embedding import DEFAULT_MODEL
+from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.hybrid import rrf
+from lens.adapters.snippet import TOKEN, best_window, query_terms
+from lens.adapters.vector import unit_meta
 from lens.dataset import Episode
 from lens.errors import ConfigError
 

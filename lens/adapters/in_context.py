@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.filters import DATE_FILTERS, DateRange
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.dataset import Episode
 
 

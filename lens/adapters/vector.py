@@ -1,11 +1,11 @@
 """Dense retrieval: sentence embeddings and exact cosine top-k over numpy.
 
 Episodes (or, for ``vector_chunked``, their chunks) are embedded with all-MiniLM-L6-v2 running on
-numpy (see :mod:`adapters.embedding`). The model reads at most 256 tokens (about 1,000
+numpy (see :mod:`lens.adapters.embedding`). The model reads at most 256 tokens (about 1,000
 characters of English), so a whole-episode vector sees only the start of a long episode: use
 ``vector_chunked`` when episodes are long. With ``encoder: static`` a text's vector is the
 weighted mean of token vectors distilled once from the same model (see
-:mod:`adapters.static_embedding`): hundreds of episodes per second instead of a few, the whole
+:mod:`lens.adapters.static_embedding`): hundreds of episodes per second instead of a few, the whole
 text read, weaker where numbers and word order carry the meaning. Ingest only queues
 episodes; they are embedded in batches when the queue fills, before a search, and at each
 checkpoint (``prepare``). Brute-force cosine is exact, and at 100k units of 384 floats one query
@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from adapters.chunking import Unit, episode_units, split_ref
-from adapters.embedder import Embedder, EncoderKind
-from adapters.embedding import DEFAULT_MODEL
-from adapters.filters import DATE_FILTERS, DateRange
-from adapters.snippet import best_window, query_terms
 from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.embedder import Embedder, EncoderKind
+from lens.adapters.embedding import DEFAULT_MODEL
+from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.snippet import best_window, query_terms
 from lens.dataset import Episode
 
 DEFAULT_CHUNK_CHARS = 1000

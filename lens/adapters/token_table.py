@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from adapters.embedding import Matrix
+from lens.adapters.embedding import Matrix
 
 Ids = NDArray[np.int64]
 
