@@ -254,3 +254,21 @@ def test_an_installed_provider_package_runs_lens_run(tmp_path: Path) -> None:
     # The stack caches the provider's replies for free: the same run again is all cache hits.
     assert [r["answer"] for r in second] == [r["answer"] for r in first]
     assert all(c["cached"] for r in second for c in r["model_calls"])
+
+
+def test_one_token_estimate_and_no_production_import_of_the_scripted_double() -> None:
+    from lens import tokens
+    from lens.models import openai_backend, scripted
+    from lens.models.stack import estimate_prompt_tokens
+    from tests.test_architecture import import_graph
+
+    assert scripted.estimate_tokens is tokens.estimate_tokens
+    assert openai_backend.estimate_tokens is tokens.estimate_tokens
+    assert [tokens.estimate_tokens(t) for t in ("", "abc", "abcdefgh")] == [0, 1, 2]
+    # A prompt spread over messages is estimated from its characters in total.
+    request = CompletionRequest(messages=[Message(role="user", content="abc"),
+                                          Message(role="user", content="defgh")])
+    assert estimate_prompt_tokens(request) == tokens.estimate_chars_tokens(8) == 2
+    importers = sorted(m for m, targets in import_graph().items()
+                       if "lens.models.scripted" in targets)
+    assert importers == []
