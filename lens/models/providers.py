@@ -74,9 +74,10 @@ def resolve_provider(provider: str) -> ProviderFactory:
     try:
         factory: Any = plugins.load_target(target)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"provider {provider!r}: its entry point {target!r} cannot be "
-                          f"loaded ({type(exc).__name__}: {exc}); reinstall the package "
-                          "that declares it") from None
+        fix = ("reinstall lens" if provider in BUILTIN_PROVIDERS
+               else "reinstall the package that declares it")
+        raise ConfigError(f"provider {provider!r}: {target!r} cannot be loaded "
+                          f"({type(exc).__name__}: {exc}); {fix}") from None
     if not callable(factory):
         raise ConfigError(f"provider {provider!r}: {target!r} is not callable; it must name a "
                           "class or function taking the ModelConfig and returning a client")
