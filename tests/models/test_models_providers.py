@@ -137,8 +137,9 @@ def _dataset(tmp_path: Path) -> Path:
                       make_dataset(n_episodes=4, checkpoints=(2, 4), questions_per_checkpoint=1))
 
 
-def test_an_unknown_judge_provider_fails_before_anything_is_written(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "cfg.yaml", _dataset(tmp_path), judge={"model": "nope/j"})
+def test_an_unknown_judge_provider_fails_before_anything_is_read(tmp_path: Path) -> None:
+    # The dataset does not exist: the provider is checked first, by name alone.
+    cfg = write_config(tmp_path / "cfg.yaml", tmp_path / "missing.json", judge={"model": "nope/j"})
     with pytest.raises(ConfigError, match=r"cfg\.yaml: field 'judge\.model': model 'nope/j': "
                                           r"unknown provider 'nope'"):
         execute(cfg)
