@@ -12,10 +12,11 @@ from pathlib import Path
 from lens import eventloop
 from lens.adapter import resolve_adapter, validate_options
 from lens.condition import condition, condition_hash, package_versions
-from lens.config import RunConfig, load_config
+from lens.config import ModelConfig, RunConfig, load_config
 from lens.dataset import Dataset, load_dataset
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
+from lens.models.providers import unknown_provider
 from lens.models.runtime import ModelRuntime
 from lens.orchestrator import Runner, RunProgress, RunSummary
 from lens.redact import redact, register_config_secrets, register_env_secrets
@@ -108,6 +109,17 @@ def check_adapters(config: RunConfig, config_file: str) -> None:
         validate_options(cls, a.options, f"adapters.{i}.options", config_file)
 
 
+def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> None:
+    # Provider names only, before the dataset is read: a misspelt provider fails at once.
+    models: list[tuple[str, ModelConfig]] = [] if agent_given else [("agent.model", config.agent)]
+    if config.judge is not None:
+        models.append(("judge.model", config.judge))
+    for field, model in models:
+        problem = unknown_provider(model.provider)
+        if problem is not None:
+            raise ConfigError(f"{config_file}: field '{field}': model {model.model!r}: {problem}")
+
+
 def check_executor(config: RunConfig, config_file: str) -> None:
     if config.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"{config_file}: field 'executor.kind': 'ray' needs Ray, which is not "
@@ -149,6 +161,7 @@ def execute(
     register_config_secrets(config.model_dump(mode="json"))
     check_scoring(config, config_file)
     check_paths(config, config_file, out, resume is not None)
+    check_models(config, config_file, agent_given=model is not None)
     dataset = prepare_dataset(config, config_file)
     check_adapters(config, config_file)
     check_executor(config, config_file)

@@ -11,6 +11,9 @@ The groups:
 - ``lens.report_sections``: a function ``(RunData) -> Section | None`` adding a report section.
 - ``lens.prompt_templates``: a mapping ``{name: template text}`` (or a function returning one);
   the templates join the prompts hash, so changing one changes the run's condition.
+- ``lens.model_providers``: a callable ``(ModelConfig) -> ModelClient`` (a client class taking
+  the config is one), used for models named ``<provider>/<model>``; see
+  :mod:`lens.models.providers` for the contract.
 - ``lens.scenarios``: an object with ``applies(manifest) -> bool`` and
   ``after_scoring(run_dir) -> None``, called when lens has scored a run of that scenario.
 
@@ -30,7 +33,8 @@ ADAPTERS = "lens.adapters"
 REPORT_SECTIONS = "lens.report_sections"
 PROMPT_TEMPLATES = "lens.prompt_templates"
 SCENARIOS = "lens.scenarios"
-GROUPS = (ADAPTERS, REPORT_SECTIONS, PROMPT_TEMPLATES, SCENARIOS)
+MODEL_PROVIDERS = "lens.model_providers"
+GROUPS = (ADAPTERS, REPORT_SECTIONS, PROMPT_TEMPLATES, SCENARIOS, MODEL_PROVIDERS)
 
 _added: dict[str, dict[str, str]] = {}
 

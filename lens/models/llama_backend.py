@@ -95,6 +95,9 @@ def _gbnf(schema_json: str) -> str:
 
 class LlamaCppClient:
     provider = "llama_cpp"
+    # A local model bounds its own time through max_tokens; a wall-clock timeout would only
+    # abandon a computation that keeps the model busy anyway.
+    wall_clock_timeout = False
 
     def __init__(self, config: ModelConfig) -> None:
         opts = dict(config.options)

@@ -28,7 +28,7 @@ from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
-from lens.models.scripted import estimate_tokens
+from lens.tokens import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes")

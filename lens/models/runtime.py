@@ -10,15 +10,10 @@ from lens.config import CacheConfig, ModelConfig, RunConfig
 from lens.models.cache import ModelCache, default_cache_path
 from lens.models.limits import LimiterRegistry, LimitSettings
 from lens.models.pricing import pricing_for
+from lens.models.providers import caches_replies, create_backend, has_wall_clock_timeout
 from lens.models.retry import RetryPolicy
 from lens.models.stack import StackClient
 from lens.models.usage import UsageMeter
-
-# Deterministic, free and instant: caching scripted replies would only fill the user's cache.
-UNCACHED_PROVIDERS = frozenset({"scripted"})
-# Local backends bound their own time through max_tokens; a wall-clock timeout would only
-# abandon a computation that keeps the model busy anyway.
-UNTIMED_PROVIDERS = frozenset({"scripted", "llama_cpp"})
 
 
 class ModelRuntime:
@@ -61,8 +56,6 @@ class ModelRuntime:
         return self._cache
 
     def client(self, config: ModelConfig) -> StackClient:
-        from lens.models.factory import create_backend
-
         backend = create_backend(config)
         recover_n, recover_s, cooldown = self._adaptive
         settings = LimitSettings(
@@ -77,10 +70,11 @@ class ModelRuntime:
             meter=self.meter,
             limiter=self.limiters.get(config.provider, config.base_url, config.name, settings),
             retry=self.retry or RetryPolicy(max_retries=config.max_retries),
-            cache=None if config.provider in UNCACHED_PROVIDERS else self.cache,
+            # What the backend declares it needs (lens.models.providers), not its name.
+            cache=self.cache if caches_replies(backend) else None,
             pricing=pricing_for(config),
             base_url=config.base_url,
-            timeout_s=None if config.provider in UNTIMED_PROVIDERS else config.timeout_s,
+            timeout_s=config.timeout_s if has_wall_clock_timeout(backend) else None,
             cache_options=dict(getattr(backend, "cache_identity", {}) or {}),
         )
         self._clients.append(client)

@@ -20,8 +20,10 @@ from typing import Any
 import anyio
 import yaml
 
+from lens.config import ModelConfig
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
+from lens.tokens import estimate_tokens
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.%-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -87,16 +89,16 @@ _STOP = frozenset(
 )
 
 
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
-
-
 def _terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 class ScriptedClient:
     provider = "scripted"
+    # Deterministic, free and instant: cached copies would only fill the user's cache, and
+    # there is no remote call to time out.
+    cache_replies = False
+    wall_clock_timeout = False
 
     def __init__(self, name: str, options: dict[str, Any] | None = None) -> None:
         opts = dict(options or {})
@@ -120,6 +122,10 @@ class ScriptedClient:
                     f"scripted/{name}: needs a list of replies (option 'replies' or a fixture file)"
                 )
             self.replies = replies
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> ScriptedClient:
+        return cls(config.name, config.options)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         started = time.perf_counter()

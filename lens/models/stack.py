@@ -17,6 +17,7 @@ from lens.models.limits import EndpointLimiter
 from lens.models.pricing import Pricing
 from lens.models.retry import RetryPolicy, call_with_retry
 from lens.models.usage import UsageMeter
+from lens.tokens import estimate_chars_tokens
 
 # Booked against a tokens-per-minute limit for the completion of a request that sets no
 # max_tokens: what the provider books then is its own default, which lens learns from the
@@ -28,7 +29,7 @@ def estimate_prompt_tokens(request: CompletionRequest) -> int:
     chars = sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
                 for m in request.messages)
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
-    return chars // 4
+    return estimate_chars_tokens(chars)
 
 
 class StackClient:
