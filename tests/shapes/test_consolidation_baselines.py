@@ -7,17 +7,22 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
 import pytest
+import yaml
 
 from lens.adapter import create_adapter, resolve_adapter
 from lens.adapters.consolidators import CoreAdapter, FacetedAdapter, SummaryAdapter
 from lens.dataset import Episode
 from lens.standing import HEADING
 from lens.testing.conformance import CHECKS, run_check
+from tests.conftest import ROOT
+from tests.core.helpers import make_dataset, write_json
 from tests.shapes.fakes import EchoClient
 from tests.shapes.test_standing_context import events, records, run_cli
 
@@ -112,6 +117,33 @@ def test_registered_and_options_validated() -> None:
     adapter = create_adapter("faceted", {"model": "scripted/replay",
                                          "facets": {"who": "people"}})
     assert adapter.opts.facets == {"who": "people"}
+    with pytest.raises(ConfigError, match="unknown model setting 'call_timeout_s'"):
+        create_adapter("core", {"model_options": {"call_timeout_s": 3000}})
+    with pytest.raises(ConfigError, match="model setting 'timeout_s'"):
+        create_adapter("summary", {"model_options": {"timeout_s": -1}})
+    with pytest.raises(ConfigError, match="unknown provider 'opnai'"):
+        create_adapter("faceted", {"model": "opnai/gpt-4o-mini"})
+
+
+def test_a_misspelt_model_setting_stops_the_run_before_any_work(tmp_path: Path) -> None:
+    """The adapter's own model settings are checked with the config: exit 2, one message naming
+    the field, no run directory (not a unit failure once the first fold calls the model)."""
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(4,),
+                                                       questions_per_checkpoint=1))
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "bad", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": "core", "options": {"model": "scripted/replay",
+                                                  "model_options": {"call_timeout_s": 3000}}}],
+        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(cfg) in lines[0], proc.stderr
+    assert "adapters.0.options.model_options" in lines[0]
+    assert "unknown model setting 'call_timeout_s'" in lines[0]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 def test_baselines_through_the_cli_with_a_scripted_model(tmp_path: Path) -> None:
