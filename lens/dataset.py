@@ -500,8 +500,11 @@ def _stream(path: Path) -> Dataset:
         except (_Refused, ijson.JSONError, UnicodeDecodeError) as exc:
             if builder is not None:
                 where = builder.where(base)
+            elif prefix.startswith("scopes.item"):
+                # Between two scopes: the one after the last read.
+                where = ("scopes", len(scopes))
             else:
-                where = tuple(int(p) if p.isdigit() else p for p in prefix.split(".") if p)
+                where = tuple(p for p in prefix.split(".") if p)
             if isinstance(exc, _Refused):
                 raise _StreamProblem(where, str(exc)) from None
             if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):

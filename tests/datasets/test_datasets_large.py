@@ -104,6 +104,9 @@ def hostile(tmp_path: Path, name: str, text: str) -> DatasetError:
     ("scope_not_object", lambda t: t.replace('"scopes": [', '"scopes": [7, ', 1),
      "$.scopes[0]", "must be an object"),
     ("not_an_object", lambda t: "[" + t + "]", "$", "top level must be a JSON object"),
+    ("between_scopes", lambda t: t.replace('}]}, {"scope_id": "s2"', '}]} {"scope_id": "s2"', 1),
+     "$.scopes[2]", "invalid JSON"),
+    ("trailing", lambda t: t + " {", "$", "trailing garbage"),
     ("bad_question_type", lambda t: t.replace('"longitudinal"', '"longitudnal"', 1),
      "$.questions[0].question_type", "longitudnal"),
 ])
