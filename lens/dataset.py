@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -189,21 +190,8 @@ class Dataset(_Model):
         """sha256 of the dataset's canonical JSON (without its id: renaming a file must not
         change its hash), fed one scope and question at a time: the same bytes as dumping the
         whole dataset, without holding a second copy of a large one."""
-        h = hashlib.sha256()
-        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "dataset_id"}
-        for i, key in enumerate(sorted(fields)):
-            h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
-            value = fields[key]
-            if isinstance(value, list):
-                h.update(b"[")
-                for j, item in enumerate(value):
-                    dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-                    h.update((b"," if j else b"") + _canon(dumped).encode("utf-8"))
-                h.update(b"]")
-            else:
-                h.update(_canon(value).encode("utf-8"))
-        h.update(b"}")
-        return h.hexdigest()
+        return _fields_hash({k: getattr(self, k) for k in type(self).model_fields
+                             if k != "dataset_id"})
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)
@@ -213,6 +201,50 @@ class Dataset(_Model):
                 "questions": [q for q in self.questions if q.scope_id in keep],
             }
         )
+
+
+def _fields_hash(fields: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``fields``, a list item by item; a list may be given as a
+    function that feeds its items, one at a time, to the function it is called with."""
+    h = hashlib.sha256()
+    for i, key in enumerate(sorted(fields)):
+        h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
+        value = fields[key]
+        if isinstance(value, list) or callable(value):
+            count = 0
+
+            def add(item: Any) -> None:
+                nonlocal count
+                dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+                h.update((b"," if count else b"") + _canon(dumped).encode("utf-8"))
+                count += 1
+
+            h.update(b"[")
+            if callable(value):
+                value(add)
+            else:
+                for item in value:
+                    add(item)
+            h.update(b"]")
+        else:
+            h.update(_canon(value).encode("utf-8"))
+    h.update(b"}")
+    return h.hexdigest()
+
+
+def file_content_hash(path: str | Path) -> str:
+    """``load_dataset(path).content_hash()`` with one scope in memory at a time (the file is
+    streamed twice), for checking a file against a recorded hash while a run holds its dataset.
+    A file the stream cannot read is loaded, which raises the usual :class:`DatasetError`."""
+    p = Path(path)
+    try:
+        head = _stream(p, on_scope=lambda scope: None)
+        fields: dict[str, Any] = {k: getattr(head, k) for k in Dataset.model_fields
+                                  if k != "dataset_id"}
+        fields["scopes"] = lambda add: _stream(p, on_scope=add)
+        return _fields_hash(fields)
+    except (OSError, _StreamProblem):
+        return load_dataset(p).content_hash()
 
 
 def _canon(obj: Any) -> str:
@@ -440,14 +472,16 @@ def _json_message(exc: Exception) -> str:
     return text.replace("\\n", "\n").split("\n", 1)[0].strip() or type(exc).__name__
 
 
-def _stream(path: Path) -> Dataset:
+def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Dataset:
     """A dataset file read one scope at a time (each scope's parsed JSON is dropped once it is
-    a model), so a file of any size is held in memory once, as models. Raises
+    a model), so a file of any size is held in memory once, as models; with ``on_scope``, each
+    scope goes to it instead and the dataset returned has none. Raises
     :class:`_StreamProblem` at the first problem it meets (JSON, structure or a field)."""
     known = set(Dataset.model_fields)
     top: dict[str, Any] = {}
     scopes: list[Scope] = []
     seen: set[str] = set()
+    read = 0  # scopes read so far
     builder: _StrictBuilder | None = None
     base: tuple[int | str, ...] = ()
     target = ""
@@ -462,9 +496,14 @@ def _stream(path: Path) -> Dataset:
                     if prefix == target and event in ("end_map", "end_array"):
                         if target == "scopes.item":
                             try:
-                                scopes.append(Scope.model_validate(builder.value))
+                                scope = Scope.model_validate(builder.value)
                             except ValidationError as exc:
                                 raise _StreamProblem.first_of(exc, base) from None
+                            read += 1
+                            if on_scope is None:
+                                scopes.append(scope)
+                            else:
+                                on_scope(scope)
                         else:
                             top[target] = builder.value
                         builder = None
@@ -491,18 +530,18 @@ def _stream(path: Path) -> Dataset:
                     builder = _StrictBuilder()
                     builder.event(event, value)
                     target = prefix
-                    base = ("scopes", len(scopes)) if prefix == "scopes.item" else (prefix,)
+                    base = ("scopes", read) if prefix == "scopes.item" else (prefix,)
                 elif prefix in known and prefix != "scopes.item":
                     top[prefix] = value
                 else:
-                    raise _StreamProblem(("scopes", len(scopes)),
+                    raise _StreamProblem(("scopes", read),
                                          "must be an object with scope_id and episodes")
         except (_Refused, ijson.JSONError, UnicodeDecodeError) as exc:
             if builder is not None:
                 where = builder.where(base)
             elif prefix.startswith("scopes.item"):
                 # Between two scopes: the one after the last read.
-                where = ("scopes", len(scopes))
+                where = ("scopes", read)
             else:
                 where = tuple(p for p in prefix.split(".") if p)
             if isinstance(exc, _Refused):

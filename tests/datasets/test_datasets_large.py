@@ -4,6 +4,7 @@ reading the file whole. The size limit is patched small here; one test crosses t
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -196,3 +197,34 @@ def test_python_m_lens_names_the_first_problem_of_a_file_over_the_real_limit(
     assert proc.returncode == 2, proc.stderr
     last = len(big["scopes"][0]["episodes"]) - 1
     assert f"$.scopes[0].episodes[{last}]" in proc.stdout and "invalid JSON" in proc.stdout
+
+
+def test_the_file_hash_is_the_loaded_datasets_hash_with_one_scope_held_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lens.dataset import Scope, file_content_hash
+
+    src = data(scopes=4)
+    src["meta"] = {"source": "é", "n": 1.5}
+    # Questions before scopes in the file, though the hash takes scopes after questions.
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({k: src[k] for k in ("questions", "meta", "version", "scopes")},
+                               ensure_ascii=False), encoding="utf-8")
+    expected = load_dataset(path).content_hash()
+    alive: list[int] = []
+    validate = Scope.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Scope], obj: Any, **kw: Any) -> Scope:
+        alive.append(len([o for o in gc.get_objects() if type(o) is Scope]))
+        return validate(cls, obj, **kw)
+
+    gc.collect()
+    monkeypatch.setattr(Scope, "model_validate", classmethod(counting))
+    assert file_content_hash(path) == expected
+    # Each scope is dropped once hashed: at most the previous one is still unreleased.
+    assert len(alive) == 8 and max(alive) <= 1
+    # A file the stream cannot read names its problem as loading it does.
+    path.write_text(path.read_text() + "x", encoding="utf-8")
+    with pytest.raises(DatasetError, match="invalid JSON"):
+        file_content_hash(path)
+    for ds_path in (ROOT / "datasets").glob("*.json"):
+        assert file_content_hash(ds_path) == load_dataset(ds_path).content_hash(), ds_path
