@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lens.dataset import load_dataset
+from lens.dataset import file_content_hash
 from lens.errors import UserError
 
 SUFFIX = ".certification.json"
@@ -106,7 +106,9 @@ def load_certification(dataset_path: str | Path) -> Certification:
         where = ".".join(str(x) for x in first["loc"])
         raise UserError(f"{path}: not a valid certification (field {where}: {first['msg']}); "
                         f"{fix}") from None
-    if cert.dataset_hash != load_dataset(dataset_path).content_hash():
+    # Streamed: a run or a scoring holds the dataset already; a second copy could double its
+    # memory.
+    if cert.dataset_hash != file_content_hash(dataset_path):
         raise UserError(f"{path}: field 'dataset_hash' does not match the dataset (it changed "
                         f"since it was certified); {fix}")
     return cert

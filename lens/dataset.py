@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,7 +24,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from lens.errors import DatasetError, Problem
 
-MAX_DATASET_BYTES = 512 * 1024 * 1024
+# Files up to this size that hold a problem are read whole, so that every problem is listed with
+# its JSON path; reading whole peaks at about five times the file (bytes, text, parsed objects).
+# Larger files are only ever streamed (they are held once, as models, whatever their size) and
+# report the first problem the stream meets.
+MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
@@ -185,21 +190,8 @@ class Dataset(_Model):
         """sha256 of the dataset's canonical JSON (without its id: renaming a file must not
         change its hash), fed one scope and question at a time: the same bytes as dumping the
         whole dataset, without holding a second copy of a large one."""
-        h = hashlib.sha256()
-        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "dataset_id"}
-        for i, key in enumerate(sorted(fields)):
-            h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
-            value = fields[key]
-            if isinstance(value, list):
-                h.update(b"[")
-                for j, item in enumerate(value):
-                    dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-                    h.update((b"," if j else b"") + _canon(dumped).encode("utf-8"))
-                h.update(b"]")
-            else:
-                h.update(_canon(value).encode("utf-8"))
-        h.update(b"}")
-        return h.hexdigest()
+        return _fields_hash({k: getattr(self, k) for k in type(self).model_fields
+                             if k != "dataset_id"})
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)
@@ -209,6 +201,50 @@ class Dataset(_Model):
                 "questions": [q for q in self.questions if q.scope_id in keep],
             }
         )
+
+
+def _fields_hash(fields: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``fields``, a list item by item; a list may be given as a
+    function that feeds its items, one at a time, to the function it is called with."""
+    h = hashlib.sha256()
+    for i, key in enumerate(sorted(fields)):
+        h.update(("," if i else "{").encode() + _canon(key).encode() + b":")
+        value = fields[key]
+        if isinstance(value, list) or callable(value):
+            count = 0
+
+            def add(item: Any) -> None:
+                nonlocal count
+                dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+                h.update((b"," if count else b"") + _canon(dumped).encode("utf-8"))
+                count += 1
+
+            h.update(b"[")
+            if callable(value):
+                value(add)
+            else:
+                for item in value:
+                    add(item)
+            h.update(b"]")
+        else:
+            h.update(_canon(value).encode("utf-8"))
+    h.update(b"}")
+    return h.hexdigest()
+
+
+def file_content_hash(path: str | Path) -> str:
+    """``load_dataset(path).content_hash()`` with one scope in memory at a time (the file is
+    streamed twice), for checking a file against a recorded hash while a run holds its dataset.
+    A file the stream cannot read is loaded, which raises the usual :class:`DatasetError`."""
+    p = Path(path)
+    try:
+        head = _stream(p, on_scope=lambda scope: None)
+        fields: dict[str, Any] = {k: getattr(head, k) for k in Dataset.model_fields
+                                  if k != "dataset_id"}
+        fields["scopes"] = lambda add: _stream(p, on_scope=add)
+        return _fields_hash(fields)
+    except (OSError, _StreamProblem):
+        return load_dataset(p).content_hash()
 
 
 def _canon(obj: Any) -> str:
@@ -238,9 +274,11 @@ def _read_json(path: Path) -> Any:
         # A FIFO would block the read for good, a device (/dev/zero) would never end.
         raise DatasetError(f"{name}: not a regular file; give the path of a LENS JSON file")
     size = path.stat().st_size
-    if size > MAX_DATASET_BYTES:
-        raise DatasetError(f"{name}: {size} bytes is over the {MAX_DATASET_BYTES} byte limit "
-                           "for one dataset file; split it into several files")
+    if size > MAX_WHOLE_FILE_BYTES:
+        # Reached only when the file could not be streamed either (an unreadable file).
+        raise DatasetError(f"{name}: {size} bytes is over the {MAX_WHOLE_FILE_BYTES} byte limit "
+                           "for reading a dataset file whole, and the file could not be read "
+                           "as a stream; check that it is readable")
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
@@ -293,20 +331,26 @@ def validate_raw(data: Any, file: str) -> tuple[Dataset | None, list[Problem]]:
     try:
         ds = Dataset.model_validate(data)
     except ValidationError as exc:
-        for err in exc.errors():
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field; remove it or move it under 'meta'"
-            elif err["type"] == "missing":
-                msg = "required field is missing"
-            elif err["type"] == "enum":
-                msg = f"{msg} (got {err.get('input')!r})"
-            problems.append(
-                Problem(file, json_path(tuple(err["loc"])), msg.removeprefix("Value error, "))
-            )
-        return None, problems
+        return None, _validation_problems(exc, file)
     problems.extend(semantic_problems(ds, file))
     return ds, problems
+
+
+def _validation_problems(exc: ValidationError, file: str,
+                         at: tuple[int | str, ...] = ()) -> list[Problem]:
+    """pydantic's errors as problems, located from ``at`` (the JSON path of what was checked)."""
+    problems = []
+    for err in exc.errors():
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field; remove it or move it under 'meta'"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif err["type"] == "enum":
+            msg = f"{msg} (got {err.get('input')!r})"
+        problems.append(Problem(file, json_path((*at, *err["loc"])),
+                                msg.removeprefix("Value error, ")))
+    return problems
 
 
 def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
@@ -369,10 +413,23 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
     return problems
 
 
+class _StreamProblem(Exception):
+    """The first problem the stream met: where (a JSON path) and what, with the fix."""
+
+    def __init__(self, loc: tuple[int | str, ...] | str, message: str) -> None:
+        super().__init__(message)
+        self.location = loc if isinstance(loc, str) else json_path(loc)
+        self.message = message
+
+    @classmethod
+    def first_of(cls, exc: ValidationError, at: tuple[int | str, ...] = ()) -> _StreamProblem:
+        first = _validation_problems(exc, "", at)[0]
+        return cls(first.location, first.message)
+
+
 class _StrictBuilder(ObjectBuilder):
     """ijson's object builder, refusing what the whole-file reader refuses: a key repeated in
-    one object and numbers that are not finite (the caller then reads the file whole, which
-    names the problem)."""
+    one object and numbers that are not finite."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -385,76 +442,164 @@ class _StrictBuilder(ObjectBuilder):
             self._keys.pop()
         elif event == "map_key":
             if value in self._keys[-1]:
-                raise ValueError(f"duplicate key {value!r}")
+                self.key = value
+                shown = value if len(value) <= 80 else value[:80] + "…"
+                raise _Refused(f"duplicate key {shown!r} in one object; a reader would keep "
+                               "only one of the two values")
             self._keys[-1].add(value)
         elif event == "number" and isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("a number that is not finite")
+            raise _Refused(f"{value} is not a number JSON allows; write a finite number or null")
         super().event(event, value)
 
+    def where(self, base: tuple[int | str, ...]) -> tuple[int | str, ...]:
+        """The JSON path of the value being read, from ``base`` (the path of the root)."""
+        loc = list(base)
+        for parent in self.containers[:-1]:
+            # Each open container is the last value added to its parent.
+            loc.append(len(parent) - 1 if isinstance(parent, list) else next(reversed(parent)))
+        if self.containers:
+            inner = self.containers[-1]
+            if isinstance(inner, list):
+                loc.append(len(inner))
+            elif hasattr(self, "key"):
+                loc.append(self.key)
+        return tuple(loc)
 
-def _stream_load(path: Path) -> Dataset | None:
-    """A valid dataset file read one scope at a time (each scope's parsed JSON is dropped once
-    it is a model), so a large file is held in memory once, as models. None at the first sign
-    of anything unusual (a JSON error, an unknown or repeated top-level field, an invalid item):
-    the caller then reads the file whole and reports every problem."""
+
+def _json_message(exc: Exception) -> str:
+    # yajl's message spans several lines of context; its first line names the problem.
+    text = str(exc).removeprefix("b'").removeprefix('b"')
+    return text.replace("\\n", "\n").split("\n", 1)[0].strip() or type(exc).__name__
+
+
+def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Dataset:
+    """A dataset file read one scope at a time (each scope's parsed JSON is dropped once it is
+    a model), so a file of any size is held in memory once, as models; with ``on_scope``, each
+    scope goes to it instead and the dataset returned has none. Raises
+    :class:`_StreamProblem` at the first problem it meets (JSON, structure or a field)."""
     known = set(Dataset.model_fields)
     top: dict[str, Any] = {}
     scopes: list[Scope] = []
     seen: set[str] = set()
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_DATASET_BYTES:
-            return None
-        with path.open("rb") as fh:
-            if fh.read(3) != b"\xef\xbb\xbf":
-                fh.seek(0)
-            builder: _StrictBuilder | None = None
-            target = ""
+    read = 0  # scopes read so far
+    builder: _StrictBuilder | None = None
+    base: tuple[int | str, ...] = ()
+    target = ""
+    prefix = ""
+    with path.open("rb") as fh:
+        if fh.read(3) != b"\xef\xbb\xbf":
+            fh.seek(0)
+        try:
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if builder is not None:
-                    if event == "map_key" and value in builder.containers[-1]:
-                        # A repeated key would silently keep one value; the whole-file reader
-                        # names it as a problem.
-                        return None
                     builder.event(event, value)
                     if prefix == target and event in ("end_map", "end_array"):
                         if target == "scopes.item":
-                            scopes.append(Scope.model_validate(builder.value))
+                            try:
+                                scope = Scope.model_validate(builder.value)
+                            except ValidationError as exc:
+                                raise _StreamProblem.first_of(exc, base) from None
+                            read += 1
+                            if on_scope is None:
+                                scopes.append(scope)
+                            else:
+                                on_scope(scope)
                         else:
                             top[target] = builder.value
                         builder = None
                     continue
                 if prefix == "":
                     if event == "map_key":
-                        if value not in known or value in seen:
-                            return None
+                        if value not in known:
+                            raise _StreamProblem((value,), "unknown field; remove it or move "
+                                                 "it under 'meta'")
+                        if value in seen:
+                            raise _StreamProblem((value,), f"duplicate key {value!r} in one "
+                                                 "object; a reader would keep only one of the "
+                                                 "two values")
                         seen.add(value)
                     elif event not in ("start_map", "end_map"):
-                        return None
+                        raise _StreamProblem((), "the top level must be a JSON object with "
+                                             "'scopes' and 'questions'")
                 elif prefix == "scopes":
                     if event not in ("start_array", "end_array"):
-                        return None
+                        raise _StreamProblem(("scopes",), "must be a list of scopes")
                     top["scopes"] = scopes
                 elif (prefix == "scopes.item" and event == "start_map") or (
                         prefix in known and event in ("start_map", "start_array")):
                     builder = _StrictBuilder()
                     builder.event(event, value)
                     target = prefix
+                    base = ("scopes", read) if prefix == "scopes.item" else (prefix,)
                 elif prefix in known and prefix != "scopes.item":
                     top[prefix] = value
                 else:
-                    return None
+                    raise _StreamProblem(("scopes", read),
+                                         "must be an object with scope_id and episodes")
+        except (_Refused, ijson.JSONError, UnicodeDecodeError) as exc:
+            if builder is not None:
+                where = builder.where(base)
+            elif prefix.startswith("scopes.item"):
+                # Between two scopes: the one after the last read.
+                where = ("scopes", read)
+            else:
+                where = tuple(p for p in prefix.split(".") if p)
+            if isinstance(exc, _Refused):
+                raise _StreamProblem(where, str(exc)) from None
+            if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
+                raise _StreamProblem(where, "not UTF-8 text here; re-save the file as UTF-8"
+                                     ) from None
+            raise _StreamProblem(where, f"invalid JSON in or after this value "
+                                 f"({_json_message(exc)}); repair the file or export it "
+                                 "again") from None
+    try:
         return Dataset.model_validate(top)
-    except (OSError, ValueError, ijson.JSONError):
-        # ValueError covers pydantic's ValidationError and undecodable bytes.
-        return None
+    except ValidationError as exc:
+        raise _StreamProblem.first_of(exc) from None
+
+
+def _stream_load(path: Path) -> Dataset | None:
+    """The dataset read as a stream, or None at the first sign of anything unusual: the caller
+    then reads the file whole (when it is small enough) and reports every problem."""
+    return _stream_or_problem(path)[0]
+
+
+def _stream_or_problem(path: Path) -> tuple[Dataset | None, _StreamProblem | None]:
+    """The streamed dataset, or the first problem the stream met (both None when the path is
+    not a readable regular file: the whole-file reader names why)."""
+    try:
+        return (_stream(path), None) if path.is_file() else (None, None)
+    except _StreamProblem as exc:
+        return None, exc
+    except OSError:
+        return None, None
+
+
+def _too_big_to_read_whole(path: Path) -> bool:
+    try:
+        return path.stat().st_size > MAX_WHOLE_FILE_BYTES
+    except OSError:
+        return False
+
+
+def _first_problem_error(path: Path, problem: _StreamProblem) -> DatasetError:
+    return DatasetError(
+        f"{path}: invalid dataset (the first problem in file order: the file is "
+        f"{path.stat().st_size} bytes, over the {MAX_WHOLE_FILE_BYTES} bytes lens reads whole "
+        "to list every problem; fix this one and load it again for the next)",
+        [Problem(str(path), problem.location, problem.message)])
 
 
 def load_dataset(path: str | Path) -> Dataset:
-    """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem."""
+    """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem
+    (only the first one for a file over :data:`MAX_WHOLE_FILE_BYTES`, which is never read
+    whole)."""
     p = Path(path)
-    ds = _stream_load(p)
+    ds, first = _stream_or_problem(p)
     if ds is not None:
         problems = semantic_problems(ds, str(p))
+    elif first is not None and _too_big_to_read_whole(p):
+        raise _first_problem_error(p, first)
     else:
         # The whole file at once, for the messages: every problem with its JSON path.
         ds, problems = validate_raw(_read_json(p), str(p))
@@ -466,10 +611,16 @@ def load_dataset(path: str | Path) -> Dataset:
 
 
 def check_dataset_file(path: str | Path) -> list[Problem]:
-    """Every problem with a dataset file (empty when it is valid)."""
+    """Every problem with a dataset file (empty when it is valid); for a file over
+    :data:`MAX_WHOLE_FILE_BYTES`, the first problem the stream meets."""
     p = Path(path)
     try:
+        if p.is_file() and _too_big_to_read_whole(p):
+            load_dataset(p)
+            return []
         data = _read_json(p)
     except DatasetError as exc:
+        if exc.problems:
+            return list(exc.problems)
         return [Problem(str(p), "", str(exc.args[0]).removeprefix(f"{p}: "))]
     return validate_raw(data, str(p))[1]

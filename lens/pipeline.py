@@ -200,11 +200,18 @@ def execute(
         manifest = build_manifest(config, dataset, run_id)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
 
-    runner = Runner(config, dataset, store, client, progress=progress, retry_errors=retry_errors)
+    runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
+                                   retry_errors=retry_errors)
+    # The runner holds the only copy, released before scoring loads the dataset again: a large
+    # dataset is never in memory twice.
+    del dataset
 
     async def main() -> RunSummary:
+        nonlocal runner
         try:
+            assert runner is not None
             summary = await runner.run()
+            runner = None
             store.close()
             if config.scoring.enabled:
                 await score_for_config(store.root, config, judge=judge)

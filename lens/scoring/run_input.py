@@ -87,14 +87,16 @@ def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None)
     recorded = manifest.get("dataset") or {}
     expected = condition.get("dataset_hash") or recorded.get("content_hash")
     run_id = condition.get("dataset_id") or recorded.get("id")
-    if expected and dataset.content_hash() != expected and run_id and run_id != dataset.dataset_id:
+    # Hashed once: a pass over the whole dataset, and the id is not part of the hash.
+    actual = dataset.content_hash() if expected else ""
+    if expected and actual != expected and run_id and run_id != dataset.dataset_id:
         # A dataset without an explicit id is named after its file: a moved or renamed copy is
         # the same data under another name.
         dataset = dataset.model_copy(update={"dataset_id": run_id})
-    if expected and dataset.content_hash() != expected:
+    if expected and actual != expected:
         raise UserError(
             f"{path}: this dataset differs from the one the run used (content hash "
-            f"{dataset.content_hash()[:12]} != {expected[:12]}); scoring against other ground "
+            f"{actual[:12]} != {expected[:12]}); scoring against other ground "
             "truth would be wrong: pass the run's dataset with --dataset PATH"
         )
     return dataset
