@@ -16,7 +16,6 @@ from goldevidence.baselines import predictions
 from goldevidence.book import validate_book
 from goldevidence.compat import METRICS as COMPAT_METRICS
 from goldevidence.compat import (
-    CompatResult,
     GradeOptions,
     grade_original,
     prediction_index,
@@ -161,7 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_compat(title: str, res: CompatResult, as_json: bool) -> None:
+def _print_compat(title: str, res: GradeResult, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"name": title, **res.as_dict()}))
         return

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from goldevidence.grade import twin_pairs
+from goldevidence.grade import SHARED_FIELDS, GradeResult, twin_pairs
 
 MODE = "compat-original"
 
@@ -30,32 +30,8 @@ _LINE = re.compile(
     rf"(?:(?P<op>SET|NOTE) (?P<key>{_KEY}) = (?P<value>.+)|CLEAR (?P<ckey>{_KEY}))$")
 
 
-@dataclass(frozen=True)
-class CompatResult:
-    n: int
-    value_acc: float
-    exact_acc: float
-    answer_correct_given_selected: float | None
-    cite_precision: float | None
-    cite_recall: float | None
-    cite_f1: float | None
-    support_bloat: float | None
-    entailment_rate: float | None
-    twin_consistency: float | None
-    twin_flip_rate: float | None
-    instr_acc: float | None
-    clean_acc: float | None
-    instr_gap: float | None
-    instr_override_rate: float | None
-    instr_conflict_present_rate: float | None
-    instr_conflict_present_count: int | None
-    state_integrity_rate: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"mode": MODE, **asdict(self)}
-
-
-METRICS = tuple(f for f in CompatResult.__dataclass_fields__ if f != "n")
+# Every metric the original grader reports, in its order.
+METRICS = tuple(f for f in SHARED_FIELDS if f != "n")
 
 
 def value(v: Any) -> str | None:
@@ -296,7 +272,7 @@ def _twins(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]]
 
 
 def grade_original(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]],
-                   opts: GradeOptions | None = None) -> CompatResult:
+                   opts: GradeOptions | None = None) -> GradeResult:
     """Grade as the original does. ``preds`` is ``prediction_index`` of the prediction lines."""
     opts = opts or GradeOptions()
     if opts.citations not in ("auto", "on", "off") or opts.support_metric not in ("f1", "exact"):
@@ -308,8 +284,8 @@ def grade_original(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]],
         _score_row(t, row, preds.get(row["id"], {}), opts)
     twin_c, twin_f = _twins(rows, preds)
     instr_acc, clean_acc = _ratio(t.instr_ok, t.instr), _ratio(t.clean_ok, t.clean)
-    return CompatResult(
-        n=t.n, value_acc=t.value_ok / t.n if t.n else 0.0,
+    return GradeResult(
+        mode=MODE, n=t.n, value_acc=t.value_ok / t.n if t.n else 0.0,
         exact_acc=t.exact_ok / t.n if t.n else 0.0,
         answer_correct_given_selected=_ratio(t.selected_ok, t.selected),
         cite_precision=_ratio(t.prec, t.cite), cite_recall=_ratio(t.rec, t.cite),

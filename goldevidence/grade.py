@@ -136,6 +136,14 @@ def _mean(xs: Iterable[float | bool | None]) -> float | None:
 
 @dataclass
 class GradeResult:
+    """What a grader measured over a set of rows.
+
+    The fields up to ``state_integrity_rate`` are the ones the original GoldEvidenceBench
+    grader defines too (:data:`SHARED_FIELDS`); the rest only lens's grader measures. A result
+    of ``grade --compat original`` (``mode`` "compat-original") leaves them unknown and
+    :meth:`as_dict` shows only the shared fields, with its mode.
+    """
+
     n: int
     value_acc: float | None
     exact_acc: float | None
@@ -154,19 +162,29 @@ class GradeResult:
     instr_conflict_present_rate: float | None
     instr_conflict_present_count: int | None
     state_integrity_rate: float | None
-    gold_present_rate: float | None
-    selection_rate: float | None
-    accuracy_when_gold_present: float | None
-    accuracy: float | None
-    tokens_per_query: float | None
-    passes_per_query: float | None
-    wall_s_per_query: float | None
-    errors: dict[str, int]
-    rows_with_errors: int
+    gold_present_rate: float | None = None
+    selection_rate: float | None = None
+    accuracy_when_gold_present: float | None = None
+    accuracy: float | None = None
+    tokens_per_query: float | None = None
+    passes_per_query: float | None = None
+    wall_s_per_query: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+    rows_with_errors: int = 0
     slices: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    mode: str = "lens"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        mode = d.pop("mode")
+        if mode == "lens":
+            return d
+        return {"mode": mode, **{k: d[k] for k in SHARED_FIELDS}}
+
+
+# The fields the original grader defines as well; the rest of GradeResult is lens's own.
+_FIELDS = list(GradeResult.__dataclass_fields__)
+SHARED_FIELDS = tuple(_FIELDS[:_FIELDS.index("state_integrity_rate") + 1])
 
 
 METRICS = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",

@@ -3,19 +3,21 @@
 Declared in lens's ``lens.report_sections`` entry-point group as :func:`section`. A run graded
 before (by the scenario's scoring hook or ``run_job``) is read; any other GoldEvidence run is
 graded in memory, never written to: reporting does not change a run.
-``section_markdown(run_dir)`` and ``section_html(run_dir)`` return None for a run that is not a
-GoldEvidence run, so a report can call them on any run directory.
+The section is one list of lens report blocks (:func:`blocks`) that lens renders to Markdown and
+to HTML, so both formats say the same thing. ``section_markdown(run_dir)`` and
+``section_html(run_dir)`` return None for a run that is not a GoldEvidence run, so a report can
+call them on any run directory.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from goldevidence.lensrun import grade_run, is_goldevidence_run
 from lens.report.data import RunData
+from lens.report.document import Block, Heading, Para, Table, to_html, to_markdown
 from lens.report.sections import Section
 
 SHOWN = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
@@ -55,43 +57,35 @@ def _table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+INTRO = ("Decomposition: gold_present_rate → selection_rate → accuracy_when_gold_present → "
+         "value_acc; intervals are Wilson 95%. answer_correct_given_selected is value_acc on "
+         "rows citing every gold id; instr_conflict_present_rate/count are the instruction rows "
+         "whose injected value differs from gold (among those where both are known). 'unknown' "
+         "means the metric has no rows to stand on.")
+
+
+def blocks(report: dict[str, Any]) -> list[Block]:
+    """The section as lens report blocks: one content, rendered to Markdown and to HTML."""
+    head, body = _table(report)
+    out: list[Block] = [Heading("GoldEvidence"),
+                        Para(f"Agent model: {report['agent_model']}. {INTRO}"),
+                        Table(head, body, table_id="goldevidence")]
+    errs = {g["adapter"]: g["metrics"]["errors"] for g in report["groups"] if
+            g["metrics"]["errors"]}
+    if errs:
+        out.append(Para("Per-row prediction errors (counted, not fatal): " +
+                        "; ".join(f"{a}: {e}" for a, e in errs.items())))
+    return out
+
+
 def section_markdown(run_dir: str | Path) -> str | None:
     report = load_grades(run_dir)
-    return None if report is None else _markdown(report)
+    return None if report is None else to_markdown(blocks(report))
 
 
 def section_html(run_dir: str | Path) -> str | None:
     report = load_grades(run_dir)
-    return None if report is None else _html(report)
-
-
-def _markdown(report: dict[str, Any]) -> str:
-    head, body = _table(report)
-    lines = ["## GoldEvidence", "",
-             f"Agent model: `{report['agent_model']}`. Decomposition: gold_present_rate → "
-             "selection_rate → accuracy_when_gold_present → value_acc; intervals are Wilson "
-             "95%. answer_correct_given_selected is value_acc on rows citing every gold id; "
-             "instr_conflict_present_rate/count are the instruction rows whose injected value "
-             "differs from gold (among those where both are known). 'unknown' means the metric "
-             "has no rows to stand on.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    errs = {g["adapter"]: g["metrics"]["errors"] for g in report["groups"] if
-            g["metrics"]["errors"]}
-    if errs:
-        lines += ["", "Per-row prediction errors (counted, not fatal): " +
-                  "; ".join(f"{a}: {e}" for a, e in errs.items())]
-    return "\n".join(lines) + "\n"
-
-
-def _html(report: dict[str, Any]) -> str:
-    head, body = _table(report)
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                  for r in body)
-    return (f'<section id="goldevidence"><h2>GoldEvidence</h2><p>Agent model: '
-            f"<code>{html.escape(str(report['agent_model']))}</code>. Intervals are Wilson 95%."
-            f"</p><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></section>")
+    return None if report is None else to_html(blocks(report))
 
 
 def section(run: RunData) -> Section | None:
@@ -99,5 +93,6 @@ def section(run: RunData) -> Section | None:
     report = load_grades(run.root)
     if report is None:
         return None
-    return Section(id="goldevidence", title="GoldEvidence", markdown=_markdown(report),
-                   html=_html(report), data=report)
+    parts = blocks(report)
+    return Section(id="goldevidence", title="GoldEvidence", markdown=to_markdown(parts),
+                   html=to_html(parts), data=report)

@@ -1,10 +1,11 @@
-"""``lens score RUN_DIR [--judge MODEL] [--tier 1|2|3]``: (re-)score a stored run."""
+"""``lens score RUN_DIR [--judge MODEL] [--tier 1|2|3] [--subset all|certified]``: (re-)score a
+stored run."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -19,6 +20,9 @@ from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
 from lens.store import RunStore
 from lens.visible import visible
+
+# The values scoring.subset accepts, so the flag and the config cannot drift apart.
+SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
 
 # Column titles of the summary table, by metric.
 _SHOWN = {
@@ -54,6 +58,9 @@ def register(sub: Any) -> None:
     p.add_argument("--errata", type=Path, metavar="FILE", default=None,
                    help="a gold errata file to apply (default: the run config's "
                         "scoring.errata)")
+    p.add_argument("--subset", choices=SUBSETS, default=None,
+                   help="which questions: all, or only those certified as needing memory by "
+                        "`lens datasets certify` (default: the run config's scoring.subset)")
     p.set_defaults(handler=_score)
 
 
@@ -123,6 +130,7 @@ def _score(args: argparse.Namespace) -> int:
         concurrency = 1_000_000
     protocol = args.protocol or scoring.protocol
     errata = args.errata or scoring.errata
+    subset = args.subset or scoring.subset
 
     async def main() -> RunScores:
         try:
@@ -130,7 +138,7 @@ def _score(args: argparse.Namespace) -> int:
                                    gate_threshold=scoring.gate_threshold,
                                    fact_grader=grader, judge_concurrency=concurrency,
                                    dataset_path=args.dataset, protocol=protocol,
-                                   errata=errata)
+                                   errata=errata, subset=subset)
         finally:
             if client is not None:
                 await client.aclose()

@@ -10,6 +10,7 @@ hold them, and the original category, evidence and adversarial answer are kept i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,34 @@ def _turn_text(turn: dict[str, Any]) -> str:
     return f"{turn.get('speaker', '?')}: {text}"
 
 
+@dataclass
+class _EvidenceMap:
+    """Where a sample's dialogue ids landed: turn id -> episode, session number -> episode."""
+
+    by_dialogue: dict[str, str] = field(default_factory=dict)
+    by_session: dict[int, str] = field(default_factory=dict)
+
+    def refs(self, evidence: list[Any]) -> tuple[list[str], list[str]]:
+        """The episodes the evidence names, in order and once each, and the ids not found."""
+        refs: list[str] = []
+        missing: list[str] = []
+        for ev in evidence:
+            # Some items pack several ids into one string ("D8:6; D9:17").
+            ids = _DIA.findall(str(ev))
+            if not ids:
+                missing.append(str(ev))
+            for s_no, t_no in ids:
+                dia = f"D{s_no}:{t_no}"
+                # Ids with leading zeros ("D30:05") miss the turn map: fall back to the
+                # session, which is what the ref names anyway.
+                found = self.by_dialogue.get(dia) or self.by_session.get(int(s_no))
+                if found is None:
+                    missing.append(dia)
+                elif found not in refs:
+                    refs.append(found)
+        return refs, missing
+
+
 def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
     data = read_source(path)
     loc = Locator(path)
@@ -78,102 +107,113 @@ def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
     questions: list[dict[str, Any]] = []
     unresolved = 0
     for si, sample in enumerate(data):
-        conv = loc.field(sample, "conversation", dict, (si,))
-        qa = loc.field(sample, "qa", list, (si,))
-        sample_id = str(sample.get("sample_id", si))
-        scope_id = f"{prefix}_{sample_id}"
-        sessions: list[tuple[int, str]] = []
-        for key in conv:
-            m = _SESSION.match(key)
-            if m:
-                sessions.append((int(m.group(1)), key))
-        sessions.sort()
-        episodes: list[dict[str, Any]] = []
-        dia_to_ep: dict[str, str] = {}
-        session_to_ep: dict[int, str] = {}
-        for n, key in sessions:
-            turns = loc.field(conv, key, list, (si, "conversation"))
-            if not turns:
-                continue
-            date_key = f"{key}_date_time"
-            date_text = loc.field(conv, date_key, str, (si, "conversation"))
-            try:
-                ts = parse_locomo_date(date_text)
-            except ValueError as exc:
-                raise loc.error((si, "conversation", date_key), str(exc)) from None
-            eid = f"{scope_id}_s{n:02d}"
-            lines = [f"Conversation session {n}, {date_text}."]
-            for ti, turn in enumerate(turns):
-                if not isinstance(turn, dict) or "text" not in turn or "speaker" not in turn:
-                    raise loc.error((si, "conversation", key, ti),
-                                    "a turn needs 'speaker' and 'text'")
-                dia = turn.get("dia_id")
-                if isinstance(dia, str):
-                    dia_to_ep[dia] = eid
-                lines.append(_turn_text(turn))
-            session_to_ep[n] = eid
-            episodes.append({"episode_id": eid, "scope_id": scope_id,
-                             "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"),
-                             "text": "\n".join(lines),
-                             "meta": {"session": n, "turns": len(turns)}})
-        if not episodes:
-            raise loc.error((si, "conversation"), "no non-empty session_N found")
-        scopes.append({"scope_id": scope_id, "episodes": episodes,
-                       "meta": {"source": "locomo", "sample_id": sample_id,
-                                "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}})
-        for qi, item in enumerate(qa):
-            qloc = (si, "qa", qi)
-            prompt = loc.field(item, "question", str, qloc)
-            category = loc.field(item, "category", int, qloc)
-            if category not in CATEGORIES:
-                raise loc.error((*qloc, "category"), f"unknown category {category} "
-                                f"(LoCoMo uses {sorted(CATEGORIES)})")
-            name, qtype = CATEGORIES[category]
-            evidence = item.get("evidence", [])
-            if not isinstance(evidence, list):
-                raise loc.error((*qloc, "evidence"), "expected a list of dialogue ids")
-            refs: list[str] = []
-            missing: list[str] = []
-            for ev in evidence:
-                # Some items pack several ids into one string ("D8:6; D9:17").
-                ids = _DIA.findall(str(ev))
-                if not ids:
-                    missing.append(str(ev))
-                for s_no, t_no in ids:
-                    dia = f"D{s_no}:{t_no}"
-                    # Ids with leading zeros ("D30:05") miss the turn map: fall back to the
-                    # session, which is what the ref names anyway.
-                    found = dia_to_ep.get(dia) or session_to_ep.get(int(s_no))
-                    if found is None:
-                        missing.append(dia)
-                    elif found not in refs:
-                        refs.append(found)
-            unresolved += len(missing)
-            meta: dict[str, Any] = {"source": "locomo", "category": category,
-                                    "category_name": name, "evidence": evidence}
-            if missing:
-                meta["unresolved_evidence"] = missing
-            if category == 5:
-                answer = NOT_MENTIONED
-                facts: list[str] = []
-                if "adversarial_answer" in item:
-                    meta["adversarial_answer"] = answer_text(item["adversarial_answer"])
-            else:
-                if "answer" not in item:
-                    raise loc.error((*qloc, "answer"), "required field is missing")
-                answer = answer_text(item["answer"])
-                facts = short_facts(answer)
-            questions.append({
-                "question_id": f"{scope_id}_q{qi + 1:03d}",
-                "scope_id": scope_id,
-                "checkpoint_after": len(episodes),
-                "question_type": qtype.value,
-                "prompt": prompt,
-                "ground_truth": {"canonical_answer": answer, "required_evidence_refs": refs,
-                                 "key_facts": facts},
-                "meta": meta,
-            })
+        scope, qs, missing = _sample(loc, sample, si, prefix)
+        scopes.append(scope)
+        questions += qs
+        unresolved += missing
     return {"version": "0.1.0", "dataset_id": path.stem, "scopes": scopes,
             "questions": questions,
             "meta": {"source": {"format": "locomo", "file": path.name,
                                 "unresolved_evidence": unresolved}}}
+
+
+def _sample(loc: Locator, sample: Any, si: int, prefix: str
+            ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """One sample: its scope, its questions and how many evidence ids did not resolve."""
+    conv = loc.field(sample, "conversation", dict, (si,))
+    qa = loc.field(sample, "qa", list, (si,))
+    sample_id = str(sample.get("sample_id", si))
+    scope_id = f"{prefix}_{sample_id}"
+    evidence = _EvidenceMap()
+    episodes = [ep for n, key in _sessions(conv)
+                if (ep := _episode(loc, conv, si, n, key, scope_id, evidence)) is not None]
+    if not episodes:
+        raise loc.error((si, "conversation"), "no non-empty session_N found")
+    scope = {"scope_id": scope_id, "episodes": episodes,
+             "meta": {"source": "locomo", "sample_id": sample_id,
+                      "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}}
+    questions = []
+    unresolved = 0
+    for qi, item in enumerate(qa):
+        question, missing = _question(loc, item, (si, "qa", qi), f"{scope_id}_q{qi + 1:03d}",
+                                      scope_id, len(episodes), evidence)
+        questions.append(question)
+        unresolved += missing
+    return scope, questions, unresolved
+
+
+def _sessions(conv: dict[str, Any]) -> list[tuple[int, str]]:
+    """The conversation's ``session_N`` keys, by session number."""
+    return sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.match(key)))
+
+
+def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scope_id: str,
+             evidence: _EvidenceMap) -> dict[str, Any] | None:
+    """Session ``n`` as an episode (None when it has no turns), its dialogue ids recorded."""
+    turns = loc.field(conv, key, list, (si, "conversation"))
+    if not turns:
+        return None
+    date_key = f"{key}_date_time"
+    date_text = loc.field(conv, date_key, str, (si, "conversation"))
+    try:
+        ts = parse_locomo_date(date_text)
+    except ValueError as exc:
+        raise loc.error((si, "conversation", date_key), str(exc)) from None
+    eid = f"{scope_id}_s{n:02d}"
+    lines = [f"Conversation session {n}, {date_text}."]
+    for ti, turn in enumerate(turns):
+        if not isinstance(turn, dict) or "text" not in turn or "speaker" not in turn:
+            raise loc.error((si, "conversation", key, ti), "a turn needs 'speaker' and 'text'")
+        dia = turn.get("dia_id")
+        if isinstance(dia, str):
+            evidence.by_dialogue[dia] = eid
+        lines.append(_turn_text(turn))
+    evidence.by_session[n] = eid
+    return {"episode_id": eid, "scope_id": scope_id,
+            "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"), "text": "\n".join(lines),
+            "meta": {"session": n, "turns": len(turns)}}
+
+
+def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id: str,
+              scope_id: str, checkpoint: int, evidence_map: _EvidenceMap
+              ) -> tuple[dict[str, Any], int]:
+    """One QA item as a question asked after the last session, and its unresolved ids."""
+    prompt = loc.field(item, "question", str, qloc)
+    category = loc.field(item, "category", int, qloc)
+    if category not in CATEGORIES:
+        raise loc.error((*qloc, "category"), f"unknown category {category} "
+                        f"(LoCoMo uses {sorted(CATEGORIES)})")
+    name, qtype = CATEGORIES[category]
+    evidence = item.get("evidence", [])
+    if not isinstance(evidence, list):
+        raise loc.error((*qloc, "evidence"), "expected a list of dialogue ids")
+    refs, missing = evidence_map.refs(evidence)
+    meta: dict[str, Any] = {"source": "locomo", "category": category,
+                            "category_name": name, "evidence": evidence}
+    if missing:
+        meta["unresolved_evidence"] = missing
+    answer, facts = _answer(loc, item, qloc, category, meta)
+    return {
+        "question_id": question_id,
+        "scope_id": scope_id,
+        "checkpoint_after": checkpoint,
+        "question_type": qtype.value,
+        "prompt": prompt,
+        "ground_truth": {"canonical_answer": answer, "required_evidence_refs": refs,
+                         "key_facts": facts},
+        "meta": meta,
+    }, len(missing)
+
+
+def _answer(loc: Locator, item: Any, qloc: tuple[int | str, ...], category: int,
+            meta: dict[str, Any]) -> tuple[str, list[str]]:
+    """The canonical answer and key facts; an adversarial item's answer is that the
+    conversation does not say (its planted answer is kept in ``meta``)."""
+    if category == 5:
+        if "adversarial_answer" in item:
+            meta["adversarial_answer"] = answer_text(item["adversarial_answer"])
+        return NOT_MENTIONED, []
+    if "answer" not in item:
+        raise loc.error((*qloc, "answer"), "required field is missing")
+    answer = answer_text(item["answer"])
+    return answer, short_facts(answer)

@@ -24,7 +24,6 @@ from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
-from lens.records import is_scored
 from lens.scenarios import after_scoring
 from lens.scoring.aggregate import QUESTION_METRICS, aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
@@ -32,6 +31,7 @@ from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.judge_prompts import judge_prompts_hash
 from lens.scoring.run_input import RunInput, ScoringItem, load_run
+from lens.scoring.score_notes import scoring_notes
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
 from lens.store import atomic_write_text
 
@@ -181,7 +181,7 @@ async def score_run(
             scores = await score_under_protocol(
                 run, protocol, errata_path=errata, judge=judge,
                 judge_concurrency=judge_concurrency, write=write, lens_score=lens_score,
-                condition=scoring_condition)
+                condition=scoring_condition, subset=subset, subset_notes=subset_notes)
         else:
             scores = await lens_score(run, write=write)
     finally:
@@ -345,7 +345,7 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         weights=weights, gate_threshold=gate_threshold, aggregates=aggregates,
         aggregate_detail=agg_detail,
         notes=[*(extra_notes or []),
-               *_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
+               *scoring_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
                        grader)],
         settings=settings, condition=cond, condition_hash=stable_hash(cond),
     )
@@ -382,70 +382,6 @@ def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int
         disagreement_rate=flips / pairs if pairs else None,
         errors=judge.usage.errors, fact_checks=graded_facts, **totals,
     )
-
-
-def _notes(run: RunInput, rows: list[QuestionScores],
-           aggregates: dict[str, dict[str, dict[str, float | None]]],
-           detail: dict[str, dict[str, dict[str, Any]]], tiers: set[int],
-           judge: Judge | None, summary: JudgeSummary,
-           grader: grading.FactGrader = "matcher") -> list[str]:
-    notes: list[str] = []
-    status = run.manifest.get("status")
-    if status not in (None, "complete"):
-        notes.append(f"the run's status is {status!r}: these scores cover the {len(rows)} "
-                     "question(s) stored so far")
-    skipped = sorted({1, 2, 3} - tiers)
-    if skipped:
-        notes.append(f"tier(s) {', '.join(map(str, skipped))} not scored: their metrics are "
-                     "missing and composites are renormalised without them")
-    if judge is None and tiers & {2, 3}:
-        notes.append("no judge configured: answer_quality and action_quality are missing "
-                     "(longitudinal_advantage too where it needs answer_quality); composites "
-                     "are renormalised without them")
-    if judge is not None and judge.usage.errors:
-        notes.append(f"{judge.usage.errors} judge call(s) failed; the questions concerned have "
-                     f"missing judge metrics: run lens score again to retry them "
-                     f"(first error: {judge.usage.error_messages[0]})")
-    if summary.invalid:
-        notes.append(f"{summary.invalid} of {summary.verdicts} judge verdict(s) could not be "
-                     "read, even after a retry with a format reminder: the scores resting on "
-                     "them are unknown (missing), never a tie")
-    if grader == "matcher":
-        notes.append("fact_recall comes from the phrase matcher alone: read it as a lower "
-                     "bound, since the matcher misses facts restated in other words; with a "
-                     "judge, scoring.fact_grader: judge grades each fact")
-    errored = sum(not is_scored(r.status) for r in rows)
-    if errored:
-        notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
-                     "metric's mean and counted as n_errored, and a group's composite counts "
-                     "them as failures (it is scaled by the share of questions answered)")
-    notes.append("longitudinal_advantage is reported beside the composite, never in it (it "
-                 "rises when control questions fail); question composites leave out "
-                 "action_quality outside action_recommendation questions and are renormalised "
-                 "over the metrics present (see each question's detail.composite)")
-    by_missing: dict[tuple[str, ...], list[str]] = {}
-    gated: list[str] = []
-    for level, groups in aggregates.items():
-        for key, entry in groups.items():
-            missing = tuple(detail[level][key].get("composite_missing", []))
-            if missing:
-                by_missing.setdefault(missing, []).append(f"{level}={key}")
-            if entry.get("composite_gated"):
-                gated.append(f"{level}={key}")
-    for missing, where in by_missing.items():
-        shown = ", ".join(where[:12]) + (f" and {len(where) - 12} more" if len(where) > 12
-                                         else "")
-        notes.append(f"composite renormalised (missing {', '.join(missing)}) for: {shown}")
-    if gated:
-        notes.append(f"composite gated to 0 (evidence_grounding or budget_compliance below the "
-                     f"gate) for: {', '.join(gated[:12])}"
-                     + (f" and {len(gated) - 12} more" if len(gated) > 12 else ""))
-    for key, d in detail.get("adapter", {}).items():
-        la = d.get("longitudinal_advantage", {})
-        if la.get("basis") == "answer_quality":
-            notes.append(f"longitudinal_advantage for adapter={key} uses answer_quality on both "
-                         "sides: its null_hypothesis questions have no key facts")
-    return notes
 
 
 def score_run_sync(run_dir: Path, **kwargs: Any) -> RunScores:

@@ -319,10 +319,19 @@ def test_gold_support_forms_read_alike() -> None:
 
 
 def test_lens_only_fields_absent_from_compat() -> None:
-    _, orig = both([K1], [p("K1", "crimson-0003", ["U00000B"])])
+    mine, orig = both([K1], [p("K1", "crimson-0003", ["U00000B"])])
     d = orig.as_dict()
     assert d["mode"] == "compat-original"
     assert "errors" not in d and "gold_present_rate" not in d
+    # One result class serves both graders: the original's shows only what it defines.
+    assert list(d) == ["mode", "n", "value_acc", "exact_acc", "answer_correct_given_selected",
+                       "cite_precision", "cite_recall", "cite_f1", "support_bloat",
+                       "entailment_rate", "twin_consistency", "twin_flip_rate", "instr_acc",
+                       "clean_acc", "instr_gap", "instr_override_rate",
+                       "instr_conflict_present_rate", "instr_conflict_present_count",
+                       "state_integrity_rate"]
+    lens_d = mine.as_dict()
+    assert "mode" not in lens_d and "gold_present_rate" in lens_d and "errors" in lens_d
 
 
 # ---- the CLI -------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def test_run_through_lens_and_grade(rows: list[dict], tmp_path: Path) -> None:
     assert float(k8["value_acc_low"]) <= float(k8["value_acc"]) <= float(k8["value_acc_high"])
     md = section_markdown(run_dir)
     assert md is not None and "## GoldEvidence" in md and "k8-latest" in md
-    assert "<table>" in (section_html(run_dir) or "")
+    assert '<table class="data" id="goldevidence">' in (section_html(run_dir) or "")
     # Grading again from the records gives the same numbers.
     again = grade_run(run_dir)
     assert {g["adapter"]: g["metrics"]["value_acc"] for g in again["groups"]} == {

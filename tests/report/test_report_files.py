@@ -199,7 +199,7 @@ def test_goldevidence_grades_become_the_goldevidence_section(run_dir: Path) -> N
     paths = write_reports(run_dir)
     assert "## GoldEvidence" in paths.markdown.read_text()
     page = paths.html.read_text()
-    assert '<section id="goldevidence">' in page and "&lt;b&gt;ledger&lt;/b&gt;" in page
+    assert '<table class="data" id="goldevidence">' in page and "&lt;b&gt;ledger&lt;/b&gt;" in page
     section = next(s for s in paths.summary_data.sections if s.id == "goldevidence")
     assert section.data["groups"][0]["metrics"]["cite_f1"] is None  # NaN made JSON-safe
     json.loads(paths.summary.read_text())

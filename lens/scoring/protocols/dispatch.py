@@ -4,7 +4,7 @@ lens's own protocol scores the run with the errata applied to its ground truth."
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,13 @@ from lens.store import atomic_write_text
 async def score_under_protocol(run: RunInput, protocol: str, *, errata_path: Path | None,
                                judge: ModelClient | None, judge_concurrency: int, write: bool,
                                lens_score: Callable[..., Awaitable[RunScores]],
-                               condition: Callable[..., dict[str, Any]]) -> RunScores:
+                               condition: Callable[..., dict[str, Any]], subset: str = "all",
+                               subset_notes: Sequence[str] = ()) -> RunScores:
     errata = load_errata(errata_path) if errata_path is not None else None
     if protocol != "lens":
         return await score_protocol(run, get_protocol(protocol), judge=judge, errata=errata,
                                     judge_concurrency=judge_concurrency, condition=condition,
-                                    write=write)
+                                    write=write, subset=subset, extra_notes=subset_notes)
     assert errata is not None
     return await _lens_with_errata(run, errata, lens_score, write)
 

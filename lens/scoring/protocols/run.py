@@ -9,7 +9,7 @@ are kept in the run's events like lens's own, so re-scoring makes no new call.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,64 +110,101 @@ def _value(verdict: Verdict | None) -> float | None:
 
 async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClient | None,
                          errata: Errata | None, judge_concurrency: int,
-                         condition: Any, write: bool) -> RunScores:
+                         condition: Any, write: bool, subset: str = "all",
+                         extra_notes: Sequence[str] = ()) -> RunScores:
     """``condition`` is the scorer's ``scoring_condition`` function (kept there so that there
-    is one definition of what a scoring condition holds)."""
+    is one definition of what a scoring condition holds). ``subset`` names the questions the
+    scorer kept (``run.items`` holds only them); ``extra_notes`` say what it left out."""
     fixed: dict[tuple[str, str], Question | None] | None = None
     report: ErrataReport | None = None
     if errata is not None:
         fixed, report = apply_errata(run.dataset.questions, errata,
                                      dataset_id=run.dataset.dataset_id)
-    rows: list[_Row] = []
-    problems: list[str] = []
-    for item in run.items:
-        q = item.question
-        if fixed is not None:
-            q = fixed.get((q.scope_id, q.question_id), q)
-        r = item.record
-        scores = QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter,
-                                scope_id=r.scope_id, repeat=r.repeat, question_id=r.question_id,
-                                question_type=item.question.question_type.value,
-                                checkpoint=r.checkpoint, status=r.status)
-        rows.append(_Row(item, q, scores, {}))
-        if q is None:
-            scores.detail["errata"] = "excluded by the gold errata"
-            continue
-        why = protocol.check(q)
-        if why:
-            problems.append(why)
-            continue
-        scores.detail["protocol"] = {"name": protocol.name, "group": protocol.group(q)}
-        answer = r.answer.strip() if item.answered else ""
-        scores.metrics.update(protocol.mechanical(q, answer))
-        if not answer:
-            # An errored or empty answer is wrong by every judged metric: erroring cannot
-            # lift a score, and no judge call is needed to say so.
-            for m in protocol.tasks(q, "-"):
-                scores.metrics[m] = 0.0
-            scores.detail["reason"] = ("errored: scored as a wrong answer" if not item.answered
-                                       else "empty answer: scored as wrong (no judge call)")
-            continue
-        if judge is not None:
-            rows[-1].tasks = protocol.tasks(q, answer)
-    if problems:
-        raise UserError(f"{run.run_dir}: protocol {protocol.name} cannot score "
-                        f"{len(problems)} question(s): {problems[0]}")
-
+    rows = _question_rows(run, protocol, fixed, judged=judge is not None)
     pj: ProtocolJudge | None = None
     verdicts: dict[str, Verdict] = {}
     if judge is not None:
         pj = ProtocolJudge(judge, protocol, run.store, concurrency=judge_concurrency)
         verdicts = await pj.run(t for row in rows for t in row.tasks.values())
     model = pj.model if pj else None
+    _apply_verdicts(rows, protocol, model, verdicts)
+    settings = _settings(protocol, errata, subset)
+    cond = condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
+                     settings=settings)
+    scores = RunScores(run_dir=str(run.run_dir), tiers=[1], questions=[r.scores for r in rows],
+                       judge=_judge_summary(pj, verdicts, rows), weights={},
+                       gate_threshold=0.0,
+                       aggregates=_aggregates(protocol,
+                                              [r for r in rows if r.question is not None]),
+                       notes=[*extra_notes, *_notes(protocol, model, report, pj, rows)],
+                       settings=settings, condition=cond, condition_hash=stable_hash(cond))
+    if write:
+        _write(run, protocol, scores, report, pj)
+    return scores
+
+
+def _question_rows(run: RunInput, protocol: Protocol,
+                   fixed: dict[tuple[str, str], Question | None] | None, *, judged: bool
+                   ) -> list[_Row]:
+    """One row per stored question, its mechanical metrics filled in; a UserError when the
+    protocol cannot score some question."""
+    rows: list[_Row] = []
+    problems: list[str] = []
+    for item in run.items:
+        q = item.question
+        if fixed is not None:
+            q = fixed.get((q.scope_id, q.question_id), q)
+        row, problem = _question_row(item, q, protocol, judged)
+        rows.append(row)
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise UserError(f"{run.run_dir}: protocol {protocol.name} cannot score "
+                        f"{len(problems)} question(s): {problems[0]}")
+    return rows
+
+
+def _question_row(item: ScoringItem, q: Question | None, protocol: Protocol, judged: bool
+                  ) -> tuple[_Row, str]:
+    """The row of one question (``q``: its ground truth after errata, None if excluded) and
+    why the protocol cannot score it ("" when it can)."""
+    r = item.record
+    scores = QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter,
+                            scope_id=r.scope_id, repeat=r.repeat, question_id=r.question_id,
+                            question_type=item.question.question_type.value,
+                            checkpoint=r.checkpoint, status=r.status)
+    row = _Row(item, q, scores, {})
+    if q is None:
+        scores.detail["errata"] = "excluded by the gold errata"
+        return row, ""
+    why = protocol.check(q)
+    if why:
+        return row, why
+    scores.detail["protocol"] = {"name": protocol.name, "group": protocol.group(q)}
+    answer = r.answer.strip() if item.answered else ""
+    scores.metrics.update(protocol.mechanical(q, answer))
+    if not answer:
+        # An errored or empty answer is wrong by every judged metric: erroring cannot
+        # lift a score, and no judge call is needed to say so.
+        for m in protocol.tasks(q, "-"):
+            scores.metrics[m] = 0.0
+        scores.detail["reason"] = ("errored: scored as a wrong answer" if not item.answered
+                                   else "empty answer: scored as wrong (no judge call)")
+    elif judged:
+        row.tasks = protocol.tasks(q, answer)
+    return row, ""
+
+
+def _apply_verdicts(rows: list[_Row], protocol: Protocol, model: str | None,
+                    verdicts: dict[str, Verdict]) -> None:
+    """Each judged metric from its verdict; unknown (None) where no verdict came back."""
     for row in rows:
         if row.question is None:
             continue
         for metric in protocol.metrics:
             if metric in row.tasks:
                 assert model is not None
-                key = row.tasks[metric].key(model)
-                v = verdicts.get(key)
+                v = verdicts.get(row.tasks[metric].key(model))
                 row.scores.metrics[metric] = _value(v)
                 row.scores.detail[metric] = {"verdict": v.value if v else None,
                                              "prompt": row.tasks[metric].prompt_id}
@@ -176,33 +213,38 @@ async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClien
                                                            "score to retry it")
             row.scores.metrics.setdefault(metric, None)
 
-    scored = [r for r in rows if r.question is not None]
-    aggregates = _aggregates(protocol, scored)
-    summary = JudgeSummary()
-    if pj is not None:
-        used = [verdicts[t.key(pj.model)] for r in rows for t in r.tasks.values()
-                if t.key(pj.model) in verdicts]
-        summary = JudgeSummary(model=pj.model, errors=pj.errors, **verdict_totals(used))
+
+def _judge_summary(pj: ProtocolJudge | None, verdicts: dict[str, Verdict], rows: list[_Row]
+                   ) -> JudgeSummary:
+    if pj is None:
+        return JudgeSummary()
+    used = [verdicts[t.key(pj.model)] for r in rows for t in r.tasks.values()
+            if t.key(pj.model) in verdicts]
+    return JudgeSummary(model=pj.model, errors=pj.errors, **verdict_totals(used))
+
+
+def _settings(protocol: Protocol, errata: Errata | None, subset: str) -> dict[str, Any]:
     settings: dict[str, Any] = {"protocol": protocol.condition()}
     if errata is not None:
         settings["errata"] = errata.condition()
-    cond = condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
-                     settings=settings)
-    notes = _notes(protocol, model, report, pj, rows)
-    scores = RunScores(run_dir=str(run.run_dir), tiers=[1], questions=[r.scores for r in rows],
-                       judge=summary, weights={}, gate_threshold=0.0, aggregates=aggregates,
-                       notes=notes, settings=settings, condition=cond,
-                       condition_hash=stable_hash(cond))
-    if write:
-        atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
-        section = protocol_section(protocol, scores, report)
-        (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)
-        atomic_write_text(run.run_dir / SECTION_FILE, json.dumps(section, indent=1))
-        run.store.append_event("scoring_done", SCORES_FILE, protocol=protocol.name,
-                               judge=model, new_judge_calls=pj.calls if pj else 0,
-                               reused_verdicts=pj.reused if pj else 0,
-                               failed_judge_calls=pj.errors if pj else 0)
-    return scores
+    if subset != "all":
+        # Recorded only when it narrows the questions, so the condition of a protocol scoring
+        # of every question keeps the hash it had before the subset was recorded.
+        settings["subset"] = subset
+    return settings
+
+
+def _write(run: RunInput, protocol: Protocol, scores: RunScores, report: ErrataReport | None,
+           pj: ProtocolJudge | None) -> None:
+    """scores.json, the protocol's report section and the scoring_done event."""
+    atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
+    section = protocol_section(protocol, scores, report)
+    (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)
+    atomic_write_text(run.run_dir / SECTION_FILE, json.dumps(section, indent=1))
+    run.store.append_event("scoring_done", SCORES_FILE, protocol=protocol.name,
+                           judge=pj.model if pj else None, new_judge_calls=pj.calls if pj else 0,
+                           reused_verdicts=pj.reused if pj else 0,
+                           failed_judge_calls=pj.errors if pj else 0)
 
 
 def _aggregates(protocol: Protocol, rows: list[_Row]
