@@ -24,8 +24,18 @@ LENS_API = [
 ]
 TESTING_API = ["CHECKS", "AdapterConformance", "AdapterFactory", "CheckResult", "Skip", "corpus",
                "run_check", "run_conformance"]
+MODELS_API = ["Completion", "CompletionRequest", "Message", "ModelClient", "ModelError",
+              "ProviderError", "ToolCall", "ToolSpec", "Usage"]
 # Modules whose names are public besides lens itself: a doc example may import from these.
-PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats"}
+PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models"}
+
+
+def test_lens_models_exports_the_provider_contract() -> None:
+    import lens.models
+
+    assert sorted(lens.models.__all__) == sorted(MODELS_API)
+    for name in lens.models.__all__:
+        assert getattr(lens.models, name) is not None, name
 
 
 def test_lens_exports_exactly_the_pinned_names() -> None:

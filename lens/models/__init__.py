@@ -1,4 +1,7 @@
-"""Model clients: one protocol, thin backends, and the stack that wraps them."""
+"""Model clients: one protocol, thin backends, and the stack that wraps them.
+
+Public: the names in ``__all__`` are the contract a model provider implements (docs/models.md,
+"Adding a provider"); the submodules are internal."""
 
 from lens.models.base import (
     Completion,
@@ -10,6 +13,7 @@ from lens.models.base import (
     ToolSpec,
     Usage,
 )
+from lens.models.errors import ProviderError
 
 __all__ = [
     "Completion",
@@ -17,6 +21,7 @@ __all__ = [
     "Message",
     "ModelClient",
     "ModelError",
+    "ProviderError",
     "ToolCall",
     "ToolSpec",
     "Usage",
