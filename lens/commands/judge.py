@@ -17,6 +17,7 @@ from lens.config import CacheConfig, ModelConfig, load_config
 from lens.dataset import load_dataset
 from lens.errors import ConfigError, UserError
 from lens.models.factory import create_client
+from lens.models.providers import unknown_provider
 from lens.scoring.calibration import (
     Calibration,
     calibrate,
@@ -80,12 +81,18 @@ def _judge_settings(args: argparse.Namespace) -> tuple[ModelConfig, CacheConfig]
     if args.api_key_env:
         base["api_key_env"] = args.api_key_env
     try:
-        return ModelConfig.model_validate(base), cache
+        config = ModelConfig.model_validate(base)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "model"
         raise ConfigError(f"--judge {model!r}: field '{where}': "
                           f"{first['msg'].removeprefix('Value error, ')}") from None
+    problem = unknown_provider(config.provider)
+    if problem is not None:
+        # Named before the dataset is read or any judge call is made.
+        source = "--judge" if args.judge else f"{args.config}: field 'judge.model'"
+        raise ConfigError(f"{source} {model!r}: {problem}")
+    return config, cache
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -93,8 +100,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be 0 (all) or more (got {args.limit})")
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
-    ds = load_dataset(args.dataset)
     cfg, cache = _judge_settings(args)
+    ds = load_dataset(args.dataset)
     client = create_client(cfg, cache=cache)
     concurrency = args.concurrency or cfg.max_concurrency
 

@@ -167,6 +167,18 @@ def test_lens_run_with_an_unknown_provider_exits_2_with_one_message(tmp_path: Pa
     assert not (tmp_path / "runs").exists()
 
 
+def test_lens_judge_calibrate_names_an_unknown_judge_provider_before_reading_data(
+        tmp_path: Path) -> None:
+    done = _lens("judge", "calibrate", str(tmp_path / "missing.json"), "--judge", "nope/x",
+                 "--out", str(tmp_path / "cal.json"), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "--judge 'nope/x': unknown provider 'nope'" in lines[0]
+    assert "missing.json" not in lines[0]
+    assert not (tmp_path / "cal.json").exists()
+
+
 # A provider package as its author would write it: a client class and one entry point.
 PROVIDER_MODULE = '''
 """A tiny provider: lens's scripted retrieval policy, answering under its own name."""
