@@ -79,3 +79,34 @@ def test_a_bad_subset_exits_2_with_one_message(run_dir: Path) -> None:
     assert len(errors) == 1
     assert "--subset" in errors[0] and "'all', 'certified'" in errors[0], proc.stderr
     assert (run_dir / "scores.json").read_bytes() == before
+
+
+def test_without_the_flag_lens_score_follows_the_run_config(tmp_path: Path) -> None:
+    ds = write_json(tmp_path / "small.json",
+                    make_dataset(n_episodes=4, checkpoints=(4,), questions_per_checkpoint=3))
+    cert = Certification(
+        dataset_id="small", dataset_hash=load_dataset(ds).content_hash(), model="scripted/policy",
+        threshold=0.5, context_bytes=1000, created_at="", run_dir="", questions=[
+            QuestionCertificate(scope_id="s1", question_id=q, status=s, null_fact_recall=0.0,
+                                full_context_fact_recall=1.0)
+            for q, s in (("s1_q01", "certified"), ("s1_q02", "parametric_leak"),
+                         ("s1_q03", "certified"))])
+    certification_path(ds).write_text(cert.model_dump_json(), encoding="utf-8")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "cfgsub", "dataset": {"path": str(ds)}, "adapters": [{"name": "sqlite_fts"}],
+        "agent": {"model": "scripted/policy"}, "scoring": {"subset": "certified"},
+        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+    proc = _lens("run", str(cfg), "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = sorted((tmp_path / "runs").glob("cfgsub-*"))[-1]
+    at_run_end = _scores(run)
+    assert [q["question_id"] for q in at_run_end["questions"]] == ["s1_q01", "s1_q03"]
+
+    (run / "scores.json").unlink()
+    proc = _lens("score", str(run), "--tier", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rescored = _scores(run)
+    assert [q["question_id"] for q in rescored["questions"]] == ["s1_q01", "s1_q03"]
+    assert rescored["settings"]["subset"] == "certified"
+    assert rescored["condition"]["settings"]["subset"] == "certified"
