@@ -54,18 +54,16 @@ def question_values(rows: Sequence[QuestionRow], metric: str, reducer: str
 
 
 def per_question(rows: Sequence[QuestionRow], metric: str, *, confidence: float,
-                 seed_label: str = "", reducer: str = DEFAULT_REDUCER) -> Estimate:
-    del seed_label  # intervals depend on the data only
+                 reducer: str = DEFAULT_REDUCER) -> Estimate:
     keys, vals, flips = question_values(rows, metric, reducer)
     est = estimate(vals, [k[0] for k in keys], confidence=confidence)
     return est.with_(flip_rate=flips)
 
 
 def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str], *,
-              confidence: float, seed_label: str = "") -> dict[str, Estimate]:
-    """Estimates of ``metrics`` over ``rows`` (``seed_label`` is accepted for older callers and
-    ignored: every seed comes from the data)."""
-    del seed_label
+              confidence: float) -> dict[str, Estimate]:
+    """Estimates of ``metrics`` over ``rows``; every seed comes from the data, never from a
+    name."""
     out: dict[str, Estimate] = {}
     wanted_group = [m for m in metrics if m in GROUP_METRICS]
     reducer = repeat_reducer(run)

@@ -216,11 +216,9 @@ def _units(rows: Sequence[QuestionScores]) -> list[str]:
 
 def group_estimates(
     rows: Sequence[QuestionScores], how: GroupScoring, *, confidence: float = 0.95,
-    seed_label: str = "", resamples: int = GROUP_RESAMPLES,
+    resamples: int = GROUP_RESAMPLES,
 ) -> dict[str, Estimate]:
-    """The composite and longitudinal_advantage of a group, each with its interval
-    (``seed_label`` is accepted for older callers and ignored)."""
-    del seed_label
+    """The composite and longitudinal_advantage of a group, each with its interval."""
     # In key order: the order records were stored in must not change the replicates.
     rows = sorted(rows, key=lambda r: (r.scope_id, r.question_id, r.repeat))
     point = how.point(rows)
@@ -261,12 +259,11 @@ class GroupPaired:
 
 def paired_group(
     rows_a: Sequence[QuestionScores], rows_b: Sequence[QuestionScores], how: GroupScoring,
-    *, confidence: float = 0.95, seed_label: str = "", resamples: int = TEST_RESAMPLES,
+    *, confidence: float = 0.95, resamples: int = TEST_RESAMPLES,
 ) -> dict[str, GroupPaired]:
     """Paired bootstrap of the difference (B − A) of group statistics over matched questions:
     each replicate draws the same questions for both arms. Seeded by both arms' content, the
-    same whichever is A (``seed_label`` is accepted for older callers and ignored)."""
-    del seed_label
+    same whichever is A."""
     n = len(rows_a)
     clusters = [r.scope_id for r in rows_a]
     pa, pb = how.point(rows_a), how.point(rows_b)

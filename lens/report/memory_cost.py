@@ -181,7 +181,7 @@ def _frontier_plot(run: RunData, adapters: dict[str, Any]) -> str:
     pm = metrics[0]
     points = []
     for label, d in adapters.items():
-        est = estimates(run, run.rows_for(label), [pm], confidence=0.95, seed_label=label)[pm]
+        est = estimates(run, run.rows_for(label), [pm], confidence=0.95)[pm]
         points.append((label, d["cost_per_question"]["total"], EstimateOut.of(est)))
     return plots.scatter(f"{pm} against total cost per question", points,
                          xlabel="total cost per question (USD: agent + memory + judge)",

@@ -25,7 +25,7 @@ def _detail(row: QuestionRow) -> dict[str, Any] | None:
     return d if isinstance(d, dict) and "first" in d else None
 
 
-def _est(rows: list[QuestionRow], value: Any, seed: str) -> EstimateOut:
+def _est(rows: list[QuestionRow], value: Any) -> EstimateOut:
     vals: list[float] = []
     clusters: list[str] = []
     for row in rows:
@@ -33,7 +33,7 @@ def _est(rows: list[QuestionRow], value: Any, seed: str) -> EstimateOut:
         if v is not None:
             vals.append(float(v))
             clusters.append(row.record.scope_id)
-    return EstimateOut.of(estimate(vals, clusters, seed_label=seed))
+    return EstimateOut.of(estimate(vals, clusters))
 
 
 def retrieval_summary(run: RunData) -> dict[str, dict[str, EstimateOut]]:
@@ -44,13 +44,10 @@ def retrieval_summary(run: RunData) -> dict[str, dict[str, EstimateOut]]:
         for which in ("first", "best"):
             for name in metric_names():
                 ests[f"{which} {name}"] = _est(
-                    rows, lambda r, w=which, n=name: _detail(r)[w][n],  # type: ignore[index]
-                    f"{label}|retrieval|{which}|{name}")
+                    rows, lambda r, w=which, n=name: _detail(r)[w][n])  # type: ignore[index]
         for title, key in FUNNEL:
-            ests[title] = _est(rows, lambda r, k=key: _detail(r)["funnel"][k],  # type: ignore[index]
-                               f"{label}|retrieval|{key}")
-        ests["facts stated"] = _est(rows, lambda r: r.metric("fact_recall"),
-                                    f"{label}|retrieval|facts")
+            ests[title] = _est(rows, lambda r, k=key: _detail(r)["funnel"][k])  # type: ignore[index]
+        ests["facts stated"] = _est(rows, lambda r: r.metric("fact_recall"))
         out[label] = ests
     return out
 

@@ -33,13 +33,12 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def usage_of(rows: Sequence[QuestionRow], label: str, confidence: float) -> Usage:
+def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
     # Cost is averaged over the questions whose every model call had a known price; how many
     # that is is reported beside it, so a partial figure never passes for a complete one.
     costs = [c for c in (r.cost_usd for r in rows) if c is not None]
     tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
-                            [r.record.scope_id for r in rows], confidence=confidence,
-                            seed_label=f"{label}|agent_tokens")
+                            [r.record.scope_id for r in rows], confidence=confidence)
     budgets = [(r.record.scope_id, r.record.budget) for r in rows if r.record.budget is not None]
     compliant = estimate([1.0 if b.compliant else 0.0 for _, b in budgets],
                          [s for s, _ in budgets], confidence=confidence)
@@ -72,13 +71,12 @@ def _checkpoint_bins(checkpoints: list[int]) -> list[tuple[int, int]]:
     return bins
 
 
-def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str, label: str,
+def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str,
                      confidence: float, bins: list[tuple[int, int]]) -> list[CheckpointPoint]:
     points = []
     for first, last in bins:
         inside = [r for r in rows if first <= r.record.checkpoint <= last]
-        est = estimates(run, inside, [metric], confidence=confidence,
-                        seed_label=f"{label}|cp{first}-{last}")[metric]
+        est = estimates(run, inside, [metric], confidence=confidence)[metric]
         if est.n == 0:
             continue
         name = str(first) if first == last else f"{first}–{last}"
@@ -90,17 +88,14 @@ def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str, lab
 def adapter_summary(run: RunData, label: str, metrics: list[str],
                     confidence: float) -> AdapterSummary:
     rows = run.rows_for(label)
-    # Seeded by what is measured, not by the run id: the same data gives the same interval in
-    # every run and in `lens compare`.
-    seed = label
-    ests = _out(estimates(run, rows, metrics, confidence=confidence, seed_label=seed))
+    ests = _out(estimates(run, rows, metrics, confidence=confidence))
     types = sorted({r.question_type for r in rows})
     by_type = {t: _out(estimates(run, [r for r in rows if r.question_type == t], metrics,
-                                 confidence=confidence, seed_label=f"{seed}|{t}"))
+                                 confidence=confidence))
                for t in types}
     primary = metrics[0] if metrics else None
     bins = _checkpoint_bins([r.record.checkpoint for r in run.rows])
-    curve = checkpoint_curve(run, rows, primary, seed, confidence, bins) if primary else []
+    curve = checkpoint_curve(run, rows, primary, confidence, bins) if primary else []
     run_level: dict[str, float | None] = {}
     if run.scores:
         agg = run.scores.aggregates.get("adapter", {}).get(label, {})
@@ -113,7 +108,7 @@ def adapter_summary(run: RunData, label: str, metrics: list[str],
         errored=sum(1 for r in rows if r.record.status == "error"),
         empty_answers=sum(1 for r in rows if r.record.status == "empty_answer"),
         metrics=ests, run_level=run_level, by_type=by_type, by_checkpoint=curve,
-        usage=usage_of(rows, seed, confidence),
+        usage=usage_of(rows, confidence),
     )
 
 
