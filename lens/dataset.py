@@ -558,12 +558,6 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
         raise _StreamProblem.first_of(exc) from None
 
 
-def _stream_load(path: Path) -> Dataset | None:
-    """The dataset read as a stream, or None at the first sign of anything unusual: the caller
-    then reads the file whole (when it is small enough) and reports every problem."""
-    return _stream_or_problem(path)[0]
-
-
 def _stream_or_problem(path: Path) -> tuple[Dataset | None, _StreamProblem | None]:
     """The streamed dataset, or the first problem the stream met (both None when the path is
     not a readable regular file: the whole-file reader names why)."""

@@ -111,13 +111,13 @@ def test_content_hash_fed_piecewise_equals_the_whole_dump(tmp_path: Path) -> Non
 
 def test_datasets_load_one_scope_at_a_time_with_the_same_result_and_messages(
         tmp_path: Path) -> None:
-    from lens.dataset import _read_json, _stream_load, validate_raw
+    from lens.dataset import _read_json, _stream_or_problem, validate_raw
 
     src = write_source(tmp_path, "longmemeval_s.json", longmemeval_source())
     good = tmp_path / "lme.json"
     write_longmemeval(src, good)
     for path in (good, ROOT / "datasets" / "quickstart.json"):
-        streamed = _stream_load(path)
+        streamed, _ = _stream_or_problem(path)
         whole, problems = validate_raw(_read_json(path), str(path))
         assert streamed is not None and whole is not None and problems == []
         assert streamed.model_dump() == whole.model_dump()
@@ -129,7 +129,8 @@ def test_datasets_load_one_scope_at_a_time_with_the_same_result_and_messages(
                       ("null_scopes", {**data, "scopes": None})]:
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(bad))
-        assert _stream_load(path) is None
+        streamed, first = _stream_or_problem(path)
+        assert streamed is None and first is not None, name
         with pytest.raises(DatasetError) as exc:
             load_dataset(path)
         assert exc.value.problems, name
