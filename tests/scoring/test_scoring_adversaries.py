@@ -244,7 +244,7 @@ def test_bootstrap_replicates_keep_every_metric_of_the_point_estimate(
     reps = gs._replicates(matrix, w, how, point)
     assert np.isfinite(reps["composite"]).all()
     assert np.isfinite(reps["longitudinal_advantage"]).all()
-    est = gs.group_estimates(rows, how, seed_label="adversaries")["composite"]
+    est = gs.group_estimates(rows, how)["composite"]
     assert est.mean == pytest.approx(point["composite"])
 
 
