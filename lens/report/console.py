@@ -12,7 +12,7 @@ from lens.report import fmt
 from lens.report.shapes import Check, ReportSummary
 from lens.visible import visible
 
-# The metrics a reader looks at first (the README's "Reading a report"); others are in the report.
+# The metrics a reader looks at first (docs/reports.md); others are in the report.
 HEADLINE = ("composite", "fact_recall", "evidence_coverage", "answer_quality")
 
 
