@@ -26,8 +26,8 @@ from goldevidence.grade import METRICS, GradeResult, grade
 from goldevidence.io import read_jsonl_objects, read_predictions, read_rows, write_jsonl
 from goldevidence.retrieval import RetrievalAnswerer, RetrievalOptions, build_candidates
 from goldevidence.selectors import RERANKERS, export_record, train_linear
-from lens import eventloop
-from lens.errors import UserError
+from lens import UserError
+from lens.plugin_api import run_async
 
 _KNOBS: dict[str, type] = {
     "episodes": int, "steps": int, "keys": int, "queries": int, "derived_query_rate": float,
@@ -129,8 +129,8 @@ async def _answer_all(answerer: RetrievalAnswerer, rows: list[dict[str, Any]],
 def _client(model: str | None) -> Any:
     if not model:
         return None
-    from lens.config import ModelConfig
-    from lens.models.factory import create_client
+    from lens import ModelConfig
+    from lens.plugin_api import create_client
 
     return create_client(ModelConfig(model=model))
 
@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.protocol = protocol
             try:
                 answerer = RetrievalAnswerer(_retrieval_options(args), _client(args.model))
-                preds = eventloop.run(_answer_all, answerer, rows, args.concurrency)
+                preds = run_async(_answer_all, answerer, rows, args.concurrency)
             except ValueError as exc:
                 raise UserError(str(exc)) from None
         else:

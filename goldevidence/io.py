@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lens.errors import DatasetError, UserError
+from lens import DatasetError, UserError
 
 REQUIRED_ROW_FIELDS = ("id", "question", "gold", "meta")
 

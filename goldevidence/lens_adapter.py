@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from goldevidence.grammar import KEY_RE, Entry, parse_log_line
 from goldevidence.seeding import rng_for
 from goldevidence.selectors import LinearSelector, rerank
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
-from lens.dataset import Episode
+from lens import CapabilityManifest, Document, Episode, SearchResult, SyncMemoryAdapter
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9._-]*")
 

@@ -26,10 +26,9 @@ from goldevidence.scenario import (
     rows_to_dataset,
     uid_index,
 )
-from lens.dataset import Dataset, load_dataset
-from lens.errors import UserError
+from lens import Dataset, UserError, load_dataset
+from lens.plugin_api import RunStore, atomic_write_text
 from lens.stats import wilson
-from lens.store import RunStore, atomic_write_text
 
 POLICY_PROVIDER = "goldevidence-policy"
 CI_METRICS = ("value_acc", "exact_acc")
@@ -93,7 +92,7 @@ def write_job(job: LensJob) -> Path:
 
 
 def run_job(job: LensJob, *, resume: Path | None = None, progress: Any = None) -> Path:
-    from lens.pipeline import execute
+    from lens import execute
 
     config_path = write_job(job) if resume is None else job.out / job.name / "config.yaml"
     client = _policy_of(job.agent)

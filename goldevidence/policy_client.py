@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from goldevidence.grammar import KEY_RE, UID_RE, parse_log_line
 from goldevidence.seeding import rng_for
-from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
-from lens.tokens import estimate_tokens
+from lens.models import Completion, CompletionRequest, ToolCall, Usage
+from lens.plugin_api import estimate_tokens
 
 Policy = Literal["first", "latest_step", "random"]
 

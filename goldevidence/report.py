@@ -16,9 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from goldevidence.lensrun import grade_run, is_goldevidence_run
-from lens.report.data import RunData
-from lens.report.document import Block, Heading, Para, Table, to_html, to_markdown
-from lens.report.sections import Section
+from lens.plugin_api import (
+    Block,
+    Heading,
+    Para,
+    RunData,
+    Section,
+    Table,
+    to_html,
+    to_markdown,
+)
 
 SHOWN = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
          "entailment_rate", "support_bloat", "twin_consistency", "twin_flip_rate", "instr_gap",

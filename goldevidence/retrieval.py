@@ -19,7 +19,7 @@ from goldevidence.predictions import extract_json_object
 from goldevidence.seeding import rng_for
 from goldevidence.selectors import LinearSelector, rerank
 from goldevidence.state import format_value, parse_value
-from lens.models.base import CompletionRequest, Message, ModelClient
+from lens.models import CompletionRequest, Message, ModelClient
 
 Rerank = Literal["none", "latest_step", "last_occurrence", "prefer_set_latest",
                  "prefer_update_latest", "linear"]

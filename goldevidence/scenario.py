@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from goldevidence.grammar import UID_RE, line_step, log_lines
 from goldevidence.predictions import extract_json_object
-from lens.dataset import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
-from lens.records import QuestionRecord, is_scored
+from lens import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
+from lens.plugin_api import QuestionRecord, is_scored
 
 _CITE = re.compile(r"\[[^\[\]\n]{1,200}\]")
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ from goldevidence.config import PRESETS, Profile, StateMode, preset
 from goldevidence.generate import generate
 from goldevidence.lensrun import LensJob
 from goldevidence.selectors import RERANKERS
-from lens.errors import ConfigError
+from lens import ConfigError
 
 CANDIDATE_ADAPTER = "goldevidence.lens_adapter:CandidateAdapter"
 

@@ -27,7 +27,12 @@ TESTING_API = ["CHECKS", "AdapterConformance", "AdapterFactory", "CheckResult", 
 MODELS_API = ["Completion", "CompletionRequest", "Message", "ModelClient", "ModelError",
               "ProviderError", "ToolCall", "ToolSpec", "Usage"]
 # Modules whose names are public besides lens itself: a doc example may import from these.
-PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models"}
+PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models", "lens.plugin_api"}
+PLUGIN_API = [
+    "Block", "Heading", "Para", "QuestionRecord", "RunData", "RunStore", "Section", "Table",
+    "atomic_write_text", "create_client", "estimate_tokens", "is_scored", "run_async", "to_html",
+    "to_markdown",
+]
 
 
 def test_lens_models_exports_the_provider_contract() -> None:
@@ -131,5 +136,32 @@ def _doc_imports() -> list[tuple[str, str]]:
 def test_docs_import_only_public_modules() -> None:
     found = _doc_imports()
     assert any(m == "lens" for _, m in found)  # the scan sees the examples
+    private = [f"{name}: {module}" for name, module in found if module not in PUBLIC_MODULES]
+    assert private == []
+
+
+def test_plugin_api_is_pinned() -> None:
+    import lens.plugin_api
+
+    assert sorted(lens.plugin_api.__all__) == sorted(PLUGIN_API)
+    for name in PLUGIN_API:
+        assert getattr(lens.plugin_api, name) is not None
+
+
+def test_goldevidence_imports_only_public_names() -> None:
+    """The worked-example plugin builds on what any third-party plugin may use."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "goldevidence").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            else:
+                continue
+            found += [(path.name, m) for m in modules if m.split(".")[0] == "lens"]
+    assert found, "the scan sees goldevidence's imports"
     private = [f"{name}: {module}" for name, module in found if module not in PUBLIC_MODULES]
     assert private == []

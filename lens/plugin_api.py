@@ -1,0 +1,43 @@
+"""What a scenario or report-section plugin may build on, beside :mod:`lens` and :mod:`lens.models`.
+
+A plugin imports lens only through public names (docs/architecture.md names the worked example): the
+adapter and dataset types from :mod:`lens`, the model contract from :mod:`lens.models`, the
+statistics from :mod:`lens.stats`, and the names below. They are kept stable across versions;
+the modules they come from are internal and may move. ``tests/test_public_api.py`` pins this
+list and checks that the shipped scenario plugin imports nothing else.
+
+Report sections return a :class:`Section` built of blocks (``Heading``, ``Para``, ``Table``)
+that lens renders to Markdown and HTML alike; ``RunStore``, ``QuestionRecord`` and
+``is_scored`` read a run directory; ``create_client`` builds a model client from a
+``ModelConfig`` with lens's retries, limits and cache; ``run_async`` runs a coroutine on the
+event loop lens uses.
+"""
+
+from __future__ import annotations
+
+from lens.eventloop import run as run_async
+from lens.models.factory import create_client
+from lens.records import QuestionRecord, is_scored
+from lens.report.data import RunData
+from lens.report.document import Block, Heading, Para, Table, to_html, to_markdown
+from lens.report.sections import Section
+from lens.store import RunStore, atomic_write_text
+from lens.tokens import estimate_tokens
+
+__all__ = [
+    "Block",
+    "Heading",
+    "Para",
+    "QuestionRecord",
+    "RunData",
+    "RunStore",
+    "Section",
+    "Table",
+    "atomic_write_text",
+    "create_client",
+    "estimate_tokens",
+    "is_scored",
+    "run_async",
+    "to_html",
+    "to_markdown",
+]
