@@ -183,3 +183,22 @@ def test_matching_and_tau_on_their_own() -> None:
     assert [parse_score(t) for t in ('{"score": 0.5}', '```json\n{"score": 1.0}\n```',
                                      '"score": 0', '{"score": 0.7}', "no idea")] == [
         0.5, 1.0, 0.0, None, None]
+
+
+def test_errored_answer_scores_zero_without_judge_calls(tmp_path: Path) -> None:
+    from tests.scoring.scoring_fixtures import build_run, record
+
+    ds = tmp_path / "beam.json"
+    write_beam(CONV / "1", ds)
+    questions = json.loads(ds.read_text())["questions"]
+    records = [record(q["question_id"], text, adapter="faithful", scope=q["scope_id"],
+                      checkpoint=q["checkpoint_after"],
+                      status="error" if "event_ordering" in q["question_id"] else "answered")
+               for q, text in zip(questions, FAITHFUL, strict=True)]
+    judge = PolicyJudge("gpt-4.1-mini", rubric_judge)
+    scores = score_run_sync(build_run(tmp_path / "run", ds, records), judge=judge,
+                            protocol="beam")
+    eo = next(q.metrics for q in scores.questions if "event_ordering" in q.question_id)
+    assert (eo["beam_score"], eo["beam_kendall_tau"], eo["beam_rubric"]) == (0.0, 0.0, 0.0)
+    # The other nine questions' 13 rubric items only.
+    assert len(judge.requests) == 13

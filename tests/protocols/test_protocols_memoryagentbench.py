@@ -148,3 +148,25 @@ def test_normalisation_parsing_and_the_yes_no_rule() -> None:
     assert token_f1("yes it is", "yes") == 0.0
     assert token_f1("no", "yes") == 0.0
     assert token_f1("Yes.", "yes") == 1.0
+
+
+def test_errored_answers_count_as_wrong_without_judge_calls(tmp_path: Path) -> None:
+    from tests.scoring.scoring_fixtures import build_run, record
+
+    ds = tmp_path / "mab.json"
+    write_memoryagentbench(MAB, ds, chunk_tokens=64)
+    questions = json.loads(ds.read_text())["questions"]
+    records = [record(q["question_id"], text, adapter="faithful", scope=q["scope_id"],
+                      checkpoint=q["checkpoint_after"],
+                      status="error" if i in (2, 6, 8) else "answered")
+               for i, (q, text) in enumerate(zip(questions, FAITHFUL, strict=True))]
+    run = build_run(tmp_path / "run", ds, records)
+    judge = PolicyJudge("gpt-4o", summary_judge)
+    scores = score_run_sync(run, judge=judge, protocol="memoryagentbench")
+    by_id = {q.question_id: q.metrics for q in scores.questions}
+    # A substring-scored answer, a LongMemEval-judged one and the judged summary: all 0.
+    assert [by_id[questions[i]["question_id"]]["mab_accuracy"] for i in (2, 6, 8)] == [
+        0.0, 0.0, 0.0]
+    # Only m2_abs is left to the judge.
+    assert len(judge.requests) == 1
+    assert any("errored" in n for n in scores.notes)

@@ -242,7 +242,8 @@ class MemoryAgentBenchProtocol(Protocol):
     def combine(self, q: Question, answer: str, values: Mapping[str, float | None]
                 ) -> dict[str, float | None]:
         if _family(q) != "infbench_sum":
-            return {"mab_accuracy": values.get("mab_accuracy")}
+            # Only a judged family has a judged accuracy; the others keep their mechanical one.
+            return {k: v for k, v in values.items() if k == "mab_accuracy"}
         if not answer:
             return {"mab_accuracy": 0.0}
         fluency, found, precision = (values.get("fluency"), values.get("recall"),
