@@ -5,9 +5,10 @@ Test_Time_Learning, Long_Range_Understanding, Conflict_Resolution), one row per 
 ``context`` (text), ``questions`` (a list), ``answers`` (a list, per question a list of accepted
 answers) and ``metadata`` (``source`` names the sub-dataset, e.g. ``eventqa_full`` or
 ``factconsolidation_mh_262k``; ``qa_pair_ids``, ``question_ids``, ``question_types``,
-``keypoints`` ... per question). lens reads rows exported as JSON lines (what
-``datasets.Dataset.to_json`` writes) or a JSON list of rows; releases before July 2025 name
-``qa_pair_ids`` ``uuids`` and may keep ``source`` beside ``metadata``.
+``keypoints`` ... per question). lens reads the released Parquet files (with pyarrow), rows
+exported as JSON lines (what ``datasets.Dataset.to_json`` writes) or a JSON list of rows;
+releases before July 2025 name ``qa_pair_ids`` ``uuids`` and may keep ``source`` beside
+``metadata``.
 
 Each row becomes a scope whose episodes are the context cut into chunks of about
 ``chunk_tokens`` tokens at sentence ends, streamed in order (the benchmark feeds its memory agents
@@ -96,9 +97,13 @@ def chunk_context(text: str, chunk_tokens: int) -> list[str]:
 
 
 def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    """(row number, row): JSON lines read line by line, or a JSON list read item by item."""
+    """(row number, row): a Parquet split as released, JSON lines read line by line, or a JSON
+    list read item by item."""
     if not path.is_file():
         raise DatasetError(f"{path}: source file not found")
+    if path.suffix == ".parquet":
+        yield from _parquet_rows(path)
+        return
     with path.open("rb") as fh:
         head = fh.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
     if head.startswith(b"["):
@@ -115,6 +120,27 @@ def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}: line {line_no}: invalid JSON: {exc.msg} (expected "
                                    "one row per line, as datasets' to_json writes)") from None
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """The rows of a Parquet file, one record batch of one row at a time (pyarrow decodes a row
+    group's pages as it goes; the Hugging Face files hold a split in one file)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(f"{path}: reading Parquet needs pyarrow (pip install "
+                           "'lens-eval[benchmarks]'), or export the split as JSON lines") from None
+    import pyarrow as pa
+
+    try:
+        reader = pq.ParquetFile(path)
+        row = 0
+        for batch in reader.iter_batches(batch_size=1):
+            for item in batch.to_pylist():
+                yield row, item
+                row += 1
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
 def _as_list(value: Any) -> list[Any]:

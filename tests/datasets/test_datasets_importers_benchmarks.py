@@ -274,3 +274,24 @@ def test_mab_cli_chunk_option_and_bad_line_exit_2(tmp_path: Path,
     assert main(["datasets", "import", "--format", "beam", str(BEAM), "--out", str(bad),
                  "--chunk-tokens", "32"]) == 2
     assert "--chunk-tokens applies to --format memoryagentbench only" in capsys.readouterr().err
+
+
+def test_mab_parquet_split_as_released_imports_like_its_json_lines(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow", reason="the benchmarks extra (pyarrow) is not installed")
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in MAB.read_text().splitlines()]
+    # The Hugging Face schema: every row has every metadata field, missing ones null.
+    table = pa.Table.from_pylist(rows)
+    pq.write_table(table, tmp_path / "Accurate_Retrieval-00000-of-00001.parquet",
+                   row_group_size=3)
+    write_memoryagentbench(tmp_path / "Accurate_Retrieval-00000-of-00001.parquet",
+                           tmp_path / "p.json")
+    write_memoryagentbench(MAB, tmp_path / "j.json")
+    from_parquet, from_lines = _load(tmp_path / "p.json"), _load(tmp_path / "j.json")
+    assert from_parquet["scopes"] == from_lines["scopes"]
+    assert [q["meta"]["answers"] for q in from_parquet["questions"]] == [
+        q["meta"]["answers"] for q in from_lines["questions"]]
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(DatasetError, match=r"broken\.parquet: not a readable Parquet file"):
+        write_memoryagentbench(tmp_path / "broken.parquet", tmp_path / "x.json")
