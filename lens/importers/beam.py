@@ -317,7 +317,7 @@ def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: i
 def write_beam(src: Path, out: Path) -> dict[str, int]:
     """Import every conversation under ``src`` straight into the LENS file ``out``."""
     convs = find_conversations(src)
-    tiers = sorted({c.tier for c in convs})
+    tiers = list(dict.fromkeys(c.tier for c in convs))
     dataset_id = "beam-" + "-".join(tiers) if len(tiers) <= 2 else "beam"
     unresolved = 0
     with StreamingDatasetWriter(out, dataset_id) as w:
