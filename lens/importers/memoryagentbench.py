@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lens.dataset import QuestionType
+from lens.dataset import MAX_ANSWER_CHARS, QuestionType
 from lens.errors import DatasetError
 from lens.importers.common import Locator, short_facts, stream_items
 from lens.importers.writer import StreamingDatasetWriter
@@ -210,13 +210,17 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         if isinstance(meta.get("keypoints"), list):
             qmeta["keypoints"] = [str(k) for k in meta["keypoints"]]
         canonical = accepted[0]
+        if len(canonical) > MAX_ANSWER_CHARS:
+            # The whole answer stays in meta.answers, which the protocol scores against.
+            qmeta["canonical_answer_truncated_from"] = len(canonical)
+            canonical = canonical[:MAX_ANSWER_CHARS]
         qs.append({
             "question_id": f"{scope_id}_q{qi + 1:04d}",
             "scope_id": scope_id,
             "checkpoint_after": len(chunks),
             "question_type": qtype.value,
             "prompt": template.format(q=question),
-            "ground_truth": {"canonical_answer": canonical[:20_000], "required_evidence_refs": [],
+            "ground_truth": {"canonical_answer": canonical, "required_evidence_refs": [],
                              "key_facts": short_facts(canonical) if fam != "recsys" else []},
             "meta": qmeta,
         })
