@@ -124,9 +124,15 @@ def iter_batches(path: Path) -> Iterator[tuple[str | None, int, Any]]:
             first = next(events, None)
             if first is None or first[1] != "start_array":
                 raise DatasetError(f"{path}: $: expected a JSON list of batches (or of plans)")
+            top = -1
             for prefix, event, value in events:
                 plan: str | None = None
                 pending: list[tuple[str, Any]] = [(event, value)]
+                if prefix == "item" and event not in ("end_map", "end_array", "map_key"):
+                    top += 1
+                    if event not in ("start_map", "start_array"):
+                        raise DatasetError(f"{path}: $[{top}]: expected a batch (an object, or a "
+                                           f"list of messages) or a plan, got {value!r}")
                 if prefix == "item" and event == "start_map":
                     # A batch object, or a 10M plan wrapper whose batches come next.
                     key_event = next(events)
@@ -156,6 +162,8 @@ def _build(pending: list[tuple[str, Any]], events: Iterator[tuple[str, str, Any]
         builder.event(ev, val)
         depth += ev in ("start_map", "start_array")
         depth -= ev in ("end_map", "end_array")
+    if depth == 0:
+        return builder.value
     for _, ev, val in events:
         builder.event(ev, val)
         depth += ev in ("start_map", "start_array")

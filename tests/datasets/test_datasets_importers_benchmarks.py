@@ -169,6 +169,12 @@ def test_beam_missing_parts_and_folders(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(DatasetError, match="no BEAM conversation found"):
         write_beam(empty, tmp_path / "o.json")
+    (root / "100K" / "1" / "chat.json").write_text('[{}, 7]')
+    with pytest.raises(DatasetError, match=r"chat\.json: \$\[0\]\.turns: expected a list"):
+        write_beam(root / "100K" / "1", tmp_path / "o.json")
+    (root / "100K" / "1" / "chat.json").write_text('[{"batch_number": 1, "turns": []}, 7]')
+    with pytest.raises(DatasetError, match=r"chat\.json: \$\[1\]: expected a batch"):
+        write_beam(root / "100K" / "1", tmp_path / "o.json")
     (root / "100K" / "1" / "chat.json").write_text('[{"batch_number": 1, "turns": [[{"ro')
     with pytest.raises(DatasetError, match=r"chat\.json: invalid JSON"):
         write_beam(root / "100K" / "1", tmp_path / "o.json")
