@@ -47,9 +47,14 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     s.set_defaults(handler=_stats)
 
-    i = dsub.add_parser("import", help="convert LoCoMo or LongMemEval files to LENS JSON")
-    i.add_argument("--format", required=True, choices=["locomo", "longmemeval"])
-    i.add_argument("source", type=Path, metavar="SRC")
+    i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval, BEAM or MemoryAgentBench "
+                        "data to LENS JSON")
+    i.add_argument("--format", required=True,
+                   choices=["locomo", "longmemeval", "beam", "memoryagentbench"])
+    i.add_argument("source", type=Path, metavar="SRC",
+                   help="the source file (a BEAM folder: a conversation, a tier or chats/)")
+    i.add_argument("--chunk-tokens", type=int, default=None, metavar="N",
+                   help="memoryagentbench: tokens per context chunk (default 4096)")
     i.add_argument("--out", required=True, type=Path, metavar="FILE")
     i.set_defaults(handler=_import)
 
@@ -185,9 +190,12 @@ def _import(args: argparse.Namespace) -> int:
     from lens.datagen.generate import dumps
     from lens.importers import IMPORTERS, STREAMING_IMPORTERS
 
+    if args.chunk_tokens is not None and args.format != "memoryagentbench":
+        raise UserError("--chunk-tokens applies to --format memoryagentbench only")
     if args.format in STREAMING_IMPORTERS:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        counts = STREAMING_IMPORTERS[args.format](args.source, args.out)
+        extra = {"chunk_tokens": args.chunk_tokens} if args.chunk_tokens is not None else {}
+        counts = STREAMING_IMPORTERS[args.format](args.source, args.out, **extra)
         print(f"wrote {args.out}: {counts['scopes']} scope(s), {counts['episodes']} episodes, "
               f"{counts['questions']} questions")
         return 0

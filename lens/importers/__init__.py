@@ -6,8 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lens.importers.beam import write_beam
 from lens.importers.locomo import import_locomo
 from lens.importers.longmemeval import import_longmemeval, write_longmemeval
+from lens.importers.memoryagentbench import write_memoryagentbench
 
 IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "locomo": import_locomo,
@@ -17,7 +19,9 @@ IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
 # Formats whose files run to gigabytes: imported straight to the output file, one item at a time.
 STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
     "longmemeval": write_longmemeval,
+    "beam": write_beam,
+    "memoryagentbench": write_memoryagentbench,
 }
 
 __all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_locomo", "import_longmemeval",
-           "write_longmemeval"]
+           "write_beam", "write_longmemeval", "write_memoryagentbench"]

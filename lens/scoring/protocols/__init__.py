@@ -1,19 +1,23 @@
 """Scoring protocols: lens's own metrics, or a published benchmark's, exactly as published.
 
-``scoring.protocol: lens | locomo | longmemeval``. A protocol's name, version and judge prompts
-enter the scoring condition, so ``lens compare`` refuses to put numbers of two protocols side by
-side.
+``scoring.protocol: lens | locomo | longmemeval | beam | memoryagentbench``. A protocol's name,
+version and judge prompts enter the scoring condition, so ``lens compare`` refuses to put numbers
+of two protocols side by side.
 """
 
 from __future__ import annotations
 
 from lens.errors import UserError
 from lens.scoring.protocols.base import Protocol
+from lens.scoring.protocols.beam import BeamProtocol
 from lens.scoring.protocols.locomo import LocomoProtocol
 from lens.scoring.protocols.longmemeval import LongMemEvalProtocol
+from lens.scoring.protocols.memoryagentbench import MemoryAgentBenchProtocol
 
 PROTOCOLS: dict[str, type[Protocol]] = {"locomo": LocomoProtocol,
-                                        "longmemeval": LongMemEvalProtocol}
+                                        "longmemeval": LongMemEvalProtocol,
+                                        "beam": BeamProtocol,
+                                        "memoryagentbench": MemoryAgentBenchProtocol}
 PROTOCOL_NAMES = ("lens", *PROTOCOLS)
 
 

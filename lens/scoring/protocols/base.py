@@ -91,6 +91,14 @@ class Protocol(ABC):
     def applies(self, metric: str, q: Question) -> bool:
         return True
 
+    def combine(self, q: Question, answer: str, values: Mapping[str, float | None]
+                ) -> dict[str, float | None]:
+        """The judged metrics from the values of this question's judge tasks, by task name
+        (``answer`` is "" for an errored or empty answer, every value then 0). By default each
+        task is the one metric of its name; a protocol that grades a question with several calls
+        (one per rubric item, say) says here how they make its metrics."""
+        return dict(values)
+
     @abstractmethod
     def overall(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
                 ) -> dict[str, float | None]:

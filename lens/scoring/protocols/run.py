@@ -78,8 +78,7 @@ class ProtocolJudge:
                     self.error_messages.append(str(exc))
                 return
         value = self.protocol.parse(task.prompt_id, completion.text)
-        verdict = Verdict(_VALUES.get(value, "invalid") if value is not None else "invalid",
-                          completion.text, False, completion.usage.prompt_tokens,
+        verdict = Verdict(_label(value), completion.text, False, completion.usage.prompt_tokens,
                           completion.usage.completion_tokens, completion.cost_usd)
         out[key] = verdict
         self._known[key] = verdict
@@ -102,10 +101,24 @@ class _Row:
     tasks: dict[str, ProtocolTask]
 
 
+def _label(value: float | None) -> str:
+    """A verdict as stored: correct/wrong for 1/0, the number itself for a graded reply (a rubric
+    item's 0.5, a count of supported key points)."""
+    if value is None:
+        return "invalid"
+    return _VALUES.get(value) or f"{value:g}"
+
+
 def _value(verdict: Verdict | None) -> float | None:
     if verdict is None:
         return None
-    return {"correct": 1.0, "wrong": 0.0}.get(verdict.value)
+    known = {"correct": 1.0, "wrong": 0.0}.get(verdict.value)
+    if known is not None:
+        return known
+    try:
+        return float(verdict.value)
+    except ValueError:
+        return None
 
 
 async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClient | None,
@@ -186,8 +199,7 @@ def _question_row(item: ScoringItem, q: Question | None, protocol: Protocol, jud
     if not answer:
         # An errored or empty answer is wrong by every judged metric: erroring cannot
         # lift a score, and no judge call is needed to say so.
-        for m in protocol.tasks(q, "-"):
-            scores.metrics[m] = 0.0
+        scores.metrics.update(protocol.combine(q, "", dict.fromkeys(protocol.tasks(q, "-"), 0.0)))
         scores.detail["reason"] = ("errored: scored as a wrong answer" if not item.answered
                                    else "empty answer: scored as wrong (no judge call)")
     elif judged:
@@ -197,20 +209,24 @@ def _question_row(item: ScoringItem, q: Question | None, protocol: Protocol, jud
 
 def _apply_verdicts(rows: list[_Row], protocol: Protocol, model: str | None,
                     verdicts: dict[str, Verdict]) -> None:
-    """Each judged metric from its verdict; unknown (None) where no verdict came back."""
+    """Each judged metric from its task verdicts; unknown (None) where no verdict came back."""
     for row in rows:
         if row.question is None:
             continue
+        values: dict[str, float | None] = {}
+        for name, task in row.tasks.items():
+            assert model is not None
+            v = verdicts.get(task.key(model))
+            values[name] = _value(v)
+            row.scores.detail[name] = {"verdict": v.value if v else None,
+                                       "prompt": task.prompt_id}
+            if v is None:
+                row.scores.detail[name]["reason"] = ("the judge call failed; re-run lens "
+                                                     "score to retry it")
+        if row.tasks:
+            answer = row.item.record.answer.strip() if row.item.answered else ""
+            row.scores.metrics.update(protocol.combine(row.question, answer, values))
         for metric in protocol.metrics:
-            if metric in row.tasks:
-                assert model is not None
-                v = verdicts.get(row.tasks[metric].key(model))
-                row.scores.metrics[metric] = _value(v)
-                row.scores.detail[metric] = {"verdict": v.value if v else None,
-                                             "prompt": row.tasks[metric].prompt_id}
-                if v is None:
-                    row.scores.detail[metric]["reason"] = ("the judge call failed; re-run lens "
-                                                           "score to retry it")
             row.scores.metrics.setdefault(metric, None)
 
 
