@@ -32,6 +32,7 @@ from lens.report.document import (
     to_markdown,
 )
 from lens.report.estimates import repeat_reducer, report_metrics
+from lens.report.judges import compare_under_judges, hold_under_every_judge
 from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
@@ -48,6 +49,9 @@ class CompareSummary(BaseModel):
     checklist: list[Check]
     comparisons: list[Comparison]
     many_arms: list[ManyArms] = []
+    # The judges every run was scored by (the primary first): each verdict holds under all.
+    judges: list[str] = []
+    judge_notes: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
     comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
                           confidence=confidence, own=own)
+    by_judge, judge_notes = compare_under_judges(
+        runs, lambda rs: compare_pairs(arms_of(rs), metrics, noise_floor=noise_floor_of(rs),
+                                       not_comparable=fields, confidence=confidence), comps)
+    comps = hold_under_every_judge(comps, by_judge)
     sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
     checks = compare_checklist(runs, sizes)
     arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
@@ -143,7 +151,8 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
                              checklist=checks, comparisons=comps,
-                             many_arms=many_arms(arms, metrics))
+                             many_arms=many_arms(arms, metrics), judges=list(by_judge),
+                             judge_notes=judge_notes)
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -168,6 +177,11 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
              "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
              "meta"),
     ]
+    if len(s.judges) > 1:
+        out.append(Para(f"Judges: {', '.join(s.judges)}; a verdict holds only when every "
+                        "judge gives it.", "meta"))
+    if s.judge_notes:
+        out.append(Bullets(list(s.judge_notes), style="meta"))
     for comp in s.comparisons:
         out += layout.comparison(comp)
     fails = [c for c in s.checklist if c.status == "fail"]
