@@ -130,7 +130,8 @@ def test_compare_holds_a_verdict_only_under_every_judge(setup: dict) -> None:
     assert "judges disagree" in line and "better" not in line.split("|")[9]
 
 
-def test_score_adds_a_judge_without_running_the_memory(setup: dict, tmp_path: Path) -> None:
+def test_score_adds_a_judge_without_running_the_memory(setup: dict, tmp_path: Path,
+                                                       capsys) -> None:
     run = Path(shutil.copytree(setup["run"], tmp_path / "run"))
     records = (run / "records.jsonl").read_bytes()
     scores = (run / "scores.json").read_bytes()
@@ -143,9 +144,8 @@ def test_score_adds_a_judge_without_running_the_memory(setup: dict, tmp_path: Pa
     assert (run / "records.jsonl").read_bytes() == records
     assert (run / "scores.json").read_bytes() == scores
     assert len(list((run / JUDGE_SCORES_DIR).glob("*.json"))) == 2
-    again = _lens("score", str(run), "--judge", setup["lenient"])
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "(0 new verdict(s)" in again.stdout
+    assert main(["score", str(run), "--judge", setup["lenient"]]) == 0
+    assert "(0 new verdict(s)" in capsys.readouterr().out
     # Re-scoring the run re-scores every judge from the stored verdicts: no new call.
     events = (run / "events.jsonl").read_text(encoding="utf-8").count('"judge_verdict"')
     assert main(["score", str(run)]) == 0
