@@ -45,6 +45,11 @@ def judged_metrics(run: RunData, metrics: Sequence[str]) -> list[str]:
     return [m for m in metrics if is_judge_metric(m) or (graded and m in _FACT_METRICS)]
 
 
+def _differs(views: dict[str, RunData], metric: str) -> bool:
+    seen = [{r.record.key: r.metric(metric) for r in view.rows} for view in views.values()]
+    return any(other != seen[0] for other in seen[1:])
+
+
 def _range(values: dict[str, float | None]) -> JudgeRange:
     known = [v for v in values.values() if v is not None]
     whole = len(known) == len(values) and bool(known)
@@ -74,7 +79,10 @@ def judge_panel(run: RunData, metrics: Sequence[str], views: dict[str, RunData],
         if not notes:
             return None
         return JudgePanelOut(judges=list(views), metrics=[], ranges={}, notes=list(notes))
-    wanted = judged_metrics(run, metrics)
+    # The metrics that rest on the judge by definition, and any other whose per-question
+    # values differ between judges (a protocol's judged accuracy, say).
+    named = judged_metrics(run, metrics)
+    wanted = [m for m in metrics if m in named or _differs(views, m)]
     ranges: dict[str, dict[str, JudgeRange]] = {}
     for adapter in run.adapters:
         per_judge = {label: estimates(view, view.rows_for(adapter), wanted,
