@@ -222,6 +222,10 @@ def _add_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig, concurrency:
     scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text(encoding="utf-8"))
     print(f"judge {visible(cfg.label)} added beside the primary judge {visible(primary or '')}"
           f" ({result.new_verdicts} new verdict(s); the memory was not run again)")
+    j = result.scores.judge
+    if j.errors or j.invalid:
+        print(f"judge {visible(cfg.label)}: {j.errors} failed call(s), {j.invalid} unreadable "
+              "verdict(s): the scores resting on them are unknown (run this again to retry)")
     print(render_judge_ranges(scores, [result.scores]))
     print(f"scores: {result.path}")
     return 0

@@ -153,6 +153,13 @@ def load_panel(run_dir: Path, primary: RunScores | None) -> Panel:
                 f"{label.split('#')[0]})")
             continue
         panel.scores[label] = doc.scores
+    for label, scores in panel.scores.items():
+        j = scores.judge
+        if j.errors or j.invalid:
+            panel.notes.append(
+                f"judge {label}: {j.errors} failed call(s), {j.invalid} unreadable verdict(s): "
+                "the scores resting on them are unknown (lens score RUN_DIR --judge "
+                f"{label} asks again)")
     return panel
 
 

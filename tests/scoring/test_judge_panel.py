@@ -212,3 +212,21 @@ def test_prompt_version_changes_the_system_message_and_the_judge_name() -> None:
     anyio.run(strict.complete, request)
     sent = inner.seen[0].messages
     assert sent[0].content == STRICT_SYSTEM and sent[1].content == "task"
+
+
+def test_an_unreadable_extra_judge_is_said_everywhere(setup: dict, tmp_path: Path,
+                                                      capsys) -> None:
+    run = Path(shutil.copytree(setup["run"], tmp_path / "run"))
+    garbage = tmp_path / "garbage.yaml"
+    garbage.write_text(yaml.safe_dump({"rules": [], "default": "I would rather not say."}),
+                       encoding="utf-8")
+    assert main(["score", str(run), "--judge", f"scripted/{garbage}"]) == 0
+    out = capsys.readouterr().out
+    assert "unreadable verdict(s): the scores resting on them are unknown" in out
+    assert "range unknown (a judge left it unknown)" in out
+    assert main(["report", str(run)]) == 0
+    panel = _summary(run)["judges"]
+    assert any("unreadable verdict(s)" in n for n in panel["notes"])
+    fr = panel["ranges"]["sqlite_fts"]["fact_recall"]
+    assert fr["low"] is None and fr["high"] is None
+    assert "unreadable verdict(s)" in (run / "report.md").read_text(encoding="utf-8")
