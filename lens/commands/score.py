@@ -16,6 +16,7 @@ from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
 from lens.scoring.batch_judge import make_judge_client
 from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
+from lens.scoring.judge_panel import judge_scores_path, write_judge_scores
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
@@ -188,6 +189,10 @@ def _score(args: argparse.Namespace) -> int:
             eventloop.run(client.aclose)
         return _add_judge(run_dir, cfg, _cache_config(run_config), args.concurrency, common,
                           primary)
+    if cfg is not None and args.primary and primary not in (None, cfg.label):
+        # The judge it replaces stays one of the run's judges; its own extra scores go.
+        _keep_as_extra(run_dir, run_config, primary)
+        judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
     extras = (extra_judges(cfg.label, _configured_judges(run_config)[1:], run_dir)
               if cfg is not None else [])
 
@@ -213,6 +218,13 @@ def _score(args: argparse.Namespace) -> int:
             print(f"judge {visible(m.label)}: {m.new_verdicts} new verdict(s); "
                   f"scores: {m.path}")
     return 0
+
+
+def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> None:
+    old = judge_config(run_config, label)
+    if old is not None:
+        scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text("utf-8"))
+        write_judge_scores(run_dir, old, scores)
 
 
 def _add_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig, concurrency: int | None,

@@ -21,8 +21,14 @@ from lens.cli import main
 from lens.config import parse_config
 from lens.errors import ConfigError
 from lens.models.base import Completion, CompletionRequest, Message, Usage
-from lens.scoring.judge_panel import JUDGE_SCORES_DIR, PromptVersionClient, with_prompts
+from lens.scoring.judge_panel import (
+    JUDGE_SCORES_DIR,
+    PromptVersionClient,
+    load_panel,
+    with_prompts,
+)
 from lens.scoring.judge_prompts import JUDGE_SYSTEM, STRICT_SYSTEM
+from lens.scoring.types import RunScores
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,9 +156,15 @@ def test_score_adds_a_judge_without_running_the_memory(setup: dict, tmp_path: Pa
     events = (run / "events.jsonl").read_text(encoding="utf-8").count('"judge_verdict"')
     assert main(["score", str(run)]) == 0
     assert (run / "events.jsonl").read_text(encoding="utf-8").count('"judge_verdict"') == events
-    assert main(["report", str(run)]) == 0
-    assert _summary(run)["judges"]["judges"] == [setup["fair"], setup["contrary"],
-                                                 setup["lenient"]]
+    first = RunScores.model_validate_json((run / "scores.json").read_text(encoding="utf-8"))
+    assert load_panel(run, first).labels == [setup["fair"], setup["contrary"], setup["lenient"]]
+    # --primary swaps the primary judge; the one it replaces stays a judge of the run.
+    assert main(["score", str(run), "--judge", setup["contrary"], "--primary"]) == 0
+    assert (run / "events.jsonl").read_text(encoding="utf-8").count('"judge_verdict"') == events
+    primary = RunScores.model_validate_json((run / "scores.json").read_text(encoding="utf-8"))
+    assert primary.judge.model == setup["contrary"]
+    assert load_panel(run, primary).labels == [setup["contrary"], setup["fair"],
+                                               setup["lenient"]]
 
 
 def _config(extra: dict) -> dict:
