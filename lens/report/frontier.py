@@ -16,7 +16,7 @@ price) stays unknown: it is not on the cost frontier and has no cost score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lens.report.data import RunData
@@ -64,6 +64,23 @@ def run_frontier(run: RunData, primary: str | None, accuracy: Mapping[str, float
         arms[label] = {"accuracy": accuracy.get(label), "cost_usd_per_question": costs.get(label),
                        "latency_s_per_question": sum(walls) / len(walls) if walls else None}
     return {"metric": primary, **frontier_of(arms)}
+
+
+def arms_frontier(arms: Sequence[Any], primary: str | None,
+                  own: Mapping[str, Mapping[str, Any]],
+                  costs: Mapping[str, float | None]) -> dict[str, Any]:
+    """The frontier of compared arms (lens.report.arm_comparison.Arm), each from its own run:
+    ``own`` holds each arm's estimates and ``costs`` its total cost per question, by arm
+    name."""
+    points = {}
+    for arm in arms:
+        walls = [r.record.wall_s for r in arm.rows]
+        est = own.get(arm.name, {}).get(primary) if primary else None
+        points[arm.name] = {
+            "accuracy": est.mean if est is not None else None,
+            "cost_usd_per_question": costs.get(arm.name),
+            "latency_s_per_question": sum(walls) / len(walls) if walls else None}
+    return {"metric": primary, **frontier_of(points)}
 
 
 def _num(x: float | None, digits: int = 3) -> str:

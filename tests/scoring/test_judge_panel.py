@@ -134,6 +134,21 @@ def test_compare_holds_a_verdict_only_under_every_judge(setup: dict) -> None:
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("| fact_recall") and "mcnemar" in x)
     assert "judges disagree" in line and "better" not in line.split("|")[9]
+    assert "## Frontier: composite against cost and latency per question" in proc.stdout
+
+
+def test_the_report_frontier_of_a_real_run(setup: dict) -> None:
+    section = next(x for x in _summary(setup["run"])["sections"] if x["id"] == "memory_cost")
+    frontier = section["data"]["frontier"]
+    assert frontier["metric"] == "composite"
+    arms = frontier["arms"]
+    # The scripted agent is free (a known price of 0): both arms cost the same, and the more
+    # accurate one is the only Pareto-optimal arm on cost, holding the whole frontier.
+    assert arms["sqlite_fts"]["cost"]["pareto"] is True
+    assert arms["null"]["cost"]["pareto"] is False
+    assert arms["sqlite_fts"]["cost"]["gain"] == pytest.approx(arms["sqlite_fts"]["accuracy"])
+    md = (setup["run"] / "report.md").read_text(encoding="utf-8")
+    assert "### Frontier: composite against cost and latency per question" in md
 
 
 def test_score_adds_a_judge_without_running_the_memory(setup: dict, tmp_path: Path,
