@@ -99,8 +99,11 @@ def judge_panel(run: RunData, metrics: Sequence[str], views: dict[str, RunData],
 def hold_under_every_judge(comparisons: list[Comparison],
                            by_judge: dict[str, list[Comparison]]) -> list[Comparison]:
     """The comparisons (made under the primary judge, the first of ``by_judge``) with each
-    row's verdict under every judge; a win that any judge does not give becomes a tie that
-    says so."""
+    judge-dependent row's verdict under every judge; a win that any judge does not give
+    becomes a tie that says so. A row is judge-dependent when its metric rests on the judge
+    or its means differ under some judge; other rows are the same under every judge and keep
+    their verdict (their Holm-adjusted p-value may move with the judged rows of the family,
+    which is no reason to doubt them)."""
     if len(by_judge) < 2:
         return comparisons
     index = {label: {(c.arm_a, c.arm_b, r.metric): r for c in comps for r in c.rows}
@@ -110,9 +113,15 @@ def hold_under_every_judge(comparisons: list[Comparison],
         rows = []
         for row in comp.rows:
             verdicts = {}
+            moved = False
             for label, rows_of in index.items():
                 other = rows_of.get((comp.arm_a, comp.arm_b, row.metric))
                 verdicts[label] = other.verdict if other is not None else "unknown"
+                moved = moved or other is None or (other.mean_a, other.mean_b) != (
+                    row.mean_a, row.mean_b)
+            if not (moved or is_judge_metric(row.metric)):
+                rows.append(row)
+                continue
             update: dict[str, object] = {"by_judge": verdicts}
             dissent = [(label, v) for label, v in verdicts.items() if v != row.verdict]
             if row.verdict in ("a", "b") and dissent:

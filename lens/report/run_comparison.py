@@ -180,7 +180,7 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
         *layout.many_arms(s.many_arms, label),
-        *_frontier_blocks(s),
+        *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
         Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
              "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
@@ -210,11 +210,11 @@ def _arm_costs(arms: Sequence[Arm]) -> dict[str, float | None]:
     return out
 
 
-def _frontier_blocks(s: CompareSummary) -> list[Block]:
+def _frontier_blocks(s: CompareSummary, label: Sequence[Block]) -> list[Block]:
     if not s.frontier:
         return []
     table = frontier_table(dict(s.frontier))
-    return [Heading(table["title"]), Para(FRONTIER_NOTE, "meta"),
+    return [Heading(table["title"]), *label, Para(FRONTIER_NOTE, "meta"),
             Table([str(c) for c in table["columns"]], table["rows"], table_id="frontier")]
 
 
