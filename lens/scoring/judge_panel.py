@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lens.config import JudgeConfig
-from lens.models.base import Completion, CompletionRequest, ModelClient
+from lens.models.base import Completion, CompletionRequest, Message, ModelClient
 from lens.redact import redact
-from lens.scoring.judge_prompts import JUDGE_SYSTEM, JUDGE_SYSTEMS
+from lens.scoring.judge_prompts import JUDGE_ADDENDA, JUDGE_SYSTEM, JUDGE_SYSTEMS
 from lens.scoring.types import SCORES_FILE, RunScores
 from lens.store import atomic_write_text
 
@@ -49,9 +49,15 @@ class PromptVersionClient:
         return getattr(self.inner, name)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        messages = [m.model_copy(update={"content": self._system})
-                    if m.role == "system" and m.content == JUDGE_SYSTEM else m
-                    for m in request.messages]
+        if any(m.role == "system" and m.content == JUDGE_SYSTEM for m in request.messages):
+            messages = [m.model_copy(update={"content": self._system})
+                        if m.role == "system" and m.content == JUDGE_SYSTEM else m
+                        for m in request.messages]
+        else:
+            # A published protocol's judge prompt (no lens system message): the version's
+            # instruction comes first, as a system message, and the protocol's text is kept.
+            messages = [Message(role="system", content=JUDGE_ADDENDA[self.version]),
+                        *request.messages]
         return await self.inner.complete(request.model_copy(update={"messages": messages}))
 
     async def aclose(self) -> None:

@@ -28,17 +28,20 @@ JUDGE_SYSTEM = (
 # Prompt versions of the judge's instructions (config ``judge.prompts``): the system message
 # differs, the task templates and their parsers do not, so verdicts stay comparable in form.
 # A judge asked under another version is another judge (lens.scoring.judge_panel).
-STRICT_SYSTEM = (
-    JUDGE_SYSTEM + " Be strict: a claim counts only when it is stated exactly, with every "
-    "number, date, name and direction as the records give them; a vague, partial or hedged "
-    "statement counts as not stated."
+STRICT_ADDENDUM = (
+    "Be strict: a claim counts only when it is stated exactly, with every number, date, name "
+    "and direction as the records give them; a vague, partial or hedged statement counts as "
+    "not stated."
 )
-LENIENT_SYSTEM = (
-    JUDGE_SYSTEM + " Be generous about form: a claim counts when the answer conveys its gist, "
-    "even if a figure is rounded or a detail is left out, as long as nothing it says "
-    "contradicts the records."
+LENIENT_ADDENDUM = (
+    "Be generous about form: a claim counts when the answer conveys its gist, even if a figure "
+    "is rounded or a detail is left out, as long as nothing it says contradicts the records."
 )
+STRICT_SYSTEM = f"{JUDGE_SYSTEM} {STRICT_ADDENDUM}"
+LENIENT_SYSTEM = f"{JUDGE_SYSTEM} {LENIENT_ADDENDUM}"
 JUDGE_SYSTEMS = {"lens": JUDGE_SYSTEM, "strict": STRICT_SYSTEM, "lenient": LENIENT_SYSTEM}
+# What a version adds to a published protocol's own judge prompt (which has no system message).
+JUDGE_ADDENDA = {"strict": STRICT_ADDENDUM, "lenient": LENIENT_ADDENDUM}
 
 PAIRWISE_TEMPLATE = """\
 Question: {question}

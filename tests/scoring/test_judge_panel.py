@@ -27,7 +27,7 @@ from lens.scoring.judge_panel import (
     load_panel,
     with_prompts,
 )
-from lens.scoring.judge_prompts import JUDGE_SYSTEM, STRICT_SYSTEM
+from lens.scoring.judge_prompts import JUDGE_SYSTEM, STRICT_ADDENDUM, STRICT_SYSTEM
 from lens.scoring.types import RunScores
 from tests.core.helpers import make_dataset, write_json
 
@@ -238,6 +238,13 @@ def test_prompt_version_changes_the_system_message_and_the_judge_name() -> None:
     anyio.run(strict.complete, request)
     sent = inner.seen[0].messages
     assert sent[0].content == STRICT_SYSTEM and sent[1].content == "task"
+    # A protocol's own judge prompt has no system message: the version's instruction is put
+    # before it, and the protocol's text is sent unchanged.
+    protocol = CompletionRequest(messages=[Message(role="user", content="published prompt")])
+    anyio.run(strict.complete, protocol)
+    sent = inner.seen[1].messages
+    assert [m.role for m in sent] == ["system", "user"]
+    assert sent[0].content == STRICT_ADDENDUM and sent[1].content == "published prompt"
 
 
 def test_an_unreadable_extra_judge_is_said_everywhere(setup: dict, tmp_path: Path,
