@@ -16,7 +16,7 @@ from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
 from lens.scoring.batch_judge import make_judge_client
 from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
-from lens.scoring.judge_panel import judge_scores_path, write_judge_scores
+from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
@@ -238,7 +238,9 @@ def _add_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig, concurrency:
     if j.errors or j.invalid:
         print(f"judge {visible(cfg.label)}: {j.errors} failed call(s), {j.invalid} unreadable "
               "verdict(s): the scores resting on them are unknown (run this again to retry)")
-    print(render_judge_ranges(scores, [result.scores]))
+    # Every judge of the run, the added one among them.
+    panel = load_panel(run_dir, scores)
+    print(render_judge_ranges(scores, list(panel.scores.values())[1:]))
     print(f"scores: {result.path}")
     return 0
 
