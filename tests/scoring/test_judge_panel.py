@@ -263,3 +263,16 @@ def test_an_unreadable_extra_judge_is_said_everywhere(setup: dict, tmp_path: Pat
     fr = panel["ranges"]["sqlite_fts"]["fact_recall"]
     assert fr["low"] is None and fr["high"] is None
     assert "unreadable verdict(s)" in (run / "report.md").read_text(encoding="utf-8")
+
+
+def test_run_names_an_unknown_provider_among_the_judges(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "dataset": {"path": str(tmp_path / "absent.json")}, "adapters": [{"name": "null"}],
+        "agent": {"model": "scripted/policy"},
+        "judges": [{"model": "scripted/policy"}, {"model": "nosuch/judge"}],
+        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+    assert main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "field 'judges[1].model'" in err and "nosuch" in err
+    assert not (tmp_path / "runs").exists()
