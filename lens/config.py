@@ -128,8 +128,17 @@ class ModelConfig(_Section):
         return self.model.split("/", 1)[1]
 
 
+# The judge prompt versions a judge may be asked under (their texts: lens.scoring.judge_panel).
+JudgePrompts = Literal["lens", "strict", "lenient"]
+
+
 class JudgeConfig(ModelConfig):
-    """The judge: a model, and whether its calls go through the provider's batch API."""
+    """The judge: a model, its prompt version, and whether its calls go through the provider's
+    batch API."""
+
+    # Which instructions the judge reads: lens's own, a strict or a lenient reading. A judge
+    # is a (model, prompts) pair: the same model under two versions is two judges.
+    prompts: JudgePrompts = "lens"
 
     # Send judge calls as one OpenAI Batch API job (about half the price, results within the
     # completion window); the batch id is kept in the run, so a killed scoring resumes polling.
@@ -137,6 +146,12 @@ class JudgeConfig(ModelConfig):
     batch_poll_s: float = Field(default=30.0, gt=0)
     # Stop waiting after this long; calls still pending are retried by the next scoring.
     batch_max_wait_s: float = Field(default=26 * 3600.0, gt=0)
+
+    @property
+    def label(self) -> str:
+        """The judge's name in scores and reports: the model, with its prompt version unless
+        it is lens's own."""
+        return self.model if self.prompts == "lens" else f"{self.model}#{self.prompts}"
 
 
 class AgentConfig(ModelConfig):
@@ -281,6 +296,9 @@ class RunConfig(_Section):
     adapters: list[AdapterConfig] = Field(min_length=1)
     agent: AgentConfig
     judge: JudgeConfig | None = None
+    # Several judges (models and prompt versions): the first scores the run's headline numbers
+    # as ``judge`` would; every one of them scores it too, for the per-judge range.
+    judges: list[JudgeConfig] | None = Field(default=None, min_length=1)
     seed: int = 0
     repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     out_dir: Path = Path("runs")
@@ -305,6 +323,28 @@ class RunConfig(_Section):
             seen.add(a.display)
         return v
 
+
+    @model_validator(mode="after")
+    def _one_primary_judge(self) -> RunConfig:
+        if self.judges is None:
+            return self
+        labels = [j.label for j in self.judges]
+        twice = sorted({x for x in labels if labels.count(x) > 1})
+        if twice:
+            raise ValueError(f"judges: {', '.join(twice)} listed twice; each (model, prompts) "
+                             "pair is one judge")
+        if self.judge is None:
+            self.judge = self.judges[0]
+        elif self.judge.label != self.judges[0].label:
+            raise ValueError("both judge and judges are given and judge is not the first of "
+                             "judges; keep judges only (its first entry is the primary judge)")
+        return self
+
+    def all_judges(self) -> list[JudgeConfig]:
+        """Every judge of the run, the primary first (none without a judge)."""
+        if self.judges is not None:
+            return list(self.judges)
+        return [self.judge] if self.judge is not None else []
 
     @model_validator(mode="after")
     def _grader_has_a_judge(self) -> RunConfig:

@@ -22,6 +22,8 @@ from lens.orchestrator import Runner, RunProgress, RunSummary
 from lens.redact import redact, register_config_secrets, register_env_secrets
 from lens.report import ReportPaths, write_reports
 from lens.scoring.composite import resolve_weights
+from lens.scoring.extra_judges import score_extra_for_config
+from lens.scoring.judge_panel import with_prompts
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
 
@@ -114,6 +116,7 @@ def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> N
     models: list[tuple[str, ModelConfig]] = [] if agent_given else [("agent.model", config.agent)]
     if config.judge is not None:
         models.append(("judge.model", config.judge))
+    models += [(f"judges[{i}].model", j) for i, j in enumerate(config.judges or [])]
     for field, model in models:
         problem = unknown_provider(model.provider)
         if problem is not None:
@@ -179,7 +182,8 @@ def execute(
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
     try:
-        judge = runtime.client(config.judge) if config.judge is not None else None
+        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
+                 if config.judge is not None else None)
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
     if resume is not None:
@@ -215,6 +219,7 @@ def execute(
             store.close()
             if config.scoring.enabled:
                 await score_for_config(store.root, config, judge=judge)
+                await score_extra_for_config(store.root, config)
             return summary
         finally:
             if model is not None:

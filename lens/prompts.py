@@ -63,12 +63,18 @@ def plugin_templates() -> dict[str, str]:
     return found
 
 
-def prompts_hash() -> str:
+def all_templates() -> dict[str, str]:
+    """Every template the prompts hash covers, by name: the agent's, the judge's, the
+    scenarios' and the plugins'."""
     for module in _TEMPLATE_MODULES:
         importlib.import_module(module)
+    return {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
+            **TOOL_DESCRIPTIONS, **_extra_templates, **plugin_templates()}
+
+
+def prompts_hash() -> str:
     h = hashlib.sha256()
-    parts = {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
-             **TOOL_DESCRIPTIONS, **_extra_templates, **plugin_templates()}
+    parts = all_templates()
     for name in sorted(parts):
         h.update(name.encode() + b"\0" + parts[name].encode() + b"\0")
     return h.hexdigest()

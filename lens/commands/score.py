@@ -15,6 +15,8 @@ from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
 from lens.scoring.batch_judge import make_judge_client
+from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
+from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
@@ -23,6 +25,10 @@ from lens.visible import visible
 
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
+
+# Metrics that may rest on the judge (fact_recall when the judge grades the facts).
+_JUDGED = ("composite", "answer_quality", "fact_recall", "action_quality", "insight_depth",
+           "longitudinal_advantage")
 
 # Column titles of the summary table, by metric.
 _SHOWN = {
@@ -61,25 +67,38 @@ def register(sub: Any) -> None:
     p.add_argument("--subset", choices=SUBSETS, default=None,
                    help="which questions: all, or only those certified as needing memory by "
                         "`lens datasets certify` (default: the run config's scoring.subset)")
+    p.add_argument("--primary", action="store_true",
+                   help="with --judge: make it the run's primary judge (scores.json); without "
+                        "this, a run already scored by another judge keeps its primary and "
+                        "--judge adds a judge beside it (judge_scores/)")
+    p.add_argument("--out", type=Path, metavar="DIR", default=None,
+                   help="for a results bundle (lens export): where the re-judged copy goes "
+                        "(default: beside the bundle)")
     p.set_defaults(handler=_score)
 
 
 def judge_config(run_config: dict[str, Any], model: str | None) -> JudgeConfig | None:
     """The judge's settings: ``--judge MODEL`` if given (keeping the run's settings for it when
-    the run configured the same model), else the run config's judge, else none."""
+    the run configured the same judge; ``MODEL#version`` names a prompt version), else the run
+    config's judge, else none."""
     configured = run_config.get("judge")
     try:
         if model is None:
             return JudgeConfig.model_validate(configured) if configured else None
-        if configured and configured.get("model") == model:
-            return JudgeConfig.model_validate(configured)
-        return JudgeConfig(model=model)
+        for known in [configured, *(run_config.get("judges") or [])]:
+            if known:
+                cfg = JudgeConfig.model_validate(known)
+                if model in (cfg.label, cfg.model) and (cfg.prompts == "lens" or "#" in model):
+                    return cfg
+        base, _, version = model.partition("#")
+        return JudgeConfig.model_validate({"model": base, "prompts": version or "lens"})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "model"
+        hint = ("prompt versions: lens, strict, lenient" if where == "prompts"
+                else "use provider/model, e.g. openai/gpt-4o-mini")
         raise ConfigError(f"judge model {model or configured!r}: field '{where}': "
-                          f"{first['msg']} (use provider/model, e.g. openai/gpt-4o-mini)"
-                          ) from None
+                          f"{first['msg']} ({hint})") from None
 
 
 def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
@@ -106,10 +125,38 @@ def _cache_config(run_config: dict[str, Any]) -> CacheConfig:
         return CacheConfig()
 
 
+def _configured_judges(run_config: dict[str, Any]) -> list[JudgeConfig]:
+    """The run config's ``judges:`` (readable ones), the primary first."""
+    out = []
+    for raw in run_config.get("judges") or []:
+        try:
+            out.append(JudgeConfig.model_validate(raw))
+        except ValidationError:
+            continue
+    return out
+
+
+def _primary_label(run_dir: Path) -> str | None:
+    path = run_dir / SCORES_FILE
+    if not path.is_file():
+        return None
+    try:
+        return RunScores.model_validate_json(path.read_text(encoding="utf-8")).judge.model
+    except ValidationError:
+        return None
+
+
 def _score(args: argparse.Namespace) -> int:
     run_dir: Path = args.run_dir
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
+    if run_dir.is_file():
+        from lens.bundle.rescore import rescore_bundle
+
+        return rescore_bundle(run_dir, args, _score)
+    if args.out is not None:
+        raise UserError("--out is for a results bundle (lens export); a run directory is "
+                        "scored in place")
     manifest = RunStore.open(run_dir).manifest()
     run_config = manifest.get("config") or {}
     register_config_secrets(run_config)  # the judge's key, by the variable the run named
@@ -131,23 +178,91 @@ def _score(args: argparse.Namespace) -> int:
     protocol = args.protocol or scoring.protocol
     errata = args.errata or scoring.errata
     subset = args.subset or scoring.subset
+    common: dict[str, Any] = dict(tiers=tiers, weights=scoring.weights,
+                                  gate_threshold=scoring.gate_threshold, fact_grader=grader,
+                                  dataset_path=args.dataset, protocol=protocol, errata=errata,
+                                  subset=subset)
+    primary = _primary_label(run_dir)
+    if cfg is not None and args.judge and not args.primary and primary not in (None, cfg.label):
+        # The run keeps its primary judge; this one is added beside it.
+        if client is not None:
+            eventloop.run(client.aclose)
+        return _add_judge(run_dir, cfg, _cache_config(run_config), args.concurrency, common,
+                          primary)
+    if cfg is not None and args.primary and primary not in (None, cfg.label):
+        # The judge it replaces stays one of the run's judges; its own extra scores go.
+        _keep_as_extra(run_dir, run_config, primary)
+        judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
+    extras = (extra_judges(cfg.label, _configured_judges(run_config)[1:], run_dir)
+              if cfg is not None else [])
 
-    async def main() -> RunScores:
+    async def main() -> tuple[RunScores, list[ExtraJudgeResult]]:
         try:
-            return await score_run(run_dir, judge=client, tiers=tiers, weights=scoring.weights,
-                                   gate_threshold=scoring.gate_threshold,
-                                   fact_grader=grader, judge_concurrency=concurrency,
-                                   dataset_path=args.dataset, protocol=protocol,
-                                   errata=errata, subset=subset)
+            scores = await score_run(run_dir, judge=client, judge_concurrency=concurrency,
+                                     **common)
         finally:
             if client is not None:
                 await client.aclose()
+        more = [await score_with_judge(run_dir, extra, _cache_config(run_config),
+                                       concurrency=args.concurrency, **common)
+                for extra in extras]
+        return scores, more
 
-    scores = eventloop.run(main)
+    scores, more = eventloop.run(main)
     done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
     print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")
+    if more:
+        print(render_judge_ranges(scores, [m.scores for m in more]))
+        for m in more:
+            print(f"judge {visible(m.label)}: {m.new_verdicts} new verdict(s); "
+                  f"scores: {m.path}")
     return 0
+
+
+def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> None:
+    old = judge_config(run_config, label)
+    if old is not None:
+        scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text("utf-8"))
+        write_judge_scores(run_dir, old, scores)
+
+
+def _add_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig, concurrency: int | None,
+               common: dict[str, Any], primary: str | None) -> int:
+    result = eventloop.run(lambda: score_with_judge(run_dir, cfg, cache,
+                                                    concurrency=concurrency, **common))
+    scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text(encoding="utf-8"))
+    print(f"judge {visible(cfg.label)} added beside the primary judge {visible(primary or '')}"
+          f" ({result.new_verdicts} new verdict(s); the memory was not run again)")
+    j = result.scores.judge
+    if j.errors or j.invalid:
+        print(f"judge {visible(cfg.label)}: {j.errors} failed call(s), {j.invalid} unreadable "
+              "verdict(s): the scores resting on them are unknown (run this again to retry)")
+    # Every judge of the run, the added one among them.
+    panel = load_panel(run_dir, scores)
+    print(render_judge_ranges(scores, list(panel.scores.values())[1:]))
+    print(f"scores: {result.path}")
+    return 0
+
+
+def render_judge_ranges(primary: RunScores, others: list[RunScores]) -> str:
+    """Per adapter, each judged metric under every judge and its range (from the scorer's
+    aggregates)."""
+    panel = [primary, *others]
+    labels = [visible(s.judge.model or "none") for s in panel]
+    lines = ["judged metrics per judge (" + "; ".join(labels) + "):"]
+    for adapter in primary.aggregates.get("adapter", {}):
+        for metric in _JUDGED:
+            values = [s.aggregates.get("adapter", {}).get(adapter, {}).get(metric)
+                      for s in panel]
+            if all(v is None for v in values):
+                continue
+            known = [v for v in values if v is not None]
+            spread = (f"range {min(known):.3f}–{max(known):.3f}" if len(known) == len(values)
+                      else "range unknown (a judge left it unknown)")
+            lines.append(f"  {visible(adapter)} {metric}: "
+                         + " / ".join(_fmt(v).strip() for v in values) + f"  {spread}")
+    return "\n".join(lines)
 
 
 def _fmt(v: float | None) -> str:

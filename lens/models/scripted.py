@@ -4,7 +4,9 @@
 hits, answer with their most relevant sentences and cite them): a no-LLM baseline agent and the
 model of tests and CI. ``scripted/replay`` (or ``scripted/<fixture.json|yaml>``) replays replies
 turn by turn: reply *i* answers the *i*-th assistant turn of a conversation, so concurrent
-sessions never interfere.
+sessions never interfere. A fixture that is a mapping ``{rules: [{contains: TEXT, text: REPLY},
+...], default: REPLY}`` answers by content instead: the first rule whose ``contains`` occurs in
+the last user message gives the reply (a judge with known habits, for tests).
 
 Token counts are estimates (four characters a token) so that budgets still bite.
 """
@@ -114,9 +116,14 @@ class ScriptedClient:
                 "delay_s, retrieve_k, answer_sentences, search_limit, replies"
             )
         self.replies: list[dict[str, Any]] | None = None
+        self.rules: list[tuple[str, str]] | None = None
+        self.default_reply = ""
         if name not in ("policy", "replay"):
             replies = _load_fixture(Path(name))
-        if name != "policy":
+        if isinstance(replies, dict) and "rules" in replies:
+            self.rules = _rules(name, replies)
+            self.default_reply = str(replies.get("default", ""))
+        elif name != "policy":
             if not isinstance(replies, list):
                 raise ConfigError(
                     f"scripted/{name}: needs a list of replies (option 'replies' or a fixture file)"
@@ -131,7 +138,10 @@ class ScriptedClient:
         started = time.perf_counter()
         if self.delay_s:
             await anyio.sleep(self.delay_s)
-        if self.replies is not None:
+        if self.rules is not None:
+            last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+            text, calls = next((r for c, r in self.rules if c in last), self.default_reply), []
+        elif self.replies is not None:
             text, calls = self._replay(request)
         else:
             text, calls = self._policy(request)
@@ -248,6 +258,17 @@ def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
         if isinstance(data, dict) and "ref_id" in data and "text" in data:
             docs.append(data)
     return docs
+
+
+def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
+    rules = doc.get("rules")
+    ok = isinstance(rules, list) and all(
+        isinstance(r, dict) and isinstance(r.get("contains"), str) and "text" in r
+        for r in rules)
+    if not ok:
+        raise ConfigError(f"scripted/{name}: 'rules' must be a list of {{contains: TEXT, "
+                          "text: REPLY}")
+    return [(r["contains"], str(r["text"])) for r in rules]
 
 
 def _load_fixture(path: Path) -> Any:

@@ -23,6 +23,17 @@ def headline_metrics(summary: ReportSummary) -> list[str]:
     return shown
 
 
+def judge_range(summary: ReportSummary, adapter: str, metric: str) -> str:
+    """``  judges 0.412–0.655 (2)``: a judged metric's range over the panel, when there is one."""
+    panel = summary.judges
+    r = panel.ranges.get(adapter, {}).get(metric) if panel else None
+    if r is None:
+        return ""
+    if r.low is None or r.high is None:
+        return f"  judges: unknown under some of {len(r.by_judge)}"
+    return f"  judges {r.low:.3f}–{r.high:.3f} ({len(r.by_judge)})"
+
+
 def flagged(summary: ReportSummary) -> list[Check]:
     """The checklist's FAIL lines, then its WARN lines."""
     return ([c for c in summary.checklist if c.status == "fail"]
@@ -48,7 +59,8 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
         if ad.empty_answers or ad.errored:
             counts += f": {ad.empty_answers} empty answers, {ad.errored} errored"
         lines.append(f"  {visible(label)} ({counts})")
-        lines.extend(f"    {m:<{width}}{fmt.est(ad.metrics.get(m))}" for m in metrics)
+        lines.extend(f"    {m:<{width}}{fmt.est(ad.metrics.get(m))}"
+                     f"{judge_range(summary, label, m)}" for m in metrics)
     if not metrics and summary.adapters:
         lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
     lines.append(f"pre-flight: {checklist_counts(summary)}")

@@ -21,6 +21,7 @@ from lens.report.document import (
     Styled,
     Table,
 )
+from lens.report.judge_blocks import judge_panel_blocks
 from lens.report.sections import Section
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary
 
@@ -163,14 +164,19 @@ def comparison(comp: Comparison) -> list[Block]:
     out.append(Para(f"{comp.pairs} paired questions; unmatched: {comp.unmatched_a} only in "
                     f"{comp.arm_a}, {comp.unmatched_b} only in {comp.arm_b}.", "meta"))
     rows = []
+    judged = any(r.by_judge for r in comp.rows)
     for r in comp.rows:
         style = "pass" if r.verdict in ("a", "b") else "meta"
         verdict = Parts((Styled(fmt.verdict(r, comp.arm_a, comp.arm_b), style), f": {r.reason}"))
-        rows.append([r.metric, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
-                     fmt.est(r.delta), r.test, fmt.pval(r.p_value),
-                     fmt.pval(r.p_holm, r.p_mc_error), verdict])
+        row = [r.metric, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
+               fmt.est(r.delta), r.test, fmt.pval(r.p_value),
+               fmt.pval(r.p_holm, r.p_mc_error), verdict]
+        if judged:
+            row.append("; ".join(f"{j}: {v}" for j, v in r.by_judge.items()))
+        rows.append(row)
     out.append(Table(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
-                      "verdict"], rows, table_id="comparison"))
+                      "verdict", *(["verdict by judge"] if judged else [])], rows,
+                     table_id="comparison"))
     return out
 
 
@@ -199,5 +205,6 @@ def report_blocks(s: ReportSummary, sections: Sequence[Section] = (),
                   plot_svgs: Sequence[str] = ()) -> list[Block]:
     """The whole run report, in reading order."""
     return [*header(s), *checklist(s.checklist), *results(s), *plots(plot_svgs), *usage(s),
-            *primary_breakdown(s), *judge(s), *many_arms(s.many_arms), *comparisons(s),
+            *primary_breakdown(s), *judge(s), *judge_panel_blocks(s.judges),
+            *many_arms(s.many_arms), *comparisons(s),
             *extra_sections(sections), *notes(s)]

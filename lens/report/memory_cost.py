@@ -18,6 +18,7 @@ import numpy as np
 import lens.report.plots as plots
 from lens.report.data import RunData
 from lens.report.estimates import estimates, report_metrics
+from lens.report.frontier import frontier_table, run_frontier
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut
 
@@ -143,6 +144,7 @@ def memory_cost_section(run: RunData) -> Section | None:
         return None
     data = memory_cost(run)
     adapters = data["adapters"]
+    data["frontier"] = _frontier(run, adapters)
     rows = []
     for label, d in adapters.items():
         u = d["memory_model"]
@@ -161,16 +163,34 @@ def memory_cost_section(run: RunData) -> Section | None:
                     "search ms p50 / p95", "retrieve ms p50 / p95", "standing context bytes/q",
                     "memory model calls / tokens", "agent $/q", "memory $/q", "judge $/q",
                     "total $/q"],
-        "rows": rows}],
+        "rows": rows}, frontier_table(data["frontier"])],
         "notes": [
             "memory model calls are the adapter's own (role adapter), metered apart from the "
             "agent; a cost with any unpriced call is unknown",
             f"judge $/q: {data['judge_note']}",
+            FRONTIER_NOTE,
         ]}
     base = render_json_section(SECTION_ID, doc)
     plot = _frontier_plot(run, adapters)
     return Section(id=SECTION_ID, title=TITLE, markdown=base.markdown,
                    html=base.html + f"<div class='plots'>{plot}</div>", data=data)
+
+
+FRONTIER_NOTE = (
+    "frontier: Pareto = no other adapter is at least as accurate for at most the cost and "
+    "better in one; score = LongMemEval-V2's LAFS (mean over a log-uniform budget of the best "
+    "accuracy within it; latency 1–200 s, cost $0.0001–$1 per question); gain = the score of "
+    "all adapters minus the score without this one (what the frontier owes it); unknown cost "
+    "stays unknown")
+
+
+def _frontier(run: RunData, adapters: dict[str, Any]) -> dict[str, Any]:
+    metrics = report_metrics(run)
+    pm = metrics[0] if metrics else None
+    accuracy = ({label: estimates(run, run.rows_for(label), [pm], confidence=0.95)[pm].mean
+                 for label in adapters} if pm else {})
+    costs = {label: d["cost_per_question"]["total"] for label, d in adapters.items()}
+    return run_frontier(run, pm, accuracy, costs)
 
 
 def _frontier_plot(run: RunData, adapters: dict[str, Any]) -> str:
@@ -180,9 +200,13 @@ def _frontier_plot(run: RunData, adapters: dict[str, Any]) -> str:
                                 "the run is not scored")
     pm = metrics[0]
     points = []
+    optimal = {name for name, a in _frontier(run, adapters)["arms"].items()
+               if a["cost"]["pareto"]}
     for label, d in adapters.items():
         est = estimates(run, run.rows_for(label), [pm], confidence=0.95)[pm]
-        points.append((label, d["cost_per_question"]["total"], EstimateOut.of(est)))
+        # The Pareto-optimal adapters are marked in the legend.
+        name = f"{label} ★ Pareto" if label in optimal else label
+        points.append((name, d["cost_per_question"]["total"], EstimateOut.of(est)))
     return plots.scatter(f"{pm} against total cost per question", points,
                          xlabel="total cost per question (USD: agent + memory + judge)",
                          ylabel=pm, unit=pm != "longitudinal_advantage")

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -13,6 +14,7 @@ import lens.report.fmt as fmt
 import lens.report.layout as layout
 from lens.errors import UserError
 from lens.report.arm_comparison import (
+    Arm,
     arm_estimates,
     arms_of,
     compare_pairs,
@@ -32,6 +34,9 @@ from lens.report.document import (
     to_markdown,
 )
 from lens.report.estimates import repeat_reducer, report_metrics
+from lens.report.frontier import arms_frontier, frontier_table
+from lens.report.judges import compare_under_judges, hold_under_every_judge
+from lens.report.memory_cost import FRONTIER_NOTE, memory_cost
 from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms
 from lens.stats import condition_differences
 
@@ -48,6 +53,11 @@ class CompareSummary(BaseModel):
     checklist: list[Check]
     comparisons: list[Comparison]
     many_arms: list[ManyArms] = []
+    # The judges every run was scored by (the primary first): each verdict holds under all.
+    judges: list[str] = []
+    judge_notes: list[str] = []
+    # Per arm: the primary metric against cost and latency per question (lens.report.frontier).
+    frontier: dict[str, object] = {}
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
     comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
                           confidence=confidence, own=own)
+    by_judge, judge_notes = compare_under_judges(
+        runs, lambda rs: compare_pairs(arms_of(rs), metrics, noise_floor=noise_floor_of(rs),
+                                       not_comparable=fields, confidence=confidence), comps)
+    comps = hold_under_every_judge(comps, by_judge)
     sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
     checks = compare_checklist(runs, sizes)
     arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
@@ -143,7 +157,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
                              checklist=checks, comparisons=comps,
-                             many_arms=many_arms(arms, metrics))
+                             many_arms=many_arms(arms, metrics), judges=list(by_judge),
+                             judge_notes=judge_notes,
+                             frontier=arms_frontier(arms, metrics[0] if metrics else None,
+                                                    own, _arm_costs(arms)))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -163,11 +180,17 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
         *layout.many_arms(s.many_arms, label),
+        *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
         Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
              "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
              "meta"),
     ]
+    if len(s.judges) > 1:
+        out.append(Para(f"Judges: {', '.join(s.judges)}; a verdict holds only when every "
+                        "judge gives it.", "meta"))
+    if s.judge_notes:
+        out.append(Bullets(list(s.judge_notes), style="meta"))
     for comp in s.comparisons:
         out += layout.comparison(comp)
     fails = [c for c in s.checklist if c.status == "fail"]
@@ -175,6 +198,24 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
                                                       for c in fails), "fail"))
     return out
+
+
+def _arm_costs(arms: Sequence[Arm]) -> dict[str, float | None]:
+    """Each arm's total cost per question (agent + memory + judge; None: unknown)."""
+    by_run: dict[int, dict[str, Any]] = {}
+    out = {}
+    for arm in arms:
+        adapters = by_run.setdefault(id(arm.run), memory_cost(arm.run)["adapters"])
+        out[arm.name] = (adapters.get(arm.adapter) or {}).get("cost_per_question", {}).get("total")
+    return out
+
+
+def _frontier_blocks(s: CompareSummary, label: Sequence[Block]) -> list[Block]:
+    if not s.frontier:
+        return []
+    table = frontier_table(dict(s.frontier))
+    return [Heading(table["title"]), *label, Para(FRONTIER_NOTE, "meta"),
+            Table([str(c) for c in table["columns"]], table["rows"], table_id="frontier")]
 
 
 def render_compare_md(s: CompareSummary) -> str:

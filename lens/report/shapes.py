@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.report.judge_shapes import JudgePanelOut
 from lens.stats import Estimate
 
 Status = Literal["pass", "warn", "fail"]
@@ -105,6 +106,9 @@ class ComparisonRow(_M):
     noise_floor: float | None
     verdict: Literal["a", "b", "tie", "borderline", "unknown"]
     reason: str
+    # The verdict under each judge of the panel (empty with one judge): a win stands only when
+    # every judge gives it.
+    by_judge: dict[str, str] = Field(default_factory=dict)
 
 
 class Comparison(_M):
@@ -165,6 +169,8 @@ class ReportSummary(_M):
     metrics: list[str]
     scored: bool
     judge: JudgeOut
+    # Several judges: each judged metric per judge, its range, and the judges' agreement.
+    judges: JudgePanelOut | None = None
     adapters: dict[str, AdapterSummary]
     comparisons: list[Comparison] = Field(default_factory=list)
     # Friedman's test and Kendall's W across scopes, with three or more adapters.

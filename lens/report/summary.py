@@ -9,6 +9,12 @@ from lens.report.arm_comparison import arms_of, compare_against_first, many_arms
 from lens.report.checklist import _scored_n, run_checklist
 from lens.report.data import QuestionRow, RunData
 from lens.report.estimates import estimates, report_metrics
+from lens.report.judges import (
+    compare_under_judges,
+    hold_under_every_judge,
+    judge_panel,
+    judge_views,
+)
 from lens.report.sections import Section, collect_sections
 from lens.report.shapes import (
     AdapterSummary,
@@ -152,6 +158,14 @@ def summarize(run: RunData, *, confidence: float = 0.95,
                                          noise_floor=noise_floor_of([run]),
                                          confidence=confidence)
                    if len(arms) > 1 else [])
+    views, judge_notes = judge_views(run)
+    if comparisons and len(views) > 1:
+        by_judge, more = compare_under_judges(
+            [run], lambda rs: compare_against_first(arms_of(rs), metrics,
+                                                    noise_floor=noise_floor_of(rs),
+                                                    confidence=confidence), comparisons)
+        comparisons = hold_under_every_judge(comparisons, by_judge)
+        judge_notes = [*judge_notes, *(n for n in more if n not in judge_notes)]
     if sections is None:
         sections = collect_sections(run)
     return ReportSummary(
@@ -160,7 +174,8 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         condition=run.condition, condition_hash=run.manifest.get("condition_hash"),
         scoring_condition=run.scores.condition if run.scores else {},
         confidence=confidence, primary_metric=metrics[0] if metrics else None, metrics=metrics,
-        scored=run.scores is not None, judge=judge_of(run), adapters=adapters,
+        scored=run.scores is not None, judge=judge_of(run),
+        judges=judge_panel(run, metrics, views, judge_notes, confidence), adapters=adapters,
         comparisons=comparisons, many_arms=many_arms(arms, metrics),
         checklist=run_checklist(run),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],

@@ -302,11 +302,14 @@ def cost_table(run_dir: Path) -> dict[str, Any] | None:
 
 def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None
                       ) -> ModelClient:
-    """The judge client a config asks for: batched when ``batch: true``, else the usual one."""
+    """The judge client a config asks for: batched when ``batch: true``, else the usual one;
+    asked under the config's prompt version."""
+    from lens.scoring.judge_panel import with_prompts
+
     if not config.batch:
         from lens.models.factory import create_client
 
-        return create_client(config, cache=cache)
+        return with_prompts(create_client(config, cache=cache), config.prompts)
     if config.provider != "openai":
         raise ConfigError(f"judge.batch: the Batch API is OpenAI's; judge {config.model!r} is "
                           "not an openai/ model: use an openai/ judge or set batch: false")
@@ -315,4 +318,5 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
     if not key:
         raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "
                           f"{env} (or name another one with 'api_key_env')")
-    return BatchJudgeClient(config, run_dir, api_key=key, cache=cache)
+    return with_prompts(BatchJudgeClient(config, run_dir, api_key=key, cache=cache),
+                        config.prompts)

@@ -6,9 +6,11 @@ questions of one scope treated as correlated (they share a memory).
 - paired: McNemar, the paired bootstrap, Holm;
 - friedman: many arms across scopes (Friedman's test, Kendall's W);
 - repeats: per-question reducers over repeats and the flip rate;
+- agreement: raw agreement and Cohen's kappa between two raters (judges);
 - planning: sample sizes in questions and scopes; comparability: which conditions must match.
 """
 
+from lens.stats.agreement import Agreement, agreement, cohen_kappa
 from lens.stats.comparability import TREATMENT_FIELDS, condition_differences
 from lens.stats.friedman import Friedman, friedman
 from lens.stats.intervals import (
@@ -70,10 +72,11 @@ from lens.stats.resample import (
 
 __all__ = [
     "DEFAULT_RESAMPLES", "DEFAULT_Z", "MIN_BOOTSTRAP_N", "REDUCERS", "TEST_RESAMPLES",
-    "TREATMENT_FIELDS", "BootTest", "Clustered", "Estimate", "Friedman", "McNemar",
-    "PairedResult", "binom_cdf", "bootstrap_mean", "bootstrap_p", "check_reducer",
+    "TREATMENT_FIELDS", "Agreement", "BootTest", "Clustered", "Estimate", "Friedman", "McNemar",
+    "PairedResult", "agreement", "binom_cdf", "bootstrap_mean", "bootstrap_p", "check_reducer",
     "cluster_bootstrap_means", "cluster_bootstrap_weights", "clustered_estimate",
-    "clustered_size", "condition_differences", "content_seed", "delta_from_replicates",
+    "clustered_size", "cohen_kappa", "condition_differences", "content_seed",
+    "delta_from_replicates",
     "design_effect", "digest_of", "effective_n", "estimate", "friedman", "holm",
     "holm_mc_error", "icc_of", "inflate", "is_binary", "margin_table", "mcnemar_exact",
     "pair_seed", "paired_bootstrap", "paired_compare", "percentile_interval", "planning_table",
