@@ -15,6 +15,7 @@ from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
 from lens.scoring.batch_judge import make_judge_client
+from lens.scoring.metrics import column_titles
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
@@ -24,14 +25,6 @@ from lens.visible import visible
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
 
-# Column titles of the summary table, by metric.
-_SHOWN = {
-    "composite": "composite", "evidence_grounding": "grounding", "fact_recall": "facts",
-    "citation_precision": "cit.prec", "evidence_coverage": "coverage",
-    "budget_compliance": "budget",
-    "answer_quality": "quality", "insight_depth": "depth", "reasoning_quality": "reasoning",
-    "longitudinal_advantage": "long.adv", "action_quality": "action",
-}
 
 
 def register(sub: Any) -> None:
@@ -161,12 +154,13 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     lines = []
     adapters = {visible(k): v for k, v in scores.aggregates.get("adapter", {}).items()}
     width = max([len("adapter"), *(len(a) for a in adapters)])
-    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in _SHOWN.values())
+    shown = column_titles()
+    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in shown.values())
     lines.append(header)
     for name, agg in adapters.items():
         n = int(agg.get("n_questions") or 0)
         mark = "*" if agg.get("composite_renormalised") else " "
-        cells = "  ".join(_fmt(agg.get(m)).rjust(9) for m in _SHOWN)
+        cells = "  ".join(_fmt(agg.get(m)).rjust(9) for m in shown)
         lines.append(f"{name:<{width}}  {n:>4}  {cells}{mark}")
     j = scores.judge
     if j.model:
