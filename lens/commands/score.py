@@ -4,6 +4,7 @@ stored run."""
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any, get_args
 
@@ -12,12 +13,10 @@ from pydantic import ValidationError
 from lens import eventloop
 from lens.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
-from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
-from lens.scoring.batch_judge import make_judge_client
 from lens.scoring.metrics import column_titles
 from lens.scoring.protocols import PROTOCOL_NAMES
-from lens.scoring.scorer import SCORES_FILE, score_run
+from lens.scoring.scorer import SCORES_FILE, score_with_settings
 from lens.scoring.types import RunScores
 from lens.store import RunStore
 from lens.visible import visible
@@ -107,36 +106,14 @@ def _score(args: argparse.Namespace) -> int:
     run_config = manifest.get("config") or {}
     register_config_secrets(run_config)  # the judge's key, by the variable the run named
     scoring = scoring_config(run_config)
-    tiers = set(range(1, args.tier + 1))
+    # The judge is read only when a tier needs it, so `--tier 1` never fails on its settings.
     cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
-    client: ModelClient | None = None
-    if cfg is not None:
-        # The run's model cache: a judge verdict asked before (by this or another run) is free.
-        client = make_judge_client(cfg, run_dir, _cache_config(run_config))
-    concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
-    grader = args.fact_grader or ("judge" if args.fact_judge else scoring.grader())
-    if args.tier == 1:
-        # Tier 1 calls no model: the matcher decides.
-        grader = "matcher"
-    if cfg is not None and cfg.batch:
-        # Every call at once: the batch client gathers them into one batch.
-        concurrency = 1_000_000
-    protocol = args.protocol or scoring.protocol
-    errata = args.errata or scoring.errata
-    subset = args.subset or scoring.subset
-
-    async def main() -> RunScores:
-        try:
-            return await score_run(run_dir, judge=client, tiers=tiers, weights=scoring.weights,
-                                   gate_threshold=scoring.gate_threshold,
-                                   fact_grader=grader, judge_concurrency=concurrency,
-                                   dataset_path=args.dataset, protocol=protocol,
-                                   errata=errata, subset=subset)
-        finally:
-            if client is not None:
-                await client.aclose()
-
-    scores = eventloop.run(main)
+    scores = eventloop.run(functools.partial(
+        score_with_settings, run_dir, scoring, cfg, _cache_config(run_config),
+        tiers=set(range(1, args.tier + 1)),
+        fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
+        concurrency=args.concurrency, protocol=args.protocol, errata=args.errata,
+        subset=args.subset, dataset_path=args.dataset))
     done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
     print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")

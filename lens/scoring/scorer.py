@@ -20,7 +20,7 @@ import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
 from lens import eventloop
 from lens.condition import stable_hash
-from lens.config import RunConfig
+from lens.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
@@ -379,33 +379,55 @@ def score_run_sync(run_dir: Path, **kwargs: Any) -> RunScores:
     return eventloop.run(functools.partial(score_run, run_dir, **kwargs))
 
 
-async def score_for_config(run_dir: Path, config: RunConfig, *,
-                           judge: ModelClient | None = None) -> RunScores | None:
-    """Score a finished run as its config says (``scoring`` and ``judge``), as ``lens run`` does
-    at its end. Returns None when ``scoring.enabled`` is false. Without a ``judge`` client one
-    is made from ``config.judge`` (through the full model stack, with the run's cache) and
-    closed afterwards; tier 1 only when the config names no judge."""
-    if not config.scoring.enabled:
-        return None
+async def score_with_settings(
+    run_dir: Path, scoring: ScoringConfig, judge_config: JudgeConfig | None,
+    cache: CacheConfig | None, *, judge: ModelClient | None = None,
+    tiers: set[int] | frozenset[int] = ALL_TIERS, fact_grader: str | None = None,
+    concurrency: int | None = None, protocol: str | None = None, errata: Path | None = None,
+    subset: str | None = None, dataset_path: Path | None = None,
+    run_finished: bool | None = None,
+) -> RunScores:
+    """Score a run as a config's ``scoring`` and ``judge`` settings say: the one place where
+    settings become a :func:`score_run` call, for ``lens run`` (:func:`score_for_config`),
+    ``lens score`` and, through ``score_run``, the published protocols. A keyword given (not
+    None) overrides the setting, as ``lens score``'s flags do.
+
+    Without a ``judge`` client one is made from ``judge_config`` (through the full model stack,
+    with the cache; batched when ``batch: true``) and closed afterwards; none when only tier 1
+    is scored, which calls no model and leaves fact_recall to the matcher."""
+    tiers = set(tiers)
+    judged = bool(tiers & {2, 3})
     own = None
-    if judge is None and config.judge is not None:
+    if judge is None and judge_config is not None and judged:
         from lens.scoring.batch_judge import make_judge_client
 
-        own = judge = make_judge_client(config.judge, Path(run_dir), config.cache)
-    concurrency = config.judge.max_concurrency if config.judge else 16
-    if config.judge is not None and config.judge.batch:
+        own = judge = make_judge_client(judge_config, Path(run_dir), cache)
+    grader = (fact_grader or scoring.grader()) if judged else "matcher"
+    in_flight = concurrency or (judge_config.max_concurrency if judge_config else 16)
+    if judge_config is not None and judge_config.batch:
         # Every call at once: the batch client gathers them into one batch.
-        concurrency = 1_000_000
+        in_flight = 1_000_000
     try:
         return await score_run(
-            run_dir, judge=judge, tiers=ALL_TIERS,
-            weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
-            judge_concurrency=concurrency,
-            dataset_path=config.dataset.path, run_finished=True,
-            fact_grader=config.scoring.grader(),
-            protocol=config.scoring.protocol, errata=config.scoring.errata,
-            subset=config.scoring.subset,
+            run_dir, judge=judge, tiers=tiers, weights=scoring.weights,
+            gate_threshold=scoring.gate_threshold, fact_grader=grader,
+            judge_concurrency=in_flight, dataset_path=dataset_path, run_finished=run_finished,
+            protocol=protocol or scoring.protocol, errata=errata or scoring.errata,
+            subset=subset or scoring.subset,
         )
     finally:
         if own is not None:
             await own.aclose()
+
+
+async def score_for_config(run_dir: Path, config: RunConfig, *,
+                           judge: ModelClient | None = None) -> RunScores | None:
+    """Score a finished run as its config says (``scoring`` and ``judge``), as ``lens run`` does
+    at its end. Returns None when ``scoring.enabled`` is false. Without a ``judge`` client one
+    is made from ``config.judge`` and closed afterwards; tier 1 only when the config names no
+    judge."""
+    if not config.scoring.enabled:
+        return None
+    return await score_with_settings(run_dir, config.scoring, config.judge, config.cache,
+                                     judge=judge, dataset_path=config.dataset.path,
+                                     run_finished=True)
