@@ -393,8 +393,8 @@ async def score_with_settings(
     None) overrides the setting, as ``lens score``'s flags do.
 
     Without a ``judge`` client one is made from ``judge_config`` (through the full model stack,
-    with the cache; batched when ``batch: true``) and closed afterwards; none when only tier 1
-    is scored, which calls no model and leaves fact_recall to the matcher."""
+    with the cache; the batch transport when ``batch: true``) and closed afterwards; none when
+    only tier 1 is scored, which calls no model and leaves fact_recall to the matcher."""
     tiers = set(tiers)
     judged = bool(tiers & {2, 3})
     own = None
@@ -403,10 +403,8 @@ async def score_with_settings(
 
         own = judge = make_judge_client(judge_config, Path(run_dir), cache)
     grader = (fact_grader or scoring.grader()) if judged else "matcher"
+    # A batched judge client is given every call at once by the judge engine, whatever this is.
     in_flight = concurrency or (judge_config.max_concurrency if judge_config else 16)
-    if judge_config is not None and judge_config.batch:
-        # Every call at once: the batch client gathers them into one batch.
-        in_flight = 1_000_000
     try:
         return await score_run(
             run_dir, judge=judge, tiers=tiers, weights=scoring.weights,

@@ -88,7 +88,7 @@ def test_a_bad_subset_exits_2_with_one_message(run_dir: Path) -> None:
 def test_one_function_turns_scoring_settings_into_the_call(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``lens run`` (score_for_config) and ``lens score`` both go through score_with_settings:
-    the config's settings, each overridden by a flag given, and the batch rule, in one place."""
+    the config's settings, each overridden by a flag given, in one place."""
     calls: list[dict] = []
 
     async def fake_score_run(run_dir: Path, **kw: object) -> None:
@@ -115,8 +115,3 @@ def test_one_function_turns_scoring_settings_into_the_call(
     anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
                                 tiers={1}))
     assert calls[-1]["judge"] is None and calls[-1]["fact_grader"] == "matcher"
-    # A batched judge gets every call at once, whatever concurrency was asked.
-    batched = judge.model_copy(update={"batch": True})
-    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, batched, None,
-                                judge=client, concurrency=2))
-    assert calls[-1]["judge_concurrency"] == 1_000_000
