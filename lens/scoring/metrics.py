@@ -29,6 +29,9 @@ from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.run_input import ScoringItem
 from lens.scoring.types import QuestionScores
 
+__all__ = ["COMPOSITE", "MetricInput", "MetricSpec", "all_metrics", "get_metric",
+           "register_metric", "unregister_metric"]
+
 # The composite is not a metric of the registry (it weighs them) but is shown with them, first.
 COMPOSITE = "composite"
 ENTRY_POINT_GROUP = plugins.METRICS
