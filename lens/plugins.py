@@ -14,6 +14,8 @@ The groups:
 - ``lens.model_providers``: a callable ``(ModelConfig) -> ModelClient`` (a client class taking
   the config is one), used for models named ``<provider>/<model>``; see
   :mod:`lens.models.providers` for the contract.
+- ``lens.metrics``: a :class:`lens.scoring.metrics.MetricSpec` (or a list of them, or a
+  function returning either): a metric scored, aggregated, weighted and reported like lens's own.
 - ``lens.scenarios``: an object with ``applies(manifest) -> bool`` and
   ``after_scoring(run_dir) -> None``, called when lens has scored a run of that scenario.
 
@@ -34,7 +36,8 @@ REPORT_SECTIONS = "lens.report_sections"
 PROMPT_TEMPLATES = "lens.prompt_templates"
 SCENARIOS = "lens.scenarios"
 MODEL_PROVIDERS = "lens.model_providers"
-GROUPS = (ADAPTERS, REPORT_SECTIONS, PROMPT_TEMPLATES, SCENARIOS, MODEL_PROVIDERS)
+METRICS = "lens.metrics"
+GROUPS = (ADAPTERS, REPORT_SECTIONS, PROMPT_TEMPLATES, SCENARIOS, MODEL_PROVIDERS, METRICS)
 
 _added: dict[str, dict[str, str]] = {}
 
@@ -45,6 +48,11 @@ def targets(group: str) -> dict[str, str]:
     found = {ep.name: ep.value for ep in entry_points(group=group)}
     found.update(_added.get(group, {}))
     return dict(sorted(found.items()))
+
+
+def added(group: str) -> dict[str, str]:
+    """Only the declarations of ``group`` added in this process (:func:`add_entry_points`)."""
+    return dict(_added.get(group, {}))
 
 
 def load_target(target: str) -> Any:

@@ -26,13 +26,22 @@ TESTING_API = ["CHECKS", "AdapterConformance", "AdapterFactory", "CheckResult", 
                "run_check", "run_conformance"]
 MODELS_API = ["Completion", "CompletionRequest", "Message", "ModelClient", "ModelError",
               "ProviderError", "ToolCall", "ToolSpec", "Usage"]
+METRICS_API = ["COMPOSITE", "MetricInput", "MetricSpec", "all_metrics", "get_metric",
+               "register_metric", "unregister_metric"]
 # Modules whose names are public besides lens itself: a doc example may import from these.
-PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models", "lens.plugin_api"}
+PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models", "lens.plugin_api",
+                  "lens.scoring.metrics"}
 PLUGIN_API = [
     "Block", "Heading", "Para", "QuestionRecord", "RunData", "RunStore", "Section", "Table",
     "atomic_write_text", "create_client", "estimate_tokens", "is_scored", "run_async", "to_html",
     "to_markdown",
 ]
+
+
+def test_the_metric_registry_exports_exactly_the_pinned_names() -> None:
+    import lens.scoring.metrics
+
+    assert sorted(lens.scoring.metrics.__all__) == sorted(METRICS_API)
 
 
 def test_lens_models_exports_the_provider_contract() -> None:

@@ -12,13 +12,12 @@ from pydantic import ValidationError
 from lens import eventloop
 from lens.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
-from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
-from lens.scoring.batch_judge import make_judge_client
 from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
 from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
+from lens.scoring.metrics import column_titles, judged_metrics, report_order
 from lens.scoring.protocols import PROTOCOL_NAMES
-from lens.scoring.scorer import SCORES_FILE, score_run
+from lens.scoring.scorer import SCORES_FILE, score_with_settings
 from lens.scoring.types import RunScores
 from lens.store import RunStore
 from lens.visible import visible
@@ -26,18 +25,6 @@ from lens.visible import visible
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
 
-# Metrics that may rest on the judge (fact_recall when the judge grades the facts).
-_JUDGED = ("composite", "answer_quality", "fact_recall", "action_quality", "insight_depth",
-           "longitudinal_advantage")
-
-# Column titles of the summary table, by metric.
-_SHOWN = {
-    "composite": "composite", "evidence_grounding": "grounding", "fact_recall": "facts",
-    "citation_precision": "cit.prec", "evidence_coverage": "coverage",
-    "budget_compliance": "budget",
-    "answer_quality": "quality", "insight_depth": "depth", "reasoning_quality": "reasoning",
-    "longitudinal_advantage": "long.adv", "action_quality": "action",
-}
 
 
 def register(sub: Any) -> None:
@@ -161,34 +148,19 @@ def _score(args: argparse.Namespace) -> int:
     run_config = manifest.get("config") or {}
     register_config_secrets(run_config)  # the judge's key, by the variable the run named
     scoring = scoring_config(run_config)
-    tiers = set(range(1, args.tier + 1))
+    # The judge is read only when a tier needs it, so `--tier 1` never fails on its settings.
     cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
-    client: ModelClient | None = None
-    if cfg is not None:
-        # The run's model cache: a judge verdict asked before (by this or another run) is free.
-        client = make_judge_client(cfg, run_dir, _cache_config(run_config))
-    concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
-    grader = args.fact_grader or ("judge" if args.fact_judge else scoring.grader())
-    if args.tier == 1:
-        # Tier 1 calls no model: the matcher decides.
-        grader = "matcher"
-    if cfg is not None and cfg.batch:
-        # Every call at once: the batch client gathers them into one batch.
-        concurrency = 1_000_000
-    protocol = args.protocol or scoring.protocol
-    errata = args.errata or scoring.errata
-    subset = args.subset or scoring.subset
-    common: dict[str, Any] = dict(tiers=tiers, weights=scoring.weights,
-                                  gate_threshold=scoring.gate_threshold, fact_grader=grader,
-                                  dataset_path=args.dataset, protocol=protocol, errata=errata,
-                                  subset=subset)
+    # Each flag given overrides the run config's setting; score_with_settings applies them.
+    overrides: dict[str, Any] = dict(
+        tiers=set(range(1, args.tier + 1)),
+        fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
+        protocol=args.protocol, errata=args.errata, subset=args.subset,
+        dataset_path=args.dataset)
+    cache = _cache_config(run_config)
     primary = _primary_label(run_dir)
     if cfg is not None and args.judge and not args.primary and primary not in (None, cfg.label):
         # The run keeps its primary judge; this one is added beside it.
-        if client is not None:
-            eventloop.run(client.aclose)
-        return _add_judge(run_dir, cfg, _cache_config(run_config), args.concurrency, common,
-                          primary)
+        return _add_judge(run_dir, scoring, cfg, cache, args.concurrency, overrides, primary)
     if cfg is not None and args.primary and primary not in (None, cfg.label):
         # The judge it replaces stays one of the run's judges; its own extra scores go.
         _keep_as_extra(run_dir, run_config, primary)
@@ -197,14 +169,10 @@ def _score(args: argparse.Namespace) -> int:
               if cfg is not None else [])
 
     async def main() -> tuple[RunScores, list[ExtraJudgeResult]]:
-        try:
-            scores = await score_run(run_dir, judge=client, judge_concurrency=concurrency,
-                                     **common)
-        finally:
-            if client is not None:
-                await client.aclose()
-        more = [await score_with_judge(run_dir, extra, _cache_config(run_config),
-                                       concurrency=args.concurrency, **common)
+        scores = await score_with_settings(run_dir, scoring, cfg, cache,
+                                           concurrency=args.concurrency, **overrides)
+        more = [await score_with_judge(run_dir, extra, cache, scoring=scoring,
+                                       concurrency=args.concurrency, **overrides)
                 for extra in extras]
         return scores, more
 
@@ -227,10 +195,10 @@ def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> Non
         write_judge_scores(run_dir, old, scores)
 
 
-def _add_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig, concurrency: int | None,
-               common: dict[str, Any], primary: str | None) -> int:
-    result = eventloop.run(lambda: score_with_judge(run_dir, cfg, cache,
-                                                    concurrency=concurrency, **common))
+def _add_judge(run_dir: Path, scoring: ScoringConfig, cfg: JudgeConfig, cache: CacheConfig,
+               concurrency: int | None, overrides: dict[str, Any], primary: str | None) -> int:
+    result = eventloop.run(lambda: score_with_judge(run_dir, cfg, cache, scoring=scoring,
+                                                    concurrency=concurrency, **overrides))
     scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text(encoding="utf-8"))
     print(f"judge {visible(cfg.label)} added beside the primary judge {visible(primary or '')}"
           f" ({result.new_verdicts} new verdict(s); the memory was not run again)")
@@ -252,10 +220,13 @@ def render_judge_ranges(primary: RunScores, others: list[RunScores]) -> str:
     labels = [visible(s.judge.model or "none") for s in panel]
     lines = ["judged metrics per judge (" + "; ".join(labels) + "):"]
     for adapter in primary.aggregates.get("adapter", {}):
-        for metric in _JUDGED:
+        for metric in report_order():
             values = [s.aggregates.get("adapter", {}).get(adapter, {}).get(metric)
                       for s in panel]
-            if all(v is None for v in values):
+            # A judged metric always; another (fact_recall graded by the judge, the composite
+            # over it) where the judges moved it.
+            if all(v is None for v in values) or (
+                    metric not in judged_metrics() and len(set(values)) == 1):
                 continue
             known = [v for v in values if v is not None]
             spread = (f"range {min(known):.3f}–{max(known):.3f}" if len(known) == len(values)
@@ -276,12 +247,13 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     lines = []
     adapters = {visible(k): v for k, v in scores.aggregates.get("adapter", {}).items()}
     width = max([len("adapter"), *(len(a) for a in adapters)])
-    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in _SHOWN.values())
+    shown = column_titles()
+    header = f"{'adapter':<{width}}  {'n':>4}  " + "  ".join(t.rjust(9) for t in shown.values())
     lines.append(header)
     for name, agg in adapters.items():
         n = int(agg.get("n_questions") or 0)
         mark = "*" if agg.get("composite_renormalised") else " "
-        cells = "  ".join(_fmt(agg.get(m)).rjust(9) for m in _SHOWN)
+        cells = "  ".join(_fmt(agg.get(m)).rjust(9) for m in shown)
         lines.append(f"{name:<{width}}  {n:>4}  {cells}{mark}")
     j = scores.judge
     if j.model:

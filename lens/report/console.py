@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lens.scoring.metrics as registry
 from lens.report import fmt
 from lens.report.shapes import Check, ReportSummary
 from lens.visible import visible
 
-# The metrics a reader looks at first (docs/reports.md); others are in the report.
-HEADLINE = ("composite", "fact_recall", "evidence_coverage", "answer_quality")
-
 
 def headline_metrics(summary: ReportSummary) -> list[str]:
-    shown = [m for m in HEADLINE if m in summary.metrics]
+    """The metrics a reader looks at first (the registry's ``headline``, after the composite;
+    docs/reports.md); the others are in the report."""
+    shown = [m for m in registry.headline() if m in summary.metrics]
     if summary.primary_metric and summary.primary_metric not in shown:
         shown.insert(0, summary.primary_metric)
     return shown

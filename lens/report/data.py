@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+import lens.scoring.metrics as registry
 from lens.errors import UserError
 from lens.records import QuestionRecord, is_scored
 from lens.scoring.types import QuestionScores, RunScores
@@ -16,21 +17,12 @@ from lens.store import MANIFEST, RunStore
 
 SCORES = "scores.json"
 
-# Metrics in the order reports show them; anything else a scorer adds follows alphabetically.
-METRIC_ORDER = (
-    "composite", "answer_quality", "fact_recall", "evidence_grounding", "evidence_coverage",
-    "budget_compliance", "insight_depth", "reasoning_quality", "action_quality",
-)
-# Metrics whose value rests on an LLM judge: a difference smaller than the judge's own
-# position-swap disagreement cannot be told from judge noise.
-# (insight_depth and reasoning_quality are tier 2 but computed mechanically, without a judge.)
-JUDGE_METRICS = frozenset({
-    "composite", "answer_quality", "action_quality", "longitudinal_advantage",
-})
-
 
 def is_judge_metric(name: str) -> bool:
-    return name in JUDGE_METRICS or "judge" in name
+    """Whether a metric's value rests on an LLM judge (the registry's ``judged``, and the
+    composite): a difference smaller than the judge's own position-swap disagreement cannot be
+    told from judge noise."""
+    return name in registry.judged_metrics() or "judge" in name
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,8 @@ class RunData:
         for row in self.rows:
             if row.scores:
                 names.update(k for k, v in row.scores.metrics.items() if v is not None)
-        known = [m for m in METRIC_ORDER if m in names]
+        # The registry's report order first; anything else follows alphabetically.
+        known = [m for m in registry.report_order() if m in names]
         return known + sorted(names - set(known))
 
     @property

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import lens.scoring.metrics as registry
 from lens.errors import UserError
-from lens.report.data import METRIC_ORDER, QuestionRow, RunData
+from lens.report.data import QuestionRow, RunData
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
 from lens.stats import (
     Clustered,
@@ -107,7 +108,8 @@ def report_metrics(run: RunData) -> list[str]:
     if run.scores is None:
         return names
     defined = {k for q in run.scores.questions for k in q.metrics} - set(names)
-    names = names + [m for m in METRIC_ORDER if m in defined and m not in GROUP_METRICS]
+    names = names + [m for m in registry.report_order()
+                     if m in defined and m not in GROUP_METRICS]
     # longitudinal_advantage is a tier-3 statistic: shown (maybe as unknown) when tier 3 ran.
     extra = [m for m in GROUP_METRICS if m not in names
              and (m != "longitudinal_advantage" or 3 in run.scores.tiers)]

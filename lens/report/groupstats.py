@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import lens.scoring.metrics as registry
 from lens.records import is_scored
-from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
-from lens.scoring.composite import GATE_METRICS, UNWEIGHTED, composite, resolve_weights
+from lens.scoring.aggregate import aggregate_group
+from lens.scoring.composite import composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
@@ -34,17 +35,17 @@ from lens.stats import (
 )
 from lens.stats.resample import weight_chunks
 
-GROUP_METRICS = ("composite", "longitudinal_advantage")
+LA = "longitudinal_advantage"
+GROUP_METRICS = (registry.COMPOSITE, LA)
 GROUP_RESAMPLES = 2000
-# The range each statistic can take: a widened interval never leaves it.
-_RANGE = {"composite": (0.0, 1.0), "longitudinal_advantage": (-1.0, 1.0)}
 
 
 def _clipped(interval: tuple[float, float] | None, metric: str, paired: bool = False
              ) -> tuple[float, float] | None:
     if interval is None:
         return None
-    lo, hi = _RANGE[metric]
+    # The range each statistic can take: a widened interval never leaves it.
+    lo, hi = registry.bounds(metric)
     if paired:
         lo, hi = lo - hi, hi - lo
     return max(lo, interval[0]), min(hi, interval[1])
@@ -57,18 +58,22 @@ class GroupScoring:
 
     weights: Mapping[str, float]
     gate_threshold: float
-    differential: bool
+    tiers: frozenset[int]
 
     @classmethod
     def of(cls, scores: RunScores) -> GroupScoring:
         return cls(weights=resolve_weights(scores.weights or None, stored=True),
-                   gate_threshold=scores.gate_threshold, differential=3 in scores.tiers)
+                   gate_threshold=scores.gate_threshold, tiers=frozenset(scores.tiers))
+
+    @property
+    def differential(self) -> bool:
+        return 3 in self.tiers
 
     def point(self, rows: Sequence[QuestionScores]) -> dict[str, float | None]:
         """The group statistics, and the metric means they rest on."""
         entry, _ = aggregate_group(rows, weights=self.weights, gate_threshold=self.gate_threshold,
-                                   differential=self.differential)
-        return {m: entry.get(m) for m in (*GROUP_METRICS, *QUESTION_METRICS)}
+                                   tiers=self.tiers)
+        return {m: entry.get(m) for m in (*GROUP_METRICS, *registry.question_metrics())}
 
 
 def _synthesis(question_type: str) -> bool:
@@ -82,13 +87,14 @@ class _Matrix:
 
     def __init__(self, rows: Sequence[QuestionScores]) -> None:
         self.rows = list(rows)
+        self.metrics = registry.question_metrics()
         answered = np.array([is_scored(r.status) for r in rows], dtype=bool)
         self.answered = answered
-        vals = np.full((len(rows), len(QUESTION_METRICS)), np.nan)
+        vals = np.full((len(rows), len(self.metrics)), np.nan)
         for i, r in enumerate(rows):
             if not answered[i]:
                 continue
-            for j, m in enumerate(QUESTION_METRICS):
+            for j, m in enumerate(self.metrics):
                 v = r.metrics.get(m)
                 if v is not None:
                     vals[i, j] = float(v)
@@ -112,7 +118,7 @@ class _Matrix:
         """Synthesis minus control mean per replicate. A replicate that draws no question of
         one side keeps that side at its full-sample mean, so every replicate computes the same
         difference as the point estimate."""
-        j = QUESTION_METRICS.index(self.basis)
+        j = self.metrics.index(self.basis)
         col, ok = self.values[:, j], self.defined[:, j]
         out = []
         for mask in (self.synth, self.control):
@@ -128,7 +134,8 @@ class _Matrix:
 def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
                           size: int, share: np.ndarray | None = None) -> np.ndarray:
     """The scorer's composite rule over every replicate at once (NaN where it is None)."""
-    active = {m: w for m, w in how.weights.items() if w > 0 and m not in UNWEIGHTED}
+    never = registry.unweighted()
+    active = {m: w for m, w in how.weights.items() if w > 0 and m not in never}
     num = np.zeros(size)
     den = np.zeros(size)
     for m, w in active.items():
@@ -136,12 +143,12 @@ def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
         if v is None:
             continue
         ok = np.isfinite(v)
-        if m == "longitudinal_advantage":
+        if m == LA:
             v = np.clip(v, 0.0, 1.0)
         num += np.where(ok, w * np.where(ok, v, 0.0), 0.0)
         den += np.where(ok, w, 0.0)
     gated = np.zeros(size, dtype=bool)
-    for g in GATE_METRICS:
+    for g in registry.gate_metrics():
         v = values.get(g)
         if v is not None:
             gated |= np.isfinite(v) & (np.where(np.isfinite(v), v, 1.0) < how.gate_threshold)
@@ -165,7 +172,7 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
     means = matrix.means(w)
     la = (matrix.advantage(w) if how.differential and matrix.synth.any()
           and matrix.control.any() else np.full(len(w), np.nan))
-    values = {m: means[:, j] for j, m in enumerate(QUESTION_METRICS)}
+    values = {m: means[:, j] for j, m in enumerate(matrix.metrics)}
     # A replicate that draws no question a metric is defined on keeps that metric at its
     # full-sample value: otherwise it would renormalise the composite over other metrics and
     # compute another statistic than the point estimate.
@@ -173,7 +180,7 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
         full = (point or {}).get(m)
         if full is not None:
             values[m] = np.where(np.isfinite(v), v, full)
-    values["longitudinal_advantage"] = la
+    values[LA] = la
     share = (w @ matrix.answered.astype(float)) / np.maximum(w.sum(axis=1), 1e-12)
     comp = _composite_vectorised(values, how, len(w), share)
     # Spot-check the vectorised rule against the scorer's own function; should the scorer's
@@ -184,13 +191,13 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
             comp = np.array([_composite_reference(values, how, i, share)
                              for i in range(len(w))])
             break
-    return {"composite": comp, "longitudinal_advantage": la}
+    return {registry.COMPOSITE: comp, LA: la}
 
 
 def rows_seed(rows: Sequence[QuestionScores]) -> bytes:
     """What a group bootstrap resamples: the questions and every metric value of them."""
     keys = [(r.scope_id, r.question_id, r.repeat, r.status) for r in rows]
-    cols = [[r.metrics.get(m) for r in rows] for m in QUESTION_METRICS]
+    cols = [[r.metrics.get(m) for r in rows] for m in registry.question_metrics()]
     return content_seed("group", keys, *cols)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import lens.report.fmt as fmt
 import lens.report.layout as layout
 import lens.report.plots as plots
+import lens.scoring.metrics as registry
 from lens.report.data import QuestionRow
 from lens.report.document import e, html_table, to_html
 from lens.report.sections import Section
@@ -94,7 +95,7 @@ def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "
 def _plots(s: ReportSummary) -> list[str]:
     adapters = list(s.adapters)
     pm = s.primary_metric
-    unit = pm is None or pm not in ("longitudinal_advantage",)
+    unit = pm is None or registry.bounds(pm) == (0.0, 1.0)
     out: list[str] = []
     if pm:
         types = sorted({t for a in s.adapters.values() for t in a.by_type})

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import lens.report.plots as plots
+import lens.scoring.metrics as registry
 from lens.report.data import RunData
 from lens.report.estimates import estimates, report_metrics
 from lens.report.frontier import frontier_table, run_frontier
@@ -209,4 +210,4 @@ def _frontier_plot(run: RunData, adapters: dict[str, Any]) -> str:
         points.append((name, d["cost_per_question"]["total"], EstimateOut.of(est)))
     return plots.scatter(f"{pm} against total cost per question", points,
                          xlabel="total cost per question (USD: agent + memory + judge)",
-                         ylabel=pm, unit=pm != "longitudinal_advantage")
+                         ylabel=pm, unit=registry.bounds(pm) == (0.0, 1.0))

@@ -1,29 +1,23 @@
 """Aggregates of question scores per adapter, question type, checkpoint and scope.
 
-A group's metric is the mean over its answered questions where the metric is defined;
-longitudinal_advantage is computed over the group itself; the group's composite applies the
-weights and the gate to those means (the LENS method's composite of a run), scaled by the share
-of the group's questions answered (an errored question counts as a failure), so it is not the
-mean of the question composites. Levels crossed with the adapter ("adapter/scope", ...) keep
-adapters apart; their keys are "adapter|value".
+A group's metric is the mean over its answered questions where the metric is defined; a group
+metric of the registry (longitudinal_advantage) is computed over the group itself; the group's
+composite applies the weights and the gate to those means (the LENS method's composite of a
+run), scaled by the share of the group's questions answered (an errored question counts as a
+failure), so it is not the mean of the question composites. Levels crossed with the adapter
+("adapter/scope", ...) keep adapters apart; their keys are "adapter|value".
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import lens.scoring.metrics as registry
 from lens.records import is_scored
 from lens.scoring.composite import composite
-from lens.scoring.differential import longitudinal_advantage
 from lens.scoring.types import QuestionScores
-
-QUESTION_METRICS = (
-    "evidence_grounding", "fact_recall", "citation_precision", "evidence_coverage",
-    "budget_compliance",
-    "answer_quality", "insight_depth", "reasoning_quality", "action_quality",
-)
 
 _KEYS: dict[str, Callable[[QuestionScores], str]] = {
     "adapter": lambda r: r.adapter,
@@ -54,20 +48,22 @@ def _sort_key(level: str, key: str) -> tuple[Any, ...]:
 
 
 def aggregate_group(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
-                    gate_threshold: float, differential: bool
+                    gate_threshold: float, tiers: Iterable[int]
                     ) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """``tiers``: the tiers scored; a group metric of another tier is unknown."""
     answered = [r for r in rows if is_scored(r.status)]
-    values: dict[str, float | None] = {
-        m: _mean([r.metrics.get(m) for r in answered]) for m in QUESTION_METRICS
-    }
+    scored = set(tiers)
+    values: dict[str, float | None] = {}
     detail: dict[str, Any] = {}
-    if differential:
-        la, la_detail = longitudinal_advantage(rows)
-        detail["longitudinal_advantage"] = la_detail
-    else:
-        la = None
-        detail["longitudinal_advantage"] = {"reason": "tier 3 not scored"}
-    values["longitudinal_advantage"] = la
+    for spec in registry.all_metrics():
+        if spec.aggregation == "mean":
+            values[spec.name] = _mean([r.metrics.get(spec.name) for r in answered])
+        elif spec.tier in scored:
+            assert spec.group_compute is not None
+            values[spec.name], detail[spec.name] = spec.group_compute(rows)
+        else:
+            values[spec.name] = None
+            detail[spec.name] = {"reason": f"tier {spec.tier} not scored"}
     # Errored questions count as failures: erroring cannot lift a group's composite.
     share = len(answered) / len(rows) if rows else 1.0
     comp = composite(values, weights, gate_threshold, answered_share=share)
@@ -89,7 +85,7 @@ def aggregate_group(rows: Sequence[QuestionScores], *, weights: Mapping[str, flo
 
 
 def aggregate(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
-              gate_threshold: float, differential: bool
+              gate_threshold: float, tiers: Iterable[int]
               ) -> tuple[dict[str, dict[str, dict[str, float | None]]],
                          dict[str, dict[str, dict[str, Any]]]]:
     entries: dict[str, dict[str, dict[str, float | None]]] = {}
@@ -101,7 +97,7 @@ def aggregate(rows: Sequence[QuestionScores], *, weights: Mapping[str, float],
         entries[level], details[level] = {}, {}
         for key in sorted(groups, key=functools.partial(_sort_key, level)):
             e, d = aggregate_group(groups[key], weights=weights, gate_threshold=gate_threshold,
-                                   differential=differential)
+                                   tiers=tiers)
             entries[level][key] = e
             details[level][key] = d
     return entries, details

@@ -1,9 +1,11 @@
 """The judge at batch prices: a model client that sends judge calls through the OpenAI Batch API.
 
-Judges ask their calls all at once (many independent prompts); this client gathers the calls
-that arrive together, uploads them as one JSONL file, creates a batch, polls it, downloads the
-output and error files and answers each call from them. It is a ``ModelClient``, so verdicts
-land in the run's events and the model cache exactly as synchronous ones do.
+The judge engine (:mod:`lens.scoring.judge_engine`) gives this client all its calls at once (it
+is ``batched``): the synchronous client and this one are two transports of the same judge. It
+gathers the calls that arrive together, uploads them as one JSONL file, creates a batch, polls
+it, downloads the output and error files and answers each call from them. It is a
+``ModelClient``, so verdicts land in the run's events and the model cache exactly as
+synchronous ones do.
 
 The batch id is written to ``RUN_DIR/judge_batches.json`` before polling starts: a scoring
 killed while it waits resumes polling that batch on the next run instead of paying twice, and
@@ -82,6 +84,9 @@ class BatchState:
 
 class BatchJudgeClient:
     """A ``ModelClient`` for judges whose calls go through the Batch API."""
+
+    # The judge engine gives a batched client every call at once, so that one batch holds them.
+    batched = True
 
     def __init__(self, config: JudgeConfig, run_dir: Path, *, api_key: str,
                  cache: CacheConfig | None = None, collect_s: float = 0.5,

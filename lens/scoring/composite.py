@@ -1,9 +1,10 @@
 """The composite score: weighted metrics behind a hard gate, over what is present.
 
-The gate zeroes the composite when evidence_grounding or budget_compliance is below the
-threshold. A metric that is missing (no judge, no questions of a type, or not defined at this
-level) is left out and the remaining weights are renormalised; the result says which metrics
-were missing so a renormalised composite is never mistaken for a full one.
+The gate zeroes the composite when a gate metric (evidence_grounding, budget_compliance: the
+registry's ``gate``) is below the threshold; the default weights are the registry's
+(:mod:`lens.scoring.metrics`). A metric that is missing (no judge, no questions of a type, or
+not defined at this level) is left out and the remaining weights are renormalised; the result
+says which metrics were missing so a renormalised composite is never mistaken for a full one.
 
 Two rules keep a failing agent from gaining:
 
@@ -20,43 +21,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import lens.scoring.metrics as registry
 from lens.errors import ConfigError
 
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "evidence_grounding": 0.10,
-    "fact_recall": 0.20,
-    "citation_precision": 0.10,
-    "evidence_coverage": 0.10,
-    "budget_compliance": 0.05,
-    "answer_quality": 0.20,
-    "insight_depth": 0.10,
-    "reasoning_quality": 0.10,
-    "action_quality": 0.05,
-    "longitudinal_advantage": 0.0,
-}
-# Reported beside the composite, never inside it (see the module docstring).
-UNWEIGHTED = frozenset({"longitudinal_advantage"})
-GATE_METRICS = ("evidence_grounding", "budget_compliance")
 DEFAULT_GATE_THRESHOLD = 0.5
 
 
 def resolve_weights(weights: Mapping[str, float] | None, where: str = "scoring.weights",
                     *, stored: bool = False) -> dict[str, float]:
     """Defaults overridden by ``weights``; unknown names and bad values are a ConfigError.
-    ``stored`` reads weights an older scoring recorded: an unweighted metric's old weight is
-    kept as recorded (the composite ignores it) instead of refused."""
-    out = dict(DEFAULT_WEIGHTS)
+    Every registered metric can be weighted, plugin metrics too. ``stored`` reads weights an
+    earlier scoring recorded: an unweighted metric's weight, or a metric no longer registered
+    (its plugin is not installed), is kept as recorded instead of refused."""
+    defaults = registry.default_weights()
+    never = registry.unweighted()
+    out = dict(defaults)
     for name, w in (weights or {}).items():
-        if name not in DEFAULT_WEIGHTS:
+        if name not in defaults and not stored:
             raise ConfigError(f"{where}: unknown metric {name!r}; known: "
-                              f"{', '.join(DEFAULT_WEIGHTS)}")
+                              f"{', '.join(defaults)}")
         if not isinstance(w, int | float) or w < 0:
             raise ConfigError(f"{where}.{name}: weight must be a number >= 0 (got {w!r})")
-        if name in UNWEIGHTED and w > 0 and not stored:
-            raise ConfigError(
-                f"{where}.{name}: must be 0 (got {w!r}); longitudinal_advantage rises when the "
-                "control questions fail, so it cannot be part of the composite: read it beside "
-                "the composite instead, and remove this weight")
+        if name in never and w > 0 and not stored:
+            raise ConfigError(f"{where}.{name}: must be 0 (got {w!r}); {never[name]}")
         out[name] = float(w)
     if sum(out.values()) <= 0:
         raise ConfigError(f"{where}: at least one weight must be above 0")
@@ -81,14 +68,16 @@ def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
               answered_share: float = 1.0) -> Composite:
     """``answered_share`` is the share of a group's questions that were answered (the others
     ended in an error and count as 0)."""
-    active = {m: w for m, w in weights.items() if w > 0 and m not in UNWEIGHTED}
+    never = registry.unweighted()
+    gates = registry.gate_metrics()
+    active = {m: w for m, w in weights.items() if w > 0 and m not in never}
     present = {m: values[m] for m in active if values.get(m) is not None}
     missing = [m for m in active if m not in present]
-    unchecked = [g for g in GATE_METRICS if values.get(g) is None]
+    unchecked = [g for g in gates if values.get(g) is None]
     if not present:
         return Composite(None, missing, False, unchecked)
     gated = any(values.get(g) is not None and values[g] < gate_threshold  # type: ignore[operator]
-                for g in GATE_METRICS)
+                for g in gates)
     if gated:
         return Composite(0.0, missing, True, unchecked)
     total = sum(active[m] * v for m, v in present.items() if v is not None)

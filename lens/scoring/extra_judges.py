@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.config import CacheConfig, JudgeConfig, RunConfig
+from lens.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
-from lens.scoring.batch_judge import make_judge_client
 from lens.scoring.judge_panel import stored_judge_configs, write_judge_scores
-from lens.scoring.scorer import ALL_TIERS, score_run
+from lens.scoring.scorer import score_with_settings
 from lens.scoring.types import RunScores
 from lens.store import RunStore
 
@@ -34,28 +33,15 @@ def _verdicts_of(run_dir: Path, label: str) -> int:
                if e.get("kind") == "judge_verdict" and e.get("model") == label)
 
 
-def judge_concurrency(cfg: JudgeConfig, override: int | None = None) -> int:
-    if cfg.batch:
-        # Every call at once: the batch client gathers them into one batch.
-        return 1_000_000
-    return override or cfg.max_concurrency
-
-
 async def score_with_judge(run_dir: Path, cfg: JudgeConfig, cache: CacheConfig | None, *,
-                           client: ModelClient | None = None, concurrency: int | None = None,
-                           **score_kwargs: Any) -> ExtraJudgeResult:
+                           scoring: ScoringConfig, client: ModelClient | None = None,
+                           **overrides: Any) -> ExtraJudgeResult:
     """Score ``run_dir`` with one extra judge into its own file; ``scores.json`` is left as it
-    is. ``score_kwargs`` are :func:`lens.scoring.scorer.score_run`'s (the primary's settings)."""
+    is. The settings are the primary's (``scoring`` and the same ``overrides`` of
+    :func:`lens.scoring.scorer.score_with_settings`): only the judge differs."""
     before = _verdicts_of(run_dir, cfg.label)
-    own = client is None
-    judge = client or make_judge_client(cfg, run_dir, cache)
-    try:
-        scores = await score_run(run_dir, judge=judge, write=False,
-                                 judge_concurrency=judge_concurrency(cfg, concurrency),
-                                 **score_kwargs)
-    finally:
-        if own:
-            await judge.aclose()
+    scores = await score_with_settings(run_dir, scoring, cfg, cache, judge=client, write=False,
+                                       **overrides)
     path = write_judge_scores(run_dir, cfg, scores)
     new = _verdicts_of(run_dir, cfg.label) - before
     RunStore.open(run_dir).append_event("judge_scores_done", cfg.label, path=str(path.name),
@@ -82,9 +68,6 @@ async def score_extra_for_config(run_dir: Path, config: RunConfig) -> list[Extra
     results = []
     for cfg in extra_judges(config.judge.label, config.all_judges()[1:], Path(run_dir)):
         results.append(await score_with_judge(
-            Path(run_dir), cfg, config.cache, tiers=ALL_TIERS,
-            weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
-            dataset_path=config.dataset.path, run_finished=True,
-            fact_grader=config.scoring.grader(), protocol=config.scoring.protocol,
-            errata=config.scoring.errata, subset=config.scoring.subset))
+            Path(run_dir), cfg, config.cache, scoring=config.scoring,
+            dataset_path=config.dataset.path, run_finished=True))
     return results

@@ -1,12 +1,10 @@
-"""The LLM judge runner: concurrency, the one format retry, and verdicts kept in the run's events.
+"""lens's judge tasks (pairwise comparisons, fact grades) and the judge that asks them through
+the one judge engine (:mod:`lens.scoring.judge_engine`: verdicts reused from the run's events,
+the concurrency limit, each verdict recorded).
 
-Every verdict is appended to ``events.jsonl`` as a ``judge_verdict`` event keyed by a hash of
-(judge model, judge prompts, task kind, prompt). Re-scoring the same run with the same judge
-reads them back and makes no new model call; another judge model has other keys and is asked
-afresh. Failed calls (the model stack gave up after its retries) are not stored, so the next
-scoring asks again. A reply that cannot be read is asked once more with a format reminder; if
-that reply cannot be read either, the verdict is ``invalid`` (stored, so re-scoring is
-identical) and every score resting on it is missing.
+A task's key is a hash of (judge model, judge prompts, task kind, prompt). A reply that cannot be
+read is asked once more with a format reminder; if that reply cannot be read either, the verdict
+is ``invalid`` (stored, so re-scoring is identical) and every score resting on it is missing.
 """
 
 from __future__ import annotations
@@ -14,21 +12,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-import anyio
-
-from lens.models.base import Completion, CompletionRequest, Message, ModelClient, ModelError
+from lens.models.base import CompletionRequest, Message, ModelClient
+from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judge_prompts import (
     FACT_GRADE_TEMPLATE,
-    INVALID,
     JUDGE_SYSTEM,
     KINDS,
     PAIRWISE_TEMPLATE,
     judge_prompts_hash,
 )
 from lens.store import RunStore
+
+__all__ = ["Judge", "JudgeTask", "JudgeUsage", "Verdict", "fact_grade_task", "pairwise_task",
+           "parse_verdict", "verdict_totals"]
 
 _PROMPTS_HASH = judge_prompts_hash()
 
@@ -63,95 +61,41 @@ def fact_grade_task(question: str, fact: str, answer: str) -> JudgeTask:
                                                               answer=_clip(answer)))
 
 
-@dataclass(frozen=True)
-class Verdict:
-    # "A", "B", "TIE" for pairwise; "present"/"partial"/"absent" for fact grades; "invalid"
-    # when neither the reply nor the one retry could be read.
-    value: str
-    raw: str
-    reused: bool = False
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    # Model calls behind this verdict: 2 when the first reply was unreadable.
-    attempts: int = 1
-
-    @property
-    def readable(self) -> bool:
-        return self.value != INVALID
-
-
 def parse_verdict(kind: str, text: str) -> str:
     return KINDS[kind].parse(text)
 
 
-@dataclass
-class JudgeUsage:
-    """What one scoring did: new model calls, verdicts read back, failures, format retries."""
-
-    calls: int = 0
-    reused: int = 0
-    errors: int = 0
-    retries: int = 0
-    error_messages: list[str] = field(default_factory=list)
-
-
-def verdict_totals(verdicts: Iterable[Verdict]) -> dict[str, Any]:
-    """Tokens and cost of the verdicts a score rests on, whether asked now or earlier: the judge
-    usage of the scores, the same on every re-scoring."""
-    vs = list(verdicts)
-    costs = [v.cost_usd for v in vs]
-    return {
-        "verdicts": len(vs),
-        "invalid": sum(not v.readable for v in vs),
-        "prompt_tokens": sum(v.prompt_tokens for v in vs),
-        "completion_tokens": sum(v.completion_tokens for v in vs),
-        "cost_usd": (None if any(c is None for c in costs) else sum(c for c in costs if c)),
-    }
-
-
-def _add_cost(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a + b
-
-
 class Judge:
-    """Runs judge tasks concurrently under a limit, reusing verdicts stored in the run."""
+    """Asks lens's judge tasks through the judge engine, under a concurrency limit, reusing the
+    verdicts stored in the run."""
 
     def __init__(self, client: ModelClient, store: RunStore | None = None, *,
                  concurrency: int = 16, max_tokens: int | None = 200) -> None:
-        self.client = client
-        self.model = f"{client.provider}/{client.model}"
-        self.store = store
-        self.limiter = anyio.CapacityLimiter(max(1, concurrency))
+        self.engine = JudgeEngine(client, store, concurrency=concurrency)
+        self.model = self.engine.model
         self.max_tokens = max_tokens
-        self.usage = JudgeUsage()
-        self._known: dict[str, Verdict] = {}
-        if store is not None:
-            for e in store.events():
-                if (e.get("kind") == "judge_verdict" and e.get("model") == self.model
-                        and isinstance(e.get("verdict"), str)):
-                    self._known[e["key"]] = Verdict(
-                        e["verdict"], str(e.get("raw", "")), True,
-                        int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0),
-                        e.get("cost_usd"), int(e.get("attempts") or 1))
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return self.engine.usage
 
     async def run(self, tasks: Iterable[JudgeTask]) -> dict[str, Verdict]:
         """Verdicts by task key; a task whose call failed is absent."""
-        unique: dict[str, JudgeTask] = {}
-        for t in tasks:
-            unique.setdefault(t.key(self.model), t)
-        out: dict[str, Verdict] = {}
-        todo = []
-        for key, task in unique.items():
-            if key in self._known:
-                out[key] = self._known[key]
-                self.usage.reused += 1
-            else:
-                todo.append((key, task))
-        async with anyio.create_task_group() as tg:
-            for key, task in todo:
-                tg.start_soon(self._ask, key, task, out)
-        return out
+        return await self.engine.run(self._ask(t) for t in tasks)
+
+    def _ask(self, task: JudgeTask) -> Ask:
+        key = task.key(self.model)
+        kind = KINDS[task.kind]
+        messages = [Message(role="system", content=JUDGE_SYSTEM),
+                    Message(role="user", content=task.prompt)]
+
+        def retry(reply: str) -> CompletionRequest:
+            # Showing the model its own reply and the exact format wanted.
+            return self._request(key, task, [
+                *messages, Message(role="assistant", content=reply[:2000]),
+                Message(role="user", content=kind.reminder)])
+
+        return Ask(key, task.kind, self._request(key, task, messages), kind.parse, retry)
 
     def _request(self, key: str, task: JudgeTask, messages: list[Message]) -> CompletionRequest:
         return CompletionRequest(
@@ -162,49 +106,3 @@ class Judge:
             seed=int.from_bytes(bytes.fromhex(key[:8]), "big"),
             role="judge",
         )
-
-    async def _complete(self, request: CompletionRequest) -> Completion | None:
-        async with self.limiter:
-            try:
-                return await self.client.complete(request)
-            except ModelError as exc:
-                self.usage.errors += 1
-                if len(self.usage.error_messages) < 5:
-                    self.usage.error_messages.append(str(exc))
-                return None
-
-    async def _ask(self, key: str, task: JudgeTask, out: dict[str, Verdict]) -> None:
-        kind = KINDS[task.kind]
-        messages = [Message(role="system", content=JUDGE_SYSTEM),
-                    Message(role="user", content=task.prompt)]
-        first = await self._complete(self._request(key, task, messages))
-        if first is None:
-            return
-        value, last, attempts = kind.parse(first.text), first, 1
-        prompt_tokens, completion_tokens = first.usage.prompt_tokens, first.usage.completion_tokens
-        cost = first.cost_usd
-        raw = first.text
-        if value == INVALID:
-            # One retry, showing the model its own reply and the exact format wanted.
-            self.usage.retries += 1
-            retry = [*messages, Message(role="assistant", content=first.text[:2000]),
-                     Message(role="user", content=kind.reminder)]
-            second = await self._complete(self._request(key, task, retry))
-            if second is None:
-                return
-            value, last, attempts = kind.parse(second.text), second, 2
-            prompt_tokens += second.usage.prompt_tokens
-            completion_tokens += second.usage.completion_tokens
-            cost = _add_cost(cost, second.cost_usd)
-            raw = f"{first.text[:1000]}\n--- after the format reminder ---\n{second.text}"
-        verdict = Verdict(value, raw, False, prompt_tokens, completion_tokens, cost, attempts)
-        out[key] = verdict
-        self._known[key] = verdict
-        self.usage.calls += attempts
-        if self.store is not None:
-            self.store.append_event(
-                "judge_verdict", key, model=self.model, task=task.kind, verdict=value,
-                raw=raw[:2000], prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=round(last.latency_s, 4), cached=last.cached, cost_usd=cost,
-                attempts=attempts,
-            )

@@ -15,17 +15,18 @@ from typing import Any
 
 import lens.scoring.fact_grader as grading
 import lens.scoring.mechanical as mechanical
+import lens.scoring.metrics as registry
 import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
 from lens import eventloop
 from lens.condition import stable_hash
-from lens.config import RunConfig
+from lens.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.dataset import QuestionType
 from lens.errors import UserError
 from lens.models.base import ModelClient
 from lens.prompts import prompts_hash
 from lens.scenarios import after_scoring
-from lens.scoring.aggregate import QUESTION_METRICS, aggregate
+from lens.scoring.aggregate import aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
@@ -41,8 +42,6 @@ from lens.store import atomic_write_text
 SCORING_PROTOCOL = 2
 ALL_TIERS = frozenset({1, 2, 3})
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
-# Every metric a question carries (None where not computable or not defined per question).
-METRICS = (*QUESTION_METRICS, "longitudinal_advantage")
 
 
 def _check_tiers(tiers: set[int] | frozenset[int]) -> set[int]:
@@ -80,27 +79,15 @@ class _Plan:
         return out
 
 
-def _tier1(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores,
-           analysis: mechanical.Analysis) -> None:
-    for name, fn in (("evidence_grounding", mechanical.evidence_grounding),
-                     ("fact_recall", functools.partial(mechanical.fact_recall, settings=matcher,
-                                                       analysis=analysis)),
-                     ("citation_precision", functools.partial(mechanical.citation_precision,
-                                                              settings=matcher)),
-                     ("evidence_coverage", mechanical.evidence_coverage),
-                     ("budget_compliance", mechanical.budget_compliance)):
-        value, detail = fn(item)
-        row.metrics[name] = value
-        row.detail[name] = detail
-    row.detail["retrieval"] = retrieval.question_retrieval(
-        item.record, item.question.ground_truth.required_evidence_refs)
-
-
-def _insight(item: ScoringItem, matcher: FactMatcherSettings, row: QuestionScores) -> None:
-    sources, _ = mechanical.relevant_sources(item, matcher)
-    value, detail = mechanical.insight_depth(item, row.metrics.get("fact_recall"), len(sources))
-    row.metrics["insight_depth"] = value
-    row.detail["insight_depth"] = detail
+def _compute(specs: tuple[registry.MetricSpec, ...], item: ScoringItem,
+             matcher: FactMatcherSettings, analysis: mechanical.Analysis,
+             row: QuestionScores) -> None:
+    """The registry's computed metrics on one answered question's row, in order."""
+    for spec in specs:
+        assert spec.compute is not None
+        value, detail = spec.compute(registry.MetricInput(item, matcher, analysis, row.metrics))
+        row.metrics[spec.name] = value
+        row.detail[spec.name] = detail
 
 
 def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
@@ -194,13 +181,13 @@ async def score_run(
 
 def _mechanical(item: ScoringItem, row: QuestionScores, tiers: set[int],
                 matcher: FactMatcherSettings) -> mechanical.Analysis:
-    """Tier 1, and tier 2's mechanical reasoning quality, for one answered question."""
+    """The metrics computed before the judge (tier 1, then the higher tiers scored), for one
+    answered question."""
     analysis = mechanical.analyse(item)
-    _tier1(item, matcher, row, analysis)
-    if 2 in tiers:
-        value, detail = mechanical.reasoning_quality(item, analysis)
-        row.metrics["reasoning_quality"] = value
-        row.detail["reasoning_quality"] = detail
+    _compute(registry.computed({1}, after_judge=False), item, matcher, analysis, row)
+    row.detail["retrieval"] = retrieval.question_retrieval(
+        item.record, item.question.ground_truth.required_evidence_refs)
+    _compute(registry.computed(tiers - {1}, after_judge=False), item, matcher, analysis, row)
     return analysis
 
 
@@ -220,19 +207,22 @@ def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, tiers: set[int
 
 
 def _first_pass(run: RunInput, tiers: set[int], matcher: FactMatcherSettings, use_judge: bool,
-                grader: grading.FactGrader) -> tuple[dict[str, QuestionScores], _Plan]:
-    """Every question's row with its mechanical metrics, and the judge tasks to run."""
+                grader: grading.FactGrader
+                ) -> tuple[dict[str, QuestionScores], dict[str, mechanical.Analysis], _Plan]:
+    """Every question's row with its mechanical metrics, each answered question's analysis,
+    and the judge tasks to run."""
     rows: dict[str, QuestionScores] = {}
+    analyses: dict[str, mechanical.Analysis] = {}
     plan = _Plan()
     for item in run.items:
         row = rows[item.key] = _row(item)
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
-        analysis = _mechanical(item, row, tiers, matcher)
+        analysis = analyses[item.key] = _mechanical(item, row, tiers, matcher)
         if use_judge and item.record.answer.strip():
             _plan_judge(item, analysis, tiers, grader, plan)
-    return rows, plan
+    return rows, analyses, plan
 
 
 def _judge_metrics(item: ScoringItem, row: QuestionScores, tiers: set[int], use_judge: bool,
@@ -265,7 +255,7 @@ def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: 
                 pairs: int, flips: int) -> None:
     """Every metric present (None where unknown), and the composite."""
     row.detail["judge"] = {"pairs": pairs, "disagreements": flips}
-    for name in METRICS:
+    for name in registry.metric_names():
         row.metrics.setdefault(name, None)
     comp = composite(row.metrics, weights, gate_threshold)
     row.metrics["composite"] = comp.value
@@ -305,7 +295,7 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool,
                  extra_notes: list[str] | None = None, subset: str = "all") -> RunScores:
     use_judge = judge is not None and bool(tiers & {2, 3})
-    rows, plan = _first_pass(run, tiers, matcher, use_judge, grader)
+    rows, analyses, plan = _first_pass(run, tiers, matcher, use_judge, grader)
     verdicts: dict[str, Verdict] = {}
     judge_runner: Judge | None = None
     if use_judge:
@@ -315,21 +305,21 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
     model = judge_runner.model if judge_runner else ""
 
     total_pairs = total_flips = 0
+    after_judge = registry.computed(tiers, after_judge=True)
     for item in run.items:
         if not item.answered:
             continue
         row = rows[item.key]
         pairs, flips = _judge_metrics(item, row, tiers, use_judge, plan, verdicts, model,
                                       grader)
-        if 2 in tiers:
-            _insight(item, matcher, row)
+        _compute(after_judge, item, matcher, analyses[item.key], row)
         _finish_row(row, weights, gate_threshold, pairs, flips)
         total_pairs += pairs
         total_flips += flips
 
     ordered = [rows[it.key] for it in run.items]
     aggregates, agg_detail = aggregate(ordered, weights=weights, gate_threshold=gate_threshold,
-                                       differential=3 in tiers)
+                                       tiers=tiers)
     summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips,
                              grader != "matcher")
     # Every field of the matcher's settings, whatever fields it grows, and its rules' version:
@@ -389,33 +379,55 @@ def score_run_sync(run_dir: Path, **kwargs: Any) -> RunScores:
     return eventloop.run(functools.partial(score_run, run_dir, **kwargs))
 
 
-async def score_for_config(run_dir: Path, config: RunConfig, *,
-                           judge: ModelClient | None = None) -> RunScores | None:
-    """Score a finished run as its config says (``scoring`` and ``judge``), as ``lens run`` does
-    at its end. Returns None when ``scoring.enabled`` is false. Without a ``judge`` client one
-    is made from ``config.judge`` (through the full model stack, with the run's cache) and
-    closed afterwards; tier 1 only when the config names no judge."""
-    if not config.scoring.enabled:
-        return None
+async def score_with_settings(
+    run_dir: Path, scoring: ScoringConfig, judge_config: JudgeConfig | None,
+    cache: CacheConfig | None, *, judge: ModelClient | None = None,
+    tiers: set[int] | frozenset[int] = ALL_TIERS, fact_grader: str | None = None,
+    concurrency: int | None = None, protocol: str | None = None, errata: Path | None = None,
+    subset: str | None = None, dataset_path: Path | None = None,
+    run_finished: bool | None = None, write: bool = True,
+) -> RunScores:
+    """Score a run as a config's ``scoring`` and ``judge`` settings say: the one place where
+    settings become a :func:`score_run` call, for ``lens run`` (:func:`score_for_config`),
+    ``lens score`` and, through ``score_run``, the published protocols. A keyword given (not
+    None) overrides the setting, as ``lens score``'s flags do.
+
+    Without a ``judge`` client one is made from ``judge_config`` (through the full model stack,
+    with the cache; the batch transport when ``batch: true``) and closed afterwards; none when
+    only tier 1 is scored, which calls no model and leaves fact_recall to the matcher.
+    ``write=False`` scores without writing ``scores.json`` (an extra judge's scoring, which
+    goes to its own file)."""
+    tiers = set(tiers)
+    judged = bool(tiers & {2, 3})
     own = None
-    if judge is None and config.judge is not None:
+    if judge is None and judge_config is not None and judged:
         from lens.scoring.batch_judge import make_judge_client
 
-        own = judge = make_judge_client(config.judge, Path(run_dir), config.cache)
-    concurrency = config.judge.max_concurrency if config.judge else 16
-    if config.judge is not None and config.judge.batch:
-        # Every call at once: the batch client gathers them into one batch.
-        concurrency = 1_000_000
+        own = judge = make_judge_client(judge_config, Path(run_dir), cache)
+    grader = (fact_grader or scoring.grader()) if judged else "matcher"
+    # A batched judge client is given every call at once by the judge engine, whatever this is.
+    in_flight = concurrency or (judge_config.max_concurrency if judge_config else 16)
     try:
         return await score_run(
-            run_dir, judge=judge, tiers=ALL_TIERS,
-            weights=config.scoring.weights, gate_threshold=config.scoring.gate_threshold,
-            judge_concurrency=concurrency,
-            dataset_path=config.dataset.path, run_finished=True,
-            fact_grader=config.scoring.grader(),
-            protocol=config.scoring.protocol, errata=config.scoring.errata,
-            subset=config.scoring.subset,
+            run_dir, judge=judge, tiers=tiers, weights=scoring.weights,
+            gate_threshold=scoring.gate_threshold, fact_grader=grader,
+            judge_concurrency=in_flight, dataset_path=dataset_path, run_finished=run_finished,
+            protocol=protocol or scoring.protocol, errata=errata or scoring.errata,
+            subset=subset or scoring.subset, write=write,
         )
     finally:
         if own is not None:
             await own.aclose()
+
+
+async def score_for_config(run_dir: Path, config: RunConfig, *,
+                           judge: ModelClient | None = None) -> RunScores | None:
+    """Score a finished run as its config says (``scoring`` and ``judge``), as ``lens run`` does
+    at its end. Returns None when ``scoring.enabled`` is false. Without a ``judge`` client one
+    is made from ``config.judge`` and closed afterwards; tier 1 only when the config names no
+    judge."""
+    if not config.scoring.enabled:
+        return None
+    return await score_with_settings(run_dir, config.scoring, config.judge, config.cache,
+                                     judge=judge, dataset_path=config.dataset.path,
+                                     run_finished=True)

@@ -127,8 +127,7 @@ def _config(base_url: str, **kw: Any) -> JudgeConfig:
 async def _score(run: Path, base_url: str, **kw: Any) -> Any:
     client = BatchJudgeClient(_config(base_url, **kw), run, api_key="test-key", collect_s=0.05)
     try:
-        return await score_run(run, judge=client, protocol="longmemeval",
-                               judge_concurrency=1_000_000)
+        return await score_run(run, judge=client, protocol="longmemeval")
     finally:
         await client.aclose()
 
@@ -240,8 +239,7 @@ async def test_lens_tier2_judge_goes_through_the_batch_too(tmp_path: Path,
     run = _run(tmp_path)
     client = BatchJudgeClient(_config(url), run, api_key="test-key", collect_s=0.05)
     try:
-        scores = await score_run(run, judge=client, tiers={1, 2},
-                                 judge_concurrency=1_000_000)
+        scores = await score_run(run, judge=client, tiers={1, 2})
     finally:
         await client.aclose()
     assert len(api.uploads) == 1 and len(api.uploads[0]) > 7
@@ -262,8 +260,7 @@ async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
         client = BatchJudgeClient(_config(url), run, api_key="test-key", cache=cache,
                                   collect_s=0.05)
         try:
-            scores = await score_run(run, judge=client, protocol="longmemeval",
-                                     judge_concurrency=1_000_000)
+            scores = await score_run(run, judge=client, protocol="longmemeval")
         finally:
             await client.aclose()
         assert scores.aggregates["adapter"]["faithful"]["longmemeval_accuracy"] == \

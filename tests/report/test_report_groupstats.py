@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from lens.report import groupstats as gs
-from lens.scoring.aggregate import QUESTION_METRICS, aggregate_group
+from lens.scoring.aggregate import aggregate_group
 from lens.scoring.composite import resolve_weights
+from lens.scoring.metrics import question_metrics
 from lens.scoring.types import QuestionScores
 from tests.report.runfactory import unit_draw
 
+ALL = frozenset({1, 2, 3})
 TYPES = ("longitudinal", "null_hypothesis", "temporal", "action_recommendation")
 
 
@@ -21,7 +23,7 @@ def rows(n: int, *, shift: float = 0.0, label: str = "a", control_facts: bool = 
     for i in range(n):
         qtype = TYPES[i % len(TYPES)]
         metrics: dict[str, float | None] = {}
-        for m in QUESTION_METRICS:
+        for m in question_metrics():
             u = unit_draw(label, i, m)
             metrics[m] = min(1.0, 0.35 + 0.6 * u + shift)
         metrics["budget_compliance"] = 1.0 if unit_draw(label, i, "b") > 0.1 else 0.0
@@ -38,13 +40,13 @@ def rows(n: int, *, shift: float = 0.0, label: str = "a", control_facts: bool = 
     return out
 
 
-HOW = gs.GroupScoring(weights=resolve_weights(None), gate_threshold=0.5, differential=True)
+HOW = gs.GroupScoring(weights=resolve_weights(None), gate_threshold=0.5, tiers=ALL)
 
 
 @pytest.mark.parametrize("control_facts", [True, False])
 def test_point_is_the_scorers_aggregate(control_facts: bool) -> None:
     data = rows(240, control_facts=control_facts, error_every=23)
-    entry, _ = aggregate_group(data, weights=HOW.weights, gate_threshold=0.5, differential=True)
+    entry, _ = aggregate_group(data, weights=HOW.weights, gate_threshold=0.5, tiers=ALL)
     est = gs.group_estimates(data, HOW)
     assert est["composite"].mean == pytest.approx(entry["composite"], abs=1e-12)
     assert est["longitudinal_advantage"].mean == pytest.approx(
@@ -62,13 +64,13 @@ def test_vectorised_composite_equals_the_scorer_rule_everywhere() -> None:
     rng = np.random.default_rng(0)
     size = 4000
     values = {}
-    for m in (*QUESTION_METRICS, "longitudinal_advantage"):
+    for m in (*question_metrics(), "longitudinal_advantage"):
         v = rng.uniform(-0.2 if m == "longitudinal_advantage" else 0.0, 1.0, size)
         v[rng.random(size) < 0.15] = np.nan  # missing metrics renormalise the weights
         values[m] = v
     for how in (HOW, gs.GroupScoring(weights={"fact_recall": 1.0, "evidence_grounding": 0.0,
                                               "answer_quality": 2.0},
-                                     gate_threshold=0.3, differential=True)):
+                                     gate_threshold=0.3, tiers=ALL)):
         fast = gs._composite_vectorised(values, how, size)
         slow = np.array([gs._composite_reference(values, how, b) for b in range(size)])
         assert np.array_equal(np.isnan(fast), np.isnan(slow))

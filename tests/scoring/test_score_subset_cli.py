@@ -3,15 +3,19 @@ all of them, through the real CLI; the choice is recorded as scoring.subset is."
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 import yaml
 
+import lens.scoring.scorer as scorer
 from lens.certification import Certification, QuestionCertificate, certification_path
+from lens.config import JudgeConfig, ScoringConfig
 from lens.dataset import load_dataset
 from tests.core.helpers import make_dataset, write_json
 
@@ -81,32 +85,33 @@ def test_a_bad_subset_exits_2_with_one_message(run_dir: Path) -> None:
     assert (run_dir / "scores.json").read_bytes() == before
 
 
-def test_without_the_flag_lens_score_follows_the_run_config(tmp_path: Path) -> None:
-    ds = write_json(tmp_path / "small.json",
-                    make_dataset(n_episodes=4, checkpoints=(4,), questions_per_checkpoint=3))
-    cert = Certification(
-        dataset_id="small", dataset_hash=load_dataset(ds).content_hash(), model="scripted/policy",
-        threshold=0.5, context_bytes=1000, created_at="", run_dir="", questions=[
-            QuestionCertificate(scope_id="s1", question_id=q, status=s, null_fact_recall=0.0,
-                                full_context_fact_recall=1.0)
-            for q, s in (("s1_q01", "certified"), ("s1_q02", "parametric_leak"),
-                         ("s1_q03", "certified"))])
-    certification_path(ds).write_text(cert.model_dump_json(), encoding="utf-8")
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "name": "cfgsub", "dataset": {"path": str(ds)}, "adapters": [{"name": "sqlite_fts"}],
-        "agent": {"model": "scripted/policy"}, "scoring": {"subset": "certified"},
-        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
-    proc = _lens("run", str(cfg), "--quiet")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = sorted((tmp_path / "runs").glob("cfgsub-*"))[-1]
-    at_run_end = _scores(run)
-    assert [q["question_id"] for q in at_run_end["questions"]] == ["s1_q01", "s1_q03"]
+def test_one_function_turns_scoring_settings_into_the_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lens run`` (score_for_config) and ``lens score`` both go through score_with_settings:
+    the config's settings, each overridden by a flag given, in one place."""
+    calls: list[dict] = []
 
-    (run / "scores.json").unlink()
-    proc = _lens("score", str(run), "--tier", "1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rescored = _scores(run)
-    assert [q["question_id"] for q in rescored["questions"]] == ["s1_q01", "s1_q03"]
-    assert rescored["settings"]["subset"] == "certified"
-    assert rescored["condition"]["settings"]["subset"] == "certified"
+    async def fake_score_run(run_dir: Path, **kw: object) -> None:
+        calls.append(kw)
+
+    monkeypatch.setattr(scorer, "score_run", fake_score_run)
+    scoring = ScoringConfig(subset="certified", protocol="locomo", gate_threshold=0.4,
+                            weights={"fact_recall": 0.5}, fact_grader="both")
+    judge = JudgeConfig(model="scripted/policy", max_concurrency=3)
+    client = object()
+    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
+                                judge=client))
+    assert calls[-1] == {"judge": client, "tiers": {1, 2, 3}, "weights": {"fact_recall": 0.5},
+                         "gate_threshold": 0.4, "fact_grader": "both", "judge_concurrency": 3,
+                         "dataset_path": None, "run_finished": None, "protocol": "locomo",
+                         "errata": None, "subset": "certified"}
+    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
+                                judge=client, subset="all", protocol="lens", concurrency=7,
+                                fact_grader="judge"))
+    assert {k: calls[-1][k] for k in ("subset", "protocol", "judge_concurrency",
+                                      "fact_grader")} == {
+        "subset": "all", "protocol": "lens", "judge_concurrency": 7, "fact_grader": "judge"}
+    # Tier 1 calls no model: no judge client is made and the matcher decides.
+    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
+                                tiers={1}))
+    assert calls[-1]["judge"] is None and calls[-1]["fact_grader"] == "matcher"

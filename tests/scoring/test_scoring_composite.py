@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from lens.errors import ConfigError
-from lens.scoring.composite import DEFAULT_WEIGHTS, composite, resolve_weights
+from lens.scoring.composite import composite, resolve_weights
+from lens.scoring.metrics import default_weights
+
+DEFAULT_WEIGHTS = default_weights()
 
 FULL = {
     "evidence_grounding": 1.0, "fact_recall": 0.5, "citation_precision": 1.0,

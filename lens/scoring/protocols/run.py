@@ -3,25 +3,26 @@ protocol's headline figures, errata, and the report section that shows them.
 
 The protocol's numbers replace lens's own metrics in ``scores.json`` (a run scored under a
 protocol is compared only with runs scored under the same protocol and version). Judge verdicts
-are kept in the run's events like lens's own, so re-scoring makes no new call.
+are kept in the run's events by the same judge engine as lens's own
+(:mod:`lens.scoring.judge_engine`), so re-scoring makes no new call.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from lens.condition import stable_hash
 from lens.dataset import Question
 from lens.errors import UserError
-from lens.models.base import ModelClient, ModelError
+from lens.models.base import ModelClient
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
-from lens.scoring.judge import Verdict, verdict_totals
+from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
+from lens.scoring.judge_prompts import INVALID
 from lens.scoring.protocols.base import Protocol, ProtocolTask
 from lens.scoring.run_input import RunInput, ScoringItem
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
@@ -32,65 +33,31 @@ _VALUES = {1.0: "correct", 0.0: "wrong"}
 
 
 class ProtocolJudge:
-    """Asks protocol judge tasks concurrently, reusing verdicts stored in the run's events."""
+    """Asks a protocol's judge tasks through the judge engine, reusing the verdicts stored in
+    the run under this protocol."""
 
     def __init__(self, client: ModelClient, protocol: Protocol, store: RunStore | None, *,
                  concurrency: int = 16) -> None:
-        self.client = client
         self.protocol = protocol
-        self.model = f"{client.provider}/{client.model}"
-        self.store = store
-        self.limiter = anyio.CapacityLimiter(max(1, concurrency))
-        self.calls = self.reused = self.errors = 0
-        self.error_messages: list[str] = []
-        self._known: dict[str, Verdict] = {}
-        if store is not None:
-            for e in store.events():
-                if (e.get("kind") == "judge_verdict" and e.get("model") == self.model
-                        and e.get("protocol") == protocol.name):
-                    self._known[e["key"]] = Verdict(
-                        str(e.get("verdict")), str(e.get("raw", "")), True,
-                        int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0),
-                        e.get("cost_usd"))
+        self.engine = JudgeEngine(client, store, concurrency=concurrency, scope=protocol.name)
+        self.model = self.engine.model
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return self.engine.usage
 
     async def run(self, tasks: Iterable[ProtocolTask]) -> dict[str, Verdict]:
-        unique = {t.key(self.model): t for t in tasks}
-        out: dict[str, Verdict] = {}
-        todo: list[tuple[str, ProtocolTask]] = []
-        for key, task in unique.items():
-            if key in self._known:
-                out[key] = self._known[key]
-                self.reused += 1
-            else:
-                todo.append((key, task))
-        async with anyio.create_task_group() as tg:
-            for key, task in todo:
-                tg.start_soon(self._ask, key, task, out)
-        return out
+        return await self.engine.run(self._ask(t) for t in tasks)
 
-    async def _ask(self, key: str, task: ProtocolTask, out: dict[str, Verdict]) -> None:
-        async with self.limiter:
-            try:
-                completion = await self.client.complete(task.request(key))
-            except ModelError as exc:
-                self.errors += 1
-                if len(self.error_messages) < 5:
-                    self.error_messages.append(str(exc))
-                return
-        value = self.protocol.parse(task.prompt_id, completion.text)
-        verdict = Verdict(_label(value), completion.text, False, completion.usage.prompt_tokens,
-                          completion.usage.completion_tokens, completion.cost_usd)
-        out[key] = verdict
-        self._known[key] = verdict
-        self.calls += 1
-        if self.store is not None:
-            self.store.append_event(
-                "judge_verdict", key, model=self.model, task=task.prompt_id,
-                protocol=self.protocol.name, verdict=verdict.value, raw=completion.text[:2000],
-                prompt_tokens=completion.usage.prompt_tokens,
-                completion_tokens=completion.usage.completion_tokens,
-                latency_s=round(completion.latency_s, 4), cached=completion.cached,
-                cost_usd=completion.cost_usd)
+    def _ask(self, task: ProtocolTask) -> Ask:
+        key = task.key(self.model)
+        return Ask(key, task.prompt_id, task.request(key),
+                   functools.partial(self._read, task.prompt_id))
+
+    def _read(self, prompt_id: str, text: str) -> str:
+        # correct/wrong for 1/0, the number itself for a graded reply (see _label).
+        value = self.protocol.parse(prompt_id, text)
+        return _label(value) if value is not None else INVALID
 
 
 @dataclass
@@ -236,7 +203,7 @@ def _judge_summary(pj: ProtocolJudge | None, verdicts: dict[str, Verdict], rows:
         return JudgeSummary()
     used = [verdicts[t.key(pj.model)] for r in rows for t in r.tasks.values()
             if t.key(pj.model) in verdicts]
-    return JudgeSummary(model=pj.model, errors=pj.errors, **verdict_totals(used))
+    return JudgeSummary(model=pj.model, errors=pj.usage.errors, **verdict_totals(used))
 
 
 def _settings(protocol: Protocol, errata: Errata | None, subset: str) -> dict[str, Any]:
@@ -258,9 +225,10 @@ def _write(run: RunInput, protocol: Protocol, scores: RunScores, report: ErrataR
     (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)
     atomic_write_text(run.run_dir / SECTION_FILE, json.dumps(section, indent=1))
     run.store.append_event("scoring_done", SCORES_FILE, protocol=protocol.name,
-                           judge=pj.model if pj else None, new_judge_calls=pj.calls if pj else 0,
-                           reused_verdicts=pj.reused if pj else 0,
-                           failed_judge_calls=pj.errors if pj else 0)
+                           judge=pj.model if pj else None,
+                           new_judge_calls=pj.usage.calls if pj else 0,
+                           reused_verdicts=pj.usage.reused if pj else 0,
+                           failed_judge_calls=pj.usage.errors if pj else 0)
 
 
 def _aggregates(protocol: Protocol, rows: list[_Row]
@@ -295,9 +263,10 @@ def _notes(protocol: Protocol, model: str | None, report: ErrataReport | None,
     errored = sum(1 for r in rows if r.question is not None and not r.item.answered)
     if errored:
         notes.append(f"{errored} errored question(s) are scored as wrong answers")
-    if pj is not None and pj.errors:
-        notes.append(f"{pj.errors} judge call(s) failed (their metric is unknown; re-run lens "
-                     f"score to retry): {pj.error_messages[0] if pj.error_messages else ''}")
+    if pj is not None and pj.usage.errors:
+        messages = pj.usage.error_messages
+        notes.append(f"{pj.usage.errors} judge call(s) failed (their metric is unknown; re-run "
+                     f"lens score to retry): {messages[0] if messages else ''}")
     if report is not None:
         notes.append(report.note())
     return notes
