@@ -40,6 +40,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'se
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+# Runs up to this many questions get their report within the request (it takes well under a
+# second); larger ones answer at once and fill it in when the worker is done.
+SMALL_RUN = 2000
 
 
 class NotFound(Exception):
@@ -111,7 +114,7 @@ def build_app(folder: Path, *, jobs: Jobs | None = None) -> Starlette:
     def report_piece(index: RunIndex) -> tuple[str, object]:
         job = "report:" + index.name
         return job, work.get(job, index.fingerprint(), fragments.report_fragment,
-                             str(index.root))
+                             str(index.root), wait=len(index.rows) <= SMALL_RUN)
 
     def run_page(request: Request) -> Response:
         index = runs.get(request.path_params["name"])
@@ -149,7 +152,8 @@ def build_app(folder: Path, *, jobs: Jobs | None = None) -> Starlette:
             return _html(pages.problem_page("side by side refused", refused), 409)
         job = "compare:" + "\n".join(query.run)
         piece = work.get(job, tuple(i.fingerprint() for i in indexes),
-                         fragments.compare_fragment, [str(i.root) for i in indexes])
+                         fragments.compare_fragment, [str(i.root) for i in indexes],
+                         wait=sum(len(i.rows) for i in indexes) <= SMALL_RUN)
         return _html(compare_page(indexes, arms, query, piece, job))
 
     def compare_question(request: Request) -> Response:
@@ -192,9 +196,18 @@ def build_app(folder: Path, *, jobs: Jobs | None = None) -> Starlette:
                 return _html(pages.problem_page("bad request", str(exc)), 400)
         return endpoint
 
+    def read_all() -> None:
+        # Read every run once at start, so the first page asked for finds them read.
+        for name in runs.names():
+            try:
+                runs.get(name)
+            except Exception:  # shown on the run list when it is asked for
+                continue
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         work.start()
+        threading.Thread(target=read_all, name="lens-view-read", daemon=True).start()
         try:
             yield
         finally:

@@ -9,7 +9,7 @@ from lens.report.html import CSS as REPORT_CSS
 VIEW_CSS = REPORT_CSS + """
 body{max-width:1400px}
 nav.top{font-size:13px;color:#4a5263;margin-bottom:8px}nav.top a{color:#1f4fa3}
-a{color:#1f4fa3;text-decoration:none}a:hover{text-decoration:underline}
+a{color:#1f4fa3;text-decoration:none}a.run,a.qlink,a.sbs{white-space:nowrap}a:hover{text-decoration:underline}
 .live{border:1px solid #d5d9e0;border-radius:6px;padding:8px 12px;margin:8px 0 16px;
 background:#f9fafc}
 .live table{margin:4px 0}.live progress{width:420px;height:14px}
@@ -18,7 +18,7 @@ white-space:nowrap}
 form.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin:8px 0}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#4a5263}
 form.filters input[type=search]{width:240px}form.filters input.num{width:70px}
-tr.differs td{background:#fff6db}td.worse{background:#fbdad7}td.better{background:#d8f3e1}
+tr.differs td{background:#fff6db}tr td.worse{background:#fbdad7}tr td.better{background:#d8f3e1}
 .pager{margin:8px 0}.pager a,.pager span{margin-right:10px}
 .clip{max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .cols{display:flex;gap:12px;align-items:flex-start}.cols>div{flex:1;min-width:0;

@@ -196,6 +196,25 @@ def _row(data: dict[str, Any], where: tuple[str, int | None, int | None]) -> Row
     )
 
 
+class _Tail:
+    """A records file read once per refresh, from the first record asked for to its end: the
+    records of one refresh's events are consecutive, so one read serves them all."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._start = -1
+        self._data = b""
+
+    def read(self, offset: int, length: int) -> bytes:
+        if not (self._start >= 0 and self._start <= offset
+                and offset + length <= self._start + len(self._data)):
+            with open(self.path, "rb") as fh:
+                fh.seek(offset)
+                self._data = fh.read()
+            self._start = offset
+        return self._data[offset - self._start:offset - self._start + length]
+
+
 class RunIndex:
     """The viewer's picture of one run directory; :meth:`refresh` brings it up to date."""
 
@@ -255,40 +274,37 @@ class RunIndex:
         except OSError:
             return
         end = data.rfind(b"\n") + 1  # a line still being written waits for the next refresh
-        handles: dict[str, Any] = {}
-        try:
-            for raw in data[:end].splitlines():
-                try:
-                    event = json.loads(raw)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                self.progress.fold(event)
-                if event.get("kind") == "question_done":
-                    self._take_record(event, handles)
-        finally:
-            for fh in handles.values():
-                fh.close()
+        files: dict[str, _Tail | None] = {}
+        for raw in data[:end].splitlines():
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            self.progress.fold(event)
+            if event.get("kind") == "question_done":
+                self._take_record(event, files)
         self._offset += end
         self._events_stat = (self._offset, st[1]) if end == len(data) else None
 
-    def _take_record(self, event: dict[str, Any], handles: dict[str, Any]) -> None:
+    def _take_record(self, event: dict[str, Any], files: dict[str, Any]) -> None:
         name = str(event.get("record", ""))
-        path = self.root / name
-        if not name or ".." in Path(name).parts or not path.is_file():
+        if name not in files:
+            # Checked once per file and refresh, not once per question.
+            path = self.root / name
+            ok = bool(name) and ".." not in Path(name).parts and path.is_file()
+            files[name] = _Tail(path) if ok else None
+        tail = files[name]
+        if tail is None:
             return
         offset, length = event.get("offset"), event.get("length")
         try:
             if offset is None:
-                raw = path.read_bytes()
+                raw = tail.path.read_bytes()
                 where: tuple[str, int | None, int | None] = (name, None, None)
             else:
-                fh = handles.get(name)
-                if fh is None:
-                    fh = handles[name] = open(path, "rb")  # noqa: SIM115
-                fh.seek(int(offset))
-                raw = fh.read(int(length))
+                raw = tail.read(int(offset), int(length))
                 if len(raw) < int(length):
                     return
                 where = (name, int(offset), int(length))

@@ -64,12 +64,15 @@ class Jobs:
             self._pool = None
 
     def get(self, name: str, fingerprint: object, fn: Callable[..., Outcome],
-            *args: Any) -> Piece:
+            *args: Any, wait: bool = True) -> Piece:
+        """The piece for ``fingerprint``; with ``wait``, a computation started here is given
+        ``wait_s`` to finish (a small run's page then comes complete)."""
         with self._lock:
             done = self._done.get(name)
             if done is not None and done.fingerprint == fingerprint:
                 return Piece(*done.outcome, fresh=True, pending=False)
             running = self._running.get(name)
+            submitted = False
             if running is None or running[1].done():
                 throttled = (done is not None
                              and time.monotonic() - done.at < self.min_interval_s)
@@ -78,12 +81,15 @@ class Jobs:
                     return Piece(*done.outcome, fresh=False, pending=False)
                 running = (fingerprint, self._submit(name, fingerprint, fn, *args))
                 self._running[name] = running
-        try:
-            running[1].result(timeout=self.wait_s)
-        except FutureTimeout:
-            pass
-        except Exception:  # recorded by _harvest as the piece's outcome
-            pass
+                submitted = True
+        if submitted and wait:
+            # A request finding the computation already under way does not wait for it again.
+            try:
+                running[1].result(timeout=self.wait_s)
+            except FutureTimeout:
+                pass
+            except Exception:  # recorded by _harvest as the piece's outcome
+                pass
         if running[1].done():
             self._harvest(name, running[0], running[1])
         with self._lock:

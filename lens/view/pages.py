@@ -39,7 +39,8 @@ def link(url: str, text: object, **attrs: str) -> str:
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], table_id: str = "",
           row_classes: Sequence[str] = ()) -> str:
-    """A table whose cells are HTML already (each escaped where it was built)."""
+    """A table whose cells are HTML already (each escaped where it was built); no header row
+    when ``head`` is empty."""
     tid = f' id="{e(table_id)}"' if table_id else ""
     h = "".join(f"<th>{e(c)}</th>" for c in head)
     body = []
@@ -47,8 +48,8 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], table_id: str = ""
         cls = row_classes[i] if i < len(row_classes) and row_classes[i] else ""
         attr = f' class="{e(cls)}"' if cls else ""
         body.append(f"<tr{attr}>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
-    return (f'<table class="data"{tid}><thead><tr>{h}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+    thead = f"<thead><tr>{h}</tr></thead>" if head else ""
+    return f'<table class="data"{tid}>{thead}<tbody>{"".join(body)}</tbody></table>'
 
 
 def shell(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
@@ -56,6 +57,7 @@ def shell(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{e(title)} · lens view</title>"
+            "<link rel='icon' href='data:,'>"
             "<link rel='stylesheet' href='/static/view.css'></head><body>"
             f"<nav class='top'>{nav}</nav>{body}"
             "<script src='/static/view.js'></script></body></html>")
@@ -232,8 +234,11 @@ def progress_data(index: RunIndex) -> dict[str, Any]:
 def live_panel(index: RunIndex) -> str:
     data = progress_data(index)
     q = data["questions"]
-    bar = (f"<progress id='live-bar' max='{q['total']}' value='{q['done']}'></progress>"
-           if q["total"] else "<progress id='live-bar'></progress>")
+    # Without a total (a run made by other tools), a finished run's bar is full.
+    total = q["total"] or (q["done"] if index.progress.finished or data["status"] != "running"
+                           else None)
+    bar = (f"<progress id='live-bar' max='{total}' value='{q['done']}'></progress>"
+           if total else "<progress id='live-bar'></progress>")
     rows = [[e(label), f"<span id='{fid}'>{e(data['display'][fid])}</span>"]
             for fid, label in LIVE_FIELDS]
     errors = "".join(f"<li>{e(u['unit'])}: {e(clip(u['error'], 300))}</li>"
@@ -241,7 +246,7 @@ def live_panel(index: RunIndex) -> str:
     return (f"<section class='live' id='live' data-src="
             f"'{e('/api' + run_url(index.name, 'progress'))}' data-updates='0'>"
             f"<b>progress</b> {bar} <span id='live-conn' class='warn'></span>"
-            + table(["", ""], rows, table_id="live-table")
+            + table([], rows, table_id="live-table")
             + (f"<p class='fail'>failed units:</p><ul>{errors}</ul>" if errors else "")
             + "</section>")
 

@@ -176,7 +176,8 @@ def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: Co
         pager.append(link(compare_url(query, page=page + 1), "next ›"))
     out = [
         "<h1>side by side</h1>",
-        "<p class='meta'>" + " · ".join(e(a.name) for a in arms) + "</p>",
+        "<p class='meta'>" + " · ".join(e(a.name) for a in arms)
+        + " · <a href='#verdicts'>lens compare's verdicts ↓</a></p>",
         form,
         f"<p id='sbs-count' class='meta'>{differing} of {len(keys)} questions differ between "
         f"the arms ({metric or 'no shared metric'} or status); {len(lines)} shown by the "

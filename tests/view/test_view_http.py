@@ -47,7 +47,7 @@ def _text(html: str) -> str:
 
 
 def test_run_list_and_headers(served) -> None:
-    base, folder, a, b, other = served
+    base, _, a, b, other = served
     status, headers, body = get(base + "/")
     assert status == 200
     csp = headers["content-security-policy"]
@@ -190,7 +190,7 @@ def test_run_in_flight_is_read_while_written(served) -> None:
         run.stop()
 
 
-def test_hostile_labels_are_escaped(served, tmp_path: Path) -> None:
+def test_hostile_labels_are_escaped(served) -> None:
     base, folder, *_ = served
     run = make_run(folder, RunSpec(name="hostile", adapters=(HOSTILE,), questions_per_scope=2,
                                    scopes=1, answer=lambda s, q: HOSTILE))
