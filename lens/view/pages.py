@@ -212,6 +212,7 @@ def progress_data(index: RunIndex) -> dict[str, Any]:
         "live-spend": spend,
         "live-limits": (f"{waits} · {retries}" if p.usage else
                         f"not reported by this run · {retries}"),
+        "live-nq": str(len(index.rows)),
         "live-last": ("none" if p.last_ts is None
                       else f"{_age(time.time() - p.last_ts)} ago"),
     }
@@ -254,8 +255,8 @@ def live_panel(index: RunIndex) -> str:
 def run_page(index: RunIndex, report: Piece, job: str) -> str:
     name = index.name
     adapters = index.adapters()
-    links = [link(run_url(name, "questions"), f"questions ({len(index.rows)})",
-                  id="questions-link")]
+    links = [f"<a href='{e(run_url(name, 'questions'))}' id='questions-link'>questions "
+             f"(<span id='live-nq'>{len(index.rows)}</span>)</a>"]
     for a in adapters:
         links.append(link(run_url(name, "questions", adapter=a), f"{a} only"))
     if len(adapters) > 1:
@@ -265,6 +266,9 @@ def run_page(index: RunIndex, report: Piece, job: str) -> str:
             f"<p class='meta'>{e(condition_text(index.manifest))}</p>",
             *(f"<p class='warn'>{e(p)}</p>" for p in index.problems),
             live_panel(index), "<p>" + " · ".join(links) + "</p>",
+            (f"<p class='meta'>The report below is as of {len(index.rows)} questions; the "
+             "panel above follows the run (reload the page for newer figures).</p>"
+             if index.manifest.get("status") == "running" else ""),
             "<section id='report'>", piece_html(report, job, "the report"), "</section>"]
     return shell(f"run {name}", "".join(body), [(run_url(name), name)])
 

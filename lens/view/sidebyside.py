@@ -154,7 +154,9 @@ def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: Co
                 tds.append("<td class='worse'>not asked</td>")
                 continue
             cls = ""
-            if diff and hi is not None and hi != lo and v is not None:
+            if diff and r.status == "error":
+                cls = " class='worse'"
+            elif diff and hi is not None and hi != lo and v is not None:
                 cls = " class='better'" if v == hi else " class='worse'" if v == lo else ""
             text = f"{fmt.num(v)} · {r.status}" + (f" · {r.tool_errors} tool errors"
                                                   if r.tool_errors else "")

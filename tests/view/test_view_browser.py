@@ -161,6 +161,7 @@ def test_viewer_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> No
         until(lambda: js("document.getElementById('live-questions').textContent") == "30/30",
               "the live panel to reach 30/30")
         assert js("window.__same_page") is True
+        assert js("document.getElementById('live-nq').textContent") == "30"
         assert int(js("document.getElementById('live').getAttribute('data-updates')")) >= 2
         assert js("document.getElementById('live-bar').value") == 30
         shots.take("view-live")
