@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -104,6 +105,41 @@ def _differs(cells: list[tuple[Row | None, float | None]]) -> bool:
     return len(seen) > 1
 
 
+Line = tuple[MatchKey, str, list[tuple[Row | None, float | None]], bool]
+_MATRICES: dict[object, list[Line]] = {}
+_MATRICES_KEPT = 8
+_MATRICES_LOCK = threading.Lock()
+
+
+def _matrix(indexes: Sequence[RunIndex], arms: Sequence[ViewArm],
+            metric: str | None) -> list[Line]:
+    """Every question of the arms with its cells and whether they differ; kept until one of
+    the runs changes (paging and filtering a large side by side then costs little)."""
+    cache_key = (tuple((i.name, i.fingerprint()) for i in indexes), metric)
+    with _MATRICES_LOCK:
+        found = _MATRICES.get(cache_key)
+    if found is not None:
+        return found
+    keys: list[MatchKey] = []
+    seen: set[MatchKey] = set()
+    for arm in arms:
+        for k in arm.rows:
+            if k not in seen:
+                seen.add(k)
+                keys.append(k)
+    out: list[Line] = []
+    for k in keys:
+        cells = [(arm.rows.get(k), _value(arm, arm.rows.get(k), metric)) for arm in arms]
+        qtype = next((a.index.question_type(r.key) for a, (r, _) in zip(arms, cells, strict=True)
+                      if r is not None), "unknown")
+        out.append((k, qtype, cells, _differs(cells)))
+    with _MATRICES_LOCK:
+        while len(_MATRICES) >= _MATRICES_KEPT:
+            _MATRICES.pop(next(iter(_MATRICES)))
+        _MATRICES[cache_key] = out
+    return out
+
+
 def compare_url(query: CompareQuery, **over: object) -> str:
     params = {**query.model_dump(exclude_defaults=True), "run": query.run, **over}
     params = {k: v for k, v in params.items() if v not in (None, "", 1) or k == "run"}
@@ -117,33 +153,24 @@ def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: Co
         raise QueryError(f"metric: {query.metric!r} is not a metric every run has "
                          f"({', '.join(metrics) or 'none'})")
     metric = query.metric or (metrics[0] if metrics else None)
-    keys: list[MatchKey] = []
-    seen: set[MatchKey] = set()
-    for arm in arms:
-        for k in arm.rows:
-            if k not in seen:
-                seen.add(k)
-                keys.append(k)
+    matrix = _matrix(indexes, arms, metric)
     needle = query.q.strip().lower()
     lines = []
-    differing = 0
-    for k in keys:
-        cells = [(arm.rows.get(k), _value(arm, arm.rows.get(k), metric)) for arm in arms]
-        qtype = next((a.index.question_type(r.key) for a, (r, _) in zip(arms, cells, strict=True)
-                      if r is not None), "unknown")
-        diff = _differs(cells)
-        differing += diff
+    differing = sum(1 for line in matrix if line[3])
+    for line in matrix:
+        _, qtype, cells, diff = line
         if query.only == "diff" and not diff:
             continue
         if query.type and qtype != query.type:
             continue
         if needle and not any(r is not None and needle in r.haystack for r, _ in cells):
             continue
-        lines.append((k, qtype, cells, diff))
+        lines.append(line)
+    keys = matrix
     pages = max(1, -(-len(lines) // PAGE_SIZE))
     page = min(query.page, pages)
     shown = lines[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    head = "".join(f"<th>{link('/runs/' + a.index.name, a.name)}</th>" for a in arms)
+    head = "".join(f"<th>{link(run_url(a.index.name), a.name)}</th>" for a in arms)
     body = []
     for (scope, qid, rep), qtype, cells, diff in shown:
         values = [v for _, v in cells if v is not None]
