@@ -250,3 +250,51 @@ def test_usage_is_logged_while_a_run_is_in_flight(tmp_path: Path) -> None:
     assert "prompt_tokens" not in usage[0]["by_role"]["agent"]
     assert "secret" not in json.dumps(usage)
     assert usage_brief({})["by_role"] == {}
+
+
+@pytest.mark.slow
+def test_a_real_run_in_flight(tmp_path: Path) -> None:
+    """``lens run`` in one process, ``lens view`` in another: the progress moves while the run
+    is running, the run's usage events reach the panel, and the run ends complete."""
+    require_view_extra()
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    config = tmp_path / "slow.yaml"
+    config.write_text(
+        "name: slow\n"
+        f"dataset:\n  path: {ROOT / 'datasets' / 'standard.json'}\n"
+        "adapters:\n  - name: sqlite_fts\n"
+        "agent:\n  model: scripted/policy\n  options: {delay_s: 0.12}\n"
+        "concurrency:\n  units: 2\n  questions: 4\n"
+        f"out_dir: {tmp_path / 'runs'}\n", encoding="utf-8")
+    (tmp_path / "runs").mkdir()
+    run = subprocess.Popen([sys.executable, "-m", "lens", "run", str(config), "--quiet"],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        with lens_view(tmp_path / "runs") as base:
+            seen: list[tuple[str, int]] = []
+            usage = False
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                runs = json.loads(get(base + "/api/runs")[2])["runs"]
+                if runs:
+                    name = runs[0]["name"]
+                    prog = json.loads(get(f"{base}/api/runs/{name}/progress")[2])
+                    seen.append((prog["status"], prog["questions"]["done"]))
+                    usage = usage or not prog["display"]["live-limits"].startswith("not")
+                    if prog["status"] == "complete":
+                        break
+                time.sleep(0.5)
+            running = [done for status, done in seen if status == "running"]
+            assert len(set(running)) >= 3, seen  # it moved while the run was running
+            assert seen[-1] == ("complete", 150), seen[-3:]
+            assert usage, "no usage event reached the live panel"
+            assert "Pre-flight checklist" in wait_ready(f"{base}/runs/{name}")
+    finally:
+        run.wait(timeout=240)
+    assert run.returncode == 0, run.stderr.read() if run.stderr else ""
