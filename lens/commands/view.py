@@ -61,7 +61,7 @@ def _view(args: argparse.Namespace) -> int:
 
     from lens.view.app import build_app
 
-    app = build_app(args.runs_dir.resolve())
+    app = build_app(args.runs_dir.resolve(), host=args.host)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                             access_log=False)
     server = uvicorn.Server(config)
@@ -76,7 +76,12 @@ def _view(args: argparse.Namespace) -> int:
         if args.open and not webbrowser.open(url):
             print("lens: no web browser could be started; open the address above", flush=True)
 
-    _serve(server, announce)
+    try:
+        _serve(server, announce)
+    except KeyboardInterrupt:
+        # uvicorn stops on Ctrl-C and passes the signal on; stopping is this command's end.
+        pass
+    print("lens view: stopped", flush=True)
     return 0
 
 

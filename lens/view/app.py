@@ -94,7 +94,9 @@ def _json(data: object, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status, headers=HEADERS)
 
 
-def build_app(folder: Path, *, jobs: Jobs | None = None) -> Starlette:
+def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1") -> Starlette:
+    """The viewer of the runs under ``folder``, answering requests addressed to a loopback
+    name or to ``host`` (the loopback address it listens on)."""
     runs = Runs(folder)
     work = jobs or Jobs()
 
@@ -226,4 +228,5 @@ def build_app(folder: Path, *, jobs: Jobs | None = None) -> Starlette:
         Route("/static/{file}", threaded(asset)),
     ]
     return Starlette(routes=routes, lifespan=lifespan, middleware=[
-        Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)])
+        Middleware(TrustedHostMiddleware, allowed_hosts=[
+            *LOOPBACK_HOSTS, f"[{host}]" if ":" in host and not host.startswith("[") else host])])

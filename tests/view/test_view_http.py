@@ -298,3 +298,23 @@ def test_a_real_run_in_flight(tmp_path: Path) -> None:
     finally:
         run.wait(timeout=240)
     assert run.returncode == 0, run.stderr.read() if run.stderr else ""
+
+
+def test_ctrl_c_stops_the_viewer_cleanly(tmp_path: Path) -> None:
+    require_view_extra()
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lens", "view", str(tmp_path), "--port", "0"], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    assert "lens view:" in proc.stdout.readline()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped" in out and "resume" not in err
