@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import ipaddress
 import webbrowser
@@ -76,11 +77,9 @@ def _view(args: argparse.Namespace) -> int:
         if args.open and not webbrowser.open(url):
             print("lens: no web browser could be started; open the address above", flush=True)
 
-    try:
+    # uvicorn stops on Ctrl-C and passes the signal on; stopping is this command's end.
+    with contextlib.suppress(KeyboardInterrupt):
         _serve(server, announce)
-    except KeyboardInterrupt:
-        # uvicorn stops on Ctrl-C and passes the signal on; stopping is this command's end.
-        pass
     print("lens view: stopped", flush=True)
     return 0
 
