@@ -82,7 +82,7 @@ VIEW_JS = r"""
     var refresh = function () {
       getJSON('/api/runs').then(function (d) {
         var by = {};
-        d.runs.forEach(function (r) { by[r.name] = r; });
+        d.runs.forEach(function (r) { by[r.id] = r; });
         Array.prototype.forEach.call(cells, function (c) {
           var r = by[c.getAttribute('data-run')];
           var f = c.getAttribute('data-field');

@@ -19,6 +19,7 @@ from lens.scoring.types import QuestionScores
 from lens.view.index import Progress, Row, RunIndex, Scored
 from lens.view.jobs import Piece
 from lens.view.query import FIELD_SORTS, STATUS_FILTERS, Page, QuestionQuery
+from lens.visible import visible
 
 ANSWER_CLIP = 160
 DETAIL_ROWS = 50
@@ -135,9 +136,13 @@ def done_text(p: Progress) -> str:
 
 
 def run_list_item(index: RunIndex) -> dict[str, Any]:
-    return {"name": index.name, "status": run_status(index), "done": done_text(index.progress),
-            "headline": headline(index), "condition": condition_text(index.manifest),
-            "created": str(index.manifest.get("created_at") or "unknown")}
+    """A run's line in the list; ``id`` is its name as the page's attributes hold it (what the
+    script matches), and the texts are already made visible, as the page shows them."""
+    texts = {"status": run_status(index), "done": done_text(index.progress),
+             "headline": headline(index), "condition": condition_text(index.manifest),
+             "created": str(index.manifest.get("created_at") or "unknown")}
+    return {"name": index.name, "id": visible(index.name, multiline=True),
+            **{k: visible(v) for k, v in texts.items()}}
 
 
 def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[str]) -> str:
@@ -228,7 +233,8 @@ def progress_data(index: RunIndex) -> dict[str, Any]:
         "agent_cost_usd": agent_cost, "questions_without_price": unknown_cost,
         "finished": p.finished is not None, "events": p.events,
         "unit_errors": [{"unit": k, "error": v} for k, v in list(p.unit_errors.items())[:20]],
-        "display": display,
+        # Texts a script puts into the page: control characters shown, as on the server's pages.
+        "display": {k: visible(v) for k, v in display.items()},
     }
 
 

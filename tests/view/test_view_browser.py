@@ -109,6 +109,14 @@ def test_viewer_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> No
                  f".find(tr => tr.textContent.includes('{hostile.name}')).textContent")
         assert "<script>console.error('pwned')</script>" in row and "␛" in row
         assert js("document.scripts.length") == 1 and js("document.images.length") == 0
+        # the list follows the runs (the live run's last-event age) and stays inert
+        status = f"document.querySelector(\"[data-run='{live.root.name}'][data-field=status]\")"
+        first = js(f"{status}.textContent")
+        until(lambda: js(f"{status}.textContent") != first, "the run list to refresh")
+        row = js("[...document.querySelectorAll('#runs tbody tr')]"
+                 f".find(tr => tr.textContent.includes('{hostile.name}')).textContent")
+        assert "<script>console.error('pwned')</script>" in row and "␛" in row
+        assert "\x1b" not in row and js("document.scripts.length") == 1
         shots.take("view-runs")
 
         # a run page: the report's content arrives (the page reloads itself when it is ready)

@@ -194,6 +194,8 @@ def test_hostile_labels_are_escaped(served) -> None:
     base, folder, *_ = served
     run = make_run(folder, RunSpec(name="hostile", adapters=(HOSTILE,), questions_per_scope=2,
                                    scopes=1, answer=lambda s, q: HOSTILE))
+    listed = [r for r in json.loads(get(base + "/api/runs")[2])["runs"] if r["name"] == run.name]
+    assert "␛" in listed[0]["headline"] and "\x1b" not in listed[0]["headline"]
     for url in ("/", f"/runs/{run.name}/questions"):
         body = get(base + url)[2]
         assert "<script>console" not in body and "<img src=x" not in body
