@@ -131,8 +131,10 @@ def _age(seconds: float) -> str:
 
 
 def done_text(p: Progress) -> str:
+    """Questions done of the total the run announced; a run that announced none (made by other
+    tools) shows its count alone."""
     total = p.questions_total
-    return f"{len(p.statuses)}/{total if total is not None else '?'}"
+    return str(len(p.statuses)) if total is None else f"{len(p.statuses)}/{total}"
 
 
 def run_list_item(index: RunIndex) -> dict[str, Any]:

@@ -126,8 +126,7 @@ def test_viewer_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> No
                      ".map(th => th.textContent)")
         assert headers == ["metric", "sqlite_fts", "bm25s"]
         assert js("document.querySelectorAll('svg.plot').length") >= 4
-        assert js("document.getElementById('live-questions').textContent") == "72/?"
-        shots.take("view-run")
+        assert js("document.getElementById('live-questions').textContent") == "72"
 
         # questions: filters and drill-down
         submit_and_wait(browser, lambda: browser.click("#questions-link"))
