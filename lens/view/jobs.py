@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,7 +105,14 @@ class Jobs:
         if self._pool is None:
             self.start()
         assert self._pool is not None
-        future = self._pool.submit(fn, *args)
+        try:
+            future = self._pool.submit(fn, *args)
+        except BrokenProcessPool:
+            # The worker died (killed, out of memory): its failure was shown on the page that
+            # waited for it; a new worker takes the next piece.
+            self.start()
+            assert self._pool is not None
+            future = self._pool.submit(fn, *args)
         future.add_done_callback(lambda f: self._harvest(name, fingerprint, f))
         return future
 
