@@ -228,7 +228,7 @@ class RunIndex:
         self._scores_stat: tuple[int, int] | None = None
         self.scores: dict[str, Scored] = {}
         self.scores_head: dict[str, Any] | None = None
-        self.problems: list[str] = []
+        self._problems: dict[str, str] = {}
 
     def _reset(self) -> None:
         self._offset = 0
@@ -254,8 +254,9 @@ class RunIndex:
         except (OSError, ValueError) as exc:
             # A manifest being replaced is replaced atomically; anything else is the run's
             # problem, shown on its page.
-            self.problems = [f"{path}: cannot be read ({exc})"]
+            self._problems[MANIFEST] = f"{path}: cannot be read ({exc})"
             return
+        self._problems.pop(MANIFEST, None)
         self.manifest = data if isinstance(data, dict) else {}
         self._manifest_stat = st
 
@@ -323,6 +324,7 @@ class RunIndex:
             return
         self._scores_stat = st
         self.scores, self.scores_head = {}, None
+        self._problems.pop(SCORES, None)
         if st is None:
             return
         try:
@@ -336,8 +338,13 @@ class RunIndex:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # A half-replaced scores.json cannot be: it is written atomically. This is a
             # broken file, shown as such; the next change of the file is read again.
-            self.problems = [f"{path}: not a valid scores file ({exc})"]
+            self._problems[SCORES] = f"{path}: not a valid scores file ({exc})"
             self.scores, self.scores_head = {}, None
+
+    @property
+    def problems(self) -> list[str]:
+        """What could not be read, to show on the run's page."""
+        return list(self._problems.values())
 
     # -- questions ----------------------------------------------------------------------------
     def scored(self, key: str) -> Scored | None:
