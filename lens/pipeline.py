@@ -8,6 +8,9 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 from lens import eventloop
 from lens.adapter import resolve_adapter, validate_options
@@ -149,6 +152,32 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str
     }
 
 
+# How often a run in flight records its model usage (when it changed) for `lens view`.
+USAGE_EVERY_S = 5.0
+
+
+def usage_brief(usage: dict[str, Any]) -> dict[str, Any]:
+    """The part of the run's usage a viewer of a run in flight shows: spend, retries and
+    errors by role, and the rate-limit answers (429s) by endpoint."""
+    keep = ("calls", "retries", "errors", "cost_usd", "cost_usd_known", "unknown_cost_calls")
+    by_role = {role: {k: u.get(k) for k in keep}
+               for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
+    # Endpoints are named by URL, and a URL may carry a password.
+    return redact({"by_role": by_role, "rate_limited": usage.get("rate_limited") or {}})
+
+
+async def log_usage(store: RunStore, runtime: ModelRuntime,
+                    every_s: float = USAGE_EVERY_S) -> None:
+    """Append a ``usage`` event whenever the run's model usage changed, every ``every_s``."""
+    last: dict[str, Any] | None = None
+    while True:
+        await anyio.sleep(every_s)
+        brief = usage_brief(runtime.usage())
+        if brief != last:
+            store.append_event("usage", **brief)
+            last = brief
+
+
 def execute(
     config_path: str | Path,
     *,
@@ -214,7 +243,10 @@ def execute(
         nonlocal runner
         try:
             assert runner is not None
-            summary = await runner.run()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(log_usage, store, runtime)
+                summary = await runner.run()
+                tg.cancel_scope.cancel()
             runner = None
             store.close()
             if config.scoring.enabled:

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("agent and orchestrator", ("lens.agent", "lens.orchestrator")),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
+    ("viewer", ("lens.view",)),
     ("run pipeline", ("lens.pipeline", "lens.certify", "lens.bundle", "lens.plugin_api")),
     ("interface", ("lens.commands", "lens.cli", "lens.__main__")),
 ]

@@ -161,13 +161,21 @@ def question_html(row: QuestionRow, primary: str | None) -> str:
             f"{row.question_type} · checkpoint {r.checkpoint} · {r.status} · "
             f"{primary or 'score'} {pv}")
     search = " ".join([r.adapter, r.scope_id, r.question_id, row.question_type, r.status]).lower()
-    body = [tbl(["metric", "value"], _metrics_rows(row))]
+    return (f'<details class="q" data-search="{e(search)}"><summary>{e(head)}</summary>'
+            f'{question_body(row)}</details>')
+
+
+def question_body(row: QuestionRow, *, scores: bool = True) -> str:
+    """A question's drill-down: metrics and their detail (unless ``scores`` is False, for a
+    page that shows them its own way), the answer, refs, tool calls, budget, transcript."""
+    r = row.record
+    body = [tbl(["metric", "value"], _metrics_rows(row))] if scores else []
     if r.error:
         body.append(f'<p class="fail">error: {e(r.error)}</p>')
     body.append(f"<h4>Answer</h4><pre>{e(clip(r.answer)) or '<i>(empty)</i>'}</pre>")
     body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
                 f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
-    if row.scores and row.scores.detail:
+    if scores and row.scores and row.scores.detail:
         body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.detail))
     if r.tool_calls:
         rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)
@@ -190,8 +198,7 @@ def question_html(row: QuestionRow, primary: str | None) -> str:
             msgs.append(f'<div class="msg"><span class="role">{e(m.role)}</span>'
                         f'{content}{calls}</div>')
         body.append("<h4>Transcript</h4>" + "".join(msgs))
-    return (f'<details class="q" data-search="{e(search)}"><summary>{e(head)}</summary>'
-            f'{"".join(body)}</details>')
+    return "".join(body)
 
 
 def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],

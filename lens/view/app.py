@@ -1,0 +1,232 @@
+"""The viewer's web application (Starlette): pages, their JSON, and the static script.
+
+Every response carries a Content-Security-Policy that allows the viewer's own script and
+stylesheet and nothing else (no inline script, no other origin), so the pages make no external
+request and text that escaped escaping still could not run. Requests whose Host is not a
+loopback name are refused (a DNS-rebinding page cannot read the runs).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+import lens.view.fragments as fragments
+import lens.view.pages as pages
+from lens.store import MANIFEST
+from lens.view.index import RunIndex
+from lens.view.jobs import Jobs
+from lens.view.query import QueryError, QuestionQuery, select
+from lens.view.sidebyside import (
+    CompareQuery,
+    arms_of,
+    compare_page,
+    question_side,
+    refusal,
+)
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+       "img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+# Runs up to this many questions get their report within the request (it takes well under a
+# second); larger ones answer at once and fill it in when the worker is done.
+SMALL_RUN = 2000
+
+
+class NotFound(Exception):
+    pass
+
+
+class Runs:
+    """The run directories directly under the folder, each with its index (kept between
+    requests and refreshed on each)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._indexes: dict[str, RunIndex] = {}
+
+    def names(self) -> list[str]:
+        try:
+            found = [p.name for p in self.folder.iterdir()
+                     if not p.name.startswith(".") and (p / MANIFEST).is_file()]
+        except OSError:
+            return []
+        return sorted(found, key=lambda n: _mtime(self.folder / n / MANIFEST), reverse=True)
+
+    def get(self, name: str) -> RunIndex:
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise NotFound(name)
+        root = self.folder / name
+        if not (root / MANIFEST).is_file():
+            raise NotFound(name)
+        with self._lock:
+            index = self._indexes.get(name)
+            if index is None:
+                index = self._indexes[name] = RunIndex(root)
+        return index.refresh()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=HEADERS)
+
+
+def _json(data: object, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers=HEADERS)
+
+
+def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1") -> Starlette:
+    """The viewer of the runs under ``folder``, answering requests addressed to a loopback
+    name or to ``host`` (the loopback address it listens on)."""
+    runs = Runs(folder)
+    work = jobs or Jobs()
+
+    def run_list(request: Request) -> Response:
+        items, problems = [], []
+        for name in runs.names():
+            try:
+                items.append(pages.run_list_item(runs.get(name)))
+            except NotFound:
+                continue
+            except Exception as exc:  # one unreadable run must not hide the others
+                problems.append(f"{name}: cannot be read ({type(exc).__name__}: {exc})")
+        if request.url.path.startswith("/api/"):
+            return _json({"runs": items, "problems": problems})
+        return _html(pages.run_list(items, str(folder), problems))
+
+    def report_piece(index: RunIndex) -> tuple[str, object]:
+        job = "report:" + index.name
+        return job, work.get(job, index.fingerprint(), fragments.report_fragment,
+                             str(index.root), wait=len(index.rows) <= SMALL_RUN)
+
+    def run_page(request: Request) -> Response:
+        index = runs.get(request.path_params["name"])
+        job, piece = report_piece(index)
+        return _html(pages.run_page(index, piece, job))  # type: ignore[arg-type]
+
+    def progress(request: Request) -> Response:
+        return _json(pages.progress_data(runs.get(request.path_params["name"])))
+
+    def questions(request: Request) -> Response:
+        index = runs.get(request.path_params["name"])
+        query = QuestionQuery.parse(request.query_params)
+        query.check(index.metric_names())
+        return _html(pages.questions_page(index, query, select(index, query)))
+
+    def question(request: Request) -> Response:
+        index = runs.get(request.path_params["name"])
+        key = request.query_params.get("key", "")
+        row = index.rows.get(key)
+        if row is None:
+            raise NotFound(f"question {key!r} of run {index.name}")
+        return _html(pages.question_page(index, row, index.record(row)))
+
+    def compare_inputs(request: Request) -> tuple[CompareQuery, list[RunIndex]]:
+        params: dict[str, object] = dict(request.query_params)
+        params["run"] = request.query_params.getlist("run")
+        query = CompareQuery.parse(params)
+        return query, [runs.get(n) for n in query.run]
+
+    def compare(request: Request) -> Response:
+        query, indexes = compare_inputs(request)
+        arms = arms_of(indexes)
+        refused = refusal(indexes, arms)
+        if refused is not None:
+            return _html(pages.problem_page("side by side refused", refused), 409)
+        job = "compare:" + "\n".join(query.run)
+        piece = work.get(job, tuple(i.fingerprint() for i in indexes),
+                         fragments.compare_fragment, [str(i.root) for i in indexes],
+                         wait=sum(len(i.rows) for i in indexes) <= SMALL_RUN)
+        return _html(compare_page(indexes, arms, query, piece, job))
+
+    def compare_question(request: Request) -> Response:
+        _, indexes = compare_inputs(request)
+        arms = arms_of(indexes)
+        refused = refusal(indexes, arms)
+        if refused is not None:
+            return _html(pages.problem_page("side by side refused", refused), 409)
+        q = request.query_params
+        try:
+            key = (q["scope"], q["qid"], int(q["repeat"]))
+        except (KeyError, ValueError):
+            raise QueryError("scope, qid and repeat (a number) name the question") from None
+        return _html(question_side(arms, key))
+
+    def job(request: Request) -> Response:
+        return _json({"ready": work.ready(request.query_params.get("name", ""))})
+
+    def asset(request: Request) -> Response:
+        from lens.view.assets import VIEW_CSS, VIEW_JS
+
+        if request.path_params["file"] == "view.js":
+            return Response(VIEW_JS, media_type="text/javascript", headers=HEADERS)
+        if request.path_params["file"] == "view.css":
+            return Response(VIEW_CSS, media_type="text/css", headers=HEADERS)
+        raise NotFound(request.url.path)
+
+    def threaded(fn):  # type: ignore[no-untyped-def]
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await run_in_threadpool(fn, request)
+            except NotFound as exc:
+                text = f"not found: {exc.args[0] if exc.args else request.url.path}"
+                if request.url.path.startswith("/api/"):
+                    return _json({"error": text}, 404)
+                return _html(pages.problem_page("not found", text), 404)
+            except QueryError as exc:
+                if request.url.path.startswith("/api/"):
+                    return _json({"error": str(exc)}, 400)
+                return _html(pages.problem_page("bad request", str(exc)), 400)
+        return endpoint
+
+    def read_all() -> None:
+        # Read every run once at start, so the first page asked for finds them read.
+        for name in runs.names():
+            try:
+                runs.get(name)
+            except Exception:  # shown on the run list when it is asked for
+                continue
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        work.start()
+        threading.Thread(target=read_all, name="lens-view-read", daemon=True).start()
+        try:
+            yield
+        finally:
+            work.stop()
+
+    routes = [
+        Route("/", threaded(run_list)),
+        Route("/api/runs", threaded(run_list)),
+        Route("/runs/{name}", threaded(run_page)),
+        Route("/api/runs/{name}/progress", threaded(progress)),
+        Route("/runs/{name}/questions", threaded(questions)),
+        Route("/runs/{name}/question", threaded(question)),
+        Route("/compare", threaded(compare)),
+        Route("/compare/question", threaded(compare_question)),
+        Route("/api/job", threaded(job)),
+        Route("/static/{file}", threaded(asset)),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[
+        Middleware(TrustedHostMiddleware, allowed_hosts=[
+            *LOOPBACK_HOSTS, f"[{host}]" if ":" in host and not host.startswith("[") else host])])
