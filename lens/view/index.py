@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.records import QuestionRecord, question_key
-from lens.report.data import METRIC_ORDER
+from lens.scoring.metrics import report_order
 from lens.scoring.types import RunScores
 from lens.store import EVENTS, MANIFEST
 
@@ -379,7 +379,7 @@ class RunIndex:
         names: set[str] = set()
         for s in self.scores.values():
             names.update(k for k, v in s.metrics.items() if v is not None)
-        known = [m for m in METRIC_ORDER if m in names]
+        known = [m for m in report_order() if m in names]
         return known + sorted(names - set(known))
 
     def adapters(self) -> list[str]:
