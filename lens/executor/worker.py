@@ -1,7 +1,7 @@
 """The adapter's side of the unit protocol: one adapter instance answering calls as JSON.
 
-Run as ``python -m lens.executor.worker`` by the process executor (frames on stdin/stdout), or
-used through :func:`dispatch` by a Ray actor. The worker knows only the adapter's name and
+Started by the process executor (``python -P`` on the driver's import path; frames on
+stdin/stdout), or used through :func:`dispatch` by a Ray actor. The worker knows only the adapter's name and
 options, the episodes it is sent and the agent's queries.
 """
 
