@@ -29,6 +29,9 @@ from lens.errors import DatasetError, Problem
 # Larger files are only ever streamed (they are held once, as models, whatever their size) and
 # report the first problem the stream meets.
 MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
+# Nesting deeper than this is refused as the file is read: a LENS dataset is a few levels deep
+# (its free-form ``meta`` a few more), and building a value nested 100,000 deep exhausts memory.
+MAX_JSON_DEPTH = 64
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
@@ -307,6 +310,10 @@ class _Refused(ValueError):
     pass
 
 
+class _TooDeep(_Refused):
+    """Nesting past :data:`MAX_JSON_DEPTH`: refused at once, never read whole."""
+
+
 def _no_constant(name: str) -> Any:
     raise _Refused(f"{name} is not a number JSON allows; write a finite number or null")
 
@@ -482,6 +489,7 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
     scopes: list[Scope] = []
     seen: set[str] = set()
     read = 0  # scopes read so far
+    depth = 0
     builder: _StrictBuilder | None = None
     base: tuple[int | str, ...] = ()
     target = ""
@@ -491,6 +499,14 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
             fh.seek(0)
         try:
             for prefix, event, value in ijson.parse(fh, use_float=True):
+                if event in ("start_map", "start_array"):
+                    depth += 1
+                    if depth > MAX_JSON_DEPTH:
+                        raise _TooDeep(f"JSON nested more than {MAX_JSON_DEPTH} levels deep "
+                                       "(a LENS dataset is a few levels deep); repair the "
+                                       "file or export it again")
+                elif event in ("end_map", "end_array"):
+                    depth -= 1
                 if builder is not None:
                     builder.event(event, value)
                     if prefix == target and event in ("end_map", "end_array"):
@@ -544,6 +560,8 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
                 where = ("scopes", read)
             else:
                 where = tuple(p for p in prefix.split(".") if p)
+            if isinstance(exc, _TooDeep):
+                raise DatasetError(f"{path}: {exc}") from None
             if isinstance(exc, _Refused):
                 raise _StreamProblem(where, str(exc)) from None
             if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):

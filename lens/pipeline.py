@@ -21,7 +21,7 @@ from lens.models.runtime import ModelRuntime
 from lens.orchestrator import Runner, RunProgress, RunSummary
 from lens.redact import redact, register_config_secrets, register_env_secrets
 from lens.report import ReportPaths, write_reports
-from lens.scoring.composite import resolve_weights
+from lens.scoring.composite import JUDGED, resolve_weights
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
 
@@ -94,10 +94,19 @@ def check_scoring(config: RunConfig, config_file: str) -> None:
     if not config.scoring.enabled:
         return
     try:
-        resolve_weights(config.scoring.weights)
+        weights = resolve_weights(config.scoring.weights)
     except ConfigError as exc:
         loc, _, msg = str(exc.args[0]).partition(": ")
         raise ConfigError(f"{config_file}: field '{loc}': {msg}") from None
+    weighted = sorted(m for m, w in weights.items() if w > 0)
+    if config.judge is None and set(weighted) <= JUDGED:
+        raise ConfigError(
+            f"{config_file}: field 'scoring.weights': every weight above 0 is on a metric only "
+            f"a judge grades ({', '.join(weighted)}) and the config has no judge, so the "
+            "composite would be unknown for every question; configure a judge, or weight a "
+            "metric lens computes without one (evidence_grounding, fact_recall, "
+            "citation_precision, evidence_coverage, budget_compliance, insight_depth, "
+            "reasoning_quality)")
 
 
 def check_adapters(config: RunConfig, config_file: str) -> None:

@@ -27,7 +27,6 @@ from lens.executor.remote import (
 )
 from lens.executor.worker import _HEADER, encode_frame
 
-
 # The worker starts on lens's own import path, not one led by the working directory: ``python -m``
 # would put the current folder first, and a folder named ``lens`` there (a clone, a project of
 # that name) would shadow lens in the worker alone. ``-P`` leaves the current folder out; the

@@ -32,8 +32,8 @@ import anyio
 
 from lens.models.rate_headers import RateHeaders
 
-# A Retry-After above this is not waited out by the whole endpoint (the call's retry still may):
-# a server that says "come back in a day" must not freeze a run.
+# A Retry-After above this is not waited out by the whole endpoint (the call's retry still may,
+# up to its own cap): a server that says "come back in a day" must not freeze a run.
 MAX_PAUSE_S = 60.0
 # Until an endpoint with no stated limits has answered once, one request goes at a time (its
 # headers may tell the limits); the others wait for that answer at most this long.
@@ -338,8 +338,8 @@ class EndpointLimiter:
         (already taken in by ``observe``), the buckets now wait by themselves; with neither,
         cut the concurrency."""
         self.rate_limited += 1
-        if retry_after_s is not None:
-            until = time.monotonic() + min(retry_after_s, MAX_PAUSE_S)
+        if retry_after_s is not None and retry_after_s <= MAX_PAUSE_S:
+            until = time.monotonic() + retry_after_s
             if until > self._paused_until:
                 self._paused_until = until
                 self.pauses += 1

@@ -36,6 +36,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 # Reported beside the composite, never inside it (see the module docstring).
 UNWEIGHTED = frozenset({"longitudinal_advantage"})
+# Metrics only a judge model grades: without a judge they are unknown for every question.
+JUDGED = frozenset({"answer_quality", "action_quality"})
 GATE_METRICS = ("evidence_grounding", "budget_compliance")
 DEFAULT_GATE_THRESHOLD = 0.5
 
