@@ -10,6 +10,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from lens import eventloop
+from lens.commands.gating import add_fail_on, exit_status
 from lens.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
@@ -61,6 +62,7 @@ def register(sub: Any) -> None:
     p.add_argument("--subset", choices=SUBSETS, default=None,
                    help="which questions: all, or only those certified as needing memory by "
                         "`lens datasets certify` (default: the run config's scoring.subset)")
+    add_fail_on(p)
     p.set_defaults(handler=_score)
 
 
@@ -147,7 +149,7 @@ def _score(args: argparse.Namespace) -> int:
     done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
     print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")
-    return 0
+    return exit_status(run_dir, args.fail_on)
 
 
 def _fmt(v: float | None) -> str:
