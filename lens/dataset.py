@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -602,24 +603,70 @@ def _first_problem_error(path: Path, problem: _StreamProblem) -> DatasetError:
         [Problem(str(path), problem.location, problem.message)])
 
 
+def _load_with_problems(p: Path) -> tuple[Dataset | None, list[Problem]]:
+    ds, first = _stream_or_problem(p)
+    if ds is not None:
+        return ds, semantic_problems(ds, str(p))
+    if first is not None and _too_big_to_read_whole(p):
+        raise _first_problem_error(p, first)
+    # The whole file at once, for the messages: every problem with its JSON path.
+    return validate_raw(_read_json(p), str(p))
+
+
 def load_dataset(path: str | Path) -> Dataset:
     """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem
     (only the first one for a file over :data:`MAX_WHOLE_FILE_BYTES`, which is never read
     whole)."""
+    return load_dataset_dropping(path)[0]
+
+
+class DroppedQuestion(BaseModel):
+    """A question left out of a run because the dataset gets it wrong, and why."""
+
+    question_id: str
+    reason: str
+
+
+_QUESTION_LOC = re.compile(r"^\$\.questions\[(\d+)\]")
+
+
+def load_dataset_dropping(path: str | Path, *, drop: Collection[str] = (),
+                          drop_invalid: bool = False
+                          ) -> tuple[Dataset, list[DroppedQuestion]]:
+    """:func:`load_dataset`, leaving out the questions that have problems of their own (a
+    ref streamed after the checkpoint, a checkpoint out of range, an unknown scope) when
+    ``drop_invalid`` is set or their id is in ``drop`` (an errata file's exclusions); every
+    other problem still refuses the file. Returns the dataset and what was left out."""
     p = Path(path)
-    ds, first = _stream_or_problem(p)
-    if ds is not None:
-        problems = semantic_problems(ds, str(p))
-    elif first is not None and _too_big_to_read_whole(p):
-        raise _first_problem_error(p, first)
-    else:
-        # The whole file at once, for the messages: every problem with its JSON path.
-        ds, problems = validate_raw(_read_json(p), str(p))
-    if problems or ds is None:
-        raise DatasetError(f"{p}: invalid dataset ({len(problems)} problem(s))", problems)
+    ds, problems = _load_with_problems(p)
+    dropped: dict[str, list[str]] = {}
+    kept: list[Problem] = []
+    for problem in problems:
+        m = _QUESTION_LOC.match(problem.location)
+        qid = ds.questions[int(m.group(1))].question_id if ds is not None and m else None
+        if qid is not None and (drop_invalid or qid in drop):
+            where = _QUESTION_LOC.sub("", problem.location).lstrip(".")
+            dropped.setdefault(qid, []).append(f"{where}: {problem.message}" if where
+                                               else problem.message)
+        else:
+            kept.append(problem)
+    if ds is not None and dropped and not kept:
+        questions = [q for q in ds.questions if q.question_id not in dropped]
+        if not questions:
+            kept.append(Problem(str(p), "$.questions", "every question has a problem; "
+                                "nothing would be asked"))
+        ds = ds.model_copy(update={"questions": questions})
+    if kept or ds is None:
+        message = f"{p}: invalid dataset ({len(kept)} problem(s))"
+        own = sum(1 for x in kept if _QUESTION_LOC.match(x.location))
+        if ds is not None and own and not drop_invalid:
+            message += (f"; {own} of them belong to single questions: run with "
+                        "--drop-invalid-questions to leave those questions out (reported in "
+                        "the checklist), or exclude them in an errata file (scoring.errata)")
+        raise DatasetError(message, kept)
     if ds.dataset_id is None:
         ds = ds.model_copy(update={"dataset_id": p.stem})
-    return ds
+    return ds, [DroppedQuestion(question_id=q, reason="; ".join(r)) for q, r in dropped.items()]
 
 
 def check_dataset_file(path: str | Path) -> list[Problem]:

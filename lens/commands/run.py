@@ -25,6 +25,10 @@ def register(sub: Any) -> None:
                    help="with --resume, also re-run questions that ended in an error")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar, and the result in one line")
+    p.add_argument("--drop-invalid-questions", action="store_true",
+                   help="leave out the questions the dataset gets wrong (a required ref streamed "
+                        "after the question's checkpoint, a checkpoint out of range) instead of "
+                        "refusing the dataset; the checklist lists them with the reason")
     add_fail_on(p)
     p.set_defaults(handler=_run)
 
@@ -35,11 +39,12 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     if args.quiet:
         outcome = execute(args.config, out=args.out, resume=args.resume,
-                          retry_errors=args.retry_errors)
+                          retry_errors=args.retry_errors, drop_invalid=args.drop_invalid_questions)
     else:
         with RichRunProgress() as progress:
             outcome = execute(args.config, out=args.out, resume=args.resume,
-                              retry_errors=args.retry_errors, progress=progress)
+                              retry_errors=args.retry_errors, progress=progress,
+                              drop_invalid=args.drop_invalid_questions)
     for line in (_quiet_line(outcome) if args.quiet else _result(outcome)):
         print(line)
     for failure in outcome.summary.failures:

@@ -416,6 +416,36 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
                         "declared synthetic prefix")
 
 
+def check_dropped_questions(runs: Sequence[RunData]) -> Check:
+    """WARN when questions of the dataset file were left out of the run (``--drop-invalid-
+    questions`` or an errata file's exclusions): the result covers the questions asked, not the
+    published dataset whole."""
+    parts: list[str] = []
+    for run in runs:
+        recorded = run.manifest.get("dataset")
+        dropped = recorded.get("dropped") if isinstance(recorded, dict) else None
+        if not dropped:
+            continue
+        asked = recorded.get("questions_asked")
+        total = f" of {int(asked) + len(dropped)}" if isinstance(asked, int) else ""
+        name = f"{run.run_id}: " if len(runs) > 1 else ""
+        shown = "; ".join(f"{d.get('question_id')}: {_clip(str(d.get('reason')), 160)}"
+                          for d in dropped[:3] if isinstance(d, dict))
+        more = f"; and {len(dropped) - 3} more (manifest.json)" if len(dropped) > 3 else ""
+        parts.append(f"{name}{len(dropped)}{total} question(s) dropped as invalid: "
+                     f"{shown}{more}")
+    title = "every question of the dataset asked"
+    if parts:
+        return Check(id="dropped_questions", title=title, status="warn", value="; ".join(parts),
+                     detail="questions the dataset gets wrong (evidence streamed after their "
+                            "checkpoint, a checkpoint out of range) were left out by "
+                            "--drop-invalid-questions or an errata file; the result is over the "
+                            "questions asked, and runs of another question set are not "
+                            "comparable with it; manifest.json lists every one")
+    return Check(id="dropped_questions", title=title, status="pass", value="none dropped",
+                 detail="no question of the dataset file was left out")
+
+
 def check_empty_answers(runs: Sequence[RunData]) -> Check:
     """Sessions that ended without any answer text, even after the agent's one reminder."""
     total = sum(len(r.rows) for r in runs)
@@ -463,6 +493,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_adapter_lost([run]),
         check_future_leak([run]),
         check_unknown_refs([run]),
+        check_dropped_questions([run]),
         check_empty_answers([run]),
     ]
 
@@ -482,6 +513,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_adapter_lost(runs),
         check_future_leak(runs),
         check_unknown_refs(runs),
+        check_dropped_questions(runs),
         check_empty_answers(runs),
     ]
 

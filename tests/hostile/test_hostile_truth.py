@@ -9,47 +9,23 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lens.cli import main
 from tests.core.helpers import make_dataset, write_json
 from tests.hostile.test_hostile_runs import only_run, write_config
+from tests.support.cli import Lens, Result, cli_runner
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 
 MOD = "tests.hostile.truth_adapters"
 
 
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-Lens = Callable[..., Result]
-
-
 @pytest.fixture
 def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-         capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    """``lens ARGS`` through the CLI's entry point, in this process (a subprocess per command
-    would spend seconds importing lens)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        code = main(list(args))
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
+         capsys: pytest.CaptureFixture[str]) -> Lens:
+    return cli_runner(tmp_path, monkeypatch, capsys)
 
 
 def _dataset(tmp_path: Path) -> Path:
@@ -60,7 +36,7 @@ def _dataset(tmp_path: Path) -> Path:
     return write_json(tmp_path / "ds.json", data)
 
 
-def _run(lens: Callable[..., Result], tmp_path: Path, adapters: list[dict[str, Any]],
+def _run(lens: Lens, tmp_path: Path, adapters: list[dict[str, Any]],
          *extra: str, agent: dict[str, Any] | None = None) -> tuple[Result, Path]:
     cfg = write_config(tmp_path / "run.yaml", name="truth",
                        dataset={"path": str(_dataset(tmp_path))}, adapters=adapters,
