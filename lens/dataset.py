@@ -33,6 +33,11 @@ MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
 # Nesting deeper than this is refused as the file is read: a LENS dataset is a few levels deep
 # (its free-form ``meta`` a few more), and building a value nested 100,000 deep exhausts memory.
 MAX_JSON_DEPTH = 64
+# ijson builds the events of a whole read buffer, each with its path, before lens sees the
+# first: a buffer of brackets costs the square of its size (64 kB of "[" is gigabytes of
+# paths). A small buffer lets the depth check stop such a file within milliseconds, and reads
+# ordinary files as fast.
+STREAM_BUFFER = 4096
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
@@ -499,7 +504,8 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
         if fh.read(3) != b"\xef\xbb\xbf":
             fh.seek(0)
         try:
-            for prefix, event, value in ijson.parse(fh, use_float=True):
+            for prefix, event, value in ijson.parse(fh, use_float=True,
+                                                    buf_size=STREAM_BUFFER):
                 if event in ("start_map", "start_array"):
                     depth += 1
                     if depth > MAX_JSON_DEPTH:
