@@ -112,6 +112,9 @@ def test_a_retry_after_of_a_day_fails_the_call_at_once(tmp_path: Path, lens: Len
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     row = next(c for c in summary["checklist"] if c["id"] == "failures")
     assert row["status"] == "fail"
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert any("**FAIL**" in line and "failed or errored questions" in line
+               for line in md.splitlines())
     assert "exit status 1" in res.stderr
 
 
