@@ -94,9 +94,15 @@ def test_errata_exclusion_drops_it_without_the_flag(tmp_path: Path, lens: Lens) 
     res = lens("run", str(_config(tmp_path, ds, errata=str(errata))), "--quiet")
     assert res.returncode == 0, res.stderr
     assert "3 answered now" in res.stdout
-    row = _dropped_row(_only_run(tmp_path))
+    run_dir = _only_run(tmp_path)
+    row = _dropped_row(run_dir)
     assert row["status"] == "warn" and f"1 of 4 question(s) dropped as invalid: {qid}" \
         in row["value"]
+    # The errata's note counts the question as excluded, not as an entry matching nothing.
+    scores = json.loads((run_dir / "scores.json").read_text(encoding="utf-8"))
+    note = next(n for n in scores["notes"] if n.startswith("gold errata"))
+    assert "touched 1 of 4 question(s) (1 excluded, 0 corrected)" in note
+    assert "name no question" not in note
 
 
 def test_lens_scope_03_runs_with_its_two_invalid_questions_dropped(
