@@ -104,3 +104,17 @@ def test_sigkill_then_resume_asks_every_question_of_colliding_looking_units(
     assert sorted(asked.values()) == [2, 2], asked
     assert all("[scope b|c]" in p for p in asked), asked
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_tracebacks_of_keys_that_differ_in_unsafe_characters_keep_their_own_files(
+        tmp_path: Path) -> None:
+    from lens.records import question_key, unit_key
+
+    store = RunStore.create(tmp_path, "keys", "k1", {"run_id": "k1"})
+    keys = [question_key(unit_key(label, scope, 0), "q1")
+            for label, scope in (("a|b", "c"), ("a", "b|c"), ("a_b", "c"))]
+    paths = [store.save_error(k, f"traceback of {k}") for k in keys]
+    store.close()
+    assert len(set(paths)) == 3
+    for key, path in zip(keys, paths, strict=True):
+        assert (store.root / path).read_text(encoding="utf-8") == f"traceback of {key}"
