@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -93,6 +94,20 @@ class ModelConfig(_Section):
                 f"{v!r} must look like provider/model, e.g. openai/gpt-4o-mini, "
                 "llama_cpp/default or scripted/policy"
             )
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        # Checked here: any other scheme fails every model call of the run, one by one.
+        if v is None:
+            return v
+        parts = urlsplit(v)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            # The URL is not repeated: it may carry a password.
+            raise ValueError(
+                "must be an http:// or https:// URL with a host, such as "
+                "http://localhost:8080/v1 (the server's OpenAI-compatible endpoint)")
         return v
 
     @field_validator("api_key_env")

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +30,14 @@ from lens.errors import DatasetError, Problem
 # Larger files are only ever streamed (they are held once, as models, whatever their size) and
 # report the first problem the stream meets.
 MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
+# Nesting deeper than this is refused as the file is read: a LENS dataset is a few levels deep
+# (its free-form ``meta`` a few more), and building a value nested 100,000 deep exhausts memory.
+MAX_JSON_DEPTH = 64
+# ijson builds the events of a whole read buffer, each with its path, before lens sees the
+# first: a buffer of brackets costs the square of its size (64 kB of "[" is gigabytes of
+# paths). A small buffer lets the depth check stop such a file within milliseconds, and reads
+# ordinary files as fast.
+STREAM_BUFFER = 4096
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
@@ -307,6 +316,10 @@ class _Refused(ValueError):
     pass
 
 
+class _TooDeep(_Refused):
+    """Nesting past :data:`MAX_JSON_DEPTH`: refused at once, never read whole."""
+
+
 def _no_constant(name: str) -> Any:
     raise _Refused(f"{name} is not a number JSON allows; write a finite number or null")
 
@@ -482,6 +495,7 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
     scopes: list[Scope] = []
     seen: set[str] = set()
     read = 0  # scopes read so far
+    depth = 0
     builder: _StrictBuilder | None = None
     base: tuple[int | str, ...] = ()
     target = ""
@@ -490,7 +504,16 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
         if fh.read(3) != b"\xef\xbb\xbf":
             fh.seek(0)
         try:
-            for prefix, event, value in ijson.parse(fh, use_float=True):
+            for prefix, event, value in ijson.parse(fh, use_float=True,
+                                                    buf_size=STREAM_BUFFER):
+                if event in ("start_map", "start_array"):
+                    depth += 1
+                    if depth > MAX_JSON_DEPTH:
+                        raise _TooDeep(f"JSON nested more than {MAX_JSON_DEPTH} levels deep "
+                                       "(a LENS dataset is a few levels deep); repair the "
+                                       "file or export it again")
+                elif event in ("end_map", "end_array"):
+                    depth -= 1
                 if builder is not None:
                     builder.event(event, value)
                     if prefix == target and event in ("end_map", "end_array"):
@@ -544,6 +567,8 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
                 where = ("scopes", read)
             else:
                 where = tuple(p for p in prefix.split(".") if p)
+            if isinstance(exc, _TooDeep):
+                raise DatasetError(f"{path}: {exc}") from None
             if isinstance(exc, _Refused):
                 raise _StreamProblem(where, str(exc)) from None
             if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
@@ -584,24 +609,70 @@ def _first_problem_error(path: Path, problem: _StreamProblem) -> DatasetError:
         [Problem(str(path), problem.location, problem.message)])
 
 
+def _load_with_problems(p: Path) -> tuple[Dataset | None, list[Problem]]:
+    ds, first = _stream_or_problem(p)
+    if ds is not None:
+        return ds, semantic_problems(ds, str(p))
+    if first is not None and _too_big_to_read_whole(p):
+        raise _first_problem_error(p, first)
+    # The whole file at once, for the messages: every problem with its JSON path.
+    return validate_raw(_read_json(p), str(p))
+
+
 def load_dataset(path: str | Path) -> Dataset:
     """Load and validate a LENS dataset file; raise :class:`DatasetError` listing every problem
     (only the first one for a file over :data:`MAX_WHOLE_FILE_BYTES`, which is never read
     whole)."""
+    return load_dataset_dropping(path)[0]
+
+
+class DroppedQuestion(BaseModel):
+    """A question left out of a run because the dataset gets it wrong, and why."""
+
+    question_id: str
+    reason: str
+
+
+_QUESTION_LOC = re.compile(r"^\$\.questions\[(\d+)\]")
+
+
+def load_dataset_dropping(path: str | Path, *, drop: Collection[str] = (),
+                          drop_invalid: bool = False
+                          ) -> tuple[Dataset, list[DroppedQuestion]]:
+    """:func:`load_dataset`, leaving out the questions that have problems of their own (a
+    ref streamed after the checkpoint, a checkpoint out of range, an unknown scope) when
+    ``drop_invalid`` is set or their id is in ``drop`` (an errata file's exclusions); every
+    other problem still refuses the file. Returns the dataset and what was left out."""
     p = Path(path)
-    ds, first = _stream_or_problem(p)
-    if ds is not None:
-        problems = semantic_problems(ds, str(p))
-    elif first is not None and _too_big_to_read_whole(p):
-        raise _first_problem_error(p, first)
-    else:
-        # The whole file at once, for the messages: every problem with its JSON path.
-        ds, problems = validate_raw(_read_json(p), str(p))
-    if problems or ds is None:
-        raise DatasetError(f"{p}: invalid dataset ({len(problems)} problem(s))", problems)
+    ds, problems = _load_with_problems(p)
+    dropped: dict[str, list[str]] = {}
+    kept: list[Problem] = []
+    for problem in problems:
+        m = _QUESTION_LOC.match(problem.location)
+        qid = ds.questions[int(m.group(1))].question_id if ds is not None and m else None
+        if qid is not None and (drop_invalid or qid in drop):
+            where = _QUESTION_LOC.sub("", problem.location).lstrip(".")
+            dropped.setdefault(qid, []).append(f"{where}: {problem.message}" if where
+                                               else problem.message)
+        else:
+            kept.append(problem)
+    if ds is not None and dropped and not kept:
+        questions = [q for q in ds.questions if q.question_id not in dropped]
+        if not questions:
+            kept.append(Problem(str(p), "$.questions", "every question has a problem; "
+                                "nothing would be asked"))
+        ds = ds.model_copy(update={"questions": questions})
+    if kept or ds is None:
+        message = f"{p}: invalid dataset ({len(kept)} problem(s))"
+        own = sum(1 for x in kept if _QUESTION_LOC.match(x.location))
+        if ds is not None and own and not drop_invalid:
+            message += (f"; {own} of them belong to single questions: run with "
+                        "--drop-invalid-questions to leave those questions out (reported in "
+                        "the checklist), or exclude them in an errata file (scoring.errata)")
+        raise DatasetError(message, kept)
     if ds.dataset_id is None:
         ds = ds.model_copy(update={"dataset_id": p.stem})
-    return ds
+    return ds, [DroppedQuestion(question_id=q, reason="; ".join(r)) for q, r in dropped.items()]
 
 
 def check_dataset_file(path: str | Path) -> list[Problem]:

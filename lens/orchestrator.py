@@ -67,6 +67,8 @@ class RunSummary:
     failures: list[str] = field(default_factory=list)
     # Units run again after their adapter's worker was lost (a Ray node that went away).
     units_retried: int = 0
+    # Tool calls that failed in the questions recorded now (the sessions went on).
+    tool_errors: int = 0
 
     def count(self, status: str) -> None:
         if status == "answered":
@@ -354,6 +356,7 @@ class Runner:
     def _count(self, record: QuestionRecord) -> None:
         self._saved_now.add(record.key)
         self.summary.count(record.status)
+        self.summary.tool_errors += record.tool_errors
         self.progress.question_done(record.status, record.tokens("agent"))
 
     async def _fail_unit(self, unit: Unit, pending: list[Question], exc: BaseException) -> None:

@@ -16,7 +16,7 @@ from lens import eventloop
 from lens.adapter import resolve_adapter, validate_options
 from lens.condition import condition, condition_hash, package_versions
 from lens.config import ModelConfig, RunConfig, load_config
-from lens.dataset import Dataset, load_dataset
+from lens.dataset import Dataset, DroppedQuestion, load_dataset_dropping
 from lens.errors import ConfigError, DatasetError, UserError
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
@@ -25,8 +25,10 @@ from lens.orchestrator import Runner, RunProgress, RunSummary
 from lens.redact import redact, register_config_secrets, register_env_secrets
 from lens.report import ReportPaths, write_reports
 from lens.scoring.composite import resolve_weights
+from lens.scoring.errata import load_errata
 from lens.scoring.extra_judges import score_extra_for_config
 from lens.scoring.judge_panel import with_prompts
+from lens.scoring.metrics import judge_only_metrics, question_metrics
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
 
@@ -39,9 +41,24 @@ class RunOutcome:
     reports: ReportPaths | None = None
 
 
-def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
+def errata_exclusions(config: RunConfig, config_file: str) -> set[str]:
+    """The question ids the config's errata file excludes: a question the dataset gets wrong
+    and the errata exclude is left out of the run instead of refusing the whole dataset."""
+    if not config.scoring.enabled or config.scoring.errata is None:
+        return set()
     try:
-        dataset = load_dataset(config.dataset.path)
+        errata = load_errata(config.scoring.errata)
+    except UserError as exc:
+        raise ConfigError(f"{config_file}: field 'scoring.errata': {exc.args[0]}") from None
+    return {qid for qid, e in errata.entries.items() if e.action == "exclude"}
+
+
+def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool = False
+                    ) -> tuple[Dataset, list[DroppedQuestion]]:
+    try:
+        dataset, dropped = load_dataset_dropping(
+            config.dataset.path, drop=errata_exclusions(config, config_file),
+            drop_invalid=drop_invalid)
     except DatasetError as exc:
         if exc.problems:
             raise
@@ -58,7 +75,7 @@ def prepare_dataset(config: RunConfig, config_file: str) -> Dataset:
         if not dataset.questions:
             raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
                               "have no questions; nothing would be asked")
-    return dataset
+    return dataset, dropped
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -99,10 +116,19 @@ def check_scoring(config: RunConfig, config_file: str) -> None:
     if not config.scoring.enabled:
         return
     try:
-        resolve_weights(config.scoring.weights)
+        weights = resolve_weights(config.scoring.weights)
     except ConfigError as exc:
         loc, _, msg = str(exc.args[0]).partition(": ")
         raise ConfigError(f"{config_file}: field '{loc}': {msg}") from None
+    weighted = sorted(m for m, w in weights.items() if w > 0)
+    judge_only = judge_only_metrics()
+    if config.judge is None and set(weighted) <= judge_only:
+        without = [m for m in question_metrics() if m not in judge_only]
+        raise ConfigError(
+            f"{config_file}: field 'scoring.weights': every weight above 0 is on a metric only "
+            f"a judge grades ({', '.join(weighted)}) and the config has no judge, so the "
+            "composite would be unknown for every question; configure a judge, or weight a "
+            f"metric lens computes without one ({', '.join(without)})")
 
 
 def check_adapters(config: RunConfig, config_file: str) -> None:
@@ -136,7 +162,8 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
-def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str, object]:
+def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
+                   dropped: list[DroppedQuestion] | None = None) -> dict[str, object]:
     cond = condition(config, dataset)
     return {
         "run_id": run_id,
@@ -146,7 +173,11 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str) -> dict[str
         "versions": package_versions(),
         "event_loop": eventloop.loop_in_use(),
         "dataset": {"id": dataset.dataset_id, "path": str(config.dataset.path),
-                    "content_hash": cond["dataset_hash"]},
+                    "content_hash": cond["dataset_hash"],
+                    # Questions of the file left out of the run (the checklist reports them);
+                    # scoring leaves out the same ones.
+                    "dropped": [d.model_dump() for d in dropped or ()],
+                    "questions_asked": len(dataset.questions)},
         "condition": cond,
         "condition_hash": condition_hash(cond),
     }
@@ -186,6 +217,7 @@ def execute(
     retry_errors: bool = False,
     progress: RunProgress | None = None,
     model: ModelClient | None = None,
+    drop_invalid: bool = False,
 ) -> RunOutcome:
     config_file = str(config_path)
     config = load_config(config_path)
@@ -194,7 +226,7 @@ def execute(
     check_scoring(config, config_file)
     check_paths(config, config_file, out, resume is not None)
     check_models(config, config_file, agent_given=model is not None)
-    dataset = prepare_dataset(config, config_file)
+    dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
     check_adapters(config, config_file)
     check_executor(config, config_file)
     if config.scoring.enabled and config.scoring.subset == "certified":
@@ -230,7 +262,7 @@ def execute(
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
     else:
-        manifest = build_manifest(config, dataset, run_id)
+        manifest = build_manifest(config, dataset, run_id, dropped)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
 
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,

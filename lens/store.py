@@ -21,6 +21,7 @@ the earlier layout (``records/<unit>/<q>.json``) still load.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,6 +42,16 @@ RECORDS = "records.jsonl"
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120] or "_"
+
+
+def _error_name(name: str) -> str:
+    """A file name for ``name`` that no other name shares: keys that differ only in characters
+    a file name cannot hold (unit keys escape "|", labels may hold anything) get a short hash
+    of the whole key, so one traceback never overwrites another."""
+    safe = _safe(name)
+    if safe == name:
+        return safe
+    return f"{safe[:109]}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:10]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -227,7 +238,7 @@ class RunStore:
         self.append_events(events)
 
     def save_error(self, name: str, text: str) -> str:
-        path = self.root / "errors" / f"{_safe(name)}.txt"
+        path = self.root / "errors" / f"{_error_name(name)}.txt"
         atomic_write_text(path, text)
         return str(path.relative_to(self.root))
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lens.commands.gating import add_fail_on, exit_status
 from lens.pipeline import RunOutcome, execute
 from lens.progress import RichRunProgress
 from lens.report.console import one_line, result_lines
@@ -24,6 +25,11 @@ def register(sub: Any) -> None:
                    help="with --resume, also re-run questions that ended in an error")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar, and the result in one line")
+    p.add_argument("--drop-invalid-questions", action="store_true",
+                   help="leave out the questions the dataset gets wrong (a required ref streamed "
+                        "after the question's checkpoint, a checkpoint out of range) instead of "
+                        "refusing the dataset; the checklist lists them with the reason")
+    add_fail_on(p)
     p.set_defaults(handler=_run)
 
 
@@ -33,22 +39,26 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     if args.quiet:
         outcome = execute(args.config, out=args.out, resume=args.resume,
-                          retry_errors=args.retry_errors)
+                          retry_errors=args.retry_errors, drop_invalid=args.drop_invalid_questions)
     else:
         with RichRunProgress() as progress:
             outcome = execute(args.config, out=args.out, resume=args.resume,
-                              retry_errors=args.retry_errors, progress=progress)
+                              retry_errors=args.retry_errors, progress=progress,
+                              drop_invalid=args.drop_invalid_questions)
     for line in (_quiet_line(outcome) if args.quiet else _result(outcome)):
         print(line)
     for failure in outcome.summary.failures:
         print(f"unit failed: {visible(failure)}", file=sys.stderr)
-    return 0
+    checklist = outcome.reports.summary_data.checklist if outcome.reports else None
+    return exit_status(outcome.run_dir, args.fail_on, checklist=checklist,
+                       units_failed=outcome.summary.units_failed)
 
 
 def _counts(outcome: RunOutcome) -> str:
     s = outcome.summary
+    tools = f", {s.tool_errors} failed tool calls" if s.tool_errors else ""
     return (f"questions: {s.questions} ({s.answered} answered now, {s.empty} empty, "
-            f"{s.errored} errored, {s.skipped} done before)")
+            f"{s.errored} errored, {s.skipped} done before){tools}")
 
 
 def _result(outcome: RunOutcome) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from lens import eventloop
+from lens.commands.gating import add_fail_on, exit_status
 from lens.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.errors import ConfigError, UserError
 from lens.redact import register_config_secrets
@@ -61,6 +62,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", default=None,
                    help="for a results bundle (lens export): where the re-judged copy goes "
                         "(default: beside the bundle)")
+    add_fail_on(p)
     p.set_defaults(handler=_score)
 
 
@@ -185,7 +187,7 @@ def _score(args: argparse.Namespace) -> int:
         for m in more:
             print(f"judge {visible(m.label)}: {m.new_verdicts} new verdict(s); "
                   f"scores: {m.path}")
-    return 0
+    return exit_status(run_dir, args.fail_on)
 
 
 def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> None:

@@ -27,6 +27,13 @@ from lens.executor.remote import (
 )
 from lens.executor.worker import _HEADER, encode_frame
 
+# The worker starts on lens's own import path, not one led by the working directory: ``python -m``
+# would put the current folder first, and a folder named ``lens`` there (a clone, a project of
+# that name) would shadow lens in the worker alone. ``-P`` leaves the current folder out; the
+# path is the driver's (which already holds PYTHONPATH and whatever the user's setup added).
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from lens.executor.worker import main; main()")
+
 
 class ProcessAdapter(RemoteAdapter):
     def __init__(self, name: str, options: dict[str, Any], call_timeout_s: float,
@@ -42,7 +49,7 @@ class ProcessAdapter(RemoteAdapter):
 
     async def _start(self) -> None:
         self._process = await anyio.open_process(
-            [sys.executable, "-m", "lens.executor.worker"],
+            [sys.executable, "-P", "-c", _BOOT, json.dumps(sys.path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
         assert self._process.stdout is not None
         self._reader = BufferedByteReceiveStream(self._process.stdout)

@@ -1,8 +1,8 @@
 """The adapter's side of the unit protocol: one adapter instance answering calls as JSON.
 
-Run as ``python -m lens.executor.worker`` by the process executor (frames on stdin/stdout), or
-used through :func:`dispatch` by a Ray actor. The worker knows only the adapter's name and
-options, the episodes it is sent and the agent's queries.
+Started by the process executor (``python -P`` on the driver's import path; frames on
+stdin/stdout), or used through :func:`dispatch` by a Ray actor. The worker knows only the
+adapter's name and options, the episodes it is sent and the agent's queries.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import ijson
+from ijson.common import ObjectBuilder
 
-from lens.dataset import json_path
+from lens.dataset import MAX_JSON_DEPTH, STREAM_BUFFER, json_path
 from lens.errors import DatasetError
 
 SHORT_ANSWER_WORDS = 12
@@ -26,6 +27,9 @@ def read_source(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                            f"{exc.msg}") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: JSON nested too deeply to be a LoCoMo or LongMemEval "
+                           "file; repair the file or export it again") from None
 
 
 def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
@@ -47,12 +51,46 @@ def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
         fh.seek(start)
         index = -1
         try:
-            for index, item in enumerate(ijson.items(fh, "item", use_float=True)):
+            for index, item in enumerate(_items(fh)):
                 yield index, item
+        except _TooDeep:
+            raise DatasetError(f"{path}: $[{index + 1}]: JSON nested more than "
+                               f"{MAX_JSON_DEPTH} levels deep; repair the file or export it "
+                               "again") from None
         except ijson.JSONError as exc:
             raise DatasetError(f"{path}: $[{index + 1}]: invalid JSON: {exc}") from None
         except UnicodeDecodeError as exc:
             raise DatasetError(f"{path}: $[{index + 1}]: not UTF-8 text ({exc.reason})") from None
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _items(fh: Any) -> Iterator[Any]:
+    """``ijson.items(fh, "item")`` that stops at :data:`MAX_JSON_DEPTH` levels of nesting, read
+    in small buffers (see :data:`lens.dataset.STREAM_BUFFER`): a file of nested brackets is
+    refused at once instead of filling memory with their paths."""
+    builder: ObjectBuilder | None = None
+    depth = 0
+    for prefix, event, value in ijson.parse(fh, use_float=True, buf_size=STREAM_BUFFER):
+        if event in ("start_map", "start_array"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise _TooDeep
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+        if builder is not None:
+            builder.event(event, value)
+            if prefix == "item" and event in ("end_map", "end_array"):
+                yield builder.value
+                builder = None
+        elif prefix == "item":
+            if event in ("start_map", "start_array"):
+                builder = ObjectBuilder()
+                builder.event(event, value)
+            else:
+                yield value
 
 
 class Locator:

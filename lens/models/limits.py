@@ -32,9 +32,12 @@ import anyio
 
 from lens.models.rate_headers import RateHeaders
 
-# A Retry-After above this is not waited out by the whole endpoint (the call's retry still may):
-# a server that says "come back in a day" must not freeze a run.
+# A Retry-After above this is not waited out by the whole endpoint (the call's retry still may,
+# up to its own cap): a server that says "come back in a day" must not freeze a run.
 MAX_PAUSE_S = 60.0
+# Past this (the default cap on one call's waiting, RetryPolicy.max_total_wait_s) the calls fail
+# at once with the server's wait in their error; pausing the endpoint would only delay that.
+UNPAUSED_RETRY_AFTER_S = 120.0
 # Until an endpoint with no stated limits has answered once, one request goes at a time (its
 # headers may tell the limits); the others wait for that answer at most this long.
 PROBE_WAIT_S = 15.0
@@ -338,7 +341,7 @@ class EndpointLimiter:
         (already taken in by ``observe``), the buckets now wait by themselves; with neither,
         cut the concurrency."""
         self.rate_limited += 1
-        if retry_after_s is not None:
+        if retry_after_s is not None and retry_after_s <= UNPAUSED_RETRY_AFTER_S:
             until = time.monotonic() + min(retry_after_s, MAX_PAUSE_S)
             if until > self._paused_until:
                 self._paused_until = until

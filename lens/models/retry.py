@@ -71,6 +71,9 @@ async def call_with_retry(
     except ModelError as exc:
         if not _retryable(exc) or policy.max_retries == 0:
             raise
+        after = getattr(exc, "retry_after_s", None)
+        if after is not None and after > policy.max_total_wait_s:
+            raise _wait_too_long(exc, after, policy) from exc
         first: ModelError | None = exc
 
     async def attempt_fn() -> T:
@@ -103,6 +106,19 @@ async def call_with_retry(
             raise _gave_up(exc, attempts) from exc
         raise
     return result, attempts - 1
+
+
+def _wait_too_long(exc: ModelError, after: float, policy: RetryPolicy) -> ModelError:
+    # Waiting out a server's "come back in a day" would stall the run with nothing said; the
+    # call fails at once and says why.
+    log.warning("model call not retried: Retry-After over the cap", wait_s=round(after),
+                cap_s=policy.max_total_wait_s)
+    return ProviderError(
+        f"{exc} (the server asked to wait {after:.0f} s before retrying (Retry-After), over "
+        f"the {policy.max_total_wait_s:.0f} s lens waits for one call; not retried: run again "
+        "later, with --resume RUN_DIR --retry-errors)",
+        retryable=False, status=exc.status, retry_after_s=after,
+    )
 
 
 def _gave_up(exc: ModelError, attempts: int) -> ModelError:

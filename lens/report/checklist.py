@@ -292,14 +292,50 @@ def check_failures(runs: Sequence[RunData]) -> Check:
             parts.append(f"{name}: {errored} of {len(rows)} ({share:.1%})")
             statuses.append("pass" if errored == 0 else "warn" if share <= ERROR_WARN
                             else "fail")
+    if units:
+        statuses.append("fail")  # a failed unit asked fewer questions than planned
     return Check(id="failures", title="failed or errored questions (per arm)",
                  status=worst(statuses),
                  value=f"{'; '.join(parts)}; {units} unit failure(s)",
                  detail="errored questions have unknown scores and are left out of every "
                         "metric's mean, which flatters an arm that fails on hard questions "
                         "(the composite counts them as failures); warns up "
-                        f"to {ERROR_WARN:.0%} in any arm, fails above; see errors/ in the run "
-                        "directory")
+                        f"to {ERROR_WARN:.0%} in any arm, fails above or when a unit failed; "
+                        "see errors/ in the run directory")
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def check_tool_errors(runs: Sequence[RunData]) -> Check:
+    """Questions of each arm with a failed tool call, with the first failure's message: an
+    adapter whose search raises on some queries answers from nothing on those, which no
+    errored count shows (the session goes on)."""
+    parts: list[str] = []
+    statuses: list[Status] = []
+    for run in runs:
+        for a in run.adapters:
+            rows = run.rows_for(a)
+            hit = [r for r in rows if r.tool_errors]
+            name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+            share = len(hit) / len(rows) if rows else 0.0
+            part = f"{name}: {len(hit)} of {len(rows)} questions ({share:.1%})"
+            if hit:
+                first = hit[0].first_tool_error or ""
+                part += f", {sum(r.tool_errors for r in hit)} failed call(s), first: " \
+                        f"{_clip(first)}"
+            parts.append(part)
+            statuses.append("pass" if not hit else "warn" if share <= ERROR_WARN else "fail")
+    return Check(id="tool_errors", title="questions with a failed tool call (per arm)",
+                 status=worst(statuses) if statuses else "warn",
+                 value="; ".join(parts) or "no questions",
+                 detail="a tool call that raised (the adapter's search or retrieve, or arguments "
+                        "the model wrote wrong) gave the agent nothing on that call; warns up to "
+                        f"{ERROR_WARN:.0%} of an arm's questions, fails above; the tracebacks "
+                        "are in errors/ of the run directory, the count per question in "
+                        "questions.csv (tool_errors)")
 
 
 LOST_MARK = "AdapterWorkerLost"
@@ -348,6 +384,68 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
                  detail="every ref an adapter returned was ingested by the question's checkpoint")
 
 
+def check_unknown_refs(runs: Sequence[RunData]) -> Check:
+    """FAIL when an adapter handed out refs that name no episode it was given and no synthetic
+    prefix it declared (its own row ids, an undeclared summary): citations of them can never
+    be grounded, so its grounding and the composite gated on it measure its ids, not its
+    memory."""
+    title = "refs name episodes or declared synthetic refs"
+    if any(r.scores is None for r in runs):
+        return Check(id="unknown_refs", title=title, status="warn", value="unknown (not scored)",
+                     detail="scoring compares every ref with the dataset's episodes")
+    found: dict[str, list[int | str]] = {}
+    for run in runs:
+        for row in run.rows:
+            detail = (row.scores.detail.get("evidence_grounding") or {}) if row.scores else {}
+            refs = detail.get("unknown_refs")
+            if refs:
+                name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
+                entry = found.setdefault(name, [0, str(refs[0])])
+                entry[0] = int(entry[0]) + 1
+    if found:
+        return Check(id="unknown_refs", title=title, status="fail",
+                     value=", ".join(f"{a}: {n} question(s), e.g. {_clip(str(ex), 80)!r}"
+                                     for a, (n, ex) in found.items()),
+                     detail="the adapter returned ref ids that are neither an episode id (or "
+                            "episode#chunk) of the scope nor start with a prefix it declares in "
+                            "CapabilityManifest.synthetic_ref_prefixes; return episode ids, or "
+                            "declare the prefix (docs/writing-an-adapter.md); see "
+                            "detail.evidence_grounding.unknown_refs in scores.json")
+    return Check(id="unknown_refs", title=title, status="pass", value="none",
+                 detail="every ref an adapter returned names an episode of its scope or a "
+                        "declared synthetic prefix")
+
+
+def check_dropped_questions(runs: Sequence[RunData]) -> Check:
+    """WARN when questions of the dataset file were left out of the run (``--drop-invalid-
+    questions`` or an errata file's exclusions): the result covers the questions asked, not the
+    published dataset whole."""
+    parts: list[str] = []
+    for run in runs:
+        recorded = run.manifest.get("dataset")
+        dropped = recorded.get("dropped") if isinstance(recorded, dict) else None
+        if not dropped:
+            continue
+        asked = recorded.get("questions_asked")
+        total = f" of {int(asked) + len(dropped)}" if isinstance(asked, int) else ""
+        name = f"{run.run_id}: " if len(runs) > 1 else ""
+        shown = "; ".join(f"{d.get('question_id')}: {_clip(str(d.get('reason')), 160)}"
+                          for d in dropped[:3] if isinstance(d, dict))
+        more = f"; and {len(dropped) - 3} more (manifest.json)" if len(dropped) > 3 else ""
+        parts.append(f"{name}{len(dropped)}{total} question(s) dropped as invalid: "
+                     f"{shown}{more}")
+    title = "every question of the dataset asked"
+    if parts:
+        return Check(id="dropped_questions", title=title, status="warn", value="; ".join(parts),
+                     detail="questions the dataset gets wrong (evidence streamed after their "
+                            "checkpoint, a checkpoint out of range) were left out by "
+                            "--drop-invalid-questions or an errata file; the result is over the "
+                            "questions asked, and runs of another question set are not "
+                            "comparable with it; manifest.json lists every one")
+    return Check(id="dropped_questions", title=title, status="pass", value="none dropped",
+                 detail="no question of the dataset file was left out")
+
+
 def check_empty_answers(runs: Sequence[RunData]) -> Check:
     """Sessions that ended without any answer text, even after the agent's one reminder."""
     total = sum(len(r.rows) for r in runs)
@@ -391,8 +489,11 @@ def run_checklist(run: RunData) -> list[Check]:
         *_present(check_judge_unreadable([run]), check_judge_calibration([run]),
                   check_fact_grader([run])),
         check_failures([run]),
+        check_tool_errors([run]),
         check_adapter_lost([run]),
         check_future_leak([run]),
+        check_unknown_refs([run]),
+        check_dropped_questions([run]),
         check_empty_answers([run]),
     ]
 
@@ -408,8 +509,11 @@ def compare_checklist(runs: Sequence[RunData],
         *_present(check_judge_unreadable(runs), check_judge_calibration(runs),
                   check_fact_grader(runs)),
         check_failures(runs),
+        check_tool_errors(runs),
         check_adapter_lost(runs),
         check_future_leak(runs),
+        check_unknown_refs(runs),
+        check_dropped_questions(runs),
         check_empty_answers(runs),
     ]
 

@@ -46,6 +46,11 @@ def checklist_counts(summary: ReportSummary) -> str:
     return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
 
 
+def _short(text: str, limit: int = 160) -> str:
+    text = visible(" ".join(text.split()))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def result_lines(summary: ReportSummary, html: Path) -> list[str]:
     """Per adapter its headline metrics with intervals and n, the checklist's FAIL and WARN
     lines, and where the report is."""
@@ -58,6 +63,10 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
         counts = f"{ad.questions} questions"
         if ad.empty_answers or ad.errored:
             counts += f": {ad.empty_answers} empty answers, {ad.errored} errored"
+        if ad.usage.tool_errors:
+            counts += (f"; {ad.usage.tool_errors} tool errors in "
+                       f"{ad.usage.questions_with_tool_errors} questions, first: "
+                       f"{_short(ad.usage.first_tool_error or '')}")
         lines.append(f"  {visible(label)} ({counts})")
         lines.extend(f"    {m:<{width}}{fmt.est(ad.metrics.get(m))}"
                      f"{judge_range(summary, label, m)}" for m in metrics)

@@ -10,8 +10,9 @@ from lens.report.data import QuestionRow
 from lens.visible import visible
 
 BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question_type",
-                "checkpoint", "status", "tool_calls", "search_results", "agent_tokens",
-                "cost_usd", "stop_reason", "budget_compliant", "wall_s", "cited_refs", "error"]
+                "checkpoint", "status", "tool_calls", "tool_errors", "search_results",
+                "agent_tokens", "cost_usd", "stop_reason", "budget_compliant", "wall_s",
+                "cited_refs", "error"]
 
 
 def _safe(text: str) -> str:
@@ -30,7 +31,8 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str]) -> str:
         writer.writerow([
             _safe(r.key), _safe(r.adapter), _safe(r.scope_id), r.repeat, _safe(r.question_id),
             _safe(row.question_type), r.checkpoint, r.status, row.tool_calls,
-            row.search_results, row.agent_tokens, "" if cost is None else f"{cost:.6f}",
+            row.tool_errors, row.search_results, row.agent_tokens,
+            "" if cost is None else f"{cost:.6f}",
             _safe(r.budget.stop_reason) if r.budget else "",
             "" if r.budget is None else int(r.budget.compliant), f"{r.wall_s:.3f}",
             _safe(" ".join(r.cited_refs)), _safe(r.error or ""),

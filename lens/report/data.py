@@ -58,6 +58,15 @@ class QuestionRow:
         return len(self.record.tool_calls)
 
     @property
+    def tool_errors(self) -> int:
+        return sum(1 for c in self.record.tool_calls if not c.ok)
+
+    @property
+    def first_tool_error(self) -> str | None:
+        return next((f"{c.name}: {c.error or 'failed'}" for c in self.record.tool_calls
+                     if not c.ok), None)
+
+    @property
     def agent_tokens(self) -> int:
         return self.record.tokens("agent")
 

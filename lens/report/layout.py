@@ -95,13 +95,14 @@ def usage(s: ReportSummary) -> list[Block]:
         u = ad.usage
         rows.append([a, str(ad.questions), str(ad.answered), str(ad.empty_answers),
                      str(ad.errored),
-                     fmt.num(u.tool_calls_per_question, 2),
+                     fmt.num(u.tool_calls_per_question, 2), str(u.tool_errors),
                      fmt.num(u.search_results_per_question, 2),
                      fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
                      fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
     out: list[Block] = [Heading("Usage"), Table(
         ["adapter", "questions", "answered", "empty", "errored", "tool calls/q",
-         "search results/q", "agent tokens/q", "cost/q", "budget compliant", "wall s/q"],
+         "tool errors", "search results/q", "agent tokens/q", "cost/q", "budget compliant",
+         "wall s/q"],
         rows, table_id="usage")]
     if s.model_usage:
         out += [Para("Model usage of the whole run, by role (from the manifest):", "meta"),

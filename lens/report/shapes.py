@@ -59,6 +59,11 @@ class Usage(_M):
     wall_s_per_question: float | None
     budget_compliant: EstimateOut
     stop_reasons: dict[str, int] = Field(default_factory=dict)
+    # Tool calls the adapter (or the agent's arguments) made fail, the questions they hit, and
+    # the first one's message: a search that raises is a memory that did not answer.
+    tool_errors: int = 0
+    questions_with_tool_errors: int = 0
+    first_tool_error: str | None = None
 
 
 class CheckpointPoint(_M):

@@ -58,6 +58,9 @@ def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
         wall_s_per_question=_mean([r.record.wall_s for r in rows]),
         budget_compliant=EstimateOut.of(compliant),
         stop_reasons=dict(Counter(b.stop_reason for _, b in budgets).most_common()),
+        tool_errors=sum(r.tool_errors for r in rows),
+        questions_with_tool_errors=sum(1 for r in rows if r.tool_errors),
+        first_tool_error=next((e for r in rows if (e := r.first_tool_error)), None),
     )
 
 

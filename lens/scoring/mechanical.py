@@ -23,7 +23,13 @@ from lens.scoring.claims import (
     supported_share,
 )
 from lens.scoring.facts import FactMatcherSettings, match_facts
-from lens.scoring.refs import check_citation, episode_of, future_refs, is_synthetic
+from lens.scoring.refs import (
+    check_citation,
+    episode_of,
+    future_refs,
+    is_synthetic,
+    unknown_refs,
+)
 from lens.scoring.run_input import ScoringItem
 
 Result = tuple[float | None, dict[str, Any]]
@@ -59,6 +65,13 @@ def evidence_grounding(item: ScoringItem) -> Result:
     leaked = future_refs([*item.record.retrieved_refs, *cited], item.future_episodes)
     if leaked:
         extra["future_leak"] = leaked
+    nameless = unknown_refs(item.record.retrieved_refs, item.scope_episodes,
+                            item.synthetic_prefixes)
+    if nameless:
+        # The adapter handed out ids that name nothing it ingested or declared (the checklist
+        # names the adapter); a few are kept as examples.
+        extra["unknown_refs"] = nameless[:5]
+        extra["unknown_refs_count"] = len(nameless)
     if not cited:
         reason = "empty answer" if not item.record.answer.strip() else "no citations"
         return 0.0, {"cited": 0, "grounded": 0, "reason": reason, **extra}

@@ -267,6 +267,13 @@ def judged_metrics() -> frozenset[str]:
     return frozenset({COMPOSITE, *(s.name for s in all_metrics() if s.judged)})
 
 
+def judge_only_metrics() -> frozenset[str]:
+    """Metrics only a judge model grades (no mechanical computation): without a judge they are
+    unknown for every question."""
+    return frozenset(s.name for s in all_metrics()
+                     if s.judged and s.compute is None and s.aggregation == "mean")
+
+
 def report_order() -> tuple[str, ...]:
     """The composite, then the metrics reports place first, in their order."""
     placed = sorted((s for s in all_metrics() if s.report_order is not None),

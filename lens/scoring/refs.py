@@ -37,6 +37,15 @@ def future_refs(refs: Iterable[str], future_episodes: frozenset[str]) -> list[st
     return sorted({r for r in refs if episode_of(r) in future_episodes})
 
 
+def unknown_refs(refs: Iterable[str], scope_episodes: frozenset[str],
+                 synthetic_prefixes: Iterable[str]) -> list[str]:
+    """The refs that name no episode of the scope and carry no declared synthetic prefix: the
+    adapter's own ids (a row id, an undeclared summary), which no citation can ground."""
+    prefixes = list(synthetic_prefixes)
+    return sorted({r for r in refs if episode_of(r) not in scope_episodes
+                   and not is_synthetic(r, prefixes)})
+
+
 def received(ref: str, retrieved: set[str], retrieved_episodes: set[str]) -> bool:
     """Whether a tool gave the agent this ref in its session.
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.dataset import Dataset, Question, load_dataset
+from lens.dataset import Dataset, Question, load_dataset_dropping
 from lens.errors import UserError
 from lens.records import QuestionRecord, is_scored
 from lens.scoring.claims import ScopeText
@@ -75,7 +75,11 @@ def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None)
     if not path.exists():
         raise UserError(f"{run_dir / 'manifest.json'}: the run's dataset {path} does not exist "
                         "here; pass its current location with --dataset PATH")
-    dataset = load_dataset(path)
+    recorded = manifest.get("dataset") or {}
+    # The questions the run left out (the dataset gets them wrong) are left out again.
+    dropped = [str(d.get("question_id")) for d in recorded.get("dropped") or ()
+               if isinstance(d, dict)]
+    dataset, _ = load_dataset_dropping(path, drop=dropped)
     scopes = ds_cfg.get("scopes")
     if scopes:
         known = {s.scope_id for s in dataset.scopes}
@@ -84,7 +88,6 @@ def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None)
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
         dataset = dataset.select_scopes(list(scopes))
     condition = manifest.get("condition") or {}
-    recorded = manifest.get("dataset") or {}
     expected = condition.get("dataset_hash") or recorded.get("content_hash")
     run_id = condition.get("dataset_id") or recorded.get("id")
     # Hashed once: a pass over the whole dataset, and the id is not part of the hash.

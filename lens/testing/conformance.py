@@ -372,6 +372,66 @@ async def check_standing_context(factory: AdapterFactory) -> None:
         await adapter.aclose()
 
 
+# Valid queries an agent writes, which a search engine's own query language may choke on: the
+# operators and syntax of FTS5, Lucene, tantivy and Elasticsearch, unbalanced quotes and
+# brackets, non-ASCII text and a 10 kB query. The agent's words are a query, never a program.
+HOSTILE_QUERIES: tuple[str, ...] = (
+    "what stalled the billing queue?",
+    "kafka broker: rebooted!",
+    "it's the ledger's entry, isn't it",
+    '"billing queue"',
+    '"billing queue',
+    "'lemon soap'",
+    "billing AND queue",
+    "billing OR NOT queue",
+    "NEAR(billing queue)",
+    "NEAR(billing queue, 5)",
+    "billing*",
+    "*",
+    "title:ledger",
+    "ledger^2",
+    "ledger~1",
+    "(billing",
+    "billing)",
+    "-ledger",
+    "+ledger -queue",
+    "ledger && queue || !broker",
+    "ledger [TO] {x}",
+    "/regex.*/",
+    "ledger\\ queue \\",
+    "ledger@example.com C++ C# #1 50% $9,740 a/b a.b a|b a;b a=b <b> `b` ?",
+    "- : ^ ~ ( ) * \" ' ' \"",
+    "café Zürich — naïve “smart quotes” 東京 ✓ 🚀",
+    "ledger\tqueue\nbroker",
+    ("billing queue kafka broker " * 400)[:10_000],
+)
+
+
+async def check_hostile_queries(factory: AdapterFactory) -> None:
+    """Queries with punctuation, quotes, query-language operators (AND OR NOT NEAR * " : ^ ~
+    ( ) -), non-ASCII text or 10 kB are answered with results (possibly none), never an error:
+    a search that raises gives the agent nothing for that question."""
+    adapter = await _filled(factory)
+    try:
+        await _searchable(adapter)
+        failures = []
+        for query in HOSTILE_QUERIES:
+            shown = query if len(query) <= 60 else f"{query[:40]}… ({len(query)} chars)"
+            try:
+                _check_results(await adapter.search(query), f"search({shown!r})")
+            except AssertionError as exc:
+                failures.append(str(exc))
+            except Exception as exc:
+                failures.append(f"search({shown!r}) raised {type(exc).__name__}: "
+                                f"{str(exc)[:200]}")
+        assert not failures, (
+            f"{len(failures)} of {len(HOSTILE_QUERIES)} valid queries failed: "
+            + "; ".join(failures) + ". The agent's words reach search() as they are: quote or "
+            "escape them for the engine's query language (docs/writing-an-adapter.md)")
+    finally:
+        await adapter.aclose()
+
+
 def _phrase(ep: Episode) -> str:
     """The distinctive part of a corpus episode (its first sentence without 'The ledger')."""
     return ep.text.split(".")[0].split(" ", 3)[3]
@@ -385,6 +445,7 @@ CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {
     "reset_isolates_scopes": check_reset_isolates,
     "limit_respected": check_limit,
     "results_json_serialisable": check_json,
+    "hostile_queries_answered": check_hostile_queries,
     "declared_filters_work": check_filters,
     "concurrent_searches_safe": check_concurrent_search,
     "standing_context_well_formed": check_standing_context,

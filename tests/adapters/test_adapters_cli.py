@@ -31,7 +31,7 @@ def test_list_text_form(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_passes_a_good_adapter(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["adapters", "check", "sqlite_fts"]) == 0
     out = capsys.readouterr().out
-    assert "10 passed, 0 failed, 1 skipped" in out  # no standing context
+    assert "11 passed, 0 failed, 1 skipped" in out  # no standing context
 
 
 def test_check_by_module_path_and_failure_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from typing import Any
 
 import anyio
@@ -73,6 +74,21 @@ class FindsNothing(_Base):
         return []
 
 
+class RawQuerySyntax(_Base):
+    """Hands the agent's words to SQLite FTS5's MATCH as they are: a query language, whose
+    parser refuses punctuation, quotes and operators it cannot read."""
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        con = sqlite3.connect(":memory:")
+        try:
+            con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+            con.execute("SELECT * FROM t WHERE t MATCH ?", (query,)).fetchall()
+        finally:
+            con.close()
+        return super().search(query, filters, limit)
+
+
 @pytest.mark.parametrize(("cls", "check", "message"), [
     (LeaksAcrossReset, "reset_isolates_scopes", "survived reset"),
     (IgnoresLimit, "limit_respected", "limit=1"),
@@ -83,6 +99,7 @@ class FindsNothing(_Base):
     (LeaksFiles, "aclose_releases_resources", "file descriptor"),
     (LiesAboutMaxResults, "exact_phrase_found", "max_results"),
     (FindsNothing, "exact_phrase_found", "did not return"),
+    (RawQuerySyntax, "hostile_queries_answered", "raised OperationalError: fts5: syntax error"),
 ])
 def test_suite_fails_the_broken_rule(cls: type, check: str, message: str) -> None:
     result = anyio.run(run_check, check, cls)

@@ -205,7 +205,8 @@ def test_always_bad_output_errors_the_question_with_a_reason(
     responder, reason = ALWAYS_BAD[case]
     res, run_dir, server, _ = run_against(tmp_path, None, monkeypatch, responder=responder,
                                           max_retries=1)
-    assert res.returncode == 0, res.stderr[-2000:]
+    # Its one question errored: the run failed its purpose.
+    assert res.returncode == 1, res.stderr[-2000:]
     assert "0 answered now, 0 empty, 1 errored" in res.stdout, res.stdout
     assert server.count == 2  # the call and its one retry
     (record,) = RunStore.open(run_dir).load_records()

@@ -60,7 +60,10 @@ def test_hostile_adapters_fail_alone(tmp_path: Path) -> None:
          "isolation": "none"},
     ]
     proc, run = _run(tmp_path, adapters)
-    assert proc.returncode == 0, proc.stderr
+    # Units were lost: the run failed its purpose, and says which rows decided it.
+    assert proc.returncode == 1, proc.stderr
+    assert "lens: exit status 1: the run failed its purpose" in proc.stderr
+    assert "questions lost to a hung or crashed adapter" in proc.stderr
     recs = _records(run)
     for label in ("builtin", "honest", "prints"):
         assert [r["status"] for r in recs[label]] == ["answered"] * 4, (label, recs[label])

@@ -327,8 +327,9 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
     status = {c.id: c.status for c in paths.summary_data.checklist}
     assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
-                      "judge": "warn", "failures": "fail", "adapter_lost": "pass",
-                      "future_leak": "warn", "empty_answer": "warn"}
+                      "judge": "warn", "failures": "fail", "tool_errors": "warn",
+                      "adapter_lost": "pass", "future_leak": "warn", "unknown_refs": "warn",
+                      "dropped_questions": "pass", "empty_answer": "warn"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
 
 

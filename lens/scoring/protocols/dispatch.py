@@ -36,6 +36,15 @@ async def _lens_with_errata(run: RunInput, errata: Errata,
                             lens_score: Callable[..., Awaitable[RunScores]], write: bool
                             ) -> RunScores:
     fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id)
+    # Questions the run left out (invalid, excluded here) are not in the dataset it scores:
+    # their entries matched, before the run.
+    recorded = run.manifest.get("dataset")
+    dropped = {str(d.get("question_id")) for d in (recorded or {}).get("dropped") or ()
+               if isinstance(d, dict)} if isinstance(recorded, dict) else set()
+    left_out = sorted(dropped & set(errata.entries))
+    report.unmatched = [q for q in report.unmatched if q not in dropped]
+    report.excluded.extend(left_out)
+    report.questions += len(left_out)
     items = []
     for item in run.items:
         q = fixed.get((item.question.scope_id, item.question.question_id), item.question)
