@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from lens.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
+from lens.report.parity import context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.scoring.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
@@ -394,6 +395,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_adapter_lost([run]),
         check_future_leak([run]),
         check_empty_answers([run]),
+        *context_parity_checks([run]),
     ]
 
 
@@ -411,6 +413,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_adapter_lost(runs),
         check_future_leak(runs),
         check_empty_answers(runs),
+        *context_parity_checks(runs),
     ]
 
 
