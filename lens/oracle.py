@@ -31,7 +31,10 @@ ORACLE_DESCRIPTION = (
 
 def oracle_capabilities() -> CapabilityManifest:
     # One manifest for every question of the arm, so the agent sees the same tools throughout.
-    return CapabilityManifest(search_modes=["oracle"], max_results=MAX_REFS,
+    # No search mode: the arm does not search, it is handed the evidence whatever the query
+    # (and the conformance suite, which searches for what it ingested, skips it as it skips
+    # the floor).
+    return CapabilityManifest(search_modes=[], max_results=MAX_REFS,
                               description=ORACLE_DESCRIPTION)
 
 
