@@ -79,6 +79,7 @@ def _dataset(path: Path) -> Path:
 
 
 def _run(tmp_path: Path, adapters: list[dict[str, Any]], name: str = "parity") -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     data = _dataset(tmp_path / "tiny.json")
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(json.dumps({
@@ -167,3 +168,16 @@ def test_a_real_top_k_over_the_whole_scope_warns(tmp_path: Path) -> None:
     assert check is not None and check["status"] == "warn"
     assert "recency (median 100%" in check["detail"]
     assert "sqlite_fts (" not in check["detail"]
+
+
+def test_compare_warns_across_runs_naming_each_run(tmp_path: Path) -> None:
+    lean = _run(tmp_path / "a", [{"name": "parity_fixed", "label": "m", "options": {"size": 100}}],
+                name="lean")
+    stuffed = _run(tmp_path / "b", [{"name": "parity_fixed", "label": "m",
+                                     "options": {"size": 1000}}], name="stuffed")
+    out = tmp_path / "cmp"
+    main(["compare", str(lean), str(stuffed), "--force", "--out", str(out)])
+    checks = json.loads((out / "compare.json").read_text())["checklist"]
+    check = next(c for c in checks if c["id"] == "context_parity")
+    assert check["status"] == "warn"
+    assert check["detail"].startswith(f"{stuffed.name.split('-', 1)[1]}:m receives")
