@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lens.oracle import ALTERNATIVE, CEILING, FLOOR
-from lens.report.shapes import AdapterSummary, FloorCeiling, FloorCeilingRow
+from lens.report.shapes import EstimateOut, FloorCeiling, FloorCeilingRow
 
 
 def _first(names: Mapping[str, str], adapter: str) -> str | None:
@@ -25,16 +25,17 @@ def position(value: float | None, floor: float | None, ceiling: float | None) ->
     return (value - floor) / (ceiling - floor)
 
 
-def floor_ceiling(adapters: Mapping[str, AdapterSummary], names: Mapping[str, str],
+def floor_ceiling(arms: Mapping[str, Mapping[str, EstimateOut]], names: Mapping[str, str],
                   metrics: Sequence[str]) -> FloorCeiling | None:
-    """``names``: arm label → registered adapter name. None without a floor or ceiling arm."""
+    """``arms``: each arm's estimates by metric; ``names``: arm → registered adapter name.
+    None without a floor or a ceiling arm."""
     floor_arm = _first(names, FLOOR)
     ceiling_arm = _first(names, CEILING)
     if floor_arm is None and ceiling_arm is None:
         return None
 
     def mean(arm: str | None, metric: str) -> float | None:
-        est = adapters[arm].metrics.get(metric) if arm in adapters else None
+        est = arms[arm].get(metric) if arm in arms else None
         return est.mean if est is not None else None
 
     rows = []
@@ -42,7 +43,7 @@ def floor_ceiling(adapters: Mapping[str, AdapterSummary], names: Mapping[str, st
         lo, hi = mean(floor_arm, m), mean(ceiling_arm, m)
         rows.append(FloorCeilingRow(
             metric=m, floor=lo, ceiling=hi,
-            positions={a: position(mean(a, m), lo, hi) for a in adapters
+            positions={a: position(mean(a, m), lo, hi) for a in arms
                        if a not in (floor_arm, ceiling_arm)}))
     return FloorCeiling(floor_arm=floor_arm, ceiling_arm=ceiling_arm,
                         alternative_arm=_first(names, ALTERNATIVE), rows=rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lens.report.fmt as fmt
 from lens.report.document import Block, Heading, Para, Table
-from lens.report.shapes import ReportSummary
+from lens.report.shapes import FloorCeiling, ReportSummary
 
 
 def _chars(x: float | None) -> str:
@@ -35,7 +35,10 @@ def context_parity(s: ReportSummary) -> list[Block]:
 
 
 def floor_ceiling(s: ReportSummary) -> list[Block]:
-    fc = s.floor_ceiling
+    return floor_ceiling_blocks(s.floor_ceiling)
+
+
+def floor_ceiling_blocks(fc: FloorCeiling | None) -> list[Block]:
     if fc is None or not fc.rows:
         return []
     arms = list(fc.rows[0].positions)

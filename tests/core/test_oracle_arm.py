@@ -113,3 +113,15 @@ def test_oracle_memory_never_reaches_past_the_checkpoint() -> None:
     assert found == ["e1"]
     assert later is None and not_evidence is None
     assert chunk is not None and chunk.text == "episode 1"
+
+
+def test_compare_places_every_run_s_arms_between_floor_and_ceiling(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    main(["compare", str(runs["with"]), str(runs["without"]), "--force", "--out", str(out)])
+    fc = json.loads((out / "compare.json").read_text())["floor_ceiling"]
+    assert fc["floor_arm"].endswith("null") and fc["ceiling_arm"].endswith("oracle")
+    row = next(r for r in fc["rows"] if r["metric"] == "evidence_coverage")
+    fts = [v for k, v in row["positions"].items() if k.endswith("sqlite_fts")]
+    assert len(fts) == 2 and fts[0] == pytest.approx(fts[1]) and 0 < fts[0] < 1
+    assert "## Floor and ceiling" in (out / "compare.md").read_text()

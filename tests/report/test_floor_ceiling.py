@@ -34,7 +34,8 @@ def test_floor_and_ceiling_are_found_by_adapter_name_whatever_the_label() -> Non
                 "mine": _arm("mine", composite=0.4, budget_compliance=1.0),
                 "gold": _arm("gold", composite=0.7, budget_compliance=1.0)}
     names = {"no memory": "null", "mine": "sqlite_fts", "gold": "oracle"}
-    fc = floor_ceiling(adapters, names, ["composite", "budget_compliance"])
+    fc = floor_ceiling({a: s.metrics for a, s in adapters.items()}, names,
+                       ["composite", "budget_compliance"])
     assert fc is not None and (fc.floor_arm, fc.ceiling_arm) == ("no memory", "gold")
     composite, budget = fc.rows
     assert composite.positions == {"mine": pytest.approx(0.5)}
@@ -43,4 +44,5 @@ def test_floor_and_ceiling_are_found_by_adapter_name_whatever_the_label() -> Non
 
 def test_no_reference_arm_no_table() -> None:
     adapters = {"a": _arm("a", composite=0.3), "b": _arm("b", composite=0.5)}
-    assert floor_ceiling(adapters, {"a": "sqlite_fts", "b": "vector"}, ["composite"]) is None
+    means = {a: s.metrics for a, s in adapters.items()}
+    assert floor_ceiling(means, {"a": "sqlite_fts", "b": "vector"}, ["composite"]) is None
