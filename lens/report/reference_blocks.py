@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import lens.report.fmt as fmt
 from lens.report.document import Block, Heading, Para, Table
 from lens.report.shapes import FloorCeiling, ReportSummary
@@ -38,18 +40,19 @@ def floor_ceiling(s: ReportSummary) -> list[Block]:
     return floor_ceiling_blocks(s.floor_ceiling)
 
 
-def floor_ceiling_blocks(fc: FloorCeiling | None) -> list[Block]:
+def floor_ceiling_blocks(fc: FloorCeiling | None, label: Sequence[Block] = ()) -> list[Block]:
+    """``label``: blocks set under the heading (lens compare's "not comparable" label)."""
     if fc is None or not fc.rows:
         return []
     arms = list(fc.rows[0].positions)
-    missing = [f"no {what} arm ({name})" for what, name, arm in (
+    missing = [f"{what} arm ({name})" for what, name, arm in (
         ("floor", "null", fc.floor_arm), ("ceiling", "oracle", fc.ceiling_arm)) if arm is None]
     text = (f"Floor: {fc.floor_arm or 'none'}; ceiling: {fc.ceiling_arm or 'none'}"
             + (f"; alternative: {fc.alternative_arm}" if fc.alternative_arm else "")
             + ". Each arm's position is (value − floor) / (ceiling − floor): 0 at the floor, "
             "1 at the ceiling; unknown when an end is missing or the ceiling is not above the "
-            "floor." + (f" This run has {' and '.join(missing)}." if missing else ""))
-    return [Heading("Floor and ceiling"), Para(text, "meta"),
+            "floor." + (f" Missing: the {' and the '.join(missing)}." if missing else ""))
+    return [Heading("Floor and ceiling"), *label, Para(text, "meta"),
             Table(["metric", "floor", "ceiling", *arms],
                   [[r.metric, fmt.num(r.floor), fmt.num(r.ceiling),
                     *(_share(r.positions.get(a)) for a in arms)] for r in fc.rows],

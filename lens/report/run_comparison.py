@@ -187,7 +187,7 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Heading("Arms"), *label,
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
-        *floor_ceiling_blocks(s.floor_ceiling),
+        *floor_ceiling_blocks(s.floor_ceiling, label),
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
