@@ -237,6 +237,8 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "hybrid_chunked": "lens.adapters.hybrid:HybridChunkedAdapter",
     "full_context": "lens.adapters.in_context:FullContextAdapter",
     "recency": "lens.adapters.in_context:RecencyAdapter",
+    # A reference arm: lens serves each question's required evidence (lens/oracle.py).
+    "oracle": "lens.adapters.oracle:OracleStandIn",
     "mem0": "lens.adapters.mem0:Mem0Adapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",

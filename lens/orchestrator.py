@@ -25,6 +25,7 @@ from lens.dataset import Dataset, Question, Scope
 from lens.executor import AdapterWorkerLost
 from lens.executor import adapter_factory as executor_factory
 from lens.models.base import ModelClient, ModelError, ToolSpec
+from lens.oracle import OracleMemory, is_oracle
 from lens.records import QuestionRecord, question_key, unit_key
 from lens.store import RunStore, now_iso
 
@@ -223,7 +224,8 @@ class Runner:
                 caps = CapabilityManifest.model_validate(caps)
             self.store.append_event("unit_started", unit.key, adapter=unit.adapter.display,
                                     scope_id=unit.scope.scope_id, repeat=unit.repeat,
-                                    capabilities=caps.model_dump(mode="json"))
+                                    capabilities=caps.model_dump(mode="json"),
+                                    **({"oracle": True} if is_oracle(unit.adapter) else {}))
             await self._stream(unit, adapter, caps, pending, timeout)
             self.store.append_event("unit_done", unit.key)
         finally:
@@ -306,8 +308,12 @@ class Runner:
             started_at = now_iso()
             t0 = time.perf_counter()
             agent_cfg = self.config.agent
+            # The oracle arm's agent reads this question's evidence, built here in the driver
+            # (lens/oracle.py); every other arm's agent reads its own adapter.
+            memory = (OracleMemory.for_question(unit.scope, q, ingested)
+                      if is_oracle(unit.adapter) else adapter)
             agent = Agent(
-                model=self.model, adapter=adapter, budget=agent_cfg.budget, capabilities=caps,
+                model=self.model, adapter=memory, budget=agent_cfg.budget, capabilities=caps,
                 tools=tools,
                 call_timeout_s=unit.adapter.call_timeout_s, temperature=agent_cfg.temperature,
                 max_tokens=agent_cfg.max_tokens,

@@ -12,6 +12,7 @@ from lens.report.data import RunData, load_run
 from lens.report.html import render_html
 from lens.report.markdown import render_markdown
 from lens.report.memory_cost import memory_cost_section
+from lens.report.parity import synthetic_prefixes
 from lens.report.retrieval_section import retrieval_section
 from lens.report.sections import Section, collect_sections, register_section_provider
 from lens.report.shapes import ReportSummary
@@ -58,7 +59,7 @@ def write_run_reports(run: RunData, *, out_dir: str | Path | None = None,
     page = render_html(summary, run.rows, sections)
     data = json.dumps(summary.model_dump(mode="json", by_alias=True), indent=2,
                       ensure_ascii=False, allow_nan=False)
-    table = questions_csv(run.rows, summary.metrics)
+    table = questions_csv(run.rows, summary.metrics, synthetic_prefixes(run))
     paths = ReportPaths(markdown=target / "report.md", html=target / "report.html",
                         summary=target / "summary.json", csv=target / "questions.csv",
                         summary_data=summary)

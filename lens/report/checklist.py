@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from lens.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
+from lens.report.parity import context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.scoring.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
@@ -495,6 +496,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_unknown_refs([run]),
         check_dropped_questions([run]),
         check_empty_answers([run]),
+        *context_parity_checks([run]),
     ]
 
 
@@ -515,6 +517,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_unknown_refs(runs),
         check_dropped_questions(runs),
         check_empty_answers(runs),
+        *context_parity_checks(runs),
     ]
 
 

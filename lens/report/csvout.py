@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from lens.records import is_scored
 from lens.report.data import QuestionRow
+from lens.report.parity import context_of
 from lens.visible import visible
 
 BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question_type",
                 "checkpoint", "status", "tool_calls", "tool_errors", "search_results",
                 "agent_tokens", "cost_usd", "stop_reason", "budget_compliant", "wall_s",
-                "cited_refs", "error"]
+                "cited_refs", "error",
+                # What the memory handed the agent (lens/report/parity.py).
+                "context_chars", "context_tokens", "standing_context_chars",
+                "search_scope_share"]
 
 
 def _safe(text: str) -> str:
@@ -21,13 +26,23 @@ def _safe(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
-def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str]) -> str:
+def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str],
+                  synthetic_prefixes: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``synthetic_prefixes``: each unit's declared synthetic ref prefixes (refs that name no
+    episode, left out of the search scope share)."""
+    prefixes = synthetic_prefixes or {}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([*BASE_COLUMNS, *metrics])
     for row in rows:
         r = row.record
         cost = row.cost_usd
+        ctx = context_of(r, prefixes.get(r.unit_key, ()))
+        searched = any(c.name == "memory_search" for c in r.tool_calls)
+        share = ctx.scope_share if searched else None
+        # A failed question has no session, so no context to measure (blank, not 0).
+        context = ([ctx.chars, ctx.tokens, ctx.standing_chars] if is_scored(r.status)
+                   else ["", "", ""])
         writer.writerow([
             _safe(r.key), _safe(r.adapter), _safe(r.scope_id), r.repeat, _safe(r.question_id),
             _safe(row.question_type), r.checkpoint, r.status, row.tool_calls,
@@ -36,6 +51,7 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str]) -> str:
             _safe(r.budget.stop_reason) if r.budget else "",
             "" if r.budget is None else int(r.budget.compliant), f"{r.wall_s:.3f}",
             _safe(" ".join(r.cited_refs)), _safe(r.error or ""),
+            *context, "" if share is None else f"{share:.4f}",
             *("" if (v := row.metric(m)) is None else f"{v:.6f}" for m in metrics),
         ])
     return buf.getvalue()

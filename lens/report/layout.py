@@ -22,6 +22,7 @@ from lens.report.document import (
     Table,
 )
 from lens.report.judge_blocks import judge_panel_blocks
+from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary
 
@@ -205,7 +206,8 @@ def notes(s: ReportSummary) -> list[Block]:
 def report_blocks(s: ReportSummary, sections: Sequence[Section] = (),
                   plot_svgs: Sequence[str] = ()) -> list[Block]:
     """The whole run report, in reading order."""
-    return [*header(s), *checklist(s.checklist), *results(s), *plots(plot_svgs), *usage(s),
-            *primary_breakdown(s), *judge(s), *judge_panel_blocks(s.judges),
+    return [*header(s), *checklist(s.checklist), *results(s), *floor_ceiling(s),
+            *plots(plot_svgs), *usage(s), *context_parity(s), *primary_breakdown(s),
+            *judge(s), *judge_panel_blocks(s.judges),
             *many_arms(s.many_arms), *comparisons(s),
             *extra_sections(sections), *notes(s)]

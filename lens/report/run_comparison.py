@@ -34,10 +34,13 @@ from lens.report.document import (
     to_markdown,
 )
 from lens.report.estimates import repeat_reducer, report_metrics
+from lens.report.floor_ceiling import floor_ceiling
 from lens.report.frontier import arms_frontier, frontier_table
 from lens.report.judges import compare_under_judges, hold_under_every_judge
 from lens.report.memory_cost import FRONTIER_NOTE, memory_cost
-from lens.report.shapes import Check, Comparison, EstimateOut, ManyArms
+from lens.report.parity import adapter_names
+from lens.report.reference_blocks import floor_ceiling_blocks
+from lens.report.shapes import Check, Comparison, EstimateOut, FloorCeiling, ManyArms
 from lens.stats import condition_differences
 
 
@@ -58,6 +61,8 @@ class CompareSummary(BaseModel):
     judge_notes: list[str] = []
     # Per arm: the primary metric against cost and latency per question (lens.report.frontier).
     frontier: dict[str, object] = {}
+    # Each arm between the floor (a null arm) and the ceiling (an oracle arm), when present.
+    floor_ceiling: FloorCeiling | None = None
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                              many_arms=many_arms(arms, metrics), judges=list(by_judge),
                              judge_notes=judge_notes,
                              frontier=arms_frontier(arms, metrics[0] if metrics else None,
-                                                    own, _arm_costs(arms)))
+                                                    own, _arm_costs(arms)),
+                             floor_ceiling=floor_ceiling(
+                                 arm_est, {a.name: adapter_names(a.run).get(a.adapter, a.adapter)
+                                           for a in arms}, metrics))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -179,6 +187,7 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Heading("Arms"), *label,
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
+        *floor_ceiling_blocks(s.floor_ceiling, label),
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),

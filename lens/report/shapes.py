@@ -66,6 +66,23 @@ class Usage(_M):
     first_tool_error: str | None = None
 
 
+class ContextParity(_M):
+    """What the memory handed the agent per question (lens/report/parity.py): characters of
+    tool results and standing context, lens's rough token count of them, and the share of the
+    ingested episodes the question's searches returned."""
+
+    questions: int
+    chars_median: float | None
+    chars_mean: float | None
+    tokens_median: float | None
+    tokens_mean: float | None
+    search_chars_mean: float | None
+    retrieve_chars_mean: float | None
+    standing_chars_mean: float | None
+    scope_share_median: float | None
+    scope_share_max: float | None
+
+
 class CheckpointPoint(_M):
     label: str
     first: int
@@ -86,6 +103,7 @@ class AdapterSummary(_M):
     by_type: dict[str, dict[str, EstimateOut]] = Field(default_factory=dict)
     by_checkpoint: list[CheckpointPoint] = Field(default_factory=list)
     usage: Usage
+    context: ContextParity | None = None
 
 
 class JudgeOut(_M):
@@ -158,6 +176,24 @@ class RoleUsage(_M):
     errors: int = 0
 
 
+class FloorCeilingRow(_M):
+    metric: str
+    floor: float | None
+    ceiling: float | None
+    # Each arm's (value − floor) / (ceiling − floor); None when the gap is not positive or a
+    # value is missing.
+    positions: dict[str, float | None] = Field(default_factory=dict)
+
+
+class FloorCeiling(_M):
+    """Each arm placed between the floor (``null``) and the ceiling (``oracle``) of the run."""
+
+    floor_arm: str | None
+    ceiling_arm: str | None
+    alternative_arm: str | None = None
+    rows: list[FloorCeilingRow] = Field(default_factory=list)
+
+
 class ReportSummary(_M):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     run_id: str
@@ -181,6 +217,8 @@ class ReportSummary(_M):
     # Friedman's test and Kendall's W across scopes, with three or more adapters.
     many_arms: list[ManyArms] = Field(default_factory=list)
     checklist: list[Check]
+    # Present when the run has a floor (null) or a ceiling (oracle) arm.
+    floor_ceiling: FloorCeiling | None = None
     sections: list[SectionOut] = Field(default_factory=list)
     model_usage: dict[str, RoleUsage] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)

@@ -9,12 +9,14 @@ from lens.report.arm_comparison import arms_of, compare_against_first, many_arms
 from lens.report.checklist import _scored_n, run_checklist
 from lens.report.data import QuestionRow, RunData
 from lens.report.estimates import estimates, report_metrics
+from lens.report.floor_ceiling import floor_ceiling
 from lens.report.judges import (
     compare_under_judges,
     hold_under_every_judge,
     judge_panel,
     judge_views,
 )
+from lens.report.parity import adapter_names, context_parity
 from lens.report.sections import Section, collect_sections
 from lens.report.shapes import (
     AdapterSummary,
@@ -117,7 +119,7 @@ def adapter_summary(run: RunData, label: str, metrics: list[str],
         errored=sum(1 for r in rows if r.record.status == "error"),
         empty_answers=sum(1 for r in rows if r.record.status == "empty_answer"),
         metrics=ests, run_level=run_level, by_type=by_type, by_checkpoint=curve,
-        usage=usage_of(rows, confidence),
+        usage=usage_of(rows, confidence), context=context_parity(run, rows),
     )
 
 
@@ -181,6 +183,8 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         judges=judge_panel(run, metrics, views, judge_notes, confidence), adapters=adapters,
         comparisons=comparisons, many_arms=many_arms(arms, metrics),
         checklist=run_checklist(run),
+        floor_ceiling=floor_ceiling({a: s.metrics for a, s in adapters.items()},
+                                    adapter_names(run), metrics),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
         model_usage=model_usage(run),
         notes=list(run.notes),
