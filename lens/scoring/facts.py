@@ -45,6 +45,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from lens.dataset import fact_subject
 from lens.scoring.dates import Date, find_dates
 from lens.scoring.lexicon import (
     DIRECTIONS,
@@ -88,6 +89,15 @@ _CALENDAR = frozenset("january february march april may june july august septemb
                       "november december monday tuesday wednesday thursday friday saturday "
                       "sunday".split())
 _BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
+# A footer that lists where figures come from ("Sources: ...") claims nothing about them.
+_FOOTER = re.compile(r"^\W*(?:sources?|references?|refs|evidence|citations?|cited|records?"
+                     r"|figures|values|data)\s*(?:used|cited)?\s*:", re.I)
+# A figure offered with an alternative ("211 ms (or possibly 252 ms)", "3 or 4 reports")
+# commits to neither: both are blanked before matching.
+_FIGURE = r"[$€£]?\d[\d,.]*(?:\s?%|(?:\s+(?!or\b)[A-Za-z/µ^]+){0,3}?)"
+_ALTERNATIVE = re.compile(
+    rf"{_FIGURE}\s*[(\[,]?\s*\bor\s+(?:(?:possibly|perhaps|maybe|else|rather|even|probably"
+    rf"|alternatively|equally|just|as\s+much\s+as)\s+)*{_FIGURE}\s*[)\]]?", re.I)
 
 
 def _ids(text: str) -> list[tuple[str, int, int]]:
@@ -190,15 +200,25 @@ class Sentence:
     after_bare_no: bool  # follows a sentence that is just "No."
 
 
+def _blank_alternatives(text: str) -> str:
+    return _ALTERNATIVE.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def _sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     previous_no = False
+    footer = False
     for raw in _SENTENCE.split(text):
         if not raw or not any(ch.isalnum() for ch in raw):
             continue  # punctuation or whitespace alone states nothing
         if _BARE_NO.match(raw):
             previous_no = True
             continue
+        # A footer runs to the end of the answer: its lines are listings, not claims.
+        footer = footer or bool(_FOOTER.match(raw))
+        if footer:
+            continue
+        raw = _blank_alternatives(raw)
         parts = _clauses(raw)
         clauses = [_clause(p) for _, p in parts]
         denied = False
@@ -217,7 +237,7 @@ def _sentences(text: str) -> list[Sentence]:
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 2
+MATCHER_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -317,6 +337,11 @@ def _noun_stems(n: Number) -> set[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_fact(fact: str) -> _Fact:
+    subject, value = fact_subject(fact)
+    if subject is not None:
+        # "auth p99 latency: 224 ms" is the claim "auth p99 latency 224 ms": the colon would
+        # otherwise end a clause between the value and what it is about.
+        return _parse_fact(f"{subject} {value}")
     clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
     t = fold(fact)
     dates = find_dates(t)
@@ -447,12 +472,20 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, present, "identifier missing"
     for k in fact.ids:
         anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
+    if anchor_clauses and not any(c.stems - set(c.ids) for c in usable):
+        # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
+        # claim about anything.
+        return False, present, "bare list"
     plain = fact.plain
     if not plain:
         # A figure, date or identifier alone: only a denial of the whole statement defeats it.
         if anchor_clauses and all(usable[ci].denied for ci in anchor_clauses):
             return False, present, "denied"
         return True, present, ""
+    if (not fact.main_denied and (fact.numbers or fact.dates) and anchor_clauses
+            and all(usable[ci].negated or usable[ci].denied for ci in anchor_clauses)):
+        # "auth p99 latency never reached 531 ms" denies the figure, whatever else is said.
+        return False, present, "denied"
     if not all(any(n in present for n in g) for g in fact.names) or not all(d in present
                                                             for d in fact.directions):
         return False, present, "subject or direction missing"

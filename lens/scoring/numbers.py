@@ -249,14 +249,16 @@ def strip_numbers(text: str) -> str:
 
 
 def _rounding(n: Number) -> float:
-    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
-    245-255)."""
+    """Half the step of a hedged whole figure's second significant digit, or of its trailing
+    zeros when there are more: "about 225 ms" and "about 220 ms" may stand for 224 ms (two
+    significant figures), "about 250" for 245-255. The caller caps it at ``rel_tol``."""
     w = n.written
     if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
     digits = str(int(abs(w)))
     zeros = len(digits) - len(digits.rstrip("0"))
-    return 0.5 * 10.0 ** zeros * n.factor if zeros else 0.0
+    two_figures = max(0, len(digits) - 2)
+    return 0.5 * 10.0 ** max(zeros, two_figures) * n.factor if max(zeros, two_figures) else 0.0
 
 
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
