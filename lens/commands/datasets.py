@@ -47,8 +47,9 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     s.set_defaults(handler=_stats)
 
-    i = dsub.add_parser("import", help="convert LoCoMo or LongMemEval files to LENS JSON")
-    i.add_argument("--format", required=True, choices=["locomo", "longmemeval"])
+    i = dsub.add_parser("import", help="convert LoCoMo or LongMemEval files to LENS JSON, or "
+                        "add conclusions to a published LENS file")
+    i.add_argument("--format", required=True, choices=["lens", "locomo", "longmemeval"])
     i.add_argument("source", type=Path, metavar="SRC")
     i.add_argument("--out", required=True, type=Path, metavar="FILE")
     i.set_defaults(handler=_import)

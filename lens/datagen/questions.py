@@ -230,7 +230,8 @@ class QuestionBuilder:
                 "counterfactual/herring", T.COUNTERFACTUAL, d.late,
                 f"If {c.herring_id} ({c.herring_text}) had caused the rise in {c.subject}, what "
                 "would the reports show, and do they?",
-                f"A jump right after {s.date(d.herring)} with flat figures before it. Instead "
+                f"No. {c.herring_id} would have shown as a jump right after "
+                f"{s.date(d.herring)} with flat figures before it. Instead "
                 f"{c.subject} was already climbing from {s.p(d.onset - 1)} after {c.onset_id} on "
                 f"{s.date(d.onset)} and kept the same pace through {c.herring_id}: "
                 f"{s.p(d.herring - 1)} the day before, {s.p(d.herring + 1)} the day after.",
@@ -288,7 +289,7 @@ class QuestionBuilder:
             f"{c.threshold_text}.",
             [self.f_p(d.final), (f"monthly summary: {s.p(s.stale_day)}", [self.lay.summary_id]),
              (f"monthly summary snapshot: {s.date(s.stale_day)}", [self.lay.summary_id])],
-            "no: the monthly summary figure is stale")
+            "no: the monthly summary is stale")
 
     def severity(self, when: str) -> Draft:
         s, c, d = self.s, self.c, self.d

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lens.importers.lens_published import import_lens
 from lens.importers.locomo import import_locomo
 from lens.importers.longmemeval import import_longmemeval, write_longmemeval
 
 IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "lens": import_lens,
     "locomo": import_locomo,
     "longmemeval": import_longmemeval,
 }
@@ -19,5 +21,5 @@ STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
     "longmemeval": write_longmemeval,
 }
 
-__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_locomo", "import_longmemeval",
+__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_lens", "import_locomo", "import_longmemeval",
            "write_longmemeval"]

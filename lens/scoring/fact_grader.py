@@ -6,13 +6,17 @@ fact_recall is a lower bound). ``judge``: the judge grades each key fact present
 fact_recall is the mean grade. ``both``: the judge's grades count, and the matcher's verdict is
 kept beside each one with their agreement, to audit either. A grade the judge failed to give or
 that could not be read (after its format retry) leaves the question's fact_recall missing:
-averaging over the facts that happened to be graded would score a different question.
+averaging over the facts that happened to be graded would score a different question. A
+question's conclusion is graded as one more fact; an answer whose conclusion the mechanical
+check finds contradicted or two-way keeps fact_recall 0 whatever the grades
+(:mod:`lens.scoring.conclusion`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+from lens.scoring.conclusion import conclusion_as_fact
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.run_input import ScoringItem
@@ -35,12 +39,15 @@ def resolve_grader(requested: str | None, has_judge: bool) -> FactGrader:
 
 
 def grade_tasks(item: ScoringItem) -> dict[str, JudgeTask]:
-    """One grading task per key fact of the question (none for an empty answer)."""
+    """One grading task per key fact of the question, and one for its conclusion when it has
+    one (none for an empty answer)."""
     if not item.record.answer.strip():
         return {}
     q = item.question
-    return {f: fact_grade_task(q.prompt, f, item.record.answer)
-            for f in dict.fromkeys(q.ground_truth.key_facts)}
+    facts = list(q.ground_truth.key_facts)
+    if q.ground_truth.conclusion:
+        facts.append(conclusion_as_fact(q.ground_truth.conclusion))
+    return {f: fact_grade_task(q.prompt, f, item.record.answer) for f in dict.fromkeys(facts)}
 
 
 def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
