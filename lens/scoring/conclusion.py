@@ -33,7 +33,7 @@ Status = Literal["stated", "absent", "contradicted", "both"]
 # Words that frame a sentence without being its verdict: "Either: No. …", "Or, equally
 # possible: Yes …", '{"answer": "No. …', "**Verdict:** No".
 _FRAME = re.compile(
-    r"^(?:[\W_]+|(?:either|or|and|alternatively|equally|possible|possibly|perhaps|maybe|so|well"
+    r"^(?:[\W_\d]+|(?:either|or|and|alternatively|equally|possible|possibly|perhaps|maybe|so|well"
     r"|answer|conclusion|verdict|summary|short|bottom|line|in|tl;?dr|result|finding|final"
     r"|overall)\b)", re.I)
 _YES = re.compile(r"^(?:yes|yeah|yep|affirmative|already)\b", re.I)
@@ -43,7 +43,7 @@ _NO = re.compile(r"^(?:(?:no|nope)(?=\s*(?:[.,:;!\u2014-]|$))|not\s+(?:yet|as\s+
                  r"|at\s+all|enough|that\s+I\s+can\s+see)\b|too\s+(?:early|soon)\b"
                  r"|no\s+(?:action|need|change|intervention|further\s+action)\b"
                  r"|nothing\s+(?:needs|to\s+do|should|has\s+to)\b|negative\b)", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+|\n+")
 MAX_FRAME_WORDS = 8
 
 

@@ -9,7 +9,8 @@ that could not be read (after its format retry) leaves the question's fact_recal
 averaging over the facts that happened to be graded would score a different question. A
 question's conclusion is graded as one more fact; an answer whose conclusion the mechanical
 check finds contradicted or two-way keeps fact_recall 0 whatever the grades
-(:mod:`lens.scoring.conclusion`).
+(:mod:`lens.scoring.conclusion`), and a fact whose figure, date or identifier the matcher finds
+missing, denied or only in a bare list earns no points whatever its grade (``VETO_REASONS``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.run_input import ScoringItem
 
 FactGrader = Literal["matcher", "judge", "both"]
+# Matcher verdicts on a fact's value that no judge grade overrides.
+VETO_REASONS = frozenset({"figure missing", "date missing", "identifier missing", "denied",
+                          "bare list"})
 GRADERS: tuple[str, ...] = get_args(FactGrader)
 
 
@@ -69,6 +73,12 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
             unreadable += 1
         row: dict[str, Any] = {"fact": fact, "grade": grade,
                                "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
+        veto = by_fact.get(fact, {}).get("reason")
+        if veto in VETO_REASONS and row["points"]:
+            # The matcher is the exact check of figures, dates and ids: a judge cannot credit
+            # a value the answer never states as a claim (absent, hedged, denied, listed bare).
+            row["points"] = 0.0
+            row["matcher_veto"] = veto
         if grader == "both":
             row["matcher"] = bool(by_fact.get(fact, {}).get("matched"))
         rows.append(row)

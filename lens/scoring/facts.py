@@ -51,6 +51,7 @@ from lens.scoring.lexicon import (
     DIRECTIONS,
     NEGATION_PHRASES,
     NEGATION_WORDS,
+    SENTENCE_DOUBT,
     SENTENTIAL_NEGATION,
     TOKEN,
     content_stems,
@@ -89,9 +90,6 @@ _CALENDAR = frozenset("january february march april may june july august septemb
                       "november december monday tuesday wednesday thursday friday saturday "
                       "sunday".split())
 _BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
-# A footer that lists where figures come from ("Sources: ...") claims nothing about them.
-_FOOTER = re.compile(r"^\W*(?:sources?|references?|refs|evidence|citations?|cited|records?"
-                     r"|figures|values|data)\s*(?:used|cited)?\s*:", re.I)
 # A figure offered with an alternative ("211 ms (or possibly 252 ms)", "3 or 4 reports")
 # commits to neither: both are blanked before matching.
 _FIGURE = r"[$€£]?\d[\d,.]*(?:\s?%|(?:\s+(?!or\b)[A-Za-z/µ^]+){0,3}?)"
@@ -207,29 +205,29 @@ def _blank_alternatives(text: str) -> str:
 def _sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     previous_no = False
-    footer = False
     for raw in _SENTENCE.split(text):
         if not raw or not any(ch.isalnum() for ch in raw):
             continue  # punctuation or whitespace alone states nothing
         if _BARE_NO.match(raw):
             previous_no = True
             continue
-        # A footer runs to the end of the answer: its lines are listings, not claims.
-        footer = footer or bool(_FOOTER.match(raw))
-        if footer:
-            continue
         raw = _blank_alternatives(raw)
         parts = _clauses(raw)
         clauses = [_clause(p) for _, p in parts]
         denied = False
+        # Doubt and condition ("I doubt that", "only if", "if … were") govern the whole
+        # sentence after them: "I doubt that 258 ms: the report gives 258 ms" asserts nothing.
+        doubted = False
         for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
             clause.names = _names(part, sentence_start=i == 0)
             # A sentential denial covers its clause and the clauses that continue it ("It is
             # not true that X, which ..."), up to a new statement ("; it was corrected to").
             if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
                 denied = False
-            denied = denied or bool(SENTENTIAL_NEGATION.search(fold(part)))
-            clause.denied = denied
+            folded = fold(part)
+            doubted = doubted or bool(SENTENCE_DOUBT.search(folded))
+            denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
+            clause.denied = denied or doubted
         out.append(Sentence(clauses, previous_no))
         previous_no = False
     return out

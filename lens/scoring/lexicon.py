@@ -35,11 +35,14 @@ NEGATION_PHRASES = ("no longer", "ruled out", "rule out", "ruling out", "rules o
 SENTENTIAL_NEGATION = re.compile(
     r"\b(?:it\s+is|it's|that\s+is|that's|this\s+is)\s+(?:not\s+true|untrue|false|incorrect|wrong)"
     r"|\bnot\s+the\s+case\b|\bfalse\s+that\b|\buntrue\s+that\b|\bno\s+evidence\s+that\b"
-    # Doubt and condition: "I doubt that", "it would be wrong to say", "only if", "if … were".
-    r"|\b(?:wrong|mistaken|incorrect|misleading|false)\s+to\s+(?:say|claim|conclude|think|state)"
-    r"|\bdoubt(?:s|ed|ful)?\b|\bquestionable\b|\bhypothetical(?:ly)?\b"
-    r"|\bonly\s+if\b|\bif\b[^.;:]*\b(?:were|had\s+been|would)\b|\bunless\b"
-    r"|\bsuppos(?:e|ing)\b|\bimagine\b|\bwere\s+(?:it|they|the)\b"
+)
+# Doubt and condition, which govern the rest of their sentence: "it would be wrong to say",
+# "I doubt that", "only if", "if … were", "suppose". "No doubt" and "without doubt" assert.
+SENTENCE_DOUBT = re.compile(
+    r"\b(?:wrong|mistaken|incorrect|misleading|false)\s+to\s+(?:say|claim|conclude|think|state)"
+    r"|(?<!\bno\s)(?<!\bwithout\s)(?<!\bbeyond\s)\bdoubt(?:s|ed|ful)?\b|\bquestionable\b"
+    r"|\bhypothetical(?:ly)?\b|\bonly\s+if\b|\bif\b[^.;:]*\b(?:were|had\s+been|would)\b"
+    r"|\bunless\b|\bsuppos(?:e|ing)\b|\bimagine\b"
 )
 
 # Direction of change. Each word maps to one token, so "rose", "climbing" and "elevated" all

@@ -102,6 +102,8 @@ def _claims_detail(a: Analysis) -> dict[str, Any]:
     if a.claims.quoted:
         detail["quoted_sentences"] = len(a.claims.quoted)
         detail["quoted_example"] = a.claims.quoted[0][:160]
+    if a.claims.unasserted:
+        detail["unasserted_sentences"] = len(a.claims.unasserted)
     return detail
 
 

@@ -249,16 +249,24 @@ def strip_numbers(text: str) -> str:
 
 
 def _rounding(n: Number) -> float:
-    """Half the step of a hedged whole figure's second significant digit, or of its trailing
-    zeros when there are more: "about 225 ms" and "about 220 ms" may stand for 224 ms (two
-    significant figures), "about 250" for 245-255. The caller caps it at ``rel_tol``."""
+    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
+    245-255)."""
     w = n.written
     if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
     digits = str(int(abs(w)))
     zeros = len(digits) - len(digits.rstrip("0"))
-    two_figures = max(0, len(digits) - 2)
-    return 0.5 * 10.0 ** max(zeros, two_figures) * n.factor if max(zeros, two_figures) else 0.0
+    return 0.5 * 10.0 ** zeros * n.factor if zeros else 0.0
+
+
+def _two_figures(n: Number) -> float:
+    """Half the step of a hedged whole figure's second significant digit: "about 225 ms" and
+    "about 220 ms" may stand for 224 ms, "about 740 ms" for 736 ms (honest rounding to two
+    significant figures), "about 24 U/L" only for 24 U/L."""
+    w = n.written
+    if not n.hedged or n.declared or w != int(w) or abs(w) < 100:
+        return 0.0
+    return 0.5 * 10.0 ** (len(str(int(abs(w)))) - 2) * n.factor
 
 
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
@@ -268,8 +276,8 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     Counts, money and bare figures are exact unless the answer declares a rounding with a
     multiplier ("181k"). A measured value may differ by the rounding its digits imply when the
     answer declares it ("about 250 ms") or converts the unit ("0.53 s"), never by more than
-    ``rel_tol`` of the fact's value: "about 250 ms" meets 252 ms; "250 ms" does not, nor
-    "225 ms" 224 ms."""
+    ``rel_tol`` of the fact's value, except an honest two-figure rounding ("about 740 ms" for
+    736 ms): "about 250 ms" meets 252 ms; "250 ms" does not, nor "225 ms" 224 ms."""
     if fact.dimension != answer.dimension:
         return False
     slack = 0.0
@@ -281,5 +289,6 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     if fact.dimension in MEASURED:
         if not math.isclose(answer.factor, fact.factor) and answer.significant >= 2:
             slack = max(slack, answer.precision)  # the rounding of a converted figure
-        tol = min(max(slack, _rounding(answer)), rel_tol * abs(fact.value))
+        tol = max(min(max(slack, _rounding(answer)), rel_tol * abs(fact.value)),
+                  _two_figures(answer))
     return abs(fact.value - answer.value) <= tol + 1e-9 * max(1.0, abs(fact.value))

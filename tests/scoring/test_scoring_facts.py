@@ -249,7 +249,7 @@ def test_every_shipped_date_fact_meets_its_written_forms() -> None:
     months = ["January", "February", "March", "April", "May", "June", "July", "August",
               "September", "October", "November", "December"]
     # Shipped facts are in subject form ("DEP-4230: 2024-03-23"): the sentence names it.
-    dated = [fact_subject(f) + (f,) for q in _standard()["questions"]
+    dated = [(*fact_subject(f), f) for q in _standard()["questions"]
              for f in q["ground_truth"]["key_facts"]]
     dates = [(subject, v, f) for subject, v, f in dated
              if len(v) == 10 and v[4] == "-" and v[7] == "-"]
