@@ -28,9 +28,15 @@ import yaml
 
 from bench.common import ROOT, md_table
 from lens.agent import extract_citations
-from lens.dataset import Dataset, Question, fact_subject, load_dataset, parse_conclusion
+from lens.dataset import Dataset, Question, fact_subject, load_dataset
 from lens.records import QuestionRecord
 from lens.scoring import score_run_sync
+from lens.scoring.calibration_answers import (
+    VERDICT_LEAD,
+    bare_list_answer,
+    hedged_answer,
+    reversed_answer,
+)
 from lens.scoring.claims import ScopeText
 from lens.scoring.refs import episode_of
 from lens.scoring.types import RunScores
@@ -66,23 +72,9 @@ DESCRIPTIONS = {
     "json": "faithful: the canonical answer as a JSON object",
     "rounded": "faithful: measured figures rounded honestly (\"about 220 ms\" for 224 ms)",
 }
-_LEAD = re.compile(r"^(?:(?:No|Yes|Not yet|Too early to call a trend)\.\s+|(?:No|Yes),\s+"
-                   r"|(?:Act now|Moderate and rising|High):\s+)")
 _MEASURED = re.compile(r"(?<![\w.,$-])(\d{1,3}(?:,\d{3})+|\d{3,})"
                        r"(\s?(?:ms|U/L|g/L|mg/L|min|per hour))\b")
 _SENTENCES = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+")
-
-
-_FIGURE = re.compile(r"[$]?\d[\d,]*(?:\.\d+)?(?:\s?\S.*)?")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _bump(value: str) -> str:
-    """Another figure of the same kind: the first number raised by a fifth."""
-    m = re.search(r"\d[\d,]*", value)
-    assert m is not None
-    n = int(m.group(0).replace(",", "")) * 6 // 5 + 1
-    return value[:m.start()] + f"{n:,}" + value[m.end():]
 
 
 def cite(refs: list[str]) -> str:
@@ -129,17 +121,11 @@ class ShapeBuilder:
 
     def reversed_text(self, r: QuestionRecord) -> str:
         q = self.question(r)
-        text = self.canonical_text(r)
-        verdict, _ = parse_conclusion(q.ground_truth.conclusion or "")
-        if text.startswith("No, not as of"):
-            return "Yes, already as of" + text[len("No, not as of"):]
-        body = _LEAD.sub("", text)
-        if q.question_type.value == "action_recommendation":
-            return f"No action is needed. {body}"
-        if verdict == "no":
-            return f"Yes. {body}"
-        if verdict == "yes":
-            return f"No. {body}"
+        text = reversed_answer(q)
+        if text is not None:
+            return text
+        # A conclusion without a verdict (a severity): the answer plays it down instead.
+        body = VERDICT_LEAD.sub("", q.ground_truth.canonical_answer)
         return f"Nothing serious: {_lower_first(body)}"
 
     def reversed(self, r: QuestionRecord) -> str:
@@ -154,23 +140,11 @@ class ShapeBuilder:
 
     def hedged(self, r: QuestionRecord) -> str:
         """Every figure of the key facts offered with another one beside it."""
-        text = self.canonical_text(r)
-        figures = [v for _, v in self._values(r)
-                   if _FIGURE.fullmatch(v) and not _DATE.fullmatch(v)]
-        values = list(dict.fromkeys(figures))
-        if not values:
-            return f"{text} {cite(self.refs(r))}"
-        pattern = re.compile("|".join(rf"(?<![\w$.,]){re.escape(v)}(?!\w)" for v in values))
-
-        def hedge(m: re.Match[str]) -> str:
-            others = [f for f in values if f != m.group(0)]
-            return f"{m.group(0)} (or possibly {others[0] if others else _bump(m.group(0))})"
-
-        text = pattern.sub(hedge, text)
+        text = hedged_answer(self.question(r)) or self.canonical_text(r)
         return f"{text} {cite(self.refs(r))}"
 
     def bare_list(self, r: QuestionRecord) -> str:
-        return f"{', '.join(v for _, v in self._values(r))} {cite(self.refs(r))}"
+        return f"{bare_list_answer(self.question(r)) or ''} {cite(self.refs(r))}"
 
     def _prefixed(self, r: QuestionRecord, prefix: str) -> str:
         return f"{prefix} {_lower_first(self.canonical_text(r))} {cite(self.refs(r))}"

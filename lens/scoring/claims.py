@@ -179,8 +179,11 @@ def split_claims(answer: str, scope: ScopeText | None) -> Claims:
             kept.append(sent + sep)
             continue
         kept.append(f"\n{QUOTE_MARK}\n")
-    return Claims(text="".join(kept).strip(), own=len(own), quoted=quoted,
-                  unasserted=unasserted)
+    if not quoted and not unasserted:
+        return Claims(text=answer, own=len(own))
+    # One line per mark, however the sentences around it were separated.
+    text = re.sub(r"\s*\n\s*", "\n", "".join(kept)).strip()
+    return Claims(text=text, own=len(own), quoted=quoted, unasserted=unasserted)
 
 
 @dataclass(frozen=True)
