@@ -98,9 +98,10 @@ def short_facts(answer: str) -> list[str]:
     return [answer]
 
 
-# A yes/no answer opens with its verdict: "Yes", "No.", "no, she did not". A verdict alone is no
-# key fact the matcher can check; it is the question's conclusion.
-_VERDICT = re.compile(r"^\W*(yes|no)\b(?=\s*(?:[.,:;!\u2014-]|$))", re.I)
+# A yes/no answer opens with its verdict: "Yes", "No.", "no, she did not", "Likely yes, he
+# trains …". A verdict alone is no key fact the matcher can check; it is the conclusion.
+_VERDICT = re.compile(r"^\W*(?:(?:most\s+)?(?:likely|probably)\s*,?\s*)?(yes|no)\b"
+                      r"(?=\s*(?:[.,:;!\u2014-]|$))", re.I)
 _YES_NO_PROMPT = re.compile(r"^\W*(?:is|are|was|were|do|does|did|has|have|had|can|could|should"
                             r"|would|will|shall)\b", re.I)
 VERDICT_ONLY_WORDS = 2

@@ -66,9 +66,10 @@ _DIRECTIONS: list[tuple[str, re.Pattern[str]]] = [
 ]
 DIRECTIONS = frozenset(d for d, _ in _DIRECTIONS)
 # Phrases whose words alone would not tell the direction (or the denial: "has not stopped
-# rising" is still rising).
+# rising" is still rising, "there is no doubt that" asserts).
 _PHRASES = [(re.compile(r"\b(?:not|never|n't)\s+(?:\w+\s+)?(?:stopped|ceased)\b"), " kept "),
             (re.compile(r"\b(?:took|take|takes|taken|taking)\s+off\b"), " soared "),
+            (re.compile(r"\b(?:no|without|beyond)\s+(?:a\s+)?doubt\b"), " certainly "),
             (re.compile(r"\bwent\s+up\b|\bgone\s+up\b|\bgoing\s+up\b"), " rose "),
             (re.compile(r"\bwent\s+down\b|\bgone\s+down\b|\bgoing\s+down\b"), " fell ")]
 
