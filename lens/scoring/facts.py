@@ -98,6 +98,10 @@ _ALTERNATIVE = re.compile(
     rf"|alternatively|equally|just|as\s+much\s+as)\s+)*{_FIGURE}\s*[)\]]?", re.I)
 
 
+# Words that join the items of a list without saying anything about them.
+_LIST_WORDS = frozenset("and or also plus then etc vs versus".split())
+
+
 def _ids(text: str) -> list[tuple[str, int, int]]:
     """(key, start, end) of the identifiers in folded ``text``; the key drops separators, so
     "CHG 5382", "chg-5382" and "CHG_5382" are one identifier."""
@@ -139,6 +143,9 @@ class Clause:
     names: set[str] = field(default_factory=set)  # stems of the proper names it mentions
     # Identifier keys, and every two adjacent tokens joined ("chg 5382" -> "chg5382").
     ids_written: set[str] = field(default_factory=set)
+    # Whether it has a word besides its values and list joiners: "CHG-5382, 224 ms and 307 ms"
+    # has none, "It was 14/day before REL-9505" has.
+    worded: bool = True
 
 
 def _clause(raw: str) -> Clause:
@@ -158,7 +165,9 @@ def _clause(raw: str) -> Clause:
     pairs = {a + b for a, b in itertools.pairwise(toks)}
     negated = (any(p in norm for p in NEGATION_PHRASES)
                or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
-    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs)
+    worded = any(w not in _LIST_WORDS for w in re.findall(r"[a-z]{2,}", norm))
+    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs,
+                  worded=worded)
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
@@ -225,7 +234,7 @@ def _sentences(text: str) -> list[Sentence]:
             if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
                 denied = False
             folded = fold(part)
-            doubted = doubted or bool(SENTENCE_DOUBT.search(folded))
+            doubted = doubted or bool(SENTENCE_DOUBT.search(normalise(part)))
             denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
             clause.denied = denied or doubted
         out.append(Sentence(clauses, previous_no))
@@ -470,7 +479,7 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, present, "identifier missing"
     for k in fact.ids:
         anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
-    if anchor_clauses and not any(c.stems - set(c.ids) for c in usable):
+    if anchor_clauses and not any(c.worded for c in usable):
         # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
         # claim about anything.
         return False, present, "bare list"

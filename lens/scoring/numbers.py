@@ -249,24 +249,31 @@ def strip_numbers(text: str) -> str:
 
 
 def _rounding(n: Number) -> float:
-    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
-    245-255)."""
+    """Half the step a hedged whole figure implies: of its trailing zeros ("about 250" may stand
+    for 245-255), or of a last digit 5 ("about 225" for 222.5-227.5)."""
     w = n.written
     if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
     digits = str(int(abs(w)))
     zeros = len(digits) - len(digits.rstrip("0"))
-    return 0.5 * 10.0 ** zeros * n.factor if zeros else 0.0
+    if zeros:
+        return 0.5 * 10.0 ** zeros * n.factor
+    return 2.5 * n.factor if len(digits) >= 3 and digits.endswith("5") else 0.0
 
 
 def _two_figures(n: Number) -> float:
-    """Half the step of a hedged whole figure's second significant digit: "about 225 ms" and
-    "about 220 ms" may stand for 224 ms, "about 740 ms" for 736 ms (honest rounding to two
-    significant figures), "about 24 U/L" only for 24 U/L."""
+    """The rounding of a hedged figure written with two significant figures ("about 740 ms",
+    "about 120 ms", "about 1,100 per hour"): half its last significant step, which may exceed
+    ``rel_tol`` (115 ms is honestly "about 120 ms"). "About 200" is not one: one significant
+    figure, or three."""
     w = n.written
-    if not n.hedged or n.declared or w != int(w) or abs(w) < 100:
+    if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
-    return 0.5 * 10.0 ** (len(str(int(abs(w)))) - 2) * n.factor
+    digits = str(int(abs(w)))
+    significant = digits.rstrip("0")
+    if len(significant) != 2 or len(significant) == len(digits):
+        return 0.0
+    return 0.5 * 10.0 ** (len(digits) - 2) * n.factor
 
 
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
