@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lens.dataset import fact_subject
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 
@@ -72,11 +73,13 @@ class ScopeText:
 
     def states_fact(self, episode: str, facts: Iterable[str],
                     settings: FactMatcherSettings | None = None) -> bool:
-        """Whether the record states at least one of ``facts`` (by the fact matcher)."""
+        """Whether the record states at least one of ``facts`` (by the fact matcher). A fact in
+        subject form is looked for by its value: a record is a report or a table about its
+        subject ("- auth: p99 211 ms"), where the value stands without the subject's words."""
         text = self.texts.get(episode, "")
         if not text:
             return False
-        for fact in facts:
+        for fact in (fact_subject(f)[1] for f in facts):
             key = (episode, fact, settings)
             if key not in self._states:
                 if episode not in self._prepared:
