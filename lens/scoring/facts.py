@@ -479,9 +479,10 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, present, "identifier missing"
     for k in fact.ids:
         anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
-    if anchor_clauses and not any(c.worded for c in usable):
+    values = sum(len(c.numbers) + len(c.dates) + len(c.ids) for c in usable)
+    if anchor_clauses and values > 1 and not any(c.worded for c in usable):
         # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
-        # claim about anything.
+        # claim about anything; a single value ("4") may be the whole answer to a question.
         return False, present, "bare list"
     plain = fact.plain
     if not plain:
