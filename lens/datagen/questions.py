@@ -212,7 +212,8 @@ class QuestionBuilder:
                 f"{s.date(d.onset - 1)}, then "
                 f"{s.p(d.onset + 1)} on {s.date(d.onset + 1)} and {s.p(d.late)} by "
                 f"{s.date(d.late)}.",
-                [self.f_on(), self.f_p(d.onset - 1), self.f_p(d.onset + 1), self.f_p(d.late)])
+                [self.f_on(), self.f_p(d.onset - 1), self.f_p(d.onset + 1), self.f_p(d.late)],
+                f"right after {c.onset_id}")
         return Draft(
             "temporal/lag", T.TEMPORAL, d.final,
             f"How many reports after {c.onset_id} did {c.subject} first exceed "
@@ -246,7 +247,8 @@ class QuestionBuilder:
             f"{s.date(d.onset - 1)}, the day before {c.onset_id} on {s.date(d.onset)}), under "
             f"{c.threshold_text}; it is at {s.p(d.final)} now.",
             [self.f_p(0), self.f_p(d.onset - 1), self.f_p(d.final),
-             self.f_date(d.onset, c.onset_id)])
+             self.f_date(d.onset, c.onset_id)],
+            "near its pre-change baseline")
 
     def distractor(self, which: str) -> Draft:
         s, c, d = self.s, self.c, self.d
