@@ -29,6 +29,13 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    increase", "is no longer elevated") does not count, nor anything under "It is not true
    that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
+5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
+   ms", :func:`lens.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
+   value counts only in a sentence naming the subject. Two values or more with no word around
+   them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
+   possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
+   ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if … were")
+   counts for nothing.
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
