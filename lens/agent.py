@@ -40,17 +40,24 @@ _REF = re.compile(r"^[A-Za-z0-9_.:#/-]+$")
 # A ref carries a digit or a separator; a bracketed plain word ([INFO], [CRITICAL]) is a log tag
 # the answer quoted, not a citation.
 _REF_MARK = re.compile(r"[0-9_#:-]")
+# Code cites nothing: fenced blocks and inline backtick spans.
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.S)
 CORE_TOOLS = ("memory_search", "memory_retrieve", "memory_capabilities")
 
 
 def extract_citations(answer: str) -> list[str]:
-    """Ref ids cited as ``[ref]`` or ``[ref1, ref2]``, in order of first appearance."""
+    """Ref ids cited as ``[ref]`` or ``[ref1, ref2]``, in order of first appearance.
+
+    Only that syntax cites: a bracket is a citation when everything in it is a ref (a token
+    with a digit or a separator, unquoted), so a JSON array (``["CHG-5382", "224 ms"]``), a
+    bracketed remark ("[see CHG-5382]"), a log tag ("[INFO]") or anything inside code
+    (backticks, fenced blocks) cites nothing."""
     out: dict[str, None] = {}
-    for group in _CITATION.findall(answer):
-        for part in re.split(r"[,;]\s*|\s+", group.strip()):
-            ref = part.strip().strip("'\"`")
-            if ref and _REF.match(ref) and _REF_MARK.search(ref) and not ref.isdigit():
-                out[ref] = None
+    for group in _CITATION.findall(_CODE.sub(" ", answer)):
+        parts = [p for p in re.split(r"[,;]\s*|\s+", group.strip()) if p]
+        if parts and all(_REF.match(p) and _REF_MARK.search(p) and not p.isdigit()
+                         for p in parts):
+            out.update(dict.fromkeys(parts))
     return list(out)
 
 

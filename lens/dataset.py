@@ -21,7 +21,16 @@ from typing import Annotated, Any
 
 import ijson
 from ijson.common import ObjectBuilder
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from lens.errors import DatasetError, Problem
 
@@ -135,11 +144,61 @@ class Episode(_Model):
         return self.model_copy(update={"meta": {}})
 
 
+# A conclusion's verdict: "yes" or "no", alone or before the claim it stands for
+# ("no: DEP-4230 did not cause the rise in auth p99 latency").
+_VERDICT = re.compile(r"^\s*(yes|no)\s*(?:[:.,;\u2014-]\s*(.*))?$", re.I | re.S)
+# A key fact in subject form: what it is about, a colon, and one value with a digit (a figure,
+# a date or an identifier): "auth p99 latency: 224 ms", "change that set off the rise: CHG-5382".
+_SUBJECT_FORM = re.compile(r"^(?P<subject>[^:]*[A-Za-z][^:]*?)\s*:\s+(?P<value>[^:\s][^:]*)$")
+MAX_VALUE_WORDS = 4
+
+
+def parse_conclusion(text: str) -> tuple[str | None, str]:
+    """(verdict, claim) of a ground-truth conclusion: the verdict is "yes", "no" or None (a
+    claim without a verdict), the claim the words after it (may be empty)."""
+    m = _VERDICT.match(text)
+    if m:
+        return m.group(1).lower(), (m.group(2) or "").strip()
+    return None, text.strip()
+
+
+def fact_subject(fact: str) -> tuple[str | None, str]:
+    """(subject, value) of a key fact in subject form ("auth p99 latency: 224 ms"), else
+    (None, fact). The form applies when the part after the last colon is one short value that
+    holds a digit, so a finding written as a sentence is never split."""
+    m = _SUBJECT_FORM.match(fact.strip())
+    if not m:
+        return None, fact
+    value = m.group("value").strip()
+    if not any(c.isdigit() for c in value) or len(value.split()) > MAX_VALUE_WORDS:
+        return None, fact
+    return m.group("subject").strip(), value
+
+
+def _check_conclusion(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("the conclusion is blank; give the decisive claim (e.g. 'no: DEP-4230 "
+                         "did not cause the rise') or leave the field out")
+    return value
+
+
 class GroundTruth(_Model):
     canonical_answer: str = Field(max_length=MAX_ANSWER_CHARS)
     required_evidence_refs: list[Ref] = Field(default_factory=list, max_length=MAX_REFS)
     key_facts: list[Annotated[str, Field(max_length=MAX_FACT_CHARS)]] = Field(
         default_factory=list, max_length=MAX_FACTS)
+    # The decisive claim of the answer (yes/no, the direction of a change, the cause named or
+    # ruled out, the action); optional. See docs/datasets.md.
+    conclusion: Annotated[str | None, Field(max_length=MAX_FACT_CHARS),
+                          AfterValidator(_check_conclusion)] = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_conclusion(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Ground truth without a conclusion dumps (and hashes) as it always did.
+        data = handler(self)
+        if data.get("conclusion") is None:
+            data.pop("conclusion", None)
+        return data
 
 
 class AgentQuestion(_Model):

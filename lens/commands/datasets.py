@@ -48,9 +48,9 @@ def register(sub: Any) -> None:
     s.set_defaults(handler=_stats)
 
     i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval, BEAM or MemoryAgentBench "
-                        "data to LENS JSON")
+                        "data to LENS JSON, or add conclusions to a published LENS file")
     i.add_argument("--format", required=True,
-                   choices=["locomo", "longmemeval", "beam", "memoryagentbench"])
+                   choices=["lens", "locomo", "longmemeval", "beam", "memoryagentbench"])
     i.add_argument("source", type=Path, metavar="SRC",
                    help="the source file (a BEAM folder: a conversation, a tier or chats/)")
     i.add_argument("--chunk-tokens", type=int, default=None, metavar="N",

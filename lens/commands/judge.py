@@ -137,10 +137,10 @@ def render(cal: Calibration) -> str:
     lines = [f"judge {cal.model} on {cal.dataset.get('label')}: {cal.questions} question(s), "
              f"{cal.pairs} pair(s) asked in both orders, {cal.verdicts} verdict(s)"]
     head = f"{'flawed answer':<14} {'pairs':>5} {'correct wins':>12} {'flawed wins':>11} " \
-           f"{'tie/split':>9} {'fact credit':>11}"
+           f"{'tie/split':>9} {'fooled':>7} {'fact credit':>11}"
     lines.append(head)
     if cal.fact_credit:
-        lines.append(f"{'(correct)':<14} {'':>5} {'':>12} {'':>11} {'':>9} "
+        lines.append(f"{'(correct)':<14} {'':>5} {'':>12} {'':>11} {'':>9} {'':>7} "
                      f"{_credit(cal.fact_credit.get('correct')):>11}")
     for kind in FLAWED_KINDS:
         rs = [r for r in cal.results if r.kind == kind and r.final is not None]
@@ -149,7 +149,9 @@ def render(cal: Calibration) -> str:
         lost = sum(r.final == "flawed" for r in rs)
         split = sum(r.final == "tie" for r in rs)
         credit = _credit(cal.fact_credit.get(kind)) if cal.fact_credit else ""
-        lines.append(f"{kind:<14} {n:>5} {won:>12} {lost:>11} {split:>9} {credit:>11}")
+        fooled = _f(cal.fooled_by_kind.get(kind))
+        lines.append(f"{kind:<14} {n:>5} {won:>12} {lost:>11} {split:>9} {fooled:>7} "
+                     f"{credit:>11}")
     lines.append(f"accuracy {_f(cal.accuracy)}; position disagreement "
                  f"{_f(cal.position_disagreement)} (response A chosen {_f(cal.position_a_rate)} "
                  f"of decisive verdicts); length bias {_f(cal.length_bias, False)} (flawed "
@@ -159,6 +161,8 @@ def render(cal: Calibration) -> str:
     if cal.fact_grade_gap is not None:
         lines.append(f"fact-grade gap {_f(cal.fact_grade_gap, False)} (credit of the correct "
                      "answer's key facts minus the most any flawed answer got)")
+    lines.append("fooled: the share of a kind's pairs in which the judge did not prefer the "
+                 "correct answer in both orders")
     lines.append(f"calibration: {cal.status.upper()}")
     lines.extend(f"  {p}" for p in cal.problems)
     return "\n".join(lines)

@@ -13,7 +13,8 @@ LENS dataset (the generator runs them on everything it writes; ``lens datasets v
 - **changes**: when the same prompt is asked again later and the later evidence includes episodes
   the earlier checkpoint could not see, the canonical answer differs.
 
-A fact is "held" by a text when the text states it word for word, up to case, punctuation and
+A fact is "held" by a text when the text states it (the value of a fact in subject form,
+"auth p99 latency: 224 ms") word for word, up to case, punctuation and
 number format ("$9,740" = "9740", "12.50" = "12.5"): a check of what the text says, without the
 value tolerance that the answer scorer allows itself.
 """
@@ -26,7 +27,7 @@ import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
 
-from lens.dataset import SYNTHESIS_TYPES, Dataset, Question
+from lens.dataset import SYNTHESIS_TYPES, Dataset, Question, fact_subject
 from lens.errors import Problem
 
 SPREAD_LIMIT = 0.8
@@ -65,7 +66,8 @@ class PreparedText:
         if hit is None:
             if self._text is None:
                 self._text = phrase(self._raw)
-            needle = phrase(fact)
+            # A fact in subject form ("auth p99 latency: 224 ms") is held where its value is.
+            needle = phrase(fact_subject(fact)[1])
             hit = needle.strip() != "" and needle in self._text
             self._cache[fact] = hit
         return hit

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from lens.importers.beam import write_beam
+from lens.importers.lens_published import import_lens
 from lens.importers.locomo import import_locomo
 from lens.importers.longmemeval import import_longmemeval, write_longmemeval
 from lens.importers.memoryagentbench import write_memoryagentbench
 
 IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "lens": import_lens,
     "locomo": import_locomo,
     "longmemeval": import_longmemeval,
 }
@@ -23,5 +25,5 @@ STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
     "memoryagentbench": write_memoryagentbench,
 }
 
-__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_locomo", "import_longmemeval",
-           "write_beam", "write_longmemeval", "write_memoryagentbench"]
+__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_lens", "import_locomo",
+           "import_longmemeval", "write_beam", "write_longmemeval", "write_memoryagentbench"]

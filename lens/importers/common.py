@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,30 @@ def short_facts(answer: str) -> list[str]:
     if not answer or len(answer.split()) > SHORT_ANSWER_WORDS:
         return []
     return [answer]
+
+
+# A yes/no answer opens with its verdict: "Yes", "No.", "no, she did not", "Likely yes, he
+# trains …". A verdict alone is no key fact the matcher can check; it is the conclusion.
+_VERDICT = re.compile(r"^\W*(?:(?:most\s+)?(?:likely|probably)\s*,?\s*)?(yes|no)\b"
+                      r"(?=\s*(?:[.,:;!\u2014-]|$))", re.I)
+_YES_NO_PROMPT = re.compile(r"^\W*(?:is|are|was|were|do|does|did|has|have|had|can|could|should"
+                            r"|would|will|shall)\b", re.I)
+VERDICT_ONLY_WORDS = 2
+
+
+def conclusion_of(answer: str, prompt: str | None = None) -> str | None:
+    """The verdict ("yes" or "no") a source answer opens with, when it opens with one (and,
+    given the prompt, the prompt asks a yes/no question); else None."""
+    m = _VERDICT.match(answer)
+    if not m or (prompt is not None and not _YES_NO_PROMPT.match(prompt)):
+        return None
+    return m.group(1).lower()
+
+
+def answer_truth(answer: str) -> tuple[list[str], str | None]:
+    """(key facts, conclusion) of a short source answer: a bare verdict ("Yes.") is the
+    conclusion and no key fact; a longer answer opening with one keeps both."""
+    conclusion = conclusion_of(answer)
+    if conclusion is not None and len(re.findall(r"\w+", answer)) <= VERDICT_ONLY_WORDS:
+        return [], conclusion
+    return short_facts(answer), conclusion

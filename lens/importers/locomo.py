@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.dataset import QuestionType
-from lens.importers.common import Locator, answer_text, read_source, short_facts
+from lens.importers.common import Locator, answer_text, answer_truth, read_source
 
 CATEGORIES: dict[int, tuple[str, QuestionType]] = {
     1: ("multi-hop", QuestionType.LONGITUDINAL),
@@ -192,28 +192,32 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
                             "category_name": name, "evidence": evidence}
     if missing:
         meta["unresolved_evidence"] = missing
-    answer, facts = _answer(loc, item, qloc, category, meta)
+    answer, facts, conclusion = _answer(loc, item, qloc, category, meta)
+    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
+                             "key_facts": facts}
+    if conclusion is not None:
+        truth["conclusion"] = conclusion
     return {
         "question_id": question_id,
         "scope_id": scope_id,
         "checkpoint_after": checkpoint,
         "question_type": qtype.value,
         "prompt": prompt,
-        "ground_truth": {"canonical_answer": answer, "required_evidence_refs": refs,
-                         "key_facts": facts},
+        "ground_truth": truth,
         "meta": meta,
     }, len(missing)
 
 
 def _answer(loc: Locator, item: Any, qloc: tuple[int | str, ...], category: int,
-            meta: dict[str, Any]) -> tuple[str, list[str]]:
-    """The canonical answer and key facts; an adversarial item's answer is that the
-    conversation does not say (its planted answer is kept in ``meta``)."""
+            meta: dict[str, Any]) -> tuple[str, list[str], str | None]:
+    """The canonical answer, key facts and conclusion (a yes/no answer's verdict); an
+    adversarial item's answer is that the conversation does not say (its planted answer is
+    kept in ``meta``)."""
     if category == 5:
         if "adversarial_answer" in item:
             meta["adversarial_answer"] = answer_text(item["adversarial_answer"])
-        return NOT_MENTIONED, []
+        return NOT_MENTIONED, [], None
     if "answer" not in item:
         raise loc.error((*qloc, "answer"), "required field is missing")
     answer = answer_text(item["answer"])
-    return answer, short_facts(answer)
+    return answer, *answer_truth(answer)

@@ -17,7 +17,7 @@ from typing import Any
 
 from lens.dataset import QuestionType, validate_raw
 from lens.errors import DatasetError
-from lens.importers.common import Locator, answer_text, short_facts, stream_items
+from lens.importers.common import Locator, answer_text, answer_truth, stream_items
 
 QUESTION_TYPES: dict[str, QuestionType] = {
     "single-session-user": QuestionType.NULL_HYPOTHESIS,
@@ -115,14 +115,18 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     missing = [str(a) for a in answer_ids if str(a) not in by_session]
     if missing:
         qmeta["unresolved_evidence"] = missing
+    facts, conclusion = ([], None) if abstention else answer_truth(answer)
+    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
+                             "key_facts": facts}
+    if conclusion is not None:
+        truth["conclusion"] = conclusion
     question = {
         "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
         "scope_id": scope_id,
         "checkpoint_after": max(1, visible),
         "question_type": qtype.value,
         "prompt": prompt,
-        "ground_truth": {"canonical_answer": answer, "required_evidence_refs": refs,
-                         "key_facts": [] if abstention else short_facts(answer)},
+        "ground_truth": truth,
         "meta": qmeta,
     }
     return scope, question

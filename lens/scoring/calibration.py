@@ -1,10 +1,13 @@
 """Calibrating a judge: how it ranks answers of known quality, and where the result is kept.
 
 Each question's correct answer is put against each of its flawed answers (``wrong``,
-``stuffed``, ``vague``; see calibration_answers) with the criterion the scorer uses for a whole
-answer, once in each order. Measured:
+``stuffed``, ``vague``, ``reversed``, ``hedged``, ``bare_list``, ``other_question``; see
+calibration_answers) with the criterion the scorer uses for a whole answer, once in each order.
+Measured:
 
 - ``accuracy``: share of pairs where both orders prefer the correct answer;
+- ``fooled_by_kind``: for each kind of flawed answer, the share of its pairs where the judge
+  did not prefer the correct answer in both orders (it preferred the flawed one, or tied);
 - ``position_disagreement``: share of pairs whose two orders disagree (the judge-noise floor);
 - ``length_bias``: among one-order decisive verdicts, how often the flawed answer wins when it
   is the longer one (by at least a fifth) minus how often it wins when it is the shorter one.
@@ -13,8 +16,8 @@ answer, once in each order. Measured:
 - ``unreadable_rate``: share of verdicts unreadable even after the format retry;
 - ``fact_credit``: with per-fact grading, the mean grade (present 1, partial 0.5, absent 0)
   the judge gives the key facts in each kind of answer (for ``wrong``, only the facts the
-  change contradicts). ``fact_grade_gap`` is the correct answer's credit minus the most any
-  flawed kind got.
+  change contradicts; for ``reversed``, the conclusion). ``fact_grade_gap`` is the correct
+  answer's credit minus the most any flawed kind got.
 
 A calibration is valid for one judge model and one wording of the judge prompts. It is stored
 in the lens cache folder under ``judge-calibrations/``, keyed by both, where reports look for
@@ -42,6 +45,7 @@ from lens.scoring.calibration_answers import (
     CalibrationItem,
     build_items,
 )
+from lens.scoring.conclusion import conclusion_as_fact
 from lens.scoring.judge import Judge, JudgeTask, Verdict, fact_grade_task, pairwise_task
 from lens.scoring.judge_prompts import GRADE_POINTS, judge_prompts_hash
 from lens.scoring.pairwise import WHOLE_CRITERION, winner
@@ -87,6 +91,7 @@ class Calibration(BaseModel):
     unreadable_rate: float | None
     accuracy: float | None
     accuracy_by_kind: dict[str, float | None]
+    fooled_by_kind: dict[str, float | None] = Field(default_factory=dict)
     position_disagreement: float | None
     position_a_rate: float | None
     longer_flawed_win_rate: float | None
@@ -122,8 +127,14 @@ class _Plan:
                 continue
             for fact in dict.fromkeys(it.key_facts):
                 self.grades.append(("correct", fact_grade_task(it.question, fact, it.correct)))
-                for kind in ("stuffed", "vague"):
-                    self.grades.append((kind, fact_grade_task(it.question, fact, it.flawed[kind])))
+                for kind in ("stuffed", "vague", "hedged", "bare_list", "other_question"):
+                    if kind in it.flawed:
+                        self.grades.append((kind, fact_grade_task(it.question, fact,
+                                                                  it.flawed[kind])))
+            if it.conclusion and "reversed" in it.flawed:
+                fact = conclusion_as_fact(it.conclusion)
+                self.grades.append(("reversed", fact_grade_task(it.question, fact,
+                                                                it.flawed["reversed"])))
             for fact in it.facts_hit_by_change():
                 self.grades.append(("wrong", fact_grade_task(it.question, fact,
                                                              it.flawed["wrong"])))
@@ -168,6 +179,7 @@ def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
     readable = [r for r in results if r.final is not None]
     by_kind = {k: _rate(r.final == "correct" for r in readable if r.kind == k)
                for k in FLAWED_KINDS}
+    fooled = {k: None if v is None else 1.0 - v for k, v in by_kind.items()}
     all_verdicts = [v for v in verdicts.values()]
     unreadable = sum(not v.readable for v in all_verdicts)
     longer_rate = _rate(won for longer, _, won in decisive if longer)
@@ -191,7 +203,7 @@ def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
         unreadable=unreadable, failed_calls=failed_calls,
         unreadable_rate=unreadable / len(all_verdicts) if all_verdicts else None,
         accuracy=_rate(r.final == "correct" for r in readable),
-        accuracy_by_kind=by_kind,
+        accuracy_by_kind=by_kind, fooled_by_kind=fooled,
         position_disagreement=_rate(r.correct_as_a != r.correct_as_b for r in readable),
         position_a_rate=_rate(first_is_a),
         longer_flawed_win_rate=longer_rate, shorter_flawed_win_rate=shorter_rate,

@@ -1,13 +1,19 @@
 """Answers of known quality built from a dataset's ground truth, to test a judge against.
 
-For each question: the canonical answer (correct), and three flawed answers a trustworthy
+For each question: the canonical answer (correct), and the flawed answers a trustworthy
 judge must rank below it:
 
 - ``wrong``: the canonical answer with one subtle change (an identifier, a date, a number or a
   direction flipped), preferring a token that a key fact names, so the change matters;
 - ``stuffed``: the question's evidence records pasted with their refs, drawing no conclusion
   (longer than the correct answer, and full of the right numbers);
-- ``vague``: a short non-answer citing two refs.
+- ``vague``: a short non-answer citing two refs;
+- ``reversed``: the canonical answer with its conclusion reversed ("Yes." where it is No, "No
+  action is needed." where action is), for questions with a yes/no conclusion;
+- ``hedged``: every figure of the key facts offered with another one ("211 ms (or possibly
+  252 ms)");
+- ``bare_list``: the key facts' values listed with nothing said about them;
+- ``other_question``: the canonical answer of another question of the same scope.
 
 Every choice is seeded by hashlib from the data, so the same dataset gives the same answers.
 """
@@ -19,9 +25,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from lens.dataset import Dataset, Question
+from lens.dataset import Dataset, Question, fact_subject, parse_conclusion
 
-FLAWED_KINDS = ("wrong", "stuffed", "vague")
+FLAWED_KINDS = ("wrong", "stuffed", "vague", "reversed", "hedged", "bare_list", "other_question")
 MAX_RECORD_CHARS = 1200
 MAX_RECORDS = 3
 LENGTH_MARGIN = 1.2  # one answer counts as longer at a fifth more characters
@@ -137,6 +143,73 @@ def _vague(q: Question, seed: int) -> str:
     return shorter[seed % len(shorter)] if shorter else min(options, key=len)
 
 
+# The verdict that opens a canonical answer, removed before the opposite one is put in front.
+VERDICT_LEAD = re.compile(r"^(?:(?:No|Yes|Not yet|Too early to call a trend)\.\s+|(?:No|Yes),\s+"
+                   r"|(?:Act now|Moderate and rising|High):\s+)")
+_DATE_VALUE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FIGURE_VALUE = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?\S.*)?")
+
+
+def reversed_answer(q: Question) -> str | None:
+    """The canonical answer concluding the opposite of its yes/no conclusion; None when the
+    question has no such conclusion."""
+    verdict, _ = parse_conclusion(q.ground_truth.conclusion or "")
+    if verdict is None:
+        return None
+    text = q.ground_truth.canonical_answer
+    if text.startswith("No, not as of"):
+        return "Yes, already as of" + text[len("No, not as of"):]
+    body = VERDICT_LEAD.sub("", text)
+    if q.question_type.value == "action_recommendation" and verdict == "yes":
+        return f"No action is needed. {body}"
+    return f"{'Yes' if verdict == 'no' else 'No'}. {body}"
+
+
+def _figures(q: Question) -> list[str]:
+    values = [fact_subject(f)[1] for f in q.ground_truth.key_facts]
+    return list(dict.fromkeys(v for v in values if _FIGURE_VALUE.fullmatch(v)
+                              and not _DATE_VALUE.fullmatch(v)))
+
+
+def _bump(value: str) -> str:
+    """Another figure of the same kind: the first number raised by a fifth."""
+    m = re.search(r"\d[\d,]*", value)
+    assert m is not None
+    n = int(m.group(0).replace(",", "")) * 6 // 5 + 1
+    return value[:m.start()] + f"{n:,}" + value[m.end():]
+
+
+def hedged_answer(q: Question) -> str | None:
+    """The canonical answer with every figure of its key facts offered beside another one;
+    None when it states none."""
+    text = q.ground_truth.canonical_answer
+    values = [v for v in _figures(q) if v in text]
+    if not values:
+        return None
+    pattern = re.compile("|".join(rf"(?<![\w$.,]){re.escape(v)}(?!\w)" for v in values))
+
+    def hedge(m: re.Match[str]) -> str:
+        others = [f for f in values if f != m.group(0)]
+        return f"{m.group(0)} (or possibly {others[0] if others else _bump(m.group(0))})"
+
+    return pattern.sub(hedge, text)
+
+
+def bare_list_answer(q: Question) -> str | None:
+    """The key facts' values, listed with nothing said about them; None without key facts."""
+    values = [fact_subject(f)[1] for f in q.ground_truth.key_facts]
+    return ", ".join(values) if values else None
+
+
+def other_answer(ds: Dataset, q: Question) -> str | None:
+    """The canonical answer of the next question of the scope that asks something else."""
+    scope = ds.questions_for(q.scope_id)
+    i = scope.index(q)
+    return next((x.ground_truth.canonical_answer for x in scope[i + 1:] + scope[:i]
+                 if x.prompt != q.prompt
+                 and x.ground_truth.canonical_answer != q.ground_truth.canonical_answer), None)
+
+
 @dataclass(frozen=True)
 class CalibrationItem:
     question_id: str
@@ -145,6 +218,7 @@ class CalibrationItem:
     correct: str
     flawed: dict[str, str] = field(default_factory=dict)
     change: Change | None = None
+    conclusion: str | None = None
 
     def facts_hit_by_change(self) -> list[str]:
         """The key facts the ``wrong`` answer contradicts (they name the changed token)."""
@@ -172,7 +246,12 @@ def build_items(ds: Dataset, limit: int | None = None) -> list[CalibrationItem]:
             flawed["wrong"] = wrong[0]
         flawed["stuffed"] = _stuffed(ds, q)
         flawed["vague"] = _vague(q, seed)
+        for kind, answer in (("reversed", reversed_answer(q)), ("hedged", hedged_answer(q)),
+                             ("bare_list", bare_list_answer(q)),
+                             ("other_question", other_answer(ds, q))):
+            if answer is not None:
+                flawed[kind] = answer
         items.append(CalibrationItem(q.question_id, q.prompt, list(gt.key_facts),
                                      gt.canonical_answer, flawed,
-                                     wrong[1] if wrong else None))
+                                     wrong[1] if wrong else None, gt.conclusion))
     return items

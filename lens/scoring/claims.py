@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lens.dataset import fact_subject
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 
@@ -40,7 +41,8 @@ MIN_ALLOWANCE = 15
 QUOTE_MARK = "\u2014"
 _WORD = re.compile(r"[a-z0-9]+")
 _CITATION = re.compile(r"\[[^\[\]\n]{1,200}\]")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+# Sentences end at . ! ? ; (not after an initial such as the "F." of "F. Rossi") or a line break.
+_SENTENCE = re.compile(r"(?<=[.!?;])(?<!\b[A-Z]\.)\s+|\n+")
 _DATE = re.compile(r"(?<![\w-])(\d{4})-(\d{2})-(\d{2})(?![\w-])")
 
 
@@ -71,11 +73,13 @@ class ScopeText:
 
     def states_fact(self, episode: str, facts: Iterable[str],
                     settings: FactMatcherSettings | None = None) -> bool:
-        """Whether the record states at least one of ``facts`` (by the fact matcher)."""
+        """Whether the record states at least one of ``facts`` (by the fact matcher). A fact in
+        subject form is looked for by its value: a record is a report or a table about its
+        subject ("- auth: p99 211 ms"), where the value stands without the subject's words."""
         text = self.texts.get(episode, "")
         if not text:
             return False
-        for fact in facts:
+        for fact in (fact_subject(f)[1] for f in facts):
             key = (episode, fact, settings)
             if key not in self._states:
                 if episode not in self._prepared:
@@ -91,20 +95,47 @@ class ScopeText:
         return self._atoms[episode]
 
 
+# Sentences that claim nothing of their own: a footer listing where figures come from
+# ("Sources: …", to the end of the answer), and a sentence opened by doubt, denial or a
+# condition ("I doubt that …", "It would be wrong to say …", "Only if …", "If … were …").
+_FOOTER = re.compile(r"^\W*(?:sources?|references?|refs|citations?|cited|figures|values)"
+                     r"\s*(?:used|cited)?\s*:", re.I)
+_DOUBTED = re.compile(
+    r"^\W*(?:(?:it|this|that)\s+(?:would\s+be|is)\s+(?:wrong|mistaken|incorrect|misleading)"
+    r"\s+to\s+(?:say|claim|conclude|think|state)"
+    r"|i\s+doubt|(?:it\s+is\s+)?doubtful"
+    r"|only\s+if|if\b[^.;:]*\b(?:were|had\s+been|would)\b|suppos(?:e|ing)|imagine"
+    r"|hypothetically)", re.I)
+
+
 @dataclass(frozen=True)
 class Claims:
-    """An answer split into its own sentences and the sentences it quotes. ``text`` is the
-    answer with each quote replaced by QUOTE_MARK; ``own`` counts the sentences kept."""
+    """An answer split into its own sentences, the sentences it quotes, and those it does not
+    assert (a "Sources:" footer, a sentence opened by doubt, denial or a condition). ``text``
+    is the answer with each quote or unasserted sentence replaced by QUOTE_MARK; ``own`` counts
+    the sentences kept."""
 
     text: str
     own: int
     quoted: list[str] = field(default_factory=list)
+    unasserted: list[str] = field(default_factory=list)
 
 
-def split_claims(answer: str, scope: ScopeText | None) -> Claims:
-    sentences = [s for s in _SENTENCE.split(answer) if s.strip()]
+def _sentence_spans(answer: str) -> list[tuple[str, str]]:
+    """(sentence, the separator after it) of every non-blank sentence."""
+    out: list[tuple[str, str]] = []
+    last = 0
+    for m in _SENTENCE.finditer(answer):
+        out.append((answer[last:m.start()], m.group(0)))
+        last = m.end()
+    out.append((answer[last:], ""))
+    return [(s, sep) for s, sep in out if s.strip()]
+
+
+def _quote_flags(sentences: list[str], scope: ScopeText | None) -> list[bool]:
+    """Whether each sentence is mostly copied from the scope's records."""
     if scope is None or not scope.texts:
-        return Claims(text=answer, own=len(sentences))
+        return [False] * len(sentences)
     per_sentence = [_words(s) for s in sentences]
     flat = [w for ws in per_sentence for w in ws]
     covered = [False] * len(flat)
@@ -113,25 +144,49 @@ def split_claims(answer: str, scope: ScopeText | None) -> Claims:
         if tuple(flat[i:i + SHINGLE]) in shingles:
             for j in range(i, i + SHINGLE):
                 covered[j] = True
-    own: list[str] = []
-    quoted: list[str] = []
-    # The answer's text with each quote replaced by a wordless line, so that two of its own
-    # sentences around a quote do not become neighbours for the matcher's sentence window.
-    kept: list[str] = []
+    flags: list[bool] = []
     pos = 0
     previous = False
-    for sent, ws in zip(sentences, per_sentence, strict=True):
+    for ws in per_sentence:
         n = len(ws)
         share = sum(covered[pos:pos + n]) / n if n else 0.0
         pos += n
         # A fragment ("18 retired.") goes with the sentence before it when it was copied too:
         # it is part of the pasted passage, not a claim of its own.
-        is_quote = (share >= QUOTED_SHARE if n >= MIN_QUOTE_WORDS
+        previous = (share >= QUOTED_SHARE if n >= MIN_QUOTE_WORDS
                     else previous and share == 1.0)
-        (quoted if is_quote else own).append(sent)
-        kept.append(QUOTE_MARK if is_quote else sent)
-        previous = is_quote
-    return Claims(text="\n".join(kept), own=len(own), quoted=quoted)
+        flags.append(previous)
+    return flags
+
+
+def split_claims(answer: str, scope: ScopeText | None) -> Claims:
+    spans = _sentence_spans(answer)
+    flags = _quote_flags([s for s, _ in spans], scope)
+    own: list[str] = []
+    quoted: list[str] = []
+    unasserted: list[str] = []
+    # The answer's text with each quote or unasserted sentence replaced by a wordless line, so
+    # that two of its own sentences around one do not become neighbours for the matcher's
+    # sentence window; an own sentence keeps the separator after it ("; " stays within the
+    # sentence for the matcher).
+    kept: list[str] = []
+    footer = False
+    for (sent, sep), is_quote in zip(spans, flags, strict=True):
+        footer = footer or bool(_FOOTER.match(sent))
+        if is_quote:
+            quoted.append(sent)
+        elif footer or _DOUBTED.match(sent):
+            unasserted.append(sent)
+        else:
+            own.append(sent)
+            kept.append(sent + sep)
+            continue
+        kept.append(f"\n{QUOTE_MARK}\n")
+    if not quoted and not unasserted:
+        return Claims(text=answer, own=len(own))
+    # One line per mark, however the sentences around it were separated.
+    text = re.sub(r"\s*\n\s*", "\n", "".join(kept)).strip()
+    return Claims(text=text, own=len(own), quoted=quoted, unasserted=unasserted)
 
 
 @dataclass(frozen=True)
@@ -153,7 +208,9 @@ class Atoms:
         return len(self.numbers) + len(self.dates)
 
     def holds(self, n: Number) -> bool:
-        return any(numbers_match(n, x, 0.0) for x in self.numbers)
+        # Either way round: an honest rounding in the answer ("about 230 ms") stands for the
+        # record's figure (228 ms) as the matcher reads it.
+        return any(numbers_match(n, x, 0.0) or numbers_match(x, n, 0.0) for x in self.numbers)
 
 
 def _distinct(numbers: Iterable[Number]) -> list[Number]:

@@ -6,18 +6,26 @@ fact_recall is a lower bound). ``judge``: the judge grades each key fact present
 fact_recall is the mean grade. ``both``: the judge's grades count, and the matcher's verdict is
 kept beside each one with their agreement, to audit either. A grade the judge failed to give or
 that could not be read (after its format retry) leaves the question's fact_recall missing:
-averaging over the facts that happened to be graded would score a different question.
+averaging over the facts that happened to be graded would score a different question. A
+question's conclusion is graded as one more fact; an answer whose conclusion the mechanical
+check finds contradicted or two-way keeps fact_recall 0 whatever the grades
+(:mod:`lens.scoring.conclusion`), and a fact whose figure, date or identifier the matcher finds
+missing, denied or only in a bare list earns no points whatever its grade (``VETO_REASONS``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+from lens.scoring.conclusion import conclusion_as_fact
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.run_input import ScoringItem
 
 FactGrader = Literal["matcher", "judge", "both"]
+# Matcher verdicts on a fact's value that no judge grade overrides.
+VETO_REASONS = frozenset({"figure missing", "date missing", "identifier missing", "denied",
+                          "bare list"})
 GRADERS: tuple[str, ...] = get_args(FactGrader)
 
 
@@ -35,12 +43,15 @@ def resolve_grader(requested: str | None, has_judge: bool) -> FactGrader:
 
 
 def grade_tasks(item: ScoringItem) -> dict[str, JudgeTask]:
-    """One grading task per key fact of the question (none for an empty answer)."""
+    """One grading task per key fact of the question, and one for its conclusion when it has
+    one (none for an empty answer)."""
     if not item.record.answer.strip():
         return {}
     q = item.question
-    return {f: fact_grade_task(q.prompt, f, item.record.answer)
-            for f in dict.fromkeys(q.ground_truth.key_facts)}
+    facts = list(q.ground_truth.key_facts)
+    if q.ground_truth.conclusion:
+        facts.append(conclusion_as_fact(q.ground_truth.conclusion))
+    return {f: fact_grade_task(q.prompt, f, item.record.answer) for f in dict.fromkeys(facts)}
 
 
 def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
@@ -62,6 +73,12 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
             unreadable += 1
         row: dict[str, Any] = {"fact": fact, "grade": grade,
                                "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
+        veto = by_fact.get(fact, {}).get("reason")
+        if veto in VETO_REASONS and row["points"]:
+            # The matcher is the exact check of figures, dates and ids: a judge cannot credit
+            # a value the answer never states as a claim (absent, hedged, denied, listed bare).
+            row["points"] = 0.0
+            row["matcher_veto"] = veto
         if grader == "both":
             row["matcher"] = bool(by_fact.get(fact, {}).get("matched"))
         rows.append(row)

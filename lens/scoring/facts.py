@@ -29,6 +29,13 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    increase", "is no longer elevated") does not count, nor anything under "It is not true
    that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
+5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
+   ms", :func:`lens.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
+   value counts only in a sentence naming the subject. Two values or more with no word around
+   them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
+   possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
+   ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if … were")
+   counts for nothing.
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
@@ -45,11 +52,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from lens.dataset import fact_subject
 from lens.scoring.dates import Date, find_dates
 from lens.scoring.lexicon import (
     DIRECTIONS,
     NEGATION_PHRASES,
     NEGATION_WORDS,
+    SENTENCE_DOUBT,
     SENTENTIAL_NEGATION,
     TOKEN,
     content_stems,
@@ -88,6 +97,16 @@ _CALENDAR = frozenset("january february march april may june july august septemb
                       "november december monday tuesday wednesday thursday friday saturday "
                       "sunday".split())
 _BARE_NO = re.compile(r"^\W*(?:no|nope)\W*$", re.I)
+# A figure offered with an alternative ("211 ms (or possibly 252 ms)", "3 or 4 reports")
+# commits to neither: both are blanked before matching.
+_FIGURE = r"[$€£]?\d[\d,.]*(?:\s?%|(?:\s+(?!or\b)[A-Za-z/µ^]+){0,3}?)"
+_ALTERNATIVE = re.compile(
+    rf"{_FIGURE}\s*[(\[,]?\s*\bor\s+(?:(?:possibly|perhaps|maybe|else|rather|even|probably"
+    rf"|alternatively|equally|just|as\s+much\s+as)\s+)*{_FIGURE}\s*[)\]]?", re.I)
+
+
+# Words that join the items of a list without saying anything about them.
+_LIST_WORDS = frozenset("and or also plus then etc vs versus".split())
 
 
 def _ids(text: str) -> list[tuple[str, int, int]]:
@@ -131,6 +150,9 @@ class Clause:
     names: set[str] = field(default_factory=set)  # stems of the proper names it mentions
     # Identifier keys, and every two adjacent tokens joined ("chg 5382" -> "chg5382").
     ids_written: set[str] = field(default_factory=set)
+    # Whether it has a word besides its values and list joiners: "CHG-5382, 224 ms and 307 ms"
+    # has none, "It was 14/day before REL-9505" has.
+    worded: bool = True
 
 
 def _clause(raw: str) -> Clause:
@@ -150,7 +172,9 @@ def _clause(raw: str) -> Clause:
     pairs = {a + b for a, b in itertools.pairwise(toks)}
     negated = (any(p in norm for p in NEGATION_PHRASES)
                or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
-    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs)
+    worded = any(w not in _LIST_WORDS for w in re.findall(r"[a-z]{2,}", norm))
+    return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs,
+                  worded=worded)
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
@@ -190,6 +214,10 @@ class Sentence:
     after_bare_no: bool  # follows a sentence that is just "No."
 
 
+def _blank_alternatives(text: str) -> str:
+    return _ALTERNATIVE.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def _sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     previous_no = False
@@ -199,17 +227,23 @@ def _sentences(text: str) -> list[Sentence]:
         if _BARE_NO.match(raw):
             previous_no = True
             continue
+        raw = _blank_alternatives(raw)
         parts = _clauses(raw)
         clauses = [_clause(p) for _, p in parts]
         denied = False
+        # Doubt and condition ("I doubt that", "only if", "if … were") govern the whole
+        # sentence after them: "I doubt that 258 ms: the report gives 258 ms" asserts nothing.
+        doubted = False
         for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
             clause.names = _names(part, sentence_start=i == 0)
             # A sentential denial covers its clause and the clauses that continue it ("It is
             # not true that X, which ..."), up to a new statement ("; it was corrected to").
             if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
                 denied = False
-            denied = denied or bool(SENTENTIAL_NEGATION.search(fold(part)))
-            clause.denied = denied
+            folded = fold(part)
+            doubted = doubted or bool(SENTENCE_DOUBT.search(normalise(part)))
+            denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
+            clause.denied = denied or doubted
         out.append(Sentence(clauses, previous_no))
         previous_no = False
     return out
@@ -217,7 +251,7 @@ def _sentences(text: str) -> list[Sentence]:
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 2
+MATCHER_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -317,6 +351,11 @@ def _noun_stems(n: Number) -> set[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_fact(fact: str) -> _Fact:
+    subject, value = fact_subject(fact)
+    if subject is not None:
+        # "auth p99 latency: 224 ms" is the claim "auth p99 latency 224 ms": the colon would
+        # otherwise end a clause between the value and what it is about.
+        return _parse_fact(f"{subject} {value}")
     clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
     t = fold(fact)
     dates = find_dates(t)
@@ -447,12 +486,21 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, present, "identifier missing"
     for k in fact.ids:
         anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
+    values = sum(len(c.numbers) + len(c.dates) + len(c.ids) for c in usable)
+    if anchor_clauses and values > 1 and not any(c.worded for c in usable):
+        # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
+        # claim about anything; a single value ("4") may be the whole answer to a question.
+        return False, present, "bare list"
     plain = fact.plain
     if not plain:
         # A figure, date or identifier alone: only a denial of the whole statement defeats it.
         if anchor_clauses and all(usable[ci].denied for ci in anchor_clauses):
             return False, present, "denied"
         return True, present, ""
+    if (not fact.main_denied and (fact.numbers or fact.dates) and anchor_clauses
+            and all(usable[ci].negated or usable[ci].denied for ci in anchor_clauses)):
+        # "auth p99 latency never reached 531 ms" denies the figure, whatever else is said.
+        return False, present, "denied"
     if not all(any(n in present for n in g) for g in fact.names) or not all(d in present
                                                             for d in fact.directions):
         return False, present, "subject or direction missing"

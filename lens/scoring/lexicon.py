@@ -36,6 +36,14 @@ SENTENTIAL_NEGATION = re.compile(
     r"\b(?:it\s+is|it's|that\s+is|that's|this\s+is)\s+(?:not\s+true|untrue|false|incorrect|wrong)"
     r"|\bnot\s+the\s+case\b|\bfalse\s+that\b|\buntrue\s+that\b|\bno\s+evidence\s+that\b"
 )
+# Doubt and condition, which govern the rest of their sentence: "it would be wrong to say",
+# "I doubt that", "only if", "if … were", "suppose". "No doubt" and "without doubt" assert.
+SENTENCE_DOUBT = re.compile(
+    r"\b(?:wrong|mistaken|incorrect|misleading|false)\s+to\s+(?:say|claim|conclude|think|state)"
+    r"|(?<!\bno\s)(?<!\bwithout\s)(?<!\bbeyond\s)\bdoubt(?:s|ed|ful)?\b|\bquestionable\b"
+    r"|\bhypothetical(?:ly)?\b|\bonly\s+if\b|\bif\b[^.;:]*\b(?:were|had\s+been|would)\b"
+    r"|\bunless\b|\bsuppos(?:e|ing)\b|\bimagine\b"
+)
 
 # Direction of change. Each word maps to one token, so "rose", "climbing" and "elevated" all
 # meet "increasing", and "decreasing" never does. A "spike" is no direction: it is the
@@ -58,9 +66,10 @@ _DIRECTIONS: list[tuple[str, re.Pattern[str]]] = [
 ]
 DIRECTIONS = frozenset(d for d, _ in _DIRECTIONS)
 # Phrases whose words alone would not tell the direction (or the denial: "has not stopped
-# rising" is still rising).
+# rising" is still rising, "there is no doubt that" asserts).
 _PHRASES = [(re.compile(r"\b(?:not|never|n't)\s+(?:\w+\s+)?(?:stopped|ceased)\b"), " kept "),
             (re.compile(r"\b(?:took|take|takes|taken|taking)\s+off\b"), " soared "),
+            (re.compile(r"\b(?:no|without|beyond)\s+(?:a\s+)?doubt\b"), " certainly "),
             (re.compile(r"\bwent\s+up\b|\bgone\s+up\b|\bgoing\s+up\b"), " rose "),
             (re.compile(r"\bwent\s+down\b|\bgone\s+down\b|\bgoing\s+down\b"), " fell ")]
 

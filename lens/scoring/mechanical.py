@@ -22,7 +22,8 @@ from lens.scoring.claims import (
     stuffing_factor,
     supported_share,
 )
-from lens.scoring.facts import FactMatcherSettings, match_facts
+from lens.scoring.conclusion import check_conclusion
+from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 from lens.scoring.refs import (
     check_citation,
     episode_of,
@@ -114,22 +115,38 @@ def _claims_detail(a: Analysis) -> dict[str, Any]:
     if a.claims.quoted:
         detail["quoted_sentences"] = len(a.claims.quoted)
         detail["quoted_example"] = a.claims.quoted[0][:160]
+    if a.claims.unasserted:
+        detail["unasserted_sentences"] = len(a.claims.unasserted)
     return detail
 
 
 def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
                 analysis: Analysis | None = None) -> Result:
-    """Share of the key facts the answer states as claims: sentences pasted from the records
-    do not count, and the share is discounted when the answer states far more figures than the
-    question needs (see :mod:`lens.scoring.claims`)."""
-    facts = item.question.ground_truth.key_facts
-    if not facts:
+    """Share of the key facts, and of the conclusion when the question has one, that the
+    answer states as claims: sentences pasted from the records do not count, and the share is
+    discounted when the answer states far more figures than the question needs (see
+    :mod:`lens.scoring.claims`). An answer whose conclusion contradicts the ground truth's, or
+    that concludes both ways, scores 0: its facts argue for a wrong or no answer (see
+    :mod:`lens.scoring.conclusion`)."""
+    gt = item.question.ground_truth
+    facts = gt.key_facts
+    if not facts and not gt.conclusion:
         return None, {"reason": "question has no key facts"}
     a = analysis or analyse(item)
-    matches = match_facts(facts, a.claims.text, settings)
+    prepared = AnswerText(a.claims.text)
+    matches = [match_fact(f, prepared, settings) for f in facts]
     found = sum(m.matched for m in matches)
-    detail = {"facts": [m.as_detail() for m in matches], "stated": found, **_claims_detail(a)}
-    return found / len(facts) * a.stuffing, detail
+    detail: dict[str, Any] = {"facts": [m.as_detail() for m in matches], "stated": found,
+                              **_claims_detail(a)}
+    items, credit = len(facts), float(found)
+    if gt.conclusion:
+        check = check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
+        detail["conclusion"] = check.as_detail()
+        if check.voids_facts:
+            detail["reason"] = f"conclusion {check.status}: no fact credit"
+            return 0.0, detail
+        items, credit = items + 1, credit + check.credit
+    return credit / items * a.stuffing, detail
 
 
 def _required_episodes(item: ScoringItem) -> list[str]:

@@ -249,14 +249,31 @@ def strip_numbers(text: str) -> str:
 
 
 def _rounding(n: Number) -> float:
-    """Half the step a hedged whole figure ending in zeros implies ("about 250" may stand for
-    245-255)."""
+    """Half the step a hedged whole figure implies: of its trailing zeros ("about 250" may stand
+    for 245-255), or of a last digit 5 ("about 225" for 222.5-227.5)."""
     w = n.written
     if not n.hedged or n.declared or w != int(w) or w == 0:
         return 0.0
     digits = str(int(abs(w)))
     zeros = len(digits) - len(digits.rstrip("0"))
-    return 0.5 * 10.0 ** zeros * n.factor if zeros else 0.0
+    if zeros:
+        return 0.5 * 10.0 ** zeros * n.factor
+    return 2.5 * n.factor if len(digits) >= 3 and digits.endswith("5") else 0.0
+
+
+def _two_figures(n: Number) -> float:
+    """The rounding of a hedged figure written with two significant figures ("about 740 ms",
+    "about 120 ms", "about 1,100 per hour"): half its last significant step, which may exceed
+    ``rel_tol`` (115 ms is honestly "about 120 ms"). "About 200" is not one: one significant
+    figure, or three."""
+    w = n.written
+    if not n.hedged or n.declared or w != int(w) or w == 0:
+        return 0.0
+    digits = str(int(abs(w)))
+    significant = digits.rstrip("0")
+    if len(significant) != 2 or len(significant) == len(digits):
+        return 0.0
+    return 0.5 * 10.0 ** (len(digits) - 2) * n.factor
 
 
 def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
@@ -266,8 +283,8 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     Counts, money and bare figures are exact unless the answer declares a rounding with a
     multiplier ("181k"). A measured value may differ by the rounding its digits imply when the
     answer declares it ("about 250 ms") or converts the unit ("0.53 s"), never by more than
-    ``rel_tol`` of the fact's value: "about 250 ms" meets 252 ms; "250 ms" does not, nor
-    "225 ms" 224 ms."""
+    ``rel_tol`` of the fact's value, except an honest two-figure rounding ("about 740 ms" for
+    736 ms): "about 250 ms" meets 252 ms; "250 ms" does not, nor "225 ms" 224 ms."""
     if fact.dimension != answer.dimension:
         return False
     slack = 0.0
@@ -279,5 +296,6 @@ def numbers_match(fact: Number, answer: Number, rel_tol: float) -> bool:
     if fact.dimension in MEASURED:
         if not math.isclose(answer.factor, fact.factor) and answer.significant >= 2:
             slack = max(slack, answer.precision)  # the rounding of a converted figure
-        tol = min(max(slack, _rounding(answer)), rel_tol * abs(fact.value))
+        tol = max(min(max(slack, _rounding(answer)), rel_tol * abs(fact.value)),
+                  _two_figures(answer))
     return abs(fact.value - answer.value) <= tol + 1e-9 * max(1.0, abs(fact.value))

@@ -49,14 +49,15 @@ def unknown_refs(refs: Iterable[str], scope_episodes: frozenset[str],
 def received(ref: str, retrieved: set[str], retrieved_episodes: set[str]) -> bool:
     """Whether a tool gave the agent this ref in its session.
 
-    A cited chunk counts when that chunk or its whole episode was received; a cited episode
-    counts when the episode or any chunk of it was received: in each case the agent saw text
-    of the episode it names.
+    A cited chunk counts only when the adapter returned that very chunk: a chunk suffix added to
+    an episode it handed out whole ("…_ep_031#c7") names text it never returned. A cited
+    episode counts when the episode or any chunk of it was received: the agent saw text of the
+    episode it names.
     """
     if ref in retrieved:
         return True
     if "#" in ref:
-        return episode_of(ref) in retrieved
+        return False
     return ref in retrieved_episodes
 
 

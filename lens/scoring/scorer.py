@@ -39,7 +39,7 @@ from lens.store import atomic_write_text
 # The version of the scoring rules. Raise it whenever a rule changes what a number means
 # (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
 # under different protocols are not comparable.
-SCORING_PROTOCOL = 2
+SCORING_PROTOCOL = 3
 ALL_TIERS = frozenset({1, 2, 3})
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
 
@@ -94,11 +94,19 @@ def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
                   verdicts: dict[str, Verdict], model: str, grader: grading.FactGrader) -> None:
     """The judge's per-fact grades in place of the matcher's, discounted for stuffing alike."""
     factor = float(row.detail["fact_recall"].get("stuffing_factor", 1.0))
+    conclusion = row.detail["fact_recall"].get("conclusion")
     grading.apply_grades(row.metrics, row.detail["fact_recall"], tasks, verdicts, model, grader)
     value = row.metrics.get("fact_recall")
     if value is not None and factor < 1.0:
         row.metrics["fact_recall"] = value * factor
         row.detail["fact_recall"]["stuffing_factor"] = factor
+    if conclusion is not None:
+        row.detail["fact_recall"]["conclusion"] = conclusion
+        if conclusion["status"] in ("contradicted", "both") and value is not None:
+            # The judge may credit figures the answer states for the wrong verdict.
+            row.metrics["fact_recall"] = 0.0
+            row.detail["fact_recall"]["reason"] = (f"conclusion {conclusion['status']}: "
+                                                   "no fact credit")
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,

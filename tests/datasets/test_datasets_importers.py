@@ -250,3 +250,57 @@ def test_import_cli_error_exits_2_without_writing(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert "$[0].conversation: required field is missing" in r.stderr
     assert not out.exists()
+
+
+# -- conclusions ----------------------------------------------------------------------------------
+def test_yes_no_answers_become_conclusions() -> None:
+    qs = {q["prompt"]: q for q in import_locomo(FIX / "locomo_small.json")["questions"]}
+    jonas = qs["Would Jonas likely enjoy a running holiday?"]["ground_truth"]
+    assert jonas["conclusion"] == "yes"
+    assert jonas["key_facts"] == ["Likely yes, he trains for a half marathon"]
+    assert "conclusion" not in qs["What is the name of Maya's dog?"]["ground_truth"]
+
+
+def test_a_bare_verdict_is_a_conclusion_and_no_key_fact(tmp_path: Path) -> None:
+    items = json.loads((FIX / "longmemeval_small.json").read_text())
+    items[0]["question"] = "Did I graduate?"
+    items[0]["answer"] = "No."
+    src = tmp_path / "lme.json"
+    src.write_text(json.dumps(items))
+    data = import_longmemeval(src)
+    _valid(data)
+    truth = data["questions"][0]["ground_truth"]
+    assert truth["conclusion"] == "no" and truth["key_facts"] == []
+
+
+def test_lens_files_gain_the_conclusions_their_answers_open_with(tmp_path: Path) -> None:
+    raw = json.loads((ROOT / "datasets" / "quickstart.json").read_text())
+    for q in raw["questions"]:
+        q["ground_truth"].pop("conclusion", None)
+    negative = next(q for q in raw["questions"] if q["question_type"] == "negative")
+    assert negative["prompt"].startswith("Did ") and negative["ground_truth"][
+        "canonical_answer"].startswith("No.")
+    src, out = tmp_path / "published.json", tmp_path / "imported.json"
+    src.write_text(json.dumps(raw))
+    r = subprocess.run([sys.executable, "-m", "lens", "datasets", "import", "--format", "lens",
+                        str(src), "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    imported = {q["question_id"]: q for q in json.loads(out.read_text())["questions"]}
+    assert imported[negative["question_id"]]["ground_truth"]["conclusion"] == "no"
+    # A "how" question has no yes/no conclusion, whatever its answer opens with.
+    how = [q for q in imported.values() if q["prompt"].startswith("How ")]
+    assert how and all("conclusion" not in q["ground_truth"] for q in how)
+
+
+def test_published_lens_scopes_gain_conclusions() -> None:
+    shared = ROOT.parent / "shared" / "lens-datasets"
+    if not shared.is_dir():
+        pytest.skip(f"the published LENS scopes are not beside the project ({shared})")
+    from lens.importers import import_lens
+
+    data = import_lens(shared / "scope_01_with_distractors.json")
+    _valid(data)
+    found = [q["ground_truth"]["conclusion"] for q in data["questions"]
+             if "conclusion" in q["ground_truth"]]
+    assert found.count("no") >= 5 and found.count("yes") >= 1

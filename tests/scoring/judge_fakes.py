@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from tests.support.fake_openai import RecordedRequest, Reply
 
@@ -35,21 +35,28 @@ def _norm(text: str) -> str:
 Policy = Callable[[str], str]
 
 
-def oracle(faithful: Iterable[str]) -> Policy:
-    good = [_norm(f) for f in faithful]
+def oracle(faithful: Iterable[str] | Mapping[str, Iterable[str]]) -> Policy:
+    """Given {question prompt: its faithful answers}, it also knows which question an answer
+    answers (another question's canonical answer is not faithful to this one)."""
+    by_question = ({q: [_norm(f) for f in fs] for q, fs in faithful.items()}
+                   if isinstance(faithful, Mapping) else None)
+    everywhere = [] if by_question is not None else [_norm(f) for f in faithful]
 
-    def is_faithful(answer: str) -> bool:
+    def is_faithful(answer: str, prompt: str) -> bool:
         a = _norm(answer)
+        good = everywhere
+        if by_question is not None:
+            good = by_question.get(_between(prompt, "Question: ", "\n"), [])
         return any(g and g in a for g in good) and not a.startswith("here is what the records")
 
     def decide(prompt: str) -> str:
         if "Criterion:" in prompt:
-            a = is_faithful(_between(prompt, "Response A:\n<<<\n", "\n>>>"))
-            b = is_faithful(_between(prompt, "Response B:\n<<<\n", "\n>>>"))
+            a = is_faithful(_between(prompt, "Response A:\n<<<\n", "\n>>>"), prompt)
+            b = is_faithful(_between(prompt, "Response B:\n<<<\n", "\n>>>"), prompt)
             v = "A" if a and not b else "B" if b and not a else "TIE"
             return json.dumps({"verdict": v, "reason": "content"})
         answer = _between(prompt, "Answer:\n<<<\n", "\n>>>")
-        return json.dumps({"grade": "present" if is_faithful(answer) else "absent"})
+        return json.dumps({"grade": "present" if is_faithful(answer, prompt) else "absent"})
 
     return decide
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lens.dataset import fact_subject
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact, match_facts, stem
 from lens.scoring.numbers import extract_numbers, numbers_match
 
@@ -213,9 +214,12 @@ def test_it_is_not_true_that_defeats_every_fact() -> None:
               "Brightline Facilities invoice count rising", "order-router retries increasing"]
     assert len(facts) == 20
     for fact in facts:
-        assert matched(fact, f"{fact}."), fact
-        assert not matched(fact, f"It is not true that {fact}."), fact
-        assert not matched(fact, f"It is not the case that {fact}."), fact
+        # A fact in subject form ("DEP-4230: 2024-03-23") is stated as a sentence about it.
+        subject, value = fact_subject(fact)
+        claim = fact if subject is None else f"{subject} is given as {value}"
+        assert matched(fact, f"{claim}."), fact
+        assert not matched(fact, f"It is not true that {claim}."), fact
+        assert not matched(fact, f"It is not the case that {claim}."), fact
 
 
 def test_a_sentence_about_one_student_does_not_match_another() -> None:
@@ -244,17 +248,20 @@ def test_every_shipped_date_fact_meets_its_written_forms() -> None:
     """The issue measured 45 of 48 written dates missed."""
     months = ["January", "February", "March", "April", "May", "June", "July", "August",
               "September", "October", "November", "December"]
-    dates = [f for q in _standard()["questions"] for f in q["ground_truth"]["key_facts"]
-             if len(f) == 10 and f[4] == "-" and f[7] == "-"]
+    # Shipped facts are in subject form ("DEP-4230: 2024-03-23"): the sentence names it.
+    dated = [(*fact_subject(f), f) for q in _standard()["questions"]
+             for f in q["ground_truth"]["key_facts"]]
+    dates = [(subject, v, f) for subject, v, f in dated
+             if len(v) == 10 and v[4] == "-" and v[7] == "-"]
     assert len(dates) >= 40
-    for iso in dates:
+    for subject, iso, fact in dates:
         y, m, d = (int(x) for x in iso.split("-"))
         month = months[m - 1]
         for written in (f"{d} {month} {y}", f"{month} {d}, {y}", f"{month[:3]} {d}",
                         f"the {d}th of {month}"):
-            assert matched(iso, f"It changed on {written}."), (iso, written)
+            assert matched(fact, f"{subject} changed on {written}."), (iso, written)
         other = f"{d % 28 + 1} {month} {y}"
-        assert not matched(iso, f"It changed on {other}."), (iso, other)
+        assert not matched(fact, f"{subject} changed on {other}."), (iso, other)
 
 
 def _perturb(answer: str) -> str:
@@ -385,11 +392,14 @@ def test_every_shipped_key_fact_meets_its_rewrites_and_rejects_its_near_misses()
     facts = sorted({f for q in _standard()["questions"] for f in q["ground_truth"]["key_facts"]})
     swept = 0
     for fact in facts:
-        good, bad = _variants(fact)
+        # Shipped facts are in subject form: the value is varied, the subject named beside it.
+        subject, value = fact_subject(fact)
+        good, bad = _variants(value)
         for text in good:
-            assert matched(fact, f"The report gives {text} for that day."), (fact, text)
+            assert matched(fact, f"The report gives {subject} {text} for that day."), (fact, text)
         for text in bad:
-            assert not matched(fact, f"The report gives {text} for that day."), (fact, text)
+            assert not matched(fact, f"The report gives {subject} {text} for that day."), (
+                fact, text)
         swept += bool(good)
     assert swept >= 100
 

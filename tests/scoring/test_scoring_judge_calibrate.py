@@ -13,7 +13,7 @@ import pytest
 
 from lens.dataset import load_dataset
 from lens.scoring.calibration import Calibration, calibration_path
-from lens.scoring.calibration_answers import build_items, subtly_wrong
+from lens.scoring.calibration_answers import FLAWED_KINDS, build_items, subtly_wrong
 from lens.scoring.judge_prompts import judge_prompts_hash
 from tests.scoring import judge_fakes
 from tests.support.fake_openai import FakeOpenAI
@@ -53,8 +53,13 @@ def test_items_are_seeded_by_the_data_and_flawed_answers_are_flawed() -> None:
     assert [i.question_id for i in items] == [i.question_id for i in build_items(ds, 6)]
     assert len(items) == 6
     for it in items:
-        assert set(it.flawed) == {"wrong", "stuffed", "vague"}
-        assert it.flawed["wrong"] != it.correct
+        assert {"wrong", "stuffed", "vague"} <= set(it.flawed) <= set(FLAWED_KINDS)
+        assert all(answer != it.correct for answer in it.flawed.values())
+        # A yes/no conclusion is reversed; the key facts' values are listed bare.
+        if it.conclusion and it.conclusion.split(":")[0] in ("yes", "no"):
+            assert "reversed" in it.flawed
+        if it.key_facts:
+            assert "bare_list" in it.flawed and "other_question" in it.flawed
         assert len(it.flawed["stuffed"]) > 1.2 * len(it.correct)
         assert len(it.flawed["vague"]) < len(it.flawed["stuffed"])
         # Shorter than the correct answer wherever one fits, so both sides of the length
@@ -77,16 +82,22 @@ def _calibrate(tmp_path: Path, policy: judge_fakes.Policy, *extra: str,
 
 
 def test_an_honest_judge_passes(tmp_path: Path) -> None:
-    faithful = [q.ground_truth.canonical_answer for q in load_dataset(QUICKSTART).questions]
+    faithful: dict[str, list[str]] = {}
+    for q in load_dataset(QUICKSTART).questions:
+        faithful.setdefault(q.prompt, []).append(q.ground_truth.canonical_answer)
     proc, server, out = _calibrate(tmp_path, judge_fakes.oracle(faithful))
     assert proc.returncode == 0, proc.stderr
     cal = Calibration.model_validate_json(out.read_text())
-    assert cal.questions == 6 and cal.pairs == 18
-    assert cal.accuracy == 1.0 and cal.accuracy_by_kind == {"wrong": 1.0, "stuffed": 1.0,
-                                                            "vague": 1.0}
+    items = build_items(load_dataset(QUICKSTART), 6)
+    assert cal.questions == 6 and cal.pairs == sum(len(it.flawed) for it in items)
+    asked = {k for it in items for k in it.flawed}
+    assert {"reversed", "hedged", "bare_list", "other_question"} <= asked
+    assert cal.accuracy == 1.0
+    assert cal.accuracy_by_kind == {k: 1.0 if k in asked else None for k in FLAWED_KINDS}
+    assert all(cal.fooled_by_kind[k] == 0.0 for k in asked)
     assert cal.position_disagreement == 0.0 and cal.length_bias == 0.0
     assert cal.fact_credit["correct"] == 1.0
-    assert cal.fact_credit["stuffed"] == cal.fact_credit["vague"] == cal.fact_credit["wrong"] == 0
+    assert all(cal.fact_credit[k] == 0 for k in asked if cal.fact_credit.get(k) is not None)
     assert cal.status == "pass" and cal.problems == []
     assert "calibration: PASS" in proc.stdout and "accuracy 100.0%" in proc.stdout
     # Every judge request asked for the structured verdict format.
@@ -107,7 +118,10 @@ def test_a_length_biased_judge_is_flagged(tmp_path: Path) -> None:
     # It always picks the longer answer: pasted records beat the correct answer in both
     # orders, so the position swap shows no disagreement at all; the length bias does.
     assert cal.accuracy_by_kind["stuffed"] == 0.0
-    assert cal.position_disagreement is not None and cal.position_disagreement < 0.4
+    # Every figure hedged makes an answer longer: this judge is fooled by each one.
+    assert cal.fooled_by_kind["stuffed"] == cal.fooled_by_kind["hedged"] == 1.0
+    assert "fooled" in proc.stdout
+    assert cal.position_disagreement is not None and cal.position_disagreement < 0.6
     assert cal.longer_flawed_win_rate == 1.0 and cal.shorter_flawed_win_rate == 0.0
     assert cal.length_bias == 1.0
     # Its fact grades credit the pasted records almost as much as the correct answer.
@@ -132,11 +146,12 @@ def test_an_unreadable_judge_is_unknown_not_half(tmp_path: Path) -> None:
                                    limit=2)
     assert proc.returncode == 0, proc.stderr
     cal = Calibration.model_validate_json(out.read_text())
-    assert cal.unreadable == cal.verdicts == 12
+    pairs = sum(len(it.flawed) for it in build_items(load_dataset(QUICKSTART), 2))
+    assert cal.unreadable == cal.verdicts == 2 * pairs
     assert cal.accuracy is None and cal.position_disagreement is None
     assert all(r.final is None for r in cal.results)
     # Each verdict was asked twice: once, then with the format reminder.
-    assert len(server.requests) == 24
+    assert len(server.requests) == 4 * pairs
     retry = server.requests[-1].body["messages"]
     assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
     assert '{"verdict": "A"}' in retry[-1]["content"]
@@ -160,7 +175,9 @@ def test_user_errors_exit_2(argv: list[str], message: str) -> None:
 
 def test_the_judge_of_a_run_config(tmp_path: Path) -> None:
     """--config takes the judge settings and the cache folder of a run config."""
-    faithful = [q.ground_truth.canonical_answer for q in load_dataset(QUICKSTART).questions]
+    faithful: dict[str, list[str]] = {}
+    for q in load_dataset(QUICKSTART).questions:
+        faithful.setdefault(q.prompt, []).append(q.ground_truth.canonical_answer)
     with FakeOpenAI(judge_fakes.responder(judge_fakes.oracle(faithful))) as server:
         config = tmp_path / "run.yaml"
         config.write_text(json.dumps({
@@ -177,5 +194,6 @@ def test_the_judge_of_a_run_config(tmp_path: Path) -> None:
     assert "calibration: PASS" in proc.stdout
     stored = calibration_path(tmp_path / "cache" / "judge-calibrations", "openai/fake-judge",
                               judge_prompts_hash())
-    assert Calibration.model_validate_json(stored.read_text()).pairs == 6
+    pairs = sum(len(it.flawed) for it in build_items(load_dataset(QUICKSTART), 2))
+    assert Calibration.model_validate_json(stored.read_text()).pairs == pairs
     assert (tmp_path / "judge-calibration.json").is_file()

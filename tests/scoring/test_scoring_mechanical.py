@@ -45,10 +45,11 @@ def test_chunk_refs_map_to_their_episode() -> None:
     rec = record(LONG, f"Rose [{ep(2)}#c3] and [{ep(4)}] and [{ep(5)}#c1].",
                  retrieved=[ep(2), f"{ep(4)}#c0", f"{ep(5)}#c2"])
     value, detail = mechanical.evidence_grounding(item(rec))
-    # c3 of a retrieved whole episode: seen; ep 4 cited whole, a chunk of it seen; chunk c1 of
-    # ep 5 was never received (only c2 was).
-    assert value == pytest.approx(2 / 3)
-    assert detail["misses"] == [{"ref": f"{ep(5)}#c1", "reason": "not_received"}]
+    # Ep 4 cited whole, a chunk of it seen: grounded. c3 of an episode the adapter handed out
+    # whole, and chunk c1 of ep 5 (only c2 was handed out), are refs it never returned.
+    assert value == pytest.approx(1 / 3)
+    assert detail["misses"] == [{"ref": f"{ep(2)}#c3", "reason": "not_received"},
+                                {"ref": f"{ep(5)}#c1", "reason": "not_received"}]
 
 
 def test_declared_synthetic_refs_are_grounded_only_when_received() -> None:
@@ -127,7 +128,8 @@ def _insight(rec: QuestionRecord) -> float | None:
 
 
 def test_insight_depth_needs_stated_facts_from_two_relevant_sources() -> None:
-    one = record(LONG, f"{GOOD} [{ep(2)}#c1] [{ep(2)}#c2].", retrieved=[ep(2)])
+    one = record(LONG, f"{GOOD} [{ep(2)}#c1] [{ep(2)}#c2].",
+                 retrieved=[f"{ep(2)}#c1", f"{ep(2)}#c2"])
     assert _insight(one) == 0.5
     two = record(LONG, f"{GOOD} [{ep(2)}] [{ep(4)}].", retrieved=[ep(2), ep(4)])
     assert _insight(two) == 1.0

@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "977f033b30b4cfd755a5a1e8569cf731b46e844aa202af091bf5b6fcc48de630",
-    "judged": "3b240e14095f13b6f128591c14304fc400c9fe96ea8b3b6334ef6d2582d637b0",
-    "rescored": "3b240e14095f13b6f128591c14304fc400c9fe96ea8b3b6334ef6d2582d637b0",
-    "tier1": "b5d2612fdde630a7effbfd4f2d6f4b977d5b2b42a8b52a026f9d1e33a6279bd9",
+    "plain": "8f2ae1c49b347d27efe1314667281911b5c2a0e56cbae4144c115a5b8081416a",
+    "judged": "025e96e906c9e9ae98940a1f38883bb1d3467da9563e6f57ee7dd55d2c3cad33",
+    "rescored": "025e96e906c9e9ae98940a1f38883bb1d3467da9563e6f57ee7dd55d2c3cad33",
+    "tier1": "105231678f28cb4225bc7951eee8cd43213c94d54d766fa07dd6fe05ba14f19e",
 }
 
 

@@ -1,0 +1,128 @@
+"""Right, not only mentioning the right figures: conclusions, claims about a subject, explicit
+citations (docs/scoring.md, "What counts as a claim")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scoring_fixtures import dataset_dict, ep, record
+
+from lens.agent import extract_citations
+from lens.dataset import GroundTruth, fact_subject, parse_conclusion, validate_raw
+from lens.scoring.claims import split_claims
+from lens.scoring.conclusion import check_conclusion, verdicts
+from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.refs import received
+
+
+def _matched(fact: str, answer: str) -> bool:
+    return match_fact(fact, AnswerText(split_claims(answer, None).text)).matched
+
+
+@pytest.mark.parametrize("answer, status", [
+    ("No. DEP-4230 came after the rise began.", "stated"),
+    ("Not yet: only two reports cover it.", "stated"),
+    ('{"answer": "No. DEP-4230 came after the rise."}', "stated"),
+    ("**Verdict:** no, it did not.", "stated"),
+    ("Yes, already as of 2024-04-04.", "contradicted"),
+    ("Either: No. It came later. Or, equally possible: Yes. It caused the rise.", "both"),
+    ("DEP-4230 came after the rise began.", "absent"),
+    # "No <noun>" states something; it is no verdict.
+    ("No user-facing impact yet.", "absent"),
+])
+def test_the_verdict_an_answer_opens_with(answer: str, status: str) -> None:
+    check = check_conclusion("no", answer)
+    assert check.status == status, check
+    assert check.voids_facts is (status in ("contradicted", "both"))
+
+
+def test_a_claim_without_a_verdict_is_found_by_the_matcher() -> None:
+    conclusion = "yes: auth p99 latency has climbed since CHG-5382"
+    assert check_conclusion(conclusion, "Auth p99 latency rose steadily after CHG-5382.").status \
+        == "stated"
+    assert check_conclusion(conclusion, "It would be wrong to say auth p99 latency rose after "
+                                        "CHG-5382.").status == "absent"
+    assert check_conclusion("yes: restore the 300 s cache TTL",
+                            "No action is needed; the cache is fine.").status == "contradicted"
+    assert verdicts("Too early to call a trend. Yes, it moved.") == {"no", "yes"}
+
+
+def test_conclusions_and_subject_forms_parse() -> None:
+    assert parse_conclusion("No: DEP-4230 did not cause it") == ("no", "DEP-4230 did not cause it")
+    assert parse_conclusion("moderate and rising") == (None, "moderate and rising")
+    assert fact_subject("auth p99 latency: 224 ms") == ("auth p99 latency", "224 ms")
+    assert fact_subject("DEP-4230: 2024-03-23") == ("DEP-4230", "2024-03-23")
+    # A finding written as a sentence is never split at a colon.
+    assert fact_subject("the cause: geo-lookup latency rose") == (
+        None, "the cause: geo-lookup latency rose")
+
+
+def test_a_blank_conclusion_is_refused_and_an_absent_one_changes_no_hash() -> None:
+    data = dataset_dict()
+    data["questions"][0]["ground_truth"]["conclusion"] = "  "
+    ds, problems = validate_raw(data, "ds.json")
+    assert ds is None and problems[0].location.endswith("ground_truth.conclusion")
+    assert "blank" in problems[0].message
+    truth = GroundTruth(canonical_answer="x")
+    assert "conclusion" not in truth.model_dump()
+    assert GroundTruth(canonical_answer="x", conclusion="no").model_dump()["conclusion"] == "no"
+
+
+@pytest.mark.parametrize("answer", [
+    "CHG-5382, 224 ms, 307 ms, 2024-03-22",
+    "Auth p99 latency was 224 ms (or possibly 252 ms).",
+    "Auth p99 latency was 224 or 252 ms.",
+    "Auth p99 latency never reached 224 ms.",
+    "It would be wrong to say that auth p99 latency was 224 ms.",
+    "I doubt that auth p99 latency was 224 ms.",
+    "Only if the reports were wrong would auth p99 latency have been 224 ms.",
+    "If the cache had been restored, auth p99 latency would be 224 ms.",
+    "Inventory-sync p99 was 224 ms.",
+    "The records cover it.\nSources: auth p99 latency 224 ms",
+])
+def test_a_value_counts_only_as_a_claim_about_its_subject(answer: str) -> None:
+    assert not _matched("auth p99 latency: 224 ms", answer)
+
+
+@pytest.mark.parametrize("fact, answer", [
+    ("auth p99 latency: 224 ms", "Auth p99 latency was 224 ms on 2024-03-17."),
+    ("auth p99 latency: 224 ms", "Auth p99 latency was about 225 ms."),
+    ("auth p99 latency: 224 ms", "Auth p99 latency was about 220 ms."),
+    ("auth p99 latency: 736 ms", "Auth p99 latency was about 740 ms."),
+    ("auth p99 latency: 224 ms", "There is no doubt that auth p99 latency was 224 ms."),
+    ("auth p99 latency: CHG-5382", "Auth p99 latency began to climb right after CHG-5382."),
+])
+def test_honest_claims_count(fact: str, answer: str) -> None:
+    assert _matched(fact, answer)
+
+
+@pytest.mark.parametrize("fact, answer", [
+    ("auth p99 latency: 224 ms", "Auth p99 latency was about 200 ms."),
+    ("auth p99 latency: 224 ms", "Auth p99 latency was 225 ms."),
+    ("Brightline invoice count: 19 invoices", "Brightline's invoice count was about 20 invoices."),
+])
+def test_rounding_counts_only_when_declared_and_to_two_figures_of_a_measurement(
+        fact: str, answer: str) -> None:
+    assert not _matched(fact, answer)
+
+
+def test_only_the_documented_syntax_cites() -> None:
+    answer = json.dumps({"answer": "Auth p99 latency rose [s1_ep_002].",
+                         "facts": ["CHG-5382", "224 ms"], "ids": ["s1_ep_003"]})
+    assert extract_citations(answer) == ["s1_ep_002"]
+    assert extract_citations("See `[s1_ep_004]` and\n```\n[s1_ep_005]\n```\n[see s1_ep_006]") == []
+    assert extract_citations("[s1_ep_001, s1_ep_002] [s1_ep_003#c2]") == [
+        "s1_ep_001", "s1_ep_002", "s1_ep_003#c2"]
+
+
+def test_an_invented_chunk_is_never_grounded() -> None:
+    assert received("e1#c2", {"e1#c2"}, {"e1"})
+    assert not received("e1#c7", {"e1"}, {"e1"})
+    assert not received("e1#c7", {"e1#c2"}, {"e1"})
+    assert received("e1", {"e1#c2"}, {"e1"})
+
+
+def test_records_keep_the_refs_of_the_answer() -> None:
+    rec = record("s1_q01_longitudinal", f"Rose [{ep(2)}].", retrieved=[ep(2)])
+    assert rec.cited_refs == [ep(2)]
