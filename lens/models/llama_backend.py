@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from lens.config import ModelConfig
 from lens.cpu import idle_cores
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import greedy_constrained
 from lens.models.local_models import resolve_model_path
@@ -103,8 +103,7 @@ class LlamaCppClient:
         opts = dict(config.options)
         unknown = sorted(set(opts) - set(_OPTIONS))
         if unknown:
-            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
-                              f"{', '.join(_OPTIONS)}")
+            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
         self.model = config.name
         self.config = config
         models_dir = opts.get("models_dir")

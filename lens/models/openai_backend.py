@@ -23,7 +23,7 @@ from typing import Any
 import openai
 
 from lens.config import ModelConfig
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
@@ -181,8 +181,7 @@ class OpenAIClient:
         options = dict(config.options)
         unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
-            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
-                              f"{', '.join(_OPTIONS)}")
+            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
         extra = options.get("extra_body")
         if extra is not None and not isinstance(extra, dict):
             raise ConfigError(f"model {config.model!r}: options.extra_body must be a mapping of "

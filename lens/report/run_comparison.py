@@ -104,7 +104,8 @@ def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[obje
     return fields, {f: [c.get(f) for c in conds] for f in fields}
 
 
-def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> str:
+def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> list[str]:
+    """The refusal, one line per differing field (lens's line breaks, printed as such)."""
     lines = ["these runs ran under different conditions and are not comparable; differing "
              f"fields: {', '.join(diffs)}"]
     for field, values in diffs.items():
@@ -113,7 +114,7 @@ def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> 
         lines.append(f"  {field}: {shown}")
     lines.append("re-run under one condition, or pass --force to compare anyway (every table "
                  "is then labelled 'not comparable')")
-    return "\n".join(lines)
+    return lines
 
 
 def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
