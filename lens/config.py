@@ -143,6 +143,10 @@ class JudgeConfig(ModelConfig):
 
 class AgentConfig(ModelConfig):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # Rounds of tool calls the agent must make before it may answer: on those turns lens asks
+    # for a tool call (tool_choice "required" where the provider supports it) and answers one
+    # reminder turn otherwise. An answer with no tool call at all is recorded as no_memory.
+    min_tool_rounds: int = Field(default=0, ge=0, le=100)
 
 
 class AdapterConfig(_Section):

@@ -35,6 +35,7 @@ def import_litellm() -> Any:
 
 class LiteLLMClient:
     provider = "litellm"
+    tool_choice_required = True
 
     def __init__(self, config: ModelConfig) -> None:
         options = dict(config.options)

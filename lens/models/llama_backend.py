@@ -95,6 +95,8 @@ def _gbnf(schema_json: str) -> str:
 
 class LlamaCppClient:
     provider = "llama_cpp"
+    # The grammar of a turn with tool_choice "required" admits only a tool call.
+    tool_choice_required = True
     # A local model bounds its own time through max_tokens; a wall-clock timeout would only
     # abandon a computation that keeps the model busy anyway.
     wall_clock_timeout = False

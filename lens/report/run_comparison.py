@@ -16,6 +16,7 @@ from lens.report.arm_comparison import (
     arm_estimates,
     arms_of,
     compare_pairs,
+    compared_metrics,
     many_arms,
     noise_floor_of,
 )
@@ -132,7 +133,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     if len(arms) < 2:
         raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
                         "run directory, or a run with several adapters")
-    metrics = shared_metrics(runs)
+    metrics = compared_metrics(arms, shared_metrics(runs))
     floor = noise_floor_of(runs)
     own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
     comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
@@ -165,9 +166,8 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
                                   for m in s.metrics], table_id="arms"),
         *layout.many_arms(s.many_arms, label),
         Heading("Paired comparisons"),
-        Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
-             "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
-             "meta"),
+        Para("Every pair of arms (p ± its Monte Carlo error where it comes from 10,000 "
+             "scope-clustered resamples). " + layout.FAMILIES, "meta"),
     ]
     for comp in s.comparisons:
         out += layout.comparison(comp)
