@@ -187,7 +187,7 @@ def test_narrated_tool_calls_are_no_memory_answers_flagged_everywhere(
     check = next(c for c in summary["checklist"] if c["id"] == "no_memory")
     assert check["status"] == "fail" and check["failing"] == ["sqlite_fts"]
     assert check["value"].startswith("4 of 4 questions")
-    assert "4 answered without memory" in out
+    assert "4 answered without memory" in out and "0 empty, 4 without memory, 0 errored" in out
     assert "FAIL  answers given without consulting memory: failed by sqlite_fts" in out
     assert summary["adapters"]["sqlite_fts"]["metrics"]["composite"]["mean"] in (0.0, None)
     report = (tmp_path / "runs").glob("*/report.md")

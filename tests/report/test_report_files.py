@@ -328,7 +328,7 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
     assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
                       "judge": "warn", "failures": "fail", "adapter_lost": "pass",
-                      "future_leak": "warn", "empty_answer": "warn"}
+                      "future_leak": "warn", "empty_answer": "warn", "no_memory": "warn"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
 
 
