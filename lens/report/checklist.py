@@ -46,6 +46,11 @@ def culprits(statuses: Mapping[str, Status]) -> list[str]:
     return [] if status == "pass" else [a for a, s in statuses.items() if s == status]
 
 
+def _run_culprits(names: Sequence[str], statuses: Sequence[Status]) -> list[str]:
+    """The runs that failed or warned a row of whole runs (none named for a single run)."""
+    return culprits(dict(zip(names, statuses, strict=True))) if len(names) > 1 else []
+
+
 def _arm_name(run: RunData, adapter: str, many: bool) -> str:
     return f"{run.run_id}:{adapter}" if many else adapter
 
@@ -196,6 +201,7 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
     """Share of judge verdicts that could not be read; None when no run used a judge."""
     parts: list[str] = []
     statuses: list[Status] = []
+    names: list[str] = []
     for run in runs:
         judge = run.scores.judge if run.scores else None
         if judge is None or not judge.model or not judge.verdicts:
@@ -203,10 +209,12 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
         rate = judge.invalid / judge.verdicts
         parts.append(f"{run.run_id}: {judge.invalid} of {judge.verdicts} ({rate:.1%})")
         statuses.append("fail" if rate > UNREADABLE_FAIL else "pass")
+        names.append(run.run_id)
     if not parts:
         return None
     return Check(id="judge_unreadable", title="judge verdicts readable",
                  status=worst(statuses), value="; ".join(parts),
+                 failing=_run_culprits(names, statuses),
                  detail="a verdict unreadable even after a retry with a format reminder leaves "
                         "its score unknown (never a tie); fails above "
                         f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on the "

@@ -161,7 +161,8 @@ FAMILIES = (
     "Holm-corrected over the pairs of arms on it alone. Every other metric, the first "
     "search's MRR and NDCG@10 included, is exploratory: Holm-corrected over the pairs and those "
     "metrics, to be read as leads, not findings. Each verdict names the rule that decided it: "
-    "margin (|Δ| within either arm's margin of error), noise floor (judge metrics), "
+    "margin (the difference within either arm's margin of error), noise floor (judge "
+    "metrics), "
     "significance (the family's Holm-corrected p) or interval (the scope-clustered interval "
     "of Δ includes 0).")
 
