@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lens import plugins
 from lens.dataset import Episode
-from lens.errors import AdapterNotFound, ConfigError
+from lens.errors import AdapterNotFound, ConfigError, Problem, did_you_mean
 
 ENTRY_POINT_GROUP = plugins.ADAPTERS
 
@@ -306,28 +306,55 @@ def resolve_adapter(name: str) -> AdapterClass:
     if ":" in name:
         return _load_target(name)
     raise AdapterNotFound(
-        f"unknown adapter {name!r}; available: {', '.join(adapter_names())} "
+        f"unknown adapter {name!r}; {did_you_mean(name, adapter_names(), 'adapter')} "
         "(or give 'package.module:ClassName')"
     )
+
+
+def option_problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    """Every problem of an adapter's options as (dotted location, message): an unknown option
+    with the close spelling and the valid ones."""
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown option; {did_you_mean(err['loc'][-1], model.model_fields)}"
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+        out.append((loc, msg))
+    return out
+
+
+def options_error(problems: list[tuple[str, str]], file: str | None) -> ConfigError:
+    """One error naming every problem (``problems`` as (field, message))."""
+    where = f"{file}: " if file else ""
+    if len(problems) == 1:
+        return ConfigError(f"{where}field '{problems[0][0]}': {problems[0][1]}")
+    return ConfigError(f"{where}invalid config: {len(problems)} problems",
+                       [Problem(file or "", f"field '{f}'", m) for f, m in problems])
+
+
+def check_options(cls: AdapterClass, options: dict[str, Any],
+                  field: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``options`` normalised by the class's ``Options`` model, and every problem found
+    (as (field, message)); the options are returned unchanged when there are problems."""
+    model = getattr(cls, "Options", None)
+    if model is None:
+        return dict(options), []
+    try:
+        return model.model_validate(options).model_dump(), []
+    except ValidationError as exc:
+        return dict(options), [(f"{field}.{loc}", msg) for loc, msg in option_problems(exc, model)]
 
 
 def validate_options(
     cls: AdapterClass, options: dict[str, Any], field: str, file: str | None = None
 ) -> dict[str, Any]:
     """Check ``options`` against the class's ``Options`` model; return them normalised."""
-    model = getattr(cls, "Options", None)
-    if model is None:
-        return dict(options)
-    try:
-        return model.model_validate(options).model_dump()
-    except ValidationError as exc:
-        errs = exc.errors()
-        first = errs[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
-        where = f"{file}: " if file else ""
-        raise ConfigError(f"{where}field '{field}.{loc}': {msg}{more}") from None
+    normalised, problems = check_options(cls, options, field)
+    if problems:
+        raise options_error(problems, file)
+    return normalised
 
 
 def create_adapter(name: str, options: dict[str, Any] | None = None) -> MemoryAdapter:

@@ -25,7 +25,13 @@ from lens.models.base import (
     ToolCall,
     ToolSpec,
 )
-from lens.prompts import AGENT_SYSTEM_PROMPT, EMPTY_ANSWER_REMINDER, TOOL_DESCRIPTIONS
+from lens.models.providers import honours_tool_choice_required
+from lens.prompts import (
+    AGENT_SYSTEM_PROMPT,
+    EMPTY_ANSWER_REMINDER,
+    TOOL_DESCRIPTIONS,
+    TOOL_REMINDER,
+)
 from lens.records import BudgetOutcome, ModelCallRecord, ToolCallRecord
 from lens.standing import apply_standing_context
 
@@ -124,6 +130,8 @@ class Agent:
     tools: list[ToolSpec] | None = None
     # The adapter's standing-context block for this checkpoint (see lens/standing.py).
     standing_context: str | None = None
+    # Rounds of tool calls before the agent may answer (AgentConfig.min_tool_rounds).
+    min_tool_rounds: int = 0
 
     async def answer(self, question: AgentQuestion) -> AgentResult:
         meter = BudgetMeter(self.budget)
@@ -175,6 +183,11 @@ class _Session:
         self.tracebacks: list[str] = []
         self.final_answer = ""
         self.reminded = False
+        # Assistant turns that called a tool, and whether the model was reminded to call one.
+        self.tool_rounds = 0
+        self.tool_reminded = False
+        self.must_call = bool(self.tools) and agent.min_tool_rounds > 0
+        self.required = honours_tool_choice_required(agent.model)
 
     async def loop(self) -> str:
         while True:
@@ -190,6 +203,12 @@ class _Session:
                 self.final_answer = text.strip()
             if not completion.tool_calls:
                 if text.strip():
+                    if self._short_of_tool_rounds() and not self.tool_reminded:
+                        # The model answered (or narrated the calls it meant to make) before
+                        # consulting memory: one reminder, counted against the budget.
+                        self.tool_reminded = True
+                        self.messages.append(Message(role="user", content=TOOL_REMINDER))
+                        continue
                     return "answered"
                 # Text said beside an earlier tool call ("let me search") is not the answer
                 # the agent finished with.
@@ -200,6 +219,7 @@ class _Session:
                 self.reminded = True
                 self.messages.append(Message(role="user", content=EMPTY_ANSWER_REMINDER))
                 continue
+            self.tool_rounds += 1
             for call in completion.tool_calls:
                 exhausted = self.meter.before_tool_call()
                 if exhausted:
@@ -209,12 +229,16 @@ class _Session:
                     Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
                 )
 
+    def _short_of_tool_rounds(self) -> bool:
+        return self.must_call and self.tool_rounds < self.agent.min_tool_rounds
+
     async def _call_model(self) -> Completion:
         a = self.agent
         remaining = self.meter.remaining_tokens()
         max_tokens = min(a.max_tokens or DEFAULT_TURN_MAX_TOKENS, remaining)
+        choice = "required" if self._short_of_tool_rounds() and self.required else "auto"
         request = CompletionRequest(
-            messages=list(self.messages), tools=self.tools, tool_choice="auto",
+            messages=list(self.messages), tools=self.tools, tool_choice=choice,
             temperature=a.temperature, max_tokens=max(1, max_tokens), seed=a.seed,
             role="agent", repeat=a.repeat,
         )

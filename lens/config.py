@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -17,8 +19,8 @@ from pydantic import (
     model_validator,
 )
 
-from lens import yamlhints
-from lens.errors import ConfigError, Problem
+from lens import plugins, yamlhints
+from lens.errors import ConfigError, Problem, did_you_mean
 from lens.redact import SECRET_KEY
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -171,6 +173,10 @@ class JudgeConfig(ModelConfig):
 
 class AgentConfig(ModelConfig):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # Rounds of tool calls the agent must make before it may answer: on those turns lens asks
+    # for a tool call (tool_choice "required" where the provider supports it) and answers one
+    # reminder turn otherwise. An answer with no tool call at all is recorded as no_memory.
+    min_tool_rounds: int = Field(default=0, ge=0, le=100)
 
 
 class AdapterConfig(_Section):
@@ -389,6 +395,30 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "(top level)"
 
 
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The config section (a pydantic model) at ``loc``, for the fields it takes."""
+    kind: Any = RunConfig
+    for part in loc:
+        while typing.get_origin(kind) in (typing.Union, types.UnionType):
+            kind = next((a for a in typing.get_args(kind) if a is not type(None)), None)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(str(part))
+            kind = field.annotation if field is not None else None
+        elif typing.get_origin(kind) is list and isinstance(part, int):
+            kind = typing.get_args(kind)[0]
+        else:
+            return None
+    while typing.get_origin(kind) in (typing.Union, types.UnionType):
+        kind = next((a for a in typing.get_args(kind) if a is not type(None)), None)
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+
+
+def _valid_fields(loc: tuple[Any, ...]) -> str | None:
+    """The close spelling and the valid fields beside an unknown field at ``loc``."""
+    model = _model_at(loc[:-1])
+    return did_you_mean(loc[-1], model.model_fields, "field") if model is not None else None
+
+
 def _explain(err: Any, source: str | None) -> tuple[str, str]:
     """The location and message of one validation error, with YAML's part in it when YAML
     turned the written text into something else (``name: null``, ``label: no``)."""
@@ -397,9 +427,10 @@ def _explain(err: Any, source: str | None) -> tuple[str, str]:
     msg = err["msg"]
     hint = None
     if err["type"] == "extra_forbidden":
-        msg = "unknown field; check the spelling against the README's config reference"
+        msg = "unknown field"
         key = yamlhints.locate_key(source, loc) if source is not None and loc else None
-        hint = yamlhints.key_hint(loc[-1], yamlhints.spelled(key)) if loc else None
+        hint = ((yamlhints.key_hint(loc[-1], yamlhints.spelled(key)) or _valid_fields(loc))
+                if loc else None)
         node = key
     elif err["type"] == "invalid_key":
         # A key YAML made a boolean or number (``on:``, ``no:``); pydantic puts it in the loc
@@ -437,11 +468,15 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = [Problem(file, *_explain(err, source)) for err in exc.errors()]
-        first = problems[0]
-        raise ConfigError(
-            f"{file}: invalid config: field '{first.location}': {first.message}", problems[1:]
-        ) from None
+        command = plugins.config_command(data, file)
+        if command is not None:
+            raise ConfigError(f"{file}: not a `lens run` config: {command}") from None
+        explained = [_explain(err, source) for err in exc.errors()]
+        problems = [Problem(file, f"field '{where}'", msg) for where, msg in explained]
+        if len(problems) == 1:
+            raise ConfigError(f"{file}: invalid config: field '{explained[0][0]}': "
+                              f"{explained[0][1]}") from None
+        raise ConfigError(f"{file}: invalid config: {len(problems)} problems", problems) from None
     if base_dir is not None:
         updates: dict[str, Any] = {}
         if not cfg.dataset.path.is_absolute():

@@ -7,6 +7,8 @@ reported as such.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lens.visible import visible
@@ -25,6 +27,28 @@ def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{text[:keep]} … [{len(text) - 2 * keep} characters cut] … {text[-keep:]}"
 
 
+def did_you_mean(name: object, valid: Iterable[str], kind: str = "option") -> str:
+    """The close spelling of ``name`` among ``valid`` (when there is one) and every valid
+    choice: ``did you mean 'max_results'? valid options: max_results, k``."""
+    choices = sorted(set(valid))
+    if not choices:
+        return f"this takes no {kind}s"
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    listed = f"valid {kind}s: {', '.join(choices)}"
+    return f"did you mean {close[0]!r}? {listed}" if close else listed
+
+
+def unknown_options(unknown: Iterable[str], valid: Iterable[str]) -> str:
+    """Every unknown option, each with its close spelling, then the valid options."""
+    choices = sorted(set(valid))
+    parts = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+        parts.append(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)"
+                                                   if close else ""))
+    return f"{'; '.join(parts)}; valid options: {', '.join(choices)}"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input file, located precisely enough to fix."""
@@ -39,17 +63,26 @@ class Problem:
 
 
 class UserError(Exception):
-    """An error in what the user gave lens; the message says what, where and how to fix it."""
+    """An error in what the user gave lens; the message says what, where and how to fix it.
 
-    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
-        super().__init__(message)
+    A message of several lines is given as a sequence of lines: the line breaks are lens's own
+    and print as line breaks, while a newline inside a line (quoted from a file, a run, a
+    model) is shown as ␊ like every other control character."""
+
+    def __init__(self, message: str | Sequence[str],
+                 problems: list[Problem] | None = None) -> None:
+        lines = [message] if isinstance(message, str) else [str(x) for x in message]
+        super().__init__("\n".join(lines))
+        self.lines = lines
         self.problems = problems or []
 
     def render(self) -> str:
-        lines = [visible(bounded(str(self.args[0])))]
+        lines = [visible(bounded(line)) for line in self.lines]
         lines.extend(f"  - {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN])
         if len(self.problems) > MAX_PROBLEMS_SHOWN:
-            lines.append(f"  ... and {len(self.problems) - MAX_PROBLEMS_SHOWN} more")
+            hidden = len(self.problems) - MAX_PROBLEMS_SHOWN
+            lines.append(f"  ... and {hidden} more problem(s) not shown; fix these and run "
+                         "again to see them")
         return "\n".join(lines)
 
 

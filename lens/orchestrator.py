@@ -26,7 +26,7 @@ from lens.executor import AdapterWorkerLost
 from lens.executor import adapter_factory as executor_factory
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.oracle import OracleMemory, is_oracle
-from lens.records import QuestionRecord, question_key, unit_key
+from lens.records import QuestionRecord, question_key, session_status, unit_key
 from lens.store import RunStore, now_iso
 
 
@@ -63,6 +63,8 @@ class RunSummary:
     errored: int = 0
     # Finished sessions without answer text (status empty_answer); not in ``answered``.
     empty: int = 0
+    # Answers given without any tool call (status no_memory); not in ``answered``.
+    no_memory: int = 0
     skipped: int = 0
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)
@@ -76,6 +78,8 @@ class RunSummary:
             self.answered += 1
         elif status == "empty_answer":
             self.empty += 1
+        elif status == "no_memory":
+            self.no_memory += 1
         else:
             self.errored += 1
 
@@ -182,6 +186,7 @@ class Runner:
         self.summary.wall_s = time.perf_counter() - started
         self.store.append_event("run_finished", answered=self.summary.answered,
                                 empty_answers=self.summary.empty,
+                                no_memory=self.summary.no_memory,
                                 errored=self.summary.errored,
                                 units_failed=self.summary.units_failed,
                                 wall_s=round(self.summary.wall_s, 3))
@@ -319,6 +324,7 @@ class Runner:
                 max_tokens=agent_cfg.max_tokens,
                 seed=derive_seed(self.config.seed, unit.key, q.question_id),
                 repeat=unit.repeat, standing_context=standing,
+                min_tool_rounds=agent_cfg.min_tool_rounds,
             )
             base = dict(unit_key=unit.key, adapter=unit.adapter.display,
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
@@ -340,7 +346,8 @@ class Runner:
                     self.store.save_error(f"{question_key(unit.key, q.question_id)}.tool{i}",
                                           tb_text)
                 record = QuestionRecord(
-                    **base, status="answered" if result.answer.strip() else "empty_answer",
+                    **base, status=session_status(result.answer, len(result.tool_calls),
+                                                  result.standing_context_bytes, bool(tools)),
                     answer=result.answer,
                     cited_refs=result.cited_refs, retrieved_refs=result.retrieved_refs,
                     tool_calls=result.tool_calls, tool_errors=result.tool_errors,

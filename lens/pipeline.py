@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from lens import eventloop
-from lens.adapter import resolve_adapter, validate_options
+from lens.adapter import check_options, options_error, resolve_adapter
 from lens.condition import condition, condition_hash, package_versions
 from lens.config import ModelConfig, RunConfig, load_config
 from lens.dataset import Dataset, DroppedQuestion, load_dataset_dropping
@@ -132,12 +132,17 @@ def check_scoring(config: RunConfig, config_file: str) -> None:
 
 
 def check_adapters(config: RunConfig, config_file: str) -> None:
+    """Every adapter's name and options, every problem of every adapter in one error."""
+    problems: list[tuple[str, str]] = []
     for i, a in enumerate(config.adapters):
         try:
             cls = resolve_adapter(a.name)
         except UserError as exc:
-            raise ConfigError(f"{config_file}: field 'adapters.{i}.name': {exc.args[0]}") from None
-        validate_options(cls, a.options, f"adapters.{i}.options", config_file)
+            problems.append((f"adapters.{i}.name", str(exc.args[0])))
+            continue
+        problems.extend(check_options(cls, a.options, f"adapters.{i}.options")[1])
+    if problems:
+        raise options_error(problems, config_file)
 
 
 def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> None:

@@ -17,7 +17,9 @@ The groups:
 - ``lens.metrics``: a :class:`lens.scoring.metrics.MetricSpec` (or a list of them, or a
   function returning either): a metric scored, aggregated, weighted and reported like lens's own.
 - ``lens.scenarios``: an object with ``applies(manifest) -> bool`` and
-  ``after_scoring(run_dir) -> None``, called when lens has scored a run of that scenario.
+  ``after_scoring(run_dir) -> None``, called when lens has scored a run of that scenario; and
+  optionally ``config_command(data, file) -> str | None``, which recognises a config of the
+  scenario's own command given to ``lens run`` and says which command runs it.
 
 A program that cannot install metadata (a notebook, a test) adds the same declarations with
 :func:`add_entry_points`; they are read exactly like installed ones.
@@ -26,6 +28,7 @@ A program that cannot install metadata (a notebook, a test) adds the same declar
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import entry_points
@@ -63,6 +66,22 @@ def load_target(target: str) -> Any:
     for part in attr.split(".") if attr else []:
         obj = getattr(obj, part)
     return obj
+
+
+def config_command(data: Mapping[str, Any], file: str) -> str | None:
+    """What a scenario says of a config that is not a run config but one of its own commands'
+    (which command runs it), or None when no scenario claims it."""
+    for name, target in targets(SCENARIOS).items():
+        try:
+            claim = getattr(load_target(target), "config_command", None)
+            said = claim(data, file) if claim is not None else None
+        except Exception as exc:
+            warnings.warn(f"scenario plugin {name!r} ({target}) failed to read a config: {exc}",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        if said:
+            return str(said)
+    return None
 
 
 def add_entry_points(declarations: Mapping[str, Mapping[str, str]]) -> None:

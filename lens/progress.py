@@ -22,6 +22,7 @@ class RichRunProgress:
         self._answered = 0
         self._errored = 0
         self._empty = 0
+        self._no_memory = 0
 
     def __enter__(self) -> RichRunProgress:
         self._progress.__enter__()
@@ -45,12 +46,16 @@ class RichRunProgress:
             self._answered += 1
             if status == "empty_answer":
                 self._empty += 1
+            if status == "no_memory":
+                self._no_memory += 1
         rate = (self._answered + self._errored) / max(time.monotonic() - self._started, 1e-6)
         info = f"{rate:.2f} q/s · {self._tokens:,} tok"
         if self._errored:
             info += f" · {self._errored} errored"
         if self._empty:
             info += f" · {self._empty} empty"
+        if self._no_memory:
+            info += f" · {self._no_memory} without memory"
         self._progress.update(self._questions, advance=1, info=info)
 
     def unit_done(self, key: str) -> None:

@@ -26,6 +26,14 @@ EMPTY_ANSWER_REMINDER = (
     "the records you rely on by their ref id in square brackets. If the records do not "
     "support an answer, say so plainly.")
 
+# Sent once when the agent answers before it has made ``min_tool_rounds`` rounds of tool calls
+# and the server cannot be made to call a tool (no ``tool_choice: required``): some models
+# narrate the calls they mean to make instead of making them.
+TOOL_REMINDER = (
+    "You answered without consulting the memory. Call one of the tools now (for example "
+    "memory_search with a short query); your answer must rest on the records the tools "
+    "return, cited by their ref id in square brackets.")
+
 TOOL_DESCRIPTIONS = {
     "memory_search": "Search the memory. Returns matching records with their ref_id and a "
     "snippet of text.",
@@ -69,7 +77,8 @@ def all_templates() -> dict[str, str]:
     for module in _TEMPLATE_MODULES:
         importlib.import_module(module)
     return {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
-            **TOOL_DESCRIPTIONS, **_extra_templates, **plugin_templates()}
+            "tool_reminder": TOOL_REMINDER, **TOOL_DESCRIPTIONS, **_extra_templates,
+            **plugin_templates()}
 
 
 def prompts_hash() -> str:

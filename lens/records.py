@@ -49,14 +49,29 @@ class BudgetOutcome(_Record):
 # How a question ended. ``empty_answer``: the agent finished (or ran out of budget) without any
 # answer text, even after lens reminded it once; it is scored as a wrong answer, never left out,
 # so an agent cannot raise its mean by staying silent on the questions it would get wrong.
-Status = Literal["answered", "empty_answer", "error"]
-STATUSES: tuple[Status, ...] = ("answered", "empty_answer", "error")
+# ``no_memory``: the agent answered without a single tool call and had no standing context, so
+# the answer, right or wrong, says what the model knows, not what the memory holds; like an
+# error it is left out of every metric's mean and counts as a failure in the composite.
+Status = Literal["answered", "empty_answer", "no_memory", "error"]
+STATUSES: tuple[Status, ...] = ("answered", "empty_answer", "no_memory", "error")
 # The statuses whose record holds a finished agent session: every metric scores them.
 SCORED_STATUSES = frozenset({"answered", "empty_answer"})
 
 
 def is_scored(status: str) -> bool:
     return status in SCORED_STATUSES
+
+
+def session_status(answer: str, tool_calls: int, standing_context_bytes: int,
+                   tools_offered: bool = True) -> Status:
+    """How a finished agent session ended: no text is an empty answer; text given without any
+    tool call, where tools were offered and no standing context stood in for them, did not
+    come from memory."""
+    if not answer.strip():
+        return "empty_answer"
+    if tools_offered and tool_calls == 0 and standing_context_bytes == 0:
+        return "no_memory"
+    return "answered"
 
 
 class QuestionRecord(_Record):

@@ -56,14 +56,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _counts(outcome: RunOutcome) -> str:
     s = outcome.summary
+    unconsulted = f"{s.no_memory} without memory, " if s.no_memory else ""
     tools = f", {s.tool_errors} failed tool calls" if s.tool_errors else ""
     return (f"questions: {s.questions} ({s.answered} answered now, {s.empty} empty, "
-            f"{s.errored} errored, {s.skipped} done before){tools}")
+            f"{unconsulted}{s.errored} errored, {s.skipped} done before){tools}")
 
 
 def _result(outcome: RunOutcome) -> list[str]:
     s = outcome.summary
-    done = s.answered + s.empty + s.errored
+    done = s.answered + s.empty + s.no_memory + s.errored
     rate = done / s.wall_s if s.wall_s else 0.0
     lines = [f"run directory: {outcome.run_dir}",
              f"{_counts(outcome)} in {s.wall_s:.1f} s, {rate:.2f} questions/s"]

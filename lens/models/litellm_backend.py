@@ -12,7 +12,7 @@ from typing import Any
 
 from lens.config import ModelConfig
 from lens.envscope import environment
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models.base import Completion, CompletionRequest
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.openai_backend import _to_completion, build_params
@@ -35,13 +35,13 @@ def import_litellm() -> Any:
 
 class LiteLLMClient:
     provider = "litellm"
+    tool_choice_required = True
 
     def __init__(self, config: ModelConfig) -> None:
         options = dict(config.options)
         unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
-            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
-                              f"{', '.join(_OPTIONS)}")
+            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
         self._litellm = import_litellm()
         self.model = config.name
         self.config = config

@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from lens.config import ModelConfig
 from lens.cpu import idle_cores
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import greedy_constrained
 from lens.models.local_models import resolve_model_path
@@ -95,6 +95,8 @@ def _gbnf(schema_json: str) -> str:
 
 class LlamaCppClient:
     provider = "llama_cpp"
+    # The grammar of a turn with tool_choice "required" admits only a tool call.
+    tool_choice_required = True
     # A local model bounds its own time through max_tokens; a wall-clock timeout would only
     # abandon a computation that keeps the model busy anyway.
     wall_clock_timeout = False
@@ -103,8 +105,7 @@ class LlamaCppClient:
         opts = dict(config.options)
         unknown = sorted(set(opts) - set(_OPTIONS))
         if unknown:
-            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
-                              f"{', '.join(_OPTIONS)}")
+            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
         self.model = config.name
         self.config = config
         models_dir = opts.get("models_dir")

@@ -23,7 +23,7 @@ from typing import Any
 import openai
 
 from lens.config import ModelConfig
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
@@ -31,7 +31,8 @@ from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, Transp
 from lens.tokens import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes")
+_OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes",
+            "tool_choice_required")
 TRANSPORTS = ("aiohttp", "sdk")
 # Transports lens had before, refused with the reason rather than as unknown words.
 _REMOVED_TRANSPORTS = {"http": "lens's own HTTP/1.1 client was removed; aiohttp (the default) "
@@ -181,13 +182,19 @@ class OpenAIClient:
         options = dict(config.options)
         unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
-            raise ConfigError(f"model {config.model!r}: unknown option(s) {unknown}; known: "
-                              f"{', '.join(_OPTIONS)}")
+            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
         extra = options.get("extra_body")
         if extra is not None and not isinstance(extra, dict):
             raise ConfigError(f"model {config.model!r}: options.extra_body must be a mapping of "
                               f"request fields, not {type(extra).__name__}")
         self.extra_body: dict[str, Any] | None = extra
+        required = options.get("tool_choice_required", True)
+        if not isinstance(required, bool):
+            raise ConfigError(f"model {config.model!r}: options.tool_choice_required must be "
+                              f"true or false, not {required!r}")
+        # OpenAI's API and servers that follow it honour tool_choice "required"; a server that
+        # refuses or ignores it is set to false, and the agent reminds the model instead.
+        self.tool_choice_required = required
         self.token_limit_param = str(options.get("token_limit_param", "max_tokens"))
         self.transport = str(options.get("transport", "aiohttp"))
         if self.transport in _REMOVED_TRANSPORTS:

@@ -12,7 +12,9 @@ The contract of a provider, built in or from another package:
   ``cache_replies = False`` keeps its replies out of the model cache (deterministic or free
   backends, whose cached copies would only fill the user's cache), ``wall_clock_timeout = False``
   lets a call run past the config's ``timeout_s`` (local backends that bound their own time
-  through ``max_tokens``). Both default to True.
+  through ``max_tokens``). Both default to True. ``tool_choice_required = True`` says the
+  backend honours ``tool_choice: "required"`` (the agent's ``min_tool_rounds`` relies on it,
+  and answers with a reminder turn where it is False, the default).
 
 Another package declares a provider in its ``pyproject.toml``::
 
@@ -104,3 +106,8 @@ def caches_replies(backend: ModelClient) -> bool:
 
 def has_wall_clock_timeout(backend: ModelClient) -> bool:
     return bool(getattr(backend, "wall_clock_timeout", True))
+
+
+def honours_tool_choice_required(client: ModelClient) -> bool:
+    """Whether ``tool_choice: "required"`` makes this client's model call a tool."""
+    return bool(getattr(client, "tool_choice_required", False))

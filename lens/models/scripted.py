@@ -23,7 +23,7 @@ import anyio
 import yaml
 
 from lens.config import ModelConfig
-from lens.errors import ConfigError
+from lens.errors import ConfigError, unknown_options
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
 from lens.tokens import estimate_tokens
 
@@ -111,10 +111,8 @@ class ScriptedClient:
         self.search_limit = opts.pop("search_limit", None)
         replies = opts.pop("replies", None)
         if opts:
-            raise ConfigError(
-                f"scripted model: unknown option(s) {sorted(opts)}; known: "
-                "delay_s, retrieve_k, answer_sentences, search_limit, replies"
-            )
+            raise ConfigError("scripted model: " + unknown_options(
+                opts, ["delay_s", "retrieve_k", "answer_sentences", "search_limit", "replies"]))
         self.replies: list[dict[str, Any]] | None = None
         self.rules: list[tuple[str, str]] | None = None
         self.default_reply = ""

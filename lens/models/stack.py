@@ -51,6 +51,7 @@ class StackClient:
         self.backend = backend
         self.provider = backend.provider
         self.model = backend.model
+        self.tool_choice_required = bool(getattr(backend, "tool_choice_required", False))
         self.meter = meter
         self.limiter = limiter
         self.retry = retry

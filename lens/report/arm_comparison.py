@@ -1,11 +1,15 @@
 """Paired comparison of arms (an adapter in a run) on the questions both answered.
 
-A difference is only called a win when it is larger than either arm's own margin of error,
-at least the judge-noise floor (for judge-based metrics), significant after Holm's correction
-across every pair of arms and every metric, and its scope-clustered interval excludes 0. A
-p-value within its Monte Carlo error of α is "borderline". Anything else is a tie, with the
-reason. Every resampling is seeded by the data compared, so renaming or reordering the runs
-changes nothing but the names.
+The primary metric (the first a report shows: the composite when the run is scored) is the
+confirmatory family: Holm's correction runs over the pairs of arms on it alone. Every other
+metric, the first search's retrieval ranking (MRR, NDCG@10) included, is exploratory, with
+Holm's correction over the pairs × those metrics. A difference is only called a win when it is
+larger than either arm's own margin of error (the margin rule), at least the judge-noise floor
+(for judge-based metrics), significant after its family's Holm correction, and its
+scope-clustered interval excludes 0. A p-value within its Monte Carlo error of α is
+"borderline". Anything else is a tie, and every verdict names the rule that decided it. Every
+resampling is seeded by the data compared, so renaming or reordering the runs changes nothing
+but the names.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from itertools import combinations
 
 import numpy as np
 
-from lens.report.data import QuestionRow, RunData, is_judge_metric
+from lens.report.data import RETRIEVAL_COMPARED, QuestionRow, RunData, is_judge_metric
 from lens.report.estimates import DESIGN_PROXY, estimates, question_values, repeat_reducer
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
 from lens.report.shapes import Comparison, ComparisonRow, EstimateOut, ManyArms
@@ -29,7 +33,7 @@ from lens.stats import (
     delta_from_replicates,
     effective_n,
     friedman,
-    holm,
+    holm_by_family,
     holm_mc_error,
     is_binary,
     mcnemar_exact,
@@ -155,33 +159,55 @@ def _fmt(x: float) -> str:
     return f"{x:.3f}"
 
 
+CONFIRMATORY = "confirmatory"
+EXPLORATORY = "exploratory"
+
+
 def _verdict(
     delta: float | None, margins: Sequence[float | None], floor: float | None,
     p_holm: float | None, alpha: float, interval: tuple[float, float] | None = None,
     mc_error: float | None = None,
-) -> tuple[str, str]:
+) -> tuple[str, str, str]:
+    """The verdict, the rule that decided it (margin, noise floor, significance, interval,
+    or none when nothing could be tested) and the reason."""
     if delta is None:
-        return "unknown", "no paired values"
+        return "unknown", "none", "no paired values"
+    significant = (p_holm is not None and p_holm < alpha
+                   and not (mc_error and abs(p_holm - alpha) <= mc_error))
+    # A tie decided before the test is read says what the test alone would have said, so that
+    # "tie" is never mistaken for "no evidence of a difference".
+    test_said = (f"; the test alone would call it (p (Holm) {p_holm:.3g} is below α={alpha:g})"
+                 if significant and p_holm is not None else "")
     known = [m for m in margins if m is not None]
     margin = max(known) if known else None
     if margin is None:
-        return "tie", "margin of error unknown (too few questions)"
+        return "tie", "margin", "margin of error unknown (too few questions)" + test_said
     if abs(delta) <= margin:
-        return "tie", f"|Δ| {_fmt(abs(delta))} within margin of error ±{_fmt(margin)}"
+        return "tie", "margin", (f"|Δ| {_fmt(abs(delta))} within margin of error "
+                                 f"±{_fmt(margin)}{test_said}")
     if floor is not None and abs(delta) < floor:
-        return "tie", f"|Δ| {_fmt(abs(delta))} below judge-noise floor {_fmt(floor)}"
+        return "tie", "noise floor", (f"|Δ| {_fmt(abs(delta))} below judge-noise floor "
+                                      f"{_fmt(floor)}{test_said}")
     if p_holm is None:
-        return "tie", "no test possible"
+        return "tie", "significance", "no test possible"
     if mc_error and abs(p_holm - alpha) <= mc_error:
-        return "borderline", (f"p (Holm) {p_holm:.3g} is within its Monte Carlo error "
-                              f"±{mc_error:.2g} of α={alpha:g}")
+        return "borderline", "significance", (
+            f"p (Holm) {p_holm:.3g} is within its Monte Carlo error ±{mc_error:.2g} of "
+            f"α={alpha:g}")
     if p_holm >= alpha:
-        return "tie", f"not significant after Holm (p={p_holm:.3g})"
+        return "tie", "significance", f"not significant after Holm (p={p_holm:.3g})"
     # McNemar treats questions as independent; the interval resamples scopes. Both must agree
     # before a difference is called.
     if interval is not None and interval[0] <= 0 <= interval[1]:
-        return "tie", "the scope-clustered 95% interval of Δ includes 0"
-    return ("b" if delta > 0 else "a"), f"significant after Holm (p={p_holm:.3g})"
+        return "tie", "interval", ("the scope-clustered 95% interval of Δ includes 0" + test_said)
+    return ("b" if delta > 0 else "a"), "significance", f"significant after Holm (p={p_holm:.3g})"
+
+
+def compared_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
+    """``metrics`` and the first search's ranking metrics that some arm has values for."""
+    extra = [m for m in RETRIEVAL_COMPARED if m not in metrics
+             and any(row.metric(m) is not None for arm in arms for row in arm.rows)]
+    return [*metrics, *extra]
 
 
 def _pair_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: float,
@@ -201,14 +227,17 @@ def compare_pairs(
     not_comparable: Sequence[str] = (), confidence: float = 0.95, alpha: float = 0.05,
     resamples: int = TEST_RESAMPLES, own: Mapping[str, Mapping[str, Estimate]] | None = None,
 ) -> list[Comparison]:
-    """Every pair of arms (B against A = an earlier arm; Δ = B − A), with Holm's correction
-    across all pairs and all metrics: the family of tests a reader looks at. ``own`` may carry
-    each arm's estimates (by arm name) when the caller has them already."""
+    """Every pair of arms (B against A = an earlier arm; Δ = B − A). The first metric is the
+    primary one: Holm's correction runs over the pairs on it alone (the confirmatory family);
+    the other metrics form the exploratory family, Holm-corrected among themselves. ``own``
+    may carry each arm's estimates (by arm name) when the caller has them already."""
     pairs = list(combinations(arms, 2))
     results = [_pair_results(a, b, metrics, confidence, resamples) for a, b in pairs]
     flat = [r for res, _ in results for r in res]
-    adjusted = iter(holm([r.p_value for r in flat]))
-    if own is None:
+    primary = metrics[0] if metrics else None
+    families = [CONFIRMATORY if r.metric == primary else EXPLORATORY for r in flat]
+    adjusted = iter(holm_by_family([r.p_value for r in flat], families))
+    if own is None or any(m not in own[arm.name] for arm in arms for m in metrics):
         own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in arms}
     out = []
     for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
@@ -220,13 +249,15 @@ def compare_pairs(
             ci = ((res.delta.low, res.delta.high)
                   if res.delta.low is not None and res.delta.high is not None else None)
             mc = holm_mc_error(res.p_value, p_adj, res.p_mc_error)
-            verdict, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci, mc)
+            verdict, rule, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci,
+                                             mc)
             rows.append(ComparisonRow(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
                 p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
                 verdict=verdict,  # type: ignore[arg-type]
-                reason=reason,
+                reason=reason, rule=rule,
+                family=CONFIRMATORY if res.metric == primary else EXPLORATORY,
             ))
         out.append(Comparison(arm_a=a.name, arm_b=b.name, pairs=counts[0],
                               unmatched_a=counts[1], unmatched_b=counts[2],
@@ -260,8 +291,8 @@ def compare_against_first(
     not_comparable: Sequence[str] = (), confidence: float = 0.95,
 ) -> list[Comparison]:
     """The comparisons a report shows: every pair of arms, the first arm first (so with two
-    arms, the second against the first), Holm-corrected across all of them."""
-    return compare_pairs(arms, metrics, noise_floor=noise_floor,
+    arms, the second against the first), on ``metrics`` and the first search's ranking."""
+    return compare_pairs(arms, compared_metrics(arms, metrics), noise_floor=noise_floor,
                          not_comparable=not_comparable, confidence=confidence)
 
 

@@ -41,6 +41,21 @@ def worst(statuses: Sequence[Status]) -> Status:
     return max(statuses, key=lambda s: _RANK[s]) if statuses else "pass"
 
 
+def culprits(statuses: Mapping[str, Status]) -> list[str]:
+    """The arms (or runs) whose status is the worst one: who failed or warned the row."""
+    status = worst(list(statuses.values()))
+    return [] if status == "pass" else [a for a, s in statuses.items() if s == status]
+
+
+def _run_culprits(names: Sequence[str], statuses: Sequence[Status]) -> list[str]:
+    """The runs that failed or warned a row of whole runs (none named for a single run)."""
+    return culprits(dict(zip(names, statuses, strict=True))) if len(names) > 1 else []
+
+
+def _arm_name(run: RunData, adapter: str, many: bool) -> str:
+    return f"{run.run_id}:{adapter}" if many else adapter
+
+
 @dataclass(frozen=True)
 class ArmSize:
     """What an arm's result rests on: questions, the independent questions they are worth
@@ -97,9 +112,10 @@ _SIZE_DETAIL = ("n_eff counts questions of one scope as partly redundant (n / (1
 
 def check_sample_size(run: RunData) -> Check:
     sizes = {a: arm_size(run, a) for a in run.adapters}
-    status = worst([_size_status(n, SINGLE_MIN) for n in sizes.values()]) if sizes else "fail"
+    each = {a: _size_status(n, SINGLE_MIN) for a, n in sizes.items()}
+    status = worst(list(each.values())) if sizes else "fail"
     value = _size_value(sizes) or "no questions"
-    return Check(id="sample_size",
+    return Check(id="sample_size", failing=culprits(each),
                  title=f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
                  detail=_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
@@ -108,11 +124,10 @@ def check_sample_size(run: RunData) -> Check:
 
 
 def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
-    status = worst([_size_status(n, COMPARE_MIN) for n in arm_sizes.values()])
-    if not arm_sizes:
-        status = "fail"
+    each = {a: _size_status(n, COMPARE_MIN) for a, n in arm_sizes.items()}
+    status = worst(list(each.values())) if arm_sizes else "fail"
     value = _size_value(arm_sizes) or "no arms"
-    return Check(id="compare_size",
+    return Check(id="compare_size", failing=culprits(each),
                  title=f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
                  detail=_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
@@ -147,15 +162,16 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
         ("tool_calls", "mean tool calls per question above 0", "tool_calls"),
     ):
         parts: list[str] = []
-        statuses: list[Status] = []
+        each: dict[str, Status] = {}
         for run in runs:
             for a in run.adapters:
                 m = _mean([float(getattr(r, attr)) for r in run.rows_for(a)])
-                name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+                name = _arm_name(run, a, len(runs) > 1)
                 parts.append(f"{name}: {'unknown' if m is None else f'{m:.2f}'}")
-                statuses.append("fail" if not m else "pass")
+                each[name] = "fail" if not m else "pass"
         out.append(Check(
-            id=cid, title=title, status=worst(statuses) if statuses else "fail",
+            id=cid, title=title, status=worst(list(each.values())) if each else "fail",
+            failing=culprits(each),
             value=", ".join(parts) or "no questions",
             detail="at 0 the score measures the model's own knowledge, not the memory system"))
     return out
@@ -164,18 +180,19 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
 def check_judge(runs: Sequence[RunData]) -> Check:
     title = "judge disagreement rate (position swap)"
     parts: list[str] = []
-    statuses: list[Status] = []
+    each: dict[str, Status] = {}
     for run in runs:
         judge = run.scores.judge if run.scores else None
         rate = judge.disagreement_rate if judge else None
         if rate is None:
             parts.append(f"{run.run_id}: no judge verdicts")
-            statuses.append("warn")
+            each[run.run_id] = "warn"
             continue
         parts.append(f"{run.run_id}: {rate:.1%} of {judge.pairs if judge else 0} pairs")
-        statuses.append("pass" if rate <= JUDGE_WARN else "warn" if rate <= JUDGE_FAIL
-                        else "fail")
-    return Check(id="judge", title=title, status=worst(statuses), value="; ".join(parts),
+        each[run.run_id] = ("pass" if rate <= JUDGE_WARN else "warn" if rate <= JUDGE_FAIL
+                            else "fail")
+    return Check(id="judge", title=title, status=worst(list(each.values())),
+                 failing=culprits(each) if len(runs) > 1 else [], value="; ".join(parts),
                  detail=f"the judge-noise floor: differences below it are ties; warns above "
                         f"{JUDGE_WARN:.0%}, fails above {JUDGE_FAIL:.0%}; without a judge, "
                         "tier-2 metrics are unknown")
@@ -185,6 +202,7 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
     """Share of judge verdicts that could not be read; None when no run used a judge."""
     parts: list[str] = []
     statuses: list[Status] = []
+    names: list[str] = []
     for run in runs:
         judge = run.scores.judge if run.scores else None
         if judge is None or not judge.model or not judge.verdicts:
@@ -192,10 +210,12 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
         rate = judge.invalid / judge.verdicts
         parts.append(f"{run.run_id}: {judge.invalid} of {judge.verdicts} ({rate:.1%})")
         statuses.append("fail" if rate > UNREADABLE_FAIL else "pass")
+        names.append(run.run_id)
     if not parts:
         return None
     return Check(id="judge_unreadable", title="judge verdicts readable",
                  status=worst(statuses), value="; ".join(parts),
+                 failing=_run_culprits(names, statuses),
                  detail="a verdict unreadable even after a retry with a format reminder leaves "
                         "its score unknown (never a tie); fails above "
                         f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on the "
@@ -283,20 +303,20 @@ def check_failures(runs: Sequence[RunData]) -> Check:
         return Check(id="failures", title="failed or errored questions", status="fail",
                      value="no questions recorded", detail="the run produced no records")
     parts: list[str] = []
-    statuses: list[Status] = []
+    each: dict[str, Status] = {}
     for run in runs:
         for a in run.adapters:
             rows = run.rows_for(a)
             errored = sum(1 for row in rows if row.record.status == "error")
             share = errored / len(rows) if rows else 0.0
-            name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+            name = _arm_name(run, a, len(runs) > 1)
             parts.append(f"{name}: {errored} of {len(rows)} ({share:.1%})")
-            statuses.append("pass" if errored == 0 else "warn" if share <= ERROR_WARN
-                            else "fail")
-    if units:
-        statuses.append("fail")  # a failed unit asked fewer questions than planned
+            each[name] = ("pass" if errored == 0 else "warn" if share <= ERROR_WARN
+                          else "fail")
+    # A failed unit asked fewer questions than planned: a failure whatever the shares say.
+    statuses = [*each.values(), *(["fail"] if units else [])]
     return Check(id="failures", title="failed or errored questions (per arm)",
-                 status=worst(statuses),
+                 status=worst(statuses), failing=culprits(each),
                  value=f"{'; '.join(parts)}; {units} unit failure(s)",
                  detail="errored questions have unknown scores and are left out of every "
                         "metric's mean, which flatters an arm that fails on hard questions "
@@ -315,7 +335,7 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
     adapter whose search raises on some queries answers from nothing on those, which no
     errored count shows (the session goes on)."""
     parts: list[str] = []
-    statuses: list[Status] = []
+    each: dict[str, Status] = {}
     for run in runs:
         for a in run.adapters:
             rows = run.rows_for(a)
@@ -328,9 +348,9 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
                 part += f", {sum(r.tool_errors for r in hit)} failed call(s), first: " \
                         f"{_clip(first)}"
             parts.append(part)
-            statuses.append("pass" if not hit else "warn" if share <= ERROR_WARN else "fail")
+            each[name] = "pass" if not hit else "warn" if share <= ERROR_WARN else "fail"
     return Check(id="tool_errors", title="questions with a failed tool call (per arm)",
-                 status=worst(statuses) if statuses else "warn",
+                 status=worst(list(each.values())) if each else "warn", failing=culprits(each),
                  value="; ".join(parts) or "no questions",
                  detail="a tool call that raised (the adapter's search or retrieve, or arguments "
                         "the model wrote wrong) gave the agent nothing on that call; warns up to "
@@ -356,6 +376,7 @@ def check_adapter_lost(runs: Sequence[RunData]) -> Check:
                 lost_total += lost
     return Check(id="adapter_lost", title="questions lost to a hung or crashed adapter",
                  status="fail" if lost_total else "pass",
+                 failing=[p.rsplit(": ", 1)[0] for p in parts],
                  value=", ".join(parts) or "none",
                  detail="the adapter's process hung past call_timeout_s, died or broke the "
                         "protocol; its unit's remaining questions are errors with the reason")
@@ -376,7 +397,7 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
                 name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
                 leaks[name] = leaks.get(name, 0) + 1
     if leaks:
-        return Check(id="future_leak", title=title, status="fail",
+        return Check(id="future_leak", title=title, status="fail", failing=list(leaks),
                      value=", ".join(f"{a}: {n} question(s)" for a, n in leaks.items()),
                      detail="the adapter returned episodes not yet ingested when the question was "
                             "asked (it read them from elsewhere); those refs count as ungrounded, "
@@ -404,7 +425,7 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
                 entry = found.setdefault(name, [0, str(refs[0])])
                 entry[0] = int(entry[0]) + 1
     if found:
-        return Check(id="unknown_refs", title=title, status="fail",
+        return Check(id="unknown_refs", title=title, status="fail", failing=list(found),
                      value=", ".join(f"{a}: {n} question(s), e.g. {_clip(str(ex), 80)!r}"
                                      for a, (n, ex) in found.items()),
                      detail="the adapter returned ref ids that are neither an episode id (or "
@@ -447,23 +468,55 @@ def check_dropped_questions(runs: Sequence[RunData]) -> Check:
                  detail="no question of the dataset file was left out")
 
 
-def check_empty_answers(runs: Sequence[RunData]) -> Check:
-    """Sessions that ended without any answer text, even after the agent's one reminder."""
+def _status_share(runs: Sequence[RunData], status: str, cid: str, title: str,
+                  detail: str) -> Check:
+    """Questions of each arm that ended with ``status``: warns up to ERROR_WARN of any arm's
+    questions, fails above, and names the arms that did."""
     total = sum(len(r.rows) for r in runs)
-    empty = sum(1 for r in runs for row in r.rows if row.record.status == "empty_answer")
-    title = "empty final answers"
     if total == 0:
         # Unknown, not passed; the failures check already fails a run without records.
-        return Check(id="empty_answer", title=title, status="warn",
-                     value="no questions recorded", detail="the run produced no records")
-    share = empty / total
-    status: Status = "pass" if empty == 0 else "warn" if share <= ERROR_WARN else "fail"
-    return Check(id="empty_answer", title=title, status=status,
-                 value=f"{empty} of {total} questions ({share:.1%})",
-                 detail="the agent ended without answer text after a reminder; these score as "
-                        "wrong answers. Many usually mean the model server's tool-calling "
-                        "template drops the reply after a tool result (see docs/models.md); "
-                        f"warns up to {ERROR_WARN:.0%}, fails above")
+        return Check(id=cid, title=title, status="warn", value="no questions recorded",
+                     detail="the run produced no records")
+    count = 0
+    parts: list[str] = []
+    each: dict[str, Status] = {}
+    for run in runs:
+        for a in run.adapters:
+            rows = run.rows_for(a)
+            n = sum(1 for row in rows if row.record.status == status)
+            share = n / len(rows) if rows else 0.0
+            name = _arm_name(run, a, len(runs) > 1)
+            count += n
+            if n:
+                parts.append(f"{name}: {n} of {len(rows)} ({share:.1%})")
+            each[name] = "pass" if n == 0 else "warn" if share <= ERROR_WARN else "fail"
+    value = f"{count} of {total} questions ({count / total:.1%})"
+    if parts:
+        value += f"; {', '.join(parts)}"
+    return Check(id=cid, title=title, status=worst(list(each.values())),
+                 failing=culprits(each), value=value, detail=detail)
+
+
+def check_empty_answers(runs: Sequence[RunData]) -> Check:
+    """Sessions that ended without any answer text, even after the agent's one reminder."""
+    return _status_share(
+        runs, "empty_answer", "empty_answer", "empty final answers",
+        "the agent ended without answer text after a reminder; these score as wrong answers. "
+        "Many usually mean the model server's tool-calling template drops the reply after a "
+        f"tool result (see docs/models.md); warns up to {ERROR_WARN:.0%} of an arm's "
+        "questions, fails above")
+
+
+def check_no_memory(runs: Sequence[RunData]) -> Check:
+    """Answers given without a single tool call (and without standing context): whatever they
+    say, they did not come from the memory system."""
+    return _status_share(
+        runs, "no_memory", "no_memory", "answers given without consulting memory",
+        "an answer given without any tool call (and no standing context) measures the model's "
+        "own knowledge, so it counts as a failed question of its arm, like an error; many "
+        "usually mean the model server returns tool calls as text (see docs/models.md and "
+        "the agent's min_tool_rounds); warns up to "
+        f"{ERROR_WARN:.0%} of an arm's questions, fails above")
 
 
 def check_scored(runs: Sequence[RunData]) -> Check:
@@ -497,6 +550,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_dropped_questions([run]),
         check_empty_answers([run]),
         *context_parity_checks([run]),
+        check_no_memory([run]),
     ]
 
 
@@ -518,6 +572,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_dropped_questions(runs),
         check_empty_answers(runs),
         *context_parity_checks(runs),
+        check_no_memory(runs),
     ]
 
 

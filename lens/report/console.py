@@ -61,8 +61,10 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
         lines.append("  no questions recorded")
     for label, ad in summary.adapters.items():
         counts = f"{ad.questions} questions"
-        if ad.empty_answers or ad.errored:
+        if ad.empty_answers or ad.errored or ad.no_memory:
             counts += f": {ad.empty_answers} empty answers, {ad.errored} errored"
+            if ad.no_memory:
+                counts += f", {ad.no_memory} answered without memory"
         if ad.usage.tool_errors:
             counts += (f"; {ad.usage.tool_errors} tool errors in "
                        f"{ad.usage.questions_with_tool_errors} questions, first: "
@@ -73,7 +75,7 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
     if not metrics and summary.adapters:
         lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
     lines.append(f"pre-flight: {checklist_counts(summary)}")
-    lines.extend(f"  {c.status.upper()}  {visible(c.title)}: {visible(c.value)}"
+    lines.extend(f"  {c.status.upper()}  {visible(c.title)}: {visible(fmt.check_value(c))}"
                  for c in flagged(summary))
     lines.append(f"report: {visible(html)}")
     lines.append(f"open it: {html.resolve().as_uri()}")

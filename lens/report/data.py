@@ -18,6 +18,13 @@ from lens.store import MANIFEST, RunStore
 SCORES = "scores.json"
 
 
+# The ranking metrics of a question's first search (lens/scoring/retrieval.py, kept in the
+# scores' detail), read as per-question metrics under these names so that arms are compared on
+# them with paired tests like any other metric.
+FIRST_SEARCH = "first_search_"
+RETRIEVAL_COMPARED = (f"{FIRST_SEARCH}mrr", f"{FIRST_SEARCH}ndcg@10")
+
+
 def is_judge_metric(name: str) -> bool:
     """Whether a metric's value rests on an LLM judge (the registry's ``judged``, and the
     composite): a difference smaller than the judge's own position-swap disagreement cannot be
@@ -45,9 +52,23 @@ class QuestionRow:
     def metric(self, name: str) -> float | None:
         if self.scores is None:
             return None
+        if name.startswith(FIRST_SEARCH):
+            return self._first_search(name.removeprefix(FIRST_SEARCH))
         value = self.scores.metrics.get(name)
         # NaN is a scorer's "could not compute" that slipped through: treat it as unknown.
         return None if value is None or math.isnan(value) else float(value)
+
+    def _first_search(self, name: str) -> float | None:
+        """A ranking metric of the first search; None where the question has no required
+        evidence or did not finish."""
+        if self.scores is None or not is_scored(self.record.status):
+            return None
+        detail = self.scores.detail.get("retrieval")
+        first = detail.get("first") if isinstance(detail, dict) else None
+        value = first.get(name) if isinstance(first, dict) else None
+        if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+            return None
+        return float(value)
 
     @property
     def search_results(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lens.report.shapes import ComparisonRow, EstimateOut, Usage
+from lens.report.shapes import Check, ComparisonRow, EstimateOut, Usage
 
 UNKNOWN = "unknown"
 
@@ -62,6 +62,14 @@ def cost(u: Usage, questions: int) -> str:
     if u.cost_usd_per_question is not None and u.cost_known < questions:
         text += f" ({u.cost_known}/{questions} known)"
     return text
+
+
+def check_value(c: Check) -> str:
+    """A checklist row's measured value, led by the arms that failed or warned it."""
+    if not c.failing or c.status == "pass":
+        return c.value
+    who = "failed" if c.status == "fail" else "warned"
+    return f"{who} by {', '.join(c.failing)} — {c.value}"
 
 
 def not_comparable_label(fields: list[str]) -> str:

@@ -4,8 +4,9 @@ Two kinds of failure, read from the run's checklist so that the exit status, the
 the report never disagree:
 
 - the run failed its purpose (exit 1): a unit failed or its adapter's process was lost, or an
-  arm has more errored questions than the checklist's threshold (5%). Such a run measured
-  less than it was asked to, whatever ``--fail-on`` says.
+  arm has more errored questions, or more answers given without consulting memory, than the
+  checklist's threshold (5%). Such a run measured less than it was asked to, whatever
+  ``--fail-on`` says.
 - a checklist row at or above the ``--fail-on`` level (exit 3). The default is ``never``: the
   sample-size rows fail on any smoke-sized dataset, so gating on them by default would fail
   every CI smoke job and teach its owners to ignore the status; a release job passes
@@ -29,7 +30,7 @@ EXIT_CHECKLIST = 3
 FAIL_ON: tuple[str, ...] = ("fail", "warn", "never")
 DEFAULT_FAIL_ON = "never"
 # The checklist rows whose FAIL means the run itself failed (exit 1 whatever --fail-on says).
-RUN_FAILURE_CHECKS = frozenset({"failures", "adapter_lost"})
+RUN_FAILURE_CHECKS = frozenset({"failures", "adapter_lost", "no_memory"})
 _LEVELS = {"fail": ("fail",), "warn": ("fail", "warn"), "never": ()}
 
 

@@ -55,8 +55,8 @@ def header(s: ReportSummary) -> list[Block]:
 
 
 def checklist(checks: Sequence[Check]) -> list[Block]:
-    rows = [[Styled(STATUS_LABEL[c.status], c.status, badge=True), c.title, c.value, c.detail]
-            for c in checks]
+    rows = [[Styled(STATUS_LABEL[c.status], c.status, badge=True), c.title,
+             fmt.check_value(c), c.detail] for c in checks]
     return [Heading("Pre-flight checklist"),
             Table(["status", "check", "measured", "why"], rows, table_id="checklist")]
 
@@ -95,13 +95,13 @@ def usage(s: ReportSummary) -> list[Block]:
     for a, ad in s.adapters.items():
         u = ad.usage
         rows.append([a, str(ad.questions), str(ad.answered), str(ad.empty_answers),
-                     str(ad.errored),
+                     str(ad.no_memory), str(ad.errored),
                      fmt.num(u.tool_calls_per_question, 2), str(u.tool_errors),
                      fmt.num(u.search_results_per_question, 2),
                      fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
                      fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
     out: list[Block] = [Heading("Usage"), Table(
-        ["adapter", "questions", "answered", "empty", "errored", "tool calls/q",
+        ["adapter", "questions", "answered", "empty", "no memory", "errored", "tool calls/q",
          "tool errors", "search results/q", "agent tokens/q", "cost/q", "budget compliant",
          "wall s/q"],
         rows, table_id="usage")]
@@ -159,6 +159,17 @@ def many_arms(items: Sequence[ManyArms], label: Sequence[Block] = ()) -> list[Bl
                   table_id="many-arms")]
 
 
+FAMILIES = (
+    "The primary metric (the first row) is the confirmatory comparison: its p-values are "
+    "Holm-corrected over the pairs of arms on it alone. Every other metric, the first "
+    "search's MRR and NDCG@10 included, is exploratory: Holm-corrected over the pairs and those "
+    "metrics, to be read as leads, not findings. Each verdict names the rule that decided it: "
+    "margin (the difference within either arm's margin of error), noise floor (judge "
+    "metrics), "
+    "significance (the family's Holm-corrected p) or interval (the scope-clustered interval "
+    "of Δ includes 0).")
+
+
 def comparison(comp: Comparison) -> list[Block]:
     out: list[Block] = [Heading(f"{comp.arm_b} vs {comp.arm_a} (Δ = B − A)", level=3)]
     if comp.not_comparable:
@@ -169,15 +180,17 @@ def comparison(comp: Comparison) -> list[Block]:
     judged = any(r.by_judge for r in comp.rows)
     for r in comp.rows:
         style = "pass" if r.verdict in ("a", "b") else "meta"
-        verdict = Parts((Styled(fmt.verdict(r, comp.arm_a, comp.arm_b), style), f": {r.reason}"))
-        row = [r.metric, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
+        rule = f" ({r.rule} rule)" if r.rule != "none" else ""
+        verdict = Parts((Styled(fmt.verdict(r, comp.arm_a, comp.arm_b), style),
+                         f"{rule}: {r.reason}"))
+        row = [r.metric, r.family, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
                fmt.est(r.delta), r.test, fmt.pval(r.p_value),
                fmt.pval(r.p_holm, r.p_mc_error), verdict]
         if judged:
             row.append("; ".join(f"{j}: {v}" for j, v in r.by_judge.items()))
         rows.append(row)
-    out.append(Table(["metric", "pairs", "A", "B", "Δ [95% CI]", "test", "p", "p (Holm)",
-                      "verdict", *(["verdict by judge"] if judged else [])], rows,
+    out.append(Table(["metric", "family", "pairs", "A", "B", "Δ [95% CI]", "test", "p",
+                      "p (Holm)", "verdict", *(["verdict by judge"] if judged else [])], rows,
                      table_id="comparison"))
     return out
 
@@ -188,8 +201,7 @@ def comparisons(s: ReportSummary) -> list[Block]:
     out: list[Block] = [Heading("Paired comparisons"), Para(
         f"Baseline: {s.comparisons[0].arm_a}. Questions are paired by scope and question "
         "(repeats reduced first); binary metrics use the exact McNemar test, continuous ones a "
-        "scope-clustered paired bootstrap (10,000 resamples); p-values are Holm-corrected "
-        "across every pair of arms and every metric shown.", "meta")]
+        "scope-clustered paired bootstrap (10,000 resamples). " + FAMILIES, "meta")]
     for comp in s.comparisons:
         out += comparison(comp)
     return out

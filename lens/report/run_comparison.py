@@ -18,6 +18,7 @@ from lens.report.arm_comparison import (
     arm_estimates,
     arms_of,
     compare_pairs,
+    compared_metrics,
     many_arms,
     noise_floor_of,
 )
@@ -119,7 +120,8 @@ def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[obje
     return fields, {f: [c.get(f) for c in conds] for f in fields}
 
 
-def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> str:
+def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> list[str]:
+    """The refusal, one line per differing field (lens's line breaks, printed as such)."""
     lines = ["these runs ran under different conditions and are not comparable; differing "
              f"fields: {', '.join(diffs)}"]
     for field, values in diffs.items():
@@ -128,7 +130,7 @@ def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> 
         lines.append(f"  {field}: {shown}")
     lines.append("re-run under one condition, or pass --force to compare anyway (every table "
                  "is then labelled 'not comparable')")
-    return "\n".join(lines)
+    return lines
 
 
 def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
@@ -146,7 +148,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     if len(arms) < 2:
         raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
                         "run directory, or a run with several adapters")
-    metrics = shared_metrics(runs)
+    metrics = compared_metrics(arms, shared_metrics(runs))
     floor = noise_floor_of(runs)
     own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
     comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
@@ -191,9 +193,8 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
-        Para("Every pair of arms; p-values are Holm-corrected across all pairs and metrics (± "
-             "its Monte Carlo error where it comes from 10,000 scope-clustered resamples).",
-             "meta"),
+        Para("Every pair of arms (p ± its Monte Carlo error where it comes from 10,000 "
+             "scope-clustered resamples). " + layout.FAMILIES, "meta"),
     ]
     if len(s.judges) > 1:
         out.append(Para(f"Judges: {', '.join(s.judges)}; a verdict holds only when every "

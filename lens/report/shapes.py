@@ -45,6 +45,9 @@ class Check(_M):
     status: Status
     value: str
     detail: str
+    # Who made the row warn or fail: the arms (or, for a check of whole runs, the runs) whose
+    # own status is the row's; empty when it passes.
+    failing: list[str] = Field(default_factory=list)
 
 
 class Usage(_M):
@@ -98,6 +101,8 @@ class AdapterSummary(_M):
     metrics: dict[str, EstimateOut]
     # Sessions that ended without answer text (scored as wrong answers, not in ``answered``).
     empty_answers: int = 0
+    # Answers given without any tool call (status no_memory): failures of the arm, unscored.
+    no_memory: int = 0
     # Run-level aggregates from the scorer that have no per-question values (no interval).
     run_level: dict[str, float | None] = Field(default_factory=dict)
     by_type: dict[str, dict[str, EstimateOut]] = Field(default_factory=dict)
@@ -132,6 +137,13 @@ class ComparisonRow(_M):
     # The verdict under each judge of the panel (empty with one judge): a win stands only when
     # every judge gives it.
     by_judge: dict[str, str] = Field(default_factory=dict)
+    # Which rule decided the verdict: "margin" (|Δ| within either arm's margin of error),
+    # "noise floor", "significance" (the family's Holm-corrected test), "interval" (the
+    # scope-clustered interval includes 0) or "none".
+    rule: str = "significance"
+    # "confirmatory": the primary metric, Holm over the pairs on it alone; "exploratory": every
+    # other metric, Holm over the pairs × those metrics.
+    family: Literal["confirmatory", "exploratory"] = "exploratory"
 
 
 class Comparison(_M):

@@ -118,6 +118,7 @@ def adapter_summary(run: RunData, label: str, metrics: list[str],
         answered=sum(1 for r in rows if r.record.status == "answered"),
         errored=sum(1 for r in rows if r.record.status == "error"),
         empty_answers=sum(1 for r in rows if r.record.status == "empty_answer"),
+        no_memory=sum(1 for r in rows if r.record.status == "no_memory"),
         metrics=ests, run_level=run_level, by_type=by_type, by_checkpoint=curve,
         usage=usage_of(rows, confidence), context=context_parity(run, rows),
     )

@@ -66,12 +66,19 @@ def judge_notes(judge: Judge | None, summary: JudgeSummary, tiers: set[int],
 
 
 def error_notes(rows: list[QuestionScores]) -> list[str]:
-    errored = sum(not is_scored(r.status) for r in rows)
-    if not errored:
-        return []
-    return [f"{errored} question(s) ended in an error: they are excluded from every "
-            "metric's mean and counted as n_errored, and a group's composite counts "
-            "them as failures (it is scaled by the share of questions answered)"]
+    unconsulted = sum(r.status == "no_memory" for r in rows)
+    errored = sum(not is_scored(r.status) for r in rows) - unconsulted
+    notes = []
+    if errored:
+        notes.append(f"{errored} question(s) ended in an error: they are excluded from every "
+                     "metric's mean and counted as n_errored, and a group's composite counts "
+                     "them as failures (it is scaled by the share of questions answered)")
+    if unconsulted:
+        notes.append(f"{unconsulted} question(s) were answered without any tool call "
+                     "(status no_memory): the answer did not come from memory, so like errors "
+                     "they are excluded from every metric's mean, counted in n_errored, and "
+                     "count as failures in the composite")
+    return notes
 
 
 def composite_notes(aggregates: Aggregates, detail: Detail) -> list[str]:

@@ -1,6 +1,7 @@
 """Paired comparison of two arms on matched questions: exact McNemar for 0/1 outcomes, a
 scope-clustered paired bootstrap for the interval of the mean difference (and for the p-value
-of continuous metrics), Holm across every test of a comparison family."""
+of continuous metrics), Holm across every test of a comparison family (``holm_by_family``
+keeps the confirmatory family apart from the exploratory one)."""
 
 from __future__ import annotations
 
@@ -181,6 +182,21 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     for rank, (p, i) in enumerate(present):
         running = max(running, min(1.0, (m - rank) * p))
         out[i] = running
+    return out
+
+
+def holm_by_family(p_values: Sequence[float | None],
+                   families: Sequence[str]) -> list[float | None]:
+    """Holm's correction run separately within each family of tests (``families[i]`` names the
+    family of ``p_values[i]``): a confirmatory test is corrected only for the tests of its own
+    question, never for the exploratory ones read beside it."""
+    if len(p_values) != len(families):
+        raise ValueError("one family per p-value")
+    out: list[float | None] = [None] * len(p_values)
+    for family in dict.fromkeys(families):
+        idx = [i for i, f in enumerate(families) if f == family]
+        for i, p in zip(idx, holm([p_values[i] for i in idx]), strict=True):
+            out[i] = p
     return out
 
 

@@ -73,7 +73,8 @@ def test_registry_builtins_and_module_paths() -> None:
     assert {"null", "sqlite_fts"} <= set(adapter_names())
     assert resolve_adapter("sqlite_fts") is SqliteFtsAdapter
     assert resolve_adapter("lens.adapters.sqlite_fts:SqliteFtsAdapter") is SqliteFtsAdapter
-    with pytest.raises(AdapterNotFound, match=r"unknown adapter .nope.; available: .*sqlite_fts"):
+    with pytest.raises(AdapterNotFound,
+                       match=r"unknown adapter .nope.; valid adapters: .*sqlite_fts"):
         resolve_adapter("nope")
     with pytest.raises(AdapterNotFound, match="not a MemoryAdapter"):
         resolve_adapter("lens.dataset:Episode")

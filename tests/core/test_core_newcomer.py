@@ -128,7 +128,9 @@ def test_lens_run_ends_with_the_result_from_the_report(tmp_path: Path) -> None:
     flagged = [c for c in summary["checklist"] if c["status"] != "pass"]
     assert flagged, "the scripted run has no judge, so at least that check warns"
     for c in flagged:
-        assert f"{c['status'].upper()}  {c['title']}: {c['value']}" in out
+        who = (f"{'failed' if c['status'] == 'fail' else 'warned'} by "
+               f"{', '.join(c['failing'])} — " if c["failing"] else "")
+        assert f"{c['status'].upper()}  {c['title']}: {who}{c['value']}" in out
     assert f"report: {run_dir / 'report.html'}" in out
     assert (run_dir / "report.html").resolve().as_uri() in out
 
@@ -249,7 +251,7 @@ def test_a_server_that_answers_empty_is_recorded_counted_and_reported(
     assert check["status"] == "fail" and check["value"].startswith("11 of 11")
     assert ad["empty_answers"] == 11 and ad["answered"] == 0 and ad["errored"] == 0
     assert "empty final answers" in report and "| empty |" in report
-    assert "FAIL  empty final answers: 11 of 11 questions" in res.stdout
+    assert "FAIL  empty final answers: failed by sqlite_fts — 11 of 11 questions" in res.stdout
     assert "11 empty" in res.stdout
     # Scored as wrong answers: in every mean (n=11), never left out.
     comp = ad["metrics"]["composite"]

@@ -65,7 +65,8 @@ def test_an_arm_whose_questions_all_errored_exits_1(tmp_path: Path, lens: Lens) 
                             agent={"model": "openai/fake", "base_url": server.base_url})
     assert res.returncode == 1, res.stdout + res.stderr
     assert "0 answered now, 0 empty, 4 errored" in res.stdout
-    assert "FAIL  failed or errored questions (per arm): sqlite_fts: 4 of 4" in res.stdout
+    assert "FAIL  failed or errored questions (per arm): failed by sqlite_fts — " \
+           "sqlite_fts: 4 of 4" in res.stdout
     assert "lens: exit status 1: the run failed its purpose" in res.stderr
     assert "sqlite_fts: 4 of 4 (100.0%)" in res.stderr
     assert _checklist(run_dir)["failures"]["status"] == "fail"
@@ -124,8 +125,8 @@ def test_refs_that_name_nothing_get_a_row_naming_the_adapter(tmp_path: Path, len
     res, run_dir = _run(lens, tmp_path, [{"name": "sqlite_fts", "label": "fts"},
                                    {"name": f"{MOD}:RowIds", "label": "rows"}])
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "FAIL  refs name episodes or declared synthetic refs: rows: 4 question(s), " \
-           "e.g. 'row-" in res.stdout
+    assert "FAIL  refs name episodes or declared synthetic refs: failed by rows — " \
+           "rows: 4 question(s), e.g. 'row-" in res.stdout
     row = _checklist(run_dir)["unknown_refs"]
     assert row["status"] == "fail" and "fts" not in row["value"]
     assert "rows: 4 question(s), e.g. 'row-" in row["value"]
