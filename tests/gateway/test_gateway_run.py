@@ -1,0 +1,97 @@
+"""The model gateway through `lens run`: an adapter in a process of its own calls lens's gateway
+with the openai SDK; its calls show as the unit's memory cost, under the run's cost cap."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import ROOT
+from tests.core.helpers import make_dataset, write_json
+from tests.support.extras import EXTRAS
+
+ADAPTER = "tests.gateway.gateway_adapter:GatewayNotesAdapter"
+HAS_VECTOR = all(importlib.util.find_spec(m) for m in EXTRAS["vector"].modules)
+
+
+def _fixture(tmp_path: Path) -> Path:
+    path = tmp_path / "facts.yaml"
+    path.write_text(yaml.safe_dump({"rules": [
+        {"contains": "Extract", "text": json.dumps({"facts": ["a fact"]})}]}), encoding="utf-8")
+    return path
+
+
+def run(tmp_path: Path, options: dict[str, Any], **extra: Any) -> subprocess.CompletedProcess[str]:
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6),
+                                                       questions_per_checkpoint=1))
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "gw", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": ADAPTER, "label": "notes", "options": options},
+                     {"name": "sqlite_fts"}],
+        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False}, **extra,
+    }), encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_gateway_calls_are_the_units_memory_cost(tmp_path: Path) -> None:
+    proc = run(tmp_path, {"model": f"scripted/{_fixture(tmp_path)}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = sorted((tmp_path / "runs").glob("gw-*"))[-1]
+    records = _jsonl(out / "records.jsonl")
+    assert records and all(r["status"] == "answered" for r in records)
+    usage = [e for e in _jsonl(out / "events.jsonl") if e["kind"] == "adapter_usage"]
+    assert {e["key"].split("|")[0] for e in usage} == {"notes"}
+    last = usage[-1]
+    searches = sum(1 for r in records if r["adapter"] == "notes"
+                   for c in r["tool_calls"] if c["name"] == "memory_search")
+    # One extraction per episode, and one query embedding per search when the gateway has the
+    # local embedding model; the last usage event comes after the last answers.
+    assert last["calls"] == 6 + (searches if HAS_VECTOR else 0)
+    assert last["prompt_tokens"] > 0 and last["completion_tokens"] > 0
+    assert last["cost_usd"] == 0.0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
+    assert cost["notes"]["memory_model"]["calls"] == last["calls"]
+    assert cost["sqlite_fts"]["memory_model"] is None
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["usage"]["by_role"]["adapter"]["calls"] == 6
+    # The per-unit key never reaches the run's files.
+    text = "".join(p.read_text(encoding="utf-8", errors="replace")
+                   for p in out.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl"})
+    assert "lens-gw-" not in text
+
+
+def test_the_runs_cost_cap_stops_the_memory_systems_calls(tmp_path: Path) -> None:
+    proc = run(tmp_path, {"model": f"scripted/{_fixture(tmp_path)}",
+                          "model_options": {"price_input_per_mtok": 1e6,
+                                            "price_output_per_mtok": 1e6}},
+               max_cost_usd=0.01)
+    out = sorted((tmp_path / "runs").glob("gw-*"))[-1]
+    events = _jsonl(out / "events.jsonl")
+    failed = [e for e in events if e["kind"] == "unit_error"]
+    assert [e["key"].split("|")[0] for e in failed] == ["notes"], proc.stderr[-2000:]
+    assert "cost limit reached" in failed[0]["error"]
+    records = _jsonl(out / "records.jsonl")
+    assert all(r["status"] == "error" for r in records if r["adapter"] == "notes")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    # The first call spent past the cap; no second call reached the model.
+    assert manifest["usage"]["by_role"]["adapter"]["calls"] == 1
+
+
+def test_an_unreachable_gateway_model_stops_the_run_before_any_work(tmp_path: Path) -> None:
+    proc = run(tmp_path, {"model": "scripted/no-such-fixture.yaml"})
+    assert proc.returncode == 2, proc.stderr
+    assert "adapters.0.options.model" in proc.stderr and "fixture file not found" in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
