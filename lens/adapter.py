@@ -238,6 +238,7 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "full_context": "lens.adapters.in_context:FullContextAdapter",
     "recency": "lens.adapters.in_context:RecencyAdapter",
     "mem0": "lens.adapters.mem0:Mem0Adapter",
+    "langmem": "lens.adapters.langmem_adapter:LangMemAdapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",
