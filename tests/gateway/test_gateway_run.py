@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -23,7 +24,7 @@ HAS_VECTOR = all(importlib.util.find_spec(m) for m in EXTRAS["vector"].modules)
 def _fixture(tmp_path: Path) -> Path:
     path = tmp_path / "facts.yaml"
     path.write_text(yaml.safe_dump({"rules": [
-        {"contains": "Extract", "text": json.dumps({"facts": ["a fact"]})}]}), encoding="utf-8")
+        {"contains": "act", "text": json.dumps({"facts": ["a fact"]})}]}), encoding="utf-8")
     return path
 
 
@@ -95,3 +96,28 @@ def test_an_unreachable_gateway_model_stops_the_run_before_any_work(tmp_path: Pa
     assert proc.returncode == 2, proc.stderr
     assert "adapters.0.options.model" in proc.stderr and "fixture file not found" in proc.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.slow
+def test_the_guides_gateway_example_runs(tmp_path: Path) -> None:
+    """docs/writing-an-adapter.md section 2c's adapter, as written, through `lens run`."""
+    from tests.adapters.test_adapters_guide_example import guide_files
+
+    (tmp_path / "extracting_memory.py").write_text(guide_files()["extracting_memory.py"],
+                                                   encoding="utf-8")
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=3, checkpoints=(3,),
+                                                       questions_per_checkpoint=1))
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "guide", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": "extracting_memory:ExtractingMemory",
+                      "options": {"model": f"scripted/{_fixture(tmp_path)}"}}],
+        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
+    }), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = sorted((tmp_path / "runs").glob("guide-*"))[-1]
+    assert all(r["status"] == "answered" for r in _jsonl(out / "records.jsonl"))
+    usage = [e for e in _jsonl(out / "events.jsonl") if e["kind"] == "adapter_usage"][-1]
+    assert usage["calls"] == 3
