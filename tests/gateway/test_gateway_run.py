@@ -121,3 +121,28 @@ def test_the_guides_gateway_example_runs(tmp_path: Path) -> None:
     assert all(r["status"] == "answered" for r in _jsonl(out / "records.jsonl"))
     usage = [e for e in _jsonl(out / "events.jsonl") if e["kind"] == "adapter_usage"][-1]
     assert usage["calls"] == 3
+
+
+def test_a_repeated_run_replays_the_memory_systems_calls_from_the_cache(tmp_path: Path) -> None:
+    """A hosted model behind the gateway, lens's model cache on: a second run of the same
+    config (as a resumed unit would) is answered from the cache; the model sees no new call,
+    and the unit's memory usage counts the replays as cache hits."""
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI(responder=lambda req: Reply.text(json.dumps({"facts": ["a fact"]}))) as fake:
+        options = {"model": "openai/fake-model",
+                   "model_options": {"base_url": fake.base_url}, "embed_queries": False}
+        cache = {"cache": {"enabled": True, "path": str(tmp_path / "models.sqlite")}}
+        usages = []
+        for i in range(2):
+            where = tmp_path / f"run{i}"
+            where.mkdir()
+            proc = run(where, options, **cache)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            out = sorted((where / "runs").glob("gw-*"))[-1]
+            usages.append([e for e in _jsonl(out / "events.jsonl")
+                           if e["kind"] == "adapter_usage"][-1])
+        assert fake.count == 6
+    assert usages[0]["calls"] == usages[1]["calls"] == 6
+    assert (usages[0]["cache_hits"], usages[1]["cache_hits"]) == (0, 6)
+    assert usages[1]["prompt_tokens"] == usages[0]["prompt_tokens"]
