@@ -239,6 +239,7 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "recency": "lens.adapters.in_context:RecencyAdapter",
     "mem0": "lens.adapters.mem0:Mem0Adapter",
     "langmem": "lens.adapters.langmem_adapter:LangMemAdapter",
+    "graphiti": "lens.adapters.graphiti_adapter:GraphitiAdapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",

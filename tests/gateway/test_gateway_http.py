@@ -219,3 +219,28 @@ async def test_embeddings_with_the_local_model(tmp_path: Path) -> None:
         assert packed.data[0].embedding == pytest.approx(plain.data[0].embedding, abs=1e-6)
         usage = gw.unit_usage("arm|s1|0")
         assert usage is not None and usage["calls"] == 2 and usage["prompt_tokens"] > 0
+
+
+async def test_scripted_rules_answer_by_the_response_schema_asked_for(tmp_path: Path) -> None:
+    """A memory system's structured-output steps, scripted: a rule with ``schema`` answers only
+    requests whose JSON schema has that title."""
+    fixture = tmp_path / "steps.yaml"
+    fixture.write_text(yaml.safe_dump({"rules": [
+        {"schema": "Entities", "text": '{"entities": ["Plant 7"]}'},
+        {"contains": "hello", "text": "hi"}], "default": "{}"}), encoding="utf-8")
+    schema = {"title": "Entities", "type": "object",
+              "properties": {"entities": {"type": "array"}}}
+    async with gateway() as gw:
+        client = sdk(gw.grant("arm", "arm|s1|0", 0,
+                              ModelConfig.model_validate({"model": f"scripted/{fixture}"})))
+        asked = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hello"}],
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "Entities", "schema": schema}})
+        plain = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hello"}])
+        other = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "bye"}])
+    assert asked.choices[0].message.content == '{"entities": ["Plant 7"]}'
+    assert plain.choices[0].message.content == "hi"
+    assert other.choices[0].message.content == "{}"
