@@ -112,6 +112,14 @@ class ModelGateway:
             opts = gateway_options(cfg)
             if opts is None:
                 continue
+            if config.executor.kind == "ray" and config.executor.address is not None:
+                # The gateway listens on this machine's loopback only: an actor on another
+                # node could not reach it.
+                raise ConfigError(
+                    f"{config_file}: field 'executor.address': adapter {cfg.display!r} calls "
+                    "models through lens's model gateway, which listens on this machine only; "
+                    "run it with the local executor or a Ray instance on this machine (no "
+                    "address)")
             try:
                 self._client(opts.model_config_for_gateway())
             except (ConfigError, UserError) as exc:

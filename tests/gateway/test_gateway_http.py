@@ -244,3 +244,25 @@ async def test_scripted_rules_answer_by_the_response_schema_asked_for(tmp_path: 
     assert asked.choices[0].message.content == '{"entities": ["Plant 7"]}'
     assert plain.choices[0].message.content == "hi"
     assert other.choices[0].message.content == "{}"
+
+
+async def test_a_body_that_is_not_a_chat_request_gets_400_naming_the_problem(tmp_path: Path
+                                                                            ) -> None:
+    import aiohttp
+
+    async with gateway() as gw:
+        access = gw.grant("arm", "arm|s1|0", 0, rules_model(tmp_path))
+        headers = {"Authorization": f"Bearer {access.api_key}"}
+        url = f"{access.base_url}/chat/completions"
+        async with aiohttp.ClientSession(headers=headers) as session:
+            async with session.post(url, data=b"{not json") as reply:
+                assert reply.status == 400
+                assert "not JSON" in (await reply.json())["error"]["message"]
+            async with session.post(url, json={"model": "m", "messages": []}) as reply:
+                assert reply.status == 400
+                assert "messages" in (await reply.json())["error"]["message"]
+            async with session.post(url, json={"messages": [{"role": "robot",
+                                                             "content": "x"}]}) as reply:
+                assert reply.status == 400
+                assert "messages[0].role" in (await reply.json())["error"]["message"]
+        assert gw.unit_usage("arm|s1|0")["calls"] == 0  # type: ignore[index]

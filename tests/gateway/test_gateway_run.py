@@ -146,3 +146,13 @@ def test_a_repeated_run_replays_the_memory_systems_calls_from_the_cache(tmp_path
     assert usages[0]["calls"] == usages[1]["calls"] == 6
     assert (usages[0]["cache_hits"], usages[1]["cache_hits"]) == (0, 6)
     assert usages[1]["prompt_tokens"] == usages[0]["prompt_tokens"]
+
+
+def test_a_remote_ray_cluster_is_refused_for_gateway_adapters(tmp_path: Path) -> None:
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("needs the ray extra: pip install -e '.[ray]'")
+    proc = run(tmp_path, {"model": f"scripted/{_fixture(tmp_path)}"},
+               executor={"kind": "ray", "address": "ray://127.0.0.1:1"})
+    assert proc.returncode == 2, proc.stderr
+    assert "executor.address" in proc.stderr and "listens on this machine only" in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
