@@ -143,6 +143,10 @@ def test_a_repeated_run_replays_the_memory_systems_calls_from_the_cache(tmp_path
             usages.append([e for e in _jsonl(out / "events.jsonl")
                            if e["kind"] == "adapter_usage"][-1])
         assert fake.count == 6
+        # What reaches the model is what the memory system sent: episodes, never the gold
+        # fields (make_dataset marks every one of them GOLDSECRET).
+        sent = json.dumps([r.body for r in fake.requests])
+        assert "widget count" in sent and "GOLDSECRET" not in sent
     assert usages[0]["calls"] == usages[1]["calls"] == 6
     assert (usages[0]["cache_hits"], usages[1]["cache_hits"]) == (0, 6)
     assert usages[1]["prompt_tokens"] == usages[0]["prompt_tokens"]
