@@ -86,3 +86,17 @@ def test_langmem_with_the_local_model(tmp_path: Path) -> None:
         pytest.skip(reason)
     _check_run(run_langmem(tmp_path, {"model": "llama_cpp/default", "max_tokens": 256},
                            n_episodes=2, timeout_s=1200), 2)
+
+
+def test_lens_adapters_check_opens_a_gateway_for_it(tmp_path: Path) -> None:
+    """`lens adapters check` gives each instance a key to a model gateway of its own; the
+    checks that do not depend on what the model wrote pass with the scripted model."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lens", "adapters", "check", "langmem", "--options",
+         json.dumps(SCRIPTED), "--only", "capabilities_well_formed", "--only",
+         "retrieve_returns_referenced", "--only", "unknown_ref_is_none", "--only",
+         "limit_respected"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 passed, 0 failed" in proc.stdout
+    assert "model gateway:" in proc.stdout and "chat calls to scripted/replay" in proc.stdout
