@@ -88,6 +88,7 @@ def test_langmem_with_the_local_model(tmp_path: Path) -> None:
                            n_episodes=2, timeout_s=1200), 2)
 
 
+@pytest.mark.slow
 def test_lens_adapters_check_opens_a_gateway_for_it(tmp_path: Path) -> None:
     """`lens adapters check` gives each instance a key to a model gateway of its own; the
     checks that do not depend on what the model wrote pass with the scripted model."""

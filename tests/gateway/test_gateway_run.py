@@ -123,6 +123,7 @@ def test_the_guides_gateway_example_runs(tmp_path: Path) -> None:
     assert usage["calls"] == 3
 
 
+@pytest.mark.slow
 def test_a_repeated_run_replays_the_memory_systems_calls_from_the_cache(tmp_path: Path) -> None:
     """A hosted model behind the gateway, lens's model cache on: a second run of the same
     config (as a resumed unit would) is answered from the cache; the model sees no new call,
@@ -152,6 +153,7 @@ def test_a_repeated_run_replays_the_memory_systems_calls_from_the_cache(tmp_path
     assert usages[1]["prompt_tokens"] == usages[0]["prompt_tokens"]
 
 
+@pytest.mark.slow
 def test_a_remote_ray_cluster_is_refused_for_gateway_adapters(tmp_path: Path) -> None:
     if importlib.util.find_spec("ray") is None:
         pytest.skip("needs the ray extra: pip install -e '.[ray]'")
