@@ -240,6 +240,8 @@ class Runner:
                         await adapter.aclose()
                     except Exception:
                         self.store.save_error(f"{unit.key}.aclose", traceback.format_exc())
+            if self.gateway is not None:
+                self.gateway.revoke(unit.key)
 
     def _adapter_config(self, unit: Unit) -> AdapterConfig:
         """The unit's adapter config; an adapter that asks for the model gateway gets this

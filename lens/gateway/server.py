@@ -154,6 +154,12 @@ class ModelGateway:
                              embedding_model=emb.name if emb else None,
                              embedding_dim=emb.dim if emb else None)
 
+    def revoke(self, unit_key: str) -> None:
+        """End the unit's keys: a call its memory system still makes (a thread abandoned after
+        a timeout) gets 401 instead of spending outside the unit's accounts."""
+        for key in [k for k, g in self._grants.items() if g.unit == unit_key]:
+            del self._grants[key]
+
     def unit_usage(self, unit_key: str) -> dict[str, Any] | None:
         """The unit's metered gateway usage so far (``ModelUsage`` fields), or None."""
         usage = self._usage.get(unit_key)

@@ -149,6 +149,13 @@ async def test_calls_are_attributed_to_their_unit(tmp_path: Path) -> None:
         assert gw.unit_usage("arm-b|s1|1")["calls"] == 1  # type: ignore[index]
         listed = await a.models.list()
         assert [m.id for m in listed.data] == [model.model]
+        # A unit's keys end with it; its usage stays, the other unit's key still works.
+        gw.revoke("arm-a|s1|0")
+        with pytest.raises(openai.AuthenticationError):
+            await a.chat.completions.create(model="m", messages=[
+                {"role": "user", "content": "Extract"}])
+        await b.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert gw.unit_usage("arm-a|s1|0")["calls"] == 3  # type: ignore[index]
 
 
 async def test_the_cost_cap_stops_calls_with_402(tmp_path: Path) -> None:
