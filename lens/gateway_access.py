@@ -19,6 +19,10 @@ from lens.config import ModelConfig
 from lens.models.providers import unknown_provider
 
 
+class NoGateway(RuntimeError):
+    """A gateway adapter was created outside a run, without its gateway access."""
+
+
 class GatewayAccess(BaseModel):
     """One unit's way into the gateway; valid for the run that issued it."""
 
@@ -88,7 +92,7 @@ class GatewayOptions(BaseModel):
     def access(self) -> GatewayAccess:
         """The unit's gateway access, or a clear error when the adapter runs outside lens."""
         if self.gateway is None:
-            raise RuntimeError("this adapter calls models through lens's model gateway, which "
+            raise NoGateway("this adapter calls models through lens's model gateway, which "
                                "lens opens for each unit of `lens run`; it was created without "
                                "one (pass gateway=GatewayAccess(...) to use it on its own)")
         return self.gateway

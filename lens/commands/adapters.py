@@ -23,7 +23,7 @@ from lens.adapter import (
 )
 from lens.config import CacheConfig
 from lens.errors import ConfigError, UserError
-from lens.gateway_access import wants_gateway
+from lens.gateway_access import NoGateway, wants_gateway
 
 
 def register(sub: Any) -> None:
@@ -64,6 +64,13 @@ def describe(name: str) -> dict[str, Any]:
     row: dict[str, Any] = {"name": name, "source": _source(name, eps)}
     try:
         caps = anyio.run(_capabilities, name)
+    except NoGateway:
+        # Installed, but its capabilities come with a unit's gateway access (`lens run`).
+        row["available"] = True
+        row["capabilities"] = None
+        row["note"] = ("its memory system calls models through lens's model gateway, opened "
+                       "by `lens run` and `lens adapters check`")
+        return row
     except Exception as exc:  # a missing optional dependency must not hide the other adapters
         row["available"] = False
         row["reason"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -83,6 +90,10 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{row['name']}  [{row['source']}]  unavailable: {row['reason']}")
             continue
         caps = row["capabilities"]
+        if caps is None:
+            print(f"{row['name']}  [{row['source']}]")
+            print(f"    {row['note']}")
+            continue
         modes = ",".join(caps["search_modes"]) or "none"
         filters = ",".join(caps["filter_fields"]) or "none"
         tools = ",".join(t["name"] for t in caps["extra_tools"]) or "none"
