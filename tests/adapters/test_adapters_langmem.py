@@ -79,6 +79,8 @@ def test_langmem_through_lens_run_with_the_scripted_model(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.opt_in
+# Several model calls per episode on a 2-core CPU: past the suite's 900 s per test.
+@pytest.mark.timeout(3600)
 def test_langmem_with_the_local_model(tmp_path: Path) -> None:
     """Opt-in: LangMem's extraction prompts on the packaged local model, through the gateway."""
     reason = missing_reason("local")
