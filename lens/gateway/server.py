@@ -236,6 +236,8 @@ class ModelGateway:
             return _error(402, str(exc), "insufficient_quota", "cost_limit_reached")
         except ModelError as exc:
             usage.chat.errors += 1
+            log.warning("a memory system's model call failed", unit=grant.unit,
+                        model=grant.model, error=str(exc))
             status = exc.status if exc.status in (400, 413, 422) else 502
             return _error(status, f"{grant.model}: {exc}", "model_error")
         usage.chat.add(completion.model_copy(
