@@ -273,3 +273,23 @@ async def test_a_body_that_is_not_a_chat_request_gets_400_naming_the_problem(tmp
                 assert reply.status == 400
                 assert "messages[0].role" in (await reply.json())["error"]["message"]
         assert gw.unit_usage("arm|s1|0")["calls"] == 0  # type: ignore[index]
+
+
+async def test_the_models_concurrency_limit_holds_for_gateway_calls() -> None:
+    """Calls through the gateway wait for the endpoint's limiter like lens's own calls: with
+    max_concurrency 1, three concurrent calls of 0.2 s each take at least 0.6 s."""
+    import time
+
+    import anyio
+
+    model = ModelConfig.model_validate({"model": "scripted/replay", "max_concurrency": 1,
+                                        "options": {"delay_s": 0.2,
+                                                    "replies": [{"text": "ok"}]}})
+    async with gateway() as gw:
+        clients = [sdk(gw.grant("arm", f"arm|s{i}|0", 0, model)) for i in range(3)]
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for c in clients:
+                tg.start_soon(lambda c=c: c.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "x"}]))
+        assert time.perf_counter() - started >= 0.6
