@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -21,6 +22,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 class Options(GatewayOptions):
     embed_queries: bool = True
+    # Fail the ingest of this episode (1-based) once: while the file ``marker`` is absent.
+    fail_once_at: int | None = None
+    marker: str | None = None
 
 
 class GatewayNotesAdapter(SyncMemoryAdapter):
@@ -39,6 +43,10 @@ class GatewayNotesAdapter(SyncMemoryAdapter):
         self.docs, self.facts = {}, {}
 
     def ingest(self, episode: Episode) -> None:
+        if self.opts.fail_once_at == len(self.docs) + 1 and self.opts.marker \
+                and not Path(self.opts.marker).exists():
+            Path(self.opts.marker).touch()
+            raise RuntimeError("a planned failure, once")
         reply = self.client.chat.completions.create(
             model=self.access.chat_model, response_format={"type": "json_object"},
             messages=[{"role": "system", "content": "You extract facts."},

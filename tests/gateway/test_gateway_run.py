@@ -162,3 +162,33 @@ def test_a_remote_ray_cluster_is_refused_for_gateway_adapters(tmp_path: Path) ->
     assert proc.returncode == 2, proc.stderr
     assert "executor.address" in proc.stderr and "listens on this machine only" in proc.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.slow
+def test_a_resumed_unit_replays_its_memory_systems_calls_from_the_cache(tmp_path: Path) -> None:
+    """The unit fails at its fifth episode; `lens run --resume --retry-errors` runs it again:
+    the four extractions it made before come from lens's model cache, the rest reach the
+    model, and the unit's memory usage says so."""
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI(responder=lambda req: Reply.text(json.dumps({"facts": ["a fact"]}))) as fake:
+        options = {"model": "openai/fake-model", "model_options": {"base_url": fake.base_url},
+                   "embed_queries": False, "fail_once_at": 5,
+                   "marker": str(tmp_path / "failed-once")}
+        cache = {"cache": {"enabled": True, "path": str(tmp_path / "models.sqlite")}}
+        first = run(tmp_path, options, **cache)
+        out = sorted((tmp_path / "runs").glob("gw-*"))[-1]
+        assert [e["kind"] for e in _jsonl(out / "events.jsonl")].count("unit_error") == 1, \
+            first.stderr[-2000:]
+        assert fake.count == 4
+        resumed = subprocess.run(
+            [sys.executable, "-m", "lens", "run", str(tmp_path / "cfg.yaml"), "--quiet",
+             "--resume", str(out), "--retry-errors"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert fake.count == 6
+    usage = [e for e in _jsonl(out / "events.jsonl") if e["kind"] == "adapter_usage"
+             and e["key"].startswith("notes|")][-1]
+    assert (usage["calls"], usage["cache_hits"]) == (6, 4)
+    records = [r for r in _jsonl(out / "records.jsonl") if r["adapter"] == "notes"]
+    assert records and records[-1]["status"] == "answered"
