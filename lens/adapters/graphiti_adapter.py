@@ -32,6 +32,9 @@ class GraphitiOptions(GatewayOptions):
     max_results: int = Field(default=10, ge=1, le=100)
     episode_chars: int = Field(default=6000, ge=100,
                                description="each episode's text is cut to this")
+    max_tokens: int = Field(default=2048, ge=64, description="output tokens per model call "
+                            "(Graphiti's own default, 16384, lets a small model run on for "
+                            "many minutes)")
     structured_output: str = Field(
         default="json_schema", pattern="^(json_schema|json_object)$",
         description="how Graphiti asks for JSON: json_schema, or json_object for models "
@@ -98,8 +101,9 @@ class GraphitiAdapter(MemoryAdapter):
         finally:
             conn.close()
         config = g["LLMConfig"](api_key=a.api_key, base_url=a.base_url, model=a.chat_model,
-                                small_model=a.chat_model, temperature=0.0)
-        llm = g["LLMClient"](config=config,
+                                small_model=a.chat_model, temperature=0.0,
+                                max_tokens=self.opts.max_tokens)
+        llm = g["LLMClient"](config=config, max_tokens=self.opts.max_tokens,
                              structured_output_mode=self.opts.structured_output)
         embedder = g["Embedder"](g["EmbedderConfig"](
             api_key=a.api_key, base_url=a.base_url, embedding_model=a.embedding_model,

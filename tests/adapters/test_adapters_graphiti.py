@@ -96,5 +96,6 @@ def test_graphiti_with_the_local_model(tmp_path: Path) -> None:
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
-    _check_run(run_graphiti(tmp_path, {"model": "llama_cpp/default"}, n_episodes=2,
+    _check_run(run_graphiti(tmp_path, {"model": "llama_cpp/default", "max_tokens": 1024},
+                            n_episodes=2,
                             timeout_s=1800), 2)
