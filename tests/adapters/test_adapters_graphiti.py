@@ -92,7 +92,9 @@ def test_graphiti_through_lens_run_with_the_scripted_model(tmp_path: Path) -> No
 # Several model calls per episode on a 2-core CPU: past the suite's 900 s per test.
 @pytest.mark.timeout(3600)
 def test_graphiti_with_the_local_model(tmp_path: Path) -> None:
-    """Opt-in: Graphiti's extraction prompts on the packaged local model, through the gateway."""
+    """Opt-in: Graphiti's extraction prompts on the packaged local model, through the gateway.
+    The packaged default model does not close Graphiti's JSON within max_tokens (the unit fails,
+    visibly); the test is the target for a model that does."""
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
