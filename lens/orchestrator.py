@@ -384,6 +384,11 @@ class Runner:
         self.summary.units_failed += 1
         self.summary.failures.append(f"{unit.key}: {message}")
         self.store.append_event("unit_error", unit.key, error=message)
+        spent = self.gateway.unit_usage(unit.key) if self.gateway is not None else None
+        if spent is not None:
+            # What the memory system spent through the gateway before the unit failed stays
+            # in the memory-cost report (the adapter itself can no longer be asked).
+            self.store.append_event("adapter_usage", unit.key, **spent)
         for q in pending:
             if question_key(unit.key, q.question_id) in self._saved_now:
                 continue

@@ -89,6 +89,13 @@ def test_the_runs_cost_cap_stops_the_memory_systems_calls(tmp_path: Path) -> Non
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     # The first call spent past the cap; no second call reached the model.
     assert manifest["usage"]["by_role"]["adapter"]["calls"] == 1
+    # What it spent before failing is its memory cost in the report.
+    usage = [e for e in events if e["kind"] == "adapter_usage"]
+    assert [e["key"].split("|")[0] for e in usage] == ["notes"]
+    assert usage[-1]["calls"] == 1 and usage[-1]["cost_usd"] > 0.01
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
+    assert cost["notes"]["memory_model"]["calls"] == 1
 
 
 def test_an_unreachable_gateway_model_stops_the_run_before_any_work(tmp_path: Path) -> None:
