@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "Document": "lens.adapter",
     "CapabilityManifest": "lens.adapter",
     "ExtraTool": "lens.adapter",
+    # Memory systems that call models through the run's metering gateway
+    "GatewayAccess": "lens.gateway_access",
+    "GatewayOptions": "lens.gateway_access",
     "register_adapter": "lens.adapter",
     "create_adapter": "lens.adapter",
     "adapter_names": "lens.adapter",
@@ -70,6 +73,8 @@ __all__ = [
     "Document",
     "Episode",
     "ExtraTool",
+    "GatewayAccess",
+    "GatewayOptions",
     "GroundTruth",
     "MemoryAdapter",
     "ModelConfig",
@@ -138,6 +143,7 @@ if TYPE_CHECKING:
         load_dataset,
     )
     from lens.errors import AdapterNotFound, ConfigError, DatasetError, UserError
+    from lens.gateway_access import GatewayAccess, GatewayOptions
     from lens.pipeline import RunOutcome, execute
     from lens.records import QuestionRecord
     from lens.report import build_summary, write_reports

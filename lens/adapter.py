@@ -240,6 +240,8 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     # A reference arm: lens serves each question's required evidence (lens/oracle.py).
     "oracle": "lens.adapters.oracle:OracleStandIn",
     "mem0": "lens.adapters.mem0:Mem0Adapter",
+    "langmem": "lens.adapters.langmem_adapter:LangMemAdapter",
+    "graphiti": "lens.adapters.graphiti_adapter:GraphitiAdapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",

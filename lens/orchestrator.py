@@ -13,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -28,6 +28,9 @@ from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.oracle import OracleMemory, is_oracle
 from lens.records import QuestionRecord, question_key, session_status, unit_key
 from lens.store import RunStore, now_iso
+
+if TYPE_CHECKING:
+    from lens.gateway.server import ModelGateway
 
 
 class RunProgress(Protocol):
@@ -132,6 +135,7 @@ class Runner:
         progress: RunProgress | None = None,
         adapter_factory: AdapterFactory | None = None,
         retry_errors: bool = False,
+        gateway: ModelGateway | None = None,
     ) -> None:
         self.config = config
         self.dataset = dataset
@@ -147,6 +151,8 @@ class Runner:
         self._saved_now: set[str] = set()
         self._retry_errors = retry_errors
         self._saver: BatchSaver[QuestionRecord] = BatchSaver(store.save_questions)
+        # The model gateway of the run (lens.gateway), when an adapter calls models through it.
+        self.gateway = gateway
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -220,7 +226,7 @@ class Runner:
         timeout = unit.adapter.call_timeout_s
         adapter: MemoryAdapter | None = None
         try:
-            adapter = self.adapter_factory(unit.adapter)
+            adapter = self.adapter_factory(self._adapter_config(unit))
             with _deadline(adapter, timeout):
                 await adapter.reset(unit.scope.scope_id)
             with _deadline(adapter, timeout):
@@ -232,6 +238,9 @@ class Runner:
                                     capabilities=caps.model_dump(mode="json"),
                                     **({"oracle": True} if is_oracle(unit.adapter) else {}))
             await self._stream(unit, adapter, caps, pending, timeout)
+            if self.gateway is not None:
+                # Calls made while answering (query embeddings, rewrites) count too.
+                await self._record_model_usage(unit, adapter, timeout)
             self.store.append_event("unit_done", unit.key)
         finally:
             if adapter is not None:
@@ -240,6 +249,15 @@ class Runner:
                         await adapter.aclose()
                     except Exception:
                         self.store.save_error(f"{unit.key}.aclose", traceback.format_exc())
+            if self.gateway is not None:
+                self.gateway.revoke(unit.key)
+
+    def _adapter_config(self, unit: Unit) -> AdapterConfig:
+        """The unit's adapter config; an adapter that asks for the model gateway gets this
+        unit's access to it in its options."""
+        if self.gateway is None:
+            return unit.adapter
+        return self.gateway.unit_config(unit.adapter, unit.key, unit.repeat)
 
     async def _stream(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       pending: list[Question], timeout: float) -> None:
@@ -297,9 +315,13 @@ class Runner:
         """Log the adapter's own model usage so far (cumulative) for the memory-cost report."""
         with _deadline(adapter, timeout):
             raw = await adapter.model_usage()
-        if raw is None:
+        if raw is None and self.gateway is None:
             return
         try:
+            if self.gateway is not None:
+                raw = self.gateway.with_unit_usage(unit.key, raw)
+                if raw is None:
+                    return
             usage = ModelUsage.model_validate(raw)
         except ValueError:
             self.store.append_event("adapter_usage_invalid", unit.key)
@@ -378,6 +400,11 @@ class Runner:
         self.summary.units_failed += 1
         self.summary.failures.append(f"{unit.key}: {message}")
         self.store.append_event("unit_error", unit.key, error=message)
+        spent = self.gateway.unit_usage(unit.key) if self.gateway is not None else None
+        if spent is not None:
+            # What the memory system spent through the gateway before the unit failed stays
+            # in the memory-cost report (the adapter itself can no longer be asked).
+            self.store.append_event("adapter_usage", unit.key, **spent)
         for q in pending:
             if question_key(unit.key, q.question_id) in self._saved_now:
                 continue

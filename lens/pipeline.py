@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -18,6 +18,7 @@ from lens.condition import condition, condition_hash, package_versions
 from lens.config import ModelConfig, RunConfig, load_config
 from lens.dataset import Dataset, DroppedQuestion, load_dataset_dropping
 from lens.errors import ConfigError, DatasetError, UserError
+from lens.gateway.plan import needs_gateway
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
 from lens.models.runtime import ModelRuntime
@@ -31,6 +32,9 @@ from lens.scoring.judge_panel import with_prompts
 from lens.scoring.metrics import judge_only_metrics, question_metrics
 from lens.scoring.scorer import score_for_config
 from lens.store import RunStore, now_iso
+
+if TYPE_CHECKING:
+    from lens.gateway.server import ModelGateway
 
 
 @dataclass
@@ -163,6 +167,19 @@ def check_executor(config: RunConfig, config_file: str) -> None:
                           "installed; pip install 'lens-eval[ray]'")
 
 
+def model_gateway(config: RunConfig, config_file: str,
+                  runtime: ModelRuntime) -> ModelGateway | None:
+    """The run's model gateway (lens.gateway) when an adapter calls models through it; its
+    models are checked here, before any work."""
+    if not needs_gateway(config):
+        return None
+    from lens.gateway.server import ModelGateway
+
+    gateway = ModelGateway(runtime)
+    gateway.check(config, config_file)
+    return gateway
+
+
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
@@ -252,6 +269,7 @@ def execute(
                  if config.judge is not None else None)
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
+    gateway = model_gateway(config, config_file, runtime)
     if resume is not None:
         store = RunStore.open(resume)
         manifest = store.manifest()
@@ -271,7 +289,7 @@ def execute(
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
 
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
-                                   retry_errors=retry_errors)
+                                   retry_errors=retry_errors, gateway=gateway)
     # The runner holds the only copy, released before scoring loads the dataset again: a large
     # dataset is never in memory twice.
     del dataset
@@ -280,10 +298,14 @@ def execute(
         nonlocal runner
         try:
             assert runner is not None
+            if gateway is not None:
+                await gateway.start()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(log_usage, store, runtime)
                 summary = await runner.run()
                 tg.cancel_scope.cancel()
+            if gateway is not None:
+                await gateway.aclose()
             runner = None
             store.close()
             if config.scoring.enabled:
@@ -293,6 +315,8 @@ def execute(
         finally:
             if model is not None:
                 await model.aclose()
+            if gateway is not None:
+                await gateway.aclose()
             await runtime.aclose()
 
     status = "interrupted"

@@ -31,11 +31,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("models and records", ("lens.models", "lens.records", "lens.condition", "lens.budget",
                             "lens.store", "lens.batch_save", "lens.certification")),
     ("adapters and executor", ("lens.adapter", "lens.executor", "lens.testing",
-                               "lens.scenarios", "lens.oracle")),
+                               "lens.scenarios", "lens.oracle", "lens.gateway_access")),
     # The adapters shipped with lens: lens reaches them only by the names in
     # lens.adapter.BUILTIN_ADAPTERS, never by import.
     ("built-in adapters", ("lens.adapters",)),
-    ("agent and orchestrator", ("lens.agent", "lens.orchestrator")),
+    ("agent and orchestrator", ("lens.agent", "lens.orchestrator", "lens.gateway")),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
     ("viewer", ("lens.view",)),

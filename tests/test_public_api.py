@@ -15,7 +15,8 @@ from tests.conftest import ROOT
 
 LENS_API = [
     "AdapterNotFound", "CapabilityManifest", "ConfigError", "Dataset", "DatasetError",
-    "Document", "Episode", "ExtraTool", "GroundTruth", "MemoryAdapter", "ModelConfig",
+    "Document", "Episode", "ExtraTool", "GatewayAccess", "GatewayOptions", "GroundTruth",
+    "MemoryAdapter", "ModelConfig",
     "Question", "QuestionRecord", "QuestionType", "RunConfig", "RunOutcome", "RunScores",
     "RunStore", "Scope", "SearchResult", "Section", "SyncMemoryAdapter", "UserError",
     "__version__", "adapter_names", "build_summary", "compare_runs", "create_adapter",

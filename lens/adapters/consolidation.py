@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lens.adapter import (
     CapabilityManifest,
@@ -32,8 +32,8 @@ from lens.adapter import (
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.config import CacheConfig, ModelConfig
 from lens.dataset import Episode
+from lens.gateway_access import check_model_name, check_model_settings
 from lens.models.base import CompletionRequest, Message, ModelClient
-from lens.models.providers import unknown_provider
 
 SYSTEM = ("You maintain the long-term memory of an assistant that will later answer questions "
           "about a stream of timestamped records. Write plain text only. Keep exact numbers, "
@@ -62,30 +62,12 @@ class ConsolidationOptions(BaseModel):
     @field_validator("model")
     @classmethod
     def _known_provider(cls, value: str) -> str:
-        provider = value.partition("/")[0]
-        problem = unknown_provider(provider) if "/" in value else \
-            "name the model as provider/name, e.g. llama_cpp/default or openai/gpt-4o-mini"
-        if problem is not None:
-            raise ValueError(problem)
-        return value
+        return check_model_name(value)
 
     @field_validator("model_options")
     @classmethod
     def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # Checked with the config, so a misspelt setting stops the run before any work instead
-        # of failing the unit when its first fold calls the model.
-        if "model" in value:
-            raise ValueError("name the model in the 'model' option, not in model_options")
-        try:
-            ModelConfig.model_validate({**value, "model": "scripted/check"})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(x) for x in first["loc"])
-            if first["type"] == "extra_forbidden":
-                known = ", ".join(sorted(set(ModelConfig.model_fields) - {"model"}))
-                raise ValueError(f"unknown model setting '{key}' (known: {known})") from None
-            raise ValueError(f"model setting '{key}': {first['msg']}") from None
-        return value
+        return check_model_settings(value)
 
 
 def render_episodes(episodes: list[Episode], max_chars: int) -> str:

@@ -4,6 +4,7 @@ conformance suite on one of them (a registered name or ``package.module:Class``)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from typing import Any
@@ -20,7 +21,9 @@ from lens.adapter import (
     resolve_adapter,
     validate_options,
 )
+from lens.config import CacheConfig
 from lens.errors import ConfigError, UserError
+from lens.gateway_access import NoGateway, wants_gateway
 
 
 def register(sub: Any) -> None:
@@ -61,6 +64,13 @@ def describe(name: str) -> dict[str, Any]:
     row: dict[str, Any] = {"name": name, "source": _source(name, eps)}
     try:
         caps = anyio.run(_capabilities, name)
+    except NoGateway:
+        # Installed, but its capabilities come with a unit's gateway access (`lens run`).
+        row["available"] = True
+        row["capabilities"] = None
+        row["note"] = ("its memory system calls models through lens's model gateway, opened "
+                       "by `lens run` and `lens adapters check`")
+        return row
     except Exception as exc:  # a missing optional dependency must not hide the other adapters
         row["available"] = False
         row["reason"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -80,6 +90,10 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{row['name']}  [{row['source']}]  unavailable: {row['reason']}")
             continue
         caps = row["capabilities"]
+        if caps is None:
+            print(f"{row['name']}  [{row['source']}]")
+            print(f"    {row['note']}")
+            continue
         modes = ",".join(caps["search_modes"]) or "none"
         filters = ",".join(caps["filter_fields"]) or "none"
         tools = ",".join(t["name"] for t in caps["extra_tools"]) or "none"
@@ -89,6 +103,33 @@ def _list(args: argparse.Namespace) -> int:
         if caps["description"]:
             print(f"    {caps['description']}")
     return 0
+
+
+async def _check_through_gateway(args: argparse.Namespace, cls: Any,
+                                 options: dict[str, Any]) -> list[Any]:
+    """The suite for an adapter whose memory system calls models: each instance gets a key of
+    its own to a model gateway opened for the check, with the model its options name."""
+    from lens.gateway.server import ModelGateway
+    from lens.models.runtime import ModelRuntime
+    from lens.testing import run_conformance
+
+    model = cls.Options.model_validate(options).model_config_for_gateway()
+    runtime = ModelRuntime(cache=CacheConfig(enabled=False))
+    gateway = ModelGateway(runtime)
+    await gateway.start()
+    made = itertools.count()
+
+    def factory() -> Any:
+        access = gateway.grant(args.adapter, f"check|{next(made)}", 0, model)
+        return create_adapter(args.adapter, {**options, "gateway": access.model_dump()})
+
+    try:
+        return await run_conformance(factory, args.only, args.timeout)
+    finally:
+        total = runtime.usage()["by_role"].get("adapter", {})
+        print(f"model gateway: {total.get('calls', 0)} chat calls to {model.model}")
+        await gateway.aclose()
+        await runtime.aclose()
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -107,8 +148,12 @@ def _check(args: argparse.Namespace) -> int:
     cls = resolve_adapter(args.adapter)
     validate_options(cls, options, "--options")
     print(f"checking {args.adapter} ({cls.__module__}:{cls.__qualname__})")
-    results = anyio.run(lambda: run_conformance(lambda: create_adapter(args.adapter, options),
-                                                args.only, args.timeout))
+    if wants_gateway(cls):
+        results = anyio.run(_check_through_gateway, args, cls, options)
+    else:
+        results = anyio.run(lambda: run_conformance(lambda: create_adapter(args.adapter,
+                                                                           options),
+                                                    args.only, args.timeout))
     width = max(len(r.name) for r in results)
     for r in results:
         mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]

@@ -6,7 +6,9 @@ model of tests and CI. ``scripted/replay`` (or ``scripted/<fixture.json|yaml>``)
 turn by turn: reply *i* answers the *i*-th assistant turn of a conversation, so concurrent
 sessions never interfere. A fixture that is a mapping ``{rules: [{contains: TEXT, text: REPLY},
 ...], default: REPLY}`` answers by content instead: the first rule whose ``contains`` occurs in
-the last user message gives the reply (a judge with known habits, for tests).
+the last user message gives the reply (a judge with known habits, for tests). A rule may name
+``schema: TITLE`` instead of (or beside) ``contains``: it then answers only requests whose
+response schema has that title (a structured-output step of a memory system, for tests).
 
 Token counts are estimates (four characters a token) so that budgets still bite.
 """
@@ -114,7 +116,7 @@ class ScriptedClient:
             raise ConfigError("scripted model: " + unknown_options(
                 opts, ["delay_s", "retrieve_k", "answer_sentences", "search_limit", "replies"]))
         self.replies: list[dict[str, Any]] | None = None
-        self.rules: list[tuple[str, str]] | None = None
+        self.rules: list[tuple[str, str | None, str]] | None = None
         self.default_reply = ""
         if name not in ("policy", "replay"):
             replies = _load_fixture(Path(name))
@@ -138,7 +140,10 @@ class ScriptedClient:
             await anyio.sleep(self.delay_s)
         if self.rules is not None:
             last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-            text, calls = next((r for c, r in self.rules if c in last), self.default_reply), []
+            title = (request.response_schema or {}).get("title")
+            text = next((r for c, t, r in self.rules
+                         if c in last and (t is None or t == title)), self.default_reply)
+            calls: list[ToolCall] = []
         elif self.replies is not None:
             text, calls = self._replay(request)
         else:
@@ -258,15 +263,17 @@ def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
     return docs
 
 
-def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
+def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     rules = doc.get("rules")
     ok = isinstance(rules, list) and all(
-        isinstance(r, dict) and isinstance(r.get("contains"), str) and "text" in r
+        isinstance(r, dict) and "text" in r
+        and isinstance(r.get("contains", ""), str) and isinstance(r.get("schema", ""), str)
+        and ("contains" in r or "schema" in r)
         for r in rules)
     if not ok:
-        raise ConfigError(f"scripted/{name}: 'rules' must be a list of {{contains: TEXT, "
-                          "text: REPLY}")
-    return [(r["contains"], str(r["text"])) for r in rules]
+        raise ConfigError(f"scripted/{name}: 'rules' must be a list of {{contains: TEXT "
+                          "and/or schema: TITLE, text: REPLY}")
+    return [(r.get("contains", ""), r.get("schema"), str(r["text"])) for r in rules]
 
 
 def _load_fixture(path: Path) -> Any:

@@ -56,3 +56,17 @@ def test_check_user_errors_exit_2(argv: list[str], message: str,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_list_names_the_gateway_adapters_as_needing_a_run(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An adapter whose memory system calls models through the gateway has no capabilities
+    before a run gives it one: listed, with that said (or unavailable, naming the extra)."""
+    assert main(["adapters", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    for name in ("langmem", "graphiti"):
+        row = rows[name]
+        if row["available"]:
+            assert row["capabilities"] is None and "model gateway" in row["note"]
+        else:
+            assert f"lens-eval[{name}]" in row["reason"]

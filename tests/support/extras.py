@@ -30,6 +30,10 @@ EXTRAS: dict[str, Extra] = {
     "postgres": Extra(("asyncpg", *_VECTOR),
                       _VECTOR_INSTALL.replace("[vector]", "[postgres]")),
     "mem0": Extra(("mem0", *_VECTOR), _VECTOR_INSTALL.replace("[vector]", "[mem0]")),
+    "langmem": Extra(("langmem", "langgraph", "langchain_openai", *_VECTOR),
+                     _VECTOR_INSTALL.replace("[vector]", "[langmem]")),
+    "graphiti": Extra(("graphiti_core", "kuzu", *_VECTOR),
+                      _VECTOR_INSTALL.replace("[vector]", "[graphiti]")),
     "litellm": Extra(("litellm", "mcp"), "pip install -e '.[litellm]'"),
     "local": Extra(("llama_cpp",), 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" '
                    "pip install -e '.[local]'"),
