@@ -30,7 +30,8 @@ def test_calibrate_the_local_model(tmp_path: Path) -> None:
     cal = Calibration.model_validate_json(out.read_text())
     print(proc.stdout)
     assert cal.model == "llama_cpp/qwen2.5-coder-1.5b"
-    assert cal.pairs == 3 and cal.verdicts == 6
+    # One question, every flawed shape (calibration_answers): 7 pairs, asked in both orders.
+    assert cal.pairs == 7 and cal.verdicts == 14
     # The response schema becomes a grammar: every verdict is readable JSON.
     assert cal.unreadable == 0 and cal.failed_calls == 0
     assert all(r.final in ("correct", "flawed", "tie") for r in cal.results)
