@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -266,15 +268,27 @@ def registered_adapter(name: str) -> bool:
     return name in _registered
 
 
+def _search_current_folder() -> None:
+    """Let a ``module:Class`` adapter live in the folder lens runs from, whether lens started as
+    ``python -m lens`` (which puts that folder first on the path) or as the ``lens`` script
+    (which does not). The folder goes last, so a folder named like a package lens imports (a
+    clone called ``lens``) can never shadow it; isolated workers inherit this path."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
+
+
 def _load_target(target: str) -> AdapterClass:
     module_name, _, attr = target.partition(":")
     if not attr:
         raise AdapterNotFound(f"{target!r} is not of the form 'package.module:ClassName'")
+    _search_current_folder()
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AdapterNotFound(
-            f"cannot import {module_name!r} for adapter {target!r}: {exc}"
+            f"cannot import {module_name!r} for adapter {target!r}: {exc} (a 'module:Class' "
+            "adapter is imported from the installed packages, PYTHONPATH or the current folder)"
         ) from None
     try:
         cls = getattr(module, attr)

@@ -81,3 +81,28 @@ def test_isolated_adapter_runs_from_a_folder_holding_lens_and_datasets(tmp_path:
     started = [json.loads(line) for line in
                (run / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     assert not [e for e in started if e["kind"] == "unit_error"]
+
+
+def test_a_module_adapter_in_the_current_folder_loads_from_the_script_too(tmp_path: Path
+                                                                           ) -> None:
+    """docs/writing-an-adapter.md: a ``module:Class`` adapter may live in the folder lens runs
+    from. The console script, unlike ``python -m``, does not put that folder on the path; lens
+    adds it (last, so the ``lens`` folder beside it still cannot shadow lens), and the isolated
+    worker inherits it."""
+    work = tmp_path / "project"
+    (work / "lens").mkdir(parents=True)
+    (work / "lens" / "__init__.py").write_text("# not lens\n", encoding="utf-8")
+    (work / "recent_memory.py").write_text(ADAPTER, encoding="utf-8")
+    write_json(work / "ds.json",
+               make_dataset(n_episodes=4, checkpoints=(2, 4), questions_per_checkpoint=1))
+    (work / "run.yaml").write_text(yaml.safe_dump({
+        "name": "here", "dataset": {"path": "ds.json"},
+        "adapters": [{"name": "recent_memory:RecentMemory", "label": "recent"}],
+        "agent": {"model": "scripted/policy"}, "out_dir": "runs",
+        "cache": {"enabled": False},
+    }), encoding="utf-8")
+    env = {**os.environ, "LENS_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*_lens_command(), "run", "run.yaml", "--quiet"], cwd=work,
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 answered now, 0 empty, 0 errored" in proc.stdout, proc.stdout
