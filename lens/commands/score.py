@@ -15,6 +15,8 @@ from lens.errors import ConfigError, UserError
 from lens.models.base import ModelClient
 from lens.redact import register_config_secrets
 from lens.scoring.batch_judge import make_judge_client
+from lens.scoring.fact_grader import is_model_free
+from lens.scoring.offline_grader import OfflineGrader
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_run
 from lens.scoring.types import RunScores
@@ -41,11 +43,12 @@ def register(sub: Any) -> None:
                    help="judge model, e.g. openai/gpt-4o-mini (default: the run config's judge)")
     p.add_argument("--tier", type=int, choices=(1, 2, 3), default=3,
                    help="score tiers up to this one (1 needs no model; default 3)")
-    p.add_argument("--fact-grader", choices=("matcher", "judge", "both"), default=None,
-                   help="who decides fact_recall: the phrase matcher, the judge (each key fact "
-                        "graded present/partial/absent) or both (judge grades, matcher kept "
-                        "beside them); default: the run config's scoring.fact_grader, else the "
-                        "judge when there is one")
+    p.add_argument("--fact-grader", choices=("matcher", "local", "judge", "both"), default=None,
+                   help="who decides fact_recall: the phrase matcher, the offline grader "
+                        "(local model), the judge (each key fact graded present/partial/absent) "
+                        "or both (judge grades, matcher kept beside them); default: the run "
+                        "config's scoring.fact_grader, else the judge when there is one, else "
+                        "local when installed")
     p.add_argument("--fact-judge", action="store_true",
                    help="the same as --fact-grader judge")
     p.add_argument("--dataset", type=Path, metavar="PATH",
@@ -122,9 +125,11 @@ def _score(args: argparse.Namespace) -> int:
         client = make_judge_client(cfg, run_dir, _cache_config(run_config))
     concurrency = args.concurrency or (cfg.max_concurrency if cfg else 1)
     grader = args.fact_grader or ("judge" if args.fact_judge else scoring.grader())
-    if args.tier == 1:
-        # Tier 1 calls no model: the matcher decides.
+    if args.tier == 1 and grader != "local":
+        # Tier 1 calls no judge: the matcher decides, or the offline grader when asked for.
         grader = "matcher"
+    model_free = is_model_free(str((run_config.get("agent") or {}).get("model", "")))
+    offline = OfflineGrader.with_cache(_cache_config(run_config))
     if cfg is not None and cfg.batch:
         # Every call at once: the batch client gathers them into one batch.
         concurrency = 1_000_000
@@ -138,8 +143,10 @@ def _score(args: argparse.Namespace) -> int:
                                    gate_threshold=scoring.gate_threshold,
                                    fact_grader=grader, judge_concurrency=concurrency,
                                    dataset_path=args.dataset, protocol=protocol,
-                                   errata=errata, subset=subset)
+                                   errata=errata, subset=subset, offline=offline,
+                                   model_free=model_free)
         finally:
+            offline.close()
             if client is not None:
                 await client.aclose()
 

@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+
 import lens.scoring.fact_grader as grading
 import lens.scoring.mechanical as mechanical
+import lens.scoring.offline_grader as offline_grader
 import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
 from lens import eventloop
@@ -30,6 +33,7 @@ from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_we
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.judge_prompts import judge_prompts_hash
+from lens.scoring.offline_grader import FactGrade, FactTask, OfflineGrader
 from lens.scoring.run_input import RunInput, ScoringItem, load_run
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
@@ -114,6 +118,45 @@ def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
         row.detail["fact_recall"]["stuffing_factor"] = factor
 
 
+def _apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
+                   condition: dict[str, Any]) -> None:
+    """The offline grader's per-fact grades in place of the matcher's, discounted for stuffing
+    alike."""
+    factor = float(row.detail["fact_recall"].get("stuffing_factor", 1.0))
+    grading.apply_offline_grades(row.metrics, row.detail["fact_recall"], grades, condition)
+    value = row.metrics.get("fact_recall")
+    if value is not None and factor < 1.0:
+        row.metrics["fact_recall"] = value * factor
+        row.detail["fact_recall"]["stuffing_factor"] = factor
+
+
+async def _offline_grades(run: RunInput, offline: OfflineGrader | None
+                          ) -> tuple[dict[str, dict[str, FactGrade]], dict[str, Any]]:
+    """The offline grader's grades of every answered question's key facts, by question key,
+    read from the answer's claims (not the record text it pasted), as the judge reads them."""
+    own = offline is None
+    if offline is None:
+        offline = OfflineGrader.with_cache()
+    if offline.store is None:
+        offline.attach(run.store)
+    keyed: list[tuple[str, str, FactTask]] = []
+    for item in run.items:
+        if item.answered:
+            claims = mechanical.analyse(item).claims.text
+            tasks = offline_grader.fact_tasks(item.question.prompt,
+                                              item.question.ground_truth.key_facts, claims)
+            keyed += [(item.key, fact, task) for fact, task in tasks.items()]
+    try:
+        graded = await anyio.to_thread.run_sync(offline.grade, [t for _, _, t in keyed])
+    finally:
+        if own:
+            offline.close()
+    out: dict[str, dict[str, FactGrade]] = {}
+    for (key, fact, _), grade in zip(keyed, graded, strict=True):
+        out.setdefault(key, {})[fact] = grade
+    return out, offline.condition()
+
+
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
             verdicts: dict[str, Verdict], model: str, empty: bool) -> tuple[int, int]:
     """Set a pairwise metric on ``row``; return (pairs, disagreements) counted."""
@@ -145,12 +188,16 @@ async def score_run(
     protocol: str = "lens",
     errata: Path | None = None,
     subset: str = "all",
+    offline: OfflineGrader | None = None,
+    model_free: bool = False,
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
     ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_grader`` decides
     fact_recall: ``matcher``, ``judge`` (per-fact grades with partial credit) or ``both``
-    (lens.scoring.fact_grader); None picks ``judge`` when a judge is given, else ``matcher``.
+    (lens.scoring.fact_grader), or ``local`` (the offline grader: ``offline``, else one on the
+    default local model with lens's model cache); None picks ``judge`` when a judge is given,
+    else ``local`` when it is installed and the run is not ``model_free``, else ``matcher``.
     ``protocol`` scores under a published benchmark's protocol instead of lens's metrics (see
     lens.scoring.protocols); ``errata`` is a gold errata file applied to the ground truth first.
     ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
@@ -163,7 +210,8 @@ async def score_run(
     resolved = resolve_weights(weights)
     matcher = matcher or FactMatcherSettings()
     try:
-        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}))
+        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}),
+                                        model_free=model_free)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     run = load_run(Path(run_dir), dataset_path=dataset_path)
@@ -174,7 +222,7 @@ async def score_run(
         lens_score = functools.partial(
             _score, judge=judge, tiers=tiers, weights=resolved, gate_threshold=gate_threshold,
             grader=grader, judge_concurrency=judge_concurrency, matcher=matcher,
-            extra_notes=subset_notes, subset=subset)
+            extra_notes=subset_notes, subset=subset, offline=offline)
         if protocol != "lens" or errata is not None:
             from lens.scoring.protocols.dispatch import score_under_protocol
 
@@ -207,7 +255,7 @@ def _mechanical(item: ScoringItem, row: QuestionScores, tiers: set[int],
 def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, tiers: set[int],
                 grader: grading.FactGrader, plan: _Plan) -> None:
     """The judge tasks one answered, non-empty question needs."""
-    if grader != "matcher":
+    if grader in ("judge", "both"):
         # The judge grades the answer's claims, not the record text it pasted.
         claims = dataclasses.replace(item, record=item.record.model_copy(
             update={"answer": analysis.claims.text}))
@@ -303,9 +351,19 @@ def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool,
-                 extra_notes: list[str] | None = None, subset: str = "all") -> RunScores:
+                 extra_notes: list[str] | None = None, subset: str = "all",
+                 offline: OfflineGrader | None = None) -> RunScores:
     use_judge = judge is not None and bool(tiers & {2, 3})
     rows, plan = _first_pass(run, tiers, matcher, use_judge, grader)
+    offline_grades, offline_condition = (await _offline_grades(run, offline)
+                                         if grader == "local" else ({}, None))
+    failed = sum(g.grade is None for gs in offline_grades.values() for g in gs.values())
+    if failed:
+        first = next(g.reason for gs in offline_grades.values() for g in gs.values()
+                     if g.grade is None)
+        extra_notes = [*(extra_notes or []),
+                       f"{failed} offline fact grade(s) failed: the questions concerned have "
+                       f"no fact_recall; run lens score again to retry (first error: {first})"]
     verdicts: dict[str, Verdict] = {}
     judge_runner: Judge | None = None
     if use_judge:
@@ -321,6 +379,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         row = rows[item.key]
         pairs, flips = _judge_metrics(item, row, tiers, use_judge, plan, verdicts, model,
                                       grader)
+        if item.key in offline_grades:
+            _apply_offline(row, offline_grades[item.key], offline_condition or {})
         if 2 in tiers:
             _insight(item, matcher, row)
         _finish_row(row, weights, gate_threshold, pairs, flips)
@@ -338,6 +398,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 "fact_grader": grader,
                 "judge_prompts": judge_prompts_hash() if judge_runner else None,
                 "subset": subset}
+    if offline_condition is not None:
+        # The offline grader's model, prompt and threshold: another grades differently.
+        settings["offline_grader"] = offline_condition
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
@@ -403,6 +466,8 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
 
         own = judge = make_judge_client(config.judge, Path(run_dir), config.cache)
     concurrency = config.judge.max_concurrency if config.judge else 16
+    model_free = grading.is_model_free(config.agent.model)
+    offline = OfflineGrader.with_cache(config.cache)
     if config.judge is not None and config.judge.batch:
         # Every call at once: the batch client gathers them into one batch.
         concurrency = 1_000_000
@@ -414,8 +479,9 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
             dataset_path=config.dataset.path, run_finished=True,
             fact_grader=config.scoring.grader(),
             protocol=config.scoring.protocol, errata=config.scoring.errata,
-            subset=config.scoring.subset,
+            subset=config.scoring.subset, offline=offline, model_free=model_free,
         )
     finally:
+        offline.close()
         if own is not None:
             await own.aclose()
