@@ -6,7 +6,8 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
 2. the phrase matcher (lens.scoring.facts) credits a fact it finds stated: 1;
 3. a fact that is a bare figure, id or date (``224 ms``, ``CHG-5382``, ``2024-03-22``) is the
    matcher's alone: its rules for subject, direction, denial and bare lists decide, and a miss
-   grades 0;
+   grades 0; so is a fact whose words the answer restates (80% or more) but that the matcher
+   rejects (denied, reversed, about another subject): 0;
 4. an answer that abstains ("I do not have enough information") grades 0;
 5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads the answer and gives one
    constrained verdict: the probability that its next token is ``present``, ``partial`` or
@@ -46,6 +47,8 @@ CHOICES = ("present", "partial", "absent")
 # Tuned on half of a development set of real graded answers (docs/scoring.md).
 PRESENT_AT = 0.5
 MAX_ANSWER_CHARS = 6000
+# A fact whose words the answer restates this completely is the matcher's to decide.
+RULED_COVERAGE = 0.8
 
 SYSTEM = """\
 You grade whether an answer states a key fact. Judge only what the answer itself claims, in \
@@ -165,10 +168,16 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
     when the model must read the answer."""
     if not task.answer.strip():
         return FactGrade(0.0, "empty")
-    if match_fact(task.fact, AnswerText(task.answer)).matched:
+    match = match_fact(task.fact, AnswerText(task.answer))
+    if match.matched:
         return FactGrade(1.0, "matcher")
     if is_exact_fact(task.fact):
         return FactGrade(0.0, "matcher", reason="a bare figure, id or date the matcher misses")
+    if match.coverage >= RULED_COVERAGE:
+        # The answer restates the fact's words and the matcher still rejects it: a denial,
+        # another subject, the opposite direction. Its rules know these shapes; the model is
+        # not asked to second-guess them.
+        return FactGrade(0.0, "matcher", reason=f"the matcher rejects it: {match.reason}")
     if abstains(task.answer):
         return FactGrade(0.0, "abstain")
     return None
