@@ -158,6 +158,32 @@ def table(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]], name: s
     return out
 
 
+def tune(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]]) -> str:
+    """The offline grader's threshold, and two continuous readings of its probabilities, on
+    each half: the threshold is chosen on ``dev`` and read on ``held-out``."""
+    from lens.scoring.offline_grader import grade_from
+
+    answers = {r["id"]: r["answer_id"] for r in rows}
+    readings: dict[str, Any] = {
+        f"present_at {t:.2f}": (lambda g, t=t: grade_from(g["p_present"], g["p_partial"], t))
+        for t in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)}
+    readings["P(present)"] = lambda g: g["p_present"]
+    readings["P(present) + P(partial)/2"] = lambda g: g["p_present"] + g["p_partial"] / 2
+    lines = []
+    for name, read in readings.items():
+        cells = [name]
+        for part in ("dev", "held-out"):
+            sel = [r for r in rows if r["half"] == part and r["id"] in grades]
+            mine = {r["id"]: (read(grades[r["id"]]) if grades[r["id"]].get("method") == "model"
+                              else grades[r["id"]]["grade"]) for r in sel}
+            a = agreement(mine, {r["id"]: r["label"] for r in sel}, answers)
+            cells += [_f(a.kappa), _f(a.precision), _f(a.recall), _f(a.answer_r)]
+        lines.append(cells)
+    return md_table(["reading", "dev kappa", "dev precision", "dev recall", "dev r",
+                     "held-out kappa", "held-out precision", "held-out recall", "held-out r"],
+                    lines)
+
+
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -166,10 +192,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--graders", default="matcher,local")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="model threads (0: the idle cores, as lens does by default)")
     ap.add_argument("--limit", type=int, default=0, help="first N facts only (0: all)")
     ap.add_argument("--part", choices=("all", "dev", "held-out"), default="all")
     ap.add_argument("--work", type=Path, default=Path("runs/fact_grading"))
+    ap.add_argument("--tune-only", action="store_true",
+                    help="only print the threshold table from the local grades in --work")
     args = ap.parse_args()
     rows = load_pairs(args.data)
     if args.part != "all":
@@ -180,6 +209,9 @@ def main() -> None:
     print(f"{len(rows)} graded facts; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores; {args.threads} thread(s)")
     lines = []
+    if args.tune_only:
+        print(tune(rows, _resume(args.work / "local.jsonl")))
+        return
     for name in args.graders.split(","):
         fn = {"matcher": grade_matcher, "local": grade_local,
               "judge-local": grade_judge_local}[name]
@@ -191,6 +223,8 @@ def main() -> None:
         print(f"{name}: load average {os.getloadavg()[0]:.1f} after")
     print(md_table(["grader", "part", "facts", "kappa", "precision", "recall", "answer r",
                     "answers", "cost"], [line + [""] * (9 - len(line)) for line in lines]))
+    if "local" in args.graders.split(","):
+        print(tune(rows, _resume(args.work / "local.jsonl")))
 
 
 if __name__ == "__main__":
