@@ -142,6 +142,16 @@ class LlamaCppClient:
             self._model = shared_model(self.settings)
         return self._model
 
+    def share_loaded(self) -> None:
+        """Use a model of the same file already loaded in this process (by the agent, say) if
+        its context is as large, whatever its thread count: a second copy would only cost a
+        load and memory."""
+        with _loaded_lock:
+            for settings, model in _loaded.items():
+                if settings.path == self.settings.path and settings.n_ctx >= self.settings.n_ctx:
+                    self._model = model
+                    return
+
     async def complete(self, request: CompletionRequest) -> Completion:
         cancelled = threading.Event()
         try:

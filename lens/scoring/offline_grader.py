@@ -247,6 +247,7 @@ class OfflineGrader:
                 options["n_threads"] = self._n_threads
             client = LlamaCppClient(ModelConfig(model=f"llama_cpp/{self.model_name}",
                                                 options=options))
+            client.share_loaded()
             self._identity = str(client.cache_identity["model"])
             self._model = client
         return self._model

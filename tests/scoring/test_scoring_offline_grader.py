@@ -197,3 +197,25 @@ async def test_scoring_with_the_offline_grader(tmp_path: Path) -> None:
                            offline=grader(FakeModel(fail=True), "other"))
     assert down.questions[0].metrics["fact_recall"] is None
     assert any("offline fact grade(s) failed" in n for n in down.notes)
+
+
+def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
+    """lens's own key facts are figures, ids and dates: the offline grader gives exactly the
+    matcher's verdict on every gaming shape, so it can lose nothing against them."""
+    import json
+
+    from lens.scoring.facts import AnswerText, match_fact
+
+    root = Path(__file__).resolve().parents[2]
+    data = json.loads((root / "datasets" / "standard.json").read_text())
+    for q in data["questions"][:40]:
+        gt = q["ground_truth"]
+        canonical = gt["canonical_answer"]
+        shapes = [canonical, "Either: " + canonical + " Or, equally possible, the opposite.",
+                  ", ".join(gt["key_facts"]), "It would be wrong to say that " + canonical,
+                  "I do not have enough information to answer."]
+        for answer in shapes:
+            for fact in gt["key_facts"]:
+                settled = cheap_grade(FactTask(q["prompt"], fact, answer))
+                assert settled is not None and settled.method in ("matcher", "abstain"), fact
+                assert settled.grade == float(match_fact(fact, AnswerText(answer)).matched)
