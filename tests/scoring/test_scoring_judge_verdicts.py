@@ -249,7 +249,8 @@ async def test_a_configured_judge_grades_facts_by_default(tmp_path: Path) -> Non
 def test_fact_grader_config_is_validated() -> None:
     base = {"dataset": {"path": "d.json"}, "adapters": [{"name": "a"}],
             "agent": {"model": "scripted/policy"}}
-    with pytest.raises(ConfigError, match=r"scoring.fact_grader.*'matcher', 'local', 'judge' or 'both'"):
+    with pytest.raises(ConfigError,
+                       match=r"scoring.fact_grader.*'matcher', 'local', 'judge' or 'both'"):
         parse_config({**base, "scoring": {"fact_grader": "llm"}}, "run.yaml")
     with pytest.raises(ConfigError, match=r"run.yaml.*no judge is configured.*fact_grader: "
                                           r"matcher"):

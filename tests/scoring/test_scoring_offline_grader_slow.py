@@ -1,11 +1,12 @@
 """The offline fact grader through the real local model (llama-cpp-python, Qwen2.5-Coder-1.5B).
 
-Slow: a model load and a few dozen verdicts on CPU. The adversarial shapes are built by hand
-from a question of datasets/standard.json with its finding written as a sentence (the shipped
-key facts are bare figures, which the matcher alone decides); the grader must not credit any of
-them more than the phrase matcher does, and must credit the faithful answer, paraphrased, which
-the matcher misses. The agreement check reads the third-party graded answers beside the project
-(``../shared/lens-v2-grades``) and skips without them.
+Slow: a model load and a few verdicts on CPU; the agreement check (40 facts of real
+answers, minutes on 2 cores) runs only on request (``-m opt_in``). The adversarial shapes are
+built by hand from a question of datasets/standard.json with its finding written as a sentence
+(the shipped key facts are bare figures, which the matcher alone decides); the grader must not
+credit any of them more than the phrase matcher does, and must credit the faithful answer,
+paraphrased, which the matcher misses. The agreement check reads the third-party graded answers
+beside the project (``../shared/lens-v2-grades``) and skips without them.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def test_no_adversarial_shape_earns_more_than_from_the_matcher(grader: OfflineGr
         assert grades[name].grade is not None and grades[name].grade <= matcher, name
 
 
+@pytest.mark.opt_in
 def test_agreement_with_a_large_judge_on_real_answers(grader: OfflineGrader) -> None:
     if not GRADES.is_dir():
         pytest.skip(f"the third-party graded answers are not beside the project ({GRADES})")
