@@ -69,7 +69,10 @@ def _resume(path: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in map(json.loads, path.read_text().splitlines()) if r}
 
 
-def grade_matcher(rows: list[dict[str, Any]], path: Path, threads: int) -> float:
+Cost = tuple[float, int, int]  # seconds, facts graded by this run, of them by the model
+
+
+def grade_matcher(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
     from lens.scoring.facts import AnswerText, match_fact
 
     started = time.perf_counter()
@@ -77,16 +80,17 @@ def grade_matcher(rows: list[dict[str, Any]], path: Path, threads: int) -> float
         for r in rows:
             g = 1.0 if match_fact(r["fact"], AnswerText(r["answer"])).matched else 0.0
             out.write(json.dumps({"id": r["id"], "grade": g}) + "\n")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, len(rows), 0
 
 
-def grade_local(rows: list[dict[str, Any]], path: Path, threads: int) -> float:
+def grade_local(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
     from lens.scoring.offline_grader import FactTask, OfflineGrader
 
     done = _resume(path)
     todo = [r for r in rows if r["id"] not in done]
     grader = OfflineGrader(n_threads=threads)
     spent = 0.0
+    model = 0
     with path.open("a") as out:
         by_answer: dict[str, list[dict[str, Any]]] = {}
         for r in todo:
@@ -96,16 +100,17 @@ def grade_local(rows: list[dict[str, Any]], path: Path, threads: int) -> float:
             grades = grader.grade([FactTask(r["question"], r["fact"], r["answer"])
                                    for r in group])
             spent += time.perf_counter() - started
+            model += sum(g.method == "model" for g in grades)
             for r, g in zip(group, grades, strict=True):
                 out.write(json.dumps({"id": r["id"], "grade": g.grade, "method": g.method,
                                       "p_present": g.p_present, "p_partial": g.p_partial})
                           + "\n")
             out.flush()
             print(f"local: {n}/{len(by_answer)} answers, {spent:.0f} s", flush=True)
-    return spent
+    return spent, len(todo), model
 
 
-def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> float:
+def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
     from lens import eventloop
     from lens.config import ModelConfig
     from lens.models.llama_backend import LlamaCppClient
@@ -134,54 +139,81 @@ def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> f
                 print(f"judge-local: {n}/{len(todo)}, {spent:.0f} s", flush=True)
 
     eventloop.run(main)
-    return spent
+    return spent, len(todo), len(todo)
+
+
+def _grade(g: dict[str, Any]) -> float | None:
+    """A saved grade; a model grade is read again from its probability, so the table follows
+    the grader's thresholds without running the model again."""
+    if g.get("method") == "model" and g.get("p_present") is not None:
+        from lens.scoring.offline_grader import grade_from
+
+        return grade_from(g["p_present"])
+    return g["grade"]
 
 
 def table(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]], name: str,
-          seconds: float | None, graded_by_model: int | None) -> list[list[str]]:
+          cost: Cost) -> list[list[str]]:
     out = []
     answers = {r["id"]: r["answer_id"] for r in rows}
     for part in ("all", "dev", "held-out"):
         sel = [r for r in rows if part == "all" or r["half"] == part]
-        mine = {r["id"]: grades[r["id"]]["grade"] for r in sel if r["id"] in grades}
+        mine = {r["id"]: _grade(grades[r["id"]]) for r in sel if r["id"] in grades}
         labels = {r["id"]: r["label"] for r in sel}
         a = agreement(mine, labels, answers)
         out.append([name, part, str(a.pairs), _f(a.kappa), _f(a.precision), _f(a.recall),
                     _f(a.answer_r), str(a.answers)])
-    if seconds is not None:
-        n = len(grades)
-        per = f"{seconds / n:.2f} s/fact over {n}" if n else "-"
-        if graded_by_model:
-            per += f" ({seconds / graded_by_model:.2f} s per model-graded fact, " \
-                   f"{graded_by_model} of them)"
-        out[0].append(per)
+    seconds, n, by_model = cost
+    per = f"{seconds / n:.2f} s/fact over {n} graded now" if n else "all resumed"
+    if by_model:
+        per += f" ({seconds / by_model:.2f} s per model-graded fact, {by_model} of them)"
+    out[0].append(per)
     return out
 
 
-def tune(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]]) -> str:
-    """The offline grader's threshold, and two continuous readings of its probabilities, on
-    each half: the threshold is chosen on ``dev`` and read on ``held-out``."""
-    from lens.scoring.offline_grader import grade_from
+def _banded(v: float, lo: float, hi: float) -> float:
+    return 1.0 if v >= hi else 0.5 if v >= lo else 0.0
 
-    answers = {r["id"]: r["answer_id"] for r in rows}
-    readings: dict[str, Any] = {
-        f"present_at {t:.2f}": (lambda g, t=t: grade_from(g["p_present"], g["p_partial"], t))
-        for t in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)}
-    readings["P(present)"] = lambda g: g["p_present"]
-    readings["P(present) + P(partial)/2"] = lambda g: g["p_present"] + g["p_partial"] / 2
+
+def _read(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]], part: str,
+          read: Any) -> Any:
+    sel = [r for r in rows if r["half"] == part and r["id"] in grades]
+    mine = {r["id"]: (read(grades[r["id"]]) if grades[r["id"]].get("method") == "model"
+                      else grades[r["id"]]["grade"]) for r in sel}
+    return agreement(mine, {r["id"]: r["label"] for r in sel},
+                     {r["id"]: r["answer_id"] for r in rows})
+
+
+def tune(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]]) -> str:
+    """Readings of the offline grader's probabilities, banded into 1 / 0.5 / 0: a score
+    (P(present), or the expected grade P(present) + P(partial)/2) at or above ``hi`` grades 1,
+    at or above ``lo`` 0.5. Ranked on ``dev`` by the mean of kappa and answer-level r; the
+    ``held-out`` columns were not looked at to choose."""
+    scores = {"P(present)": lambda g: g["p_present"],
+              "expected": lambda g: g["p_present"] + g["p_partial"] / 2}
+    candidates = []
+    for sname, score in scores.items():
+        for lo10 in range(1, 10):
+            for hi10 in range(lo10, 10):
+                lo, hi = lo10 / 10, hi10 / 10
+                def read(g: dict[str, Any], score: Any = score, lo: float = lo,
+                         hi: float = hi) -> float:
+                    return _banded(score(g), lo, hi)
+
+                dev = _read(rows, grades, "dev", read)
+                rank = ((dev.kappa or 0) + (dev.answer_r or 0)) / 2
+                candidates.append((rank, f"{sname} lo {lo:.1f} hi {hi:.1f}", read))
+    candidates.sort(key=lambda c: -c[0])
     lines = []
-    for name, read in readings.items():
+    for _, name, read in candidates[:8]:
         cells = [name]
         for part in ("dev", "held-out"):
-            sel = [r for r in rows if r["half"] == part and r["id"] in grades]
-            mine = {r["id"]: (read(grades[r["id"]]) if grades[r["id"]].get("method") == "model"
-                              else grades[r["id"]]["grade"]) for r in sel}
-            a = agreement(mine, {r["id"]: r["label"] for r in sel}, answers)
-            cells += [_f(a.kappa), _f(a.precision), _f(a.recall), _f(a.answer_r)]
+            a = _read(rows, grades, part, read)
+            cells += [_f(a.kappa), _f(a.precision), _f(a.recall), _f(a.answer_r), str(a.pairs)]
         lines.append(cells)
-    return md_table(["reading", "dev kappa", "dev precision", "dev recall", "dev r",
-                     "held-out kappa", "held-out precision", "held-out recall", "held-out r"],
-                    lines)
+    return md_table(["reading", "dev kappa", "dev precision", "dev recall", "dev r", "dev n",
+                     "held-out kappa", "held-out precision", "held-out recall", "held-out r",
+                     "held-out n"], lines)
 
 
 def _f(v: float | None) -> str:
@@ -197,12 +229,18 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N facts only (0: all)")
     ap.add_argument("--part", choices=("all", "dev", "held-out"), default="all")
     ap.add_argument("--work", type=Path, default=Path("runs/fact_grading"))
+    ap.add_argument("--subset-of", metavar="GRADER",
+                    help="only the facts GRADER has graded in --work (to compare graders on a "
+                         "part of the set)")
     ap.add_argument("--tune-only", action="store_true",
                     help="only print the threshold table from the local grades in --work")
     args = ap.parse_args()
     rows = load_pairs(args.data)
     if args.part != "all":
         rows = [r for r in rows if r["half"] == args.part]
+    if args.subset_of:
+        graded = _resume(args.work / f"{args.subset_of}.jsonl")
+        rows = [r for r in rows if r["id"] in graded]
     if args.limit:
         rows = rows[:args.limit]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -216,10 +254,8 @@ def main() -> None:
         fn = {"matcher": grade_matcher, "local": grade_local,
               "judge-local": grade_judge_local}[name]
         path = args.work / f"{name}.jsonl"
-        seconds = fn(rows, path, args.threads)
-        grades = _resume(path)
-        model_graded = sum(g.get("method") == "model" for g in grades.values()) or None
-        lines += table(rows, grades, name, seconds, model_graded)
+        cost = fn(rows, path, args.threads)
+        lines += table(rows, _resume(path), name, cost)
         print(f"{name}: load average {os.getloadavg()[0]:.1f} after")
     print(md_table(["grader", "part", "facts", "kappa", "precision", "recall", "answer r",
                     "answers", "cost"], [line + [""] * (9 - len(line)) for line in lines]))
