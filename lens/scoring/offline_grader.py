@@ -46,8 +46,10 @@ DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 EVENT = "offline_fact_grade"
 CHOICES = ("present", "partial", "absent")
 # Chosen on half of a development set of real graded answers (docs/scoring.md).
-PRESENT_AT = 0.7
-PARTIAL_AT = 0.3
+PRESENT_AT = 0.5
+# Equal to PRESENT_AT: on that half a band of 0.5 grades below it agreed less with the judge, so
+# the model's grades are 1 or 0; the band stays for users who set it.
+PARTIAL_AT = 0.5
 MAX_ANSWER_CHARS = 6000
 # A fact whose words the answer restates this completely is the matcher's to decide.
 RULED_COVERAGE = 0.8

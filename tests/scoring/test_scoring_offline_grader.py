@@ -87,10 +87,10 @@ def test_abstention_needs_a_short_answer_without_figures() -> None:
 
 def test_probabilities_become_grades() -> None:
     assert grade_from(0.8) == 1.0
-    assert grade_from(0.4) == 0.5
-    assert grade_from(0.2) == 0.0
-    assert grade_from(0.6, present_at=0.5) == 1.0
-    assert grade_from(0.2, partial_at=0.1) == 0.5
+    assert grade_from(0.5) == 1.0
+    assert grade_from(0.45) == 0.0
+    assert grade_from(0.6, present_at=0.7, partial_at=0.3) == 0.5
+    assert grade_from(0.2, present_at=0.7, partial_at=0.3) == 0.0
 
 
 def test_the_answer_comes_before_the_fact_so_facts_share_its_prefix() -> None:
