@@ -8,7 +8,8 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
    matcher's alone: its rules for subject, direction, denial and bare lists decide, and a miss
    grades 0; so is a fact whose words the answer restates (80% or more) but that the matcher
    rejects (denied, reversed, about another subject): 0;
-4. an answer that abstains ("I do not have enough information") grades 0;
+4. an answer that abstains ("I do not have enough information") grades 0, and so does one
+   that only lists values and references ("CHG-5382, 224 ms, 531 ms [e1]"): no claim;
 5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads the answer and gives one
    constrained verdict: the probability that its next token is ``present``, ``partial`` or
    ``absent`` after ``{"grade": "``, normalised over the three. ``P(present) >= present_at``
@@ -114,7 +115,7 @@ class FactTask:
 class FactGrade:
     # 1, 0.5, 0, or None when the model call failed (unknown, never 0).
     grade: float | None
-    # "empty", "matcher", "abstain", "model" or "error": which check settled it.
+    # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
     method: str
     p_present: float | None = None
     p_partial: float | None = None
@@ -159,6 +160,16 @@ def abstains(answer: str) -> bool:
             and _ABSTAIN.search(text) is not None)
 
 
+_REF = re.compile(r"\[[^\[\]]*\]")
+
+
+def bare_values(answer: str) -> bool:
+    """Values and references with (almost) no words between them: "CHG-5382, 224 ms, 531 ms
+    [e1]" asserts nothing about what they measure."""
+    words = _WORD.findall(_ID_OR_FIGURE.sub(" ", _REF.sub(" ", answer)))
+    return len([w for w in words if len(w) > 2]) < 3
+
+
 def grade_from(p_present: float, present_at: float = PRESENT_AT,
                partial_at: float = PARTIAL_AT) -> float:
     if p_present >= present_at:
@@ -185,6 +196,8 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
         return FactGrade(0.0, "matcher", reason=f"the matcher rejects it: {match.reason}")
     if abstains(task.answer):
         return FactGrade(0.0, "abstain")
+    if bare_values(task.answer):
+        return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
     return None
 
 

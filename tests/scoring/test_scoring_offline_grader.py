@@ -67,6 +67,8 @@ def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
                                          "cannot answer this."))
     assert abst is not None and (abst.grade, abst.method) == (0.0, "abstain")
     assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
+    listed = cheap_grade(FactTask(Q, FACT, "mchen_2026, 0 triggers, 2024-03-22 [e1] [e2]"))
+    assert listed is not None and (listed.grade, listed.method) == (0.0, "no_claim")
 
 
 @pytest.mark.parametrize(("fact", "exact"), [
