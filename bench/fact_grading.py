@@ -16,7 +16,7 @@ split by a hash of their grade_id into ``dev`` (used to choose the offline grade
 and ``held-out`` (never used to tune). Seconds per fact are wall time of the grading over the
 facts graded, with the machine's load average.
 
-    python -m bench.fact_grading --data ../shared/lens-v2-grades --graders matcher,local \\
+    python -m bench.fact_grading --data FOLDER --graders matcher,local \\
         --threads 2 [--limit N] [--work DIR]
 
 Grades are kept in ``--work`` (default runs/fact_grading) and a re-run resumes.
