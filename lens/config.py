@@ -271,10 +271,12 @@ class ScoringConfig(_Section):
     enabled: bool = True
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
-    # Who decides fact_recall: the phrase matcher, the judge (per-fact grades with partial
-    # credit) or both (judge grades, matcher kept beside them). Unset: the judge whenever a
-    # judge is configured, else the matcher.
-    fact_grader: Literal["matcher", "judge", "both"] | None = None
+    # Who decides fact_recall: the phrase matcher, the offline grader (local: the matcher for
+    # figures, ids and dates, the local model for the rest), the judge (per-fact grades with
+    # partial credit) or both (judge grades, matcher kept beside them). Unset: the judge
+    # whenever a judge is configured, else local when the 'local' extra is installed (and the
+    # agent is not scripted), else the matcher.
+    fact_grader: Literal["matcher", "local", "judge", "both"] | None = None
     # Older spelling of ``fact_grader: judge``.
     fact_judge: bool = False
     # How a question's repeats become one value in reports: mean, majority, any or pass@K.

@@ -35,11 +35,12 @@ def register(sub: Any) -> None:
                    help="judge model, e.g. openai/gpt-4o-mini (default: the run config's judge)")
     p.add_argument("--tier", type=int, choices=(1, 2, 3), default=3,
                    help="score tiers up to this one (1 needs no model; default 3)")
-    p.add_argument("--fact-grader", choices=("matcher", "judge", "both"), default=None,
-                   help="who decides fact_recall: the phrase matcher, the judge (each key fact "
-                        "graded present/partial/absent) or both (judge grades, matcher kept "
-                        "beside them); default: the run config's scoring.fact_grader, else the "
-                        "judge when there is one")
+    p.add_argument("--fact-grader", choices=("matcher", "local", "judge", "both"), default=None,
+                   help="who decides fact_recall: the phrase matcher, the offline grader "
+                        "(local model), the judge (each key fact graded present/partial/absent) "
+                        "or both (judge grades, matcher kept beside them); default: the run "
+                        "config's scoring.fact_grader, else the judge when there is one, else "
+                        "local when installed")
     p.add_argument("--fact-judge", action="store_true",
                    help="the same as --fact-grader judge")
     p.add_argument("--dataset", type=Path, metavar="PATH",
@@ -157,7 +158,8 @@ def _score(args: argparse.Namespace) -> int:
         tiers=set(range(1, args.tier + 1)),
         fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
         protocol=args.protocol, errata=args.errata, subset=args.subset,
-        dataset_path=args.dataset)
+        dataset_path=args.dataset,
+        agent_model=str((run_config.get("agent") or {}).get("model", "")))
     cache = _cache_config(run_config)
     primary = _primary_label(run_dir)
     if cfg is not None and args.judge and not args.primary and primary not in (None, cfg.label):

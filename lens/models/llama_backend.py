@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from lens.config import ModelConfig
 from lens.cpu import idle_cores
 from lens.errors import ConfigError, unknown_options
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
-from lens.models.llama_decode import greedy_constrained
+from lens.models.llama_decode import eval_prompt, greedy_constrained, last_logits
 from lens.models.local_models import resolve_model_path
 from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
 
@@ -142,6 +143,16 @@ class LlamaCppClient:
             self._model = shared_model(self.settings)
         return self._model
 
+    def share_loaded(self) -> None:
+        """Use a model of the same file already loaded in this process (by the agent, say) if
+        its context is as large, whatever its thread count: a second copy would only cost a
+        load and memory."""
+        with _loaded_lock:
+            for settings, model in _loaded.items():
+                if settings.path == self.settings.path and settings.n_ctx >= self.settings.n_ctx:
+                    self._model = model
+                    return
+
     async def complete(self, request: CompletionRequest) -> Completion:
         cancelled = threading.Event()
         try:
@@ -225,6 +236,31 @@ class LlamaCppClient:
             # Local inference has no per-token fee: the cost is known, and it is zero.
             cost_usd=0.0,
         )
+
+    def choice_probabilities(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        """The model's probabilities of continuing the raw ``prompt`` with each of ``choices``
+        (by their first tokens, which must differ), normalised over the choices: a constrained
+        one-token verdict read as a probability, in one forward pass over the new tokens of the
+        prompt. Prompts sharing a start with the previous one re-use its evaluation."""
+        loaded = self._loaded()
+        with loaded.lock:
+            llm = loaded.llm
+            tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) >= llm.n_ctx():
+                raise ModelError(
+                    f"llama_cpp/{self.model}: the prompt ({len(tokens)} tokens) does not fit the "
+                    f"context window (n_ctx {llm.n_ctx()}); raise options.n_ctx", retryable=False)
+            firsts = [llm.tokenize(c.encode("utf-8"), add_bos=False, special=False)[0]
+                      for c in choices]
+            if len(set(firsts)) != len(firsts):
+                raise ValueError(f"choices {choices} do not differ in their first token")
+            eval_prompt(llm, tokens)
+            logits = last_logits(llm)
+            picked = [float(logits[t]) for t in firsts]
+        top = max(picked)
+        weights = [math.exp(v - top) for v in picked]
+        total = sum(weights)
+        return {c: w / total for c, w in zip(choices, weights, strict=True)}
 
     async def aclose(self) -> None:
         # The loaded model stays shared for other clients of the process.

@@ -29,6 +29,31 @@ class Decoded:
     reused_prefix: int
 
 
+def eval_prompt(llm: Any, prompt_tokens: list[int]) -> int:
+    """Evaluate ``prompt_tokens``, reusing the prefix already in the context; return its length.
+
+    At least the last prompt token is evaluated again so that its logits are fresh.
+    """
+    cached = llm.input_ids[: llm.n_tokens].tolist()
+    prefix = 0
+    for a, b in zip(cached, prompt_tokens, strict=False):
+        if a != b:
+            break
+        prefix += 1
+    prefix = max(0, min(prefix, len(prompt_tokens) - 1))
+    llm.n_tokens = prefix
+    llm.eval(prompt_tokens[prefix:])
+    return prefix
+
+
+def last_logits(llm: Any) -> Any:
+    """The logits after the last evaluated token (a numpy view, valid until the next eval)."""
+    import llama_cpp as L
+
+    return np.ctypeslib.as_array(L.llama_get_logits_ith(llm._ctx.ctx, -1),
+                                 shape=(llm.n_vocab(),))
+
+
 def greedy_constrained(
     llm: Any,
     prompt_tokens: list[int],
@@ -41,17 +66,7 @@ def greedy_constrained(
 
     vocab = llm._model.vocab
     n_vocab = llm.n_vocab()
-    # Reuse the evaluated prefix; at least the last prompt token is evaluated again so that its
-    # logits are fresh.
-    cached = llm.input_ids[: llm.n_tokens].tolist()
-    prefix = 0
-    for a, b in zip(cached, prompt_tokens, strict=False):
-        if a != b:
-            break
-        prefix += 1
-    prefix = max(0, min(prefix, len(prompt_tokens) - 1))
-    llm.n_tokens = prefix
-    llm.eval(prompt_tokens[prefix:])
+    prefix = eval_prompt(llm, prompt_tokens)
 
     grammar = None
     if gbnf is not None:

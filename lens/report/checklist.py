@@ -282,6 +282,10 @@ def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
         if grader == "matcher":
             parts.append(f"{name}phrase matcher only: fact_recall is a lower bound")
             statuses.append("warn")
+        elif grader == "local":
+            parts.append(f"{name}offline grader: the matcher for figures, ids and dates, the "
+                         "local model for facts in sentences")
+            statuses.append("pass")
         else:
             parts.append(f"{name}judge grades each key fact ({grader})")
             statuses.append("pass")
@@ -291,6 +295,7 @@ def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
                  status=worst(statuses), value="; ".join(parts),
                  detail="the phrase matcher misses paraphrases (real agents restate findings in "
                         "their own words), so matcher-only fact_recall understates every arm; "
+                        "install the 'local' extra (the offline grader is then the default) or "
                         "configure a judge (scoring.fact_grader: judge is then the default)")
 
 

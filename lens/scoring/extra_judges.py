@@ -69,5 +69,6 @@ async def score_extra_for_config(run_dir: Path, config: RunConfig) -> list[Extra
     for cfg in extra_judges(config.judge.label, config.all_judges()[1:], Path(run_dir)):
         results.append(await score_with_judge(
             Path(run_dir), cfg, config.cache, scoring=config.scoring,
-            dataset_path=config.dataset.path, run_finished=True))
+            dataset_path=config.dataset.path, run_finished=True,
+            agent_model=config.agent.model))
     return results

@@ -60,8 +60,12 @@ def judge_notes(judge: Judge | None, summary: JudgeSummary, tiers: set[int],
                      "them are unknown (missing), never a tie")
     if grader == "matcher":
         notes.append("fact_recall comes from the phrase matcher alone: read it as a lower "
-                     "bound, since the matcher misses facts restated in other words; with a "
-                     "judge, scoring.fact_grader: judge grades each fact")
+                     "bound, since the matcher misses facts restated in other words; "
+                     "scoring.fact_grader: local (the 'local' extra) or a judge reads meaning")
+    if grader == "local":
+        notes.append("fact_recall comes from the offline grader: the phrase matcher for "
+                     "figures, ids and dates, the local model for facts written as sentences "
+                     "(its agreement with a large judge is in docs/scoring.md)")
     return notes
 
 

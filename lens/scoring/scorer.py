@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 import lens.scoring.fact_grader as grading
 import lens.scoring.mechanical as mechanical
 import lens.scoring.metrics as registry
+import lens.scoring.offline_grader as offline_grader
 import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
 from lens import eventloop
@@ -31,6 +34,7 @@ from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_we
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.judge_prompts import judge_prompts_hash
+from lens.scoring.offline_grader import FactGrade, FactTask, OfflineGrader
 from lens.scoring.run_input import RunInput, ScoringItem, load_run
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
@@ -92,10 +96,36 @@ def _compute(specs: tuple[registry.MetricSpec, ...], item: ScoringItem,
 
 def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
                   verdicts: dict[str, Verdict], model: str, grader: grading.FactGrader) -> None:
-    """The judge's per-fact grades in place of the matcher's, discounted for stuffing alike."""
+    """The judge's per-fact grades in place of the matcher's, under the matcher's rules."""
+    _under_matcher_rules(row, lambda: grading.apply_grades(
+        row.metrics, row.detail["fact_recall"], tasks, verdicts, model, grader))
+
+
+def _apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
+                   condition: dict[str, Any]) -> None:
+    """The offline grader's per-fact grades in place of the matcher's, under the matcher's
+    rules; it grades the key facts, and the question's conclusion keeps the matcher's check
+    as one more item (as the judge grades it as one more fact)."""
+    conclusion = row.detail["fact_recall"].get("conclusion")
+
+    def replace() -> None:
+        grading.apply_offline_grades(row.metrics, row.detail["fact_recall"], grades, condition)
+        value = row.metrics.get("fact_recall")
+        if grades and value is not None and conclusion is not None:
+            credit = 1.0 if conclusion["status"] == "stated" else 0.0
+            row.metrics["fact_recall"] = (value * len(grades) + credit) / (len(grades) + 1)
+
+    _under_matcher_rules(row, replace)
+
+
+def _under_matcher_rules(row: QuestionScores, replace: Callable[[], None]) -> None:
+    """Run ``replace`` (a grader's per-fact grades in place of the matcher's) and keep what no
+    grader overrides: the discount for stating far more figures than asked, and a contradicted
+    or two-way conclusion taking every fact's credit with it (a grader may credit figures an
+    answer states for the wrong verdict)."""
     factor = float(row.detail["fact_recall"].get("stuffing_factor", 1.0))
     conclusion = row.detail["fact_recall"].get("conclusion")
-    grading.apply_grades(row.metrics, row.detail["fact_recall"], tasks, verdicts, model, grader)
+    replace()
     value = row.metrics.get("fact_recall")
     if value is not None and factor < 1.0:
         row.metrics["fact_recall"] = value * factor
@@ -103,10 +133,36 @@ def _apply_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
     if conclusion is not None:
         row.detail["fact_recall"]["conclusion"] = conclusion
         if conclusion["status"] in ("contradicted", "both") and value is not None:
-            # The judge may credit figures the answer states for the wrong verdict.
             row.metrics["fact_recall"] = 0.0
             row.detail["fact_recall"]["reason"] = (f"conclusion {conclusion['status']}: "
                                                    "no fact credit")
+
+
+async def _offline_grades(run: RunInput, offline: OfflineGrader | None
+                          ) -> tuple[dict[str, dict[str, FactGrade]], dict[str, Any]]:
+    """The offline grader's grades of every answered question's key facts, by question key,
+    read from the answer's claims (not the record text it pasted), as the judge reads them."""
+    own = offline is None
+    if offline is None:
+        offline = OfflineGrader.with_cache()
+    if offline.store is None:
+        offline.attach(run.store)
+    keyed: list[tuple[str, str, FactTask]] = []
+    for item in run.items:
+        if item.answered:
+            claims = mechanical.analyse(item).claims.text
+            tasks = offline_grader.fact_tasks(item.question.prompt,
+                                              item.question.ground_truth.key_facts, claims)
+            keyed += [(item.key, fact, task) for fact, task in tasks.items()]
+    try:
+        graded = await anyio.to_thread.run_sync(offline.grade, [t for _, _, t in keyed])
+    finally:
+        if own:
+            offline.close()
+    out: dict[str, dict[str, FactGrade]] = {}
+    for (key, fact, _), grade in zip(keyed, graded, strict=True):
+        out.setdefault(key, {})[fact] = grade
+    return out, offline.condition()
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
@@ -140,12 +196,16 @@ async def score_run(
     protocol: str = "lens",
     errata: Path | None = None,
     subset: str = "all",
+    offline: OfflineGrader | None = None,
+    model_free: bool = False,
 ) -> RunScores:
     """Score every stored question of ``run_dir`` and write ``RUN_DIR/scores.json``.
 
     ``judge`` is any ModelClient (None: judge metrics are missing). ``fact_grader`` decides
     fact_recall: ``matcher``, ``judge`` (per-fact grades with partial credit) or ``both``
-    (lens.scoring.fact_grader); None picks ``judge`` when a judge is given, else ``matcher``.
+    (lens.scoring.fact_grader), or ``local`` (the offline grader: ``offline``, else one on the
+    default local model with lens's model cache); None picks ``judge`` when a judge is given,
+    else ``local`` when it is installed and the run is not ``model_free``, else ``matcher``.
     ``protocol`` scores under a published benchmark's protocol instead of lens's metrics (see
     lens.scoring.protocols); ``errata`` is a gold errata file applied to the ground truth first.
     ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
@@ -158,7 +218,8 @@ async def score_run(
     resolved = resolve_weights(weights)
     matcher = matcher or FactMatcherSettings()
     try:
-        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}))
+        grader = grading.resolve_grader(fact_grader, judge is not None and bool(tiers & {2, 3}),
+                                        model_free=model_free)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     run = load_run(Path(run_dir), dataset_path=dataset_path)
@@ -169,7 +230,7 @@ async def score_run(
         lens_score = functools.partial(
             _score, judge=judge, tiers=tiers, weights=resolved, gate_threshold=gate_threshold,
             grader=grader, judge_concurrency=judge_concurrency, matcher=matcher,
-            extra_notes=subset_notes, subset=subset)
+            extra_notes=subset_notes, subset=subset, offline=offline)
         if protocol != "lens" or errata is not None:
             from lens.scoring.protocols.dispatch import score_under_protocol
 
@@ -202,7 +263,7 @@ def _mechanical(item: ScoringItem, row: QuestionScores, tiers: set[int],
 def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, tiers: set[int],
                 grader: grading.FactGrader, plan: _Plan) -> None:
     """The judge tasks one answered, non-empty question needs."""
-    if grader != "matcher":
+    if grader in ("judge", "both"):
         # The judge grades the answer's claims, not the record text it pasted.
         claims = dataclasses.replace(item, record=item.record.model_copy(
             update={"answer": analysis.claims.text}))
@@ -301,9 +362,19 @@ def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list
 async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                  weights: dict[str, float], gate_threshold: float, grader: grading.FactGrader,
                  judge_concurrency: int, matcher: FactMatcherSettings, write: bool,
-                 extra_notes: list[str] | None = None, subset: str = "all") -> RunScores:
+                 extra_notes: list[str] | None = None, subset: str = "all",
+                 offline: OfflineGrader | None = None) -> RunScores:
     use_judge = judge is not None and bool(tiers & {2, 3})
     rows, analyses, plan = _first_pass(run, tiers, matcher, use_judge, grader)
+    offline_grades, offline_condition = (await _offline_grades(run, offline)
+                                         if grader == "local" else ({}, None))
+    failed = sum(g.grade is None for gs in offline_grades.values() for g in gs.values())
+    if failed:
+        first = next(g.reason for gs in offline_grades.values() for g in gs.values()
+                     if g.grade is None)
+        extra_notes = [*(extra_notes or []),
+                       f"{failed} offline fact grade(s) failed: the questions concerned have "
+                       f"no fact_recall; run lens score again to retry (first error: {first})"]
     verdicts: dict[str, Verdict] = {}
     judge_runner: Judge | None = None
     if use_judge:
@@ -320,6 +391,8 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
         row = rows[item.key]
         pairs, flips = _judge_metrics(item, row, tiers, use_judge, plan, verdicts, model,
                                       grader)
+        if item.key in offline_grades:
+            _apply_offline(row, offline_grades[item.key], offline_condition or {})
         _compute(after_judge, item, matcher, analyses[item.key], row)
         _finish_row(row, weights, gate_threshold, pairs, flips)
         total_pairs += pairs
@@ -336,6 +409,9 @@ async def _score(run: RunInput, *, judge: ModelClient | None, tiers: set[int],
                 "fact_grader": grader,
                 "judge_prompts": judge_prompts_hash() if judge_runner else None,
                 "subset": subset}
+    if offline_condition is not None:
+        # The offline grader's model, prompt and threshold: another grades differently.
+        settings["offline_grader"] = offline_condition
     cond = scoring_condition(tiers=tiers, weights=weights, gate_threshold=gate_threshold,
                              judge_model=model or None, settings=settings)
     scores = RunScores(
@@ -393,7 +469,7 @@ async def score_with_settings(
     tiers: set[int] | frozenset[int] = ALL_TIERS, fact_grader: str | None = None,
     concurrency: int | None = None, protocol: str | None = None, errata: Path | None = None,
     subset: str | None = None, dataset_path: Path | None = None,
-    run_finished: bool | None = None, write: bool = True,
+    run_finished: bool | None = None, write: bool = True, agent_model: str | None = None,
 ) -> RunScores:
     """Score a run as a config's ``scoring`` and ``judge`` settings say: the one place where
     settings become a :func:`score_run` call, for ``lens run`` (:func:`score_for_config`),
@@ -404,7 +480,8 @@ async def score_with_settings(
     with the cache; the batch transport when ``batch: true``) and closed afterwards; none when
     only tier 1 is scored, which calls no model and leaves fact_recall to the matcher.
     ``write=False`` scores without writing ``scores.json`` (an extra judge's scoring, which
-    goes to its own file)."""
+    goes to its own file). ``agent_model`` is the run's agent: a scripted agent's run keeps
+    fact grading model-free unless a grader is asked for."""
     tiers = set(tiers)
     judged = bool(tiers & {2, 3})
     own = None
@@ -412,7 +489,13 @@ async def score_with_settings(
         from lens.scoring.batch_judge import make_judge_client
 
         own = judge = make_judge_client(judge_config, Path(run_dir), cache)
-    grader = (fact_grader or scoring.grader()) if judged else "matcher"
+    grader = fact_grader or scoring.grader()
+    if not judged and grader != "local":
+        # Tier 1 calls no judge: the matcher decides, or the offline grader when asked for.
+        grader = "matcher"
+    # A scripted agent's run calls no model, and by default its scoring calls none either.
+    model_free = grading.is_model_free(agent_model or "")
+    offline = OfflineGrader.with_cache(cache)
     # A batched judge client is given every call at once by the judge engine, whatever this is.
     in_flight = concurrency or (judge_config.max_concurrency if judge_config else 16)
     try:
@@ -421,9 +504,11 @@ async def score_with_settings(
             gate_threshold=scoring.gate_threshold, fact_grader=grader,
             judge_concurrency=in_flight, dataset_path=dataset_path, run_finished=run_finished,
             protocol=protocol or scoring.protocol, errata=errata or scoring.errata,
-            subset=subset or scoring.subset, write=write,
+            subset=subset or scoring.subset, write=write, offline=offline,
+            model_free=model_free,
         )
     finally:
+        offline.close()
         if own is not None:
             await own.aclose()
 
@@ -438,4 +523,5 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
         return None
     return await score_with_settings(run_dir, config.scoring, config.judge, config.cache,
                                      judge=judge, dataset_path=config.dataset.path,
-                                     run_finished=True)
+                                     run_finished=True,
+                                     agent_model=config.agent.model)

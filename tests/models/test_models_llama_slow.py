@@ -127,10 +127,14 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
     started = time.monotonic()
     outcome = execute(config, out=tmp_path / "runs", model=runtime.client(run_config.agent))
     elapsed = time.monotonic() - started
-    records = [r.model_dump(mode="json") for r in RunStore(outcome.run_dir).load_records()]
+    all_records = [r.model_dump(mode="json")
+                   for r in RunStore(outcome.run_dir).load_records()]
     dataset = json.loads((ROOT / "datasets" / "quickstart.json").read_text())
     gold = {q["question_id"]: q["ground_truth"] for q in dataset["questions"]}
-    assert len(records) == len(gold)
+    # Two arms answer every question: the default memory and ``null``, which remembers nothing.
+    assert {r["adapter"] for r in all_records} == {"sqlite_fts", "null"}
+    assert len(all_records) == 2 * len(gold)
+    records = [r for r in all_records if r["adapter"] == "sqlite_fts"]
     grounded = cites_gold = 0
     for r in records:
         g = gold[r["question_id"]]
@@ -140,10 +144,18 @@ def test_quickstart_end_to_end(tmp_path: Path) -> None:
         grounded += bool(cited_gold and fact)
     usage = runtime.usage()["by_role"]["agent"]
     runtime.close_cache()
+    scores = json.loads((outcome.run_dir / "scores.json").read_text())
+    recall = {a: v["fact_recall"] for a, v in scores["aggregates"]["adapter"].items()}
     print(f"quickstart: {elapsed:.0f}s, {grounded}/{len(records)} answers cite a gold record "
           f"and state a key fact; agent tokens {usage['prompt_tokens']} prompt + "
-          f"{usage['completion_tokens']} completion in {usage['calls']} calls")
-    assert all(r["status"] == "answered" for r in records)
+          f"{usage['completion_tokens']} completion in {usage['calls']} calls; fact_recall "
+          f"{recall}")
+    assert all(r["status"] == "answered" for r in all_records)
     # A 1.5B model reasons weakly, but it must answer from memory: cite the records that hold
     # the answer (measured: 9 of 11; one states a key fact word for word).
     assert cites_gold >= 3
+    # Fact recall comes from the offline grader, and every question has one: an answer from
+    # no memory grades 0, never unknown.
+    assert scores["settings"]["fact_grader"] == "local"
+    assert all(q["metrics"]["fact_recall"] is not None for q in scores["questions"])
+    assert recall["null"] is not None and recall["sqlite_fts"] >= recall["null"]

@@ -101,6 +101,9 @@ def test_one_function_turns_scoring_settings_into_the_call(
     client = object()
     anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
                                 judge=client))
+    # The offline grader is made per call (and closed after it); a run of no named agent may
+    # use the local model.
+    assert calls[-1].pop("model_free") is False and calls[-1].pop("offline") is not None
     assert calls[-1] == {"judge": client, "tiers": {1, 2, 3}, "weights": {"fact_recall": 0.5},
                          "gate_threshold": 0.4, "fact_grader": "both", "judge_concurrency": 3,
                          "dataset_path": None, "run_finished": None, "protocol": "locomo",

@@ -249,7 +249,8 @@ async def test_a_configured_judge_grades_facts_by_default(tmp_path: Path) -> Non
 def test_fact_grader_config_is_validated() -> None:
     base = {"dataset": {"path": "d.json"}, "adapters": [{"name": "a"}],
             "agent": {"model": "scripted/policy"}}
-    with pytest.raises(ConfigError, match=r"scoring.fact_grader.*'matcher', 'judge' or 'both'"):
+    with pytest.raises(ConfigError,
+                       match=r"scoring.fact_grader.*'matcher', 'local', 'judge' or 'both'"):
         parse_config({**base, "scoring": {"fact_grader": "llm"}}, "run.yaml")
     with pytest.raises(ConfigError, match=r"run.yaml.*no judge is configured.*fact_grader: "
                                           r"matcher"):
@@ -264,7 +265,7 @@ async def test_asking_for_judge_grades_without_a_judge_is_a_user_error(tmp_path:
     run = _run(tmp_path, {"fts": FAITHFUL})
     with pytest.raises(UserError, match="needs a judge model"):
         await score_run(run, judge=None, fact_grader="judge")
-    with pytest.raises(UserError, match="use one of matcher, judge, both"):
+    with pytest.raises(UserError, match="use one of matcher, local, judge, both"):
         await score_run(run, judge=_oracle(), fact_grader="llm")
 
 

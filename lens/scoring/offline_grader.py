@@ -1,0 +1,356 @@
+"""The offline fact grader (``local``): reads meaning without a hosted judge.
+
+Each (question, key fact, answer) is settled by the cheapest check that can settle it:
+
+1. an empty answer grades 0;
+2. the phrase matcher (lens.scoring.facts) credits a fact it finds stated: 1;
+3. a fact that is a bare figure, id or date (``224 ms``, ``CHG-5382``, ``2024-03-22``) is the
+   matcher's alone: its rules for subject, direction, denial and bare lists decide, and a miss
+   grades 0; so is a fact whose words the answer restates (80% or more) but that the matcher
+   rejects (denied, reversed, about another subject): 0;
+4. an answer that abstains ("I do not have enough information") grades 0, and so does one
+   that only lists values and references ("CHG-5382, 224 ms, 531 ms [e1]"): no claim;
+5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads the answer and gives one
+   constrained verdict: the probability that its next token is ``present``, ``partial`` or
+   ``absent`` after ``{"grade": "``, normalised over the three. ``P(present) >= present_at``
+   grades 1, ``P(present) >= partial_at`` grades 0.5, anything else 0 (P(partial) is kept for
+   the detail: a small model spreads its doubt there, and it did not help the grades).
+
+The answer comes before the fact in the prompt, so the facts of one answer share its evaluated
+prefix and each further fact costs only its own tokens. Model verdicts are kept as
+``offline_fact_grade`` events in the run (re-scoring reads them back) and in lens's model cache
+(another run grading the same fact of the same answer makes no model call); a call that fails
+leaves its grade unknown (None), never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from lens.config import CacheConfig
+from lens.models.base import Completion, ModelError
+from lens.models.cache import ModelCache, default_cache_path
+from lens.prompts import register_template
+from lens.scoring.facts import AnswerText, match_fact
+from lens.store import RunStore
+
+NAME = "local"
+# Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
+VERSION = 1
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+EVENT = "offline_fact_grade"
+CHOICES = ("present", "partial", "absent")
+# Chosen on half of a development set of real graded answers (docs/scoring.md).
+PRESENT_AT = 0.5
+# Equal to PRESENT_AT: on that half a band of 0.5 grades below it agreed less with the judge, so
+# the model's grades are 1 or 0; the band stays for users who set it.
+PARTIAL_AT = 0.5
+MAX_ANSWER_CHARS = 6000
+# A fact whose words the answer restates this completely is the matcher's to decide.
+RULED_COVERAGE = 0.8
+
+SYSTEM = """\
+You grade whether an answer states a key fact. Judge only what the answer itself claims, in \
+any wording: a paraphrase counts. Grades:
+- present: the answer asserts the key fact (or an equivalent statement) as its own claim.
+- partial: the answer asserts part of the key fact and contradicts none of it.
+- absent: the answer does not assert it; says it lacks the information; only lists values or \
+pastes records without the claim; denies, doubts or hedges it; or states a different number, \
+date, name or direction.
+Reply with JSON: {"grade": "present" | "partial" | "absent"}"""
+
+TEMPLATE = """\
+Question: {question}
+
+Answer:
+<<<
+{answer}
+>>>
+
+Key fact: {fact}
+Does the answer state the key fact?"""
+
+REPLY_START = '{"grade": "'
+
+register_template("offline_grader_system", SYSTEM)
+register_template("offline_grader_fact", TEMPLATE)
+
+
+def prompt_hash() -> str:
+    return hashlib.sha256("\0".join([SYSTEM, TEMPLATE, REPLY_START]).encode()).hexdigest()[:16]
+
+
+def render(question: str, fact: str, answer: str) -> str:
+    """The raw ChatML prompt: the model continues it with its verdict's first token."""
+    answer = answer.replace("<<<", "< < <").replace(">>>", "> > >")
+    if len(answer) > MAX_ANSWER_CHARS:
+        answer = answer[:MAX_ANSWER_CHARS] + " …[cut]"
+    user = TEMPLATE.format(question=question.strip(), answer=answer.strip(), fact=fact.strip())
+    return (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            f"<|im_start|>assistant\n{REPLY_START}")
+
+
+class ChoiceModel(Protocol):
+    """What the grader needs from a model: a name for cache keys, and the probabilities of a
+    prompt's next token among a few choices (lens.models.llama_backend.LlamaCppClient)."""
+
+    def choice_probabilities(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        ...
+
+
+@dataclass(frozen=True)
+class FactTask:
+    question: str
+    fact: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class FactGrade:
+    # 1, 0.5, 0, or None when the model call failed (unknown, never 0).
+    grade: float | None
+    # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
+    method: str
+    p_present: float | None = None
+    p_partial: float | None = None
+    reused: bool = False
+    reason: str = ""
+
+    def as_detail(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"grade": self.grade, "method": self.method}
+        if self.p_present is not None:
+            out["p_present"] = round(self.p_present, 4)
+            out["p_partial"] = round(self.p_partial or 0.0, 4)
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+_ID_OR_FIGURE = re.compile(r"\S*\d\S*")
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def is_exact_fact(fact: str) -> bool:
+    """A bare figure, id or date, perhaps with its unit ("224 ms", "449 per hour", "CHG-5382",
+    "2024-03-22", "March 22"): the matcher's exact rules decide it, not the model."""
+    if not _ID_OR_FIGURE.search(fact):
+        return len(fact.split()) == 1 and any(c.isupper() for c in fact[1:])
+    return len(_WORD.findall(_ID_OR_FIGURE.sub(" ", fact))) <= 3
+
+
+# An answer that says it cannot answer. Checked only on short answers without figures: a real
+# answer that mentions a gap in the records still states what they hold.
+_ABSTAIN = re.compile(
+    r"\b(?:(?:do not|don't|does not|doesn't|did not|didn't) (?:have|contain|include|mention|"
+    r"provide|find)|(?:cannot|can't|could not|couldn't|unable to) (?:find|answer|determine|"
+    r"tell|say|identify|access|locate)|lack (?:sufficient |enough |the )?(?:information|data|"
+    r"access|evidence|context)|(?:no|insufficient|not enough) (?:relevant )?(?:information|data|"
+    r"records?|evidence|details)|no access to|not (?:available|mentioned|found) in)\b", re.I)
+
+
+def abstains(answer: str) -> bool:
+    text = answer.strip()
+    return (len(text) <= 400 and not re.search(r"\d", text)
+            and _ABSTAIN.search(text) is not None)
+
+
+_REF = re.compile(r"\[[^\[\]]*\]")
+
+
+def bare_values(answer: str) -> bool:
+    """Values and references with (almost) no words between them: "CHG-5382, 224 ms, 531 ms
+    [e1]" asserts nothing about what they measure."""
+    words = _WORD.findall(_ID_OR_FIGURE.sub(" ", _REF.sub(" ", answer)))
+    return len([w for w in words if len(w) > 2]) < 3
+
+
+def grade_from(p_present: float, present_at: float = PRESENT_AT,
+               partial_at: float = PARTIAL_AT) -> float:
+    if p_present >= present_at:
+        return 1.0
+    if p_present >= partial_at:
+        return 0.5
+    return 0.0
+
+
+def cheap_grade(task: FactTask) -> FactGrade | None:
+    """The grade the cheap checks settle (empty, matcher, exact fact, abstention), or None
+    when the model must read the answer."""
+    if not task.answer.strip():
+        return FactGrade(0.0, "empty")
+    match = match_fact(task.fact, AnswerText(task.answer))
+    if match.matched:
+        return FactGrade(1.0, "matcher")
+    if is_exact_fact(task.fact):
+        return FactGrade(0.0, "matcher", reason="a bare figure, id or date the matcher misses")
+    if match.coverage >= RULED_COVERAGE:
+        # The answer restates the fact's words and the matcher still rejects it: a denial,
+        # another subject, the opposite direction. Its rules know these shapes; the model is
+        # not asked to second-guess them.
+        return FactGrade(0.0, "matcher", reason=f"the matcher rejects it: {match.reason}")
+    if abstains(task.answer):
+        return FactGrade(0.0, "abstain")
+    if bare_values(task.answer):
+        return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
+    return None
+
+
+class OfflineGrader:
+    """Grades key facts with the cheap checks and, for the rest, the local model."""
+
+    name = NAME
+
+    def __init__(self, model: ChoiceModel | None = None, *, model_name: str = DEFAULT_MODEL,
+                 model_identity: str | None = None, n_threads: int | None = None,
+                 n_ctx: int = 4096, present_at: float = PRESENT_AT,
+                 partial_at: float = PARTIAL_AT,
+                 store: RunStore | None = None, cache: ModelCache | None = None) -> None:
+        self.model_name = model_name
+        self._model = model
+        self._identity = model_identity
+        self._n_threads = n_threads
+        self._n_ctx = n_ctx
+        self.present_at = present_at
+        self.partial_at = partial_at
+        self.cache = cache
+        self._cache_path: Path | None = None
+        self.calls = 0
+        self.reused = 0
+        self.errors: list[str] = []
+        self._known: dict[str, dict[str, float]] = {}
+        self.store: RunStore | None = None
+        if store is not None:
+            self.attach(store)
+
+    def attach(self, store: RunStore) -> None:
+        """Keep model verdicts in ``store``'s events, and read back the ones already there."""
+        self.store = store
+        for e in store.events():
+            if e.get("kind") == EVENT and isinstance(e.get("probabilities"), dict):
+                self._known[str(e.get("key"))] = e["probabilities"]
+
+    @classmethod
+    def with_cache(cls, cache: CacheConfig | None = None, **kwargs: Any) -> OfflineGrader:
+        """A grader on the default local model using the model cache a run's ``cache`` section
+        names (lens's default cache when None; none when disabled). Close it with
+        :meth:`close`."""
+        cache = cache or CacheConfig()
+        grader = cls(**kwargs)
+        if cache.enabled:
+            grader._cache_path = cache.path or default_cache_path()
+        return grader
+
+    def _model_cache(self) -> ModelCache | None:
+        # Opened at the first model call: a scoring the cheap checks settle touches no file.
+        if self.cache is None and self._cache_path is not None:
+            self.cache = ModelCache(self._cache_path)
+        return self.cache
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+    def _client(self) -> ChoiceModel:
+        if self._model is None:
+            from lens.config import ModelConfig
+            from lens.models.llama_backend import LlamaCppClient
+
+            options: dict[str, Any] = {"n_ctx": self._n_ctx}
+            if self._n_threads:
+                options["n_threads"] = self._n_threads
+            client = LlamaCppClient(ModelConfig(model=f"llama_cpp/{self.model_name}",
+                                                options=options))
+            client.share_loaded()
+            self._identity = str(client.cache_identity["model"])
+            self._model = client
+        return self._model
+
+    @property
+    def model_identity(self) -> str:
+        if self._identity is None:
+            from lens.models.local_models import ALIASES, LOCAL_MODELS
+
+            spec = LOCAL_MODELS.get(ALIASES.get(self.model_name, self.model_name))
+            if spec is not None:
+                # The same identity the llama_cpp client gives, without assembling the model.
+                self._identity = f"{spec.name}:{spec.sha256}"
+            else:
+                self._identity = str(self._client_identity())
+        return self._identity
+
+    def _client_identity(self) -> str:
+        client = self._client()
+        return self._identity or type(client).__name__
+
+    def condition(self) -> dict[str, Any]:
+        """What this grader's grades depend on: it enters the run's scoring condition."""
+        return {"grader": NAME, "version": VERSION, "model": self.model_identity,
+                "prompt_hash": prompt_hash(), "present_at": self.present_at,
+                "partial_at": self.partial_at}
+
+    def key(self, task: FactTask) -> str:
+        payload = json.dumps([VERSION, self.model_identity, prompt_hash(), task.question,
+                              task.fact, task.answer], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def _from_probabilities(self, probs: dict[str, float], reused: bool) -> FactGrade:
+        p, q = float(probs["present"]), float(probs["partial"])
+        return FactGrade(grade_from(p, self.present_at, self.partial_at), "model", p, q,
+                         reused)
+
+    def _ask(self, task: FactTask, key: str) -> FactGrade:
+        if key in self._known:
+            self.reused += 1
+            return self._from_probabilities(self._known[key], True)
+        cache = self._model_cache()
+        if cache is not None and (hit := cache.get(key)) is not None:
+            self.reused += 1
+            probs = json.loads(hit.text)
+            self._remember(key, probs, cached=True)
+            return self._from_probabilities(probs, True)
+        try:
+            probs = self._client().choice_probabilities(
+                render(task.question, task.fact, task.answer), CHOICES)
+        except ModelError as exc:
+            if len(self.errors) < 5:
+                self.errors.append(str(exc))
+            return FactGrade(None, "error", reason=str(exc)[:300])
+        self.calls += 1
+        if cache is not None:
+            cache.put(key, Completion(text=json.dumps(probs), provider="offline_grader",
+                                               model=self.model_name, cost_usd=0.0))
+        self._remember(key, probs, cached=False)
+        return self._from_probabilities(probs, False)
+
+    def _remember(self, key: str, probs: dict[str, float], *, cached: bool) -> None:
+        self._known[key] = probs
+        if self.store is not None:
+            self.store.append_event(EVENT, key, model=self.model_identity,
+                                    prompt_hash=prompt_hash(), probabilities=probs,
+                                    cached=cached)
+
+    def grade(self, tasks: Sequence[FactTask],
+              progress: Callable[[int, int], None] | None = None) -> list[FactGrade]:
+        """Grades in the order of ``tasks``. The model reads the facts of one answer one after
+        another, so the answer is evaluated once; ``progress(done, total)`` follows the model's
+        work (the cheap checks are instant)."""
+        out: list[FactGrade | None] = [cheap_grade(t) for t in tasks]
+        todo = sorted((i for i, g in enumerate(out) if g is None),
+                      key=lambda i: (tasks[i].answer, tasks[i].question, i))
+        for n, i in enumerate(todo, 1):
+            out[i] = self._ask(tasks[i], self.key(tasks[i]))
+            if progress is not None:
+                progress(n, len(todo))
+        return [g for g in out if g is not None]
+
+
+def fact_tasks(question: str, facts: Iterable[str], answer: str) -> dict[str, FactTask]:
+    """One task per distinct key fact of a question."""
+    return {f: FactTask(question, f, answer) for f in dict.fromkeys(facts)}

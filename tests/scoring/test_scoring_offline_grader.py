@@ -1,0 +1,224 @@
+"""The offline fact grader with a fake model: which check settles a fact, how probabilities
+become grades, its verdicts kept in the run and the model cache, and ``lens score`` /
+scoring with ``fact_grader: local``. The real model is in test_scoring_offline_grader_slow.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scoring_fixtures import SCOPE, build_run, ep, record, write_dataset
+
+from lens.models.base import ModelError
+from lens.models.cache import ModelCache
+from lens.scoring import score_run
+from lens.scoring.fact_grader import is_model_free, resolve_grader
+from lens.scoring.offline_grader import (
+    CHOICES,
+    EVENT,
+    FactTask,
+    OfflineGrader,
+    abstains,
+    cheap_grade,
+    grade_from,
+    is_exact_fact,
+    render,
+)
+from lens.store import RunStore
+
+Q = "Why did the tutoring bot's filter miss the student?"
+FACT = "the keyword filter never triggered because the student avoided explicit trigger phrases"
+PARAPHRASE = ("Nothing was flagged: the learner worded every request so that no banned "
+              "phrase ever appeared.")
+
+
+class FakeModel:
+    """P(present) from a table keyed by a word of the answer; counts calls, records prompts."""
+
+    def __init__(self, table: dict[str, tuple[float, float]] | None = None,
+                 fail: bool = False) -> None:
+        self.table = table or {}
+        self.fail = fail
+        self.prompts: list[str] = []
+
+    def choice_probabilities(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        assert choices == CHOICES
+        self.prompts.append(prompt)
+        if self.fail:
+            raise ModelError("the model fell over", retryable=False)
+        answer = prompt.split("<<<", 1)[1]
+        p, q = next((v for k, v in self.table.items() if k in answer), (0.05, 0.05))
+        return {"present": p, "partial": q, "absent": 1 - p - q}
+
+
+def grader(model: FakeModel, identity: str = "fake", **kw: object) -> OfflineGrader:
+    return OfflineGrader(model, model_identity=identity, **kw)  # type: ignore[arg-type]
+
+
+def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
+    assert cheap_grade(FactTask(Q, FACT, "  ")).method == "empty"
+    hit = cheap_grade(FactTask(Q, "224 ms", "Auth p99 latency was 224 ms on 2024-03-17."))
+    assert hit is not None and (hit.grade, hit.method) == (1.0, "matcher")
+    # A bare figure the matcher does not find stated is the matcher's: no model, grade 0.
+    bare = cheap_grade(FactTask(Q, "224 ms", "Auth latency rose a lot after the change."))
+    assert bare is not None and (bare.grade, bare.method) == (0.0, "matcher")
+    # An abstention is graded 0, not unknown.
+    abst = cheap_grade(FactTask(Q, FACT, "I do not have access to the student logs, so I "
+                                         "cannot answer this."))
+    assert abst is not None and (abst.grade, abst.method) == (0.0, "abstain")
+    assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
+    listed = cheap_grade(FactTask(Q, FACT, "mchen_2026, 0 triggers, 2024-03-22 [e1] [e2]"))
+    assert listed is not None and (listed.grade, listed.method) == (0.0, "no_claim")
+
+
+@pytest.mark.parametrize(("fact", "exact"), [
+    ("224 ms", True), ("CHG-5382", True), ("2024-03-22", True), ("449 per hour", True),
+    ("the keyword filter never triggered", False),
+    ("mchen_2026 progressively escalated from comprehension questions to full content", False),
+    ("latency rose from 215 ms to 290 ms after CHG-9437", False),
+])
+def test_bare_figures_ids_and_dates_are_exact_facts(fact: str, exact: bool) -> None:
+    assert is_exact_fact(fact) is exact
+
+
+def test_abstention_needs_a_short_answer_without_figures() -> None:
+    assert abstains("I lack sufficient information to answer this question.")
+    assert not abstains("The records show no information about DNS; latency rose to 290 ms.")
+    assert not abstains("The filter never triggered because the student avoided trigger words.")
+
+
+def test_probabilities_become_grades() -> None:
+    assert grade_from(0.8) == 1.0
+    assert grade_from(0.5) == 1.0
+    assert grade_from(0.45) == 0.0
+    assert grade_from(0.6, present_at=0.7, partial_at=0.3) == 0.5
+    assert grade_from(0.2, present_at=0.7, partial_at=0.3) == 0.0
+
+
+def test_the_answer_comes_before_the_fact_so_facts_share_its_prefix() -> None:
+    a, b = render(Q, "fact one", PARAPHRASE), render(Q, "fact two", PARAPHRASE)
+    shared = len(next(p for p in (a[:i] for i in range(len(a), 0, -1)) if b.startswith(p)))
+    assert PARAPHRASE in a[:shared] and a.endswith('{"grade": "')
+
+
+def test_model_grades_are_reused_from_the_run_and_the_cache(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path, "t", "r")
+    model = FakeModel({"banned": (0.9, 0.05)})
+    tasks = [FactTask(Q, FACT, PARAPHRASE), FactTask(Q, "the tutor noticed it", PARAPHRASE)]
+    cache = ModelCache(tmp_path / "cache.sqlite")
+    g = grader(model, store=store, cache=cache)
+    first = g.grade(tasks)
+    assert [x.grade for x in first] == [1.0, 1.0] and {x.method for x in first} == {"model"}
+    assert len(model.prompts) == 2 and g.calls == 2
+    assert sum(e["kind"] == EVENT for e in store.events()) == 2
+    # Re-scoring the run reads the events back: no model call.
+    again = grader(model, store=RunStore.open(store.root))
+    assert [x.grade for x in again.grade(tasks)] == [1.0, 1.0]
+    assert len(model.prompts) == 2 and again.reused == 2
+    # Another run grading the same facts of the same answer finds them in the model cache.
+    other = grader(model, store=RunStore.create(tmp_path, "t", "r2"), cache=cache)
+    assert all(x.reused for x in other.grade(tasks)) and len(model.prompts) == 2
+    cache.close()
+
+
+def test_a_failed_model_call_leaves_the_grade_unknown_not_zero() -> None:
+    g = grader(FakeModel(fail=True))
+    (out,) = g.grade([FactTask(Q, FACT, PARAPHRASE)])
+    assert out.grade is None and out.method == "error" and "fell over" in out.reason
+    assert g.errors
+
+
+def test_facts_of_one_answer_are_graded_one_after_another() -> None:
+    model = FakeModel()
+    other = "The filter flagged nothing; staff learned of it from a parent."
+    facts = ["the first claim holds", "the second claim holds", "the third claim holds",
+             "the fourth claim holds"]
+    tasks = [FactTask(Q, f, a) for f, a in zip(facts, [PARAPHRASE, other] * 2, strict=True)]
+    out = grader(model).grade(tasks)
+    assert len(out) == 4 and len(model.prompts) == 4
+    order = [p.split("Key fact: ")[1].split("\n")[0] for p in model.prompts]
+    assert sorted(order[:2]) in ([facts[0], facts[2]], [facts[1], facts[3]])
+
+
+def test_default_grader_is_offline_when_installed_and_the_run_uses_models(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import lens.scoring.fact_grader as fg
+
+    monkeypatch.setattr(fg, "offline_available", lambda: True)
+    assert resolve_grader(None, has_judge=False) == "local"
+    assert resolve_grader(None, has_judge=True) == "judge"
+    assert resolve_grader(None, has_judge=False, model_free=True) == "matcher"
+    assert resolve_grader("local", has_judge=False) == "local"
+    monkeypatch.setattr(fg, "offline_available", lambda: False)
+    assert resolve_grader(None, has_judge=False) == "matcher"
+    assert is_model_free("scripted/policy") and not is_model_free("llama_cpp/default")
+
+
+DATASET = {
+    "version": "0.1.0",
+    "scopes": [{"scope_id": SCOPE, "episodes": [
+        {"episode_id": ep(i), "scope_id": SCOPE, "timestamp": f"2024-01-{i:02d}T10:00:00",
+         "text": f"Day {i}: session log {i}."} for i in range(1, 4)]}],
+    "questions": [{
+        "question_id": f"{SCOPE}_q01_longitudinal", "scope_id": SCOPE, "checkpoint_after": 3,
+        "question_type": "longitudinal", "prompt": Q,
+        "ground_truth": {"canonical_answer": "The filter never triggered.",
+                         "required_evidence_refs": [ep(2)],
+                         "key_facts": [FACT, "Day 2"]}}],
+}
+
+
+@pytest.mark.anyio
+async def test_scoring_with_the_offline_grader(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path / "ds.json", DATASET)
+    qid = f"{SCOPE}_q01_longitudinal"
+    run = build_run(tmp_path / "runs", ds, [
+        record(qid, f"{PARAPHRASE} [{ep(2)}]", checkpoint=3, retrieved=[ep(2)])])
+    matcher = await score_run(run, judge=None, tiers={1}, write=False)
+    assert matcher.questions[0].metrics["fact_recall"] == 0.0
+    model = FakeModel({"banned": (0.9, 0.05)})
+    scores = await score_run(run, judge=None, tiers={1}, fact_grader="local",
+                             offline=grader(model))
+    q = scores.questions[0]
+    # The paraphrased sentence fact: the model; the bare "Day 2": the matcher's miss.
+    assert q.metrics["fact_recall"] == 0.5
+    detail = q.detail["fact_recall"]
+    assert detail["grader"] == "local"
+    assert {f["fact"]: f["method"] for f in detail["facts"]} == {FACT: "model",
+                                                                 "Day 2": "matcher"}
+    assert scores.settings["fact_grader"] == "local"
+    cond = scores.condition["settings"]["offline_grader"]
+    assert cond["model"] == "fake" and cond["prompt_hash"] and cond["present_at"]
+    assert any("offline grader" in n for n in scores.notes)
+    assert len(model.prompts) == 1
+    # Re-scoring reads the verdicts kept in the run: no new model call, same numbers.
+    again = await score_run(run, judge=None, tiers={1}, fact_grader="local",
+                            offline=grader(model))
+    assert again.questions[0].metrics == q.metrics and len(model.prompts) == 1
+    # A failed call: fact_recall unknown, and said so in the notes.
+    down = await score_run(run, judge=None, tiers={1}, fact_grader="local", write=False,
+                           offline=grader(FakeModel(fail=True), "other"))
+    assert down.questions[0].metrics["fact_recall"] is None
+    assert any("offline fact grade(s) failed" in n for n in down.notes)
+
+
+def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
+    """lens's own key facts are figures, ids and dates: the offline grader gives exactly the
+    matcher's verdict on every gaming shape, so it can lose nothing against them."""
+    import json
+
+    from lens.scoring.facts import AnswerText, match_fact
+
+    root = Path(__file__).resolve().parents[2]
+    data = json.loads((root / "datasets" / "standard.json").read_text())
+    for q in data["questions"][:40]:
+        gt = q["ground_truth"]
+        canonical = gt["canonical_answer"]
+        shapes = [canonical, "Either: " + canonical + " Or, equally possible, the opposite.",
+                  ", ".join(gt["key_facts"]), "It would be wrong to say that " + canonical,
+                  "I do not have enough information to answer."]
+        for answer in shapes:
+            for fact in gt["key_facts"]:
+                settled = cheap_grade(FactTask(q["prompt"], fact, answer))
+                assert settled is not None and settled.method in ("matcher", "abstain"), fact
+                assert settled.grade == float(match_fact(fact, AnswerText(answer)).matched)
