@@ -156,7 +156,15 @@ class RunData:
 
     @property
     def unit_errors(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("kind") == "unit_error"]
+        """Unit failures the run still carries: a unit that failed and then finished on a
+        resume (``--resume``) is whole again, and only its last failure would count."""
+        open_: dict[Any, dict[str, Any]] = {}
+        for e in self.events:
+            if e.get("kind") == "unit_error":
+                open_[e.get("key")] = e
+            elif e.get("kind") == "unit_done":
+                open_.pop(e.get("key"), None)
+        return list(open_.values())
 
 
 def _load_scores(root: Path) -> RunScores | None:

@@ -141,11 +141,15 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     items, credit = len(facts), float(found)
     if gt.conclusion:
         check = check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
-        detail["conclusion"] = check.as_detail()
+        # A bare verdict is a coin flip ("No, there are no records of it" from an agent with
+        # no memory): it earns credit only when the answer backs it with a key fact or the
+        # conclusion's own claim, or when the question has no key facts to back it with.
+        backed = found > 0 or check.claim_stated or not facts
+        detail["conclusion"] = {**check.as_detail(), "backed": backed}
         if check.voids_facts:
             detail["reason"] = f"conclusion {check.status}: no fact credit"
             return 0.0, detail
-        items, credit = items + 1, credit + check.credit
+        items, credit = items + 1, credit + (check.credit if backed else 0.0)
     return credit / items * a.stuffing, detail
 
 

@@ -112,7 +112,11 @@ def _apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
         grading.apply_offline_grades(row.metrics, row.detail["fact_recall"], grades, condition)
         value = row.metrics.get("fact_recall")
         if grades and value is not None and conclusion is not None:
-            credit = 1.0 if conclusion["status"] == "stated" else 0.0
+            # As the matcher rules (mechanical.fact_recall): a verdict counts when a graded
+            # fact or the conclusion's own claim backs it.
+            backed = (conclusion.get("claim_stated") or not grades
+                      or any((g.grade or 0) > 0 for g in grades.values()))
+            credit = 1.0 if conclusion["status"] == "stated" and backed else 0.0
             row.metrics["fact_recall"] = (value * len(grades) + credit) / (len(grades) + 1)
 
     _under_matcher_rules(row, replace)

@@ -111,6 +111,8 @@ class Progress:
             self.units_started.add(key)
         elif kind == "unit_done":
             self.units_done.add(key)
+            # A unit that failed and then finished on a resume is whole again.
+            self.unit_errors.pop(key, None)
         elif kind == "unit_error":
             self.unit_errors[key] = str(e.get("error", ""))
         elif kind == "question_done":

@@ -126,3 +126,29 @@ def test_an_invented_chunk_is_never_grounded() -> None:
 def test_records_keep_the_refs_of_the_answer() -> None:
     rec = record("s1_q01_longitudinal", f"Rose [{ep(2)}].", retrieved=[ep(2)])
     assert rec.cited_refs == [ep(2)]
+
+
+def test_a_bare_verdict_earns_nothing_without_backing() -> None:
+    """An agent with no memory answers "No, there are no records of it" and lands on a "no"
+    conclusion half the time: a verdict counts only when a key fact or the conclusion's own
+    claim backs it (the quickstart's null arm out-scored sqlite_fts on fact recall before)."""
+    from lens.dataset import Dataset, Question
+    from lens.scoring.mechanical import fact_recall
+    from lens.scoring.run_input import ScoringItem
+
+    ds = Dataset.model_validate(dataset_dict())
+    base = ds.questions[0]
+    gt = GroundTruth(canonical_answer="No. DEP-4230 came after the rise began.",
+                     key_facts=["DEP-4230: 2024-04-05"], conclusion="no",
+                     required_evidence_refs=[])
+    question = Question.model_validate({**base.model_dump(), "ground_truth": gt.model_dump()})
+    episodes = frozenset(e.episode_id for e in ds.scopes[0].episodes)
+
+    def recall(answer: str) -> tuple[float | None, dict]:
+        rec = record(base.question_id, answer, retrieved=[])
+        return fact_recall(ScoringItem(record=rec, question=question, scope_episodes=episodes))
+
+    guess, detail = recall("No, there are no records indicating that.")
+    assert guess == 0.0 and detail["conclusion"]["backed"] is False
+    backed, detail = recall("No. DEP-4230 was deployed on 2024-04-05, after the rise began.")
+    assert detail["conclusion"]["backed"] is True and backed == 1.0, detail

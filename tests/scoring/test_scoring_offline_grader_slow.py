@@ -38,7 +38,7 @@ def grader() -> OfflineGrader:
 def standard_question() -> tuple[str, str]:
     data = json.loads((ROOT / "datasets" / "standard.json").read_text())
     q = next(q for q in data["questions"] if q["question_type"] == "longitudinal"
-             and "531 ms" in q["ground_truth"]["key_facts"])
+             and "auth p99 latency: 531 ms" in q["ground_truth"]["key_facts"])
     assert "climbed steadily since CHG-5382" in q["ground_truth"]["canonical_answer"]
     return q["prompt"], q["ground_truth"]["canonical_answer"]
 

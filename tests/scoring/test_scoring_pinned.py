@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "8f2ae1c49b347d27efe1314667281911b5c2a0e56cbae4144c115a5b8081416a",
-    "judged": "025e96e906c9e9ae98940a1f38883bb1d3467da9563e6f57ee7dd55d2c3cad33",
-    "rescored": "025e96e906c9e9ae98940a1f38883bb1d3467da9563e6f57ee7dd55d2c3cad33",
-    "tier1": "105231678f28cb4225bc7951eee8cd43213c94d54d766fa07dd6fe05ba14f19e",
+    "plain": "92b2ac24c2bb97eeb941adae73bf79144717ed6d7fe313ab5a67c21cb299cd78",
+    "judged": "274d9e13eca3a863a9e1378d49a94827a2c4e7123e78e45423d76ae9225cbb37",
+    "rescored": "274d9e13eca3a863a9e1378d49a94827a2c4e7123e78e45423d76ae9225cbb37",
+    "tier1": "036b94f84d89bdb39f9158b0f4ef2c897ffb0693899a191b0b1e11550bf4b6ed",
 }
 
 
