@@ -57,6 +57,16 @@ def citations(item: ScoringItem) -> tuple[list[str], list[str]]:
     return kept, ignored
 
 
+def _cites_evidence(item: ScoringItem) -> bool:
+    """Whether the answer cites at least one record the agent received that exists."""
+    return any(check_citation(ref, retrieved=item.retrieved,
+                              retrieved_episodes=item.retrieved_episodes,
+                              scope_episodes=set(item.scope_episodes),
+                              synthetic_prefixes=list(item.synthetic_prefixes),
+                              future_episodes=item.future_episodes).grounded
+               for ref in citations(item)[0])
+
+
 def evidence_grounding(item: ScoringItem) -> Result:
     """Share of cited refs that the agent received this session and that exist (or are declared
     synthetic). An answer that cites nothing has no verifiable support and scores 0: otherwise
@@ -141,11 +151,13 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     items, credit = len(facts), float(found)
     if gt.conclusion:
         check = check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
-        # A bare verdict is a coin flip ("No, there are no records of it" from an agent with
-        # no memory): it earns credit only when the answer backs it with a key fact or the
-        # conclusion's own claim, or when the question has no key facts to back it with.
-        backed = found > 0 or check.claim_stated or not facts
-        detail["conclusion"] = {**check.as_detail(), "backed": backed}
+        # A bare verdict is a coin flip, and "no" is what an agent with no memory says ("No,
+        # there are no records of a spike"): a conclusion earns credit only when the answer
+        # backs it (a key fact, the conclusion's own claim, or no key facts to back it with)
+        # and cites a record it received that exists (evidence, not a guess).
+        backed = (found > 0 or check.claim_stated or not facts) and _cites_evidence(item)
+        detail["conclusion"] = {**check.as_detail(), "backed": backed,
+                                "cites_evidence": _cites_evidence(item)}
         if check.voids_facts:
             detail["reason"] = f"conclusion {check.status}: no fact credit"
             return 0.0, detail

@@ -114,8 +114,9 @@ def _apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
         if grades and value is not None and conclusion is not None:
             # As the matcher rules (mechanical.fact_recall): a verdict counts when a graded
             # fact or the conclusion's own claim backs it.
-            backed = (conclusion.get("claim_stated") or not grades
-                      or any((g.grade or 0) > 0 for g in grades.values()))
+            backed = conclusion.get("cites_evidence", True) and (
+                conclusion.get("claim_stated") or not grades
+                or any((g.grade or 0) > 0 for g in grades.values()))
             credit = 1.0 if conclusion["status"] == "stated" and backed else 0.0
             row.metrics["fact_recall"] = (value * len(grades) + credit) / (len(grades) + 1)
 

@@ -144,11 +144,15 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
     question = Question.model_validate({**base.model_dump(), "ground_truth": gt.model_dump()})
     episodes = frozenset(e.episode_id for e in ds.scopes[0].episodes)
 
-    def recall(answer: str) -> tuple[float | None, dict]:
-        rec = record(base.question_id, answer, retrieved=[])
+    def recall(answer: str, retrieved: list[str]) -> tuple[float | None, dict]:
+        rec = record(base.question_id, answer, retrieved=retrieved)
         return fact_recall(ScoringItem(record=rec, question=question, scope_episodes=episodes))
 
-    guess, detail = recall("No, there are no records indicating that.")
+    guess, detail = recall("No, there are no records indicating that.", [])
     assert guess == 0.0 and detail["conclusion"]["backed"] is False
-    backed, detail = recall("No. DEP-4230 was deployed on 2024-04-05, after the rise began.")
+    # The right verdict and its fact, but from no record: the fact counts, the verdict does not.
+    unsourced, detail = recall("No. DEP-4230 was deployed on 2024-04-05, after the rise.", [])
+    assert detail["conclusion"]["backed"] is False and unsourced == 0.5, detail
+    backed, detail = recall(f"No. DEP-4230 was deployed on 2024-04-05, after the rise "
+                            f"[{ep(3)}].", [ep(3)])
     assert detail["conclusion"]["backed"] is True and backed == 1.0, detail

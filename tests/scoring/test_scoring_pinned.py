@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "92b2ac24c2bb97eeb941adae73bf79144717ed6d7fe313ab5a67c21cb299cd78",
-    "judged": "274d9e13eca3a863a9e1378d49a94827a2c4e7123e78e45423d76ae9225cbb37",
-    "rescored": "274d9e13eca3a863a9e1378d49a94827a2c4e7123e78e45423d76ae9225cbb37",
-    "tier1": "036b94f84d89bdb39f9158b0f4ef2c897ffb0693899a191b0b1e11550bf4b6ed",
+    "plain": "00629219414a4fd1168141c68f3fcd24c701db281c78f519a5d4af8e5c8651be",
+    "judged": "8f92cb05354f3d91115af92bfca193a72806b84ced07f9ac5281c3ac0feaf27b",
+    "rescored": "8f92cb05354f3d91115af92bfca193a72806b84ced07f9ac5281c3ac0feaf27b",
+    "tier1": "de1f86e1e1439e2f732f62df8d69664afa1e0e544a135d66e885b7f84d2e1137",
 }
 
 
