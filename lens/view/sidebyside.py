@@ -78,8 +78,9 @@ def refusal(indexes: Sequence[RunIndex], arms: Sequence[ViewArm]) -> str | None:
     except UserError as exc:
         return str(exc.args[0])
     if fields:
-        return (refusal_message(runs, diffs) + "\n(the viewer never sets such runs side by "
-                "side; `lens compare --force` labels every table 'not comparable')")
+        return "\n".join([*refusal_message(runs, diffs),
+                          "(the viewer never sets such runs side by side; `lens compare "
+                          "--force` labels every table 'not comparable')"])
     if len(arms) < 2:
         return (f"{indexes[0].name}: only one arm (one adapter in one run); choose another "
                 "run, or a run with several adapters")
