@@ -63,18 +63,18 @@ def check_model_settings(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-class GatewayOptions(BaseModel):
-    """Subclass this for an adapter's ``Options`` to be given the gateway."""
+class ModelChoice(BaseModel):
+    """The options of a memory system that calls a model: which one, and lens's other model
+    settings for it, both checked with the config (a shared base of the consolidation baselines'
+    options and :class:`GatewayOptions`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(default="llama_cpp/default",
-                       description="the model the memory system's calls go to, provider/name")
+                       description="the model the memory system calls, provider/name")
     model_options: dict[str, Any] = Field(
         default_factory=dict, description="other lens model settings for it (base_url, "
-        "api_key_env, prices, options …)")
-    gateway: GatewayAccess | None = Field(
-        default=None, description="set by lens for each unit; a value in the config is replaced")
+        "api_key_env, temperature, options, prices …)")
 
     @field_validator("model")
     @classmethod
@@ -85,6 +85,13 @@ class GatewayOptions(BaseModel):
     @classmethod
     def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
         return check_model_settings(value)
+
+
+class GatewayOptions(ModelChoice):
+    """Subclass this for an adapter's ``Options`` to be given the gateway."""
+
+    gateway: GatewayAccess | None = Field(
+        default=None, description="set by lens for each unit; a value in the config is replaced")
 
     def model_config_for_gateway(self) -> ModelConfig:
         return ModelConfig.model_validate({**self.model_options, "model": self.model})

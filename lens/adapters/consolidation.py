@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 from lens.adapter import (
     CapabilityManifest,
@@ -32,7 +32,7 @@ from lens.adapter import (
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.config import CacheConfig, ModelConfig
 from lens.dataset import Episode
-from lens.gateway_access import check_model_name, check_model_settings
+from lens.gateway_access import ModelChoice
 from lens.models.base import CompletionRequest, Message, ModelClient
 
 SYSTEM = ("You maintain the long-term memory of an assistant that will later answer questions "
@@ -40,14 +40,7 @@ SYSTEM = ("You maintain the long-term memory of an assistant that will later ans
           "names, dates and the record ids in square brackets, e.g. [scope_ep_004].")
 
 
-class ConsolidationOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(default="llama_cpp/default",
-                       description="the model that writes the memory, provider/name")
-    model_options: dict[str, Any] = Field(
-        default_factory=dict, description="other lens model settings for it (base_url, "
-        "api_key_env, temperature, options, prices …)")
+class ConsolidationOptions(ModelChoice):
     max_tokens: int = Field(default=400, ge=16, description="output tokens per model call")
     memory_chars: int = Field(default=4000, ge=200,
                               description="the memory text (standing context) is cut to this")
@@ -58,16 +51,6 @@ class ConsolidationOptions(BaseModel):
     max_cost_usd: float | None = Field(default=None, gt=0,
                                        description="stop calling the model past this spend")
     cache: bool = Field(default=True, description="use lens's model response cache")
-
-    @field_validator("model")
-    @classmethod
-    def _known_provider(cls, value: str) -> str:
-        return check_model_name(value)
-
-    @field_validator("model_options")
-    @classmethod
-    def _model_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_model_settings(value)
 
 
 def render_episodes(episodes: list[Episode], max_chars: int) -> str:
