@@ -222,3 +222,35 @@ def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
                 settled = cheap_grade(FactTask(q["prompt"], fact, answer))
                 assert settled is not None and settled.method in ("matcher", "abstain"), fact
                 assert settled.grade == float(match_fact(fact, AnswerText(answer)).matched)
+
+
+def _row(detail: dict) -> object:
+    from lens.scoring.types import QuestionScores
+    return QuestionScores(key="a|s|0|q", unit_key="a|s|0", adapter="a", scope_id="s", repeat=0,
+                          question_id="q", question_type="negative", checkpoint=1,
+                          status="answered", metrics={"fact_recall": 0.0},
+                          detail={"fact_recall": detail})
+
+
+def test_offline_grades_keep_the_matchers_rules() -> None:
+    """The model's grades replace the matcher's, but a reversed conclusion still voids every
+    fact, a value the matcher finds denied earns nothing, and an unbacked verdict no point."""
+    from lens.scoring.offline_grader import FactGrade
+    from lens.scoring.scorer import _apply_offline
+
+    facts = [{"fact": "auth p99 latency: 531 ms", "matched": False, "reason": "denied"},
+             {"fact": "the cache TTL cut caused the rise", "matched": False, "reason": "absent"}]
+    grades = {"auth p99 latency: 531 ms": FactGrade(1.0, "model"),
+              "the cache TTL cut caused the rise": FactGrade(1.0, "model")}
+    stated = {"conclusion": "yes", "status": "stated", "claim_stated": False,
+              "cites_evidence": True}
+    row = _row({"facts": facts, "conclusion": stated})
+    _apply_offline(row, grades, {})
+    # The denied figure is vetoed; the sentence and the backed, cited verdict count: 2 of 3.
+    assert row.metrics["fact_recall"] == pytest.approx(2 / 3)
+    uncited = _row({"facts": facts, "conclusion": {**stated, "cites_evidence": False}})
+    _apply_offline(uncited, grades, {})
+    assert uncited.metrics["fact_recall"] == pytest.approx(1 / 3)
+    reversed_ = _row({"facts": facts, "conclusion": {**stated, "status": "contradicted"}})
+    _apply_offline(reversed_, grades, {})
+    assert reversed_.metrics["fact_recall"] == 0.0
