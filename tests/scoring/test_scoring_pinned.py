@@ -29,8 +29,8 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
 
 EXPECTED = {
     "plain": "00629219414a4fd1168141c68f3fcd24c701db281c78f519a5d4af8e5c8651be",
-    "judged": "8f92cb05354f3d91115af92bfca193a72806b84ced07f9ac5281c3ac0feaf27b",
-    "rescored": "8f92cb05354f3d91115af92bfca193a72806b84ced07f9ac5281c3ac0feaf27b",
+    "judged": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
+    "rescored": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
     "tier1": "de1f86e1e1439e2f732f62df8d69664afa1e0e544a135d66e885b7f84d2e1137",
 }
 
