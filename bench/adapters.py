@@ -54,8 +54,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lens.adapter import MemoryAdapter, create_adapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import MemoryAdapter, create_adapter
 
 ENDPOINTS = ["/checkout", "/fraud_check", "/geo_lookup", "/auth", "/product_catalog", "/search",
              "/recommendations", "/inventory", "/payments", "/shipping_quote", "/profile"]

@@ -27,9 +27,10 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, md_table
-from lens.agent import extract_citations
-from lens.dataset import Dataset, Question, fact_subject, load_dataset
-from lens.records import QuestionRecord
+from lens.data.dataset import Dataset, Question, fact_subject, load_dataset
+from lens.runner.agent import extract_citations
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RunStore
 from lens.scoring import score_run_sync
 from lens.scoring.calibration_answers import (
     VERDICT_LEAD,
@@ -40,7 +41,6 @@ from lens.scoring.calibration_answers import (
 from lens.scoring.claims import ScopeText
 from lens.scoring.refs import episode_of
 from lens.scoring.types import RunScores
-from lens.store import RunStore
 
 STANDARD = ROOT / "datasets" / "standard.json"
 ADAPTER = "sqlite_fts"

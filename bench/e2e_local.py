@@ -2,7 +2,7 @@
 tokens/s, and what reusing the evaluated prompt prefix across an agent's turns saves.
 
 Each repetition runs the quickstart config (``configs/quickstart.yaml``) through ``lens run``'s
-own code path (``lens.pipeline.execute``) twice, alternating: with prefix reuse (the backend's
+own code path (``lens.flow.pipeline.execute``) twice, alternating: with prefix reuse (the backend's
 behaviour) and without it (the bench forgets the evaluated prefix before every call, so every
 prompt is evaluated from its first token). The model cache is off so every call is computed;
 scoring and reports are off so the clock measures answering. The model is loaded before the
@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, machine_line, md_table, spread
-from lens.config import load_config
+from lens.data.config import load_config
 
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
@@ -102,8 +102,8 @@ def load_model(config_path: Path) -> Any:
 def run_once(config_path: Path, llm: Any, reuse: bool) -> E2E:
     import llama_cpp
 
-    from lens.pipeline import execute
-    from lens.store import RunStore
+    from lens.flow.pipeline import execute
+    from lens.runs.store import RunStore
 
     ctx = llm._ctx.ctx
     llm.n_tokens = 0  # no run may profit from the previous run's last prompt

@@ -111,8 +111,8 @@ def grade_local(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
 
 
 def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
-    from lens import eventloop
-    from lens.config import ModelConfig
+    from lens.core import eventloop
+    from lens.data.config import ModelConfig
     from lens.models.llama_backend import LlamaCppClient
     from lens.scoring.judge import Judge, fact_grade_task
     from lens.scoring.judge_prompts import GRADE_POINTS

@@ -43,7 +43,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from lens import eventloop
+from lens.core import eventloop
 
 _TOOL_ROLE = re.compile(rb'"role"\s*:\s*"tool"')
 _MAX_TOKENS = re.compile(rb'"(?:max_tokens|max_completion_tokens)"\s*:\s*(\d+)')

@@ -24,10 +24,10 @@ import anyio
 import openai
 
 from bench.common import machine_line, md_table, spread
-from lens.config import CacheConfig, ModelConfig
-from lens.gateway.server import ModelGateway
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message
 from lens.models.runtime import ModelRuntime
+from lens.runner.gateway.server import ModelGateway
 
 PROMPT = "Extract the facts of this record as JSON.\n" + "The widget count rose to 41. " * 20
 MODEL = ModelConfig.model_validate({"model": "scripted/replay",

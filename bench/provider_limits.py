@@ -38,12 +38,12 @@ from typing import Any
 
 from bench.common import fake_server, machine_line, md_table
 from bench.runner_efficiency import SCOPES, DictMemory, write_dataset
-from lens import eventloop, logs
-from lens.config import CacheConfig, RunConfig
-from lens.dataset import load_dataset
+from lens.core import eventloop, logs
+from lens.data.config import CacheConfig, RunConfig
+from lens.data.dataset import load_dataset
 from lens.models.runtime import ModelRuntime
-from lens.orchestrator import Runner
-from lens.store import RunStore
+from lens.runner.orchestrator import Runner
+from lens.runs.store import RunStore
 
 TOKEN_RATE_TARGET = 0.95
 RATE_LIMITED_TARGET = 0.01

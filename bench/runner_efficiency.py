@@ -39,20 +39,20 @@ import anyio
 import openai
 
 from bench.common import fake_server, machine_line, md_table, spread
-from lens import eventloop, logs
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.agent import tool_specs
-from lens.config import CacheConfig, RunConfig
-from lens.dataset import Episode, load_dataset
+from lens.core import eventloop, logs
+from lens.data.config import CacheConfig, RunConfig
+from lens.data.dataset import Episode, load_dataset
+from lens.data.prompts import AGENT_SYSTEM_PROMPT
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
 from lens.models.limits import EndpointLimiter, LimitSettings
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
 from lens.models.stack import StackClient
 from lens.models.usage import UsageMeter
-from lens.orchestrator import Runner
-from lens.prompts import AGENT_SYSTEM_PROMPT
-from lens.store import RunStore
+from lens.runner.agent import tool_specs
+from lens.runner.orchestrator import Runner
+from lens.runs.store import RunStore
 
 CALLS_PER_QUESTION = 4
 TOOLS_PER_QUESTION = 3

@@ -27,13 +27,13 @@ import anyio
 import yaml
 
 from bench.common import ROOT, fake_server, machine_line, md_table, spread
-from lens.config import CacheConfig, ModelConfig
+from lens.data.config import CacheConfig, ModelConfig
+from lens.flow.pipeline import execute
 from lens.models.runtime import ModelRuntime
-from lens.pipeline import execute
-from lens.records import unit_key
+from lens.runs.records import unit_key
+from lens.runs.store import RunStore
 from lens.scoring.run_input import load_run
 from lens.scoring.scorer import score_run
-from lens.store import RunStore
 
 DATASET = ROOT.parent / "shared" / "lens-datasets" / "scope_01_with_distractors.json"
 

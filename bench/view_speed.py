@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.common import ROOT, machine_line, spread
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.report.runfactory import RunSpec, build
 
 DETAIL = {

@@ -4,7 +4,7 @@ The names below are the public API: what an adapter author or a script writer im
 ``from lens import MemoryAdapter, load_config, execute``. Everything else lives in modules whose
 names may change between versions (docs/architecture.md says which is which). The conformance
 suite for adapter authors is :mod:`lens.testing`; the statistics are :mod:`lens.stats`; plugin
-declarations are read by :mod:`lens.plugins`.
+declarations are read by :mod:`lens.core.plugins`.
 
 Names load on first use, so ``import lens`` stays cheap and no lens module depends on this one.
 """
@@ -18,34 +18,34 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # Writing an adapter
-    "MemoryAdapter": "lens.adapter",
-    "SyncMemoryAdapter": "lens.adapter",
-    "SearchResult": "lens.adapter",
-    "Document": "lens.adapter",
-    "CapabilityManifest": "lens.adapter",
-    "ExtraTool": "lens.adapter",
+    "MemoryAdapter": "lens.memory.adapter",
+    "SyncMemoryAdapter": "lens.memory.adapter",
+    "SearchResult": "lens.memory.adapter",
+    "Document": "lens.memory.adapter",
+    "CapabilityManifest": "lens.memory.adapter",
+    "ExtraTool": "lens.memory.adapter",
     # Memory systems that call models through the run's metering gateway
-    "GatewayAccess": "lens.gateway_access",
-    "GatewayOptions": "lens.gateway_access",
-    "register_adapter": "lens.adapter",
-    "create_adapter": "lens.adapter",
-    "adapter_names": "lens.adapter",
+    "GatewayAccess": "lens.memory.gateway_access",
+    "GatewayOptions": "lens.memory.gateway_access",
+    "register_adapter": "lens.memory.adapter",
+    "create_adapter": "lens.memory.adapter",
+    "adapter_names": "lens.memory.adapter",
     # Datasets
-    "Dataset": "lens.dataset",
-    "Scope": "lens.dataset",
-    "Episode": "lens.dataset",
-    "Question": "lens.dataset",
-    "QuestionType": "lens.dataset",
-    "GroundTruth": "lens.dataset",
-    "load_dataset": "lens.dataset",
+    "Dataset": "lens.data.dataset",
+    "Scope": "lens.data.dataset",
+    "Episode": "lens.data.dataset",
+    "Question": "lens.data.dataset",
+    "QuestionType": "lens.data.dataset",
+    "GroundTruth": "lens.data.dataset",
+    "load_dataset": "lens.data.dataset",
     # Configs and runs
-    "RunConfig": "lens.config",
-    "ModelConfig": "lens.config",
-    "load_config": "lens.config",
-    "execute": "lens.pipeline",
-    "RunOutcome": "lens.pipeline",
-    "RunStore": "lens.store",
-    "QuestionRecord": "lens.records",
+    "RunConfig": "lens.data.config",
+    "ModelConfig": "lens.data.config",
+    "load_config": "lens.data.config",
+    "execute": "lens.flow.pipeline",
+    "RunOutcome": "lens.flow.pipeline",
+    "RunStore": "lens.runs.store",
+    "QuestionRecord": "lens.runs.records",
     # Scoring
     "score_run": "lens.scoring.scorer",
     "score_run_sync": "lens.scoring.scorer",
@@ -58,10 +58,10 @@ _EXPORTS: dict[str, str] = {
     "Section": "lens.report.sections",
     "register_section_provider": "lens.report.sections",
     # Errors a caller may catch
-    "UserError": "lens.errors",
-    "ConfigError": "lens.errors",
-    "DatasetError": "lens.errors",
-    "AdapterNotFound": "lens.errors",
+    "UserError": "lens.core.errors",
+    "ConfigError": "lens.core.errors",
+    "DatasetError": "lens.core.errors",
+    "AdapterNotFound": "lens.core.errors",
 }
 
 __all__ = [
@@ -121,7 +121,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from lens.adapter import (
+    from lens.core.errors import AdapterNotFound, ConfigError, DatasetError, UserError
+    from lens.data.config import ModelConfig, RunConfig, load_config
+    from lens.data.dataset import (
+        Dataset,
+        Episode,
+        GroundTruth,
+        Question,
+        QuestionType,
+        Scope,
+        load_dataset,
+    )
+    from lens.flow.pipeline import RunOutcome, execute
+    from lens.memory.adapter import (
         CapabilityManifest,
         Document,
         ExtraTool,
@@ -132,23 +144,11 @@ if TYPE_CHECKING:
         create_adapter,
         register_adapter,
     )
-    from lens.config import ModelConfig, RunConfig, load_config
-    from lens.dataset import (
-        Dataset,
-        Episode,
-        GroundTruth,
-        Question,
-        QuestionType,
-        Scope,
-        load_dataset,
-    )
-    from lens.errors import AdapterNotFound, ConfigError, DatasetError, UserError
-    from lens.gateway_access import GatewayAccess, GatewayOptions
-    from lens.pipeline import RunOutcome, execute
-    from lens.records import QuestionRecord
+    from lens.memory.gateway_access import GatewayAccess, GatewayOptions
     from lens.report import build_summary, write_reports
     from lens.report.run_comparison import compare_runs
     from lens.report.sections import Section, register_section_provider
+    from lens.runs.records import QuestionRecord
+    from lens.runs.store import RunStore
     from lens.scoring.scorer import score_for_config, score_run, score_run_sync
     from lens.scoring.types import RunScores
-    from lens.store import RunStore

@@ -1,4 +1,4 @@
-from lens.cli import main
+from lens.commands.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -15,14 +15,14 @@ event loop lens uses.
 
 from __future__ import annotations
 
-from lens.eventloop import run as run_async
+from lens.core.eventloop import run as run_async
+from lens.core.tokens import estimate_tokens
 from lens.models.factory import create_client
-from lens.records import QuestionRecord, is_scored
 from lens.report.data import RunData
 from lens.report.document import Block, Heading, Para, Table, to_html, to_markdown
 from lens.report.sections import Section
-from lens.store import RunStore, atomic_write_text
-from lens.tokens import estimate_tokens
+from lens.runs.records import QuestionRecord, is_scored
+from lens.runs.store import RunStore, atomic_write_text
 
 __all__ = [
     "Block",

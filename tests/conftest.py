@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lens import plugins
+from lens.core import plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = ROOT.parent / "shared" / "lens-datasets"

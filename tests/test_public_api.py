@@ -66,9 +66,9 @@ def test_lens_testing_exports_exactly_the_pinned_names() -> None:
 
 
 def test_exports_are_the_objects_of_their_modules() -> None:
-    from lens.adapter import MemoryAdapter
-    from lens.pipeline import execute
-    from lens.store import RunStore
+    from lens.flow.pipeline import execute
+    from lens.memory.adapter import MemoryAdapter
+    from lens.runs.store import RunStore
 
     assert lens.MemoryAdapter is MemoryAdapter
     assert lens.execute is execute and lens.RunStore is RunStore
@@ -87,7 +87,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_lens_loads_nothing_heavy_and_star_import_gives_every_name() -> None:
-    code = ("import sys, lens; heavy = [m for m in ('lens.pipeline', 'lens.models', 'numpy') "
+    code = ("import sys, lens; heavy = [m for m in ('lens.flow.pipeline', 'lens.models', 'numpy') "
             "if m in sys.modules]; print(heavy); ns = {}; exec('from lens import *', ns); "
             "print(sorted(k for k in ns if not k.startswith('__')) + ['__version__'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

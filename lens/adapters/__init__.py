@@ -1,1 +1,2 @@
-"""Memory adapters shipped with lens, registered by name in ``lens.adapter.BUILTIN_ADAPTERS``."""
+"""Memory adapters shipped with lens, registered by name in
+``lens.memory.adapter.BUILTIN_ADAPTERS``."""

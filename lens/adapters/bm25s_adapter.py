@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
-from lens.dataset import Episode
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 DEFAULT_CHUNK_CHARS = 1200
 

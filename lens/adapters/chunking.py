@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from lens.dataset import Episode
+from lens.data.dataset import Episode
 
 CHUNK_SEPARATOR = "#c"
 _CHUNK_REF = re.compile(r"^(?P<episode>.+)#c(?P<n>\d+)$")

@@ -21,7 +21,10 @@ from typing import Any
 
 from pydantic import Field
 
-from lens.adapter import (
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
+from lens.data.config import CacheConfig, ModelConfig
+from lens.data.dataset import Episode
+from lens.memory.adapter import (
     CapabilityManifest,
     Document,
     MemoryAdapter,
@@ -29,10 +32,7 @@ from lens.adapter import (
     SearchResult,
     ThreadedAdapter,
 )
-from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.config import CacheConfig, ModelConfig
-from lens.dataset import Episode
-from lens.gateway_access import ModelChoice
+from lens.memory.gateway_access import ModelChoice
 from lens.models.base import CompletionRequest, Message, ModelClient
 
 SYSTEM = ("You maintain the long-term memory of an assistant that will later answer questions "

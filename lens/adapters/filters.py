@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lens.dataset import parse_timestamp
+from lens.data.dataset import parse_timestamp
 
 DATE_FILTERS = ("start_date", "end_date")
 _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

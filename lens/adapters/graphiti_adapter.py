@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import Field
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.dataset import Episode
-from lens.errors import ConfigError
-from lens.gateway_access import GatewayAccess, GatewayOptions
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.gateway_access import GatewayAccess, GatewayOptions
 
 SYNTHETIC_PREFIX = "graphiti:"
 INSTALL = "pip install 'lens-eval[graphiti]'"

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.chunking import Unit
 from lens.adapters.embedder import EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
@@ -21,7 +20,8 @@ from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import best_window, query_terms
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapters.vector import VectorAdapter, unit_meta
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 DEFAULT_CHUNK_CHARS = 1000
 

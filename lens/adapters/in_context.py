@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.filters import DATE_FILTERS, DateRange
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 
 class FullContextOptions(BaseModel):

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import Field
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
-from lens.dataset import Episode
-from lens.errors import ConfigError
-from lens.gateway_access import GatewayOptions
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.gateway_access import GatewayOptions
 
 SYNTHETIC_PREFIX = "langmem:"
 NAMESPACE = ("memories", "lens")

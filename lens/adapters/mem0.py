@@ -27,16 +27,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import best_window, query_terms
-from lens.config import ModelConfig
-from lens.dataset import Episode, parse_timestamp
-from lens.envscope import environment
-from lens.errors import ConfigError
+from lens.core.envscope import environment
+from lens.core.errors import ConfigError
+from lens.data.config import ModelConfig
+from lens.data.dataset import Episode, parse_timestamp
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 SYNTHETIC_PREFIX = "mem0:"
 _COLLECTION = "lens"

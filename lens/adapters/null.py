@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 
 
 class NullAdapter(MemoryAdapter):

@@ -1,7 +1,7 @@
 """The unit-level stand-in of the ``oracle`` arm: it holds nothing and answers nothing.
 
 The oracle's evidence is ground truth, which never reaches an adapter: lens builds each
-question's evidence in the driver (``lens.oracle.OracleMemory``) and hands it to the agent in
+question's evidence in the driver (``lens.memory.oracle.OracleMemory``) and hands it to the agent in
 place of this stand-in. The stand-in gives the arm the unit life of any other (reset, ingest,
 prepare) and declares the tools the agent sees.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.dataset import Episode
-from lens.oracle import oracle_capabilities
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.oracle import oracle_capabilities
 
 
 class OracleStandIn(MemoryAdapter):

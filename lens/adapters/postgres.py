@@ -27,7 +27,6 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
@@ -35,8 +34,9 @@ from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.hybrid import rrf
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.adapters.vector import unit_meta
-from lens.dataset import Episode
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 
 if TYPE_CHECKING:
     import asyncpg

@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
-from lens.dataset import Episode, parse_timestamp
+from lens.data.dataset import Episode, parse_timestamp
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 DEFAULT_CHUNK_CHARS = 1200
 # FTS5's default tokenizer, named so that a store's schema says what it was built with.

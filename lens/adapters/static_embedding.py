@@ -53,7 +53,7 @@ from numpy.typing import NDArray
 
 from lens.adapters.embedding import DEFAULT_MODEL, Matrix, model_dir, shared_encoder
 from lens.adapters.token_table import TokenTable
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
 
 # Bump DISTILL_VERSION when a token's vector changes (it keys the token table), RECIPE when
 # anything else that shapes a text's vector does (it keys the sentence embeddings' cache).

@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import best_window, query_terms
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 DEFAULT_CHUNK_CHARS = 1000
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import anyio
 
-from lens import plugins
-from lens.adapter import (
+from lens.core import plugins
+from lens.core.errors import ConfigError, UserError
+from lens.data.config import CacheConfig
+from lens.memory.adapter import (
     BUILTIN_ADAPTERS,
     ENTRY_POINT_GROUP,
     CapabilityManifest,
@@ -21,9 +23,7 @@ from lens.adapter import (
     resolve_adapter,
     validate_options,
 )
-from lens.config import CacheConfig
-from lens.errors import ConfigError, UserError
-from lens.gateway_access import NoGateway, wants_gateway
+from lens.memory.gateway_access import NoGateway, wants_gateway
 
 
 def register(sub: Any) -> None:
@@ -109,8 +109,8 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
                                  options: dict[str, Any]) -> list[Any]:
     """The suite for an adapter whose memory system calls models: each instance gets a key of
     its own to a model gateway opened for the check, with the model its options name."""
-    from lens.gateway.server import ModelGateway
     from lens.models.runtime import ModelRuntime
+    from lens.runner.gateway.server import ModelGateway
     from lens.testing import run_conformance
 
     model = cls.Options.model_validate(options).model_config_for_gateway()

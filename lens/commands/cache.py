@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.models.cache import ModelCache, default_cache_path
 
 
@@ -36,7 +36,7 @@ def _path(args: argparse.Namespace) -> Path:
     if args.path is not None:
         return Path(args.path)
     if args.config is not None:
-        from lens.config import load_config
+        from lens.data.config import load_config
 
         cfg = load_config(args.config)
         if cfg.cache.path is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.report.run_comparison import compare_runs
-from lens.store import atomic_write_text
+from lens.runs.store import atomic_write_text
 
 
 def register(sub: Any) -> None:

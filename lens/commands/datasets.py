@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lens.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
-from lens.errors import MAX_PROBLEMS_SHOWN, DatasetError, UserError
+from lens.core.errors import MAX_PROBLEMS_SHOWN, DatasetError, UserError
+from lens.data.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
 
 
 def register(sub: Any) -> None:
@@ -76,8 +76,8 @@ def register(sub: Any) -> None:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from lens.certification import REASONS
-    from lens.certify import certify
+    from lens.flow.certify import certify
+    from lens.runs.certification import REASONS
 
     if not args.dataset.is_file():
         raise UserError(f"{args.dataset}: dataset file not found")
@@ -100,7 +100,7 @@ def _validate(args: argparse.Namespace) -> int:
     for path in args.paths:
         problems = check_dataset_file(path)
         if not problems and args.strict:
-            from lens.datagen.checks import strict_problems
+            from lens.data.datagen.checks import strict_problems
 
             problems = strict_problems(load_dataset(path), str(path))
         if problems:
@@ -116,8 +116,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from lens.datagen.generate import ScopeSpec, generate_dataset, write_dataset
-    from lens.datagen.storyline import MIN_SIGNAL
+    from lens.data.datagen.generate import ScopeSpec, generate_dataset, write_dataset
+    from lens.data.datagen.storyline import MIN_SIGNAL
 
     domains = [d.strip() for arg in args.domain for d in arg.split(",") if d.strip()]
     if not domains:
@@ -187,8 +187,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from lens.datagen.generate import dumps
-    from lens.importers import IMPORTERS, STREAMING_IMPORTERS
+    from lens.data.datagen.generate import dumps
+    from lens.data.importers import IMPORTERS, STREAMING_IMPORTERS
 
     if args.chunk_tokens is not None and args.format != "memoryagentbench":
         raise UserError("--chunk-tokens applies to --format memoryagentbench only")

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lens.bundle.export import export_bundle
-from lens.visible import visible
+from lens.core.visible import visible
+from lens.flow.bundle.export import export_bundle
 
 
 def register(sub: Any) -> None:

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lens import eventloop
-from lens.errors import UserError
+from lens.core import eventloop
+from lens.core.errors import UserError
 from lens.stats.fact_agreement import answer_of
 from lens.stats.fact_agreement import fact_agreement as agreement
 
@@ -219,7 +219,7 @@ def _grade_matcher(args: argparse.Namespace, rows: list[dict[str, str]],
 
 def _grade_local(args: argparse.Namespace, rows: list[dict[str, str]],
                  write: Writer) -> list[str]:
-    from lens.config import CacheConfig
+    from lens.data.config import CacheConfig
     from lens.scoring.offline_grader import FactTask, OfflineGrader
 
     grader = OfflineGrader.with_cache(CacheConfig(enabled=not args.no_cache),

@@ -12,12 +12,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lens import eventloop
-from lens.config import CacheConfig, ModelConfig, load_config
-from lens.dataset import load_dataset
-from lens.errors import ConfigError, UserError
+from lens.core import eventloop
+from lens.core.errors import ConfigError, UserError
+from lens.data.config import CacheConfig, ModelConfig, load_config
+from lens.data.dataset import load_dataset
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
+from lens.runs.store import atomic_write_text
 from lens.scoring.calibration import (
     Calibration,
     calibrate,
@@ -25,7 +26,6 @@ from lens.scoring.calibration import (
     save_calibration,
 )
 from lens.scoring.calibration_answers import FLAWED_KINDS
-from lens.store import atomic_write_text
 
 DEFAULT_OUT = "judge-calibration.json"
 

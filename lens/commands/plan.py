@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.stats import (
     clustered_size,
     design_effect,

@@ -7,10 +7,10 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from lens.errors import UserError
+from lens.core.errors import UserError
+from lens.core.visible import visible
 from lens.report import write_reports
 from lens.report.console import result_lines
-from lens.visible import visible
 
 
 def register(sub: Any) -> None:

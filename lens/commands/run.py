@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from lens.commands.gating import add_fail_on, exit_status
-from lens.pipeline import RunOutcome, execute
-from lens.progress import RichRunProgress
+from lens.core.progress import RichRunProgress
+from lens.core.visible import visible
+from lens.flow.pipeline import RunOutcome, execute
 from lens.report.console import one_line, result_lines
-from lens.visible import visible
 
 
 def register(sub: Any) -> None:

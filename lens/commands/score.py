@@ -9,19 +9,19 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from lens import eventloop
 from lens.commands.gating import add_fail_on, exit_status
-from lens.config import CacheConfig, JudgeConfig, ScoringConfig
-from lens.errors import ConfigError, UserError
-from lens.redact import register_config_secrets
+from lens.core import eventloop
+from lens.core.errors import ConfigError, UserError
+from lens.core.redact import register_config_secrets
+from lens.core.visible import visible
+from lens.data.config import CacheConfig, JudgeConfig, ScoringConfig
+from lens.runs.store import RunStore
 from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
 from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order
 from lens.scoring.protocols import PROTOCOL_NAMES
 from lens.scoring.scorer import SCORES_FILE, score_with_settings
 from lens.scoring.types import RunScores
-from lens.store import RunStore
-from lens.visible import visible
 
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
@@ -141,7 +141,7 @@ def _score(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
     if run_dir.is_file():
-        from lens.bundle.rescore import rescore_bundle
+        from lens.flow.bundle.rescore import rescore_bundle
 
         return rescore_bundle(run_dir, args, _score)
     if args.out is not None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from lens.pipeline import execute
-from lens.store import RunStore
+from lens.flow.pipeline import execute
+from lens.runs.store import RunStore
 
 _FACTS = [
     "Checkout p99 latency was 310ms with 0.1% errors.",

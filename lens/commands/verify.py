@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lens.bundle.verify import verify_bundle
-from lens.visible import visible
+from lens.core.visible import visible
+from lens.flow.bundle.verify import verify_bundle
 
 
 def register(sub: Any) -> None:

@@ -10,8 +10,8 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from lens.errors import UserError
-from lens.visible import visible
+from lens.core.errors import UserError
+from lens.core.visible import visible
 
 DEFAULT_PORT = 8765
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lens.core.redact import scrub
 from lens.models.base import Completion, CompletionRequest
-from lens.redact import scrub
 
 KEY_VERSION = 1
 CACHE_FILE = "models.sqlite"

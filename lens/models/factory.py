@@ -6,7 +6,7 @@ module builds on :class:`~lens.models.runtime.ModelRuntime` and nothing below im
 
 from __future__ import annotations
 
-from lens.config import CacheConfig, ModelConfig
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import ModelClient
 from lens.models.providers import create_backend
 from lens.models.runtime import ModelRuntime

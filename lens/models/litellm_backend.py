@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lens.config import ModelConfig
-from lens.envscope import environment
-from lens.errors import ConfigError, unknown_options
+from lens.core.envscope import environment
+from lens.core.errors import ConfigError, unknown_options
+from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.openai_backend import _to_completion, build_params

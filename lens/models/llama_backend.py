@@ -21,9 +21,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from lens.config import ModelConfig
-from lens.cpu import idle_cores
-from lens.errors import ConfigError, unknown_options
+from lens.core.cpu import idle_cores
+from lens.core.errors import ConfigError, unknown_options
+from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import eval_prompt, greedy_constrained, last_logits
 from lens.models.local_models import resolve_model_path

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
 from lens.models.cache import default_cache_dir
 
 

@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
+from lens.data.prompts import register_template
 from lens.models.base import CompletionRequest, Message, ToolCall, ToolSpec
-from lens.prompts import register_template
 
 ANSWER_KEY = "answer"
 SOURCES_KEY = "sources"

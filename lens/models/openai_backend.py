@@ -22,13 +22,13 @@ from typing import Any
 
 import openai
 
-from lens.config import ModelConfig
-from lens.errors import ConfigError, unknown_options
+from lens.core.errors import ConfigError, unknown_options
+from lens.core.tokens import estimate_tokens
+from lens.data.config import ModelConfig
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
-from lens.tokens import estimate_tokens
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.config import ModelConfig
+from lens.data.config import ModelConfig
 from lens.models.base import Usage
 
 

@@ -1,11 +1,11 @@
 """The model-provider registry: the ``provider`` of a model string (``openai/gpt-4o-mini``) names
-a factory that builds the bare backend for a :class:`~lens.config.ModelConfig`.
+a factory that builds the bare backend for a :class:`~lens.data.config.ModelConfig`.
 
 The contract of a provider, built in or from another package:
 
 - a callable ``(ModelConfig) -> ModelClient`` (a class whose ``__init__`` takes the config is
   one); it reads ``config.name``, ``config.options``, ``config.base_url`` … as it needs and
-  raises :class:`~lens.errors.ConfigError` for a setting it cannot use;
+  raises :class:`~lens.core.errors.ConfigError` for a setting it cannot use;
 - the client it returns has ``provider`` and ``model`` attributes and the async ``complete`` and
   ``aclose`` methods of :class:`~lens.models.base.ModelClient`;
 - the client may declare, as attributes, what the stack around it should not do:
@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lens import plugins
-from lens.config import ModelConfig
-from lens.errors import ConfigError
+from lens.core import plugins
+from lens.core.errors import ConfigError
+from lens.data.config import ModelConfig
 from lens.models.base import ModelClient
 
 ProviderFactory = Callable[[ModelConfig], ModelClient]

@@ -11,7 +11,7 @@ from typing import TypeVar
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from lens.logs import get_logger
+from lens.core.logs import get_logger
 from lens.models.base import ModelError
 from lens.models.errors import ProviderError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lens.config import CacheConfig, ModelConfig, RunConfig
+from lens.data.config import CacheConfig, ModelConfig, RunConfig
 from lens.models.cache import ModelCache, default_cache_path
 from lens.models.limits import LimiterRegistry, LimitSettings
 from lens.models.pricing import pricing_for

@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 import yaml
 
-from lens.config import ModelConfig
-from lens.errors import ConfigError, unknown_options
+from lens.core.errors import ConfigError, unknown_options
+from lens.core.tokens import estimate_tokens
+from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
-from lens.tokens import estimate_tokens
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.%-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lens.core.tokens import estimate_chars_tokens
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError
 from lens.models.cache import ModelCache, cache_key
@@ -17,7 +18,6 @@ from lens.models.limits import EndpointLimiter
 from lens.models.pricing import Pricing
 from lens.models.retry import RetryPolicy, call_with_retry
 from lens.models.usage import UsageMeter
-from lens.tokens import estimate_chars_tokens
 
 # Booked against a tokens-per-minute limit for the completion of a request that sets no
 # max_tokens: what the provider books then is its own default, which lens learns from the

@@ -10,7 +10,7 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lens.logs import get_logger
+from lens.core.logs import get_logger
 from lens.models.base import Completion
 from lens.models.errors import CostLimitReached
 

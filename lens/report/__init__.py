@@ -17,7 +17,7 @@ from lens.report.retrieval_section import retrieval_section
 from lens.report.sections import Section, collect_sections, register_section_provider
 from lens.report.shapes import ReportSummary
 from lens.report.summary import summarize
-from lens.store import atomic_write_text
+from lens.runs.store import atomic_write_text
 
 # lens's own extra sections: memory cost and latency, retrieval quality.
 register_section_provider(memory_cost_section)

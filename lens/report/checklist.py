@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from lens.config import CacheConfig
+from lens.data.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
 from lens.report.parity import context_parity_checks

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import lens.scoring.metrics as registry
+from lens.core.visible import visible
 from lens.report import fmt
 from lens.report.shapes import Check, ReportSummary
-from lens.visible import visible
 
 
 def headline_metrics(summary: ReportSummary) -> list[str]:

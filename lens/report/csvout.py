@@ -6,10 +6,10 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 
-from lens.records import is_scored
+from lens.core.visible import visible
 from lens.report.data import QuestionRow
 from lens.report.parity import context_of
-from lens.visible import visible
+from lens.runs.records import is_scored
 
 BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question_type",
                 "checkpoint", "status", "tool_calls", "tool_errors", "search_results",

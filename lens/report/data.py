@@ -10,10 +10,10 @@ from typing import Any
 from pydantic import ValidationError
 
 import lens.scoring.metrics as registry
-from lens.errors import UserError
-from lens.records import QuestionRecord, is_scored
+from lens.core.errors import UserError
+from lens.runs.records import QuestionRecord, is_scored
+from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.types import QuestionScores, RunScores
-from lens.store import MANIFEST, RunStore
 
 SCORES = "scores.json"
 

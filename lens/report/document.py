@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Literal
 
-from lens.visible import visible
+from lens.core.visible import visible
 
 Style = Literal["", "pass", "warn", "fail", "meta", "note", "nc"]
 Format = Literal["markdown", "html"]

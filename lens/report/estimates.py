@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import lens.scoring.metrics as registry
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.report.data import QuestionRow, RunData
 from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
 from lens.stats import (

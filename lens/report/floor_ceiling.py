@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lens.oracle import ALTERNATIVE, CEILING, FLOOR
+from lens.memory.oracle import ALTERNATIVE, CEILING, FLOOR
 from lens.report.shapes import EstimateOut, FloorCeiling, FloorCeilingRow
 
 

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lens.core.visible import visible
 from lens.report.checklist import run_checklist
 from lens.report.data import load_run
 from lens.report.shapes import Check
-from lens.visible import visible
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import lens.scoring.metrics as registry
-from lens.records import is_scored
+from lens.runs.records import is_scored
 from lens.scoring.aggregate import aggregate_group
 from lens.scoring.composite import composite, resolve_weights
 from lens.scoring.types import QuestionScores, RunScores
@@ -77,7 +77,7 @@ class GroupScoring:
 
 
 def _synthesis(question_type: str) -> bool:
-    from lens.dataset import SYNTHESIS_TYPES
+    from lens.data.dataset import SYNTHESIS_TYPES
 
     return question_type in {t.value for t in SYNTHESIS_TYPES}
 

@@ -4,7 +4,7 @@ Computed from the stored records alone (the agent's transcript and tool-call rec
 run ever written can be measured: the characters of the memory's tool results (search results,
 retrieved documents, extended tools; lens's own error and budget notices excluded) plus the
 standing-context block in the system prompt. Tokens are lens's rough count (four characters a
-token, ``lens/tokens.py``), the same for every arm whatever model ran, so arms compare on one
+token, ``lens/core/tokens.py``), the same for every arm whatever model ran, so arms compare on one
 scale.
 
 Two checklist rows read these numbers (``context_parity_checks``): an arm handed at least
@@ -19,14 +19,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lens.agent import BUDGET_NOTICE
-from lens.oracle import ALTERNATIVE, CEILING, FLOOR
-from lens.records import QuestionRecord, is_scored
+from lens.core.tokens import estimate_chars_tokens
+from lens.data.standing import HEADING, INTRO
+from lens.memory.oracle import ALTERNATIVE, CEILING, FLOOR
 from lens.report.data import QuestionRow, RunData
 from lens.report.shapes import Check, ContextParity
+from lens.runner.agent import BUDGET_NOTICE
+from lens.runs.records import QuestionRecord, is_scored
 from lens.scoring.refs import episode_of, is_synthetic
-from lens.standing import HEADING, INTRO
-from lens.tokens import estimate_chars_tokens
 
 # One arm's median context per question at least this many times another's warns.
 IMBALANCE_RATIO = 2.0

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape as _html_escape
 
+from lens.core.visible import visible
 from lens.report.shapes import EstimateOut
-from lens.visible import visible
 
 
 def escape(text: str) -> str:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 import lens.report.fmt as fmt
 import lens.report.layout as layout
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.report.arm_comparison import (
     Arm,
     arm_estimates,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lens import plugins
+from lens.core import plugins
 from lens.report.data import RunData
 from lens.report.document import (
     Block,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import lens.scoring.metrics as registry
-from lens.records import is_scored
+from lens.runs.records import is_scored
 from lens.scoring.composite import composite
 from lens.scoring.types import QuestionScores
 

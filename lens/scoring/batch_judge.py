@@ -27,13 +27,13 @@ from typing import Any
 
 import anyio
 
-from lens.config import CacheConfig, JudgeConfig
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.config import CacheConfig, JudgeConfig
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
 from lens.models.cache import ModelCache, cache_key, default_cache_path
 from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, OpenAIBatchAPI
 from lens.models.pricing import pricing_for
-from lens.store import atomic_write_text
+from lens.runs.store import atomic_write_text
 
 STATE_FILE = "judge_batches.json"
 OUTPUT_DIR = "judge_batches"

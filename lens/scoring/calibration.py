@@ -35,10 +35,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lens.config import CacheConfig
-from lens.dataset import Dataset
+from lens.data.config import CacheConfig
+from lens.data.dataset import Dataset
 from lens.models.base import ModelClient
 from lens.models.cache import default_cache_dir
+from lens.runs.store import atomic_write_text
 from lens.scoring.calibration_answers import (
     FLAWED_KINDS,
     LENGTH_MARGIN,
@@ -49,7 +50,6 @@ from lens.scoring.conclusion import conclusion_as_fact
 from lens.scoring.judge import Judge, JudgeTask, Verdict, fact_grade_task, pairwise_task
 from lens.scoring.judge_prompts import GRADE_POINTS, judge_prompts_hash
 from lens.scoring.pairwise import WHOLE_CRITERION, winner
-from lens.store import atomic_write_text
 
 CALIBRATION_DIR = "judge-calibrations"
 Status = Literal["pass", "warn", "fail"]

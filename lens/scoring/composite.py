@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import lens.scoring.metrics as registry
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
 
 DEFAULT_GATE_THRESHOLD = 0.5
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lens.dataset import SYNTHESIS_TYPES, QuestionType
-from lens.records import is_scored
+from lens.data.dataset import SYNTHESIS_TYPES, QuestionType
+from lens.runs.records import is_scored
 from lens.scoring.types import QuestionScores
 
 _SYNTHESIS = frozenset(t.value for t in SYNTHESIS_TYPES)

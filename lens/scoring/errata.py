@@ -28,9 +28,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lens.condition import stable_hash
-from lens.dataset import Question
-from lens.errors import UserError
+from lens.core.errors import UserError
+from lens.data.dataset import Question
+from lens.runs.condition import stable_hash
 
 
 class Erratum(BaseModel):

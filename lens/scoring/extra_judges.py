@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
+from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
+from lens.runs.store import RunStore
 from lens.scoring.judge_panel import stored_judge_configs, write_judge_scores
 from lens.scoring.scorer import score_with_settings
 from lens.scoring.types import RunScores
-from lens.store import RunStore
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
 5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
-   ms", :func:`lens.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
+   ms", :func:`lens.data.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
    value counts only in a sentence naming the subject. Two values or more with no word around
    them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
    possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
@@ -52,7 +52,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from lens.dataset import fact_subject
+from lens.data.dataset import fact_subject
 from lens.scoring.dates import Date, find_dates
 from lens.scoring.lexicon import (
     DIRECTIONS,

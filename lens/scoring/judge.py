@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lens.models.base import CompletionRequest, Message, ModelClient
+from lens.runs.store import RunStore
 from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judge_prompts import (
     FACT_GRADE_TEMPLATE,
@@ -23,7 +24,6 @@ from lens.scoring.judge_prompts import (
     PAIRWISE_TEMPLATE,
     judge_prompts_hash,
 )
-from lens.store import RunStore
 
 __all__ = ["Judge", "JudgeTask", "JudgeUsage", "Verdict", "fact_grade_task", "pairwise_task",
            "parse_verdict", "verdict_totals"]

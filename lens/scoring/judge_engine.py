@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError
+from lens.runs.store import RunStore
 from lens.scoring.judge_prompts import INVALID
-from lens.store import RunStore
 
 # A batched transport answers every call it is given together: no limit on calls in flight.
 UNLIMITED = 1_000_000

@@ -21,12 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lens.config import JudgeConfig
+from lens.core.redact import redact
+from lens.data.config import JudgeConfig
 from lens.models.base import Completion, CompletionRequest, Message, ModelClient
-from lens.redact import redact
+from lens.runs.store import atomic_write_text
 from lens.scoring.judge_prompts import JUDGE_ADDENDA, JUDGE_SYSTEM, JUDGE_SYSTEMS
 from lens.scoring.types import SCORES_FILE, RunScores
-from lens.store import atomic_write_text
 
 JUDGE_SCORES_DIR = "judge_scores"
 # Condition fields that name the judge: everything else must match for judges to be set side

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lens.prompts import register_template
+from lens.data.prompts import register_template
 
 INVALID = "invalid"
 

@@ -22,8 +22,8 @@ from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import lens.scoring.mechanical as mechanical
-from lens import plugins
-from lens.errors import UserError
+from lens.core import plugins
+from lens.core.errors import UserError
 from lens.scoring.differential import longitudinal_advantage
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.run_input import ScoringItem

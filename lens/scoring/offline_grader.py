@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from lens.config import CacheConfig
+from lens.data.config import CacheConfig
+from lens.data.prompts import register_template
 from lens.models.base import Completion, ModelError
 from lens.models.cache import ModelCache, default_cache_path
-from lens.prompts import register_template
+from lens.runs.store import RunStore
 from lens.scoring.facts import AnswerText, match_fact
-from lens.store import RunStore
 
 NAME = "local"
 # Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
@@ -259,7 +259,7 @@ class OfflineGrader:
 
     def _client(self) -> ChoiceModel:
         if self._model is None:
-            from lens.config import ModelConfig
+            from lens.data.config import ModelConfig
             from lens.models.llama_backend import LlamaCppClient
 
             options: dict[str, Any] = {"n_ctx": self._n_ctx}

@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from lens.records import QuestionRecord
+from lens.runs.records import QuestionRecord
 from lens.scoring.refs import episode_of
 
 KS = (5, 10)

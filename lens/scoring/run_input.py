@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.dataset import Dataset, Question, load_dataset_dropping
-from lens.errors import UserError
-from lens.records import QuestionRecord, is_scored
+from lens.core.errors import UserError
+from lens.data.dataset import Dataset, Question, load_dataset_dropping
+from lens.runs.records import QuestionRecord, is_scored
+from lens.runs.store import RunStore
 from lens.scoring.claims import ScopeText
 from lens.scoring.refs import episode_of
-from lens.store import RunStore
 
 
 @dataclass(frozen=True)

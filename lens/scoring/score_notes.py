@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import lens.scoring.fact_grader as grading
-from lens.records import is_scored
+from lens.runs.records import is_scored
 from lens.scoring.judge import Judge
 from lens.scoring.run_input import RunInput
 from lens.scoring.types import JudgeSummary, QuestionScores

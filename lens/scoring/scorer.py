@@ -21,14 +21,15 @@ import lens.scoring.metrics as registry
 import lens.scoring.offline_grader as offline_grader
 import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
-from lens import eventloop
-from lens.condition import stable_hash
-from lens.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
-from lens.dataset import QuestionType
-from lens.errors import UserError
+from lens.core import eventloop
+from lens.core.errors import UserError
+from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
+from lens.data.dataset import QuestionType
+from lens.data.prompts import prompts_hash
+from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
-from lens.prompts import prompts_hash
-from lens.scenarios import after_scoring
+from lens.runs.condition import stable_hash
+from lens.runs.store import atomic_write_text
 from lens.scoring.aggregate import aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
 from lens.scoring.facts import FactMatcherSettings
@@ -38,7 +39,6 @@ from lens.scoring.offline_grader import FactGrade, FactTask, OfflineGrader
 from lens.scoring.run_input import RunInput, ScoringItem, load_run
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
-from lens.store import atomic_write_text
 
 # The version of the scoring rules. Raise it whenever a rule changes what a number means
 # (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
@@ -353,7 +353,7 @@ def _apply_subset(run: RunInput, subset: str, dataset_path: Path | None) -> list
     """Keep only the certified questions when asked; the note says what was left out."""
     if subset == "all":
         return []
-    from lens.certification import load_certification
+    from lens.runs.certification import load_certification
 
     path = dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
     cert = load_certification(path)

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 import anyio
 
-from lens.adapter import (
+from lens.data.dataset import Episode
+from lens.memory.adapter import (
     CapabilityManifest,
     Document,
     MemoryAdapter,
@@ -30,7 +31,6 @@ from lens.adapter import (
     SyncMemoryAdapter,
     ThreadedAdapter,
 )
-from lens.dataset import Episode
 
 AdapterFactory = Callable[[], MemoryAdapter | SyncMemoryAdapter]
 Status = Literal["passed", "failed", "skipped"]

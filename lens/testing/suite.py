@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import anyio
 
-from lens.adapter import MemoryAdapter, SyncMemoryAdapter, create_adapter
+from lens.memory.adapter import MemoryAdapter, SyncMemoryAdapter, create_adapter
 from lens.testing.conformance import CHECKS, run_check
 
 

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 import lens.view.fragments as fragments
 import lens.view.pages as pages
-from lens.store import MANIFEST
+from lens.runs.store import MANIFEST
 from lens.view.index import RunIndex
 from lens.view.jobs import Jobs
 from lens.view.query import QueryError, QuestionQuery, select

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import lens.report  # noqa: F401  (registers lens's own report sections)
 import lens.report.layout as layout
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.report.data import load_run
 from lens.report.document import to_html
 from lens.report.html import _plots

@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lens.records import QuestionRecord, question_key
+from lens.runs.records import QuestionRecord, question_key
+from lens.runs.store import EVENTS, MANIFEST
 from lens.scoring.metrics import report_order
 from lens.scoring.types import RunScores
-from lens.store import EVENTS, MANIFEST
 
 SCORES = "scores.json"
 # Questions per second are measured over the question_done events of this last window.

@@ -11,15 +11,15 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import lens.report.fmt as fmt
-from lens.records import QuestionRecord
+from lens.core.visible import visible
 from lens.report.data import QuestionRow
 from lens.report.document import e
 from lens.report.html import clip, question_body
+from lens.runs.records import QuestionRecord
 from lens.scoring.types import QuestionScores
 from lens.view.index import Progress, Row, RunIndex, Scored
 from lens.view.jobs import Piece
 from lens.view.query import FIELD_SORTS, STATUS_FILTERS, Page, QuestionQuery
-from lens.visible import visible
 
 ANSWER_CLIP = 160
 DETAIL_ROWS = 50

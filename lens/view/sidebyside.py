@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import lens.report.fmt as fmt
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.report.data import RunData
 from lens.report.document import e
 from lens.report.html import clip

@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from lens.adapter import create_adapter
-from lens.dataset import Episode
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import create_adapter
 from lens.testing import AdapterConformance
 
 pytest.importorskip("bm25s")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 
 
 def test_list_shows_every_builtin_with_capabilities(capsys: pytest.CaptureFixture[str]) -> None:

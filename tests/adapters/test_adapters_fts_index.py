@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lens.adapter import create_adapter
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.dataset import Episode
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import create_adapter
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from lens.adapter import create_adapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import create_adapter
 from lens.testing import AdapterConformance
 from tests.support.extras import missing_reason, skip_module_unless
 

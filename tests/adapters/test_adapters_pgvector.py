@@ -17,10 +17,10 @@ import anyio
 import numpy as np
 import pytest
 
-from lens.adapter import MemoryAdapter, create_adapter
 from lens.adapters.filters import DateRange
 from lens.adapters.postgres import PostgresAdapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import MemoryAdapter, create_adapter
 from lens.testing import AdapterConformance
 from tests.adapters.pg_server import Server, running
 from tests.support.extras import skip_module_unless

@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from lens.adapter import MemoryAdapter, create_adapter
 from lens.adapters.postgres import PostgresAdapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import MemoryAdapter, create_adapter
 from lens.testing import AdapterConformance
 from tests.adapters.pg_server import Server, running
 from tests.support.extras import skip_module_unless
@@ -117,7 +117,7 @@ def test_without_pgvector_vectors_are_real_arrays(pg: Server) -> None:
 
 
 def test_missing_dsn_is_a_config_error() -> None:
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
 
     async def main() -> None:
         a = create_adapter("postgres", {"search": "keyword"})

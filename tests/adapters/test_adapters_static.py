@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from lens.adapter import create_adapter
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.memory.adapter import create_adapter
 from lens.testing import AdapterConformance
 from tests.support.extras import missing_reason, requires_extra
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from lens.adapter import MemoryAdapter, create_adapter
+from lens.memory.adapter import MemoryAdapter, create_adapter
 from lens.testing import AdapterConformance
 from tests.support.extras import requires_extra
 

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from lens.adapter import CapabilityManifest, Document, SearchResult
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult
 from lens.testing import run_check, run_conformance
 
 

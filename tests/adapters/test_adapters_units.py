@@ -11,13 +11,13 @@ import anyio
 import numpy as np
 import pytest
 
-from lens.adapter import create_adapter
 from lens.adapters.chunking import episode_units, split_ref, split_text
 from lens.adapters.filters import DateRange
 from lens.adapters.hybrid import rrf
 from lens.adapters.in_context import FullContextAdapter, RecencyAdapter
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import create_adapter
 from tests.support.extras import missing_reason, requires_extra
 
 T0 = datetime(2024, 2, 1, tzinfo=UTC)

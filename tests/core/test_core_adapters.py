@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
-from lens.adapter import (
+from lens.adapters.sqlite_fts import SqliteFtsAdapter, fts_query
+from lens.core.errors import AdapterNotFound, ConfigError
+from lens.data.dataset import Episode
+from lens.memory.adapter import (
     CapabilityManifest,
     Document,
     SearchResult,
@@ -17,9 +20,6 @@ from lens.adapter import (
     register_adapter,
     resolve_adapter,
 )
-from lens.adapters.sqlite_fts import SqliteFtsAdapter, fts_query
-from lens.dataset import Episode
-from lens.errors import AdapterNotFound, ConfigError
 
 
 def ep(i: int, text: str, day: int | None = None) -> Episode:
@@ -77,7 +77,7 @@ def test_registry_builtins_and_module_paths() -> None:
                        match=r"unknown adapter .nope.; valid adapters: .*sqlite_fts"):
         resolve_adapter("nope")
     with pytest.raises(AdapterNotFound, match="not a MemoryAdapter"):
-        resolve_adapter("lens.dataset:Episode")
+        resolve_adapter("lens.data.dataset:Episode")
 
 
 def test_registered_class_and_option_validation() -> None:

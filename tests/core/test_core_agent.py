@@ -6,12 +6,12 @@ from typing import Any
 import anyio
 import pytest
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.agent import TRUNCATION_MARKER, Agent, extract_citations
-from lens.config import BudgetConfig
-from lens.dataset import AgentQuestion, Episode
+from lens.data.config import BudgetConfig
+from lens.data.dataset import AgentQuestion, Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
 from lens.models.scripted import ScriptedClient
+from lens.runner.agent import TRUNCATION_MARKER, Agent, extract_citations
 
 Q = AgentQuestion(question_id="q1", prompt="What happened to latency?")
 

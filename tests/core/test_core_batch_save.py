@@ -8,7 +8,7 @@ import threading
 import anyio
 import pytest
 
-from lens.batch_save import BatchSaver
+from lens.runs.batch_save import BatchSaver
 
 
 class Disk:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_config, write_json
 
 ROOT = Path(__file__).resolve().parents[2]

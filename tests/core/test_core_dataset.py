@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lens.dataset import QuestionType, check_dataset_file, load_dataset
-from lens.errors import DatasetError
+from lens.core.errors import DatasetError
+from lens.data.dataset import QuestionType, check_dataset_file, load_dataset
 from tests.core.helpers import make_dataset, write_json
 
 SCOPES = [

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from lens import eventloop
+from lens.core import eventloop
 
 
 async def _loop_and_threshold() -> tuple[str, int]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 from tests.conftest import ROOT
 from tests.report.runfactory import RunSpec, make_run
 

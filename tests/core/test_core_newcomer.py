@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.agent import Agent
-from lens.cli import main
-from lens.config import BudgetConfig, load_config
-from lens.errors import ConfigError
-from lens.prompts import EMPTY_ANSWER_REMINDER
+from lens.commands.cli import main
+from lens.core.errors import ConfigError
+from lens.data.config import BudgetConfig, load_config
+from lens.data.prompts import EMPTY_ANSWER_REMINDER
+from lens.runner.agent import Agent
 from tests.core.test_core_agent import DOCS, FakeMemory, Q, replay, search
 from tests.support import extras
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.agent import Agent
-from lens.cli import main
-from lens.config import BudgetConfig
+from lens.commands.cli import main
+from lens.data.config import BudgetConfig
+from lens.data.prompts import TOOL_REMINDER
 from lens.models.base import Completion, CompletionRequest
-from lens.prompts import TOOL_REMINDER
-from lens.records import is_scored, session_status
+from lens.runner.agent import Agent
+from lens.runs.records import is_scored, session_status
 from lens.scoring.aggregate import aggregate_group
 from lens.scoring.types import QuestionScores
 from tests.core.test_core_agent import DOCS, FakeMemory, Q, replay, search

@@ -1,4 +1,4 @@
-"""Plugin discovery (lens.plugins), scenario hooks (lens.scenarios), plugin prompt templates,
+"""Plugin discovery (lens.core.plugins), scenario hooks (lens.scenarios), plugin prompt templates,
 and the one token estimate."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from lens import plugins
-from lens.prompts import plugin_templates, prompts_hash
-from lens.scenarios import after_scoring
-from lens.tokens import estimate_tokens
+from lens.core import plugins
+from lens.core.tokens import estimate_tokens
+from lens.data.prompts import plugin_templates, prompts_hash
+from lens.memory.scenarios import after_scoring
 
 CALLS: list[str] = []
 
@@ -40,9 +40,9 @@ NOT_A_MAPPING = ["no"]
 
 
 def test_added_declarations_are_read_like_installed_ones_and_go_away() -> None:
-    with plugins.entry_points_added({"lens.test_group": {"x": "lens.tokens:estimate_tokens"}}):
-        assert plugins.targets("lens.test_group") == {"x": "lens.tokens:estimate_tokens"}
-        assert plugins.load_target("lens.tokens:estimate_tokens") is estimate_tokens
+    with plugins.entry_points_added({"lens.test_group": {"x": "lens.core.tokens:estimate_tokens"}}):
+        assert plugins.targets("lens.test_group") == {"x": "lens.core.tokens:estimate_tokens"}
+        assert plugins.load_target("lens.core.tokens:estimate_tokens") is estimate_tokens
     assert plugins.targets("lens.test_group") == {}
 
 

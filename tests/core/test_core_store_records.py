@@ -7,8 +7,8 @@ import json
 import threading
 from pathlib import Path
 
-from lens.records import QuestionRecord
-from lens.store import RECORDS, RunStore
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RECORDS, RunStore
 
 
 def record(qid: str, answer: str = "", unit: str = "a|s|r0") -> QuestionRecord:

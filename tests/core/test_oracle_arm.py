@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 import pytest
 
-from lens.cli import main
-from lens.dataset import Episode, GroundTruth, Question, Scope, load_dataset
-from lens.oracle import OracleMemory
-from lens.records import QuestionRecord
-from lens.store import RunStore
+from lens.commands.cli import main
+from lens.data.dataset import Episode, GroundTruth, Question, Scope, load_dataset
+from lens.memory.oracle import OracleMemory
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "datasets" / "quickstart.json"

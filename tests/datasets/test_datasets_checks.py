@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lens.datagen.checks import DatasetChecker, fact_in_text, strict_problems, tokens
-from lens.datagen.generate import ScopeSpec, generate_scope
-from lens.dataset import Dataset, validate_raw
+from lens.data.datagen.checks import DatasetChecker, fact_in_text, strict_problems, tokens
+from lens.data.datagen.generate import ScopeSpec, generate_scope
+from lens.data.dataset import Dataset, validate_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from lens.datagen.checks import strict_problems
-from lens.datagen.domains import DOMAINS
-from lens.datagen.generate import ScopeSpec, build_scope, generate_dataset, generate_scope
-from lens.datagen.storyline import Days, build_storyline, seeded_rng
-from lens.dataset import SYNTHESIS_TYPES, QuestionType, validate_raw
+from lens.data.datagen.checks import strict_problems
+from lens.data.datagen.domains import DOMAINS
+from lens.data.datagen.generate import ScopeSpec, build_scope, generate_dataset, generate_scope
+from lens.data.datagen.storyline import Days, build_storyline, seeded_rng
+from lens.data.dataset import SYNTHESIS_TYPES, QuestionType, validate_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 

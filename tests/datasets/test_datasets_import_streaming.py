@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lens.dataset import load_dataset
+from lens.data.dataset import load_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).resolve().parent / "fixtures"
-PEAK = ("import resource, sys\nfrom lens.cli import main\nrc = main(sys.argv[1:])\n"
+PEAK = ("import resource, sys\nfrom lens.commands.cli import main\nrc = main(sys.argv[1:])\n"
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(rc)\n")
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from lens.dataset import validate_raw
-from lens.errors import DatasetError
-from lens.importers import import_locomo, import_longmemeval
-from lens.importers.locomo import parse_locomo_date
-from lens.importers.longmemeval import parse_lme_date
+from lens.core.errors import DatasetError
+from lens.data.dataset import validate_raw
+from lens.data.importers import import_locomo, import_longmemeval
+from lens.data.importers.locomo import parse_locomo_date
+from lens.data.importers.longmemeval import parse_lme_date
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -297,7 +297,7 @@ def test_published_lens_scopes_gain_conclusions() -> None:
     shared = ROOT.parent / "shared" / "lens-datasets"
     if not shared.is_dir():
         pytest.skip(f"the published LENS scopes are not beside the project ({shared})")
-    from lens.importers import import_lens
+    from lens.data.importers import import_lens
 
     data = import_lens(shared / "scope_01_with_distractors.json")
     _valid(data)

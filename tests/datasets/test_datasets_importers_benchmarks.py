@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from lens.cli import main
-from lens.dataset import check_dataset_file, load_dataset
-from lens.errors import DatasetError
-from lens.importers.beam import parse_anchor, write_beam
-from lens.importers.memoryagentbench import chunk_context, write_memoryagentbench
+from lens.commands.cli import main
+from lens.core.errors import DatasetError
+from lens.data.dataset import check_dataset_file, load_dataset
+from lens.data.importers.beam import parse_anchor, write_beam
+from lens.data.importers.memoryagentbench import chunk_context, write_memoryagentbench
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 BEAM = FIX / "beam" / "chats"

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from lens import dataset as dataset_module
-from lens.cli import main
-from lens.dataset import MAX_WHOLE_FILE_BYTES, check_dataset_file, load_dataset
-from lens.errors import DatasetError
+from lens.commands.cli import main
+from lens.core.errors import DatasetError
+from lens.data import dataset as dataset_module
+from lens.data.dataset import MAX_WHOLE_FILE_BYTES, check_dataset_file, load_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = 2_000
@@ -201,7 +201,7 @@ def test_python_m_lens_names_the_first_problem_of_a_file_over_the_real_limit(
 
 def test_the_file_hash_is_the_loaded_datasets_hash_with_one_scope_held_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lens.dataset import Scope, file_content_hash
+    from lens.data.dataset import Scope, file_content_hash
 
     src = data(scopes=4)
     src["meta"] = {"source": "é", "n": 1.5}

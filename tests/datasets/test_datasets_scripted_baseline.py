@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lens.datagen.generate import ScopeSpec, dumps, generate_dataset
-from lens.dataset import SYNTHESIS_TYPES, QuestionType
+from lens.data.datagen.generate import ScopeSpec, dumps, generate_dataset
+from lens.data.dataset import SYNTHESIS_TYPES, QuestionType
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lens.datagen.checks import strict_problems
-from lens.datagen.generate import ScopeSpec, dumps, generate_dataset
-from lens.dataset import QuestionType, load_dataset
+from lens.data.datagen.checks import strict_problems
+from lens.data.datagen.generate import ScopeSpec, dumps, generate_dataset
+from lens.data.dataset import QuestionType, load_dataset
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 

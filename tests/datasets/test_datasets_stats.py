@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lens.commands.datasets import dataset_stats
-from lens.dataset import QuestionType
+from lens.data.dataset import QuestionType
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).resolve().parent

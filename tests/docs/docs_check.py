@@ -103,8 +103,9 @@ def blocks(path: Path) -> Iterator[Block]:
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
     import goldevidence.cli
-    import lens.cli
-    return {"lens": lens.cli.build_parser(), "goldevidence": goldevidence.cli.build_parser()}
+    import lens.commands.cli
+    return {"lens": lens.commands.cli.build_parser(),
+            "goldevidence": goldevidence.cli.build_parser()}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -229,7 +230,7 @@ def check_python(block: Block) -> list[str]:
 
 
 def _config_fields() -> dict[str, object]:
-    from lens.config import RunConfig
+    from lens.data.config import RunConfig
     return dict(RunConfig.model_fields)
 
 
@@ -290,11 +291,11 @@ class Outputs:
         out_dir = self.base / f"run{len(self._done)}"
         if program == "lens" and args[:1] == ["run"]:
             args = [*args, "--out", str(out_dir)]
-        import lens.cli
+        import lens.commands.cli
         stdout = io.StringIO()
         with _chdir(ROOT), contextlib.redirect_stdout(stdout), \
                 contextlib.redirect_stderr(io.StringIO()):
-            lens.cli.main(args)
+            lens.commands.cli.main(args)
         runs = sorted(out_dir.glob("*/report.md")) if out_dir.exists() else []
         run_dir = runs[0].parent if runs else None
         text = stdout.getvalue()

@@ -52,7 +52,7 @@ def _scripted_run(tmp_path: Path, seed: int) -> Path:
                   dataset={"path": str(ROOT / "datasets" / "quickstart.json")})
     path = tmp_path / f"seed{seed}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    from lens.cli import main
+    from lens.commands.cli import main
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["run", str(path), "--quiet"]) == 0
     return next((tmp_path / "runs").glob(f"seed{seed}-*"))
@@ -60,7 +60,7 @@ def _scripted_run(tmp_path: Path, seed: int) -> Path:
 
 def test_compare_refusal_in_reports_doc(tmp_path: Path) -> None:
     a, b = _scripted_run(tmp_path, 0), _scripted_run(tmp_path, 1)
-    from lens.cli import main
+    from lens.commands.cli import main
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main(["compare", str(a), str(b)]) == 2

@@ -13,8 +13,8 @@ from typing import Any
 import openai
 
 from lens import GatewayOptions
-from lens.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 
 EXTRACT = "Extract the facts of this record as JSON {\"facts\": [...]}:\n"
 _WORD = re.compile(r"[a-z0-9]+")

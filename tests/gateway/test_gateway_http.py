@@ -13,10 +13,10 @@ import openai
 import pytest
 import yaml
 
-from lens.config import CacheConfig, ModelConfig
-from lens.gateway.server import ModelGateway
-from lens.gateway.wire import ChatBody, completion_request
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.runtime import ModelRuntime
+from lens.runner.gateway.server import ModelGateway
+from lens.runner.gateway.wire import ChatBody, completion_request
 from tests.support.extras import EXTRAS
 from tests.support.fake_openai import FakeOpenAI
 

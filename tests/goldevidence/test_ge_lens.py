@@ -11,8 +11,8 @@ from goldevidence.generate import generate
 from goldevidence.lensrun import LensJob, grade_run, run_job
 from goldevidence.report import section_html, section_markdown
 from goldevidence.scenario import record_to_prediction, rows_to_dataset
-from lens.dataset import validate_raw
-from lens.records import QuestionRecord
+from lens.data.dataset import validate_raw
+from lens.runs.records import QuestionRecord
 
 CANDIDATES = "goldevidence.lens_adapter:CandidateAdapter"
 
@@ -143,7 +143,7 @@ def test_shipped_sweep_configs_parse() -> None:
 
 def test_sweep_config_errors_name_the_field(tmp_path: Path) -> None:
     from goldevidence.sweep import load_spec
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
 
     bad = tmp_path / "s.yaml"
     bad.write_text("k: [0]\n")

@@ -17,12 +17,12 @@ from goldevidence.config import preset
 from goldevidence.generate import generate
 from goldevidence.lensrun import LensJob, write_job
 from goldevidence.policy_client import SelectionPolicyClient
-from lens import plugins
-from lens.adapter import MemoryAdapter, SyncMemoryAdapter, adapter_names, resolve_adapter
-from lens.pipeline import execute
-from lens.prompts import prompts_hash
+from lens.core import plugins
+from lens.data.prompts import prompts_hash
+from lens.flow.pipeline import execute
+from lens.memory.adapter import MemoryAdapter, SyncMemoryAdapter, adapter_names, resolve_adapter
+from lens.memory.scenarios import Scenario, scenarios
 from lens.report import write_reports
-from lens.scenarios import Scenario, scenarios
 from tests.conftest import ROOT, project_entry_points
 
 REPORT_FILES = {"report.md", "report.html", "summary.json", "questions.csv"}
@@ -108,7 +108,7 @@ def test_reporting_grades_in_memory_and_writes_nothing_into_the_run(ge_run: Path
 def _lens_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """``lens ARGS`` in a fresh interpreter that declares this checkout's entry points first
     (as an installed package's metadata would)."""
-    code = ("import json, sys; from lens import plugins; from lens.cli import main; "
+    code = ("import json, sys; from lens import plugins; from lens.commands.cli import main; "
             "plugins.add_entry_points(json.loads(sys.argv[1])); sys.exit(main(sys.argv[2:]))")
     return subprocess.run([sys.executable, "-c", code, json.dumps(project_entry_points()),
                            *args], capture_output=True, text=True, timeout=300, cwd=ROOT)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from lens.adapter import Document, SearchResult
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.dataset import Episode
+from lens.data.dataset import Episode
+from lens.memory.adapter import Document, SearchResult
 
 
 class FutureLeakAdapter(SqliteFtsAdapter):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.hostile.test_hostile_runs import lens, only_run, write_config
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, Responder

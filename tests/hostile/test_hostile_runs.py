@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from lens.records import question_key, unit_key
-from lens.store import RunStore
+from lens.runs.records import question_key, unit_key
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 
@@ -209,9 +209,9 @@ def test_control_characters_are_shown_not_obeyed(tmp_path: Path) -> None:
 
 
 def test_csv_shows_control_characters_in_free_text() -> None:
-    from lens.records import QuestionRecord
     from lens.report.csvout import questions_csv
     from lens.report.data import QuestionRow
+    from lens.runs.records import QuestionRecord
 
     record = QuestionRecord(unit_key="u", adapter="a", scope_id="s", repeat=0, question_id="q",
                             checkpoint=1, status="error", error="=cmd\x1b[2J\x07\nrow")

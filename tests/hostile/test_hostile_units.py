@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lens.config import ModelConfig
-from lens.errors import MAX_MESSAGE_CHARS, Problem, UserError, bounded
-from lens.records import QuestionRecord
-from lens.store import RunStore
-from lens.visible import visible
+from lens.core.errors import MAX_MESSAGE_CHARS, Problem, UserError, bounded
+from lens.core.visible import visible
+from lens.data.config import ModelConfig
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RunStore
 
 
 def test_visible_shows_every_control_character() -> None:

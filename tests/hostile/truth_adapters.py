@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lens.adapter import Document, SearchResult
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
+from lens.memory.adapter import Document, SearchResult
 
 
 class StrictQuerySyntax(SqliteFtsAdapter):

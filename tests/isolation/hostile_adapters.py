@@ -8,14 +8,14 @@ import os
 import time
 from typing import Any
 
-from lens.adapter import (
+from lens.data.dataset import Episode
+from lens.memory.adapter import (
     CapabilityManifest,
     Document,
     MemoryAdapter,
     SearchResult,
     SyncMemoryAdapter,
 )
-from lens.dataset import Episode
 
 
 class Honest(MemoryAdapter):

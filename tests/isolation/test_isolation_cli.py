@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.records import is_scored
+from lens.runs.records import is_scored
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,8 +105,8 @@ def test_isolated_adapter_holds_no_ground_truth(tmp_path: Path) -> None:
 
 
 def test_isolation_choice() -> None:
-    from lens.config import AdapterConfig
-    from lens.executor import runs_isolated
+    from lens.data.config import AdapterConfig
+    from lens.memory.executor import runs_isolated
 
     assert not runs_isolated(AdapterConfig(name="sqlite_fts"))
     assert runs_isolated(AdapterConfig(name=f"{MOD}:Honest"))

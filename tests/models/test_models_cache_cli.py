@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 from lens.models.base import Completion, CompletionRequest, Message, Usage
 from lens.models.cache import ModelCache, cache_key
 

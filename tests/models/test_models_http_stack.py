@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from lens.config import CacheConfig, ModelConfig
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message, ModelError, ToolCall, ToolSpec
 from lens.models.errors import CostLimitReached
 from lens.models.retry import RetryPolicy
@@ -475,10 +475,10 @@ async def test_create_client_without_runtime_has_the_whole_stack(fake_openai: Fa
 
 @pytest.mark.anyio
 async def test_agent_responder_drives_the_real_agent(fake_openai: FakeOpenAI) -> None:
-    from lens.adapter import CapabilityManifest, SearchResult
-    from lens.agent import Agent
-    from lens.config import BudgetConfig
-    from lens.dataset import AgentQuestion
+    from lens.data.config import BudgetConfig
+    from lens.data.dataset import AgentQuestion
+    from lens.memory.adapter import CapabilityManifest, SearchResult
+    from lens.runner.agent import Agent
     from tests.support.fake_openai import agent_responder
 
     class OneRecord:

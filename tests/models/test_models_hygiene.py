@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from lens import logs
-from lens.envscope import environment
+from lens.core import logs
+from lens.core.envscope import environment
 from tests.core.helpers import make_dataset, write_config, write_json
 from tests.support.fake_openai import FakeOpenAI, Reply, agent_responder
 
@@ -113,7 +113,7 @@ def test_litellm_prices_and_import_leave_the_environment_alone() -> None:
 
 
 def test_no_module_writes_the_environment() -> None:
-    """Only lens.envscope may touch os.environ, and it restores what it set."""
+    """Only lens.core.envscope may touch os.environ, and it restores what it set."""
     write = re.compile(r"os\.environ\[[^]]+\]\s*=|os\.environ\.(setdefault|update|pop)\(|"
                        r"os\.putenv|os\.unsetenv|del os\.environ")
     offenders = []

@@ -171,7 +171,7 @@ async def test_without_stated_limits_the_first_request_probes_alone() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", ["aiohttp", "sdk"])
 async def test_both_transports_hand_the_headers_to_the_limiter(transport: str) -> None:
-    from lens.config import CacheConfig, ModelConfig
+    from lens.data.config import CacheConfig, ModelConfig
     from lens.models.base import CompletionRequest
     from lens.models.runtime import ModelRuntime
     from tests.support.fake_openai import FakeOpenAI, Reply
@@ -198,11 +198,11 @@ async def test_agent_asks_for_a_turn_not_its_whole_budget(budget: int, configure
                                                           expected: int) -> None:
     """Adversary: sending the session's remaining budget as max_tokens makes a provider book
     about 16,000 tokens per call against its tokens-per-minute limit."""
-    from lens.adapter import CapabilityManifest
-    from lens.agent import Agent
-    from lens.config import BudgetConfig, CacheConfig, ModelConfig
-    from lens.dataset import AgentQuestion
+    from lens.data.config import BudgetConfig, CacheConfig, ModelConfig
+    from lens.data.dataset import AgentQuestion
+    from lens.memory.adapter import CapabilityManifest
     from lens.models.runtime import ModelRuntime
+    from lens.runner.agent import Agent
     from tests.support.fake_openai import FakeOpenAI, Reply
 
     with FakeOpenAI() as server:

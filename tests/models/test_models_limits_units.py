@@ -8,8 +8,8 @@ import time
 import anyio
 import pytest
 
-from lens.config import CacheConfig, ModelConfig
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message
 from lens.models.errors import parse_retry_after, status_is_retryable
 from lens.models.factory import create_backend, create_client

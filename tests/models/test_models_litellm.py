@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lens.config import CacheConfig, ModelConfig
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message, ModelError, ToolSpec
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.prompts import TOOL_REMINDER
+from lens.data.prompts import TOOL_REMINDER
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.prompts import EMPTY_ANSWER_REMINDER
+from lens.data.prompts import EMPTY_ANSWER_REMINDER
 from tests.support.extras import skip_module_unless
 
 skip_module_unless("llama_cpp.server")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.config import CacheConfig, ModelConfig
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.config import CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, Message, ToolSpec
 from lens.models.runtime import ModelRuntime
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.support.extras import skip_module_unless
 
 skip_module_unless("local")
@@ -114,8 +114,8 @@ def test_lazy_grammar_decoding_matches_full_grammar_decoding() -> None:
 
 def test_quickstart_end_to_end(tmp_path: Path) -> None:
     """``lens run configs/quickstart.yaml`` on the real default local model, offline."""
-    from lens.config import load_config
-    from lens.pipeline import execute
+    from lens.data.config import load_config
+    from lens.flow.pipeline import execute
 
     cfg = yaml.safe_load((ROOT / "configs" / "quickstart.yaml").read_text())
     cfg["dataset"]["path"] = str(ROOT / "datasets" / "quickstart.json")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
 from lens.models.local_models import LOCAL_MODELS, LocalModel, assemble, resolve_model_path
 
 

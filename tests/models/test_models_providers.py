@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from lens import plugins
-from lens.config import CacheConfig, ModelConfig
-from lens.errors import ConfigError
+from lens.core import plugins
+from lens.core.errors import ConfigError
+from lens.data.config import CacheConfig, ModelConfig
+from lens.flow.pipeline import execute
 from lens.models.base import Completion, CompletionRequest, Message
 from lens.models.litellm_backend import LiteLLMClient
 from lens.models.openai_backend import OpenAIClient
@@ -27,7 +28,6 @@ from lens.models.providers import (
 )
 from lens.models.runtime import ModelRuntime
 from lens.models.scripted import ScriptedClient
-from lens.pipeline import execute
 from tests.conftest import ROOT
 from tests.core.helpers import make_dataset, write_config, write_json
 
@@ -183,7 +183,7 @@ def test_lens_judge_calibrate_names_an_unknown_judge_provider_before_reading_dat
 PROVIDER_MODULE = '''
 """A tiny provider: lens's scripted retrieval policy, answering under its own name."""
 
-from lens.config import ModelConfig
+from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest
 from lens.models.scripted import ScriptedClient
 
@@ -270,7 +270,7 @@ def test_an_installed_provider_package_runs_lens_run(tmp_path: Path) -> None:
 
 
 def test_one_token_estimate_and_no_production_import_of_the_scripted_double() -> None:
-    from lens import tokens
+    from lens.core import tokens
     from lens.models import openai_backend, scripted
     from lens.models.stack import estimate_prompt_tokens
     from tests.test_architecture import import_graph

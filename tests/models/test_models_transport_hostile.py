@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lens.config import BudgetConfig, CacheConfig, ModelConfig
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
+from lens.data.config import BudgetConfig, CacheConfig, ModelConfig
 from lens.models.base import CompletionRequest, ModelError, ToolCall
 from lens.models.errors import MAX_RETRY_AFTER_S, parse_retry_after
 from lens.models.openai_backend import is_openai_endpoint
@@ -136,9 +136,9 @@ async def test_always_nested_gives_up_with_a_message(fake_openai: FakeOpenAI) ->
 @pytest.mark.anyio
 async def test_deeply_nested_tool_arguments_are_a_tool_error(fake_openai: FakeOpenAI) -> None:
     """Through the real agent: the model gets a tool error and answers; nothing crashes."""
-    from lens.adapter import CapabilityManifest, SearchResult
-    from lens.agent import Agent
-    from lens.dataset import AgentQuestion
+    from lens.data.dataset import AgentQuestion
+    from lens.memory.adapter import CapabilityManifest, SearchResult
+    from lens.runner.agent import Agent
 
     class Empty:
         async def search(self, query: str, filters: object = None,

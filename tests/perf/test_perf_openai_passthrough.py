@@ -6,7 +6,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from lens.config import ModelConfig
+from lens.data.config import ModelConfig
 from lens.models.base import CompletionRequest, Message, ToolCall, ToolSpec
 from lens.models.openai_backend import OpenAIClient, build_params, sdk_call_params
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.store import EVENTS, RunStore
+from lens.runs.store import EVENTS, RunStore
 
 THREADS = 8
 PER_THREAD = 25

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lens.datagen.generate import dumps
-from lens.importers import import_locomo, import_longmemeval
+from lens.data.datagen.generate import dumps
+from lens.data.importers import import_locomo, import_longmemeval
 from lens.models.base import Completion, CompletionRequest, Usage
 from tests.scoring.scoring_fixtures import build_run, record
 

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from aiohttp import web
 
-from lens.config import JudgeConfig
+from lens.data.config import JudgeConfig
 from lens.scoring.batch_judge import STATE_FILE, BatchJudgeClient, pending_batches
 from lens.scoring.scorer import score_run
 from tests.protocols.builders import LME_FAITHFUL, imported, lme_verdict, stored_run
@@ -250,7 +250,7 @@ async def test_lens_tier2_judge_goes_through_the_batch_too(tmp_path: Path,
 @pytest.mark.anyio
 async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
                                                      fake: tuple[FakeBatchAPI, str]) -> None:
-    from lens.config import CacheConfig
+    from lens.data.config import CacheConfig
 
     api, url = fake
     cache = CacheConfig(path=tmp_path / "cache.sqlite")
@@ -271,7 +271,7 @@ async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
 
 def test_batch_needs_an_openai_judge_and_its_key(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
     from lens.scoring.batch_judge import make_judge_client
 
     with pytest.raises(ConfigError, match=r"judge\.batch: the Batch API is OpenAI's"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.importers.beam import write_beam
+from lens.data.importers.beam import write_beam
 from lens.scoring.protocols.beam import align, kendall_tau_norm, parse_score
 from lens.scoring.scorer import score_run_sync
 from tests.protocols.builders import PolicyJudge, stored_run

@@ -146,7 +146,7 @@ def test_unreadable_verdict_is_unknown(tmp_path: Path) -> None:
 
 
 def test_a_dataset_without_locomo_categories_is_refused_with_the_fix(tmp_path: Path) -> None:
-    from lens.errors import UserError
+    from lens.core.errors import UserError
     from tests.scoring.scoring_fixtures import build_run, record, write_dataset
 
     ds = write_dataset(tmp_path / "ds.json")

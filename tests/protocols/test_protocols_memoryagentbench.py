@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.importers.memoryagentbench import write_memoryagentbench
+from lens.data.importers.memoryagentbench import write_memoryagentbench
 from lens.scoring.protocols.memoryagentbench import (
     exact_match,
     normalize,

@@ -9,12 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
-from lens.config import AdapterConfig, parse_config
-from lens.dataset import Episode, load_dataset
+from lens.data.config import AdapterConfig, parse_config
+from lens.data.dataset import Episode, load_dataset
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.models.scripted import ScriptedClient
-from lens.orchestrator import Runner
-from lens.store import RunStore
+from lens.runner.orchestrator import Runner
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 
 

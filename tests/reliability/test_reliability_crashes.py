@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from lens.pipeline import execute
-from lens.store import RunStore
+from lens.flow.pipeline import execute
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 
 SCRIPT = "<script>document.title='pwned'</script>"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from lens.pipeline import execute
-from lens.prompts import EMPTY_ANSWER_REMINDER
-from lens.store import RunStore
+from lens.data.prompts import EMPTY_ANSWER_REMINDER
+from lens.flow.pipeline import execute
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 

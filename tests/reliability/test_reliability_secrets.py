@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.pipeline import execute
+from lens.flow.pipeline import execute
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 
@@ -66,8 +66,8 @@ def test_secrets_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_secret_in_model_options_is_refused(tmp_path: Path) -> None:
-    from lens.config import load_config
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
+    from lens.data.config import load_config
 
     ds = write_json(tmp_path / "ds.json", make_dataset())
     cfg = tmp_path / "c.yaml"
@@ -187,7 +187,7 @@ def test_base_url_password_is_masked_in_the_usage_key(tmp_path: Path,
 
 
 def test_scrub_registry_masks_every_written_form() -> None:
-    from lens.redact import MASK, register_env_secrets, register_secret, scrub, scrub_bytes
+    from lens.core.redact import MASK, register_env_secrets, register_secret, scrub, scrub_bytes
 
     quoted = 'LENSSECRET"quoted\\key'
     register_secret(quoted)

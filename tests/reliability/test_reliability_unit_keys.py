@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 
@@ -108,7 +108,7 @@ def test_sigkill_then_resume_asks_every_question_of_colliding_looking_units(
 
 def test_tracebacks_of_keys_that_differ_in_unsafe_characters_keep_their_own_files(
         tmp_path: Path) -> None:
-    from lens.records import question_key, unit_key
+    from lens.runs.records import question_key, unit_key
 
     store = RunStore.create(tmp_path, "keys", "k1", {"run_id": "k1"})
     keys = [question_key(unit_key(label, scope, 0), "q1")

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from lens.models.base import Message, ToolCall
-from lens.records import (
+from lens.report.data import QuestionRow, RunData
+from lens.runs.records import (
     BudgetOutcome,
     ModelCallRecord,
     QuestionRecord,
     ToolCallRecord,
     unit_key,
 )
-from lens.report.data import QuestionRow, RunData
+from lens.runs.store import RunStore
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
-from lens.store import RunStore
 
 TYPES = ("longitudinal", "null_hypothesis", "temporal", "paraphrase", "negative")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.bundle.archive import read_archive, write_archive
-from lens.bundle.contents import MANIFEST, BundleManifest, FileEntry, files_digest, sha256
-from lens.cli import main
+from lens.commands.cli import main
+from lens.flow.bundle.archive import read_archive, write_archive
+from lens.flow.bundle.contents import MANIFEST, BundleManifest, FileEntry, files_digest, sha256
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]

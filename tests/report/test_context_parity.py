@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult, register_adapter
-from lens.cli import main
-from lens.dataset import Episode
+from lens.commands.cli import main
+from lens.data.dataset import Episode
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    MemoryAdapter,
+    SearchResult,
+    register_adapter,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EPISODES = 12

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
-from lens.errors import UserError
+from lens.commands.cli import main
+from lens.core.errors import UserError
 from lens.report.arm_comparison import Arm, arms_of, compare_arms
 from lens.report.run_comparison import compare_runs
 from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw

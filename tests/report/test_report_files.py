@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from lens.cli import main
+from lens.commands.cli import main
 from lens.report import REPORT_FILES, write_reports
 from lens.report.data import load_run
 from lens.report.sections import _PROVIDERS, Section, register_section_provider
@@ -261,7 +261,7 @@ def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
 def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> None:
     """The report's composite and metric means are the scorer's own aggregates (scored here by
     the real tier-1 scorer on a real run), now with intervals."""
-    from lens.pipeline import execute
+    from lens.flow.pipeline import execute
     from lens.scoring.scorer import score_run_sync
 
     root = Path(__file__).resolve().parents[2]
@@ -284,7 +284,7 @@ def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> 
 def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), reported
     before and after scores exist: the retrieval checks measure real tool use."""
-    from lens.pipeline import execute
+    from lens.flow.pipeline import execute
     from lens.scoring.types import QuestionScores, RunScores
 
     root = Path(__file__).resolve().parents[2]
@@ -318,7 +318,7 @@ def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
 
 
 def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
-    from lens.store import RunStore
+    from lens.runs.store import RunStore
 
     store = RunStore.create(tmp_path, "empty", "e1")
     store.write_manifest({"run_id": "e1"})  # crashed before the condition was even recorded

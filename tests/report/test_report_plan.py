@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lens.agent import extract_citations
-from lens.dataset import Dataset, Question
-from lens.records import QuestionRecord
+from lens.data.dataset import Dataset, Question
+from lens.runner.agent import extract_citations
+from lens.runs.records import QuestionRecord
 from lens.scoring.claims import ScopeText
 from lens.scoring.numbers import extract_numbers
 from lens.scoring.refs import episode_of

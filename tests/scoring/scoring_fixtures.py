@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lens.dataset import load_dataset
+from lens.data.dataset import load_dataset
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
-from lens.records import BudgetOutcome, QuestionRecord, ToolCallRecord, unit_key
-from lens.store import RunStore
+from lens.runs.records import BudgetOutcome, QuestionRecord, ToolCallRecord, unit_key
+from lens.runs.store import RunStore
 
 SCOPE = "s1"
 LIMITS = {"max_turns": 8, "max_tool_calls": 12, "max_payload_bytes": 32000,

@@ -17,9 +17,9 @@ import anyio
 import pytest
 import yaml
 
-from lens.cli import main
-from lens.config import parse_config
-from lens.errors import ConfigError
+from lens.commands.cli import main
+from lens.core.errors import ConfigError
+from lens.data.config import parse_config
 from lens.models.base import Completion, CompletionRequest, Message, Usage
 from lens.scoring.judge_panel import (
     JUDGE_SCORES_DIR,

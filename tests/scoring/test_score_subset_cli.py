@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 import lens.scoring.scorer as scorer
-from lens.certification import Certification, QuestionCertificate, certification_path
-from lens.config import JudgeConfig, ScoringConfig
-from lens.dataset import load_dataset
+from lens.data.config import JudgeConfig, ScoringConfig
+from lens.data.dataset import load_dataset
+from lens.runs.certification import Certification, QuestionCertificate, certification_path
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,19 +19,19 @@ import yaml
 from gaming_arms import ArmBuilder
 from scoring_fixtures import ScriptedJudge, build_run, dataset_dict, fair, record, write_dataset
 
-from lens.dataset import load_dataset
-from lens.errors import UserError
-from lens.records import QuestionRecord
+from lens.core.errors import UserError
+from lens.data.dataset import load_dataset
 from lens.report import groupstats as gs
 from lens.report.data import load_run as load_report_run
 from lens.report.run_comparison import compare_runs
 from lens.report.summary import summarize
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RunStore
 from lens.scoring import SCORES_FILE, score_run_sync
 from lens.scoring.composite import composite, resolve_weights
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.types import RunScores
 from lens.stats import cluster_bootstrap_weights
-from lens.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDARD = ROOT / "datasets" / "standard.json"
@@ -291,8 +291,8 @@ def test_compare_refuses_another_fact_grading(tmp_path: Path) -> None:
 
 
 def test_local_reply_rules_enter_the_prompts_hash() -> None:
+    from lens.data.prompts import prompts_hash, register_template
     from lens.models import local_prompt
-    from lens.prompts import prompts_hash, register_template
 
     before = prompts_hash()
     try:

@@ -28,7 +28,7 @@ from bench.adversary_table import (
     measure,
     store_arm,
 )
-from lens.dataset import load_dataset
+from lens.data.dataset import load_dataset
 from lens.scoring import score_run_sync
 from lens.scoring.types import RunScores
 

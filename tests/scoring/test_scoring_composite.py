@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lens.errors import ConfigError
+from lens.core.errors import ConfigError
 from lens.scoring.composite import composite, resolve_weights
 from lens.scoring.metrics import default_weights
 

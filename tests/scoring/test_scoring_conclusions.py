@@ -8,8 +8,8 @@ import json
 import pytest
 from scoring_fixtures import dataset_dict, ep, record
 
-from lens.agent import extract_citations
-from lens.dataset import GroundTruth, fact_subject, parse_conclusion, validate_raw
+from lens.data.dataset import GroundTruth, fact_subject, parse_conclusion, validate_raw
+from lens.runner.agent import extract_citations
 from lens.scoring.claims import split_claims
 from lens.scoring.conclusion import check_conclusion, verdicts
 from lens.scoring.facts import AnswerText, match_fact
@@ -132,7 +132,7 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
     """An agent with no memory answers "No, there are no records of it" and lands on a "no"
     conclusion half the time: a verdict counts only when a key fact or the conclusion's own
     claim backs it (the quickstart's null arm out-scored sqlite_fts on fact recall before)."""
-    from lens.dataset import Dataset, Question
+    from lens.data.dataset import Dataset, Question
     from lens.scoring.mechanical import fact_recall
     from lens.scoring.run_input import ScoringItem
 

@@ -10,9 +10,9 @@ import anyio
 import yaml
 from scoring_fixtures import write_dataset
 
-from lens.cli import main
-from lens.config import load_config
-from lens.pipeline import execute
+from lens.commands.cli import main
+from lens.data.config import load_config
+from lens.flow.pipeline import execute
 from lens.scoring import SCORES_FILE, score_for_config
 from lens.scoring.types import RunScores
 

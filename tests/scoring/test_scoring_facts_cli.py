@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 from lens.stats.agreement import cohen_kappa
 from lens.stats.fact_agreement import answer_of, pearson
 from lens.stats.fact_agreement import fact_agreement as agreement

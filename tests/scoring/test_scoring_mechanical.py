@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scoring_fixtures import SCOPE, dataset_dict, ep, record
 
-from lens.dataset import Dataset
-from lens.records import QuestionRecord
+from lens.data.dataset import Dataset
+from lens.runs.records import QuestionRecord
 from lens.scoring import mechanical
 from lens.scoring.claims import ScopeText
 from lens.scoring.run_input import ScoringItem

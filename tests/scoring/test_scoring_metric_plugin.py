@@ -11,9 +11,9 @@ import pytest
 from scoring_fixtures import build_run, ep, record, write_dataset
 
 import lens.scoring.metrics as registry
-from lens import plugins
-from lens.cli import main
-from lens.errors import ConfigError, UserError
+from lens.commands.cli import main
+from lens.core import plugins
+from lens.core.errors import ConfigError, UserError
 from lens.scoring.composite import resolve_weights
 from lens.scoring.metrics import MetricInput, MetricSpec, register_metric, unregister_metric
 

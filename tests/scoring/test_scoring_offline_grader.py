@@ -11,6 +11,7 @@ from scoring_fixtures import SCOPE, build_run, ep, record, write_dataset
 
 from lens.models.base import ModelError
 from lens.models.cache import ModelCache
+from lens.runs.store import RunStore
 from lens.scoring import score_run
 from lens.scoring.fact_grader import is_model_free, resolve_grader
 from lens.scoring.offline_grader import (
@@ -24,7 +25,6 @@ from lens.scoring.offline_grader import (
     is_exact_fact,
     render,
 )
-from lens.store import RunStore
 
 Q = "Why did the tutoring bot's filter miss the student?"
 FACT = "the keyword filter never triggered because the student avoided explicit trigger phrases"

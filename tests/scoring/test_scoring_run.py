@@ -23,9 +23,9 @@ from scoring_fixtures import (
     write_dataset,
 )
 
-from lens.cli import main
-from lens.errors import UserError
-from lens.records import QuestionRecord
+from lens.commands.cli import main
+from lens.core.errors import UserError
+from lens.runs.records import QuestionRecord
 from lens.scoring import SCORES_FILE, score_run, score_run_sync
 from lens.scoring.judge import parse_verdict
 from lens.scoring.types import RunScores

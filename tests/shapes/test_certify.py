@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lens.certification import Certification, certification_path, classify
+from lens.runs.certification import Certification, certification_path, classify
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ import anyio
 import pytest
 import yaml
 
-from lens.adapter import create_adapter, resolve_adapter
 from lens.adapters.consolidators import CoreAdapter, FacetedAdapter, SummaryAdapter
-from lens.dataset import Episode
-from lens.standing import HEADING
+from lens.data.dataset import Episode
+from lens.data.standing import HEADING
+from lens.memory.adapter import create_adapter, resolve_adapter
 from lens.testing.conformance import CHECKS, run_check
 from tests.conftest import ROOT
 from tests.core.helpers import make_dataset, write_json
@@ -108,7 +108,7 @@ def test_conformance(name: str) -> None:
 
 
 def test_registered_and_options_validated() -> None:
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
 
     for name, cls in CLASSES.items():
         assert resolve_adapter(name) is cls

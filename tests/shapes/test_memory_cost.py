@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lens.records import ModelCallRecord, QuestionRecord, ToolCallRecord
 from lens.report.data import QuestionRow, RunData
 from lens.report.memory_cost import memory_cost, memory_cost_section, percentiles
+from lens.runs.records import ModelCallRecord, QuestionRecord, ToolCallRecord
 
 
 def _row(adapter: str, latencies: list[float], agent_cost: float | None) -> QuestionRow:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lens.records import QuestionRecord, ToolCallRecord
+from lens.runs.records import QuestionRecord, ToolCallRecord
 from lens.scoring.retrieval import (
     ndcg,
     question_retrieval,

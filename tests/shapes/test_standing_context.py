@@ -12,12 +12,12 @@ from pathlib import Path
 import anyio
 import yaml
 
-from lens.adapter import create_adapter
-from lens.agent import Agent
-from lens.config import BudgetConfig
-from lens.dataset import AgentQuestion, Episode
+from lens.data.config import BudgetConfig
+from lens.data.dataset import AgentQuestion, Episode
+from lens.data.standing import CUT_MARKER, HEADING, apply_standing_context
+from lens.memory.adapter import create_adapter
 from lens.models.scripted import ScriptedClient
-from lens.standing import CUT_MARKER, HEADING, apply_standing_context
+from lens.runner.agent import Agent
 from lens.testing.conformance import run_check
 from tests.core.helpers import make_dataset, write_json
 from tests.shapes.standing_adapters import HoardingNotes, HugeNotes, NotesAdapter, UndeclaredNotes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 from lens.report.arm_comparison import _verdict, arms_of, compare_pairs
 from lens.stats import holm, holm_by_family
 from tests.report.runfactory import RunSpec, make_run, memory_run

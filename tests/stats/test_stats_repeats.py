@@ -73,8 +73,8 @@ def test_repeat_noise_widens_the_interval() -> None:
 
 
 def test_config_names_the_reducer_and_refuses_unknown_ones() -> None:
-    from lens.config import ScoringConfig, parse_config
-    from lens.errors import ConfigError
+    from lens.core.errors import ConfigError
+    from lens.data.config import ScoringConfig, parse_config
 
     assert ScoringConfig().repeat_reducer == "mean"
     assert ScoringConfig(repeat_reducer="pass@2").repeat_reducer == "pass@2"

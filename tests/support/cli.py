@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.cli import main
+from lens.commands.cli import main
 
 
 @dataclass

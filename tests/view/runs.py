@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from lens.records import QuestionRecord
-from lens.store import RunStore
+from lens.runs.records import QuestionRecord
+from lens.runs.store import RunStore
 from tests.report.runfactory import RunSpec, build
 
 HOSTILE = "<script>console.error('pwned')</script>\x1b[31m<img src=x onerror=alert(1)>"

@@ -13,9 +13,9 @@ from urllib.parse import quote, urlencode
 import anyio
 import pytest
 
-from lens.cli import main
-from lens.pipeline import log_usage, usage_brief
-from lens.store import RunStore
+from lens.commands.cli import main
+from lens.flow.pipeline import log_usage, usage_brief
+from lens.runs.store import RunStore
 from tests.report.runfactory import RunSpec, make_run
 from tests.view.runs import DETAIL, HOSTILE, InFlight
 from tests.view.server import get, lens_view, require_view_extra, wait_ready

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lens.store import RunStore
+from lens.runs.store import RunStore
 from lens.view.index import RunIndex
 from tests.report.runfactory import RunSpec, build, make_run
 

@@ -7,7 +7,7 @@ of two protocols side by side.
 
 from __future__ import annotations
 
-from lens.errors import UserError
+from lens.core.errors import UserError
 from lens.scoring.protocols.base import Protocol
 from lens.scoring.protocols.beam import BeamProtocol
 from lens.scoring.protocols.locomo import LocomoProtocol

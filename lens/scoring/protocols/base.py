@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lens.dataset import Question
+from lens.data.dataset import Question
 from lens.models.base import CompletionRequest, Message
 
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from lens.dataset import Question
+from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering",

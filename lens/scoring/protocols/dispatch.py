@@ -8,14 +8,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lens.condition import stable_hash
 from lens.models.base import ModelClient
+from lens.runs.condition import stable_hash
+from lens.runs.store import atomic_write_text
 from lens.scoring.errata import Errata, apply_errata, load_errata
 from lens.scoring.protocols import get_protocol
 from lens.scoring.protocols.run import score_protocol
 from lens.scoring.run_input import RunInput
 from lens.scoring.types import SCORES_FILE, RunScores
-from lens.store import atomic_write_text
 
 
 async def score_under_protocol(run: RunInput, protocol: str, *, errata_path: Path | None,

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from lens.dataset import Question
+from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lens.dataset import Question
+from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 
 TYPES = ("single-session-user", "single-session-preference", "single-session-assistant",

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from lens.dataset import Question
+from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 from lens.scoring.protocols.longmemeval import PROMPTS as LME_PROMPTS
 

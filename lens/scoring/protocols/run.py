@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.condition import stable_hash
-from lens.dataset import Question
-from lens.errors import UserError
+from lens.core.errors import UserError
+from lens.data.dataset import Question
 from lens.models.base import ModelClient
+from lens.runs.condition import stable_hash
+from lens.runs.store import RunStore, atomic_write_text
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
 from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judge_prompts import INVALID
 from lens.scoring.protocols.base import Protocol, ProtocolTask
 from lens.scoring.run_input import RunInput, ScoringItem
 from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
-from lens.store import RunStore, atomic_write_text
 
 SECTION_FILE = Path("sections") / "protocol.json"
 _VALUES = {1.0: "correct", 0.0: "wrong"}

@@ -1,0 +1,63 @@
+"""The ``lens`` command line. Each subcommand lives in its own module under ``lens.commands``
+and exposes ``register(subparsers)``; this module only discovers them and maps errors to exit
+codes: user errors print one message and exit 2, with no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import lens.commands
+from lens import __version__
+from lens.core import logs
+from lens.core.errors import UserError
+from lens.core.redact import register_env_secrets, scrub_standard_streams
+
+EXIT_USER_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lens", description="Evaluate AI memory systems over time."
+    )
+    parser.add_argument("--version", action="version", version=f"lens {__version__}")
+    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL,
+                        help="which log messages reach stderr (default %(default)s; 'info' "
+                             "adds model-call retries)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(lens.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"lens.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything can print: a provider or adapter may echo a key in an error message.
+    register_env_secrets()
+    scrub_standard_streams()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logs.configure(args.log_level)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_USER_ERROR
+    try:
+        return int(handler(args) or 0)
+    except UserError as exc:
+        print(f"lens: error: {exc.render()}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except BrokenPipeError:
+        # The reader went away (`lens … | head`): stop quietly, as other command-line tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        print("lens: interrupted; resume with --resume RUN_DIR", file=sys.stderr)
+        return 130

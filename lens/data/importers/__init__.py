@@ -1,0 +1,29 @@
+"""Importers from public long-term memory benchmarks into the LENS format."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lens.data.importers.beam import write_beam
+from lens.data.importers.lens_published import import_lens
+from lens.data.importers.locomo import import_locomo
+from lens.data.importers.longmemeval import import_longmemeval, write_longmemeval
+from lens.data.importers.memoryagentbench import write_memoryagentbench
+
+IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "lens": import_lens,
+    "locomo": import_locomo,
+    "longmemeval": import_longmemeval,
+}
+
+# Formats whose files run to gigabytes: imported straight to the output file, one item at a time.
+STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
+    "longmemeval": write_longmemeval,
+    "beam": write_beam,
+    "memoryagentbench": write_memoryagentbench,
+}
+
+__all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_lens", "import_locomo",
+           "import_longmemeval", "write_beam", "write_longmemeval", "write_memoryagentbench"]

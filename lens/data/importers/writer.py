@@ -1,0 +1,95 @@
+"""Writing an imported dataset one episode at a time: a conversation of ten million tokens is
+never held whole. Each episode and question is checked against the LENS models as it is written;
+the file appears under its name only once complete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from lens.core.errors import DatasetError
+from lens.data.dataset import Episode, Question
+
+
+def _check(model: type[Episode] | type[Question], obj: dict[str, Any], where: str) -> None:
+    try:
+        model.model_validate(obj)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise DatasetError(f"{where}: the imported {model.__name__.lower()} is not valid LENS "
+                           f"({field}: {first['msg']})") from None
+
+
+class StreamingDatasetWriter:
+    """``with StreamingDatasetWriter(out, dataset_id) as w:`` then, per scope, ``begin_scope``,
+    ``episode`` for each episode in stream order and ``end_scope``; ``question`` at any time
+    (questions are small and kept until the end); ``finish(meta)`` last."""
+
+    def __init__(self, out: Path, dataset_id: str) -> None:
+        self.out = out
+        self.tmp = out.with_name(out.name + ".tmp")
+        self.dataset_id = dataset_id
+        self.scopes = self.episodes = 0
+        self.questions: list[dict[str, Any]] = []
+        self._fh: IO[str] | None = None
+        self._in_scope = False
+        self._scope_episodes = 0
+        self._done = False
+
+    def __enter__(self) -> StreamingDatasetWriter:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.tmp.open("w", encoding="utf-8")
+        self._fh.write('{\n "version": "0.1.0",\n "dataset_id": ' + json.dumps(self.dataset_id)
+                       + ',\n "scopes": [')
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        if self._done and kind is None:
+            self.tmp.replace(self.out)
+        self.tmp.unlink(missing_ok=True)
+
+    @property
+    def fh(self) -> IO[str]:
+        assert self._fh is not None, "use the writer in a with block"
+        return self._fh
+
+    def begin_scope(self, scope_id: str) -> None:
+        self.fh.write(("," if self.scopes else "") + "\n  {\"scope_id\": " + json.dumps(scope_id)
+                      + ", \"episodes\": [")
+        self.scopes += 1
+        self._in_scope = True
+        self._scope_episodes = 0
+
+    def episode(self, ep: dict[str, Any], where: str) -> None:
+        _check(Episode, ep, where)
+        self.fh.write(("," if self._scope_episodes else "") + "\n   "
+                      + json.dumps(ep, ensure_ascii=False))
+        self._scope_episodes += 1
+        self.episodes += 1
+
+    def end_scope(self, meta: dict[str, Any]) -> int:
+        """Closes the scope; returns how many episodes it has."""
+        self.fh.write("\n  ], \"meta\": " + json.dumps(meta, ensure_ascii=False) + "}")
+        self._in_scope = False
+        return self._scope_episodes
+
+    def question(self, q: dict[str, Any], where: str) -> None:
+        _check(Question, q, where)
+        self.questions.append(q)
+
+    def finish(self, meta: dict[str, Any]) -> dict[str, int]:
+        assert not self._in_scope
+        self.fh.write('\n ],\n "questions": [\n')
+        self.fh.write(",\n".join(json.dumps(q, ensure_ascii=False) for q in self.questions))
+        self.fh.write('\n ],\n "meta": ' + json.dumps(meta, ensure_ascii=False) + "\n}\n")
+        self._done = True
+        return {"scopes": self.scopes, "episodes": self.episodes,
+                "questions": len(self.questions)}

@@ -1,0 +1,127 @@
+"""``lens export``: a run directory into one results bundle (lens.flow.bundle.contents)."""
+
+from __future__ import annotations
+
+import json
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from lens import __version__
+from lens.core.errors import UserError
+from lens.core.redact import register_config_secrets, register_env_secrets, scrub_bytes
+from lens.data.dataset import Dataset, load_dataset
+from lens.data.prompts import all_templates, prompts_hash
+from lens.flow.bundle.archive import archive_format, write_archive
+from lens.flow.bundle.contents import (
+    MANIFEST,
+    PACKAGES,
+    BundleManifest,
+    FileEntry,
+    dumps,
+    files_digest,
+    sha256,
+)
+from lens.report.data import RunData, load_run
+from lens.runs.certification import certification_path
+from lens.runs.store import now_iso
+from lens.scoring.judge_panel import load_panel
+
+
+def package_versions() -> dict[str, str | None]:
+    """Python's version and each package's installed version (None: not installed)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _dataset_of(run: RunData, dataset_path: Path | None) -> tuple[Path, Dataset]:
+    recorded = (run.manifest.get("dataset") or {}).get("path")
+    path = dataset_path or (Path(recorded) if recorded else None)
+    if path is None or not path.is_file():
+        raise UserError(f"{run.root}: the run's dataset {str(path or 'unknown')!r} is not "
+                        "there; pass it with --dataset PATH (re-judging needs its ground truth)")
+    return path, load_dataset(path)
+
+
+def dataset_view(ds: Dataset, config: dict[str, Any]) -> Dataset:
+    """The dataset as the run saw it (only the scopes its config selected)."""
+    scopes = ((config.get("dataset") or {}).get("scopes")) if isinstance(config, dict) else None
+    return ds.select_scopes(list(scopes)) if scopes else ds
+
+
+def _answers(run: RunData, ds: Dataset) -> bytes:
+    """One JSON line per question record: question, ground truth, answer, context, scores."""
+    questions = {(q.scope_id, q.question_id): q for q in ds.questions}
+    lines = []
+    for row in run.rows:
+        r = row.record
+        q = questions.get((r.scope_id, r.question_id))
+        context = [m.content for m in r.transcript if m.role == "tool"]
+        lines.append(json.dumps({
+            "key": r.key, "adapter": r.adapter, "scope_id": r.scope_id,
+            "question_id": r.question_id, "repeat": r.repeat, "status": r.status,
+            "question": q.prompt if q else None,
+            "ground_truth": q.ground_truth.model_dump(mode="json") if q else None,
+            "answer": r.answer, "cited_refs": r.cited_refs, "retrieved_refs": r.retrieved_refs,
+            "retrieved_context": context,
+            "transcript": [m.model_dump(mode="json") for m in r.transcript],
+            "scores": row.scores.metrics if row.scores else None,
+        }, ensure_ascii=False, sort_keys=True))
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def default_out(run: RunData) -> Path:
+    return run.root.parent / f"{run.run_id}.lens-bundle.tar.gz"
+
+
+def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path | None = None
+                  ) -> tuple[Path, BundleManifest]:
+    """Write the bundle of ``run_dir`` (default: beside it, ``<run id>.lens-bundle.tar.gz``);
+    every byte passes the secret scrubbing first."""
+    run = load_run(run_dir)
+    if run.scores is None:
+        raise UserError(f"{run_dir}: the run is not scored; score it first (lens score "
+                        f"{run_dir}) so the bundle carries its scores")
+    target = out or default_out(run)
+    archive_format(target)
+    config = run.manifest.get("config") or {}
+    register_env_secrets()
+    register_config_secrets(config)
+    ds_path, full = _dataset_of(run, dataset_path)
+    ds = dataset_view(full, config)
+    top = f"lens-bundle-{run.run_id}"
+    files: dict[str, bytes] = {}
+    for path in sorted(p for p in run.root.rglob("*") if p.is_file()):
+        rel = path.relative_to(run.root).as_posix()
+        if rel.endswith((".lock", ".part", ".tmp")):
+            continue
+        files[f"run/{rel}"] = scrub_bytes(path.read_bytes())
+    dataset_file = f"dataset/{ds_path.name}"
+    files[dataset_file] = scrub_bytes(ds_path.read_bytes())
+    cert = certification_path(ds_path)
+    if cert.is_file():
+        files[f"dataset/{cert.name}"] = scrub_bytes(cert.read_bytes())
+    errata = (config.get("scoring") or {}).get("errata")
+    if errata and Path(errata).is_file():
+        files[f"dataset/errata/{Path(errata).name}"] = scrub_bytes(Path(errata).read_bytes())
+    files["answers.jsonl"] = scrub_bytes(_answers(run, ds))
+    files["prompts.json"] = scrub_bytes(dumps({"prompts_hash": prompts_hash(),
+                                               "templates": all_templates()}))
+    files["versions.json"] = dumps(package_versions())
+    entries = {p: FileEntry(sha256=sha256(b), bytes=len(b)) for p, b in files.items()}
+    manifest = BundleManifest(
+        run_id=run.run_id, created_at=now_iso(), lens_version=__version__,
+        dataset_file=dataset_file,
+        dataset_hash=(run.manifest.get("dataset") or {}).get("content_hash"),
+        judges=load_panel(run.root, run.scores).labels, files=entries,
+        digest=files_digest(entries))
+    members = {f"{top}/{p}": b for p, b in files.items()}
+    members[f"{top}/{MANIFEST}"] = dumps(manifest.model_dump(mode="json"))
+    write_archive(target, members)
+    return target, manifest

@@ -1,0 +1,139 @@
+"""``lens verify``: is a results bundle whole and untouched?
+
+Every file is checked against the sha256 and size in ``BUNDLE.json`` (a changed, missing or
+added file is named), the manifest's digest against its file list, the required files against
+what is there, the bundled dataset's content hash against the one the run recorded, and the
+scores against the records they score. A bundle edited together with its ``BUNDLE.json``
+passes these checks: its digest then differs from the one published with the result, which
+``--digest`` compares.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from lens.core.errors import DatasetError
+from lens.data.dataset import load_dataset
+from lens.flow.bundle.archive import read_archive
+from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
+
+
+@dataclass
+class Verification:
+    manifest: BundleManifest | None
+    # The bundle's folder inside the archive and its files (paths inside that folder).
+    top: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _split(members: dict[str, bytes], problems: list[str]) -> tuple[str, dict[str, bytes]]:
+    tops = sorted({name.split("/", 1)[0] for name in members})
+    if len(tops) != 1:
+        problems.append(f"the archive must hold one bundle folder; it holds {len(tops)}: "
+                        f"{', '.join(tops[:5]) or 'nothing'}")
+        return "", {}
+    top = tops[0]
+    return top, {n.split("/", 1)[1]: b for n, b in members.items() if "/" in n}
+
+
+def _check_files(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]) -> None:
+    for path, entry in sorted(manifest.files.items()):
+        data = files.get(path)
+        if data is None:
+            problems.append(f"{path}: listed in {MANIFEST} but missing from the archive")
+        elif len(data) != entry.bytes or sha256(data) != entry.sha256:
+            problems.append(f"{path}: its content differs from {MANIFEST} (sha256 "
+                            f"{sha256(data)[:16]}…, expected {entry.sha256[:16]}…): changed "
+                            "after export")
+    for path in sorted(set(files) - set(manifest.files) - {MANIFEST}):
+        problems.append(f"{path}: in the archive but not listed in {MANIFEST}: added after "
+                        "export")
+    for path in (*REQUIRED, manifest.dataset_file):
+        if path not in manifest.files:
+            problems.append(f"{path}: a bundle must hold it, and {MANIFEST} does not list it")
+    if files_digest(manifest.files) != manifest.digest:
+        problems.append(f"{MANIFEST}: its digest does not match its file list: edited after "
+                        "export")
+
+
+def _check_dataset(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]
+                   ) -> None:
+    data = files.get(manifest.dataset_file)
+    raw = files.get("run/manifest.json")
+    if data is None or raw is None:
+        return
+    try:
+        run_manifest = json.loads(raw)
+    except json.JSONDecodeError:
+        problems.append("run/manifest.json: not valid JSON")
+        return
+    recorded = (run_manifest.get("dataset") or {}).get("content_hash")
+    if recorded != manifest.dataset_hash:
+        problems.append(f"{MANIFEST}: dataset_hash {manifest.dataset_hash} is not the run's "
+                        f"({recorded})")
+    with tempfile.TemporaryDirectory(prefix="lens-verify-") as tmp:
+        path = Path(tmp) / Path(manifest.dataset_file).name
+        path.write_bytes(data)
+        try:
+            ds = load_dataset(path)
+        except DatasetError as exc:
+            problems.append(f"{manifest.dataset_file}: not a valid dataset ({exc})")
+            return
+    from lens.flow.bundle.export import dataset_view
+
+    got = dataset_view(ds, run_manifest.get("config") or {}).content_hash()
+    if got != recorded:
+        problems.append(f"{manifest.dataset_file}: content hash {got[:16]}… is not the "
+                        f"dataset the run used ({str(recorded)[:16]}…)")
+
+
+def _check_scores(files: dict[str, bytes], problems: list[str]) -> None:
+    records, scores = files.get("run/records.jsonl"), files.get("run/scores.json")
+    if records is None or scores is None:
+        return
+    from lens.runs.records import QuestionRecord
+    from lens.scoring.types import RunScores
+
+    try:
+        keys = {QuestionRecord.model_validate_json(line).key
+                for line in records.decode("utf-8").splitlines() if line.strip()}
+        scored = RunScores.model_validate_json(scores)
+    except (ValidationError, UnicodeDecodeError) as exc:
+        problems.append(f"run/records.jsonl or run/scores.json: not readable ({exc})")
+        return
+    unknown = [q.key for q in scored.questions if q.key not in keys]
+    if unknown:
+        problems.append(f"run/scores.json: {len(unknown)} scored question(s) have no record "
+                        f"(first: {unknown[0]})")
+
+
+def verify_bundle(path: Path, digest: str | None = None) -> Verification:
+    members, problems = read_archive(path)
+    top, files = _split(members, problems)
+    raw = files.get(MANIFEST)
+    if raw is None:
+        if top:
+            problems.append(f"{MANIFEST}: missing: not a lens results bundle, or truncated")
+        return Verification(None, top, files, problems)
+    try:
+        manifest = BundleManifest.model_validate_json(raw)
+    except ValidationError as exc:
+        problems.append(f"{MANIFEST}: not a valid bundle manifest ({exc.errors()[0]['msg']})")
+        return Verification(None, top, files, problems)
+    _check_files(manifest, files, problems)
+    _check_dataset(manifest, files, problems)
+    _check_scores(files, problems)
+    if digest is not None and digest.strip().lower() != manifest.digest:
+        problems.append(f"{MANIFEST}: digest {manifest.digest} is not the published one "
+                        f"({digest.strip()})")
+    return Verification(manifest, top, files, problems)

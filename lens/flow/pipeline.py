@@ -1,0 +1,335 @@
+"""Everything ``lens run`` does, as a function: validate, create or reopen the run directory,
+run, and finish. All user errors are raised before anything is written."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from lens.core import eventloop
+from lens.core.errors import ConfigError, DatasetError, UserError
+from lens.core.redact import redact, register_config_secrets, register_env_secrets
+from lens.data.config import ModelConfig, RunConfig, load_config
+from lens.data.dataset import Dataset, DroppedQuestion, load_dataset_dropping
+from lens.memory.adapter import check_options, options_error, resolve_adapter
+from lens.models.base import ModelClient
+from lens.models.providers import unknown_provider
+from lens.models.runtime import ModelRuntime
+from lens.report import ReportPaths, write_reports
+from lens.runner.gateway.plan import needs_gateway
+from lens.runner.orchestrator import Runner, RunProgress, RunSummary
+from lens.runs.condition import condition, condition_hash, package_versions
+from lens.runs.store import RunStore, now_iso
+from lens.scoring.composite import resolve_weights
+from lens.scoring.errata import load_errata
+from lens.scoring.extra_judges import score_extra_for_config
+from lens.scoring.judge_panel import with_prompts
+from lens.scoring.metrics import judge_only_metrics, question_metrics
+from lens.scoring.scorer import score_for_config
+
+if TYPE_CHECKING:
+    from lens.runner.gateway.server import ModelGateway
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    summary: RunSummary
+    # The reports written at the end of the run; None when the config turns them off.
+    reports: ReportPaths | None = None
+
+
+def errata_exclusions(config: RunConfig, config_file: str) -> set[str]:
+    """The question ids the config's errata file excludes: a question the dataset gets wrong
+    and the errata exclude is left out of the run instead of refusing the whole dataset."""
+    if not config.scoring.enabled or config.scoring.errata is None:
+        return set()
+    try:
+        errata = load_errata(config.scoring.errata)
+    except UserError as exc:
+        raise ConfigError(f"{config_file}: field 'scoring.errata': {exc.args[0]}") from None
+    return {qid for qid, e in errata.entries.items() if e.action == "exclude"}
+
+
+def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool = False
+                    ) -> tuple[Dataset, list[DroppedQuestion]]:
+    try:
+        dataset, dropped = load_dataset_dropping(
+            config.dataset.path, drop=errata_exclusions(config, config_file),
+            drop_invalid=drop_invalid)
+    except DatasetError as exc:
+        if exc.problems:
+            raise
+        raise DatasetError(f"{config_file}: field 'dataset.path': {exc.args[0]}") from None
+    if config.dataset.scopes is not None:
+        known = {s.scope_id for s in dataset.scopes}
+        unknown = [s for s in config.dataset.scopes if s not in known]
+        if unknown:
+            raise ConfigError(
+                f"{config_file}: field 'dataset.scopes': unknown scope(s) {unknown}; the "
+                f"dataset has {sorted(known)}"
+            )
+        dataset = dataset.select_scopes(config.dataset.scopes)
+        if not dataset.questions:
+            raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
+                              "have no questions; nothing would be asked")
+    return dataset, dropped
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_paths(config: RunConfig, config_file: str, out: Path | None, resuming: bool) -> None:
+    """Where the run will write, checked before anything is: a run that fails on its first
+    write has already cost its model calls' set-up, or worse, its answers."""
+    out_dir = out if out is not None else config.out_dir
+    where = f"{config_file}: field 'out_dir'" if out is None else f"--out {out}"
+    for parent in () if resuming else (out_dir, *out_dir.absolute().parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{where}: {parent} is not a folder; the run directory is "
+                                  "created inside out_dir, so give a folder (or a new path)")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ConfigError(f"{where}: {parent} is not writable by this user; choose "
+                                  "another folder")
+            break
+    if not config.cache.enabled or config.cache.path is None:
+        return
+    cache = config.cache.path
+    field = f"{config_file}: field 'cache.path'"
+    if cache.is_dir():
+        raise ConfigError(f"{field}: {cache} is a folder; give the path of the cache's SQLite "
+                          "file (it is created if missing)")
+    if cache.exists():
+        if not cache.is_file():
+            raise ConfigError(f"{field}: {cache} is not a regular file")
+        with open(cache, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+        if head and head != SQLITE_HEADER:
+            raise ConfigError(f"{field}: {cache} is not an SQLite database; give a new path "
+                              "or the file of an earlier lens cache")
+
+
+def check_scoring(config: RunConfig, config_file: str) -> None:
+    if not config.scoring.enabled:
+        return
+    try:
+        weights = resolve_weights(config.scoring.weights)
+    except ConfigError as exc:
+        loc, _, msg = str(exc.args[0]).partition(": ")
+        raise ConfigError(f"{config_file}: field '{loc}': {msg}") from None
+    weighted = sorted(m for m, w in weights.items() if w > 0)
+    judge_only = judge_only_metrics()
+    if config.judge is None and set(weighted) <= judge_only:
+        without = [m for m in question_metrics() if m not in judge_only]
+        raise ConfigError(
+            f"{config_file}: field 'scoring.weights': every weight above 0 is on a metric only "
+            f"a judge grades ({', '.join(weighted)}) and the config has no judge, so the "
+            "composite would be unknown for every question; configure a judge, or weight a "
+            f"metric lens computes without one ({', '.join(without)})")
+
+
+def check_adapters(config: RunConfig, config_file: str) -> None:
+    """Every adapter's name and options, every problem of every adapter in one error."""
+    problems: list[tuple[str, str]] = []
+    for i, a in enumerate(config.adapters):
+        try:
+            cls = resolve_adapter(a.name)
+        except UserError as exc:
+            problems.append((f"adapters.{i}.name", str(exc.args[0])))
+            continue
+        problems.extend(check_options(cls, a.options, f"adapters.{i}.options")[1])
+    if problems:
+        raise options_error(problems, config_file)
+
+
+def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> None:
+    # Provider names only, before the dataset is read: a misspelt provider fails at once.
+    models: list[tuple[str, ModelConfig]] = [] if agent_given else [("agent.model", config.agent)]
+    if config.judge is not None:
+        models.append(("judge.model", config.judge))
+    models += [(f"judges[{i}].model", j) for i, j in enumerate(config.judges or [])]
+    for field, model in models:
+        problem = unknown_provider(model.provider)
+        if problem is not None:
+            raise ConfigError(f"{config_file}: field '{field}': model {model.model!r}: {problem}")
+
+
+def check_executor(config: RunConfig, config_file: str) -> None:
+    if config.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"{config_file}: field 'executor.kind': 'ray' needs Ray, which is not "
+                          "installed; pip install 'lens-eval[ray]'")
+
+
+def model_gateway(config: RunConfig, config_file: str,
+                  runtime: ModelRuntime) -> ModelGateway | None:
+    """The run's model gateway (lens.runner.gateway) when an adapter calls models through it; its
+    models are checked here, before any work."""
+    if not needs_gateway(config):
+        return None
+    from lens.runner.gateway.server import ModelGateway
+
+    gateway = ModelGateway(runtime)
+    gateway.check(config, config_file)
+    return gateway
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+
+
+def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
+                   dropped: list[DroppedQuestion] | None = None) -> dict[str, object]:
+    cond = condition(config, dataset)
+    return {
+        "run_id": run_id,
+        "created_at": now_iso(),
+        "status": "running",
+        "config": redact(config.model_dump(mode="json")),
+        "versions": package_versions(),
+        "event_loop": eventloop.loop_in_use(),
+        "dataset": {"id": dataset.dataset_id, "path": str(config.dataset.path),
+                    "content_hash": cond["dataset_hash"],
+                    # Questions of the file left out of the run (the checklist reports them);
+                    # scoring leaves out the same ones.
+                    "dropped": [d.model_dump() for d in dropped or ()],
+                    "questions_asked": len(dataset.questions)},
+        "condition": cond,
+        "condition_hash": condition_hash(cond),
+    }
+
+
+# How often a run in flight records its model usage (when it changed) for `lens view`.
+USAGE_EVERY_S = 5.0
+
+
+def usage_brief(usage: dict[str, Any]) -> dict[str, Any]:
+    """The part of the run's usage a viewer of a run in flight shows: spend, retries and
+    errors by role, and the rate-limit answers (429s) by endpoint."""
+    keep = ("calls", "retries", "errors", "cost_usd", "cost_usd_known", "unknown_cost_calls")
+    by_role = {role: {k: u.get(k) for k in keep}
+               for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
+    # Endpoints are named by URL, and a URL may carry a password.
+    return redact({"by_role": by_role, "rate_limited": usage.get("rate_limited") or {}})
+
+
+async def log_usage(store: RunStore, runtime: ModelRuntime,
+                    every_s: float = USAGE_EVERY_S) -> None:
+    """Append a ``usage`` event whenever the run's model usage changed, every ``every_s``."""
+    last: dict[str, Any] | None = None
+    while True:
+        await anyio.sleep(every_s)
+        brief = usage_brief(runtime.usage())
+        if brief != last:
+            store.append_event("usage", **brief)
+            last = brief
+
+
+def execute(
+    config_path: str | Path,
+    *,
+    out: Path | None = None,
+    resume: Path | None = None,
+    retry_errors: bool = False,
+    progress: RunProgress | None = None,
+    model: ModelClient | None = None,
+    drop_invalid: bool = False,
+) -> RunOutcome:
+    config_file = str(config_path)
+    config = load_config(config_path)
+    register_env_secrets()
+    register_config_secrets(config.model_dump(mode="json"))
+    check_scoring(config, config_file)
+    check_paths(config, config_file, out, resume is not None)
+    check_models(config, config_file, agent_given=model is not None)
+    dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
+    check_adapters(config, config_file)
+    check_executor(config, config_file)
+    if config.scoring.enabled and config.scoring.subset == "certified":
+        from lens.runs.certification import load_certification
+
+        try:
+            load_certification(config.dataset.path)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
+    run_id = new_run_id()
+    runtime = ModelRuntime.for_run(config, run_id)
+    try:
+        client = model or runtime.client(config.agent)
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
+    try:
+        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
+                 if config.judge is not None else None)
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
+    gateway = model_gateway(config, config_file, runtime)
+    if resume is not None:
+        store = RunStore.open(resume)
+        manifest = store.manifest()
+        expected = condition(config, dataset)
+        if manifest.get("condition_hash") != condition_hash(expected):
+            old = manifest.get("condition", {})
+            fields = sorted(k for k in expected if old.get(k) != expected[k])
+            raise UserError(
+                f"{resume}: cannot resume: the config or dataset differ from the run's condition "
+                f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
+            )
+        manifest["status"] = "running"
+        manifest.setdefault("resumed_at", []).append(now_iso())
+        store.write_manifest(manifest)
+    else:
+        manifest = build_manifest(config, dataset, run_id, dropped)
+        store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
+
+    runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
+                                   retry_errors=retry_errors, gateway=gateway)
+    # The runner holds the only copy, released before scoring loads the dataset again: a large
+    # dataset is never in memory twice.
+    del dataset
+
+    async def main() -> RunSummary:
+        nonlocal runner
+        try:
+            assert runner is not None
+            if gateway is not None:
+                await gateway.start()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(log_usage, store, runtime)
+                summary = await runner.run()
+                tg.cancel_scope.cancel()
+            if gateway is not None:
+                await gateway.aclose()
+            runner = None
+            store.close()
+            if config.scoring.enabled:
+                await score_for_config(store.root, config, judge=judge)
+                await score_extra_for_config(store.root, config)
+            return summary
+        finally:
+            if model is not None:
+                await model.aclose()
+            if gateway is not None:
+                await gateway.aclose()
+            await runtime.aclose()
+
+    status = "interrupted"
+    try:
+        summary = eventloop.run(main)
+        status = "complete" if summary.units_failed == 0 else "complete_with_errors"
+    finally:
+        store.close()
+        manifest = store.manifest()
+        # Usage is keyed by endpoint, and an endpoint's URL may carry a password.
+        manifest["usage"] = redact(runtime.usage())
+        manifest["status"] = status
+        manifest["finished_at"] = now_iso()
+        store.write_manifest(manifest)
+    reports = write_reports(store.root) if config.report and config.scoring.enabled else None
+    return RunOutcome(run_dir=store.root, summary=summary, reports=reports)

@@ -1,0 +1,152 @@
+"""A unit's adapter in its own operating-system process (``isolation: process``).
+
+The process is started with the same interpreter and environment as lens, speaks the framed
+JSON protocol of ``worker.py`` over its stdin/stdout, and is killed when its unit ends, when a
+call outlives ``call_timeout_s`` or when it breaks the protocol. Whatever the adapter does to its
+own process (hangs, blocks its event loop, exhausts memory, ``os._exit``) ends its unit alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from lens.memory.executor.remote import (
+    MAX_REPLY_BYTES,
+    AdapterCallError,
+    AdapterWorkerLost,
+    RemoteAdapter,
+)
+from lens.memory.executor.worker import _HEADER, encode_frame
+
+# The worker starts on lens's own import path, not one led by the working directory: ``python -m``
+# would put the current folder first, and a folder named ``lens`` there (a clone, a project of
+# that name) would shadow lens in the worker alone. ``-P`` leaves the current folder out; the
+# path is the driver's (which already holds PYTHONPATH and whatever the user's setup added).
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from lens.memory.executor.worker import main; main()")
+
+
+class ProcessAdapter(RemoteAdapter):
+    def __init__(self, name: str, options: dict[str, Any], call_timeout_s: float,
+                 max_memory_mb: int | None = None) -> None:
+        super().__init__(name, options, call_timeout_s)
+        self.max_memory_mb = max_memory_mb
+        self._process: Process | None = None
+        self._reader: BufferedByteReceiveStream | None = None
+        self._pending: dict[int, anyio.abc.ObjectSendStream[dict[str, Any]]] = {}
+        self._next_id = 1
+        self._write_lock = anyio.Lock()
+        self._reader_done = anyio.Event()
+
+    async def _start(self) -> None:
+        self._process = await anyio.open_process(
+            [sys.executable, "-P", "-c", _BOOT, json.dumps(sys.path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+        assert self._process.stdout is not None
+        self._reader = BufferedByteReceiveStream(self._process.stdout)
+        await self._write({"name": self.name, "options": self.options, "sys_path": sys.path,
+                           "max_memory_mb": self.max_memory_mb})
+        first = await self._read()
+        if "error" in first:
+            raise AdapterWorkerLost(f"the adapter could not start in its process: "
+                                    f"{first['error']}")
+        # Replies are read by one task for the adapter's lifetime. The adapter is not given a
+        # task group of the runner's, so the task is the event loop's own; it never raises.
+        self._read_task = asyncio.get_running_loop().create_task(self._read_replies())
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        async with self._write_lock:
+            try:
+                await self._process.stdin.send(encode_frame(message))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                raise AdapterWorkerLost(self._death()) from None
+
+    async def _read(self) -> dict[str, Any]:
+        assert self._reader is not None
+        try:
+            header = await self._reader.receive_exactly(_HEADER.size)
+            (size,) = _HEADER.unpack(header)
+            if size > MAX_REPLY_BYTES:
+                raise AdapterWorkerLost(f"the adapter's process sent a {size}-byte reply "
+                                        f"(limit {MAX_REPLY_BYTES}); it was stopped")
+            body = await self._reader.receive_exactly(size)
+            return json.loads(body)
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError,
+                anyio.ClosedResourceError):
+            raise AdapterWorkerLost(self._death()) from None
+        except ValueError:
+            raise AdapterWorkerLost("the adapter's process broke the protocol "
+                                    "(a reply that is not JSON); it was stopped") from None
+
+    def _death(self) -> str:
+        code = self._process.returncode if self._process is not None else None
+        how = f" (exit status {code})" if code is not None else ""
+        return f"the adapter's process ended unexpectedly{how}"
+
+    async def _reap(self) -> None:
+        if self._process is not None:
+            with anyio.move_on_after(2):
+                await self._process.wait()
+
+    async def _read_replies(self) -> None:
+        failure: AdapterWorkerLost
+        try:
+            while True:
+                message = await self._read()
+                waiter = self._pending.pop(int(message.get("id", -1)), None)
+                if waiter is not None:
+                    await waiter.send(message)
+        except AdapterWorkerLost as exc:
+            await self._reap()
+            failure = AdapterWorkerLost(self._death()) if "ended" in str(exc) else exc
+        except BaseException as exc:  # cancelled with the process; nothing is waiting any more
+            failure = AdapterWorkerLost(f"the adapter's reply reader stopped: {exc!r}")
+        for waiter in list(self._pending.values()):
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError,
+                                     anyio.ClosedResourceError):
+                waiter.send_nowait({"lost": str(failure)})
+        self._pending.clear()
+        self._reader_done.set()
+
+    async def _send(self, method: str, args: list[Any]) -> Any:
+        if self._reader_done.is_set():
+            raise AdapterWorkerLost(self._death())
+        call_id = self._next_id
+        self._next_id += 1
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
+        self._pending[call_id] = send
+        try:
+            await self._write({"id": call_id, "method": method, "args": args})
+            async with receive:
+                reply = await receive.receive()
+        finally:
+            self._pending.pop(call_id, None)
+        if "lost" in reply:
+            raise AdapterWorkerLost(reply["lost"])
+        if "error" in reply:
+            raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
+        return reply.get("ok")
+
+    async def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        with anyio.move_on_after(5):
+            await process.wait()
+        task = getattr(self, "_read_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+        await process.aclose()

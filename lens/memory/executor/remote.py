@@ -1,0 +1,160 @@
+"""A memory adapter that runs somewhere else: the driver's side of the unit protocol.
+
+The agent, the model stack and the run store stay in the driver; only the adapter of a unit runs
+in another process (``process.py``) or on a Ray actor (``ray_actor.py``). Calls and their results
+cross as JSON, never pickle, so nothing the adapter sends can run code in the driver, and ground
+truth never leaves it: the adapter's process only ever holds episodes and the agent's queries.
+
+A call that does not return within the adapter's ``call_timeout_s`` stops the adapter's process
+(a hung or loop-blocking adapter cannot be interrupted any other way) and raises
+:class:`AdapterWorkerLost`, which ends the unit; so does the process dying. Losses that are not
+the adapter's fault (a Ray node that went away) are marked ``retryable``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+import anyio
+
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter
+
+# A reply larger than this is a protocol violation, not a result (the agent's payload budget is
+# tens of kilobytes; this only stops a runaway adapter from exhausting the driver's memory).
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+START_TIMEOUT_S = 120.0
+
+
+class AdapterWorkerLost(Exception):
+    """The adapter's process stopped, hung or broke the protocol: its unit cannot go on."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class AdapterCallError(Exception):
+    """The adapter raised inside its own process; the message names its exception."""
+
+    def __init__(self, message: str, traceback_text: str = "") -> None:
+        super().__init__(message)
+        self.traceback_text = traceback_text
+
+
+class RemoteAdapter(MemoryAdapter):
+    """Forwards every contract method to a worker; subclasses say how to reach it."""
+
+    # The runner and the agent leave call timeouts to this class: only it can stop the worker.
+    enforces_timeouts = True
+    start_timeout_s = START_TIMEOUT_S
+
+    def __init__(self, name: str, options: dict[str, Any], call_timeout_s: float) -> None:
+        self.name = name
+        self.options = options
+        self.call_timeout_s = call_timeout_s
+        self._lost: AdapterWorkerLost | None = None
+        self._start_lock = anyio.Lock()
+        self._started = False
+
+    @abstractmethod
+    async def _start(self) -> None:
+        """Create the worker and the adapter instance inside it."""
+
+    @abstractmethod
+    async def _send(self, method: str, args: list[Any]) -> Any:
+        """One call; returns the decoded JSON result or raises AdapterCallError /
+        AdapterWorkerLost."""
+
+    @abstractmethod
+    async def _stop(self) -> None:
+        """Stop the worker at once (idempotent)."""
+
+    async def _call(self, method: str, *args: Any) -> Any:
+        if self._lost is not None:
+            raise self._lost
+        timeout = self.call_timeout_s if math.isfinite(self.call_timeout_s) else None
+        try:
+            async with self._start_lock:
+                if not self._started:
+                    # Starting an interpreter and the adapter's constructor (which may load a
+                    # model) is not a call: it gets its own, longer allowance.
+                    with anyio.fail_after(max(self.start_timeout_s, timeout or 0)):
+                        await self._start()
+                    self._started = True
+        except TimeoutError:
+            await self._lose(AdapterWorkerLost(
+                f"the adapter did not start within {max(self.start_timeout_s, timeout or 0):g} s; "
+                "its process was stopped"))
+        except AdapterWorkerLost as exc:
+            await self._lose(exc)
+        try:
+            with anyio.fail_after(timeout):
+                return await self._send(method, list(args))
+        except TimeoutError:
+            await self._lose(AdapterWorkerLost(
+                f"the adapter's {method} did not return within {self.call_timeout_s:g} s "
+                "(call_timeout_s); its process was stopped"))
+        except AdapterWorkerLost as exc:
+            await self._lose(exc)
+        raise AssertionError("unreachable")
+
+    async def _lose(self, exc: AdapterWorkerLost) -> None:
+        if self._lost is None:
+            self._lost = exc
+        with anyio.CancelScope(shield=True):
+            await self._stop()
+        raise self._lost
+
+    async def reset(self, scope_id: str) -> None:
+        await self._call("reset", scope_id)
+
+    async def ingest(self, episode: Episode) -> None:
+        await self._call("ingest", episode.model_dump(mode="json"))
+
+    async def prepare(self, scope_id: str, checkpoint: int) -> None:
+        await self._call("prepare", scope_id, checkpoint)
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> Any:
+        # Returned as the adapter sent it: the agent validates search results itself.
+        return await self._call("search", query, filters, limit)
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        raw = await self._call("retrieve", ref_id)
+        if raw is None:
+            return None
+        try:
+            return Document.model_validate(raw)
+        except ValueError:
+            raise AdapterCallError("the memory system returned a malformed document") from None
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest.model_validate(await self._call("get_capabilities"))
+
+    async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return await self._call("call_extended_tool", name, arguments)
+
+    async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        text = await self._call("standing_context", scope_id, checkpoint)
+        if text is not None and not isinstance(text, str):
+            raise AdapterCallError("the memory system returned a standing context that is not "
+                                   "text")
+        return text
+
+    async def model_usage(self) -> dict[str, Any] | None:
+        usage = await self._call("model_usage")
+        return usage if isinstance(usage, dict) else None
+
+    async def aclose(self) -> None:
+        try:
+            if self._started and self._lost is None:
+                with anyio.move_on_after(min(self.call_timeout_s, 10.0)):
+                    await self._send("aclose", [])
+        except (AdapterCallError, AdapterWorkerLost):
+            pass
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._stop()

@@ -1,0 +1,159 @@
+"""The adapter's side of the unit protocol: one adapter instance answering calls as JSON.
+
+Started by the process executor (``python -P`` on the driver's import path; frames on
+stdin/stdout), or used through :func:`dispatch` by a Ray actor. The worker knows only the
+adapter's name and options, the episodes it is sent and the agent's queries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import sys
+import traceback
+from typing import Any, BinaryIO
+
+import anyio
+from pydantic import BaseModel
+
+from lens.core.redact import (
+    register_config_secrets,
+    register_env_secrets,
+    scrub_standard_streams,
+)
+from lens.data.dataset import Episode
+from lens.memory.adapter import MemoryAdapter, create_adapter
+
+_HEADER = struct.Struct(">I")
+_METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
+                      "get_capabilities", "call_extended_tool", "standing_context",
+                      "model_usage", "aclose"})
+
+
+def to_jsonable(value: Any) -> Any:
+    """Pydantic models as their JSON form; anything else must already be JSON data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict[str, Any]:
+    """One call on ``adapter``: ``{"ok": result}`` or ``{"error": ..., "traceback": ...}``."""
+    if method not in _METHODS:
+        return {"error": f"unknown method {method!r}", "traceback": ""}
+    try:
+        if method == "ping":
+            return {"ok": None}
+        if method == "ingest":
+            args = [Episode.model_validate(args[0])]
+        result = await getattr(adapter, method)(*args)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    if method in ("reset", "ingest", "prepare", "aclose"):
+        return {"ok": None}
+    try:
+        encoded = json.dumps({"ok": finite(to_jsonable(result))}, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        # As in-process: what cannot be written as JSON fails this call, not the unit.
+        return {"error": "the memory system returned a result that cannot be sent as JSON "
+                         f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
+    return json.loads(encoded)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as null: JSON has no such numbers, and a model given
+    ``NaN`` is given invalid JSON. Used for adapters' results in-process and in a worker alike."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    return _HEADER.pack(len(body)) + body
+
+
+def _apply_memory_limit(megabytes: int | None) -> None:
+    if not megabytes:
+        return
+    import resource
+
+    limit = megabytes * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
+    def read_frame() -> dict[str, Any] | None:
+        header = reader.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack(header)
+        return json.loads(reader.read(size))
+
+    write_lock = anyio.Lock()
+
+    async def reply(message: dict[str, Any]) -> None:
+        frame = encode_frame(message)
+        async with write_lock:
+            await anyio.to_thread.run_sync(_write, writer, frame)
+
+    init = await anyio.to_thread.run_sync(read_frame)
+    if init is None:
+        return
+    for entry in reversed(init.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    register_config_secrets(init.get("options") or {})
+    try:
+        _apply_memory_limit(init.get("max_memory_mb"))
+        adapter = create_adapter(init["name"], init.get("options") or {})
+    except Exception as exc:
+        await reply({"id": 0, "error": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc()})
+        return
+    await reply({"id": 0, "ok": None})
+
+    async def handle(request: dict[str, Any]) -> None:
+        out = await dispatch(adapter, request["method"], request.get("args", []))
+        await reply({"id": request["id"], **out})
+
+    async with anyio.create_task_group() as tg:
+        while True:
+            request = await anyio.to_thread.run_sync(read_frame)
+            if request is None:
+                tg.cancel_scope.cancel()
+                return
+            tg.start_soon(handle, request)
+
+
+def _write(writer: BinaryIO, frame: bytes) -> None:
+    writer.write(frame)
+    writer.flush()
+
+
+def main() -> None:
+    # The protocol owns the original stdout; anything the adapter prints goes to stderr instead
+    # of corrupting a frame, with the values of the run's keys masked like all lens output.
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    register_env_secrets()
+    scrub_standard_streams()
+    sys.stdout = sys.stderr
+    protocol_in = os.fdopen(os.dup(0), "rb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    anyio.run(_serve, protocol_in, protocol_out)
+
+
+if __name__ == "__main__":
+    main()

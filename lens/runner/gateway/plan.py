@@ -1,0 +1,23 @@
+"""Which adapters of a run use the model gateway; imports no server, so a run without one
+never loads aiohttp."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.data.config import AdapterConfig, RunConfig
+from lens.memory.adapter import resolve_adapter
+from lens.memory.gateway_access import GatewayOptions, wants_gateway
+
+
+def gateway_options(cfg: AdapterConfig) -> GatewayOptions | None:
+    """The adapter's validated gateway options, or None when it does not use the gateway."""
+    cls = resolve_adapter(cfg.name)
+    if not wants_gateway(cls):
+        return None
+    options: Any = cls.Options
+    return options.model_validate(cfg.options)  # type: ignore[no-any-return]
+
+
+def needs_gateway(config: RunConfig) -> bool:
+    return any(gateway_options(a) is not None for a in config.adapters)

@@ -1,0 +1,60 @@
+"""The condition of a run: everything that must match for two results to be comparable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from lens import __version__
+from lens.data.config import RunConfig
+from lens.data.dataset import Dataset
+from lens.data.prompts import prompts_hash
+
+_PACKAGES = ("anyio", "pydantic", "openai", "httpx", "aiohttp", "uvloop", "tenacity",
+             "llama_cpp_python", "litellm", "numpy")
+
+
+def stable_hash(obj: Any) -> str:
+    canon = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "lens": __version__}
+    for name in _PACKAGES:
+        try:
+            out[name] = version(name.replace("_", "-"))
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
+    agent = config.agent
+    return {
+        "lens_version": __version__,
+        "dataset_id": dataset.dataset_id,
+        "dataset_hash": dataset.content_hash(),
+        "adapters": [
+            {"name": a.name, "label": a.display, "options_hash": stable_hash(a.options)}
+            for a in config.adapters
+        ],
+        "agent_model": agent.model,
+        "agent_settings_hash": stable_hash(
+            agent.model_dump(mode="json", exclude={"budget", "api_key_env", "max_concurrency",
+                                                   "requests_per_minute", "tokens_per_minute",
+                                                   "timeout_s", "max_retries"})
+        ),
+        "judge_model": config.judge.model if config.judge else None,
+        "prompts_hash": prompts_hash(),
+        "budget": agent.budget.model_dump(),
+        "seed": config.seed,
+        "repeats": config.repeats,
+    }
+
+
+def condition_hash(cond: dict[str, Any]) -> str:
+    return stable_hash(cond)
