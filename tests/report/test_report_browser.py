@@ -7,42 +7,20 @@ in CI (``CI`` set) a missing browser fails the test."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lens.report import write_reports
-from tests.report.cdp import PipeBrowser
+from tests.report.cdp import PipeBrowser, headless_browser
 from tests.report.runfactory import RunSpec, make_run
-
-CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser")
-
-
-def _chromium() -> str | None:
-    for name in CANDIDATES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 @pytest.fixture
 def browser() -> Iterator[PipeBrowser]:
-    binary = _chromium()
-    if binary is None:
-        reason = "Chromium is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
-    b = PipeBrowser(binary, timeout=60)
-    try:
-        b.open_page()
+    with headless_browser() as b:
         yield b
-    finally:
-        b.close()
 
 
 def test_report_renders_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> None:

@@ -20,9 +20,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.report.cdp import CDPError, PipeBrowser
+from tests.report.cdp import CDPError, PipeBrowser, headless_browser
 from tests.report.runfactory import RunSpec, make_run
-from tests.report.test_report_browser import _chromium
 from tests.view.runs import DETAIL, HOSTILE, InFlight
 from tests.view.server import lens_view, require_view_extra
 
@@ -30,18 +29,8 @@ from tests.view.server import lens_view, require_view_extra
 @pytest.fixture
 def browser() -> Iterator[PipeBrowser]:
     require_view_extra()
-    binary = _chromium()
-    if binary is None:
-        reason = "Chromium is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
-    b = PipeBrowser(binary, timeout=60)
-    try:
-        b.open_page()
+    with headless_browser() as b:
         yield b
-    finally:
-        b.close()
 
 
 def until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
