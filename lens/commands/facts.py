@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import UserError
 from lens.stats.fact_agreement import answer_of
@@ -48,9 +49,7 @@ def register(sub: Any) -> None:
     g.add_argument("--judge", metavar="MODEL",
                    help="the judge model for --grader judge, e.g. openai/gpt-4o-mini or "
                         "llama_cpp/qwen2.5-coder-1.5b")
-    g.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server for the judge")
-    g.add_argument("--api-key-env", metavar="NAME",
-                   help="environment variable holding the judge's API key")
+    add_judge_server_arguments(g)
     g.add_argument("--labels", type=Path, metavar="FILE",
                    help='your own grades, JSON lines {"id", "grade"}: print the agreement')
     g.add_argument("--threads", type=int, default=None, metavar="N",
@@ -58,12 +57,7 @@ def register(sub: Any) -> None:
     g.add_argument("--no-cache", action="store_true",
                    help="do not read or write lens's model cache (the --out file still resumes)")
     g.set_defaults(handler=_grade)
-    p.set_defaults(handler=lambda _args: _usage(p))
-
-
-def _usage(p: argparse.ArgumentParser) -> int:
-    p.print_help()
-    return 2
+    p.set_defaults(handler=lambda _args: usage(p))
 
 
 def _jsonl(path: Path, what: str) -> Iterator[tuple[int, Any | None, str | None]]:

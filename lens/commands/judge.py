@@ -41,9 +41,7 @@ def register(sub: Any) -> None:
                    help="the judge model, e.g. openai/gpt-4o-mini (default: --config's judge)")
     c.add_argument("--config", type=Path, metavar="RUN_CONFIG",
                    help="a run config: its judge settings (and cache) are used")
-    c.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server for the judge")
-    c.add_argument("--api-key-env", metavar="NAME",
-                   help="environment variable holding the judge's API key")
+    add_judge_server_arguments(c)
     c.add_argument("--limit", type=int, default=40, metavar="N",
                    help="questions to sample from the dataset (default 40; 0 = all)")
     c.add_argument("--concurrency", type=int, default=None, metavar="N",
@@ -55,10 +53,18 @@ def register(sub: Any) -> None:
     c.add_argument("--no-store", action="store_true",
                    help="do not keep the calibration in the cache folder for reports")
     c.set_defaults(handler=_calibrate)
-    p.set_defaults(handler=lambda _args: _usage(p))
+    p.set_defaults(handler=lambda _args: usage(p))
 
 
-def _usage(p: argparse.ArgumentParser) -> int:
+def add_judge_server_arguments(p: argparse.ArgumentParser) -> None:
+    """Where a judge named on the command line is served, and the secret it needs."""
+    p.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server for the judge")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="environment variable holding the judge's API key")
+
+
+def usage(p: argparse.ArgumentParser) -> int:
+    """A command group called without its subcommand: its help, and the status of bad input."""
     p.print_help()
     return 2
 
