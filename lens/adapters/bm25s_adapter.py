@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.core.errors import ConfigError
@@ -138,11 +138,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
         _, chunk = split_ref(ref_id)
         with self._lock:
             if chunk is None:
-                episode = self._episodes.get(ref_id)
-                if episode is None:
-                    return None
-                return Document(ref_id=ref_id, text=episode.text,
-                                metadata={"timestamp": episode.timestamp.isoformat()})
+                return episode_document(self._episodes, ref_id)
             unit = next((u for u in self._units if u.ref_id == ref_id), None)
         if unit is None:
             return None

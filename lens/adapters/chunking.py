@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lens.data.dataset import Episode
+from lens.memory.adapter import Document
 
 CHUNK_SEPARATOR = "#c"
 _CHUNK_REF = re.compile(r"^(?P<episode>.+)#c(?P<n>\d+)$")
@@ -74,3 +75,12 @@ def episode_units(episode: Episode, chunk_chars: int | None,
         Unit(chunk_ref(episode.episode_id, i), episode.episode_id, episode.timestamp, piece)
         for i, piece in enumerate(split_text(episode.text, chunk_chars, overlap_chars))
     ]
+
+
+def episode_document(episodes: dict[str, Episode], ref_id: str) -> Document | None:
+    """The whole episode ``ref_id`` as retrieve returns it, or None for a ref never handed out."""
+    episode = episodes.get(ref_id)
+    if episode is None:
+        return None
+    return Document(ref_id=ref_id, text=episode.text,
+                    metadata={"timestamp": episode.timestamp.isoformat()})

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
+from lens.adapters.chunking import episode_document
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
@@ -158,11 +159,7 @@ class GraphitiAdapter(MemoryAdapter):
             except Exception:  # Graphiti raises its own EdgeNotFoundError for an unknown uuid
                 return None
             return Document(ref_id=ref_id, text=edge.fact, metadata=self._metadata(edge))
-        episode = self.episodes.get(ref_id)
-        if episode is None:
-            return None
-        return Document(ref_id=ref_id, text=episode.text,
-                        metadata={"timestamp": episode.timestamp.isoformat()})
+        return episode_document(self.episodes, ref_id)
 
     async def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(

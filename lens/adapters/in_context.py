@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.adapters.chunking import episode_document
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -69,11 +70,7 @@ class _Timeline(SyncMemoryAdapter):
 
     def retrieve(self, ref_id: str) -> Document | None:
         with self._lock:
-            ep = self._by_id.get(ref_id)
-        if ep is None:
-            return None
-        return Document(ref_id=ref_id, text=ep.text,
-                        metadata={"timestamp": ep.timestamp.isoformat()})
+            return episode_document(self._by_id, ref_id)
 
 
 def _result(ep: Episode, text: str | None = None) -> SearchResult:

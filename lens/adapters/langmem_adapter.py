@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from lens.adapters.chunking import episode_document
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -138,11 +139,7 @@ class LangMemAdapter(SyncMemoryAdapter):
                 return None
             return Document(ref_id=ref_id, text=self._text(item.value),
                             metadata={"episode_ids": list(self.sources.get(key, []))})
-        episode = self.episodes.get(ref_id)
-        if episode is None:
-            return None
-        return Document(ref_id=ref_id, text=episode.text,
-                        metadata={"timestamp": episode.timestamp.isoformat()})
+        return episode_document(self.episodes, ref_id)
 
     def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(

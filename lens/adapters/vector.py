@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange
@@ -203,11 +203,7 @@ class VectorAdapter(SyncMemoryAdapter):
         with self._lock:
             _, chunk = split_ref(ref_id)
             if chunk is None:
-                ep = self._episodes.get(ref_id)
-                if ep is None:
-                    return None
-                return Document(ref_id=ref_id, text=ep.text,
-                                metadata={"timestamp": ep.timestamp.isoformat()})
+                return episode_document(self._episodes, ref_id)
             unit = self._units.get(ref_id)
             if unit is None:
                 return None
