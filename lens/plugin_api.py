@@ -10,12 +10,14 @@ Report sections return a :class:`Section` built of blocks (``Heading``, ``Para``
 that lens renders to Markdown and HTML alike; ``RunStore``, ``QuestionRecord`` and
 ``is_scored`` read a run directory; ``create_client`` builds a model client from a
 ``ModelConfig`` with lens's retries, limits and cache; ``run_async`` runs a coroutine on the
-event loop lens uses.
+event loop lens uses; ``add_entry_points`` declares entry points for a program that cannot
+install package metadata.
 """
 
 from __future__ import annotations
 
 from lens.core.eventloop import run as run_async
+from lens.core.plugins import add_entry_points
 from lens.core.tokens import estimate_tokens
 from lens.models.factory import create_client
 from lens.report.data import RunData
@@ -33,6 +35,7 @@ __all__ = [
     "RunStore",
     "Section",
     "Table",
+    "add_entry_points",
     "atomic_write_text",
     "create_client",
     "estimate_tokens",

@@ -34,6 +34,7 @@ PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models", "lens.plu
                   "lens.scoring.metrics"}
 PLUGIN_API = [
     "Block", "Heading", "Para", "QuestionRecord", "RunData", "RunStore", "Section", "Table",
+    "add_entry_points",
     "atomic_write_text", "create_client", "estimate_tokens", "is_scored", "run_async", "to_html",
     "to_markdown",
 ]
