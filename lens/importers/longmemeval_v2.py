@@ -229,7 +229,9 @@ class _Question:
     eval_options: dict[str, Any]
 
 
-def read_questions(path: Path, problems: _Problems) -> dict[str, _Question]:
+def read_questions(path: Path, problems: _Problems, flawed: set[str]) -> dict[str, _Question]:
+    """The well-formed questions by id; the ids of the others go into ``flawed`` (their
+    problems are listed already, so the haystack check does not list them again)."""
     out: dict[str, _Question] = {}
     for no, _, row in _jsonl(path, problems):
         where = f"line {no}"
@@ -276,6 +278,8 @@ def read_questions(path: Path, problems: _Problems) -> dict[str, _Question]:
                              "one (an -abs type)")
         if len(problems.items) == before:
             out[qid] = _Question(no, row, name, options)
+        elif isinstance(qid, str):
+            flawed.add(qid)
     return out
 
 
@@ -390,14 +394,17 @@ def parse_trajectory(row: Any, path: Path, where: str, problems: _Problems) -> T
                       screenshots)
 
 
-def index_trajectories(path: Path, problems: _Problems) -> tuple[dict[str, _Entry], int]:
+def index_trajectories(path: Path, problems: _Problems, flawed: set[str]
+                       ) -> tuple[dict[str, _Entry], int]:
     """Every pool record checked, and where each lies (byte offset): (id -> entry, screenshots
-    in the pool)."""
+    in the pool); the ids of malformed records go into ``flawed``."""
     out: dict[str, _Entry] = {}
     shots = 0
     for no, offset, row in _jsonl(path, problems):
         t = parse_trajectory(row, path, f"line {no}", problems)
         if t is None:
+            if isinstance(row, dict) and isinstance(row.get("id"), str):
+                flawed.add(row["id"])
             continue
         if t.tid in out:
             problems.add(path, f"line {no}: id", f"{t.tid!r} appears twice (first on line "
@@ -591,9 +598,10 @@ def write_longmemeval_v2(src: Path, out: Path) -> dict[str, Any]:
     source = find_source(src)
     problems = _Problems()
     haystack = read_haystack(source.haystack, problems)
-    questions = read_questions(source.questions, problems)
-    pool, pool_shots = index_trajectories(source.trajectories, problems)
-    _cross_check(source, haystack, questions, pool, problems)
+    flawed: set[str] = set()
+    questions = read_questions(source.questions, problems, flawed)
+    pool, pool_shots = index_trajectories(source.trajectories, problems, flawed)
+    _cross_check(source, haystack, questions, pool, flawed, problems)
     if problems.items:
         raise DatasetError(f"{src}: {len(problems.items)} problem(s) in the LongMemEval-V2 data; "
                            "nothing was written", problems.items)
@@ -656,20 +664,21 @@ def write_longmemeval_v2(src: Path, out: Path) -> dict[str, Any]:
 
 
 def _cross_check(source: Source, haystack: dict[str, list[str]],
-                 questions: dict[str, _Question], pool: dict[str, _Entry],
+                 questions: dict[str, _Question], pool: dict[str, _Entry], flawed: set[str],
                  problems: _Problems) -> None:
-    """Haystack entries name known questions and trajectories of the question's domain."""
+    """Haystack entries name known questions and trajectories of the question's domain (a
+    record with problems of its own is not reported again here)."""
     for qid, ids in haystack.items():
         q = questions.get(qid)
         if q is None:
-            problems.add(source.haystack, f"$.{qid}", f"no question {qid!r} in "
-                         f"{QUESTIONS_FILE} (or its line has problems listed here)")
+            if qid not in flawed:
+                problems.add(source.haystack, f"$.{qid}", f"no question {qid!r} in "
+                             f"{QUESTIONS_FILE}")
             continue
-        unknown = [t for t in ids if t not in pool]
+        unknown = [t for t in ids if t not in pool and t not in flawed]
         if unknown:
             problems.add(source.haystack, f"$.{qid}", f"{len(unknown)} trajectory id(s) not in "
-                         f"{TRAJECTORIES_FILE} (or with problems listed here): "
-                         f"{', '.join(unknown[:5])}")
+                         f"{TRAJECTORIES_FILE}: {', '.join(unknown[:5])}")
         other = [t for t in ids if t in pool and pool[t].domain is not None
                  and pool[t].domain != q.row["domain"]]
         if other:
