@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,8 @@ from lens.scoring.scorer import score_run_sync
 from tests.protocols.builders import PolicyJudge
 from tests.scoring.scoring_fixtures import build_run, record
 
-FIX = Path(__file__).resolve().parents[1] / "datasets" / "fixtures" / "longmemeval_v2"
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "tests" / "datasets" / "fixtures" / "longmemeval_v2"
 
 FAITHFUL = {
     "q-static-1": "The product page shows \\boxed{Add to Cart and Compare}",
@@ -222,3 +226,38 @@ def test_final_answer_unknown_and_judge_replies() -> None:
                                      '\n```', "label: 1", '{"label": true}', "no idea")] == [
         1.0, 0.0, 1.0, 1.0, None]
     assert "{question}" in PREMISE_PROMPT and "{final}" in PREMISE_PROMPT
+
+
+def test_cli_import_score_with_a_scripted_judge_and_report(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def lens(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lens", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    ds = tmp_path / "lme2.json"
+    r = lens("datasets", "import", "--format", "longmemeval-v2",
+             str(FIX / "haystacks" / "lme_v2_small.json"), "--out", str(ds))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(ds.read_text())
+    records = [record(q["question_id"], FAITHFUL[q["question_id"]], adapter="faithful",
+                      scope=q["scope_id"], checkpoint=q["checkpoint_after"])
+               for q in data["questions"]]
+    run = build_run(tmp_path / "run", ds, records)
+    # A judge that passes every premise and gotchas answer.
+    (tmp_path / "judge.json").write_text(json.dumps(
+        {"rules": [{"contains": "Reference answer", "text": '{"label": 1, "reason": "ok"}'}]}))
+    r = lens("score", str(run), "--tier", "2", "--protocol", "longmemeval-v2", "--judge",
+             "scripted/judge.json")
+    assert r.returncode == 0, r.stderr
+    scores = json.loads((run / "scores.json").read_text())
+    f = scores["aggregates"]["adapter"]["faithful"]
+    assert f["lme_v2_accuracy"] == 1.0
+    # The fixture's records time no tool call: 0 s, within the window's first budget.
+    assert f["lme_v2_query_seconds"] == 0.0
+    assert f["lme_v2_lafs_gain"] == pytest.approx(100 - 55.7648, abs=1e-3)
+    assert scores["settings"]["protocol"]["name"] == "longmemeval-v2"
+    assert any("gpt-5.2" in n for n in scores["notes"])
+    r = lens("report", str(run))
+    assert r.returncode == 0, r.stderr
+    assert "LongMemEval-V2 protocol (version 1)" in (run / "report.md").read_text()
