@@ -47,8 +47,9 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     s.set_defaults(handler=_stats)
 
-    i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval, BEAM or MemoryAgentBench "
-                        "data to LENS JSON, or add conclusions to a published LENS file")
+    i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval (V1, V2), BEAM or "
+                        "MemoryAgentBench data to LENS JSON, or add conclusions to a published "
+                        "LENS file")
     i.add_argument("--format", required=True,
                    choices=["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
                             "longmemeval-v2"])
@@ -202,7 +203,7 @@ def _import_notes(counts: dict[str, Any]) -> list[str]:
                      "meta.source.questions_left_out)")
     if counts.get("trajectories_split"):
         notes.append(f"{counts['trajectories_split']} trajectory(ies) longer than an episode "
-                     "may be are split into parts at state boundaries")
+                     "may be are split into parts at state boundaries (meta.part, meta.parts)")
     if counts.get("states_cut"):
         notes.append(f"{counts['states_cut']} state(s) longer than an episode may be alone have "
                      "their page text cut")
