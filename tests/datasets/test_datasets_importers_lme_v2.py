@@ -18,8 +18,8 @@ import pytest
 from lens.dataset import check_dataset_file, load_dataset
 from lens.errors import DatasetError
 from lens.importers.longmemeval_v2 import (
+    State,
     Trajectory,
-    _State,
     parse_eval_spec,
     trajectory_parts,
     write_longmemeval_v2,
@@ -135,7 +135,7 @@ def test_a_haystack_file_as_source_a_subset_and_extra_fields(tmp_path: Path) -> 
 
 
 def test_long_trajectories_split_at_state_boundaries_and_long_states_are_cut() -> None:
-    states = [_State(f"http://x/{i}", None, "click", "row\n" * 30, i) for i in range(4)]
+    states = [State(f"http://x/{i}", None, "click", "row\n" * 30, i) for i in range(4)]
     t = Trajectory("t1", "web", None, "Goal", "http://x/", None, states, 0)
     parts, cut = trajectory_parts(t, limit=400)
     assert len(parts) > 1 and cut == 0
@@ -144,7 +144,7 @@ def test_long_trajectories_split_at_state_boundaries_and_long_states_are_cut() -
     assert f"(part 1 of {len(parts)})" in parts[0]
     assert sum(p.count("Step ") for p in parts) == 4
     huge = Trajectory("t2", None, None, "G", "http://x/", None,
-                      [_State("http://x/", None, None, "x" * 5000, 0)], 0)
+                      [State("http://x/", None, None, "x" * 5000, 0)], 0)
     (only,), cut = trajectory_parts(huge, limit=400)
     assert cut == 1 and len(only) <= 400 and "page text cut by lens" in only
 
@@ -226,6 +226,9 @@ def test_cross_domain_duplicates_and_missing_files(tmp_path: Path) -> None:
     (root / "haystacks" / "lme_v2_small.json").write_text(json.dumps(hay))
     ts = _rows(root / "trajectories.jsonl")
     _write_rows(root / "trajectories.jsonl", [*ts, ts[0]])
+    qs = _rows(root / "questions.jsonl")
+    qs[0]["question"] = "Why? " * 4000
+    _write_rows(root / "questions.jsonl", qs)
     with pytest.raises(DatasetError) as exc:
         write_longmemeval_v2(root, tmp_path / "o.json")
     shown = "\n".join(str(p) for p in exc.value.problems)
@@ -233,6 +236,8 @@ def test_cross_domain_duplicates_and_missing_files(tmp_path: Path) -> None:
     assert "$.q-dyn-1: trajectory id(s) of another domain than the question's (enterprise): " \
         "t-web-02" in shown
     assert "trajectories.jsonl: line 6: id: 't-web-01' appears twice (first on line 1)" in shown
+    assert "questions.jsonl: line 1: question: 20000 characters; a LENS prompt holds 19000" \
+        in shown
     (root / "trajectories.jsonl").unlink()
     with pytest.raises(DatasetError, match=r"trajectories\.jsonl: file not found"):
         write_longmemeval_v2(root, tmp_path / "o.json")

@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lens.dataset import Question
-from lens.importers.longmemeval_v2 import (
+from lens.importers.longmemeval_v2_source import (
     CATEGORIES,
     JUDGED_FUNCTIONS,
     TIERS,
