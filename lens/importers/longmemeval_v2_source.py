@@ -37,7 +37,7 @@ CATEGORIES: dict[str, str] = {
 # The two phrase matchers pass their options to the normaliser, so an unknown one is an error
 # in the benchmark's own harness; the others ignore options they do not know.
 PHRASE_OPTIONS = frozenset({"lower", "normalize_hyphen", "strip_punct", "separators",
-                            "separator", "require_non_empty"})
+                            "require_non_empty"})
 EVAL_FUNCTIONS: dict[str, frozenset[str] | None] = {
     "norm_phrase_set_match": PHRASE_OPTIONS,
     "norm_phrase_set_match_ordered": PHRASE_OPTIONS,
@@ -73,8 +73,6 @@ def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
             raise ValueError(f"{name} takes no option {key!r}; its options: "
                              f"{', '.join(sorted(allowed))}")
         options[key] = _option_value(key, value)
-    if "separator" in options:
-        options["separators"] = options.pop("separator")
     return name, options
 
 
@@ -84,7 +82,7 @@ def _option_value(key: str, value: str) -> Any:
         return low == "true"
     if low in ("none", "null"):
         return None
-    if key in ("separators", "separator"):
+    if key == "separators":
         if value.startswith("[") and value.endswith("]"):
             items = json.loads(value)
             if not isinstance(items, list) or not all(isinstance(s, str) for s in items):

@@ -280,3 +280,10 @@ def test_cli_round_trip_and_bad_input_exits_2_without_writing(tmp_path: Path) ->
     assert "questions.jsonl: line 3: question_type: unknown question type 'workflow'" in r.stderr
     assert "Traceback" not in r.stderr
     assert not bad.exists() and not (tmp_path / "bad.json.tmp").exists()
+
+
+def test_a_spec_option_the_harness_would_refuse_is_a_problem() -> None:
+    # The phrase matchers hand their options to the normaliser: "separator" (singular) is an
+    # error there, so it is one here.
+    with pytest.raises(ValueError, match="takes no option 'separator'"):
+        parse_eval_spec("norm_phrase_set_match|separator=,")

@@ -31,9 +31,10 @@ Definitions (implemented here from LongMemEval-V2's ``evaluation/qa_eval_metrics
 
   An empty answer (or gold) scores 0 under every function (``require_non_empty``).
 * Reported as ``evaluation/harness.py`` aggregates and the leaderboard reads it: accuracy over
-  every question (``overall_full_set``), over the non-premise and the premise questions; per
-  category the share correct, answered wrong and unknown; static, dynamic and procedure with
-  their premise questions counted in (the leaderboard's columns) and gotchas alone.
+  every question (``overall_full_set``), over the non-premise and the premise questions (those
+  graded by ``llm_abstention_checker``); per category the share correct, answered wrong and
+  unknown; static, dynamic and procedure with their premise questions counted in (the
+  leaderboard's columns) and gotchas alone.
 * Latency and LAFS: the leaderboard puts a system at (accuracy × 100, mean memory query
   seconds) and scores the gain of adding it to the released reference frontier of its tier,
   LAFS(reference ∪ system) − LAFS(reference) over budgets of 1 to 200 s (see
@@ -304,7 +305,8 @@ class LongMemEvalV2Protocol(Protocol):
         out: dict[str, float | None] = {
             UNKNOWN: float(unknown),
             # Markers, not scores: what the overall figures are taken over.
-            "lme_v2_premise": float(self.group(q).endswith("-abs")),
+            # The harness splits premise questions by their grading, not their type.
+            "lme_v2_premise": float(_eval_name(q) == "llm_abstention_checker"),
             "lme_v2_image": float(bool(q.meta.get("image"))),
         }
         tier = q.meta.get("tier")
