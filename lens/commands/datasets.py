@@ -47,12 +47,15 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     s.set_defaults(handler=_stats)
 
-    i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval, BEAM or MemoryAgentBench "
-                        "data to LENS JSON, or add conclusions to a published LENS file")
+    i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval (V1, V2), BEAM or "
+                        "MemoryAgentBench data to LENS JSON, or add conclusions to a published "
+                        "LENS file")
     i.add_argument("--format", required=True,
-                   choices=["lens", "locomo", "longmemeval", "beam", "memoryagentbench"])
+                   choices=["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
+                            "longmemeval-v2"])
     i.add_argument("source", type=Path, metavar="SRC",
-                   help="the source file (a BEAM folder: a conversation, a tier or chats/)")
+                   help="the source file (a BEAM folder: a conversation, a tier or chats/; "
+                   "LongMemEval-V2: a haystack file or its data root)")
     i.add_argument("--chunk-tokens", type=int, default=None, metavar="N",
                    help="memoryagentbench: tokens per context chunk (default 4096)")
     i.add_argument("--out", required=True, type=Path, metavar="FILE")
@@ -186,6 +189,27 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_notes(counts: dict[str, Any]) -> list[str]:
+    """What a streaming import left out or changed, in words (LongMemEval-V2's text-only
+    import: screenshots, question images, questions without a haystack, long trajectories)."""
+    notes = []
+    if "screenshots_not_passed" in counts:
+        notes.append(f"text only: {counts['screenshots_not_passed']} trajectory screenshot(s) "
+                     f"and {counts['question_images_not_passed']} question image(s) are not "
+                     "passed (LENS episodes and prompts are text)")
+    if counts.get("questions_left_out"):
+        notes.append(f"{counts['questions_left_out']} question(s) have no entry in the haystack "
+                     "file and are not imported (listed in the dataset's "
+                     "meta.source.questions_left_out)")
+    if counts.get("trajectories_split"):
+        notes.append(f"{counts['trajectories_split']} trajectory(ies) longer than an episode "
+                     "may be are split into parts at state boundaries (meta.part, meta.parts)")
+    if counts.get("states_cut"):
+        notes.append(f"{counts['states_cut']} state(s) longer than an episode may be alone have "
+                     "their page text cut")
+    return notes
+
+
 def _import(args: argparse.Namespace) -> int:
     from lens.data.datagen.generate import dumps
     from lens.data.importers import IMPORTERS, STREAMING_IMPORTERS
@@ -198,6 +222,8 @@ def _import(args: argparse.Namespace) -> int:
         counts = STREAMING_IMPORTERS[args.format](args.source, args.out, **extra)
         print(f"wrote {args.out}: {counts['scopes']} scope(s), {counts['episodes']} episodes, "
               f"{counts['questions']} questions")
+        for line in _import_notes(counts):
+            print(line)
         return 0
     data = IMPORTERS[args.format](args.source)
     ds, problems = validate_raw(data, str(args.source))

@@ -293,7 +293,8 @@ class ScoringConfig(_Section):
     # <stem>.certification.json from `lens datasets certify`).
     subset: Literal["all", "certified"] = "all"
     # Whose metrics: lens's own, or a published benchmark's protocol (docs/datasets.md).
-    protocol: Literal["lens", "locomo", "longmemeval", "beam", "memoryagentbench"] = "lens"
+    protocol: Literal["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
+                      "longmemeval-v2"] = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).
     errata: Path | None = None
 

@@ -1,6 +1,7 @@
-"""BEAM's 10M tier and MemoryAgentBench's long contexts import with bounded memory: a chat file
-of tens of megabytes, generated here in the 10M layout, imports in a process whose peak memory
-grows by far less than the file (a whole-file parse costs several times the file)."""
+"""BEAM's 10M tier, MemoryAgentBench's long contexts and LongMemEval-V2's trajectory pool import
+with bounded memory: a chat file of tens of megabytes, generated here in the 10M layout, imports
+in a process whose peak memory grows by far less than the file (a whole-file parse costs several
+times the file)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,38 @@ def test_mab_json_lines_import_one_row_at_a_time(tmp_path: Path) -> None:
     # leave the peak where it was.
     assert big - small < 0.25 * (many - few), (small, big, few, many)
     assert len(load_dataset(tmp_path / "m.json").scopes) == 12
+
+
+def _lme_v2_root(root: Path, trajectories: int, state_chars: int) -> float:
+    """A LongMemEval-V2 data root whose pool holds ``trajectories`` of four long states each,
+    and one question over three of them; returns the pool's size in MB."""
+    (root / "haystacks").mkdir(parents=True)
+    page = "[12] link 'Orders' [13] button 'Export' " * (state_chars // 40)
+    with (root / "trajectories.jsonl").open("w", encoding="utf-8") as fh:
+        for t in range(trajectories):
+            states = [{"url": f"http://shop.example/{t}/{s}", "thought": "next", "action": "click",
+                       "accessibility_tree": page, "screenshot": f"screenshots/t{t}/{s}.png"}
+                      for s in range(4)]
+            fh.write(json.dumps({"id": f"t{t}", "domain": "web", "goal": "Export the orders",
+                                 "start_url": "http://shop.example/", "outcome": "success",
+                                 "states": states}) + "\n")
+    (root / "questions.jsonl").write_text(json.dumps(
+        {"id": "q1", "domain": "web", "environment": "shopping", "question_type": "procedure",
+         "question": "Which button exports the orders?", "image": None, "answer": "Export",
+         "eval_function": "norm_phrase_set_match"}) + "\n")
+    (root / "haystacks" / "lme_v2_small.json").write_text(json.dumps({"q1": ["t5", "t0", "t9"]}))
+    return (root / "trajectories.jsonl").stat().st_size / 1e6
+
+
+@pytest.mark.slow
+def test_lme_v2_pool_is_indexed_and_read_one_trajectory_at_a_time(tmp_path: Path) -> None:
+    pool_mb = _lme_v2_root(tmp_path / "big", trajectories=40, state_chars=200_000)
+    assert pool_mb > 25
+    small = _peak_mb("datasets", "import", "--format", "longmemeval-v2",
+                     str(FIX / "longmemeval_v2"), "--out", str(tmp_path / "small.json"))
+    big = _peak_mb("datasets", "import", "--format", "longmemeval-v2", str(tmp_path / "big"),
+                   "--out", str(tmp_path / "big.json"))
+    # One trajectory (under a megabyte) and the pool's offsets are held, never the pool.
+    assert big - small < 0.25 * pool_mb, (small, big, pool_mb)
+    ds = load_dataset(tmp_path / "big.json")
+    assert [e.meta["trajectory_id"] for e in ds.scopes[0].episodes] == ["t5", "t0", "t9"]

@@ -10,6 +10,7 @@ from lens.data.importers.beam import write_beam
 from lens.data.importers.lens_published import import_lens
 from lens.data.importers.locomo import import_locomo
 from lens.data.importers.longmemeval import import_longmemeval, write_longmemeval
+from lens.data.importers.longmemeval_v2 import write_longmemeval_v2
 from lens.data.importers.memoryagentbench import write_memoryagentbench
 
 IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
@@ -19,11 +20,13 @@ IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 
 # Formats whose files run to gigabytes: imported straight to the output file, one item at a time.
-STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, int]]] = {
+STREAMING_IMPORTERS: dict[str, Callable[[Path, Path], dict[str, Any]]] = {
     "longmemeval": write_longmemeval,
     "beam": write_beam,
     "memoryagentbench": write_memoryagentbench,
+    "longmemeval-v2": write_longmemeval_v2,
 }
 
 __all__ = ["IMPORTERS", "STREAMING_IMPORTERS", "import_lens", "import_locomo",
-           "import_longmemeval", "write_beam", "write_longmemeval", "write_memoryagentbench"]
+           "import_longmemeval", "write_beam", "write_longmemeval", "write_longmemeval_v2",
+           "write_memoryagentbench"]

@@ -1,8 +1,8 @@
 """Scoring protocols: lens's own metrics, or a published benchmark's, exactly as published.
 
-``scoring.protocol: lens | locomo | longmemeval | beam | memoryagentbench``. A protocol's name,
-version and judge prompts enter the scoring condition, so ``lens compare`` refuses to put numbers
-of two protocols side by side.
+``scoring.protocol: lens | locomo | longmemeval | beam | memoryagentbench | longmemeval-v2``.
+A protocol's name, version and judge prompts enter the scoring condition, so ``lens compare``
+refuses to put numbers of two protocols side by side.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from lens.scoring.protocols.base import Protocol
 from lens.scoring.protocols.beam import BeamProtocol
 from lens.scoring.protocols.locomo import LocomoProtocol
 from lens.scoring.protocols.longmemeval import LongMemEvalProtocol
+from lens.scoring.protocols.longmemeval_v2 import LongMemEvalV2Protocol
 from lens.scoring.protocols.memoryagentbench import MemoryAgentBenchProtocol
 
 PROTOCOLS: dict[str, type[Protocol]] = {"locomo": LocomoProtocol,
                                         "longmemeval": LongMemEvalProtocol,
                                         "beam": BeamProtocol,
-                                        "memoryagentbench": MemoryAgentBenchProtocol}
+                                        "memoryagentbench": MemoryAgentBenchProtocol,
+                                        "longmemeval-v2": LongMemEvalV2Protocol}
 PROTOCOL_NAMES = ("lens", *PROTOCOLS)
 
 

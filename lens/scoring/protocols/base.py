@@ -91,6 +91,12 @@ class Protocol(ABC):
     def applies(self, metric: str, q: Question) -> bool:
         return True
 
+    def record_metrics(self, q: Question, record: Any) -> dict[str, float | None]:
+        """Metrics read from the run's record of the question (a
+        :class:`lens.runs.records.QuestionRecord`: its timings, its tool calls) rather than its
+        answer; none by default."""
+        return {}
+
     def combine(self, q: Question, answer: str, values: Mapping[str, float | None]
                 ) -> dict[str, float | None]:
         """The judged metrics from the values of this question's judge tasks, by task name

@@ -163,6 +163,7 @@ def _question_row(item: ScoringItem, q: Question | None, protocol: Protocol, jud
     scores.detail["protocol"] = {"name": protocol.name, "group": protocol.group(q)}
     answer = r.answer.strip() if item.answered else ""
     scores.metrics.update(protocol.mechanical(q, answer))
+    scores.metrics.update(protocol.record_metrics(q, r))
     if not answer:
         # An errored or empty answer is wrong by every judged metric: erroring cannot
         # lift a score, and no judge call is needed to say so.
