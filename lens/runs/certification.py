@@ -27,8 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lens.data.dataset import file_content_hash
 from lens.core.errors import UserError
+from lens.data.dataset import file_content_hash
 
 SUFFIX = ".certification.json"
 Status = Literal["certified", "parametric_leak", "unanswerable", "unknown"]

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
-from lens.runs.records import QuestionRecord
 from lens.core.redact import scrub, scrub_bytes
+from lens.runs.records import QuestionRecord
 
 EVENTS = "events.jsonl"
 MANIFEST = "manifest.json"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from lens.data.dataset import check_dataset_file, load_dataset
 from lens.core.errors import DatasetError
+from lens.data.dataset import check_dataset_file, load_dataset
 from lens.data.importers.longmemeval_v2 import (
     State,
     Trajectory,

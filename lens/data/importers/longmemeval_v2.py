@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lens.data.dataset import MAX_EPISODE_CHARS, MAX_ID_CHARS, QuestionType
 from lens.core.errors import DatasetError
+from lens.data.dataset import MAX_EPISODE_CHARS, MAX_ID_CHARS, QuestionType
 from lens.data.importers.common import answer_truth, short_facts
 from lens.data.importers.longmemeval_v2_source import (
     CATEGORIES,

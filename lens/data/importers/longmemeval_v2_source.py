@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lens.data.dataset import MAX_ANSWER_CHARS, MAX_PROMPT_CHARS
 from lens.core.errors import DatasetError, Problem
+from lens.data.dataset import MAX_ANSWER_CHARS, MAX_PROMPT_CHARS
 
 QUESTIONS_FILE = "questions.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
