@@ -108,7 +108,7 @@ def test_reporting_grades_in_memory_and_writes_nothing_into_the_run(ge_run: Path
 def _lens_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """``lens ARGS`` in a fresh interpreter that declares this checkout's entry points first
     (as an installed package's metadata would)."""
-    code = ("import json, sys; from lens import plugins; from lens.commands.cli import main; "
+    code = ("import json, sys; from lens.core import plugins; from lens.commands.cli import main; "
             "plugins.add_entry_points(json.loads(sys.argv[1])); sys.exit(main(sys.argv[2:]))")
     return subprocess.run([sys.executable, "-c", code, json.dumps(project_entry_points()),
                            *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
