@@ -50,7 +50,7 @@ def test_letta_archival_ingest_needs_no_chat_model(tmp_path: Path) -> None:
     assert got["manifest"]["usage"]["by_role"].get("adapter", {}).get("calls", 0) == 0
     hits = search_hits(got["records"])
     assert hits and all(h["text"].startswith("[s1_ep_") for h in hits)
-    assert all(h["metadata"]["episode_ids"] == [h["text"][1:11]] for h in hits)
+    assert all(h["metadata"]["episode_ids"] == [h["text"][1:10]] for h in hits)
 
 
 @pytest.mark.slow
