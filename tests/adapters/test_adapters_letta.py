@@ -63,6 +63,7 @@ def test_letta_with_the_local_model(tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
     out = run_gateway_adapter(tmp_path, "letta", {"model": "llama_cpp/default",
-                                                  "max_tokens": 256, "max_steps": 2},
+                                                  "max_tokens": 256, "max_steps": 3,
+                                                  "context_window": 8192},
                               n_episodes=2, timeout_s=1800)
     check_gateway_run(out, "letta", min_chat_calls=2)
