@@ -5,11 +5,16 @@ request."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
+from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
 
 skip_module_unless("letta")
@@ -67,3 +72,45 @@ def test_letta_with_the_local_model(tmp_path: Path) -> None:
                                                   "context_window": 8192},
                               n_episodes=2, timeout_s=1800)
     check_gateway_run(out, "letta", min_chat_calls=2)
+
+
+# A process that opens the adapter (its Letta server starts), prints the server's pid and waits.
+_HOLDER = """
+import sys, time
+from lens.adapters.letta_adapter import LettaAdapter
+from lens.gateway_access import GatewayAccess
+adapter = LettaAdapter(ingest="archival", gateway=GatewayAccess(
+    base_url="http://127.0.0.1:9/v1", api_key="k" * 16, chat_model="m",
+    embedding_model="e", embedding_dim=384))
+print(adapter.server.proc.pid, adapter.home, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_letta_server_dies_with_the_process_that_owns_it(tmp_path: Path) -> None:
+    """SIGKILL gives the adapter no chance to stop its server: the server notices its standard
+    input close and exits by itself."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert holder.stdout is not None
+        pid_text, home = holder.stdout.readline().split()
+        server = int(pid_text)
+        assert _alive(server) and Path(home).is_dir()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie waiting for a parent that may never reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
