@@ -208,6 +208,8 @@ class LettaAdapter(SyncMemoryAdapter):
         self.agent_id: str | None = None
         self.episodes: dict[str, Episode] = {}
         self.passages: dict[str, _Passage] = {}
+        # Passage text -> the ids of the passages holding it (Letta's search answers with text).
+        self.by_text: dict[str, list[str]] = {}
 
     # -- the agent ------------------------------------------------------------------------------
     def _new_agent(self) -> str:
@@ -259,6 +261,7 @@ class LettaAdapter(SyncMemoryAdapter):
     def reset(self, scope_id: str) -> None:
         self._drop_agent()
         self.episodes, self.passages = {}, {}
+        self.by_text = {}
 
     def ingest(self, episode: Episode) -> None:
         agent_id = self._agent()
@@ -279,17 +282,14 @@ class LettaAdapter(SyncMemoryAdapter):
                                    f"tool protocol, or a call failed); the server log ends:\n"
                                    f"{self.server.log_tail() if self.server else ''}")
         self.episodes[episode.episode_id] = episode
+        # Letta has no tool that edits or deletes a passage: what is new was written now.
         for p in self._all_passages(agent_id):
-            known = self.passages.get(p.id)
-            if known is None:
+            if p.id not in self.passages:
                 self.passages[p.id] = _Passage(p.text, [episode.episode_id])
-            elif known.text != p.text:
-                known.text = p.text
-                known.episode_ids.append(episode.episode_id)
+                self.by_text.setdefault(p.text, []).append(p.id)
 
-    def _ids_for(self, text: str, taken: set[str]) -> str | None:
-        return next((pid for pid, p in self.passages.items()
-                     if p.text == text and pid not in taken), None)
+    def _id_for(self, text: str, taken: set[str]) -> str | None:
+        return next((pid for pid in self.by_text.get(text, ()) if pid not in taken), None)
 
     def search(self, query: str, filters: dict[str, Any] | None = None,
                limit: int | None = None) -> list[SearchResult]:
@@ -301,7 +301,7 @@ class LettaAdapter(SyncMemoryAdapter):
         taken: set[str] = set()
         for rank, hit in enumerate(found.results[:k]):
             # Letta's search answers with the passage text; its id is the stored passage's.
-            pid = self._ids_for(hit.content, taken)
+            pid = self._id_for(hit.content, taken)
             if pid is None:
                 continue
             taken.add(pid)
