@@ -103,9 +103,10 @@ def _server_env(home: Path, access: GatewayAccess, opts: LettaOptions) -> dict[s
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env.update(
         HOME=str(home), LETTA_DIR=str(home / ".letta"),
-        OPENAI_API_KEY=access.api_key,
+        # Letta's default OpenAI provider (model listings) points at the gateway too.
+        OPENAI_API_KEY=access.api_key, OPENAI_BASE_URL=access.base_url,
         LETTA_LLM_REQUEST_TIMEOUT_SECONDS=str(opts.request_timeout_s),
-        LETTA_TELEMETRY_ENABLE_DATADOG="false", LETTA_DISABLE_TRACING="true",
+        LETTA_TELEMETRY_PROFILER="false", LETTA_DISABLE_TRACING="true",
         LETTA_ENABLE_BATCH_JOB_POLLING="false", LETTA_ENABLE_DB_POOL_MONITORING="false",
         LETTA_LOGGING_LETTA_LOG_PATH=str(home / ".letta" / "logs" / "Letta.log"),
         PYTHONUNBUFFERED="1",
