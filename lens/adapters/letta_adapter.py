@@ -308,8 +308,7 @@ class LettaAdapter(SyncMemoryAdapter):
             taken.add(pid)
             out.append(SearchResult(
                 ref_id=SYNTHETIC_PREFIX + pid, text=hit.content, score=1.0 / (rank + 1),
-                metadata={"episode_ids": list(self.passages[pid].episode_ids),
-                          "stored_at": hit.timestamp}))
+                metadata={"episode_ids": list(self.passages[pid].episode_ids)}))
         return out
 
     def retrieve(self, ref_id: str) -> Document | None:
