@@ -86,11 +86,12 @@ def _import_letta() -> Any:
     try:
         import letta  # noqa: F401  (the server runs in a subprocess; fail here if absent)
         from letta_client import Letta
+        from letta_client.core.api_error import ApiError
     except ImportError as exc:
         raise ConfigError(f"adapter 'letta' needs letta: {INSTALL} ({exc})") from None
     for name in ("httpx", "letta_client"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    return Letta
+    return Letta, ApiError
 
 
 def _server_env(home: Path, access: GatewayAccess, opts: LettaOptions) -> dict[str, str]:
@@ -190,7 +191,7 @@ class LettaAdapter(SyncMemoryAdapter):
 
     def __init__(self, **options: Any) -> None:
         self.opts = LettaOptions.model_validate(options)
-        letta_cls = _import_letta()
+        letta_cls, self._api_error = _import_letta()
         access = self.opts.access()
         if access.embedding_model is None or access.embedding_dim is None:
             raise ConfigError("adapter 'letta' needs the gateway's embedding model for Letta's "
@@ -272,10 +273,15 @@ class LettaAdapter(SyncMemoryAdapter):
             self.client.agents.passages.create(agent_id, text=f"{header}\n{text}",
                                                created_at=episode.timestamp)
         else:
-            reply = self.client.agents.messages.create(
-                agent_id, max_steps=self.opts.max_steps,
-                messages=[{"role": "user", "content": f"{self.opts.instructions}\n\n{header}\n"
-                                                      f"{text}"}])
+            try:
+                reply = self.client.agents.messages.create(
+                    agent_id, max_steps=self.opts.max_steps,
+                    messages=[{"role": "user",
+                               "content": f"{self.opts.instructions}\n\n{header}\n{text}"}])
+            except self._api_error as exc:
+                detail = exc.body.get("detail") if isinstance(exc.body, dict) else exc.body
+                raise RuntimeError(f"Letta's server refused episode {episode.episode_id} "
+                                   f"(HTTP {exc.status_code}): {detail}") from None
             stop = getattr(reply.stop_reason, "stop_reason", None)
             if stop in _FAILED_STOPS:
                 raise RuntimeError(f"Letta's agent stopped with '{stop}' on episode "

@@ -16,8 +16,10 @@ from tests.conftest import ROOT
 from tests.core.helpers import make_dataset, write_json
 
 
-def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],
-                        n_episodes: int = 4, timeout_s: float = 60) -> Path:
+def lens_run(tmp_path: Path, adapter: str, options: dict[str, Any], n_episodes: int = 4,
+             timeout_s: float = 60) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`lens run` of one arm of ``adapter`` over a small dataset: the process and its run
+    folder."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=n_episodes,
                                                        checkpoints=(n_episodes,),
                                                        questions_per_checkpoint=2))
@@ -29,8 +31,14 @@ def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],
     }), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=1800)
+    return proc, sorted((tmp_path / "runs").glob(f"{adapter}-*"))[-1]
+
+
+def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],
+                        n_episodes: int = 4, timeout_s: float = 60) -> Path:
+    proc, out = lens_run(tmp_path, adapter, options, n_episodes, timeout_s)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return sorted((tmp_path / "runs").glob(f"{adapter}-*"))[-1]
+    return out
 
 
 def jsonl(path: Path) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ request."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
+from tests.adapters.gateway_run import (
+    check_gateway_run,
+    jsonl,
+    lens_run,
+    run_gateway_adapter,
+    search_hits,
+)
 from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
 
@@ -56,6 +63,25 @@ def test_letta_archival_ingest_needs_no_chat_model(tmp_path: Path) -> None:
     hits = search_hits(got["records"])
     assert hits and all(h["text"].startswith("[s1_ep_") for h in hits)
     assert all(h["metadata"]["episode_ids"] == [h["text"][1:10]] for h in hits)
+
+
+def test_a_model_that_ignores_letta_tools_fails_the_unit_visibly(tmp_path: Path) -> None:
+    """Letta refuses a reply without a tool call: the unit fails, and the run says so in its
+    exit status, its console, its events, its checklist and its report."""
+    proc, out = lens_run(tmp_path, "letta", {"model": "scripted/replay", "model_options": {
+        "options": {"replies": [{"text": "Noted."}]}}}, n_episodes=2, timeout_s=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "unit failed: letta|s1|r0" in proc.stderr
+    assert "Letta's server refused episode s1_ep_" in proc.stderr
+    assert "model must make a tool call" in proc.stderr
+    assert "lens: exit status 1" in proc.stderr
+    assert [e for e in jsonl(out / "events.jsonl") if e["kind"] == "unit_error"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    row = next(c for c in summary["checklist"] if c["id"] == "failures")
+    assert row["status"] == "fail" and "1 unit failure(s)" in row["value"]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert any("**FAIL**" in line and "failed or errored questions" in line
+               for line in report.splitlines())
 
 
 @pytest.mark.slow
