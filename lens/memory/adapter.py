@@ -244,6 +244,7 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "mem0": "lens.adapters.mem0:Mem0Adapter",
     "langmem": "lens.adapters.langmem_adapter:LangMemAdapter",
     "graphiti": "lens.adapters.graphiti_adapter:GraphitiAdapter",
+    "letta": "lens.adapters.letta_adapter:LettaAdapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",

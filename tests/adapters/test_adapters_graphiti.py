@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.adapters.model_systems import GatewayRun, check_gateway_run, run_system
+from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
 from tests.support.extras import missing_reason, skip_module_unless
 
 skip_module_unless("graphiti")
@@ -34,17 +35,21 @@ RULES = [
 ]
 
 
-def _check(out: Path, n_episodes: int) -> GatewayRun:
-    got = check_gateway_run(out, "graphiti")
-    # Entity and fact extraction for every episode, at least; the embeddings come on top.
-    assert got.chat_calls >= 2 * n_episodes
-    return got
+def run_graphiti(tmp_path: Path, options: dict[str, Any], n_episodes: int = 4,
+                 timeout_s: float = 60) -> Path:
+    return run_gateway_adapter(tmp_path, "graphiti", options, n_episodes, timeout_s)
+
+
+def _check_run(out: Path, n_episodes: int) -> list[dict[str, Any]]:
+    # Entity and fact extraction for every episode, at least, plus the embeddings.
+    return check_gateway_run(out, "graphiti", min_chat_calls=2 * n_episodes)["records"]
 
 
 def test_graphiti_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
     fixture = tmp_path / "graphiti.yaml"
     fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}), encoding="utf-8")
-    hits = _check(run_system(tmp_path, "graphiti", {"model": f"scripted/{fixture}"}), 4).hits()
+    records = _check_run(run_graphiti(tmp_path, {"model": f"scripted/{fixture}"}), 4)
+    hits = search_hits(records)
     assert hits and all(h["ref_id"].startswith("graphiti:") for h in hits)
     assert {h["text"] for h in hits} == {EDGES["edges"][0]["fact"]}
     sources = {e for h in hits for e in h["metadata"]["episode_ids"]}
@@ -62,5 +67,6 @@ def test_graphiti_with_the_local_model(tmp_path: Path) -> None:
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
-    _check(run_system(tmp_path, "graphiti", {"model": "llama_cpp/default", "max_tokens": 1024},
-                      n_episodes=2, timeout_s=1800), 2)
+    _check_run(run_graphiti(tmp_path, {"model": "llama_cpp/default", "max_tokens": 1024},
+                            n_episodes=2,
+                            timeout_s=1800), 2)

@@ -8,10 +8,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.adapters.model_systems import GatewayRun, check_gateway_run, run_system
+from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
 from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
 
@@ -24,18 +25,20 @@ SCRIPTED = {"model": "scripted/replay", "model_options": {"options": {"replies":
                      "arguments": {"content": "The widget count was recorded."}}]}]}}}
 
 
-def _check(out: Path, n_episodes: int) -> GatewayRun:
-    got = check_gateway_run(out, "langmem")
-    # At least one extraction call per episode through the gateway; the embeddings of
-    # LangMem's searches and of the memories it stored come on top.
-    assert got.chat_calls >= n_episodes
-    started = next(e for e in got.events if e["kind"] == "unit_started")
-    assert started["capabilities"]["synthetic_ref_prefixes"] == ["langmem:"]
-    return got
+def run_langmem(tmp_path: Path, options: dict[str, Any], n_episodes: int = 4,
+                timeout_s: float = 60) -> Path:
+    return run_gateway_adapter(tmp_path, "langmem", options, n_episodes, timeout_s)
+
+
+def _check_run(out: Path, n_episodes: int) -> dict[str, Any]:
+    # At least one extraction call per episode through the gateway, plus the embeddings of
+    # LangMem's searches and of the memories it stored.
+    return check_gateway_run(out, "langmem", min_chat_calls=n_episodes)
 
 
 def test_langmem_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
-    hits = _check(run_system(tmp_path, "langmem", SCRIPTED), 4).hits()
+    got = _check_run(run_langmem(tmp_path, SCRIPTED), 4)
+    hits = search_hits(got["records"])
     assert hits and all(h["ref_id"].startswith("langmem:") for h in hits)
     episode_ids = {e for h in hits for e in h["metadata"]["episode_ids"]}
     assert episode_ids and all(e.startswith("s1_ep_") for e in episode_ids)
@@ -50,8 +53,8 @@ def test_langmem_with_the_local_model(tmp_path: Path) -> None:
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
-    _check(run_system(tmp_path, "langmem", {"model": "llama_cpp/default", "max_tokens": 256},
-                      n_episodes=2, timeout_s=1200), 2)
+    _check_run(run_langmem(tmp_path, {"model": "llama_cpp/default", "max_tokens": 256},
+                           n_episodes=2, timeout_s=1200), 2)
 
 
 @pytest.mark.slow
