@@ -114,7 +114,7 @@ def test_support_bloat_counts_repeated_ids() -> None:
         assert g.support_bloat == pytest.approx(1 / 3)
         assert g.cite_f1 == pytest.approx(2 / 3)  # K1 1 (sets), K2 1, K3 0
         assert g.exact_acc == pytest.approx(2 / 3)  # the repeat costs K1 its exact credit
-    assert lens.core.errors == {"duplicate_support_ids": 1}
+    assert lens.errors == {"duplicate_support_ids": 1}
 
 
 def test_entailment_rate() -> None:
@@ -231,7 +231,7 @@ def test_departure_more_than_k_ids() -> None:
     # Gold has two ids, k is 2: the first two are gold, the third is past the limit.
     lines = [p("RP", "tag.01,tag.03", ["U0000A1", "U0000A4", "U0000A2"])]
     lens, orig = both([r], lines, k=2)
-    assert lens.core.errors == {"too_many_support_ids": 1} and lens.exact_acc == 0.0
+    assert lens.errors == {"too_many_support_ids": 1} and lens.exact_acc == 0.0
     assert orig.exact_acc == 1.0
     assert lens.support_bloat == orig.support_bloat == 0.0  # the scored list is not longer
 
@@ -248,7 +248,7 @@ def test_departure_row_max_support_k() -> None:
 def test_departure_unknown_ids_are_counted() -> None:
     lines = [p("K1", "crimson-0003", ["U999999"])]
     lens, orig = both([K1], lines)
-    assert lens.core.errors == {"unknown_support_ids": 1}
+    assert lens.errors == {"unknown_support_ids": 1}
     for g in (lens, orig):
         assert g.entailment_rate == 0.0 and g.exact_acc == 0.0
 
@@ -256,11 +256,11 @@ def test_departure_unknown_ids_are_counted() -> None:
 def test_departure_missing_prediction_is_an_error_not_a_null_answer() -> None:
     r = row("K2", "tag.02", None, ["U00000C"], cite=False)
     lens, orig = both([r], [])
-    assert lens.value_acc == 0.0 and lens.core.errors == {"missing_prediction": 1}
+    assert lens.value_acc == 0.0 and lens.errors == {"missing_prediction": 1}
     assert orig.value_acc == 1.0 and orig.exact_acc == 1.0  # absent reads as null
     # A line without a value field: the same.
     lens, orig = both([r], [{"id": "K2", "support_ids": ["U00000C"]}])
-    assert lens.value_acc == 0.0 and lens.core.errors == {"missing_value": 1}
+    assert lens.value_acc == 0.0 and lens.errors == {"missing_value": 1}
     assert orig.value_acc == 1.0
     # Twins: answering neither side is consistent in the original when gold agrees.
     rows = _twin_rows()

@@ -71,7 +71,7 @@ def _slots(spec: ScopeSpec, summary_day: int, rng: Any) -> list[int]:
 def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One scope and its questions as LENS JSON objects."""
     spec.check()
-    root = ("lens.data.datagen", GENERATOR_VERSION, spec.domain, spec.seed, spec.index, attempt)
+    root = ("lens.datagen", GENERATOR_VERSION, spec.domain, spec.seed, spec.index, attempt)
     cast = DOMAINS[spec.domain](seeded_rng(*root, "cast"))
     story = build_storyline(cast, spec.signal_episodes, seeded_rng(*root, "storyline"))
     style = Style.named(spec.style)
@@ -161,7 +161,7 @@ def generate_dataset(specs: list[ScopeSpec], dataset_id: str) -> dict[str, Any]:
         scope, qs = generate_scope(spec)
         scopes.append(scope)
         questions.extend(qs)
-    meta = {"generator": {"name": "lens.data.datagen", "version": GENERATOR_VERSION,
+    meta = {"generator": {"name": "lens.datagen", "version": GENERATOR_VERSION,
                           "scopes": [{"domain": s.domain, "seed": s.seed, "index": s.index,
                                       "episodes": s.episodes,
                                       "signal_episodes": s.signal_episodes,

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-FORMAT = "lens.flow.bundle/1"
+FORMAT = "lens.bundle/1"
 MANIFEST = "BUNDLE.json"
 # Files every bundle has (paths inside the bundle folder).
 REQUIRED = ("run/manifest.json", "run/records.jsonl", "run/events.jsonl", "run/scores.json",
