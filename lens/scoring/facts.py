@@ -31,7 +31,10 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
 5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
    ms", :func:`lens.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
-   value counts only in a sentence naming the subject. Two values or more with no word around
+   value counts only in a sentence naming the subject, and only when the clause nearest the
+   value that names a subject (looking back, then forward) names it: with its words together
+   in that clause, and not another key fact's subject ("rivals") nor another name sharing one
+   of its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no word around
    them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
    possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
    ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if … were")

@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "00629219414a4fd1168141c68f3fcd24c701db281c78f519a5d4af8e5c8651be",
-    "judged": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
-    "rescored": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
-    "tier1": "de1f86e1e1439e2f732f62df8d69664afa1e0e544a135d66e885b7f84d2e1137",
+    "plain": "3e5d95b19aba28907643d364e68c194d8581668242da0d99467b82f4bf839965",
+    "judged": "33cafba1c3d7d0b79e75e09202a8d8c8a047e5016afadc234d5776096f75a4a5",
+    "rescored": "33cafba1c3d7d0b79e75e09202a8d8c8a047e5016afadc234d5776096f75a4a5",
+    "tier1": "15704017267c07e462933ed3b2a45fa40e999b13895602b413bab75be148508c",
 }
 
 
