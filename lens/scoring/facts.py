@@ -32,13 +32,13 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
 5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
    ms", :func:`lens.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
    value counts only in a sentence naming the subject, and only when the clause nearest the
-   value that names a subject (looking back, then forward) names it: with its words together
-   in that clause, and not another key fact's subject ("rivals") nor another name sharing one
-   of its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no word around
-   them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
-   possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
-   ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if … were")
-   counts for nothing.
+   value that names a subject (looking back, then forward) names it: with its words together in
+   that clause, and not another key fact's subject ("rivals") nor another name sharing one of
+   its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no
+   word around them are a bare list and state nothing; a figure offered with an alternative
+   ("211 ms (or possibly 252 ms)") states neither; a figure in a clause that denies it ("never
+   reached 531 ms"), or in a sentence under doubt or a condition ("I doubt that", "only if",
+   "if … were") counts for nothing.
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
@@ -703,16 +703,13 @@ def match_fact(fact: str, answer: AnswerText,
             break
         if len(present) > len(best) or not best:
             best, reason = present, why or reason
-    if reason == "not stated":
-        # No sentence even holds the values: say which the whole answer lacks (a judge's grade
-        # cannot credit a value the answer never gives, see fact_grader.VETO_REASONS).
-        written = set().union(*(c.ids_written for c in all_clauses)) if all_clauses else set()
-        if any(n.text in numbers_missing for n in f.numbers):
-            reason = "figure missing"
-        elif numbers_missing:
-            reason = "date missing"
-        elif not all(k in written for k in f.ids):
-            reason = "identifier missing"
+    if reason == "not stated" and numbers_missing:
+        # No sentence even holds the fact's figures and dates: say which the whole answer lacks
+        # (a judge's grade cannot credit a value the answer never gives, see
+        # fact_grader.VETO_REASONS). An identifier the answer leaves out stays "not stated": a
+        # judge may read "the student" for mchen_2026.
+        reason = ("figure missing" if any(n.text in numbers_missing for n in f.numbers)
+                  else "date missing")
     coverage = len(best) / len(items) if items else (1.0 if matched else 0.0)
     return FactMatch(
         fact=fact,

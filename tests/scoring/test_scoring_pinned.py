@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "3e5d95b19aba28907643d364e68c194d8581668242da0d99467b82f4bf839965",
-    "judged": "33cafba1c3d7d0b79e75e09202a8d8c8a047e5016afadc234d5776096f75a4a5",
-    "rescored": "33cafba1c3d7d0b79e75e09202a8d8c8a047e5016afadc234d5776096f75a4a5",
-    "tier1": "15704017267c07e462933ed3b2a45fa40e999b13895602b413bab75be148508c",
+    "plain": "65c90ca0b2e03fc610de5e4659720fad96c748e9bfa90bf5eb54029d3d5a0283",
+    "judged": "ebf163ebb5bc0ef8a3c3eac86cb91c5342520792cd28cbaa81c959c62fd5ea1c",
+    "rescored": "ebf163ebb5bc0ef8a3c3eac86cb91c5342520792cd28cbaa81c959c62fd5ea1c",
+    "tier1": "160b587f831148dde57bad9232d0bb3036e51588a7bcfeaf668cf9e1385cb5ea",
 }
 
 
