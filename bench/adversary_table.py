@@ -95,10 +95,14 @@ class ShapeBuilder:
         self.by_scope: dict[str, list[Question]] = {}
         for q in dataset.questions:
             self.by_scope.setdefault(q.scope_id, []).append(q)
+        # Each scope's distractor (the peer metric that spiked) and its subject as the answers
+        # write it ("Brightline Facilities's 30-day invoice count"), from the question that
+        # names both.
         self.labels: dict[str, str] = {}
+        self.subjects: dict[str, str] = {}
         for q in dataset.questions:
-            if m := re.match(r"The (.+?) jumped on", q.prompt):
-                self.labels[q.scope_id] = m.group(1)
+            if m := re.match(r"The (.+?) jumped on .*problem with (.+)\?$", q.prompt):
+                self.labels[q.scope_id], self.subjects[q.scope_id] = m.group(1), m.group(2)
 
     def question(self, r: QuestionRecord) -> Question:
         return self.questions[(r.scope_id, r.question_id)]
@@ -168,12 +172,27 @@ class ShapeBuilder:
                 f"Sources: {listed}")
 
     def distractor(self, r: QuestionRecord) -> str:
+        """The canonical answer with its subject's figures given to the distractor: every
+        mention of the subject becomes the distractor (the scope's main subject, as the answers
+        write it or as the key facts name it; else the key facts' most common subject), and an
+        answer that names the distractor too swaps the two."""
         text = self.canonical_text(r)
         label = self.labels.get(r.scope_id)
-        subjects = [s for s, _ in self._values(r) if s]
-        if label and subjects:
-            subject = max(set(subjects), key=subjects.count)
-            text = re.sub(re.escape(subject), label, text, flags=re.I)
+        if label:
+            written = self.subjects[r.scope_id]
+            # The key facts name it without a window figure ("Brightline Facilities's invoice
+            # count"), as lens.data.datagen writes them.
+            names = {written, re.sub(r"\b\d+-day\s+", "", written)}
+            subjects = [s for s, _ in self._values(r) if s]
+            if not any(n.lower() in text.lower() for n in names) and subjects:
+                names = {max(set(subjects), key=subjects.count)}
+            if label.lower() in {n.lower() for n in names}:
+                label, names = written, {label}
+            subject = re.compile("|".join(re.escape(n) for n in sorted(names, key=len,
+                                                                         reverse=True)), re.I)
+            swap = re.compile(f"{subject.pattern}|{re.escape(label)}", re.I)
+            first = min(names, key=len)
+            text = swap.sub(lambda m: label if subject.fullmatch(m.group(0)) else first, text)
         return f"{text} {cite(self.refs(r))}"
 
     def other_question(self, r: QuestionRecord) -> str:

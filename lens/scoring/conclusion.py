@@ -112,6 +112,17 @@ def check_conclusion(conclusion: str, answer: str,
     return ConclusionCheck(conclusion, status, tuple(sorted(said)), claim_stated)
 
 
+def conclusion_backed(*, fact_credited: bool, claim_stated: bool, has_facts: bool,
+                      cites_evidence: bool) -> bool:
+    """Whether a stated conclusion may earn its point, whoever grades the facts (the matcher,
+    the offline grader or a judge). A bare verdict is a coin flip, and "no" is what an agent
+    with no memory says ("No, there are no records of a spike"): a conclusion counts only when
+    the answer backs it (a key fact credited, the conclusion's own claim stated, or no key
+    facts to back it with) and cites a record it received that exists (evidence, not a
+    guess)."""
+    return cites_evidence and (fact_credited or claim_stated or not has_facts)
+
+
 def conclusion_as_fact(conclusion: str) -> str:
     """The conclusion as a statement a judge can grade like a key fact."""
     verdict, claim = parse_conclusion(conclusion)

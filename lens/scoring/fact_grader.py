@@ -12,15 +12,16 @@ its format retry) leaves the question's fact_recall missing: averaging over the 
 happened to be graded would score a different question. A question's conclusion is graded as
 one more fact; an answer whose conclusion the mechanical check finds contradicted or two-way
 keeps fact_recall 0 whatever the grades (:mod:`lens.scoring.conclusion`), and a fact whose
-figure, date or identifier the matcher finds missing, denied or only in a bare list earns no
-points whatever its grade (``VETO_REASONS``), from the judge or the local model alike.
+figure, date or identifier the matcher finds missing, denied, only in a bare list or given to
+another subject earns no points whatever its grade (``VETO_REASONS``), from the judge or the
+local model alike.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from lens.scoring.conclusion import conclusion_as_fact
+from lens.scoring.conclusion import conclusion_as_fact, conclusion_backed
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.offline_grader import FactGrade
@@ -29,7 +30,7 @@ from lens.scoring.run_input import ScoringItem
 FactGrader = Literal["matcher", "local", "judge", "both"]
 # Matcher verdicts on a fact's value that no judge grade overrides.
 VETO_REASONS = frozenset({"figure missing", "date missing", "identifier missing", "denied",
-                          "bare list"})
+                          "bare list", "about another subject"})
 GRADERS: tuple[str, ...] = get_args(FactGrader)
 
 
@@ -103,12 +104,14 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
         veto = by_fact.get(fact, {}).get("reason")
         if veto in VETO_REASONS and row["points"]:
             # The matcher is the exact check of figures, dates and ids: a judge cannot credit
-            # a value the answer never states as a claim (absent, hedged, denied, listed bare).
+            # a value the answer never states as a claim (absent, hedged, denied, listed bare,
+            # given to another subject).
             row["points"] = 0.0
             row["matcher_veto"] = veto
         if grader == "both":
             row["matcher"] = bool(by_fact.get(fact, {}).get("matched"))
         rows.append(row)
+    _back_conclusion(rows, detail.get("conclusion"))
     out: dict[str, Any] = {"grader": grader, "facts": rows}
     if grader == "both":
         out["matcher_recall"] = matcher_value
@@ -127,6 +130,26 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
     detail.update(out)
 
 
+def _back_conclusion(rows: list[dict[str, Any]], conclusion: dict[str, Any] | None) -> None:
+    """The judge's grade of the conclusion earns its points under the matcher's rule
+    (``conclusion_backed``): backed by a key fact the judge credits (after the veto) or by the
+    conclusion's own claim, and citing a record the agent received."""
+    if not conclusion:
+        return
+    key = conclusion_as_fact(conclusion["conclusion"])
+    facts = [r for r in rows if r["fact"] != key]
+    for row in rows:
+        if row["fact"] != key or not row["points"]:
+            continue
+        if not conclusion_backed(fact_credited=any(r["points"] for r in facts),
+                                 claim_stated=bool(conclusion.get("claim_stated")),
+                                 has_facts=bool(facts),
+                                 cites_evidence=bool(conclusion.get("cites_evidence", True))):
+            row["points"] = 0.0
+            row["unbacked"] = ("no key fact credited backs it" if conclusion.get(
+                "cites_evidence", True) else "the answer cites no record it received")
+
+
 def apply_offline_grades(metrics: dict[str, float | None], detail: dict[str, Any],
                          grades: dict[str, FactGrade], condition: dict[str, Any]) -> None:
     """Replace the matcher's fact_recall (in ``metrics`` and its ``detail``) by the offline
@@ -141,7 +164,7 @@ def apply_offline_grades(metrics: dict[str, float | None], detail: dict[str, Any
         veto = by_fact.get(fact, {}).get("reason")
         if veto in VETO_REASONS and row["grade"]:
             # As for the judge: the model cannot credit a value the answer never states as a
-            # claim (absent, hedged, denied, listed bare).
+            # claim (absent, hedged, denied, listed bare, given to another subject).
             row["grade"] = 0.0
             row["matcher_veto"] = veto
         rows.append(row)

@@ -31,11 +31,14 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
 5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
    ms", :func:`lens.data.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
-   value counts only in a sentence naming the subject. Two values or more with no word around
-   them are a bare list and state nothing; a figure offered with an alternative ("211 ms (or
-   possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached 531
-   ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if … were")
-   counts for nothing.
+   value counts only in a sentence naming the subject, and only when the clause nearest the
+   value that names a subject (looking back, then forward) names it: with its words together in
+   that clause, and not another key fact's subject ("rivals") nor another name sharing one of
+   its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no
+   word around them are a bare list and state nothing; a figure offered with an alternative
+   ("211 ms (or possibly 252 ms)") states neither; a figure in a clause that denies it ("never
+   reached 531 ms"), or in a sentence under doubt or a condition ("I doubt that", "only if",
+   "if … were") counts for nothing.
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
@@ -50,6 +53,7 @@ import functools
 import itertools
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lens.data.dataset import fact_subject
@@ -70,8 +74,8 @@ from lens.scoring.lexicon import (
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 from lens.scoring.numwords import words_to_digits
 
-__all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "has_negation",
-           "match_fact", "match_facts", "normalise", "stem"]
+__all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "fact_subjects",
+           "has_negation", "match_fact", "match_facts", "normalise", "stem"]
 
 # Identifiers: a letter-led token with a digit or joined parts ("chg-5382", "p99",
 # "mchen_2026", "service-b", "v5.5.0"); "x10^9" is part of a unit, not a name.
@@ -92,6 +96,11 @@ _CLAUSE = re.compile(r"[;:()\[\]]|\s[-–—]\s|—"
 _NEW_STATEMENT = re.compile(r"\s*(?:[;:]|(?:but|while|whereas|although|though|however|yet)\b)",
                             re.I)
 _NAME = re.compile(r"(?<![\w.'-])[A-Z][a-z][A-Za-z]*(?:\s+[A-Z][a-z][A-Za-z]*)*(?![\w-])")
+# A name as written whole, acronyms inside it included ("Marlow IT Services"), and the titles
+# that go before a name without being part of it.
+_NAME_RUN = re.compile(r"(?<![\w.'-])[A-Z][a-z][A-Za-z]*"
+                       r"(?:\s+(?:[A-Z]{2,}\s+)*[A-Z][a-z][A-Za-z]*)*(?![\w-])")
+_TITLES = frozenset("dr mr mrs ms prof".split())
 # Capitalised, yet no one's name.
 _CALENDAR = frozenset("january february march april may june july august september october "
                       "november december monday tuesday wednesday thursday friday saturday "
@@ -153,6 +162,10 @@ class Clause:
     # Whether it has a word besides its values and list joiners: "CHG-5382, 224 ms and 307 ms"
     # has none, "It was 14/day before REL-9505" has.
     worded: bool = True
+    # Every token in order, as stems: where a subject's words stand together.
+    tokens: list[str] = field(default_factory=list)
+    # Each proper name as written whole, as a set of stems (see _NAME_RUN).
+    name_runs: list[frozenset[str]] = field(default_factory=list)
 
 
 def _clause(raw: str) -> Clause:
@@ -174,7 +187,7 @@ def _clause(raw: str) -> Clause:
                or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
     worded = any(w not in _LIST_WORDS for w in re.findall(r"[a-z]{2,}", norm))
     return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs,
-                  worded=worded)
+                  worded=worded, tokens=[stem(tok) for tok in toks])
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
@@ -202,6 +215,11 @@ def _name_groups(text: str, sentence_start: bool) -> list[list[str]]:
         if group:
             groups.append(group)
     return groups
+
+
+def _name_runs(text: str) -> list[frozenset[str]]:
+    runs = (content_stems(normalise(m.group(0))) for m in _NAME_RUN.finditer(text))
+    return [frozenset(w for w in r if w not in _TITLES) for r in runs]
 
 
 def _names(text: str, sentence_start: bool) -> set[str]:
@@ -236,6 +254,7 @@ def _sentences(text: str) -> list[Sentence]:
         doubted = False
         for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
             clause.names = _names(part, sentence_start=i == 0)
+            clause.name_runs = _name_runs(part)
             # A sentential denial covers its clause and the clauses that continue it ("It is
             # not true that X, which ..."), up to a new statement ("; it was corrected to").
             if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
@@ -251,7 +270,7 @@ def _sentences(text: str) -> list[Sentence]:
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 3
+MATCHER_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -331,6 +350,7 @@ class _Fact:
     subject: list[str]  # the words naming what changed, when the fact states a change
     id_shapes: dict[str, str]
     main_denied: bool  # its main (first) statement is a denial
+    about: _Subject | None = None  # what a fact in subject form is about
 
     @property
     def items(self) -> list[str]:
@@ -345,6 +365,91 @@ class _Fact:
         return [w for g in self.names for w in g]
 
 
+def _name_met(name: tuple[str, ...], stems: set[str], runs: list[frozenset[str]]) -> bool:
+    """Whether ``stems`` name ``name`` by one of its words ("Jiang" for "Sarah Jiang",
+    "Brightline" for "Brightline Facilities"), not as part of another name that shares it
+    ("Orwell Print Services" is not "Marlow IT Services")."""
+    mine = set(name)
+    for w in mine & stems:
+        around = [r for r in runs if w in r]
+        if not around or any(not (r - mine) or not (mine - r) for r in around):
+            return True
+    return False
+
+
+# How many words beyond its own a subject's mention may spread over ("auth service's p99
+# latency", "the 30-day invoice count of Brightline Facilities").
+SUBJECT_SLACK = 3
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What a fact in subject form is about ("auth p99 latency", "Marlow IT Services
+    month-to-date billing"): its names, identifiers and other words."""
+
+    names: tuple[tuple[str, ...], ...]
+    ids: tuple[str, ...]
+    words: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.names)) + len(self.ids) + len(self.words)
+
+    def _named(self, stems: set[str], runs: list[frozenset[str]]) -> bool:
+        if not all(_name_met(g, stems, runs) for g in self.names):
+            return False
+        if not all(k in stems for k in self.ids):
+            return False
+        if not self.words:
+            return True
+        head, rest = self.words[0], self.words[1:]
+        return _has(head, stems) and sum(_has(w, stems) for w in rest) >= math.ceil(len(rest) / 2)
+
+    def stated_in(self, clause: Clause) -> bool:
+        """Whether one clause names the subject: all its names and identifiers, its first word
+        ("auth" of "auth p99 latency": what is measured) and half of its other words, standing
+        together (within the subject's length and three more words: "login-loop tickets of
+        the Android app", not "the Android app v5.5.0 and a login-loop macro")."""
+        runs = clause.name_runs
+        if not self._named(clause.stems | clause.ids_written, runs):
+            return False
+        toks, span = clause.tokens, self.size + SUBJECT_SLACK
+        for i in range(len(toks)):
+            window = toks[i:i + span]
+            if self._named({*window, *(a + b for a, b in itertools.pairwise(window))}, runs):
+                return True
+        return False
+
+
+    def within(self, other: _Subject) -> bool:
+        """Whether every part of this subject is part of ``other`` ("monthly summary" of
+        "monthly summary snapshot"): naming the other names this one too."""
+        mine = {w for g in self.names for w in g} | set(self.ids) | set(self.words)
+        theirs = {w for g in other.names for w in g} | set(other.ids) | set(other.words)
+        return mine <= theirs
+
+
+@functools.lru_cache(maxsize=4096)
+def _subject(text: str) -> _Subject | None:
+    """The subject of a fact in subject form; None when it is an identifier alone ("CHG-5382:
+    2024-03-18" dates an event, it measures nothing)."""
+    t = fold(text)
+    found = _ids(t)
+    ids = tuple(dict.fromkeys(k for k, _, _ in found))
+    id_parts = {stem(p) for _, s, e in found for p in re.split(r"[-_]", t[s:e])}
+    # Written first in a key fact, a name is still a name ("Marlow IT Services billing").
+    names = tuple(tuple(w for w in g if w not in id_parts)
+                  for g in _name_groups(text, sentence_start=False))
+    names = tuple(g for g in names if g)
+    name_words = {w for g in names for w in g}
+    words = tuple(w for w in dict.fromkeys(content_stems(normalise(_mask(t, [(s, e) for _, s, e
+                                                                            in found]))))
+                  if w not in id_parts and w not in name_words)
+    if not names and not words:
+        return None
+    return _Subject(names, ids, words)
+
+
 def _noun_stems(n: Number) -> set[str]:
     return {stem(w) for noun in n.nouns for w in re.split(r"[-\s]+", noun) if w}
 
@@ -355,7 +460,7 @@ def _parse_fact(fact: str) -> _Fact:
     if subject is not None:
         # "auth p99 latency: 224 ms" is the claim "auth p99 latency 224 ms": the colon would
         # otherwise end a clause between the value and what it is about.
-        return _parse_fact(f"{subject} {value}")
+        return dataclasses.replace(_parse_fact(f"{subject} {value}"), about=_subject(subject))
     clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
     t = fold(fact)
     dates = find_dates(t)
@@ -450,8 +555,23 @@ def _may_hold(fact: _Fact, clauses: list[Clause]) -> bool:
     return all(any(k in c.ids_written for c in clauses) for k in fact.ids)
 
 
-def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings
-           ) -> tuple[bool, set[str], str]:
+def _attributed(about: _Subject, rivals: list[_Subject], clauses: list[Clause], at: int
+                ) -> bool:
+    """Whether the value in ``clauses[at]`` is said of ``about``: the nearest clause that names
+    a subject, looking back from the value's own clause to the start of the sentence, then
+    forward, names it. A clause naming a rival (the subject of another key fact) first takes
+    the value: "auth p99 latency spiked to 235 ms; inventory-sync p99 kept climbing, to 531
+    ms" says nothing of auth p99 latency's 531 ms."""
+    for j in [*range(at, -1, -1), *range(at + 1, len(clauses))]:
+        if about.stated_in(clauses[j]):
+            return True
+        if any(r.stated_in(clauses[j]) for r in rivals):
+            return False
+    return False
+
+
+def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings,
+           rivals: list[_Subject] | None = None) -> tuple[bool, set[str], str]:
     """Whether the clauses of one scope state the fact: (ok, items present, reason)."""
     # A clause naming another entity of the kind the fact names, and not the fact's own,
     # is about something else.
@@ -468,16 +588,21 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, set(), "about another entity"
     stems = set().union(*(c.stems for c in usable))
     anchor_clauses: set[int] = set()
+    # The clauses stating each of the fact's values (figures, dates, identifiers that are not
+    # part of its subject).
+    value_hits: list[tuple[list[int], bool]] = []  # (clauses, a measurement: figure or date)
     for i in range(len(fact.numbers)):
         hits = _number_in(fact, i, usable, stems, s.rel_tol)
         if not hits:
             return False, set(), "figure missing"
         anchor_clauses.update(hits)
+        value_hits.append((hits, True))
     for d in fact.dates:
         hits = [ci for ci, c in enumerate(usable) if any(a.meets(d) for a in c.dates)]
         if not hits:
             return False, set(), "date missing"
         anchor_clauses.update(hits)
+        value_hits.append((hits, True))
     items = fact.items
     # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
     written = set().union(*(c.ids_written for c in usable))
@@ -485,7 +610,10 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
     if not all(i in present for i in fact.ids):
         return False, present, "identifier missing"
     for k in fact.ids:
-        anchor_clauses.update(ci for ci, c in enumerate(usable) if k in c.ids_written)
+        hits = [ci for ci, c in enumerate(usable) if k in c.ids_written]
+        anchor_clauses.update(hits)
+        if fact.about is None or k not in fact.about.ids:
+            value_hits.append((hits, False))
     values = sum(len(c.numbers) + len(c.dates) + len(c.ids) for c in usable)
     if anchor_clauses and values > 1 and not any(c.worded for c in usable):
         # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
@@ -524,13 +652,33 @@ def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSet
         return False, present, "denial missing"
     if not fact.main_denied and core and all(c.negated or c.denied for c in core):
         return False, present, "denied"
+    if fact.about is not None:
+        # A value is a claim about the subject named nearest to it, in one clause: subject
+        # words scattered over the sentence, or another key fact's subject in between, do
+        # not make "feature-request reaches the threshold: it has risen to 43 tickets" a
+        # claim about the Android app's login-loop tickets.
+        others = [r for r in rivals or [] if r != fact.about and not r.within(fact.about)]
+        where = {id(c): j for j, c in enumerate(clauses)}
+        for hits, measured in value_hits:
+            # An identifier names an event ("order-router retries at 724 per hour against 47
+            # before CHG-5382"), not a measurement of the clause's subject: only figures and
+            # dates are taken by a rival named nearer.
+            near = others if measured else []
+            if not any(_attributed(fact.about, near, clauses, where[id(usable[ci])])
+                       for ci in hits):
+                return False, present, "about another subject"
     return True, present, ""
 
 
 def match_fact(fact: str, answer: AnswerText,
-               settings: FactMatcherSettings | None = None) -> FactMatch:
+               settings: FactMatcherSettings | None = None,
+               rivals: Iterable[str] = ()) -> FactMatch:
+    """Whether ``answer`` states ``fact``. ``rivals`` are the other subjects the question's
+    key facts are about ("inventory-sync p99" beside "auth p99 latency: 531 ms"): a value the
+    answer gives one of them is not a value of the fact's subject."""
     s = settings or FactMatcherSettings()
     f = _parse_fact(fact)
+    others = [r for r in map(_subject, dict.fromkeys(rivals)) if r is not None]
     items = f.items
     if not items and not f.numbers and not f.dates:
         # A fact with no content words and no figures cannot be checked mechanically.
@@ -549,12 +697,19 @@ def match_fact(fact: str, answer: AnswerText,
     for clauses, after_no in answer.windows(size):
         if not clauses or not _may_hold(f, clauses):
             continue
-        ok, present, why = _check(f, clauses, after_no, s)
+        ok, present, why = _check(f, clauses, after_no, s, others)
         if ok:
             matched, best, reason = True, present, ""
             break
         if len(present) > len(best) or not best:
             best, reason = present, why or reason
+    if reason == "not stated" and numbers_missing:
+        # No sentence even holds the fact's figures and dates: say which the whole answer lacks
+        # (a judge's grade cannot credit a value the answer never gives, see
+        # fact_grader.VETO_REASONS). An identifier the answer leaves out stays "not stated": a
+        # judge may read "the student" for mchen_2026.
+        reason = ("figure missing" if any(n.text in numbers_missing for n in f.numbers)
+                  else "date missing")
     coverage = len(best) / len(items) if items else (1.0 if matched else 0.0)
     return FactMatch(
         fact=fact,
@@ -571,7 +726,13 @@ def fact_date_text(fact: str, d: Date) -> str:
     return fold(fact)[d.start:d.end]
 
 
+def fact_subjects(facts: Iterable[str]) -> list[str]:
+    """The subjects the facts in subject form are about: each fact's rivals."""
+    return list(dict.fromkeys(s for s, _ in map(fact_subject, facts) if s))
+
+
 def match_facts(facts: list[str], answer: str,
                 settings: FactMatcherSettings | None = None) -> list[FactMatch]:
     prepared = AnswerText(answer)
-    return [match_fact(f, prepared, settings) for f in facts]
+    rivals = fact_subjects(facts)
+    return [match_fact(f, prepared, settings, rivals) for f in facts]

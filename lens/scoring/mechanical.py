@@ -22,8 +22,8 @@ from lens.scoring.claims import (
     stuffing_factor,
     supported_share,
 )
-from lens.scoring.conclusion import check_conclusion
-from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
+from lens.scoring.conclusion import check_conclusion, conclusion_backed
+from lens.scoring.facts import AnswerText, FactMatcherSettings, fact_subjects, match_fact
 from lens.scoring.refs import (
     check_citation,
     episode_of,
@@ -144,20 +144,18 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
         return None, {"reason": "question has no key facts"}
     a = analysis or analyse(item)
     prepared = AnswerText(a.claims.text)
-    matches = [match_fact(f, prepared, settings) for f in facts]
+    rivals = fact_subjects(facts)
+    matches = [match_fact(f, prepared, settings, rivals) for f in facts]
     found = sum(m.matched for m in matches)
     detail: dict[str, Any] = {"facts": [m.as_detail() for m in matches], "stated": found,
                               **_claims_detail(a)}
     items, credit = len(facts), float(found)
     if gt.conclusion:
         check = check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
-        # A bare verdict is a coin flip, and "no" is what an agent with no memory says ("No,
-        # there are no records of a spike"): a conclusion earns credit only when the answer
-        # backs it (a key fact, the conclusion's own claim, or no key facts to back it with)
-        # and cites a record it received that exists (evidence, not a guess).
-        backed = (found > 0 or check.claim_stated or not facts) and _cites_evidence(item)
-        detail["conclusion"] = {**check.as_detail(), "backed": backed,
-                                "cites_evidence": _cites_evidence(item)}
+        cites = _cites_evidence(item)
+        backed = conclusion_backed(fact_credited=found > 0, claim_stated=check.claim_stated,
+                                   has_facts=bool(facts), cites_evidence=cites)
+        detail["conclusion"] = {**check.as_detail(), "backed": backed, "cites_evidence": cites}
         if check.voids_facts:
             detail["reason"] = f"conclusion {check.status}: no fact credit"
             return 0.0, detail

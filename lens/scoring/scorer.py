@@ -32,6 +32,7 @@ from lens.runs.condition import stable_hash
 from lens.runs.store import atomic_write_text
 from lens.scoring.aggregate import aggregate
 from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, composite, resolve_weights
+from lens.scoring.conclusion import conclusion_backed
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
 from lens.scoring.judge_prompts import judge_prompts_hash
@@ -43,7 +44,7 @@ from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunSco
 # The version of the scoring rules. Raise it whenever a rule changes what a number means
 # (what counts as a stated fact, a metric's definition, the composite's rules): runs scored
 # under different protocols are not comparable.
-SCORING_PROTOCOL = 3
+SCORING_PROTOCOL = 4
 ALL_TIERS = frozenset({1, 2, 3})
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
 
@@ -112,11 +113,13 @@ def _apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
         grading.apply_offline_grades(row.metrics, row.detail["fact_recall"], grades, condition)
         value = row.metrics.get("fact_recall")
         if grades and value is not None and conclusion is not None:
-            # As the matcher rules (mechanical.fact_recall): a verdict counts when a graded
-            # fact or the conclusion's own claim backs it.
-            backed = conclusion.get("cites_evidence", True) and (
-                conclusion.get("claim_stated") or not grades
-                or any((g.grade or 0) > 0 for g in grades.values()))
+            # The matcher's rule (conclusion_backed): a verdict counts when a fact credited
+            # after the veto, or the conclusion's own claim, backs it.
+            rows = row.detail["fact_recall"].get("facts", [])
+            backed = conclusion_backed(
+                fact_credited=any((r.get("grade") or 0) > 0 for r in rows),
+                claim_stated=bool(conclusion.get("claim_stated")), has_facts=True,
+                cites_evidence=bool(conclusion.get("cites_evidence", True)))
             credit = 1.0 if conclusion["status"] == "stated" and backed else 0.0
             row.metrics["fact_recall"] = (value * len(grades) + credit) / (len(grades) + 1)
 

@@ -26,6 +26,7 @@ from bench.adversary_table import (
     ShapeBuilder,
     aggregate,
     measure,
+    per_question,
     store_arm,
 )
 from lens.data.dataset import load_dataset
@@ -51,6 +52,14 @@ def _check(results: dict[str, dict[str, RunScores]]) -> None:
         for name in FAITHFUL:
             same = aggregate(results[name][how])
             assert abs(same["composite"] - good["composite"]) <= FAITHFUL_MARGIN, (how, name)
+    # A value is a claim about its subject: the canonical figures given to the distractor lose
+    # on every question, not only on the mean. (Only on the mean with the scripted judge: it
+    # credits a fact whenever its words of four letters or more appear, which a subject such as
+    # "WBC" does not have.)
+    canonical = per_question(results["canonical"]["mechanical"])
+    moved = per_question(results["distractor"]["mechanical"])
+    above = {k: (moved[k], v) for k, v in canonical.items() if moved[k] >= v - 1e-9}
+    assert not above, above
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ citations (docs/scoring.md, "What counts as a claim")."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from scoring_fixtures import dataset_dict, ep, record
@@ -156,3 +157,101 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
     backed, detail = recall(f"No. DEP-4230 was deployed on 2024-04-05, after the rise "
                             f"[{ep(3)}].", [ep(3)])
     assert detail["conclusion"]["backed"] is True and backed == 1.0, detail
+
+
+@pytest.mark.parametrize("facts, answer", [
+    # Another key fact's subject named nearer the figure takes it.
+    (["inventory-sync p99: 235 ms", "auth p99 latency: 531 ms"],
+     "No. Auth p99 latency spiked to 235 ms on 2024-03-22, a one-off; inventory-sync p99 kept "
+     "climbing steadily, to 531 ms by 2024-04-04."),
+    # The subject's words scattered over the sentence, another subject beside the figure.
+    (["the Android app's daily login-loop tickets: 43 tickets"],
+     "Roll back the Android app v5.5.0 and add a login-loop macro before feature-request "
+     "reaches the 45 tickets escalation threshold: it has risen from 14 tickets to 43 tickets."),
+    # Another vendor that shares a word of the name.
+    (["Marlow IT Services month-to-date billing: $78,347"],
+     "$78,347: the AP daily batch report gives Orwell Print Services month-to-date billing "
+     "$78,347."),
+    (["Orwell Print Services month-to-date billing: $57,146"],
+     "$57,146: the AP daily batch report gives Marlow IT Services month-to-date billing "
+     "$57,146."),
+])
+def test_a_value_given_to_another_subject_earns_nothing(facts: list[str], answer: str) -> None:
+    from lens.scoring.facts import match_facts
+
+    found = match_facts(facts, answer)
+    assert not any(m.matched for m in found), [m.as_detail() for m in found]
+    assert {m.reason for m in found} <= {"about another subject", "words missing",
+                                         "subject or direction missing"}
+
+
+@pytest.mark.parametrize("facts, answer", [
+    (["inventory-sync p99: 235 ms", "auth p99 latency: 531 ms"],
+     "No. Inventory-sync p99 spiked to 235 ms on 2024-03-22, a one-off; auth p99 latency kept "
+     "climbing steadily, to 531 ms by 2024-04-04."),
+    (["the Android app's daily login-loop tickets: 43 tickets"],
+     "Roll back v5.5.0 before the Android app's daily login-loop tickets reach the 45 tickets "
+     "escalation threshold: they have risen from 14 tickets to 43 tickets."),
+    (["Marlow IT Services month-to-date billing: $78,347"],
+     "$78,347: the AP daily batch report gives Marlow IT Services month-to-date billing "
+     "$78,347."),
+    (["F. Rossi's ALT: 71 U/L"], "Dr Rossi's ALT is 71 U/L."),
+    (["Brightline Facilities's invoice count: 19 invoices"],
+     "The 30-day invoice count of Brightline Facilities is 19 invoices."),
+    # The subject after its value, or as the heading of a list.
+    (["auth p99 latency: 224 ms"], "224 ms on 2024-03-17, the last auth p99 latency before "
+                                   "the change."),
+    (["auth p99 latency: 224 ms", "order-router retries: 47 per hour"],
+     "- auth p99 latency: 224 ms\n- order-router retries: 47 per hour"),
+    # An identifier names an event, whoever's figures stand beside it.
+    (["auth p99 latency: CHG-5382", "order-router retries: 724 per hour"],
+     "High: auth p99 latency is 729 ms; order-router retries is at 724 per hour against 47 per "
+     "hour before CHG-5382."),
+])
+def test_a_value_said_of_its_own_subject_counts(facts: list[str], answer: str) -> None:
+    from lens.scoring.facts import match_facts
+
+    found = match_facts(facts, answer)
+    assert all(m.matched for m in found), [m.as_detail() for m in found]
+
+
+def test_the_judge_credits_a_conclusion_under_the_matchers_rule(tmp_path: Path) -> None:
+    """A judge that grades every fact present (``judge_fakes.position_a``) still earns a
+    verdict no point unless a credited key fact or its own claim backs it and the answer cites
+    a record it received: the rule of mechanical.fact_recall (conclusion_backed)."""
+    from scoring_fixtures import ScriptedJudge, build_run, write_dataset
+
+    from lens.scoring import score_run_sync
+    from tests.scoring.judge_fakes import position_a
+
+    def credulous(request: object) -> str:
+        return position_a(request.messages[-1].content)  # type: ignore[attr-defined]
+
+    data = dataset_dict()
+    qid = "s1_q04_negative"
+    for q in data["questions"]:
+        if q["question_id"] == qid:
+            q["ground_truth"].update(key_facts=["DNS lookup time: 12 ms"], conclusion="no")
+    path = write_dataset(tmp_path / "ds.json", data)
+    answers = {"guess": ("No, there are no records indicating that.", []),
+               "verdict_cited": (f"No. [{ep(9)}]", [ep(9)]),
+               "backed": (f"No. DNS lookup time stayed at 12 ms [{ep(9)}].", [ep(9)])}
+    got = {}
+    for name, (answer, retrieved) in answers.items():
+        root = build_run(tmp_path / name, path, [record(qid, answer, retrieved=retrieved,
+                                                        checkpoint=10)])
+        for grader in ("judge", "both"):
+            scores = score_run_sync(root, judge=ScriptedJudge("credulous", credulous),
+                                    fact_grader=grader, write=False)
+            (row,) = [q for q in scores.questions if q.question_id == qid]
+            got[name, grader] = row
+    for grader in ("judge", "both"):
+        for name in ("guess", "verdict_cited"):
+            row = got[name, grader]
+            # The figure is vetoed (the answer never states it) and the verdict is unbacked.
+            assert row.metrics["fact_recall"] == 0.0, (name, grader, row.detail["fact_recall"])
+            (verdict,) = [f for f in row.detail["fact_recall"]["facts"]
+                          if f["fact"].startswith("The answer to the question")]
+            assert verdict["grade"] == "present" and verdict["points"] == 0.0
+            assert verdict["unbacked"]
+        assert got["backed", grader].metrics["fact_recall"] == 1.0

@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "00629219414a4fd1168141c68f3fcd24c701db281c78f519a5d4af8e5c8651be",
-    "judged": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
-    "rescored": "510196b72aac740a748f7f27860322d57d34f015f8b887e9503f01c4090809f8",
-    "tier1": "de1f86e1e1439e2f732f62df8d69664afa1e0e544a135d66e885b7f84d2e1137",
+    "plain": "65c90ca0b2e03fc610de5e4659720fad96c748e9bfa90bf5eb54029d3d5a0283",
+    "judged": "ebf163ebb5bc0ef8a3c3eac86cb91c5342520792cd28cbaa81c959c62fd5ea1c",
+    "rescored": "ebf163ebb5bc0ef8a3c3eac86cb91c5342520792cd28cbaa81c959c62fd5ea1c",
+    "tier1": "160b587f831148dde57bad9232d0bb3036e51588a7bcfeaf668cf9e1385cb5ea",
 }
 
 
