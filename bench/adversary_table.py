@@ -237,16 +237,21 @@ class ShapeBuilder:
         return getattr(self, name)  # type: ignore[no-any-return]
 
     def rewrite(self, records: list[QuestionRecord], name: str) -> list[QuestionRecord]:
-        fn = self.shape(name)
-        out = []
-        for r in records:
-            if r.status != "answered":
-                out.append(r)
-                continue
-            answer = fn(r)
-            out.append(r.model_copy(update={"answer": answer,
-                                            "cited_refs": extract_citations(answer)}))
-        return out
+        return rewrite_answers(records, self.shape(name))
+
+
+def rewrite_answers(records: list[QuestionRecord],
+                    answer: Callable[[QuestionRecord], str]) -> list[QuestionRecord]:
+    """Each answered record with its answer replaced by ``answer(record)`` and its citations
+    read again from the new text; the others as they were."""
+    out = []
+    for r in records:
+        if r.status != "answered":
+            out.append(r)
+            continue
+        text = answer(r)
+        out.append(r.model_copy(update={"answer": text, "cited_refs": extract_citations(text)}))
+    return out
 
 
 def scripted_run(tmp: Path) -> Path:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bench.adversary_table import rewrite_answers
 from lens.data.dataset import Dataset, Question
-from lens.runner.agent import extract_citations
 from lens.runs.records import QuestionRecord
 from lens.scoring.claims import ScopeText
 from lens.scoring.numbers import extract_numbers
@@ -82,13 +82,4 @@ class ArmBuilder:
                 "padded": self.padded, "cite_all": self.cite_all}
 
     def rewrite(self, records: list[QuestionRecord], arm: str) -> list[QuestionRecord]:
-        fn = self.arms()[arm]
-        out = []
-        for r in records:
-            if r.status != "answered":
-                out.append(r)
-                continue
-            answer = fn(r)
-            out.append(r.model_copy(update={"answer": answer,
-                                            "cited_refs": extract_citations(answer)}))
-        return out
+        return rewrite_answers(records, self.arms()[arm])

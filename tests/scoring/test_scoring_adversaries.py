@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from gaming_arms import ArmBuilder
 from scoring_fixtures import ScriptedJudge, build_run, dataset_dict, fair, record, write_dataset
 
+from bench import adversary_table
 from lens.core.errors import UserError
 from lens.data.dataset import load_dataset
 from lens.report import groupstats as gs
@@ -55,20 +55,7 @@ def _lens(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run: the scripted retrieval policy over sqlite_fts, through the CLI."""
-    tmp = tmp_path_factory.mktemp("std")
-    cfg = {"name": "std", "dataset": {"path": str(STANDARD)}, "adapters": [{"name": ADAPTER}],
-           "agent": {"model": "scripted/policy",
-                     "budget": {"max_turns": 6, "max_tool_calls": 8,
-                                "max_payload_bytes": 64000, "max_agent_tokens": 100000,
-                                "max_seconds": 60}},
-           "out_dir": str(tmp / "runs"), "cache": {"enabled": False}, "report": False,
-           "scoring": {"enabled": False}}
-    path = tmp / "std.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    proc = _lens("run", str(path), "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    (run,) = (tmp / "runs").iterdir()
-    return run
+    return adversary_table.scripted_run(tmp_path_factory.mktemp("std"))
 
 
 def _store_arm(source: Path, parent: Path, name: str,
