@@ -34,6 +34,7 @@ EXTRAS: dict[str, Extra] = {
                      _VECTOR_INSTALL.replace("[vector]", "[langmem]")),
     "graphiti": Extra(("graphiti_core", "kuzu", *_VECTOR),
                       _VECTOR_INSTALL.replace("[vector]", "[graphiti]")),
+    "cognee": Extra(("cognee", *_VECTOR), _VECTOR_INSTALL.replace("[vector]", "[cognee]")),
     "litellm": Extra(("litellm", "mcp"), "pip install -e '.[litellm]'"),
     "local": Extra(("llama_cpp",), 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" '
                    "pip install -e '.[local]'"),

@@ -1,0 +1,248 @@
+"""Cognee (optional extra ``lens[cognee]``): Topoteretes' AI memory library, embedded in the unit's
+own folder, with every model call through lens's model gateway.
+
+Each episode is one Cognee data item (its id and timestamp first, then its text) added to the
+unit's dataset and cognified at once: Cognee cuts it into chunks, asks the model for a knowledge
+graph (entities and relations) and a summary of each chunk, and embeds chunks, summaries, entity
+names and graph edges. Its stores are the embedded ones it ships: SQLite for its records, LanceDB
+for the vectors and Ladybug (Kuzu's successor) for the graph, all in one folder per unit and
+emptied by ``reset``. Search is Cognee's ``CHUNKS`` search (semantic search over the chunks, no
+model call); each result is a chunk (``cognee:<chunk uuid>``, declared synthetic) whose
+``metadata.episode_ids`` names the episode it was cut from, and ``retrieve`` returns those
+episodes by id too.
+
+Cognee keeps its configuration process-wide, so lens gives this adapter a process of its own
+(see ``OWN_PROCESS`` in :mod:`lens.adapter`); the few settings Cognee reads only from the
+environment are set in that process (see :func:`_import_cognee`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from lens.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.dataset import Episode
+from lens.envscope import environment
+from lens.errors import ConfigError
+from lens.gateway_access import GatewayAccess, GatewayOptions
+
+SYNTHETIC_PREFIX = "cognee:"
+INSTALL = "pip install 'lens-eval[cognee]'"
+DATASET = "lens"
+
+# Cognee's configuration is global to the process: two live instances would share one store.
+_live: list[CogneeAdapter] = []
+
+
+class CogneeOptions(GatewayOptions):
+    path: str | None = Field(default=None, description="folder for Cognee's stores; temporary "
+                             "(removed at close) when unset")
+    max_results: int = Field(default=10, ge=1, le=100)
+    episode_chars: int = Field(default=6000, ge=100,
+                               description="each episode's text is cut to this")
+    max_tokens: int = Field(default=2048, ge=64, description="output tokens per model call "
+                            "(Cognee's own default, 16384, lets a small model run on for many "
+                            "minutes); chunks are at most half of it")
+    structured_output: str = Field(
+        default="json_schema", pattern="^(json_schema|json_object)$",
+        description="how Cognee asks for its graph and summaries: json_schema (the schema goes "
+                    "with the request, so a local model is held to it), or json_object (the "
+                    "schema in the prompt only) for models that do not follow a schema")
+    chunk_tokens: int | None = Field(default=None, ge=16, description="Cognee's chunk size in "
+                                     "tokens; its own choice (what the embedding model reads, "
+                                     "at most max_tokens / 2) when unset")
+
+
+def _import_cognee(folder: Path) -> Any:
+    """Cognee, imported with the settings it reads only from the environment.
+
+    At import Cognee loads a ``.env`` from the working directory into the process environment
+    and opens a log file under the home folder: it is pointed at an empty file and at the unit's
+    folder instead, for the import only. Two settings it reads at each call stay set in the
+    adapter's own process: telemetry off (Cognee's documented ``TELEMETRY_DISABLED``) and no
+    start-up "connection test" (a model call that is not memory work).
+    """
+    env_file = folder / "cognee.env"
+    env_file.touch()
+    os.environ["TELEMETRY_DISABLED"] = "1"
+    os.environ["COGNEE_SKIP_CONNECTION_TEST"] = "true"
+    try:
+        with environment(COGNEE_ENV_FILE=str(env_file), COGNEE_LOGS_DIR=str(folder / "logs"),
+                         LOG_LEVEL="ERROR", LITELLM_LOCAL_MODEL_COST_MAP="True"):
+            import cognee
+            from cognee.infrastructure.databases.vector.embeddings import (
+                OpenAICompatibleEmbeddingEngine as engine_module,
+            )
+    except ImportError as exc:
+        raise ConfigError(f"adapter 'cognee' needs cognee: {INSTALL} ({exc})") from None
+    for name in ("cognee", "litellm", "LiteLLM", "httpx", "openai"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return cognee, engine_module.OpenAICompatibleEmbeddingEngine
+
+
+def _declare_schema_support(model: str) -> None:
+    """Cognee sends a JSON schema only to models litellm's table says follow one; lens's
+    model names are not in that table, so the model is added to it (in this process)."""
+    import litellm
+
+    litellm.register_model({model: {"litellm_provider": "openai", "mode": "chat",
+                                    "supports_response_schema": True}})
+
+
+class _LocalTokenizer:
+    """Cognee's tokenizer interface over the gateway's embedding model's own tokenizer file.
+
+    Cognee sizes chunks with the embedding model's tokenizer and, for an OpenAI-compatible
+    server, fetches it from the Hugging Face hub by model name; lens's embedding model ships its
+    tokenizer, so it is read from there (no network)."""
+
+    def __init__(self, model: str, limit: int) -> None:
+        from tokenizers import Tokenizer
+
+        from lens.adapters.embedding import model_dir
+
+        self._tok = Tokenizer.from_file(str(model_dir(model) / "tokenizer.json"))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        self.max_completion_tokens = limit
+        self.model_input_limit = limit
+
+    def extract_tokens(self, text: str) -> list[Any]:
+        return list(self._tok.encode(text, add_special_tokens=False).tokens)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode_single_token(self, token: int) -> str:
+        return self._tok.id_to_token(token) or ""
+
+
+class CogneeAdapter(MemoryAdapter):
+    Options = CogneeOptions
+
+    def __init__(self, **options: Any) -> None:
+        self.opts = CogneeOptions.model_validate(options)
+        access = self.opts.access()
+        if access.embedding_model is None or access.embedding_dim is None:
+            raise ConfigError("adapter 'cognee' needs the gateway's embedding model for "
+                              f"Cognee's vector store: {INSTALL}")
+        if any(not other.closed for other in _live):
+            raise ConfigError("adapter 'cognee' keeps its configuration process-wide, so each "
+                              "instance needs a process of its own: leave the adapter's "
+                              "isolation at 'auto' (or 'process')")
+        self.access: GatewayAccess = access
+        self.temporary = self.opts.path is None
+        self.folder = Path(self.opts.path or tempfile.mkdtemp(prefix="lens-cognee-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.cognee, engine = _import_cognee(self.folder)
+        limit = self._embedding_window()
+        engine.get_tokenizer = lambda _self: _LocalTokenizer(access.embedding_model or "", limit)
+        self._configure()
+        self.closed = False
+        _live.append(self)
+        self.episodes: dict[str, Episode] = {}
+        # Cognee's data item id -> the lens episodes whose text it holds (Cognee keeps one item
+        # per distinct text in a dataset).
+        self.sources: dict[str, list[str]] = {}
+        # Chunk refs handed out by search -> their text and episodes, for retrieve.
+        self.chunks: dict[str, Document] = {}
+
+    def _embedding_window(self) -> int:
+        from lens.adapters.embedding import window
+
+        # The encoder reads this many tokens, two of them its own markers.
+        return window(self.access.embedding_model or "") - 2
+
+    def _configure(self) -> None:
+        a, c = self.access, self.cognee.config
+        c.system_root_directory(str(self.folder / "system"))
+        c.data_root_directory(str(self.folder / "data"))
+        from cognee.base_config import get_base_config
+
+        get_base_config().cache_root_directory = str(self.folder / "cache")
+        # The graph and vector stores in this process, not in Cognee's database subprocesses.
+        c.set_graph_database_subprocess_enabled(False)
+        c.set_vector_db_subprocess_enabled(False)
+        # 'custom' is Cognee's provider for any OpenAI-compatible endpoint (through litellm).
+        model = f"openai/{a.chat_model}"
+        if self.opts.structured_output == "json_schema":
+            _declare_schema_support(model)
+        c.set_llm_config({"llm_provider": "custom", "llm_model": model,
+                          "llm_endpoint": a.base_url, "llm_api_key": a.api_key,
+                          "llm_temperature": 0.0,
+                          "llm_max_completion_tokens": self.opts.max_tokens})
+        c.set_embedding_config({"embedding_provider": "openai_compatible",
+                                "embedding_model": a.embedding_model,
+                                "embedding_endpoint": a.base_url, "embedding_api_key": a.api_key,
+                                "embedding_dimensions": a.embedding_dim,
+                                "embedding_encoding_format": "float"})
+
+    async def reset(self, scope_id: str) -> None:
+        # Cognee's own wipe: the stored texts, then its records, vectors and graph.
+        await self.cognee.prune.prune_data()
+        await self.cognee.prune.prune_system(graph=True, vector=True, metadata=True)
+        self.episodes, self.sources, self.chunks = {}, {}, {}
+
+    async def ingest(self, episode: Episode) -> None:
+        text = episode.text[: self.opts.episode_chars]
+        item = f"[{episode.episode_id}] {episode.timestamp.isoformat()}\n{text}"
+        run = await self.cognee.add(item, dataset_name=DATASET)
+        for info in run.data_ingestion_info or []:
+            sources = self.sources.setdefault(str(info["data_id"]), [])
+            if episode.episode_id not in sources:
+                sources.append(episode.episode_id)
+        extra = {"chunk_size": self.opts.chunk_tokens} if self.opts.chunk_tokens else {}
+        await self.cognee.cognify(datasets=[DATASET], **extra)
+        self.episodes[episode.episode_id] = episode
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        if not self.episodes or not query.strip():
+            return []
+        k = min(limit or self.opts.max_results, self.opts.max_results)
+        found = await self.cognee.search(query, query_type=self.cognee.SearchType.CHUNKS,
+                                         datasets=[DATASET], top_k=k)
+        results: list[SearchResult] = []
+        for group in found:
+            for chunk in group.get("search_result") or []:
+                episode_ids = self.sources.get(str(chunk.get("document_id")), [])
+                if not episode_ids:
+                    continue  # not a record of this unit's episodes: never handed out
+                ref = SYNTHETIC_PREFIX + str(chunk["id"])
+                metadata = {"episode_ids": list(episode_ids)}
+                self.chunks[ref] = Document(ref_id=ref, text=chunk["text"], metadata=metadata)
+                # Cognee's score is a distance (lower is nearer); the order carries the rank.
+                results.append(SearchResult(ref_id=ref, text=chunk["text"], metadata=metadata))
+        return results[:k]
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        if ref_id.startswith(SYNTHETIC_PREFIX):
+            return self.chunks.get(ref_id)
+        episode = self.episodes.get(ref_id)
+        if episode is None:
+            return None
+        return Document(ref_id=ref_id, text=episode.text,
+                        metadata={"timestamp": episode.timestamp.isoformat()})
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(
+            search_modes=["semantic"], max_results=self.opts.max_results,
+            synthetic_ref_prefixes=[SYNTHETIC_PREFIX],
+            description=f"Cognee chunks (SQLite, LanceDB, Ladybug graph, embedded), its graph "
+                        f"and summaries extracted by {self.opts.model} through lens's model "
+                        f"gateway, embedded with {self.access.embedding_model}")
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        _live.remove(self)
+        if self.temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)

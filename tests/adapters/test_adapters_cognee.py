@@ -1,0 +1,71 @@
+"""Cognee through lens's model gateway: really Cognee (its add and cognify pipelines, graph and
+summary extraction, its CHUNKS search) on its embedded SQLite, LanceDB and Ladybug stores, with
+the scripted model behind the gateway in CI (one canned reply per structured-output step, matched
+by the response schema Cognee asks for) and the local model on request."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.extras import missing_reason, skip_module_unless
+from tests.support.gateway_runs import check_metered_run, run_gateway_adapter, tool_hits
+
+skip_module_unless("cognee")
+
+GRAPH = {"nodes": [{"id": "widget line", "name": "Widget line", "type": "Product",
+                    "description": "The line whose widgets are counted"},
+                   {"id": "plant 7", "name": "Plant 7", "type": "Place",
+                    "description": "Where the widgets are counted"}],
+         "edges": [{"source_node_id": "widget line", "target_node_id": "plant 7",
+                    "relationship_name": "counted_at"}]}
+RULES = [
+    {"schema": "KnowledgeGraph", "text": json.dumps(GRAPH)},
+    {"schema": "SummarizedContent", "text": json.dumps({"summary": "A day report."})},
+]
+
+
+def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
+    fixture = tmp_path / "cognee.yaml"
+    fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}), encoding="utf-8")
+    home, stores = tmp_path / "home", tmp_path / "stores"
+    home.mkdir()
+    out = run_gateway_adapter(tmp_path, "cognee",
+                              {"model": f"scripted/{fixture}", "path": str(stores)},
+                              env={"HOME": str(home)})
+    # A knowledge graph and a summary for each episode's one chunk, plus the embeddings.
+    got = check_metered_run(out, "cognee", min_chat_calls=2 * 4)
+    started = next(e for e in got["events"] if e["kind"] == "unit_started")
+    assert started["capabilities"]["synthetic_ref_prefixes"] == ["cognee:"]
+    hits = tool_hits(got["records"])
+    assert hits and all(h["ref_id"].startswith("cognee:") for h in hits)
+    for hit in hits:
+        # Each chunk is an episode's own text, and names the episode it was cut from.
+        source = re.match(r"\[(s1_ep_\d{3})\] ", hit["text"])
+        assert source and "Day report" in hit["text"], hit
+        assert hit["metadata"]["episode_ids"] == [source.group(1)]
+    # Cognee's stores are files in the unit's folder; no file went to the home folder (Ladybug
+    # makes the empty folders it looks for extensions in there, and loads its bundled one).
+    databases = stores / "system" / "databases"
+    assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.lbug"))
+    assert (databases / "cognee_db").is_file()
+    assert [p for p in home.rglob("*") if not p.is_dir()] == []
+
+
+@pytest.mark.slow
+@pytest.mark.opt_in
+# Two model calls per episode on a 2-core CPU: past the suite's 900 s per test.
+@pytest.mark.timeout(3600)
+def test_cognee_with_the_local_model(tmp_path: Path) -> None:
+    """Opt-in: Cognee's graph and summary prompts on the packaged local model."""
+    reason = missing_reason("local")
+    if reason:
+        pytest.skip(reason)
+    out = run_gateway_adapter(tmp_path, "cognee",
+                              {"model": "llama_cpp/default", "max_tokens": 1024},
+                              n_episodes=2, timeout_s=1800)
+    check_metered_run(out, "cognee", min_chat_calls=2 * 2)

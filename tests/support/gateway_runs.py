@@ -1,0 +1,65 @@
+"""`lens run` of one memory system that calls models through lens's model gateway, and the checks
+every such run passes: no unit failed, every question answered, and the system's model calls
+metered as its memory cost (manifest, events and the report's memory-cost section agree)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import ROOT
+from tests.core.helpers import make_dataset, write_json
+
+
+def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],
+                        n_episodes: int = 4, timeout_s: float = 60,
+                        env: dict[str, str] | None = None) -> Path:
+    """The run folder of `lens run` over a small dataset with the scripted agent (``env``:
+    variables to change for that process)."""
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=n_episodes,
+                                                       checkpoints=(n_episodes,),
+                                                       questions_per_checkpoint=2))
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "gw", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": adapter, "options": options, "call_timeout_s": timeout_s}],
+        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
+    }), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=3600,
+                          env={**os.environ, **env} if env else None)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sorted((tmp_path / "runs").glob("gw-*"))[-1]
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def check_metered_run(out: Path, adapter: str, min_chat_calls: int) -> dict[str, Any]:
+    """The run's records, events and the adapter's last usage event, after the common checks:
+    at least ``min_chat_calls`` chat calls through the gateway, embeddings on top of them."""
+    records = jsonl(out / "records.jsonl")
+    events = jsonl(out / "events.jsonl")
+    assert [e for e in events if e["kind"] == "unit_error"] == []
+    assert records and all(r["status"] in ("answered", "empty_answer") for r in records)
+    usage = [e for e in events if e["kind"] == "adapter_usage"][-1]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["usage"]["by_role"]["adapter"]["calls"] >= min_chat_calls
+    assert usage["calls"] > manifest["usage"]["by_role"]["adapter"]["calls"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
+    assert cost[adapter]["memory_model"]["calls"] == usage["calls"]
+    return {"records": records, "events": events, "usage": usage, "manifest": manifest}
+
+
+def tool_hits(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every search result the agent was shown."""
+    return [h for r in records for m in r["transcript"] if m["role"] == "tool"
+            for h in json.loads(m["content"]).get("results", [])]
