@@ -8,10 +8,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
+from lens.adapters import cognee_adapter
+from lens.adapters.cognee_adapter import CogneeOptions
+from lens.config import AdapterConfig
+from lens.errors import ConfigError
+from lens.executor import runs_isolated
+from lens.gateway_access import GatewayAccess
 from tests.support.extras import missing_reason, skip_module_unless
 from tests.support.gateway_runs import check_metered_run, run_gateway_adapter, tool_hits
 
@@ -54,6 +62,36 @@ def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None
     assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.lbug"))
     assert (databases / "cognee_db").is_file()
     assert [p for p in home.rglob("*") if not p.is_dir()] == []
+
+
+def test_cognee_gets_a_process_of_its_own_unless_told_otherwise() -> None:
+    assert runs_isolated(AdapterConfig(name="cognee"))
+    assert not runs_isolated(AdapterConfig(name="cognee", isolation="none"))
+    assert not runs_isolated(AdapterConfig(name="graphiti"))
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"structured_output": "tools"}, "structured_output"),
+    ({"max_results": 0}, "max_results"),
+    ({"chunk_tokens": 4}, "chunk_tokens"),
+    ({"model": "gpt-4o"}, "model"),
+    ({"chunk_size": 100}, "chunk_size"),
+])
+def test_cognee_options_name_the_bad_field(options: dict[str, object], field: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        CogneeOptions.model_validate(options)
+    assert [e["loc"][0] for e in exc.value.errors()] == [field]
+
+
+def test_a_second_cognee_in_one_process_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cognee's configuration is process-wide: a second live instance would share the first's
+    stores and gateway key, so it is refused (before Cognee is touched) with the way out."""
+    monkeypatch.setattr(cognee_adapter, "_live", [SimpleNamespace(closed=False)])
+    access = GatewayAccess(base_url="http://127.0.0.1:9/v1", api_key="k" * 16,
+                           chat_model="scripted/replay", embedding_model="all-MiniLM-L6-v2",
+                           embedding_dim=384)
+    with pytest.raises(ConfigError, match=r"needs a process of its own.*isolation"):
+        cognee_adapter.CogneeAdapter(gateway=access)
 
 
 @pytest.mark.slow

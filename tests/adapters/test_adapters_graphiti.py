@@ -6,17 +6,14 @@ schema Graphiti asks for) and the local model on request."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.core.helpers import make_dataset, write_json
 from tests.support.extras import missing_reason, skip_module_unless
+from tests.support.gateway_runs import check_metered_run, run_gateway_adapter, tool_hits
 
 skip_module_unless("graphiti")
 
@@ -38,49 +35,17 @@ RULES = [
 ]
 
 
-def run_graphiti(tmp_path: Path, options: dict[str, Any], n_episodes: int = 4,
-                 timeout_s: float = 60) -> Path:
-    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=n_episodes,
-                                                       checkpoints=(n_episodes,),
-                                                       questions_per_checkpoint=2))
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "name": "gr", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
-        "adapters": [{"name": "graphiti", "options": options, "call_timeout_s": timeout_s}],
-        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
-    }), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return sorted((tmp_path / "runs").glob("gr-*"))[-1]
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 def _check_run(out: Path, n_episodes: int) -> list[dict[str, Any]]:
-    records = _jsonl(out / "records.jsonl")
-    events = _jsonl(out / "events.jsonl")
-    assert [e for e in events if e["kind"] == "unit_error"] == []
-    assert records and all(r["status"] in ("answered", "empty_answer") for r in records)
-    usage = [e for e in events if e["kind"] == "adapter_usage"][-1]
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     # Entity and fact extraction for every episode, at least, plus the embeddings.
-    assert manifest["usage"]["by_role"]["adapter"]["calls"] >= 2 * n_episodes
-    assert usage["calls"] > manifest["usage"]["by_role"]["adapter"]["calls"]
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
-    assert cost["graphiti"]["memory_model"]["calls"] == usage["calls"]
-    return records
+    return check_metered_run(out, "graphiti", min_chat_calls=2 * n_episodes)["records"]
 
 
 def test_graphiti_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
     fixture = tmp_path / "graphiti.yaml"
     fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}), encoding="utf-8")
-    records = _check_run(run_graphiti(tmp_path, {"model": f"scripted/{fixture}"}), 4)
-    hits = [h for r in records for m in r["transcript"] if m["role"] == "tool"
-            for h in json.loads(m["content"]).get("results", [])]
+    records = _check_run(run_gateway_adapter(tmp_path, "graphiti",
+                                             {"model": f"scripted/{fixture}"}), 4)
+    hits = tool_hits(records)
     assert hits and all(h["ref_id"].startswith("graphiti:") for h in hits)
     assert {h["text"] for h in hits} == {EDGES["edges"][0]["fact"]}
     sources = {e for h in hits for e in h["metadata"]["episode_ids"]}
@@ -98,6 +63,6 @@ def test_graphiti_with_the_local_model(tmp_path: Path) -> None:
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
-    _check_run(run_graphiti(tmp_path, {"model": "llama_cpp/default", "max_tokens": 1024},
-                            n_episodes=2,
-                            timeout_s=1800), 2)
+    _check_run(run_gateway_adapter(tmp_path, "graphiti",
+                                   {"model": "llama_cpp/default", "max_tokens": 1024},
+                                   n_episodes=2, timeout_s=1800), 2)

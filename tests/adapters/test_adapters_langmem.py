@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.conftest import ROOT
-from tests.core.helpers import make_dataset, write_json
 from tests.support.extras import missing_reason, skip_module_unless
+from tests.support.gateway_runs import check_metered_run, run_gateway_adapter, tool_hits
 
 skip_module_unless("langmem")
 
@@ -26,54 +25,21 @@ SCRIPTED = {"model": "scripted/replay", "model_options": {"options": {"replies":
                      "arguments": {"content": "The widget count was recorded."}}]}]}}}
 
 
-def run_langmem(tmp_path: Path, options: dict[str, Any], n_episodes: int = 4,
-                timeout_s: float = 60) -> Path:
-    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=n_episodes,
-                                                       checkpoints=(n_episodes,),
-                                                       questions_per_checkpoint=2))
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "name": "lm", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
-        "adapters": [{"name": "langmem", "options": options, "call_timeout_s": timeout_s}],
-        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
-    }), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return sorted((tmp_path / "runs").glob("lm-*"))[-1]
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 def _check_run(out: Path, n_episodes: int) -> dict[str, Any]:
-    records = _jsonl(out / "records.jsonl")
-    events = _jsonl(out / "events.jsonl")
-    assert [e for e in events if e["kind"] == "unit_error"] == []
-    assert records and all(r["status"] in ("answered", "empty_answer") for r in records)
-    usage = [e for e in events if e["kind"] == "adapter_usage"][-1]
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     # At least one extraction call per episode through the gateway, plus the embeddings of
     # LangMem's searches and of the memories it stored.
-    assert manifest["usage"]["by_role"]["adapter"]["calls"] >= n_episodes
-    assert usage["calls"] > manifest["usage"]["by_role"]["adapter"]["calls"]
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
-    assert cost["langmem"]["memory_model"]["calls"] == usage["calls"]
-    started = next(e for e in events if e["kind"] == "unit_started")
+    got = check_metered_run(out, "langmem", min_chat_calls=n_episodes)
+    started = next(e for e in got["events"] if e["kind"] == "unit_started")
     assert started["capabilities"]["synthetic_ref_prefixes"] == ["langmem:"]
-    return {"records": records, "usage": usage}
+    return got
 
 
 def test_langmem_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
-    got = _check_run(run_langmem(tmp_path, SCRIPTED), 4)
-    hits = [json.loads(m["content"]) for r in got["records"] for m in r["transcript"]
-            if m["role"] == "tool"]
-    refs = [h["ref_id"] for hit in hits for h in hit.get("results", [])]
+    got = _check_run(run_gateway_adapter(tmp_path, "langmem", SCRIPTED), 4)
+    hits = tool_hits(got["records"])
+    refs = [h["ref_id"] for h in hits]
     assert refs and all(ref.startswith("langmem:") for ref in refs)
-    episode_ids = {e for hit in hits for h in hit.get("results", [])
-                   for e in h["metadata"]["episode_ids"]}
+    episode_ids = {e for h in hits for e in h["metadata"]["episode_ids"]}
     assert episode_ids and all(e.startswith("s1_ep_") for e in episode_ids)
 
 
@@ -86,8 +52,9 @@ def test_langmem_with_the_local_model(tmp_path: Path) -> None:
     reason = missing_reason("local")
     if reason:
         pytest.skip(reason)
-    _check_run(run_langmem(tmp_path, {"model": "llama_cpp/default", "max_tokens": 256},
-                           n_episodes=2, timeout_s=1200), 2)
+    _check_run(run_gateway_adapter(tmp_path, "langmem",
+                                   {"model": "llama_cpp/default", "max_tokens": 256},
+                                   n_episodes=2, timeout_s=1200), 2)
 
 
 @pytest.mark.slow
