@@ -7,9 +7,9 @@ graph (entities and relations) and a summary of each chunk, and embeds chunks, s
 names and graph edges. Its stores are the embedded ones it ships: SQLite for its records, LanceDB
 for the vectors and Ladybug (Kuzu's successor) for the graph, all in one folder per unit and
 emptied by ``reset``. Search is Cognee's ``CHUNKS`` search (semantic search over the chunks, no
-model call); each result is a chunk (``cognee:<chunk uuid>``, declared synthetic) whose
-``metadata.episode_ids`` names the episode it was cut from, and ``retrieve`` returns those
-episodes by id too.
+model call); each result is a chunk of one episode's text, referenced as lens references chunks
+(``<episode_id>#c<chunk index>``, so a citation names the episode), and ``retrieve`` returns the
+chunks search handed out and the episodes by id.
 
 Cognee keeps its configuration process-wide, so lens gives this adapter a process of its own
 (see ``OWN_PROCESS`` in :mod:`lens.adapter`); the few settings Cognee reads only from the
@@ -33,7 +33,6 @@ from lens.envscope import environment
 from lens.errors import ConfigError
 from lens.gateway_access import GatewayAccess, GatewayOptions
 
-SYNTHETIC_PREFIX = "cognee:"
 INSTALL = "pip install 'lens-eval[cognee]'"
 DATASET = "lens"
 
@@ -64,17 +63,17 @@ def _import_cognee(folder: Path) -> Any:
     """Cognee, imported with the settings it reads only from the environment.
 
     At import Cognee loads a ``.env`` from the working directory into the process environment
-    and opens a log file under the home folder: it is pointed at an empty file and at the unit's
-    folder instead, for the import only. Two settings it reads at each call stay set in the
-    adapter's own process: telemetry off (Cognee's documented ``TELEMETRY_DISABLED``) and no
-    start-up "connection test" (a model call that is not memory work).
+    and opens a log file under the home folder: it is pointed at an empty file and told to log
+    errors only, to standard error, for the import only. Two settings it reads at each call stay
+    set in the adapter's own process: telemetry off (Cognee's documented ``TELEMETRY_DISABLED``)
+    and no start-up "connection test" (a model call that is not memory work).
     """
     env_file = folder / "cognee.env"
     env_file.touch()
     os.environ["TELEMETRY_DISABLED"] = "1"
     os.environ["COGNEE_SKIP_CONNECTION_TEST"] = "true"
     try:
-        with environment(COGNEE_ENV_FILE=str(env_file), COGNEE_LOGS_DIR=str(folder / "logs"),
+        with environment(COGNEE_ENV_FILE=str(env_file), COGNEE_LOG_FILE="false",
                          LOG_LEVEL="ERROR", LITELLM_LOCAL_MODEL_COST_MAP="True"):
             import cognee
             from cognee.infrastructure.databases.vector.embeddings import (
@@ -148,10 +147,10 @@ class CogneeAdapter(MemoryAdapter):
         self.closed = False
         _live.append(self)
         self.episodes: dict[str, Episode] = {}
-        # Cognee's data item id -> the lens episodes whose text it holds (Cognee keeps one item
-        # per distinct text in a dataset).
-        self.sources: dict[str, list[str]] = {}
-        # Chunk refs handed out by search -> their text and episodes, for retrieve.
+        # Cognee's data item id -> the lens episode it holds (each item starts with its
+        # episode's id, so no two episodes share one).
+        self.sources: dict[str, str] = {}
+        # Chunk refs handed out by search -> their text, for retrieve.
         self.chunks: dict[str, Document] = {}
 
     def _embedding_window(self) -> int:
@@ -195,9 +194,7 @@ class CogneeAdapter(MemoryAdapter):
         item = f"[{episode.episode_id}] {episode.timestamp.isoformat()}\n{text}"
         run = await self.cognee.add(item, dataset_name=DATASET)
         for info in run.data_ingestion_info or []:
-            sources = self.sources.setdefault(str(info["data_id"]), [])
-            if episode.episode_id not in sources:
-                sources.append(episode.episode_id)
+            self.sources[str(info["data_id"])] = episode.episode_id
         extra = {"chunk_size": self.opts.chunk_tokens} if self.opts.chunk_tokens else {}
         await self.cognee.cognify(datasets=[DATASET], **extra)
         self.episodes[episode.episode_id] = episode
@@ -212,18 +209,18 @@ class CogneeAdapter(MemoryAdapter):
         results: list[SearchResult] = []
         for group in found:
             for chunk in group.get("search_result") or []:
-                episode_ids = self.sources.get(str(chunk.get("document_id")), [])
-                if not episode_ids:
+                episode_id = self.sources.get(str(chunk.get("document_id")))
+                if episode_id is None:
                     continue  # not a record of this unit's episodes: never handed out
-                ref = SYNTHETIC_PREFIX + str(chunk["id"])
-                metadata = {"episode_ids": list(episode_ids)}
+                ref = f"{episode_id}#c{chunk['chunk_index']}"
+                metadata = {"cognee_chunk_id": str(chunk["id"])}
                 self.chunks[ref] = Document(ref_id=ref, text=chunk["text"], metadata=metadata)
                 # Cognee's score is a distance (lower is nearer); the order carries the rank.
                 results.append(SearchResult(ref_id=ref, text=chunk["text"], metadata=metadata))
         return results[:k]
 
     async def retrieve(self, ref_id: str) -> Document | None:
-        if ref_id.startswith(SYNTHETIC_PREFIX):
+        if "#" in ref_id:
             return self.chunks.get(ref_id)
         episode = self.episodes.get(ref_id)
         if episode is None:
@@ -234,15 +231,48 @@ class CogneeAdapter(MemoryAdapter):
     async def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
             search_modes=["semantic"], max_results=self.opts.max_results,
-            synthetic_ref_prefixes=[SYNTHETIC_PREFIX],
             description=f"Cognee chunks (SQLite, LanceDB, Ladybug graph, embedded), its graph "
                         f"and summaries extracted by {self.opts.model} through lens's model "
                         f"gateway, embedded with {self.access.embedding_model}")
+
+    async def _close_stores(self) -> None:
+        """Close Cognee's cached database engines (its caches close what they evict) and the
+        HTTP clients it and litellm keep for the gateway."""
+        from cognee.infrastructure.databases.cache.get_cache_engine import close_cache_engine
+        from cognee.infrastructure.databases.graph.get_graph_engine import _create_graph_engine
+        from cognee.infrastructure.databases.relational.create_relational_engine import (
+            create_relational_engine,
+        )
+        from cognee.infrastructure.databases.vector.create_vector_engine import (
+            _create_vector_engine,
+        )
+        from cognee.infrastructure.databases.vector.embeddings.get_embedding_engine import (
+            create_embedding_engine,
+            get_embedding_engine,
+        )
+        from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+        client = getattr(get_embedding_engine(), "_client", None)
+        if client is not None:
+            await client.close()
+        create_embedding_engine.cache_clear()
+        await close_litellm_async_clients()
+        _create_graph_engine.cache_clear()
+        _create_vector_engine.cache_clear()
+        await close_cache_engine()
+        if create_relational_engine.cache_info().currsize:
+            from cognee.infrastructure.databases.relational import get_relational_engine
+
+            await get_relational_engine().engine.dispose()
+            create_relational_engine.cache_clear()
 
     async def aclose(self) -> None:
         if self.closed:
             return
         self.closed = True
-        _live.remove(self)
-        if self.temporary:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            await self._close_stores()
+        finally:
+            _live.remove(self)
+            if self.temporary:
+                shutil.rmtree(self.folder, ignore_errors=True)

@@ -47,15 +47,15 @@ def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None
                               env={"HOME": str(home)})
     # A knowledge graph and a summary for each episode's one chunk, plus the embeddings.
     got = check_metered_run(out, "cognee", min_chat_calls=2 * 4)
-    started = next(e for e in got["events"] if e["kind"] == "unit_started")
-    assert started["capabilities"]["synthetic_ref_prefixes"] == ["cognee:"]
     hits = tool_hits(got["records"])
-    assert hits and all(h["ref_id"].startswith("cognee:") for h in hits)
+    assert hits
     for hit in hits:
-        # Each chunk is an episode's own text, and names the episode it was cut from.
-        source = re.match(r"\[(s1_ep_\d{3})\] ", hit["text"])
-        assert source and "Day report" in hit["text"], hit
-        assert hit["metadata"]["episode_ids"] == [source.group(1)]
+        # Each hit is a chunk of an episode's own text, cited as that episode's chunk.
+        episode_id, _, chunk = hit["ref_id"].partition("#c")
+        assert re.fullmatch(r"s1_ep_\d{3}", episode_id) and chunk.isdigit(), hit
+        assert hit["text"].startswith(f"[{episode_id}] ") and "Day report" in hit["text"], hit
+    cited = {c for r in got["records"] for c in r["cited_refs"]}
+    assert cited and all(c.partition("#")[0].startswith("s1_ep_") for c in cited)
     # Cognee's stores are files in the unit's folder; no file went to the home folder (Ladybug
     # makes the empty folders it looks for extensions in there, and loads its bundled one).
     databases = stores / "system" / "databases"
