@@ -18,6 +18,7 @@ environment are set in that process (see :func:`_import_cognee`).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shutil
@@ -81,6 +82,11 @@ def _import_cognee(folder: Path) -> Any:
             )
     except ImportError as exc:
         raise ConfigError(f"adapter 'cognee' needs cognee: {INSTALL} ({exc})") from None
+    import litellm
+
+    # Cognee asks litellm's model table about the gateway's model names, which it does not
+    # know; litellm then prints its provider list to standard output at each question.
+    litellm.suppress_debug_info = True
     for name in ("cognee", "litellm", "LiteLLM", "httpx", "openai"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return cognee, engine_module.OpenAICompatibleEmbeddingEngine
@@ -128,6 +134,10 @@ class CogneeAdapter(MemoryAdapter):
 
     def __init__(self, **options: Any) -> None:
         self.opts = CogneeOptions.model_validate(options)
+        # Checked before the gateway so that a listing names the missing extra; the import
+        # itself waits for the unit's folder (Cognee reads its settings when imported).
+        if importlib.util.find_spec("cognee") is None:
+            raise ConfigError(f"adapter 'cognee' needs cognee: {INSTALL}")
         access = self.opts.access()
         if access.embedding_model is None or access.embedding_dim is None:
             raise ConfigError("adapter 'cognee' needs the gateway's embedding model for "
