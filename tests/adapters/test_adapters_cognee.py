@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +22,7 @@ from lens.config import AdapterConfig
 from lens.errors import ConfigError
 from lens.executor import runs_isolated
 from lens.gateway_access import GatewayAccess
+from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
 from tests.support.gateway_runs import check_metered_run, run_gateway_adapter, tool_hits
 
@@ -62,6 +65,20 @@ def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None
     assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.lbug"))
     assert (databases / "cognee_db").is_file()
     assert [p for p in home.rglob("*") if not p.is_dir()] == []
+
+
+@pytest.mark.slow
+def test_cognee_reset_forgets_the_previous_scope(tmp_path: Path) -> None:
+    """Cognee's prune at reset: nothing of a scope is found or retrieved after a reset to
+    another (the conformance check, through `lens adapters check` and the gateway)."""
+    fixture = tmp_path / "cognee.yaml"
+    fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "lens", "adapters", "check", "cognee", "--options",
+         json.dumps({"model": f"scripted/{fixture}"}), "--only", "reset_isolates_scopes"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "1 passed, 0 failed" in proc.stdout
 
 
 def test_cognee_gets_a_process_of_its_own_unless_told_otherwise() -> None:
