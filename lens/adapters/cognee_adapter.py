@@ -2,14 +2,15 @@
 own folder, with every model call through lens's model gateway.
 
 Each episode is one Cognee data item (its id and timestamp first, then its text) added to the
-unit's dataset and cognified at once: Cognee cuts it into chunks, asks the model for a knowledge
-graph (entities and relations) and a summary of each chunk, and embeds chunks, summaries, entity
-names and graph edges. Its stores are the embedded ones it ships: SQLite for its records, LanceDB
-for the vectors and Ladybug (Kuzu's successor) for the graph, all in one folder per unit and
-emptied by ``reset``. Search is Cognee's ``CHUNKS`` search (semantic search over the chunks, no
-model call); each result is a chunk of one episode's text, referenced as lens references chunks
-(``<episode_id>#c<chunk index>``, so a citation names the episode), and ``retrieve`` returns the
-chunks search handed out and the episodes by id.
+unit's dataset, tagged with the episode's id as its node set, and cognified at once: Cognee cuts
+it into chunks, asks the model for a knowledge graph (entities and relations) and a summary of
+each chunk, and embeds chunks, summaries, entity names and graph edges. Its stores are the
+embedded ones it ships: SQLite for its records, LanceDB for the vectors and Kuzu for the graph,
+all in one folder per unit and emptied by ``reset``. Search is Cognee's ``CHUNKS`` search
+(semantic search over the chunks, no model call); each result is a chunk of one episode's text,
+referenced as ``<episode_id>#<Cognee's chunk id>`` (the episode read from the chunk's node set),
+so a citation names the episode; ``retrieve`` returns the chunks search handed out and the
+episodes by id.
 
 Cognee keeps its configuration process-wide, so lens gives this adapter a process of its own
 (see ``OWN_PROCESS`` in :mod:`lens.adapter`); the few settings Cognee reads only from the
@@ -18,11 +19,14 @@ environment are set in that process (see :func:`_import_cognee`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +37,11 @@ from lens.dataset import Episode
 from lens.envscope import environment
 from lens.errors import ConfigError
 from lens.gateway_access import GatewayAccess, GatewayOptions
+from lens.logs import get_logger
 
 INSTALL = "pip install 'lens-eval[cognee]'"
 DATASET = "lens"
+log = get_logger("lens.adapters.cognee")
 
 # Cognee's configuration is global to the process: two live instances would share one store.
 _live: list[CogneeAdapter] = []
@@ -60,26 +66,32 @@ class CogneeOptions(GatewayOptions):
                                      "at most max_tokens / 2) when unset")
 
 
-def _import_cognee(folder: Path) -> Any:
+def _import_cognee() -> Any:
     """Cognee, imported with the settings it reads only from the environment.
 
-    At import Cognee loads a ``.env`` from the working directory into the process environment
-    and opens a log file under the home folder: it is pointed at an empty file and told to log
-    errors only, to standard error, for the import only. Two settings it reads at each call stay
-    set in the adapter's own process: telemetry off (Cognee's documented ``TELEMETRY_DISABLED``)
-    and no start-up "connection test" (a model call that is not memory work).
+    At import Cognee loads a ``.env`` file (the first one above its own install folder, into
+    the process environment, over what is set) and opens a log file under the home folder: the
+    ``.env`` is not read and the log goes to standard error, errors only. Two settings it reads
+    at each call stay set in the adapter's own process: telemetry off (Cognee's documented
+    ``TELEMETRY_DISABLED``) and no start-up "connection test" (a model call that is not memory
+    work).
     """
-    env_file = folder / "cognee.env"
-    env_file.touch()
     os.environ["TELEMETRY_DISABLED"] = "1"
     os.environ["COGNEE_SKIP_CONNECTION_TEST"] = "true"
     try:
-        with environment(COGNEE_ENV_FILE=str(env_file), COGNEE_LOG_FILE="false",
-                         LOG_LEVEL="ERROR", LITELLM_LOCAL_MODEL_COST_MAP="True"):
-            import cognee
-            from cognee.infrastructure.databases.vector.embeddings import (
-                OpenAICompatibleEmbeddingEngine as engine_module,
-            )
+        import dotenv
+
+        load_dotenv = dotenv.load_dotenv
+        dotenv.load_dotenv = lambda *args, **kwargs: False  # type: ignore[assignment]
+        try:
+            with environment(COGNEE_LOG_FILE="false", LOG_LEVEL="ERROR",
+                             LITELLM_LOCAL_MODEL_COST_MAP="True"):
+                import cognee
+                from cognee.infrastructure.databases.vector.embeddings import (
+                    OpenAICompatibleEmbeddingEngine as engine_module,
+                )
+        finally:
+            dotenv.load_dotenv = load_dotenv
     except ImportError as exc:
         raise ConfigError(f"adapter 'cognee' needs cognee: {INSTALL} ({exc})") from None
     import litellm
@@ -92,13 +104,18 @@ def _import_cognee(folder: Path) -> Any:
     return cognee, engine_module.OpenAICompatibleEmbeddingEngine
 
 
-def _declare_schema_support(model: str) -> None:
-    """Cognee sends a JSON schema only to models litellm's table says follow one; lens's
-    model names are not in that table, so the model is added to it (in this process)."""
-    import litellm
-
-    litellm.register_model({model: {"litellm_provider": "openai", "mode": "chat",
-                                    "supports_response_schema": True}})
+@contextlib.asynccontextmanager
+async def _notes_to_log() -> AsyncIterator[None]:
+    """Cognee's database migrations (run when its records are first created) print notes
+    ("table already exists") to standard output: they go to lens's debug log instead of the
+    console."""
+    notes = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(notes):
+            yield
+    finally:
+        if notes.getvalue().strip():
+            log.debug("cognee: %s", notes.getvalue().strip())
 
 
 class _LocalTokenizer:
@@ -150,16 +167,16 @@ class CogneeAdapter(MemoryAdapter):
         self.temporary = self.opts.path is None
         self.folder = Path(self.opts.path or tempfile.mkdtemp(prefix="lens-cognee-"))
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.cognee, engine = _import_cognee(self.folder)
-        limit = self._embedding_window()
-        engine.get_tokenizer = lambda _self: _LocalTokenizer(access.embedding_model or "", limit)
+        self.cognee, engine = _import_cognee()
+        # Cognee's OpenAI-compatible embedding engine declares neither the tokenizer nor the
+        # input limit that its chunker reads; both are the gateway's embedding model's.
+        engine.max_completion_tokens = self._embedding_window()
+        engine.tokenizer = _LocalTokenizer(access.embedding_model or "",
+                                           engine.max_completion_tokens)
         self._configure()
         self.closed = False
         _live.append(self)
         self.episodes: dict[str, Episode] = {}
-        # Cognee's data item id -> the lens episode it holds (each item starts with its
-        # episode's id, so no two episodes share one).
-        self.sources: dict[str, str] = {}
         # Chunk refs handed out by search -> their text, for retrieve.
         self.chunks: dict[str, Document] = {}
 
@@ -176,37 +193,35 @@ class CogneeAdapter(MemoryAdapter):
         from cognee.base_config import get_base_config
 
         get_base_config().cache_root_directory = str(self.folder / "cache")
-        # The graph and vector stores in this process, not in Cognee's database subprocesses.
-        c.set_graph_database_subprocess_enabled(False)
-        c.set_vector_db_subprocess_enabled(False)
         # 'custom' is Cognee's provider for any OpenAI-compatible endpoint (through litellm).
-        model = f"openai/{a.chat_model}"
-        if self.opts.structured_output == "json_schema":
-            _declare_schema_support(model)
-        c.set_llm_config({"llm_provider": "custom", "llm_model": model,
+        # Cognee asks for its structures through instructor: with the JSON schema in the
+        # request (the gateway holds a local model to it), or in the prompt only.
+        mode = "json_schema_mode" if self.opts.structured_output == "json_schema" else "json_mode"
+        c.set_llm_config({"llm_provider": "custom", "llm_model": f"openai/{a.chat_model}",
+                          "llm_instructor_mode": mode,
                           "llm_endpoint": a.base_url, "llm_api_key": a.api_key,
                           "llm_temperature": 0.0,
                           "llm_max_completion_tokens": self.opts.max_tokens})
         c.set_embedding_config({"embedding_provider": "openai_compatible",
                                 "embedding_model": a.embedding_model,
                                 "embedding_endpoint": a.base_url, "embedding_api_key": a.api_key,
-                                "embedding_dimensions": a.embedding_dim,
-                                "embedding_encoding_format": "float"})
+                                "embedding_dimensions": a.embedding_dim})
 
     async def reset(self, scope_id: str) -> None:
         # Cognee's own wipe: the stored texts, then its records, vectors and graph.
-        await self.cognee.prune.prune_data()
-        await self.cognee.prune.prune_system(graph=True, vector=True, metadata=True)
-        self.episodes, self.sources, self.chunks = {}, {}, {}
+        async with _notes_to_log():
+            await self.cognee.prune.prune_data()
+            await self.cognee.prune.prune_system(graph=True, vector=True, metadata=True)
+        self.episodes, self.chunks = {}, {}
 
     async def ingest(self, episode: Episode) -> None:
         text = episode.text[: self.opts.episode_chars]
         item = f"[{episode.episode_id}] {episode.timestamp.isoformat()}\n{text}"
-        run = await self.cognee.add(item, dataset_name=DATASET)
-        for info in run.data_ingestion_info or []:
-            self.sources[str(info["data_id"])] = episode.episode_id
         extra = {"chunk_size": self.opts.chunk_tokens} if self.opts.chunk_tokens else {}
-        await self.cognee.cognify(datasets=[DATASET], **extra)
+        async with _notes_to_log():
+            # The episode's id as the item's node set: Cognee tags each of its chunks with it.
+            await self.cognee.add(item, dataset_name=DATASET, node_set=[episode.episode_id])
+            await self.cognee.cognify(datasets=[DATASET], **extra)
         self.episodes[episode.episode_id] = episode
 
     async def search(self, query: str, filters: dict[str, Any] | None = None,
@@ -219,14 +234,13 @@ class CogneeAdapter(MemoryAdapter):
         results: list[SearchResult] = []
         for group in found:
             for chunk in group.get("search_result") or []:
-                episode_id = self.sources.get(str(chunk.get("document_id")))
+                episode_id = next((name for name in chunk.get("belongs_to_set") or []
+                                   if name in self.episodes), None)
                 if episode_id is None:
                     continue  # not a record of this unit's episodes: never handed out
-                ref = f"{episode_id}#c{chunk['chunk_index']}"
-                metadata = {"cognee_chunk_id": str(chunk["id"])}
-                self.chunks[ref] = Document(ref_id=ref, text=chunk["text"], metadata=metadata)
-                # Cognee's score is a distance (lower is nearer); the order carries the rank.
-                results.append(SearchResult(ref_id=ref, text=chunk["text"], metadata=metadata))
+                ref = f"{episode_id}#{chunk['id']}"
+                self.chunks[ref] = Document(ref_id=ref, text=chunk["text"])
+                results.append(SearchResult(ref_id=ref, text=chunk["text"]))
         return results[:k]
 
     async def retrieve(self, ref_id: str) -> Document | None:
@@ -241,15 +255,18 @@ class CogneeAdapter(MemoryAdapter):
     async def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
             search_modes=["semantic"], max_results=self.opts.max_results,
-            description=f"Cognee chunks (SQLite, LanceDB, Ladybug graph, embedded), its graph "
+            description=f"Cognee chunks (SQLite, LanceDB, Kuzu graph, embedded), its graph "
                         f"and summaries extracted by {self.opts.model} through lens's model "
                         f"gateway, embedded with {self.access.embedding_model}")
 
     async def _close_stores(self) -> None:
-        """Close Cognee's cached database engines (its caches close what they evict) and the
-        HTTP clients it and litellm keep for the gateway."""
-        from cognee.infrastructure.databases.cache.get_cache_engine import close_cache_engine
-        from cognee.infrastructure.databases.graph.get_graph_engine import _create_graph_engine
+        """Close the database engines and HTTP clients Cognee and litellm keep process-wide
+        (Cognee's caches drop them without closing them)."""
+        from cognee.infrastructure.databases.graph.get_graph_engine import (
+            _create_graph_engine,
+            get_graph_engine,
+        )
+        from cognee.infrastructure.databases.relational import get_relational_engine
         from cognee.infrastructure.databases.relational.create_relational_engine import (
             create_relational_engine,
         )
@@ -262,19 +279,24 @@ class CogneeAdapter(MemoryAdapter):
         )
         from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
-        client = getattr(get_embedding_engine(), "_client", None)
-        if client is not None:
-            await client.close()
-        create_embedding_engine.cache_clear()
-        await close_litellm_async_clients()
-        _create_graph_engine.cache_clear()
-        _create_vector_engine.cache_clear()
-        await close_cache_engine()
+        # Each getter returns the cached engine; asked only when one is cached.
+        if _create_graph_engine.cache_info().currsize:
+            graph = await get_graph_engine()
+            close = getattr(graph, "close", None)
+            if close is not None:
+                result = close()
+                if hasattr(result, "__await__"):
+                    await result
+        if create_embedding_engine.cache_info().currsize:
+            client = getattr(get_embedding_engine(), "_client", None)
+            if client is not None:
+                await client.close()
         if create_relational_engine.cache_info().currsize:
-            from cognee.infrastructure.databases.relational import get_relational_engine
-
             await get_relational_engine().engine.dispose()
-            create_relational_engine.cache_clear()
+        for cache in (_create_graph_engine, _create_vector_engine, create_embedding_engine,
+                      create_relational_engine):
+            cache.cache_clear()
+        await close_litellm_async_clients()
 
     async def aclose(self) -> None:
         if self.closed:

@@ -1,5 +1,5 @@
 """Cognee through lens's model gateway: really Cognee (its add and cognify pipelines, graph and
-summary extraction, its CHUNKS search) on its embedded SQLite, LanceDB and Ladybug stores, with
+summary extraction, its CHUNKS search) on its embedded SQLite, LanceDB and Kuzu stores, with
 the scripted model behind the gateway in CI (one canned reply per structured-output step, matched
 by the response schema Cognee asks for) and the local model on request."""
 
@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,7 +37,8 @@ GRAPH = {"nodes": [{"id": "widget line", "name": "Widget line", "type": "Product
                     "relationship_name": "counted_at"}]}
 RULES = [
     {"schema": "KnowledgeGraph", "text": json.dumps(GRAPH)},
-    {"schema": "SummarizedContent", "text": json.dumps({"summary": "A day report."})},
+    {"schema": "SummarizedContent", "text": json.dumps({"summary": "A day report.",
+                                                        "description": "Widget counts."})},
 ]
 
 
@@ -54,16 +56,16 @@ def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None
     assert hits
     for hit in hits:
         # Each hit is a chunk of an episode's own text, cited as that episode's chunk.
-        episode_id, _, chunk = hit["ref_id"].partition("#c")
-        assert re.fullmatch(r"s1_ep_\d{3}", episode_id) and chunk.isdigit(), hit
+        episode_id, _, chunk = hit["ref_id"].partition("#")
+        assert re.fullmatch(r"s1_ep_\d{3}", episode_id) and str(uuid.UUID(chunk)) == chunk
         assert hit["text"].startswith(f"[{episode_id}] ") and "Day report" in hit["text"], hit
     cited = {c for r in got["records"] for c in r["cited_refs"]}
     assert cited and all(c.partition("#")[0].startswith("s1_ep_") for c in cited)
-    # Cognee's stores are files in the unit's folder; no file went to the home folder (Ladybug
-    # makes the empty folders it looks for extensions in there, and loads its bundled one).
+    # Cognee's stores are files in the unit's folder (SQLite; per dataset LanceDB and Kuzu,
+    # which Cognee names .pkl); nothing went to the home folder.
     databases = stores / "system" / "databases"
-    assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.lbug"))
     assert (databases / "cognee_db").is_file()
+    assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.pkl"))
     assert [p for p in home.rglob("*") if not p.is_dir()] == []
 
 
