@@ -97,7 +97,7 @@ def _import_cognee() -> Any:
     import litellm
 
     # Cognee asks litellm's model table about the gateway's model names, which it does not
-    # know; litellm then prints its provider list to standard output at each question.
+    # know; litellm would then print its provider list to standard output.
     litellm.suppress_debug_info = True
     for name in ("cognee", "litellm", "LiteLLM", "httpx", "openai"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -121,9 +121,9 @@ async def _notes_to_log() -> AsyncIterator[None]:
 class _LocalTokenizer:
     """Cognee's tokenizer interface over the gateway's embedding model's own tokenizer file.
 
-    Cognee sizes chunks with the embedding model's tokenizer and, for an OpenAI-compatible
-    server, fetches it from the Hugging Face hub by model name; lens's embedding model ships its
-    tokenizer, so it is read from there (no network)."""
+    Cognee's chunker counts tokens with the embedding engine's tokenizer, and its
+    OpenAI-compatible engine has none (every word would count as one token); lens's embedding
+    model ships its tokenizer, so it is read from there (no network)."""
 
     def __init__(self, model: str, limit: int) -> None:
         from tokenizers import Tokenizer
