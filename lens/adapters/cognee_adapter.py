@@ -61,9 +61,10 @@ class CogneeOptions(GatewayOptions):
         description="how Cognee asks for its graph and summaries: json_schema (the schema goes "
                     "with the request, so a local model is held to it), or json_object (the "
                     "schema in the prompt only) for models that do not follow a schema")
-    chunk_tokens: int | None = Field(default=None, ge=16, description="Cognee's chunk size in "
-                                     "tokens; its own choice (what the embedding model reads, "
-                                     "at most max_tokens / 2) when unset")
+    chunk_tokens: int | None = Field(default=None, ge=16, le=254, description="Cognee's chunk "
+                                     "size in tokens, at most what the embedding model reads "
+                                     "(254); Cognee's own choice (that, or max_tokens / 2 if "
+                                     "less) when unset")
 
 
 def _import_cognee() -> Any:
@@ -152,7 +153,7 @@ class CogneeAdapter(MemoryAdapter):
     def __init__(self, **options: Any) -> None:
         self.opts = CogneeOptions.model_validate(options)
         # Checked before the gateway so that a listing names the missing extra; the import
-        # itself waits for the unit's folder (Cognee reads its settings when imported).
+        # itself (seconds, and Cognee reads its settings then) waits for a unit's gateway.
         if importlib.util.find_spec("cognee") is None:
             raise ConfigError(f"adapter 'cognee' needs cognee: {INSTALL}")
         access = self.opts.access()

@@ -93,6 +93,7 @@ def test_cognee_gets_a_process_of_its_own_unless_told_otherwise() -> None:
     ({"structured_output": "tools"}, "structured_output"),
     ({"max_results": 0}, "max_results"),
     ({"chunk_tokens": 4}, "chunk_tokens"),
+    ({"chunk_tokens": 512}, "chunk_tokens"),
     ({"model": "gpt-4o"}, "model"),
     ({"chunk_size": 100}, "chunk_size"),
 ])
