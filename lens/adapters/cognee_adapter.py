@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,9 @@ def _import_cognee() -> Any:
         load_dotenv = dotenv.load_dotenv
         dotenv.load_dotenv = lambda *args, **kwargs: False  # type: ignore[assignment]
         try:
+            # Cognee's modules use names their libraries deprecate (warnings for Cognee's
+            # authors, not for lens's users); the filters Cognee sets itself are kept.
+            warnings.filterwarnings("ignore", module=r"cognee\.")
             with environment(COGNEE_LOG_FILE="false", LOG_LEVEL="ERROR",
                              LITELLM_LOCAL_MODEL_COST_MAP="True"):
                 import cognee
