@@ -187,7 +187,8 @@ class AdapterConfig(_Section):
     # Per-call timeout for search/retrieve/tools, and for each ingest call.
     call_timeout_s: float = Field(default=60.0, gt=0)
     # Where the adapter runs under the local executor: "auto" gives third-party adapters
-    # (entry points, module:Class) a process of their own and keeps lens's built-ins in-process.
+    # (entry points, module:Class) a process of their own and keeps lens's built-ins in-process,
+    # except those with process-wide state (lens.memory.adapter.OWN_PROCESS).
     isolation: Literal["auto", "process", "none"] = "auto"
     # An address-space limit for the adapter's own process, in MiB (isolated adapters only).
     max_memory_mb: int | None = Field(default=None, ge=64)

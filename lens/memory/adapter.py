@@ -245,11 +245,16 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "langmem": "lens.adapters.langmem_adapter:LangMemAdapter",
     "graphiti": "lens.adapters.graphiti_adapter:GraphitiAdapter",
     "letta": "lens.adapters.letta_adapter:LettaAdapter",
+    "cognee": "lens.adapters.cognee_adapter:CogneeAdapter",
     "postgres": "lens.adapters.postgres:PostgresAdapter",
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",
     "faceted": "lens.adapters.consolidators:FacetedAdapter",
 }
+
+# Built-ins that keep process-wide state (Cognee's configuration): under ``isolation: auto``
+# each instance gets a process of its own, as a third-party adapter does.
+OWN_PROCESS: frozenset[str] = frozenset({"cognee"})
 
 _registered: dict[str, AdapterClass] = {}
 

@@ -5,6 +5,7 @@ cost). Shared by the tests of the gateway adapters."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,10 @@ from tests.core.helpers import make_dataset, write_json
 
 
 def lens_run(tmp_path: Path, adapter: str, options: dict[str, Any], n_episodes: int = 4,
-             timeout_s: float = 60) -> tuple[subprocess.CompletedProcess[str], Path]:
+             timeout_s: float = 60, env: dict[str, str] | None = None,
+             ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`lens run` of one arm of ``adapter`` over a small dataset: the process and its run
-    folder."""
+    folder (``env``: variables to change for that process)."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=n_episodes,
                                                        checkpoints=(n_episodes,),
                                                        questions_per_checkpoint=2))
@@ -30,13 +32,15 @@ def lens_run(tmp_path: Path, adapter: str, options: dict[str, Any], n_episodes: 
         "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
     }), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=3600,
+                          env={**os.environ, **env} if env else None)
     return proc, sorted((tmp_path / "runs").glob(f"{adapter}-*"))[-1]
 
 
 def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],
-                        n_episodes: int = 4, timeout_s: float = 60) -> Path:
-    proc, out = lens_run(tmp_path, adapter, options, n_episodes, timeout_s)
+                        n_episodes: int = 4, timeout_s: float = 60,
+                        env: dict[str, str] | None = None) -> Path:
+    proc, out = lens_run(tmp_path, adapter, options, n_episodes, timeout_s, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -45,10 +49,12 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def check_gateway_run(out: Path, adapter: str, min_chat_calls: int) -> dict[str, Any]:
+def check_gateway_run(out: Path, adapter: str, min_chat_calls: int,
+                      synthetic_refs: bool = True) -> dict[str, Any]:
     """The run's records, events and the adapter's metered usage, after the common checks:
     at least ``min_chat_calls`` chat calls through the gateway, embeddings besides, all of them
-    in the report's memory-cost section, and the adapter's synthetic refs declared."""
+    in the report's memory-cost section, and (``synthetic_refs``) the adapter's own ref prefix
+    declared."""
     records = jsonl(out / "records.jsonl")
     events = jsonl(out / "events.jsonl")
     assert [e for e in events if e["kind"] == "unit_error"] == []
@@ -62,7 +68,8 @@ def check_gateway_run(out: Path, adapter: str, min_chat_calls: int) -> dict[str,
     cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
     assert cost[adapter]["memory_model"]["calls"] == usage["calls"]
     started = next(e for e in events if e["kind"] == "unit_started")
-    assert started["capabilities"]["synthetic_ref_prefixes"] == [f"{adapter}:"]
+    expected = [f"{adapter}:"] if synthetic_refs else []
+    assert started["capabilities"]["synthetic_ref_prefixes"] == expected
     return {"records": records, "events": events, "usage": usage, "manifest": manifest}
 
 

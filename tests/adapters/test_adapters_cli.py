@@ -64,7 +64,7 @@ def test_list_names_the_gateway_adapters_as_needing_a_run(
     before a run gives it one: listed, with that said (or unavailable, naming the extra)."""
     assert main(["adapters", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    for name in ("langmem", "graphiti", "letta"):
+    for name in ("langmem", "graphiti", "letta", "cognee"):
         row = rows[name]
         if row["available"]:
             assert row["capabilities"] is None and "model gateway" in row["note"]

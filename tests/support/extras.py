@@ -36,6 +36,7 @@ EXTRAS: dict[str, Extra] = {
                       _VECTOR_INSTALL.replace("[vector]", "[graphiti]")),
     "letta": Extra(("letta", "letta_client", "aiosqlite", "sqlite_vec", *_VECTOR),
                    _VECTOR_INSTALL.replace("[vector]", "[letta]")),
+    "cognee": Extra(("cognee", *_VECTOR), _VECTOR_INSTALL.replace("[vector]", "[cognee]")),
     "litellm": Extra(("litellm", "mcp"), "pip install -e '.[litellm]'"),
     "local": Extra(("llama_cpp",), 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" '
                    "pip install -e '.[local]'"),

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lens.data.config import AdapterConfig, ExecutorConfig
-from lens.memory.adapter import BUILTIN_ADAPTERS, MemoryAdapter, create_adapter, registered_adapter
+from lens.memory.adapter import (
+    BUILTIN_ADAPTERS,
+    OWN_PROCESS,
+    MemoryAdapter,
+    create_adapter,
+    registered_adapter,
+)
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost, RemoteAdapter
 
 __all__ = ["AdapterCallError", "AdapterWorkerLost", "RemoteAdapter", "adapter_factory",
@@ -20,14 +26,15 @@ def runs_isolated(cfg: AdapterConfig) -> bool:
     """Whether the local executor gives this adapter a process of its own.
 
     ``auto`` isolates third-party adapters (entry points and ``module:Class`` names) and trusts
-    lens's built-ins; a class registered in this process with ``register_adapter`` cannot be
-    rebuilt in another, so it stays in-process.
+    lens's built-ins, except those that keep process-wide state (``OWN_PROCESS``); a class
+    registered in this process with ``register_adapter`` cannot be rebuilt in another, so it
+    stays in-process.
     """
     if cfg.isolation == "none" or registered_adapter(cfg.name):
         return False
     if cfg.isolation == "process":
         return True
-    return cfg.name not in BUILTIN_ADAPTERS
+    return cfg.name not in BUILTIN_ADAPTERS or cfg.name in OWN_PROCESS
 
 
 def adapter_factory(executor: ExecutorConfig) -> Callable[[AdapterConfig], MemoryAdapter]:
