@@ -1,0 +1,96 @@
+"""bench/memory_systems.py through real ``lens run`` subprocesses with scripted models: the
+table reads each arm's run, a memory system that calls a model (Graphiti, its extraction
+answered by the scripted model behind lens's gateway) shows its memory-model calls, an arm that
+fails shows as failed with the reason (never as a score of 0), an unknown arm as not measured,
+and a second call reads the finished runs again instead of re-running them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import memory_systems
+from tests.core.helpers import make_dataset, write_json
+from tests.support.extras import missing_reason
+
+GRAPHITI_RULES = [
+    {"schema": "ExtractedEntities", "text": json.dumps({"extracted_entities": [
+        {"name": "Widget line", "entity_type_id": 0}, {"name": "Plant 7", "entity_type_id": 0}]})},
+    {"schema": "ExtractedEdges", "text": json.dumps({"edges": [{
+        "source_entity_name": "Widget line", "target_entity_name": "Plant 7",
+        "relation_type": "COUNTED_AT", "fact": "The widget count changed at Plant 7"}]})},
+    {"schema": "NodeResolutions", "text": json.dumps({"entity_resolutions": []})},
+    {"schema": "EdgeDuplicate", "text": json.dumps({"duplicate_facts": [],
+                                                    "contradicted_facts": []})},
+    {"schema": "SummarizedEntities", "text": json.dumps({"summaries": []})},
+    {"schema": "EntitySummary", "text": json.dumps({"summary": "A thing in the records."})},
+    {"schema": "Summary", "text": json.dumps({"summary": "A thing in the records."})},
+    {"schema": "EdgeTimestamps", "text": json.dumps({"valid_at": None, "invalid_at": None})},
+]
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    lines = [ln for ln in out.splitlines() if ln.startswith("| ") and "---" not in ln]
+    rows = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines[1:]]
+    return {r[0]: r for r in rows}
+
+
+def test_the_table_of_arms_through_lens_run(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
+                                                       questions_per_checkpoint=2))
+    fixture = tmp_path / "graphiti.yaml"
+    fixture.write_text(yaml.safe_dump({"rules": GRAPHITI_RULES, "default": "{}"}),
+                       encoding="utf-8")
+    graphiti = missing_reason("graphiti") is None
+    arms = ["null", "sqlite_fts", "oracle", "no_such_memory"] + (["graphiti"] if graphiti else [])
+    work = tmp_path / "work"
+    argv = ["--arms", ",".join(arms), "--dataset", str(ds), "--questions", "2",
+            "--work", str(work), "--agent-model", "scripted/policy",
+            "--memory-model", f"scripted/{fixture}", "--json", str(tmp_path / "t.json")]
+    assert memory_systems.main(argv) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert list(rows) == arms
+    header = memory_systems.HEADER
+    col = {h: i for i, h in enumerate(header)}
+    # The slice: the first two questions (checkpoint 2), so two episodes ingested.
+    assert rows["sqlite_fts"][col["answered"]] == "2/2"
+    assert "(2 ep)" in rows["sqlite_fts"][col["ingest s/episode"]]
+    assert rows["null"][col["context per question, chars / tokens (median)"]] == "0 / 0"
+    assert rows["sqlite_fts"][col["memory model calls / tokens per episode"]] == "none"
+    assert rows["no_such_memory"][1] == "not measured"
+    assert "lens adapters list" in rows["no_such_memory"][col["failure"]]
+    if graphiti:
+        calls = rows["graphiti"][col["memory model calls / tokens per episode"]]
+        assert float(calls.split(" / ")[0]) >= 2  # entities and facts, per episode at least
+    # Run again: the finished arms are read, not run (nothing new in their run folders).
+    before = sorted(p.name for p in (work / "sqlite_fts" / "runs").iterdir())
+    assert memory_systems.main(argv) == 0
+    again = capsys.readouterr().out
+    assert "finished before" in again and _rows(again) == rows
+    assert sorted(p.name for p in (work / "sqlite_fts" / "runs").iterdir()) == before
+    # Another slice in the same folder is refused, not mixed in.
+    assert memory_systems.main([*argv[:4], "--questions", "3", *argv[6:]]) == 2
+
+
+def test_a_failed_arm_shows_failed_with_its_reason(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    reason = missing_reason("graphiti")
+    if reason:
+        pytest.skip(reason)
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=2, checkpoints=(2,),
+                                                       questions_per_checkpoint=1))
+    # Every Graphiti step gets "{}": its extraction never validates and the unit fails.
+    fixture = tmp_path / "empty.yaml"
+    fixture.write_text(yaml.safe_dump({"rules": [], "default": "{}"}), encoding="utf-8")
+    argv = ["--arms", "graphiti", "--dataset", str(ds), "--work", str(tmp_path / "w"),
+            "--agent-model", "scripted/policy", "--memory-model", f"scripted/{fixture}"]
+    assert memory_systems.main(argv) == 0
+    row = _rows(capsys.readouterr().out)["graphiti"]
+    col = {h: i for i, h in enumerate(memory_systems.HEADER)}
+    assert row[col["composite [95% CI]"]] == "failed"
+    assert row[col["fact recall [95% CI]"]] == "failed"
+    assert row[col["failure"]].startswith("failed: unit failed:")
