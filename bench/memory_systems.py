@@ -214,7 +214,9 @@ def run_arm(name: str, args: argparse.Namespace, dataset: Path) -> ArmResult:
     runs = _run_dirs(arm_dir)
     t0 = time.perf_counter()
     finished = True
-    if not runs:
+    if args.no_run and (not runs or not (runs[-1] / "summary.json").exists()):
+        finished = False
+    elif not runs:
         print(f"[{name}] lens run {cfg_path}", flush=True)
         finished = _lens(["run", str(cfg_path), "--quiet"], log, args.arm_timeout)
     elif not (runs[-1] / "summary.json").exists():
@@ -227,11 +229,16 @@ def run_arm(name: str, args: argparse.Namespace, dataset: Path) -> ArmResult:
     if not finished:
         events = _jsonl(runs[-1] / "events.jsonl") if runs else []
         ingest = _ingest(events)
-        done = (f"; {len(ingest)} episodes ingested, {sum(ingest) / len(ingest):.0f} s each"
-                if ingest else "; no episode ingested")
-        return ArmResult(name, "not measured",
-                         f"stopped after --arm-timeout {args.arm_timeout:.0f} s{done}; the "
-                         "same command resumes it", runs[-1] if runs else None, events=events)
+        # Ingest is logged per checkpoint: episodes past the last finished one are not counted.
+        done = (f"; {len(ingest)} episodes ingested by its last finished checkpoint, "
+                f"{sum(ingest) / len(ingest):.1f} s each" if ingest else "")
+        if args.no_run:
+            why = ("not started" if not runs else "not finished") + done + (
+                "; run without --no-run to measure it")
+        else:
+            why = (f"stopped after --arm-timeout {args.arm_timeout:.0f} s{done}; the same "
+                   "command resumes it")
+        return ArmResult(name, "not measured", why, runs[-1] if runs else None, events=events)
     if not runs or not (runs[-1] / "summary.json").exists():
         tail = log.read_text(encoding="utf-8").strip().splitlines()[-3:]
         return ArmResult(name, "failed", "lens run wrote no report: " + " / ".join(tail),
@@ -278,7 +285,8 @@ def _interval(est: dict[str, Any] | None) -> str:
     if not est or est.get("mean") is None:
         return "unknown"
     if est.get("low") is None or est.get("high") is None:
-        return f"{est['mean']:.3f}"
+        # lens gives no bootstrap interval below MIN_BOOTSTRAP_N questions.
+        return f"{est['mean']:.3f} (no interval at n={est.get('n')})"
     return f"{est['mean']:.3f} [{est['low']:.3f}, {est['high']:.3f}]"
 
 
@@ -304,7 +312,10 @@ def _usage(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def row(r: ArmResult) -> list[str]:
     if r.status == "not measured":
-        return [r.arm, "not measured", "—", "—", "—", "—", "—", "—", r.reason]
+        usage = _usage(r.events)
+        spent = ("—" if usage is None else f"{usage['calls']} / {usage['tokens']:,} in all, "
+                 f"{len(_ingest(r.events))} episodes ingested")
+        return [r.arm, "not measured", "—", "—", "—", spent, "—", "—", r.reason]
     arm = r.summary.get("adapters", {}).get(r.arm, {})
     metrics = arm.get("metrics", {})
     ingest = _ingest(r.events)
@@ -312,10 +323,11 @@ def row(r: ArmResult) -> list[str]:
     episodes = len(ingest)
     if usage is None:
         memory = "none"
-    elif episodes:
+    elif episodes and r.status == "measured":
         memory = f"{usage['calls'] / episodes:.1f} / {usage['tokens'] / episodes:,.0f}"
     else:
-        memory = f"{usage['calls']} / {usage['tokens']:,} (no episode ingested)"
+        # A failed or stopped unit: what it spent in all, beside how far it got.
+        memory = f"{usage['calls']} / {usage['tokens']:,} in all, {episodes} episodes ingested"
     ctx = arm.get("context") or {}
     context = ("unknown" if ctx.get("chars_median") is None
                else f"{ctx['chars_median']:,.0f} / {ctx['tokens_median']:,.0f}")
@@ -324,6 +336,8 @@ def row(r: ArmResult) -> list[str]:
     score = "failed" if failed else _interval(metrics.get("composite"))
     recall = "failed" if failed else _interval(metrics.get("fact_recall"))
     answered = f"{arm.get('answered', 0)}/{arm.get('questions', 0)}"
+    if arm.get("empty_answers"):
+        answered += f" ({arm['empty_answers']} empty)"
     wall = "unknown" if r.wall_s is None else f"{r.wall_s:,.0f}"
     note = f"failed: {_short(r.reason)}" if failed else ""
     return [r.arm, answered, score, recall, ingest_s, memory, context, wall, note]
@@ -369,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                    "quickstart's 180 s is for an idle machine)")
     p.add_argument("--arm-timeout", type=float, default=None,
                    help="stop an arm's run after this many seconds (resumed by the next call)")
+    p.add_argument("--no-run", action="store_true",
+                   help="run nothing: tabulate the runs in --work as they are")
     p.add_argument("--json", type=Path, help="also write the per-arm numbers here")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)

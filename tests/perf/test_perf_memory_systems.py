@@ -72,6 +72,13 @@ def test_the_table_of_arms_through_lens_run(tmp_path: Path,
     again = capsys.readouterr().out
     assert "finished before" in again and _rows(again) == rows
     assert sorted(p.name for p in (work / "sqlite_fts" / "runs").iterdir()) == before
+    # --no-run tabulates what is there: an arm never run shows as not measured, with why.
+    assert memory_systems.main([*argv, "--no-run", "--arms", "sqlite_fts,full_context"]) == 0
+    tab = _rows(capsys.readouterr().out)
+    assert tab["sqlite_fts"] == rows["sqlite_fts"]
+    assert tab["full_context"][1] == "not measured"
+    assert "not started" in tab["full_context"][col["failure"]]
+    assert not (work / "full_context" / "runs").exists()
     # Another slice in the same folder is refused, not mixed in.
     assert memory_systems.main([*argv[:4], "--questions", "3", *argv[6:]]) == 2
 
