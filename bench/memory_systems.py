@@ -25,6 +25,7 @@ measured with the reason.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import json
 import os
@@ -210,6 +211,21 @@ def run_arm(name: str, args: argparse.Namespace, dataset: Path) -> ArmResult:
                          f"{cfg_path} holds a run with other settings: use another --work "
                          "folder (or delete this arm's folder to measure it again)")
     cfg_path.write_text(text, encoding="utf-8")
+    # One process per arm folder: two would resume the same run at once.
+    lock = (arm_dir / ".lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return ArmResult(name, "not measured", "being measured by another process right now "
+                         f"(it holds {arm_dir / '.lock'})")
+    try:
+        return _measure(name, args, arm_dir, cfg_path)
+    finally:
+        lock.close()
+
+
+def _measure(name: str, args: argparse.Namespace, arm_dir: Path, cfg_path: Path) -> ArmResult:
     log = arm_dir / "lens.log"
     runs = _run_dirs(arm_dir)
     t0 = time.perf_counter()
@@ -304,17 +320,29 @@ def _usage(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         if e.get("kind") == "adapter_usage":
             per_unit[str(e.get("key"))] = e  # the last report of each unit counts
     if not per_unit:
+        # A unit still running (or stopped) has reported nothing yet: lens's own running
+        # count of the memory model's calls is what is known (no tokens).
+        running = [e for e in events if e.get("kind") == "usage"
+                   and (e.get("by_role") or {}).get("adapter")]
+        if running:
+            return {"calls": int(running[-1]["by_role"]["adapter"].get("calls") or 0),
+                    "tokens": None}
         return None
     return {"calls": sum(int(u.get("calls") or 0) for u in per_unit.values()),
             "tokens": sum(int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0)
                           for u in per_unit.values())}
 
 
+def _spent(usage: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    """A failed or stopped unit's memory-model spend in all, beside how far it got."""
+    tokens = "tokens unknown" if usage["tokens"] is None else f"{usage['tokens']:,}"
+    return f"{usage['calls']} / {tokens} in all, {len(_ingest(events))} episodes ingested"
+
+
 def row(r: ArmResult) -> list[str]:
     if r.status == "not measured":
         usage = _usage(r.events)
-        spent = ("—" if usage is None else f"{usage['calls']} / {usage['tokens']:,} in all, "
-                 f"{len(_ingest(r.events))} episodes ingested")
+        spent = "—" if usage is None else _spent(usage, r.events)
         return [r.arm, "not measured", "—", "—", "—", spent, "—", "—", r.reason]
     arm = r.summary.get("adapters", {}).get(r.arm, {})
     metrics = arm.get("metrics", {})
@@ -323,11 +351,10 @@ def row(r: ArmResult) -> list[str]:
     episodes = len(ingest)
     if usage is None:
         memory = "none"
-    elif episodes and r.status == "measured":
+    elif episodes and r.status == "measured" and usage["tokens"] is not None:
         memory = f"{usage['calls'] / episodes:.1f} / {usage['tokens'] / episodes:,.0f}"
     else:
-        # A failed or stopped unit: what it spent in all, beside how far it got.
-        memory = f"{usage['calls']} / {usage['tokens']:,} in all, {episodes} episodes ingested"
+        memory = _spent(usage, r.events)
     ctx = arm.get("context") or {}
     context = ("unknown" if ctx.get("chars_median") is None
                else f"{ctx['chars_median']:,.0f} / {ctx['tokens_median']:,.0f}")

@@ -6,6 +6,7 @@ and a second call reads the finished runs again instead of re-running them."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 
@@ -101,3 +102,17 @@ def test_a_failed_arm_shows_failed_with_its_reason(tmp_path: Path,
     assert row[col["composite [95% CI]"]] == "failed"
     assert row[col["fact recall [95% CI]"]] == "failed"
     assert row[col["failure"]].startswith("failed: unit failed:")
+
+
+def test_an_arm_measured_by_another_process_is_left_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=2, checkpoints=(2,),
+                                                       questions_per_checkpoint=1))
+    (tmp_path / "w" / "null").mkdir(parents=True)
+    with (tmp_path / "w" / "null" / ".lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert memory_systems.main(["--arms", "null", "--dataset", str(ds), "--work",
+                                    str(tmp_path / "w"), "--agent-model", "scripted/policy"]) == 0
+    row = _rows(capsys.readouterr().out)["null"]
+    assert row[1] == "not measured" and "another process" in row[-1]
+    assert not (tmp_path / "w" / "null" / "runs").exists()
