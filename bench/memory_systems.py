@@ -339,11 +339,22 @@ def _spent(usage: dict[str, Any], events: list[dict[str, Any]]) -> str:
     return f"{usage['calls']} / {tokens} in all, {len(_ingest(events))} episodes ingested"
 
 
-def row(r: ArmResult) -> list[str]:
+def _composite(r: ArmResult | None) -> float | None:
+    if r is None or r.status != "measured":
+        return None
+    est = r.summary.get("adapters", {}).get(r.arm, {}).get("metrics", {}).get("composite") or {}
+    return est.get("mean")
+
+
+def row(r: ArmResult, floor: ArmResult | None = None,
+        ceiling: ArmResult | None = None) -> list[str]:
+    """One arm's cells; ``floor`` and ``ceiling``: the ``null`` and ``oracle`` arms, when run."""
+    from lens.report.floor_ceiling import position
+
     if r.status == "not measured":
         usage = _usage(r.events)
         spent = "—" if usage is None else _spent(usage, r.events)
-        return [r.arm, "not measured", "—", "—", "—", spent, "—", "—", r.reason]
+        return [r.arm, "not measured", "—", "—", "—", "—", spent, "—", "—", r.reason]
     arm = r.summary.get("adapters", {}).get(r.arm, {})
     metrics = arm.get("metrics", {})
     ingest = _ingest(r.events)
@@ -367,7 +378,9 @@ def row(r: ArmResult) -> list[str]:
         answered += f" ({arm['empty_answers']} empty)"
     wall = "unknown" if r.wall_s is None else f"{r.wall_s:,.0f}"
     note = f"failed: {_short(r.reason)}" if failed else ""
-    return [r.arm, answered, score, recall, ingest_s, memory, context, wall, note]
+    place = position(_composite(r), _composite(floor), _composite(ceiling))
+    placed = "—" if failed else ("unknown" if place is None else f"{place:.2f}")
+    return [r.arm, answered, score, placed, recall, ingest_s, memory, context, wall, note]
 
 
 def _short(reason: str, limit: int = 240) -> str:
@@ -375,13 +388,19 @@ def _short(reason: str, limit: int = 240) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-HEADER = ["arm", "answered", "composite [95% CI]", "fact recall [95% CI]",
+HEADER = ["arm", "answered", "composite [95% CI]", "composite, null = 0, oracle = 1",
+          "fact recall [95% CI]",
           "ingest s/episode", "memory model calls / tokens per episode",
           "context per question, chars / tokens (median)", "wall s", "failure"]
 
 
+def rows(results: list[ArmResult]) -> list[list[str]]:
+    by_arm = {r.arm: r for r in results}
+    return [row(r, by_arm.get("null"), by_arm.get("oracle")) for r in results]
+
+
 def table(results: list[ArmResult]) -> str:
-    return md_table(HEADER, [row(r) for r in results])
+    return md_table(HEADER, rows(results))
 
 
 def _stop(signum: int, frame: Any) -> None:
@@ -439,8 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps([{
             "arm": r.arm, "status": r.status, "reason": r.reason,
-            "run_dir": str(r.run_dir) if r.run_dir else None, "row": row(r)}
-            for r in results], indent=1), encoding="utf-8")
+            "run_dir": str(r.run_dir) if r.run_dir else None, "row": cells}
+            for r, cells in zip(results, rows(results), strict=True)], indent=1),
+            encoding="utf-8")
     return 0
 
 

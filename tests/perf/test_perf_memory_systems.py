@@ -61,6 +61,9 @@ def test_the_table_of_arms_through_lens_run(tmp_path: Path,
     assert rows["sqlite_fts"][col["answered"]] == "2/2"
     assert "(2 ep)" in rows["sqlite_fts"][col["ingest s/episode"]]
     assert rows["null"][col["context per question, chars / tokens (median)"]] == "0 / 0"
+    # Placed between the floor and the ceiling of the same table.
+    assert rows["null"][col["composite, null = 0, oracle = 1"]] == "0.00"
+    assert rows["oracle"][col["composite, null = 0, oracle = 1"]] == "1.00"
     assert rows["sqlite_fts"][col["memory model calls / tokens per episode"]] == "none"
     assert rows["no_such_memory"][1] == "not measured"
     assert "lens adapters list" in rows["no_such_memory"][col["failure"]]
@@ -74,7 +77,8 @@ def test_the_table_of_arms_through_lens_run(tmp_path: Path,
     assert "finished before" in again and _rows(again) == rows
     assert sorted(p.name for p in (work / "sqlite_fts" / "runs").iterdir()) == before
     # --no-run tabulates what is there: an arm never run shows as not measured, with why.
-    assert memory_systems.main([*argv, "--no-run", "--arms", "sqlite_fts,full_context"]) == 0
+    assert memory_systems.main([*argv, "--no-run", "--arms",
+                                "null,oracle,sqlite_fts,full_context"]) == 0
     tab = _rows(capsys.readouterr().out)
     assert tab["sqlite_fts"] == rows["sqlite_fts"]
     assert tab["full_context"][1] == "not measured"
