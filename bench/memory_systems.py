@@ -83,7 +83,7 @@ def _takes_a_model(name: str) -> bool:
     return isinstance(options, type) and issubclass(options, ModelChoice)
 
 
-def arm_config(name: str, memory_model: str, memory_options: dict[str, Any]) -> dict[str, Any]:
+def arm_config(name: str, memory_model: str) -> dict[str, Any]:
     """The adapter entry of one arm in the run config."""
     if name in NEEDS:
         extra, modules = NEEDS[name]
@@ -102,13 +102,11 @@ def arm_config(name: str, memory_model: str, memory_options: dict[str, Any]) -> 
     timed = {"call_timeout_s": MODEL_CALL_TIMEOUT_S}
     if name == "mem0":
         # mem0's extraction prompt is about 8,000 tokens: the model needs a context that holds it.
-        llm = {"model": memory_model, "max_tokens": 512, **memory_options}
+        llm: dict[str, Any] = {"model": memory_model, "max_tokens": 512}
         if memory_model.startswith("llama_cpp/"):
             llm["options"] = {"n_ctx": 12288}
         return {"name": name, "options": {"llm": llm}, **timed}
     options: dict[str, Any] = {"model": memory_model}
-    if memory_options:
-        options["model_options"] = memory_options
     if name == "langmem":
         options["max_tokens"] = 256
     elif name == "graphiti":
@@ -197,7 +195,7 @@ def _lens(args: list[str], log: Path, timeout_s: float | None) -> bool:
 
 def run_arm(name: str, args: argparse.Namespace, dataset: Path) -> ArmResult:
     try:
-        arm = arm_config(name, args.memory_model, {})
+        arm = arm_config(name, args.memory_model)
     except NotMeasurable as exc:
         return ArmResult(name, "not measured", str(exc))
     arm_dir = args.work / name

@@ -126,8 +126,8 @@ def test_an_arm_whose_extra_is_missing_is_not_measured_with_the_install_command(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory_systems, "_installed", lambda module: module != "kuzu")
     with pytest.raises(memory_systems.NotMeasurable, match=r"missing kuzu.*lens-eval\[graphiti\]"):
-        memory_systems.arm_config("graphiti", "scripted/policy", {})
+        memory_systems.arm_config("graphiti", "scripted/policy")
     # A memory system's model is the one asked for, through lens's gateway (mem0: its stack).
-    assert memory_systems.arm_config("langmem", "m/x", {})["options"]["model"] == "m/x"
-    assert memory_systems.arm_config("mem0", "m/x", {})["options"]["llm"]["model"] == "m/x"
-    assert memory_systems.arm_config("null", "m/x", {}) == {"name": "null"}
+    assert memory_systems.arm_config("langmem", "m/x")["options"]["model"] == "m/x"
+    assert memory_systems.arm_config("mem0", "m/x")["options"]["llm"]["model"] == "m/x"
+    assert memory_systems.arm_config("null", "m/x") == {"name": "null"}
