@@ -271,9 +271,7 @@ def read_arm(name: str, run_dir: Path) -> ArmResult:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     events = _jsonl(run_dir / "events.jsonl")
     errors = [str(e.get("error", "")) for e in events if e.get("kind") == "unit_error"]
-    starts = [e["ts"] for e in events if e.get("kind") == "run_started" and "ts" in e]
-    ends = [e["ts"] for e in events if e.get("kind") == "run_finished" and "ts" in e]
-    wall = _wall(starts, ends)
+    wall = _wall(events)
     arm = summary["adapters"].get(name) or next(iter(summary["adapters"].values()), {})
     if errors:
         return ArmResult(name, "failed", errors[-1], run_dir, summary, events, wall)
@@ -283,16 +281,25 @@ def read_arm(name: str, run_dir: Path) -> ArmResult:
     return ArmResult(name, "measured", "", run_dir, summary, events, wall)
 
 
-def _wall(starts: list[Any], ends: list[Any]) -> float | None:
-    """Seconds from the first start to the last finish over every (resumed) pass of a run."""
+def _wall(events: list[dict[str, Any]]) -> float | None:
+    """Seconds the run's passes took, summed: each pass from its start to its last event (a
+    stopped pass ends there; the time until it was resumed is not the arm's)."""
     from datetime import datetime
 
+    total, start, last = 0.0, None, None
     try:
-        first = min(datetime.fromisoformat(str(s)) for s in starts)
-        last = max(datetime.fromisoformat(str(e)) for e in ends)
-    except ValueError:
+        for e in events:
+            ts = datetime.fromisoformat(str(e["ts"]))
+            if e.get("kind") == "run_started":
+                if start is not None and last is not None:
+                    total += (last - start).total_seconds()
+                start = ts
+            last = ts
+    except (KeyError, ValueError):
         return None
-    return (last - first).total_seconds()
+    if start is None or last is None:
+        return None
+    return total + (last - start).total_seconds()
 
 
 def _interval(est: dict[str, Any] | None) -> str:

@@ -131,3 +131,12 @@ def test_an_arm_whose_extra_is_missing_is_not_measured_with_the_install_command(
     assert memory_systems.arm_config("langmem", "m/x")["options"]["model"] == "m/x"
     assert memory_systems.arm_config("mem0", "m/x")["options"]["llm"]["model"] == "m/x"
     assert memory_systems.arm_config("null", "m/x") == {"name": "null"}
+
+
+def test_a_resumed_run_counts_its_passes_not_the_pause_between() -> None:
+    events = [{"ts": "2026-01-01T00:00:00+00:00", "kind": "run_started"},
+              {"ts": "2026-01-01T00:00:10+00:00", "kind": "ingest_segment"},
+              {"ts": "2026-01-01T01:00:00+00:00", "kind": "run_started"},
+              {"ts": "2026-01-01T01:00:05+00:00", "kind": "run_finished"}]
+    assert memory_systems._wall(events) == 15.0
+    assert memory_systems._wall([]) is None
