@@ -338,6 +338,13 @@ def _usage(events: list[dict[str, Any]]) -> dict[str, Any] | None:
                           for u in per_unit.values())}
 
 
+def _calls_a_model(name: str) -> bool:
+    try:
+        return name in NEEDS or _takes_a_model(name)
+    except NotMeasurable:
+        return False
+
+
 def _spent(usage: dict[str, Any], events: list[dict[str, Any]]) -> str:
     """A failed or stopped unit's memory-model spend in all, beside how far it got."""
     tokens = "tokens unknown" if usage["tokens"] is None else f"{usage['tokens']:,}"
@@ -366,7 +373,8 @@ def row(r: ArmResult, floor: ArmResult | None = None,
     usage = _usage(r.events)
     episodes = len(ingest)
     if usage is None:
-        memory = "none"
+        # A memory system that calls a model but reports no usage is unmetered, not free.
+        memory = "not metered" if _calls_a_model(r.arm) else "none"
     elif episodes and r.status == "measured" and usage["tokens"] is not None:
         memory = f"{usage['calls'] / episodes:.1f} / {usage['tokens'] / episodes:,.0f}"
     else:

@@ -140,3 +140,13 @@ def test_a_resumed_run_counts_its_passes_not_the_pause_between() -> None:
               {"ts": "2026-01-01T01:00:05+00:00", "kind": "run_finished"}]
     assert memory_systems._wall(events) == 15.0
     assert memory_systems._wall([]) is None
+
+
+def test_a_memory_system_that_reports_no_model_usage_is_not_metered_not_free() -> None:
+    summary = {"adapters": {a: {"answered": 1, "questions": 1, "metrics": {}}
+                            for a in ("mem0", "sqlite_fts")}}
+    col = memory_systems.HEADER.index("memory model calls / tokens per episode")
+    mem0 = memory_systems.ArmResult("mem0", "measured", summary=summary)
+    fts = memory_systems.ArmResult("sqlite_fts", "measured", summary=summary)
+    assert memory_systems.row(mem0)[col] == "not metered"
+    assert memory_systems.row(fts)[col] == "none"
