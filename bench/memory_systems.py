@@ -68,9 +68,9 @@ def _installed(module: str) -> bool:
 
 def _takes_a_model(name: str) -> bool:
     """Whether a registered adapter's options choose the model it calls (lens's ModelChoice)."""
-    from lens.adapter import resolve_adapter
-    from lens.errors import AdapterNotFound, ConfigError
-    from lens.gateway_access import ModelChoice
+    from lens.core.errors import AdapterNotFound, ConfigError
+    from lens.memory.adapter import resolve_adapter
+    from lens.memory.gateway_access import ModelChoice
 
     try:
         cls = resolve_adapter(name)
