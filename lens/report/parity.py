@@ -7,10 +7,12 @@ standing-context block in the system prompt. Tokens are lens's rough count (four
 token, ``lens/core/tokens.py``), the same for every arm whatever model ran, so arms compare on one
 scale.
 
-Two checklist rows read these numbers (``context_parity_checks``): an arm handed at least
-``IMBALANCE_RATIO`` times the median context of another, and an arm whose searches return more
+Three checklist rows read these numbers (``context_parity_checks``): an arm handed at least
+``IMBALANCE_RATIO`` times the median context of another, an arm whose searches return more
 than ``BYPASS_SHARE`` of the episodes ingested for most of its questions (retrieval bypassed, as
-when a top-k covers every session).
+when a top-k covers every session), and an arm whose memory handed the agent nothing on any
+question (a memory that stored nothing searchable, e.g. a model that extracted nothing, scores
+like the floor and would otherwise pass unnoticed).
 """
 
 from __future__ import annotations
@@ -244,7 +246,27 @@ def check_retrieval_bypass(runs: Sequence[RunData]) -> Check | None:
                          "reading everything, not the memory finding it (lower the top-k)"))
 
 
+def check_empty_memory(runs: Sequence[RunData]) -> Check | None:
+    """Warn for each arm (the floor aside) whose memory handed the agent no text on any of its
+    questions."""
+    arms = [a for a in _arms(runs) if a.adapter != FLOOR and a.contexts]
+    if not arms:
+        return None
+    title = "each memory handed the agent some text"
+    empty = [a for a in arms if all(c.chars == 0 for c in a.contexts)]
+    if not empty:
+        return Check(id="empty_memory", title=title, status="pass",
+                     value=f"{len(arms)} arm(s)", detail="every memory returned text")
+    names = ", ".join(f"{a.name} (0 characters on {len(a.contexts)} question(s))" for a in empty)
+    return Check(id="empty_memory", title=title, status="warn", value=f"{len(empty)} empty",
+                 failing=[a.name for a in empty],
+                 detail=(f"{names}: the memory returned nothing to any search or standing "
+                         "context, so the arm scores like no memory at all; check that its "
+                         "ingest stored something searchable (a memory system whose model "
+                         "extracted nothing, or whose store was not written, looks like this)"))
+
+
 def context_parity_checks(runs: Sequence[RunData]) -> list[Check]:
     """The checklist rows of context parity (kept apart from the other rows)."""
-    return [c for c in (check_context_imbalance(runs), check_retrieval_bypass(runs))
-            if c is not None]
+    return [c for c in (check_context_imbalance(runs), check_retrieval_bypass(runs),
+                        check_empty_memory(runs)) if c is not None]

@@ -29,6 +29,7 @@ class FixedOptions(BaseModel):
     size: int = 100
     standing: int = 0
     cover_all: bool = False
+    empty: bool = False
 
 
 @register_adapter("parity_fixed")
@@ -39,8 +40,9 @@ class FixedAdapter(MemoryAdapter):
 
     Options = FixedOptions
 
-    def __init__(self, size: int = 100, standing: int = 0, cover_all: bool = False) -> None:
-        self.size, self.standing, self.cover_all = size, standing, cover_all
+    def __init__(self, size: int = 100, standing: int = 0, cover_all: bool = False,
+                 empty: bool = False) -> None:
+        self.size, self.standing, self.cover_all, self.empty = size, standing, cover_all, empty
         self.seen: list[str] = []
 
     async def reset(self, scope_id: str) -> None:
@@ -51,6 +53,8 @@ class FixedAdapter(MemoryAdapter):
 
     async def search(self, query: str, filters: dict[str, Any] | None = None,
                      limit: int | None = None) -> list[SearchResult]:
+        if self.empty:
+            return []
         if self.cover_all:
             return [SearchResult(ref_id=e, text="x") for e in self.seen][:limit]
         return [SearchResult(ref_id="s_e01", text="a" * self.size),
@@ -187,3 +191,20 @@ def test_compare_warns_across_runs_naming_each_run(tmp_path: Path) -> None:
     check = next(c for c in checks if c["id"] == "context_parity")
     assert check["status"] == "warn"
     assert check["detail"].startswith(f"{stuffed.name.split('-', 1)[1]}:m receives")
+
+
+def test_a_memory_that_returns_nothing_warns(tmp_path: Path) -> None:
+    """An arm whose memory stored nothing searchable scores like the floor: the checklist and
+    the report name it; the floor itself and a working memory are not named."""
+    run = _run(tmp_path, [
+        {"name": "parity_fixed", "label": "hollow", "options": {"empty": True}},
+        {"name": "parity_fixed", "label": "working", "options": {"size": 100}},
+        {"name": "null"}])
+    check = _check(run, "empty_memory")
+    assert check is not None and check["status"] == "warn"
+    assert check["failing"] == ["hollow"]
+    assert "hollow (0 characters on 2 question(s))" in check["detail"]
+    assert "null" not in check["detail"] and "working" not in check["detail"]
+    assert "each memory handed the agent some text" in (run / "report.md").read_text()
+    passing = _run(tmp_path / "ok", [{"name": "parity_fixed"}, {"name": "null"}], "ok")
+    assert _check(passing, "empty_memory")["status"] == "pass"
