@@ -23,7 +23,6 @@ import contextlib
 import importlib.util
 import io
 import logging
-import os
 import shutil
 import tempfile
 import warnings
@@ -33,7 +32,7 @@ from typing import Any
 
 from pydantic import Field
 
-from lens.core.envscope import environment
+from lens.core.envscope import environment, keep_for_process
 from lens.core.errors import ConfigError
 from lens.core.logs import get_logger
 from lens.data.dataset import Episode
@@ -78,8 +77,7 @@ def _import_cognee() -> Any:
     ``TELEMETRY_DISABLED``) and no start-up "connection test" (a model call that is not memory
     work).
     """
-    os.environ["TELEMETRY_DISABLED"] = "1"
-    os.environ["COGNEE_SKIP_CONNECTION_TEST"] = "true"
+    keep_for_process(TELEMETRY_DISABLED="1", COGNEE_SKIP_CONNECTION_TEST="true")
     try:
         import dotenv
 

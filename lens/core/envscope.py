@@ -26,3 +26,15 @@ def environment(**values: str) -> Iterator[None]:
         finally:
             for name in added:
                 os.environ.pop(name, None)
+
+
+def keep_for_process(**values: str) -> None:
+    """Set ``values`` for the rest of the process (variables already set keep the user's value).
+
+    Only for an adapter that runs in a process of its own (``OWN_PROCESS``) and whose library
+    reads a setting from the environment at every call, not once at import: restoring it after
+    a block would switch the setting off again mid-run.
+    """
+    with _LOCK:
+        for name, value in values.items():
+            os.environ.setdefault(name, value)

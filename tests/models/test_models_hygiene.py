@@ -113,7 +113,8 @@ def test_litellm_prices_and_import_leave_the_environment_alone() -> None:
 
 
 def test_no_module_writes_the_environment() -> None:
-    """Only lens.core.envscope may touch os.environ, and it restores what it set."""
+    """Only lens.core.envscope may touch os.environ: it restores what it set, but for the
+    settings an adapter in a process of its own keeps for that process (keep_for_process)."""
     write = re.compile(r"os\.environ\[[^]]+\]\s*=|os\.environ\.(setdefault|update|pop)\(|"
                        r"os\.putenv|os\.unsetenv|del os\.environ")
     offenders = []
