@@ -68,12 +68,12 @@ Reply as JSON: {{"verdict": "A" | "B" | "TIE", "reason": "<one sentence>"}}"""
 FACT_GRADE_TEMPLATE = """\
 Question: {question}
 
+Key fact: {fact}
+
 Answer:
 <<<
 {answer}
 >>>
-
-Key fact: {fact}
 
 Grade how far the answer states the key fact.
 - present: the answer asserts the key fact as its own claim, in any wording; every number, \
