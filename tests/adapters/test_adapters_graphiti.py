@@ -5,7 +5,6 @@ schema Graphiti asks for) and the local model on request."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +12,11 @@ import pytest
 import yaml
 
 from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
+from tests.adapters.graphiti_script import EDGES, RULES
 from tests.support.extras import missing_reason, skip_module_unless
 
 skip_module_unless("graphiti")
 
-ENTITIES = {"extracted_entities": [{"name": "Widget line", "entity_type_id": 0},
-                                   {"name": "Plant 7", "entity_type_id": 0}]}
-EDGES = {"edges": [{"source_entity_name": "Widget line", "target_entity_name": "Plant 7",
-                    "relation_type": "COUNTED_AT",
-                    "fact": "The widget count of the widget line changed at Plant 7"}]}
-RULES = [
-    {"schema": "ExtractedEntities", "text": json.dumps(ENTITIES)},
-    {"schema": "ExtractedEdges", "text": json.dumps(EDGES)},
-    {"schema": "NodeResolutions", "text": json.dumps({"entity_resolutions": []})},
-    {"schema": "EdgeDuplicate", "text": json.dumps({"duplicate_facts": [],
-                                                    "contradicted_facts": []})},
-    {"schema": "SummarizedEntities", "text": json.dumps({"summaries": []})},
-    {"schema": "EntitySummary", "text": json.dumps({"summary": "A thing in the records."})},
-    {"schema": "Summary", "text": json.dumps({"summary": "A thing in the records."})},
-    {"schema": "EdgeTimestamps", "text": json.dumps({"valid_at": None, "invalid_at": None})},
-]
 
 
 def run_graphiti(tmp_path: Path, options: dict[str, Any], n_episodes: int = 4,

@@ -7,30 +7,15 @@ and a second call reads the finished runs again instead of re-running them."""
 from __future__ import annotations
 
 import fcntl
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bench import memory_systems
+from tests.adapters.graphiti_script import RULES
 from tests.core.helpers import make_dataset, write_json
 from tests.support.extras import missing_reason
-
-GRAPHITI_RULES = [
-    {"schema": "ExtractedEntities", "text": json.dumps({"extracted_entities": [
-        {"name": "Widget line", "entity_type_id": 0}, {"name": "Plant 7", "entity_type_id": 0}]})},
-    {"schema": "ExtractedEdges", "text": json.dumps({"edges": [{
-        "source_entity_name": "Widget line", "target_entity_name": "Plant 7",
-        "relation_type": "COUNTED_AT", "fact": "The widget count changed at Plant 7"}]})},
-    {"schema": "NodeResolutions", "text": json.dumps({"entity_resolutions": []})},
-    {"schema": "EdgeDuplicate", "text": json.dumps({"duplicate_facts": [],
-                                                    "contradicted_facts": []})},
-    {"schema": "SummarizedEntities", "text": json.dumps({"summaries": []})},
-    {"schema": "EntitySummary", "text": json.dumps({"summary": "A thing in the records."})},
-    {"schema": "Summary", "text": json.dumps({"summary": "A thing in the records."})},
-    {"schema": "EdgeTimestamps", "text": json.dumps({"valid_at": None, "invalid_at": None})},
-]
 
 
 def _rows(out: str) -> dict[str, list[str]]:
@@ -44,7 +29,7 @@ def test_the_table_of_arms_through_lens_run(tmp_path: Path,
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
                                                        questions_per_checkpoint=2))
     fixture = tmp_path / "graphiti.yaml"
-    fixture.write_text(yaml.safe_dump({"rules": GRAPHITI_RULES, "default": "{}"}),
+    fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}),
                        encoding="utf-8")
     graphiti = missing_reason("graphiti") is None
     arms = ["null", "sqlite_fts", "oracle", "no_such_memory"] + (["graphiti"] if graphiti else [])

@@ -116,6 +116,10 @@ class Protocol(ABC):
         for g in [*self.group_order, *sorted({g for g, _ in rows} - set(self.group_order))]:
             mine = [m for gg, m in rows if gg == g]
             if mine:
-                out[g] = GroupStats(len(mine), {k: mean([m.get(k) for m in mine])
+                out[g] = GroupStats(len(mine), {k: self.group_mean([m.get(k) for m in mine])
                                                 for k in self.metrics})
         return out
+
+    def group_mean(self, values: list[float | None]) -> float | None:
+        """A metric over a group's questions: the mean of the known values."""
+        return mean(values)

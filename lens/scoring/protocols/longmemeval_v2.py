@@ -56,7 +56,7 @@ from lens.data.importers.longmemeval_v2_source import (
     TIERS,
     parse_eval_spec,
 )
-from lens.scoring.protocols.base import GroupStats, Protocol, ProtocolTask
+from lens.scoring.protocols.base import Protocol, ProtocolTask
 from lens.stats.frontier import LATENCY_WINDOW, Point, lafs, lafs_gain
 
 ACCURACY = "lme_v2_accuracy"
@@ -346,15 +346,8 @@ class LongMemEvalV2Protocol(Protocol):
         acc = values[ACCURACY]
         return {ACCURACY: acc, WRONG: None if acc is None else 1.0 - acc}
 
-    def by_group(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
-                 ) -> dict[str, GroupStats]:
-        out: dict[str, GroupStats] = {}
-        for g in [*self.group_order, *sorted({g for g, _ in rows} - set(self.group_order))]:
-            mine = [m for gg, m in rows if gg == g]
-            if mine:
-                out[g] = GroupStats(len(mine), {k: _strict_mean([m.get(k) for m in mine])
-                                                for k in self.metrics})
-        return out
+    def group_mean(self, values: list[float | None]) -> float | None:
+        return _strict_mean(values)
 
     def overall(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
                 ) -> dict[str, float | None]:
