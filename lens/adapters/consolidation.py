@@ -94,14 +94,7 @@ class ConsolidatingAdapter(MemoryAdapter):
             role="adapter", temperature=0.0, max_tokens=self.opts.max_tokens,
         )
         completion = await self.client.complete(request)
-        u = self._usage
-        cost = None if u.cost_usd is None or completion.cost_usd is None \
-            else u.cost_usd + completion.cost_usd
-        self._usage = ModelUsage(
-            calls=u.calls + 1, prompt_tokens=u.prompt_tokens + completion.usage.prompt_tokens,
-            completion_tokens=u.completion_tokens + completion.usage.completion_tokens,
-            cache_hits=u.cache_hits + int(completion.cached),
-            latency_s=u.latency_s + completion.latency_s, cost_usd=cost)
+        self._usage += ModelUsage.of_call(completion)
         return completion.text.strip()[: self.opts.memory_chars]
 
     def batches(self, episodes: list[Episode]) -> list[list[Episode]]:

@@ -22,6 +22,7 @@ import logging
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,13 @@ from lens.core.envscope import environment
 from lens.core.errors import ConfigError
 from lens.data.config import ModelConfig
 from lens.data.dataset import Episode, parse_timestamp
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    ModelUsage,
+    SearchResult,
+    SyncMemoryAdapter,
+)
 
 SYNTHETIC_PREFIX = "mem0:"
 _COLLECTION = "lens"
@@ -97,7 +104,7 @@ def _make_embedder(base: type, embedder: Embedder) -> Any:
     return LensEmbedding()
 
 
-def _make_llm(base: type, config: ModelConfig) -> Any:
+def _make_llm(base: type, config: ModelConfig, on_call: Callable[[ModelUsage], None]) -> Any:
     """A mem0 LLM that answers through the lens model stack (retry, limits, cache, metering)."""
     import anyio
     import anyio.from_thread
@@ -110,7 +117,6 @@ def _make_llm(base: type, config: ModelConfig) -> Any:
     class LensLLM(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
             self.config = None
-            self.calls = 0
 
         def generate_response(self, messages: list[dict[str, str]],
                               response_format: Any = None, tools: Any = None,
@@ -121,12 +127,13 @@ def _make_llm(base: type, config: ModelConfig) -> Any:
                 role="adapter", temperature=config.temperature, max_tokens=config.max_tokens,
                 response_schema={"type": "object"} if response_format else None,
             )
-            self.calls += 1
             try:
                 # Inside lens the adapter runs in an anyio worker thread: use the run's loop.
                 completion = anyio.from_thread.run(client.complete, request)
             except RuntimeError:
                 completion = anyio.run(client.complete, request)
+            # Every call mem0 makes counts in the adapter's model_usage (the run's memory cost).
+            on_call(ModelUsage.of_call(completion))
             return completion.text
 
         def close(self) -> None:
@@ -161,6 +168,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         self._episodes: dict[str, Episode] = {}
         self._units: dict[str, Unit] = {}
         self._mem_ids: dict[str, str] = {}  # our ref -> mem0 memory id (raw mode)
+        self._usage = ModelUsage(cost_usd=0.0)
 
     # mem0 is built on first use, so listing or validating the adapter costs nothing.
     @property
@@ -188,7 +196,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         memory = mem0.Memory.from_config(config)
         memory.embedding_model = _make_embedder(embedding_base, self.embedder)
         if self.llm_config is not None:
-            memory.llm = _make_llm(llm_base, self.llm_config)
+            memory.llm = _make_llm(llm_base, self.llm_config, self._add_usage)
         return memory
 
     def reset(self, scope_id: str) -> None:
@@ -295,6 +303,13 @@ class Mem0Adapter(SyncMemoryAdapter):
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX] if self.extract else [],
             description=f"mem0 Memory (local Qdrant, {self.embedder.label}) over {mode}",
         )
+
+    def model_usage(self) -> dict[str, Any] | None:
+        """mem0's extraction calls so far (None in raw mode: it calls no model)."""
+        return self._usage.model_dump() if self.extract else None
+
+    def _add_usage(self, call: ModelUsage) -> None:
+        self._usage += call
 
     def close(self) -> None:
         with self._lock:

@@ -85,6 +85,23 @@ class ModelUsage(BaseModel):
     # None: at least one call had no known price, so the cost is unknown (never "free").
     cost_usd: float | None = Field(default=None, ge=0)
 
+    def __add__(self, other: ModelUsage) -> ModelUsage:
+        cost = (None if self.cost_usd is None or other.cost_usd is None
+                else self.cost_usd + other.cost_usd)
+        return ModelUsage(calls=self.calls + other.calls,
+                          prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                          completion_tokens=self.completion_tokens + other.completion_tokens,
+                          cache_hits=self.cache_hits + other.cache_hits,
+                          latency_s=self.latency_s + other.latency_s, cost_usd=cost)
+
+    @classmethod
+    def of_call(cls, completion: Any) -> ModelUsage:
+        """One model call's usage, from a lens ``Completion``."""
+        return cls(calls=1, prompt_tokens=completion.usage.prompt_tokens,
+                   completion_tokens=completion.usage.completion_tokens,
+                   cache_hits=int(completion.cached), latency_s=completion.latency_s,
+                   cost_usd=completion.cost_usd)
+
 
 class MemoryAdapter(ABC):
     """The contract between lens and a memory system.

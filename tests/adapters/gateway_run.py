@@ -34,7 +34,9 @@ def lens_run(tmp_path: Path, adapter: str, options: dict[str, Any], n_episodes: 
     proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=3600,
                           env={**os.environ, **env} if env else None)
-    return proc, sorted((tmp_path / "runs").glob(f"{adapter}-*"))[-1]
+    runs = sorted((tmp_path / "runs").glob(f"{adapter}-*"))
+    assert runs, f"lens run wrote no run folder (exit {proc.returncode}): {proc.stderr[-3000:]}"
+    return proc, runs[-1]
 
 
 def run_gateway_adapter(tmp_path: Path, adapter: str, options: dict[str, Any],

@@ -15,6 +15,7 @@ import pytest
 from lens.data.dataset import Episode
 from lens.memory.adapter import create_adapter
 from lens.testing import AdapterConformance
+from tests.adapters.gateway_run import jsonl, run_gateway_adapter
 from tests.support.extras import missing_reason, skip_module_unless
 
 skip_module_unless("mem0")
@@ -40,7 +41,7 @@ EPISODE = Episode(episode_id="ops_ep_001", scope_id="ops",
                        "broker kafka-3 rebooted; on-call J. Martinez restarted the consumers.")
 
 
-async def _extract(llm: dict[str, Any]) -> tuple[list[Any], Any, Any]:
+async def _extract(llm: dict[str, Any]) -> tuple[list[Any], Any, Any, Any]:
     a = create_adapter("mem0", {"llm": llm, "embedding_cache": CACHE})
     try:
         await a.reset("ops")
@@ -48,7 +49,7 @@ async def _extract(llm: dict[str, Any]) -> tuple[list[Any], Any, Any]:
         hits = await a.search("why did billing stall?")
         doc = await a.retrieve(hits[0].ref_id) if hits else None
         caps = await a.get_capabilities()
-        return hits, doc, caps
+        return hits, doc, caps, await a.model_usage()
     finally:
         await a.aclose()
 
@@ -67,17 +68,40 @@ async def _raw_roundtrip() -> tuple[list[Any], Any, Any]:
     try:
         await a.reset("ops")
         await a.ingest(EPISODE)
-        return await a.search("kafka broker reboot"), None, None
+        return await a.search("kafka broker reboot"), await a.model_usage(), None
     finally:
         await a.aclose()
+
+
+def test_raw_mode_calls_no_model() -> None:
+    _, usage, _ = anyio.run(_raw_roundtrip)
+    assert usage is None
+
+
+def test_extraction_calls_are_the_runs_memory_cost(tmp_path: Path) -> None:
+    """Through `lens run`: every extraction call mem0 makes is in the adapter's usage events and
+    the report's memory-cost section, apart from the agent's calls."""
+    llm = {"model": "scripted/replay", "options": {"replies": [
+        {"text": json.dumps({"memory": [{"text": f"fact {i}"}]})} for i in range(3)]}}
+    out = run_gateway_adapter(tmp_path, "mem0", {"llm": llm, "embedding_cache": CACHE},
+                              n_episodes=3)
+    events = jsonl(out / "events.jsonl")
+    usage = [e for e in events if e["kind"] == "adapter_usage"][-1]
+    assert usage["calls"] == 3 and usage["prompt_tokens"] > 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
+    assert cost["mem0"]["memory_model"]["calls"] == 3
+    assert cost["mem0"]["memory_model"]["prompt_tokens"] == usage["prompt_tokens"]
 
 
 def test_extraction_mode_through_the_lens_model_stack() -> None:
     fact = "Billing queue stalled 40 minutes after kafka-3 broker reboot"
     llm = {"model": "scripted/replay",
            "options": {"replies": [{"text": json.dumps({"memory": [{"text": fact}]})}]}}
-    hits, doc, caps = anyio.run(_extract, llm)
+    hits, doc, caps, usage = anyio.run(_extract, llm)
     assert caps.synthetic_ref_prefixes == ["mem0:"]
+    # mem0's extraction call is the adapter's own model usage: the run's memory cost.
+    assert usage["calls"] == 1 and usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0.0
     assert [h.text for h in hits] == [fact]  # the extracted fact, not the raw episode
     assert hits[0].ref_id.startswith("mem0:")
     assert hits[0].metadata["episode_id"] == "ops_ep_001"
@@ -98,7 +122,8 @@ def test_extraction_mode_with_a_local_model() -> None:
         resolve_model_path(name)
     except Exception as exc:
         pytest.skip(f"local model {name} unavailable: {exc} ({LOCAL_MODELS[name].pip_command()})")
-    hits, doc, _ = anyio.run(_extract, {"model": f"llama_cpp/{name}", "max_tokens": 256})
+    hits, doc, _, usage = anyio.run(_extract, {"model": f"llama_cpp/{name}", "max_tokens": 256})
+    assert usage["calls"] >= 1 and usage["prompt_tokens"] > 1000
     assert hits, "the local model extracted nothing from the episode"
     assert all(h.ref_id.startswith("mem0:") for h in hits)
     assert doc is not None and doc.text

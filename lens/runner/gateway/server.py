@@ -83,12 +83,7 @@ def add_usage(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, A
     """Two cumulative usages as one (either may be None; an unknown cost stays unknown)."""
     if a is None or b is None:
         return a if b is None else b
-    x, y = ModelUsage.model_validate(a), ModelUsage.model_validate(b)
-    cost = None if x.cost_usd is None or y.cost_usd is None else x.cost_usd + y.cost_usd
-    return ModelUsage(calls=x.calls + y.calls, prompt_tokens=x.prompt_tokens + y.prompt_tokens,
-                      completion_tokens=x.completion_tokens + y.completion_tokens,
-                      cache_hits=x.cache_hits + y.cache_hits,
-                      latency_s=x.latency_s + y.latency_s, cost_usd=cost).model_dump()
+    return (ModelUsage.model_validate(a) + ModelUsage.model_validate(b)).model_dump()
 
 
 class ModelGateway:
