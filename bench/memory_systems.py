@@ -114,9 +114,9 @@ def arm_config(name: str, memory_model: str) -> dict[str, Any]:
     elif name == "graphiti":
         options["max_tokens"] = 1024
     elif name == "cognee":
-        # Cognee's graph and summary replies fit in 1,024 tokens; its default lets a small model
-        # run on for minutes.
-        options["max_tokens"] = 1024
+        # The 1.5B model's knowledge graph of one quickstart episode runs past 512 tokens;
+        # Cognee's own default (16,384) lets a small model run on for many minutes.
+        options["max_tokens"] = 1536
     elif name == "letta":
         # Letta's agent: a short reply per step, three steps per episode, and the context window
         # the 1.5B model is loaded with.

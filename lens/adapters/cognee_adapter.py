@@ -149,6 +149,21 @@ class _LocalTokenizer:
         return self._tok.id_to_token(token) or ""
 
 
+def llm_config(access: GatewayAccess, opts: CogneeOptions) -> dict[str, Any]:
+    """Cognee's LLM settings for the unit's gateway."""
+    # 'custom' is Cognee's provider for any OpenAI-compatible endpoint (through litellm).
+    # Cognee asks for its structures through instructor: with the JSON schema in the request
+    # (the gateway holds a local model to it), or in the prompt only.
+    mode = "json_schema_mode" if opts.structured_output == "json_schema" else "json_mode"
+    return {"llm_provider": "custom", "llm_model": f"openai/{access.chat_model}",
+            "llm_instructor_mode": mode, "llm_endpoint": access.base_url,
+            "llm_api_key": access.api_key, "llm_temperature": 0.0,
+            "llm_max_completion_tokens": opts.max_tokens,
+            # Cognee's structured-output calls send only llm_args, not its completion limit:
+            # without this the gateway's default (512 tokens) cuts a graph off mid-way.
+            "llm_args": {"max_tokens": opts.max_tokens}}
+
+
 class CogneeAdapter(MemoryAdapter):
     Options = CogneeOptions
 
@@ -196,15 +211,7 @@ class CogneeAdapter(MemoryAdapter):
         from cognee.base_config import get_base_config
 
         get_base_config().cache_root_directory = str(self.folder / "cache")
-        # 'custom' is Cognee's provider for any OpenAI-compatible endpoint (through litellm).
-        # Cognee asks for its structures through instructor: with the JSON schema in the
-        # request (the gateway holds a local model to it), or in the prompt only.
-        mode = "json_schema_mode" if self.opts.structured_output == "json_schema" else "json_mode"
-        c.set_llm_config({"llm_provider": "custom", "llm_model": f"openai/{a.chat_model}",
-                          "llm_instructor_mode": mode,
-                          "llm_endpoint": a.base_url, "llm_api_key": a.api_key,
-                          "llm_temperature": 0.0,
-                          "llm_max_completion_tokens": self.opts.max_tokens})
+        c.set_llm_config(llm_config(a, self.opts))
         c.set_embedding_config({"embedding_provider": "openai_compatible",
                                 "embedding_model": a.embedding_model,
                                 "embedding_endpoint": a.base_url, "embedding_api_key": a.api_key,

@@ -129,3 +129,20 @@ def test_cognee_with_the_local_model(tmp_path: Path) -> None:
                               {"model": "llama_cpp/default", "max_tokens": 1024},
                               n_episodes=2, timeout_s=1800)
     check_gateway_run(out, "cognee", min_chat_calls=2 * 2, synthetic_refs=False)
+
+
+def test_cognee_sends_its_output_limit_with_each_structured_call() -> None:
+    """Cognee's structured-output calls pass only its ``llm_args`` to the endpoint: the output
+    limit has to be there, or the gateway's default cuts a knowledge graph off at 512 tokens
+    (measured with the 1.5B model on the quickstart's first episode)."""
+    access = GatewayAccess(base_url="http://127.0.0.1:9/v1", api_key="k" * 16,
+                           chat_model="scripted/replay", embedding_model="all-MiniLM-L6-v2",
+                           embedding_dim=384)
+    config = cognee_adapter.llm_config(access, CogneeOptions(max_tokens=1536))
+    assert config["llm_args"] == {"max_tokens": 1536}
+    assert config["llm_max_completion_tokens"] == 1536
+    from cognee.infrastructure.llm.config import LLMConfig
+
+    # Cognee accepts the settings as they are, llm_args included.
+    parsed = LLMConfig(**config)
+    assert parsed.llm_args == {"max_tokens": 1536}
