@@ -134,9 +134,10 @@ def arm_config(arm: str, memory_model: str) -> dict[str, Any]:
         # Cognee's own default (16,384) lets a small model run on for many minutes.
         options["max_tokens"] = 1536
     elif name == "letta":
-        # Letta's agent: a short reply per step, three steps per episode, and the context window
-        # the 1.5B model is loaded with.
-        options.update(max_tokens=256, max_steps=3, context_window=8192)
+        # Letta's agent: three steps per episode and the context window the 1.5B model is loaded
+        # with. Each step must end in a tool call: at 256 output tokens the 1.5B model's first
+        # step on a quickstart episode was cut off before its call, and Letta refused the episode.
+        options.update(max_tokens=512, max_steps=3, context_window=8192)
     elif not _takes_a_model(name):
         return {"name": name}
     return {"name": name, "options": options, **timed}
