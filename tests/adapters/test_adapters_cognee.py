@@ -141,8 +141,12 @@ def test_cognee_sends_its_output_limit_with_each_structured_call() -> None:
     config = cognee_adapter.llm_config(access, CogneeOptions(max_tokens=1536))
     assert config["llm_args"] == {"max_tokens": 1536}
     assert config["llm_max_completion_tokens"] == 1536
-    from cognee.infrastructure.llm.config import LLMConfig
-
-    # Cognee accepts the settings as they are, llm_args included.
-    parsed = LLMConfig(**config)
-    assert parsed.llm_args == {"max_tokens": 1536}
+    # Cognee accepts the settings as they are, llm_args included. In a process of its own:
+    # importing Cognee starts its logging, which would outlive this test in pytest's process.
+    check = ("import json, sys\n"
+             "from cognee.infrastructure.llm.config import LLMConfig\n"
+             "print(json.dumps(LLMConfig(**json.loads(sys.argv[1])).llm_args))")
+    proc = subprocess.run([sys.executable, "-c", check, json.dumps(config)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"max_tokens": 1536}
