@@ -15,7 +15,7 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lens.core import plugins
 from lens.core.errors import AdapterNotFound, ConfigError, Problem, did_you_mean
 from lens.data.dataset import Episode
+
+if TYPE_CHECKING:
+    from lens.models.base import Completion
 
 ENTRY_POINT_GROUP = plugins.ADAPTERS
 
@@ -95,7 +98,7 @@ class ModelUsage(BaseModel):
                           latency_s=self.latency_s + other.latency_s, cost_usd=cost)
 
     @classmethod
-    def of_call(cls, completion: Any) -> ModelUsage:
+    def of_call(cls, completion: Completion) -> ModelUsage:
         """One model call's usage, from a lens ``Completion``."""
         return cls(calls=1, prompt_tokens=completion.usage.prompt_tokens,
                    completion_tokens=completion.usage.completion_tokens,

@@ -131,10 +131,12 @@ def test_cognee_with_the_local_model(tmp_path: Path) -> None:
     check_gateway_run(out, "cognee", min_chat_calls=2 * 2, synthetic_refs=False)
 
 
-def test_cognee_sends_its_output_limit_with_each_structured_call() -> None:
+def test_cognee_is_configured_to_send_its_output_limit() -> None:
     """Cognee's structured-output calls pass only its ``llm_args`` to the endpoint: the output
     limit has to be there, or the gateway's default cuts a knowledge graph off at 512 tokens
-    (measured with the 1.5B model on the quickstart's first episode)."""
+    (measured with the 1.5B model on the quickstart's first episode; with the limit in
+    ``llm_args`` the same request ran to the 1,536 tokens asked for). This checks the settings
+    Cognee is given and that Cognee's own config class keeps them."""
     access = GatewayAccess(base_url="http://127.0.0.1:9/v1", api_key="k" * 16,
                            chat_model="scripted/replay", embedding_model="all-MiniLM-L6-v2",
                            embedding_dim=384)
