@@ -51,9 +51,26 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def verdict_lines(summary: ReportSummary) -> list[str]:
+    """Each paired comparison's verdict on the primary metric (the confirmatory one), as the
+    report's "Paired comparisons" table gives it."""
+    lines = []
+    for comp in summary.comparisons:
+        row = next((r for r in comp.rows if r.metric == summary.primary_metric), None)
+        if row is None:
+            continue
+        rule = f" ({row.rule} rule)" if row.rule != "none" else ""
+        caveat = (f" [{fmt.not_comparable_label(comp.not_comparable)}]"
+                  if comp.not_comparable else "")
+        lines.append(f"compared: {visible(comp.arm_b)} vs {visible(comp.arm_a)} on {row.metric}: "
+                     f"Δ {fmt.est(row.delta)}, "
+                     f"{visible(fmt.verdict(row, comp.arm_a, comp.arm_b))}{rule}{caveat}")
+    return lines
+
+
 def result_lines(summary: ReportSummary, html: Path) -> list[str]:
-    """Per adapter its headline metrics with intervals and n, the checklist's FAIL and WARN
-    lines, and where the report is."""
+    """Per adapter its headline metrics with intervals and n, the paired verdicts on the primary
+    metric, the checklist's FAIL and WARN lines, and where the report is."""
     metrics = headline_metrics(summary)
     width = max([len(m) for m in metrics] + [0]) + 2
     lines = [f"result ({summary.confidence:.0%} intervals, n = questions with a value):"]
@@ -74,6 +91,7 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
                      f"{judge_range(summary, label, m)}" for m in metrics)
     if not metrics and summary.adapters:
         lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
+    lines.extend(verdict_lines(summary))
     lines.append(f"pre-flight: {checklist_counts(summary)}")
     lines.extend(f"  {c.status.upper()}  {visible(c.title)}: {visible(fmt.check_value(c))}"
                  for c in flagged(summary))

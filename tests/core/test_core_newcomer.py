@@ -320,3 +320,28 @@ def test_a_quoted_null_is_the_null_adapter(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(BASE + 'adapters:\n  - name: "null"\n')
     assert load_config(cfg).adapters[0].name == "null"
+
+
+def test_lens_run_prints_the_paired_verdict_of_the_report(tmp_path: Path) -> None:
+    """Two arms: the terminal gives the paired comparison's verdict on the primary metric, the
+    same verdict and interval as the report's comparison table (summary.json)."""
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "two", "dataset": {"path": str(ROOT / "datasets" / "quickstart.json")},
+        "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": "sqlite_fts"}, {"name": "null"}],
+        "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False},
+    }), encoding="utf-8")
+    res = lens("run", str(cfg))
+    assert res.returncode == 0, res.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (comp,) = summary["comparisons"]
+    row = next(r for r in comp["rows"] if r["metric"] == "composite")
+    assert row["verdict"] == "a"  # the scripted agent with memory beats no memory
+    d = row["delta"]
+    line = next(x for x in res.stdout.splitlines() if x.startswith("compared: "))
+    assert line.startswith(f"compared: {comp['arm_b']} vs {comp['arm_a']} on composite: "
+                           f"Δ {d['mean']:.3f} [{d['low']:.3f}, {d['high']:.3f}]")
+    assert f"{comp['arm_a']} better ({row['rule']} rule)" in line
+    assert res.stdout.index("compared: ") < res.stdout.index("pre-flight:")
