@@ -27,6 +27,8 @@ _EXPORTS: dict[str, str] = {
     # Memory systems that call models through the run's metering gateway
     "GatewayAccess": "lens.memory.gateway_access",
     "GatewayOptions": "lens.memory.gateway_access",
+    # Adapters that build their own model client follow the run's cache section
+    "RunCacheOptions": "lens.memory.run_cache",
     "register_adapter": "lens.memory.adapter",
     "create_adapter": "lens.memory.adapter",
     "adapter_names": "lens.memory.adapter",
@@ -81,6 +83,7 @@ __all__ = [
     "Question",
     "QuestionRecord",
     "QuestionType",
+    "RunCacheOptions",
     "RunConfig",
     "RunOutcome",
     "RunScores",
@@ -145,6 +148,7 @@ if TYPE_CHECKING:
         register_adapter,
     )
     from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+    from lens.memory.run_cache import RunCacheOptions
     from lens.report import build_summary, write_reports
     from lens.report.run_comparison import compare_runs
     from lens.report.sections import Section, register_section_provider

@@ -8,10 +8,11 @@ context. Folds take the pending episodes in timestamp order, and the runner only
 a later episode.
 
 Model calls go through lens's model stack (retry, endpoint limits, the response cache, cost) with
-the role ``adapter``; their usage is reported by ``model_usage`` apart from the agent's, and
-``max_cost_usd`` caps what the adapter itself may spend. The model is named in the options
-(``model: llama_cpp/default``, ``openai/gpt-4o-mini``, ``scripted/replay`` …); folds run inside
-``prepare``, so a slow model needs the adapter's ``call_timeout_s`` raised to match.
+the role ``adapter``, cached where the run caches (``RunCacheOptions``); their usage is reported
+by ``model_usage`` apart from the agent's, and ``max_cost_usd`` caps what the adapter itself may
+spend. The model is named in the options (``model: llama_cpp/default``, ``openai/gpt-4o-mini``,
+``scripted/replay`` …); folds run inside ``prepare``, so a slow model needs the adapter's
+``call_timeout_s`` raised to match.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.data.config import CacheConfig, ModelConfig
+from lens.data.config import ModelConfig
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -33,6 +34,7 @@ from lens.memory.adapter import (
     ThreadedAdapter,
 )
 from lens.memory.gateway_access import ModelChoice
+from lens.memory.run_cache import RunCacheOptions
 from lens.models.base import CompletionRequest, Message, ModelClient
 
 SYSTEM = ("You maintain the long-term memory of an assistant that will later answer questions "
@@ -40,7 +42,7 @@ SYSTEM = ("You maintain the long-term memory of an assistant that will later ans
           "names, dates and the record ids in square brackets, e.g. [scope_ep_004].")
 
 
-class ConsolidationOptions(ModelChoice):
+class ConsolidationOptions(ModelChoice, RunCacheOptions):
     max_tokens: int = Field(default=400, ge=16, description="output tokens per model call")
     memory_chars: int = Field(default=4000, ge=200,
                               description="the memory text (standing context) is cut to this")
@@ -50,7 +52,8 @@ class ConsolidationOptions(ModelChoice):
     max_results: int = Field(default=10, ge=1, le=100)
     max_cost_usd: float | None = Field(default=None, gt=0,
                                        description="stop calling the model past this spend")
-    cache: bool = Field(default=True, description="use lens's model response cache")
+    cache: bool = Field(default=True, description="use lens's model response cache (the run's; "
+                        "off when the run's cache is off)")
 
 
 def render_episodes(episodes: list[Episode], max_chars: int) -> str:
@@ -81,7 +84,7 @@ class ConsolidatingAdapter(MemoryAdapter):
 
             config = ModelConfig.model_validate({**self.opts.model_options,
                                                  "model": self.opts.model})
-            self._client = create_client(config, cache=CacheConfig(enabled=self.opts.cache),
+            self._client = create_client(config, cache=self.opts.run_cache(enabled=self.opts.cache),
                                          max_cost_usd=self.opts.max_cost_usd)
         return self._client
 

@@ -11,7 +11,8 @@ same ``encoder`` option: ``contextual`` or ``static``), and turns mem0's telemet
   lens speaks), mem0 asks that model to extract facts from each episode and stores those. Refs of
   extracted memories are ``mem0:<uuid>`` (declared as synthetic), and each carries the episode it
   came from in its metadata. mem0's extraction prompt is long (about 8,000 tokens per episode),
-  so on a small local model this mode takes minutes per episode.
+  so on a small local model this mode takes minutes per episode. Its replies are cached where
+  the run caches (``RunCacheOptions``).
 Filters: ``start_date`` / ``end_date`` (ISO-8601, inclusive), applied to the episode timestamp
 after mem0 ranks a wider candidate set.
 """
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
@@ -35,7 +36,7 @@ from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import best_window, query_terms
 from lens.core.envscope import environment
 from lens.core.errors import ConfigError
-from lens.data.config import ModelConfig
+from lens.data.config import CacheConfig, ModelConfig
 from lens.data.dataset import Episode, parse_timestamp
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -44,12 +45,13 @@ from lens.memory.adapter import (
     SearchResult,
     SyncMemoryAdapter,
 )
+from lens.memory.run_cache import RunCacheOptions, cache_for
 
 SYNTHETIC_PREFIX = "mem0:"
 _COLLECTION = "lens"
 
 
-class Mem0Options(BaseModel):
+class Mem0Options(RunCacheOptions):
     model_config = ConfigDict(extra="forbid")
 
     path: str | None = Field(default=None, description="folder for mem0's stores; temporary "
@@ -104,7 +106,8 @@ def _make_embedder(base: type, embedder: Embedder) -> Any:
     return LensEmbedding()
 
 
-def _make_llm(base: type, config: ModelConfig, on_call: Callable[[ModelUsage], None]) -> Any:
+def _make_llm(base: type, config: ModelConfig, cache: CacheConfig,
+              on_call: Callable[[ModelUsage], None]) -> Any:
     """A mem0 LLM that answers through the lens model stack (retry, limits, cache, metering)."""
     import anyio
     import anyio.from_thread
@@ -112,7 +115,7 @@ def _make_llm(base: type, config: ModelConfig, on_call: Callable[[ModelUsage], N
     from lens.models.base import CompletionRequest, Message
     from lens.models.factory import create_client
 
-    client = create_client(config)
+    client = create_client(config, cache=cache)
 
     class LensLLM(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -152,9 +155,11 @@ class Mem0Adapter(SyncMemoryAdapter):
                  model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
                  max_results: int = 10, snippet_chars: int = 600,
                  chunk_chars: int | None = None, chunk_overlap: int = 150,
-                 encoder: EncoderKind = "contextual") -> None:
+                 encoder: EncoderKind = "contextual",
+                 model_cache: CacheConfig | dict[str, Any] | None = None) -> None:
         self.llm_config = ModelConfig.model_validate(llm) if llm is not None else None
         self.extract = self.llm_config is not None
+        self.model_cache = cache_for(model_cache)
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
@@ -196,7 +201,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         memory = mem0.Memory.from_config(config)
         memory.embedding_model = _make_embedder(embedding_base, self.embedder)
         if self.llm_config is not None:
-            memory.llm = _make_llm(llm_base, self.llm_config, self._add_usage)
+            memory.llm = _make_llm(llm_base, self.llm_config, self.model_cache, self._add_usage)
         return memory
 
     def reset(self, scope_id: str) -> None:

@@ -19,10 +19,11 @@ import anyio
 
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
-from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage
+from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
 from lens.memory.executor import AdapterWorkerLost
 from lens.memory.executor import adapter_factory as executor_factory
 from lens.memory.oracle import OracleMemory, is_oracle
+from lens.memory.run_cache import wants_run_cache
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.runner.agent import Agent, tool_specs
 from lens.runs.batch_save import BatchSaver
@@ -255,10 +256,15 @@ class Runner:
 
     def _adapter_config(self, unit: Unit) -> AdapterConfig:
         """The unit's adapter config; an adapter that asks for the model gateway gets this
-        unit's access to it in its options."""
+        unit's access to it in its options, one that builds its own model client the run's
+        cache section."""
+        cfg = unit.adapter
+        if wants_run_cache(resolve_adapter(cfg.name)):
+            cfg = cfg.model_copy(update={"options": {
+                **cfg.options, "model_cache": self.config.cache.model_dump(mode="json")}})
         if self.gateway is None:
-            return unit.adapter
-        return self.gateway.unit_config(unit.adapter, unit.key, unit.repeat)
+            return cfg
+        return self.gateway.unit_config(cfg, unit.key, unit.repeat)
 
     async def _stream(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       pending: list[Question], timeout: float) -> None:

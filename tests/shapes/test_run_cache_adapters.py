@@ -1,0 +1,122 @@
+"""Adapters that build their own model client (the consolidation baselines, mem0's extraction
+mode) cache their model's replies where the run's ``cache`` section says, and not at all when it
+is off; lens's default cache folder is left alone. Through `lens run`, with the memory's model a
+hosted one on loopback (a real HTTP server that counts what reaches it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lens.adapters.consolidation import ConsolidationOptions
+from lens.adapters.mem0 import Mem0Options
+from lens.data.config import CacheConfig
+from lens.memory.adapter import resolve_adapter
+from lens.memory.run_cache import cache_for, wants_run_cache
+from lens.models.cache import CACHE_FILE
+from tests.conftest import ROOT
+from tests.core.helpers import make_dataset, write_json
+from tests.support.extras import EXTRAS
+from tests.support.fake_openai import FakeOpenAI, Reply
+
+MEMORY = "Memory: widget counts rose steadily [s1_ep_001]."
+
+
+def _run(where: Path, adapter: dict[str, Any], cache: dict[str, Any]) -> Path:
+    """One `lens run` in ``where``, lens's default cache folder at ``where/default-cache``."""
+    where.mkdir(parents=True)
+    ds = write_json(where / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
+                                                    questions_per_checkpoint=1))
+    cfg = where / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "rc", "dataset": {"path": str(ds)}, "adapters": [adapter],
+        "agent": {"model": "scripted/policy"}, "out_dir": str(where / "runs"), "cache": cache,
+    }), encoding="utf-8")
+    env = {**os.environ, "LENS_CACHE_DIR": str(where / "default-cache")}
+    proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sorted((where / "runs").glob("rc-*"))[-1]
+
+
+def _memory_usage(run: Path) -> dict[str, Any]:
+    events = [json.loads(line) for line in
+              (run / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [e for e in events if e["kind"] == "adapter_usage"][-1]
+
+
+def _summary_adapter(fake: FakeOpenAI) -> dict[str, Any]:
+    return {"name": "summary", "options": {"model": "openai/fake-model",
+                                           "model_options": {"base_url": fake.base_url}}}
+
+
+def test_the_baselines_replies_are_cached_in_the_runs_cache(tmp_path: Path) -> None:
+    run_cache = tmp_path / "run-cache.sqlite"
+    with FakeOpenAI(responder=lambda req: Reply.text(MEMORY)) as fake:
+        first = _run(tmp_path / "a", _summary_adapter(fake),
+                     {"enabled": True, "path": str(run_cache)})
+        calls = fake.count
+        assert calls > 0
+        second = _run(tmp_path / "b", _summary_adapter(fake),
+                      {"enabled": True, "path": str(run_cache)})
+        # The second run's folds are the first's requests: all replayed from the run's cache.
+        assert fake.count == calls
+    assert run_cache.is_file()
+    assert (_memory_usage(first)["calls"], _memory_usage(first)["cache_hits"]) == (calls, 0)
+    assert (_memory_usage(second)["calls"], _memory_usage(second)["cache_hits"]) == (calls, calls)
+    for where in ("a", "b"):
+        assert not (tmp_path / where / "default-cache" / CACHE_FILE).exists()
+
+
+def test_a_run_with_its_cache_off_caches_none_of_the_baselines_replies(tmp_path: Path) -> None:
+    with FakeOpenAI(responder=lambda req: Reply.text(MEMORY)) as fake:
+        first = _run(tmp_path / "a", _summary_adapter(fake), {"enabled": False})
+        calls = fake.count
+        _run(tmp_path / "b", _summary_adapter(fake), {"enabled": False})
+        assert calls > 0 and fake.count == 2 * calls
+    assert _memory_usage(first)["cache_hits"] == 0
+    for where in ("a", "b"):
+        assert not (tmp_path / where / "default-cache" / CACHE_FILE).exists()
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in EXTRAS["mem0"].modules),
+                    reason="needs the mem0 extra: pip install -e '.[mem0]'")
+def test_mem0s_extraction_is_cached_in_the_runs_cache(tmp_path: Path) -> None:
+    run_cache = tmp_path / "run-cache.sqlite"
+    reply = json.dumps({"memory": [{"text": "widget count is 5"}]})
+    with FakeOpenAI(responder=lambda req: Reply.text(reply)) as fake:
+        adapter = {"name": "mem0", "options": {"llm": {"model": "openai/fake-model",
+                                                        "base_url": fake.base_url}}}
+        _run(tmp_path / "a", adapter, {"enabled": True, "path": str(run_cache)})
+        calls = fake.count
+        assert calls > 0
+        second = _run(tmp_path / "b", adapter, {"enabled": True, "path": str(run_cache)})
+        assert fake.count == calls
+    assert _memory_usage(second)["cache_hits"] == _memory_usage(second)["calls"] > 0
+    assert not (tmp_path / "b" / "default-cache" / CACHE_FILE).exists()
+
+
+def test_the_option_is_declared_by_the_adapters_that_build_their_own_client() -> None:
+    assert all(wants_run_cache(resolve_adapter(n)) for n in ("summary", "core", "faceted", "mem0"))
+    # Gateway adapters and stores without a model follow the run through the gateway or not
+    # at all: they are not given it.
+    assert not any(wants_run_cache(resolve_adapter(n)) for n in ("sqlite_fts", "null", "oracle"))
+    assert "model_cache" in ConsolidationOptions.model_fields
+    assert "model_cache" in Mem0Options.model_fields
+
+
+def test_the_adapters_switch_can_only_turn_the_runs_cache_off(tmp_path: Path) -> None:
+    run = {"enabled": True, "path": str(tmp_path / "c.sqlite")}
+    assert cache_for(run) == CacheConfig(enabled=True, path=tmp_path / "c.sqlite")
+    assert cache_for(run, enabled=False).enabled is False
+    assert cache_for({"enabled": False}, enabled=True).enabled is False
+    # Outside a run: lens's default cache.
+    assert cache_for(None) == CacheConfig()
