@@ -66,6 +66,9 @@ class Mem0Options(RunCacheOptions):
     snippet_chars: int = Field(default=600, ge=50)
     chunk_chars: int | None = Field(default=None, ge=100)
     chunk_overlap: int = Field(default=150, ge=0)
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, description="stop mem0's extraction calls past this known spend (its "
+        "client is its own: the run's max_cost_usd does not count them)")
 
 
 def _import_mem0() -> Any:
@@ -106,7 +109,7 @@ def _make_embedder(base: type, embedder: Embedder) -> Any:
     return LensEmbedding()
 
 
-def _make_llm(base: type, config: ModelConfig, cache: CacheConfig,
+def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd: float | None,
               on_call: Callable[[ModelUsage], None]) -> Any:
     """A mem0 LLM that answers through the lens model stack (retry, limits, cache, metering)."""
     import anyio
@@ -115,7 +118,7 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig,
     from lens.models.base import CompletionRequest, Message
     from lens.models.factory import create_client
 
-    client = create_client(config, cache=cache)
+    client = create_client(config, cache=cache, max_cost_usd=max_cost_usd)
 
     class LensLLM(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -156,10 +159,12 @@ class Mem0Adapter(SyncMemoryAdapter):
                  max_results: int = 10, snippet_chars: int = 600,
                  chunk_chars: int | None = None, chunk_overlap: int = 150,
                  encoder: EncoderKind = "contextual",
-                 model_cache: CacheConfig | dict[str, Any] | None = None) -> None:
+                 model_cache: CacheConfig | dict[str, Any] | None = None,
+                 max_cost_usd: float | None = None) -> None:
         self.llm_config = ModelConfig.model_validate(llm) if llm is not None else None
         self.extract = self.llm_config is not None
         self.model_cache = cache_for(model_cache)
+        self.max_cost_usd = max_cost_usd
         self.max_results = max_results
         self.snippet_chars = snippet_chars
         self.chunk_chars = chunk_chars
@@ -201,7 +206,8 @@ class Mem0Adapter(SyncMemoryAdapter):
         memory = mem0.Memory.from_config(config)
         memory.embedding_model = _make_embedder(embedding_base, self.embedder)
         if self.llm_config is not None:
-            memory.llm = _make_llm(llm_base, self.llm_config, self.model_cache, self._add_usage)
+            memory.llm = _make_llm(llm_base, self.llm_config, self.model_cache,
+                                   self.max_cost_usd, self._add_usage)
         return memory
 
     def reset(self, scope_id: str) -> None:

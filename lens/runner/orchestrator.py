@@ -155,6 +155,8 @@ class Runner:
         # The model gateway of the run (lens.runner.gateway), when an adapter calls models
         # through it.
         self.gateway = gateway
+        # Units whose memory usage was logged as they failed (the adapter could still be asked).
+        self._usage_logged_at_failure: set[str] = set()
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -227,6 +229,7 @@ class Runner:
     async def _attempt_unit(self, unit: Unit, pending: list[Question]) -> None:
         timeout = unit.adapter.call_timeout_s
         adapter: MemoryAdapter | None = None
+        self._usage_logged_at_failure.discard(unit.key)
         try:
             adapter = self.adapter_factory(self._adapter_config(unit))
             with _deadline(adapter, timeout):
@@ -244,6 +247,10 @@ class Runner:
                 # Calls made while answering (query embeddings, rewrites) count too.
                 await self._record_model_usage(unit, adapter, timeout)
             self.store.append_event("unit_done", unit.key)
+        except Exception:
+            if adapter is not None:
+                await self._usage_before_failure(unit, adapter, timeout)
+            raise
         finally:
             if adapter is not None:
                 with anyio.move_on_after(timeout, shield=True):
@@ -316,6 +323,17 @@ class Runner:
         if text is not None and not isinstance(text, str):
             raise TypeError(f"standing_context returned {type(text).__name__}, not str or None")
         return text
+
+    async def _usage_before_failure(self, unit: Unit, adapter: MemoryAdapter,
+                                    timeout: float) -> None:
+        """What the failing unit's memory spent so far stays in the memory-cost report: its own
+        model calls too when the adapter can still be asked (a model it calls itself, as mem0
+        does, may be what failed), else the gateway's meter alone (in ``_fail_unit``)."""
+        try:
+            await self._record_model_usage(unit, adapter, timeout)
+        except Exception:
+            return
+        self._usage_logged_at_failure.add(unit.key)
 
     async def _record_model_usage(self, unit: Unit, adapter: MemoryAdapter,
                                   timeout: float) -> None:
@@ -408,7 +426,7 @@ class Runner:
         self.summary.failures.append(f"{unit.key}: {message}")
         self.store.append_event("unit_error", unit.key, error=message)
         spent = self.gateway.unit_usage(unit.key) if self.gateway is not None else None
-        if spent is not None:
+        if spent is not None and unit.key not in self._usage_logged_at_failure:
             # What the memory system spent through the gateway before the unit failed stays
             # in the memory-cost report (the adapter itself can no longer be asked).
             self.store.append_event("adapter_usage", unit.key, **spent)

@@ -30,8 +30,10 @@ from tests.support.fake_openai import FakeOpenAI, Reply
 MEMORY = "Memory: widget counts rose steadily [s1_ep_001]."
 
 
-def _run(where: Path, adapter: dict[str, Any], cache: dict[str, Any]) -> Path:
-    """One `lens run` in ``where``, lens's default cache folder at ``where/default-cache``."""
+def _run(where: Path, adapter: dict[str, Any], cache: dict[str, Any],
+         expect_status: int = 0) -> Path:
+    """One `lens run` in ``where``, lens's default cache folder at ``where/default-cache``; its
+    console output is kept in ``where/console.txt``."""
     where.mkdir(parents=True)
     ds = write_json(where / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
                                                     questions_per_checkpoint=1))
@@ -43,7 +45,8 @@ def _run(where: Path, adapter: dict[str, Any], cache: dict[str, Any]) -> Path:
     env = {**os.environ, "LENS_CACHE_DIR": str(where / "default-cache")}
     proc = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == expect_status, proc.stderr[-3000:]
+    (where / "console.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return sorted((where / "runs").glob("rc-*"))[-1]
 
 
@@ -120,3 +123,52 @@ def test_the_adapters_switch_can_only_turn_the_runs_cache_off(tmp_path: Path) ->
     assert cache_for({"enabled": False}, enabled=True).enabled is False
     # Outside a run: lens's default cache.
     assert cache_for(None) == CacheConfig()
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in EXTRAS["mem0"].modules),
+                    reason="needs the mem0 extra: pip install -e '.[mem0]'")
+def test_mem0s_own_cost_cap_stops_its_extraction(tmp_path: Path) -> None:
+    """mem0's client is its own, outside the run's cost cap: its ``max_cost_usd`` option caps
+    it. The first call spends past the cap; no second call reaches the model, and the unit fails
+    saying why."""
+    with FakeOpenAI(responder=lambda req: Reply.text(json.dumps({"memory": []}))) as fake:
+        adapter = {"name": "mem0", "options": {
+            "max_cost_usd": 0.01,
+            "llm": {"model": "openai/fake-model", "base_url": fake.base_url,
+                    "price_input_per_mtok": 1e6, "price_output_per_mtok": 1e6}}}
+        run = _run(tmp_path / "a", adapter, {"enabled": False}, expect_status=1)
+        assert fake.count == 1
+    events = [json.loads(line) for line in
+              (run / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    failed = [e for e in events if e["kind"] == "unit_error"]
+    assert len(failed) == 1 and "cost limit reached" in failed[0]["error"]
+    # What it spent before failing is its memory cost, asked of the adapter as the unit failed.
+    usage = _memory_usage(run)
+    assert usage["calls"] == 1 and usage["cost_usd"] > 0.01
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    sections = {s["id"]: s["data"] for s in summary["sections"]}
+    assert sections["memory_cost"]["adapters"]["mem0"]["memory_model"]["calls"] == 1
+    # The failure shows in the exit status (above), the console, the checklist and the report.
+    assert "cost limit reached" in (tmp_path / "a" / "console.txt").read_text(encoding="utf-8")
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert "| **FAIL** | failed or errored questions (per arm) |" in report
+    assert "1 unit failure(s)" in report
+
+
+def test_a_baseline_failing_at_its_cost_cap_keeps_what_it_spent_in_the_report(
+        tmp_path: Path) -> None:
+    with FakeOpenAI(responder=lambda req: Reply.text(MEMORY)) as fake:
+        adapter = _summary_adapter(fake)
+        adapter["options"].update(max_cost_usd=0.01, episodes_per_fold=1)
+        adapter["options"]["model_options"].update(price_input_per_mtok=1e6,
+                                                   price_output_per_mtok=1e6)
+        run = _run(tmp_path / "a", adapter, {"enabled": False}, expect_status=1)
+        assert fake.count == 1
+    failed = [json.loads(line) for line in
+              (run / "events.jsonl").read_text(encoding="utf-8").splitlines()
+              if '"unit_error"' in line]
+    assert len(failed) == 1 and "cost limit reached" in failed[0]["error"]
+    assert (_memory_usage(run)["calls"], _memory_usage(run)["cost_usd"]) == (1, 15.0)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
+    assert cost["summary"]["memory_model"]["calls"] == 1
