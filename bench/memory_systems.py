@@ -376,7 +376,9 @@ def _calls_a_model(name: str) -> bool:
 def _spent(usage: dict[str, Any], events: list[dict[str, Any]]) -> str:
     """A failed or stopped unit's memory-model spend in all, beside how far it got."""
     tokens = "tokens unknown" if usage["tokens"] is None else f"{usage['tokens']:,}"
-    return f"{usage['calls']} / {tokens} in all, {len(_ingest(events))} episodes ingested"
+    # Ingest is logged per checkpoint: episodes after the last finished one are not counted.
+    return (f"{usage['calls']} / {tokens} in all, {len(_ingest(events))} episodes in finished "
+            "checkpoints")
 
 
 def _composite(r: ArmResult | None) -> float | None:
