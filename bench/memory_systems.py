@@ -135,9 +135,9 @@ def arm_config(arm: str, memory_model: str) -> dict[str, Any]:
         options["max_tokens"] = 1536
     elif name == "letta":
         # Letta's agent: three steps per episode and the context window the 1.5B model is loaded
-        # with. Each step must end in a tool call: at 256 output tokens the 1.5B model's first
-        # step on a quickstart episode was cut off before its call, and Letta refused the episode.
-        options.update(max_tokens=512, max_steps=3, context_window=8192)
+        # with. Each step must end in a tool call, and a reply cut at max_tokens has none: Letta
+        # refused the episode at 256 (the first) and at 512 (the 13th). 1024 is Letta's default.
+        options.update(max_tokens=1024, max_steps=3, context_window=8192)
     elif not _takes_a_model(name):
         return {"name": name}
     return {"name": name, "options": options, **timed}
