@@ -87,6 +87,8 @@ class ModelUsage(BaseModel):
     latency_s: float = Field(default=0.0, ge=0)
     # None: at least one call had no known price, so the cost is unknown (never "free").
     cost_usd: float | None = Field(default=None, ge=0)
+    # Replies the model stopped at max_tokens (finish reason "length").
+    truncated: int = Field(default=0, ge=0)
 
     def __add__(self, other: ModelUsage) -> ModelUsage:
         cost = (None if self.cost_usd is None or other.cost_usd is None
@@ -95,7 +97,8 @@ class ModelUsage(BaseModel):
                           prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                           completion_tokens=self.completion_tokens + other.completion_tokens,
                           cache_hits=self.cache_hits + other.cache_hits,
-                          latency_s=self.latency_s + other.latency_s, cost_usd=cost)
+                          latency_s=self.latency_s + other.latency_s, cost_usd=cost,
+                          truncated=self.truncated + other.truncated)
 
     @classmethod
     def of_call(cls, completion: Completion) -> ModelUsage:
@@ -103,7 +106,8 @@ class ModelUsage(BaseModel):
         return cls(calls=1, prompt_tokens=completion.usage.prompt_tokens,
                    completion_tokens=completion.usage.completion_tokens,
                    cache_hits=int(completion.cached), latency_s=completion.latency_s,
-                   cost_usd=completion.cost_usd)
+                   cost_usd=completion.cost_usd,
+                   truncated=int(completion.finish_reason == "length"))
 
 
 class MemoryAdapter(ABC):

@@ -29,6 +29,8 @@ class UsageTotals:
     latency_s: float = 0.0
     cost_usd_known: float = 0.0
     unknown_cost_calls: int = 0
+    # Replies cut at max_tokens: a cut reply is usually broken JSON or a tool call never made.
+    truncated: int = 0
 
     @property
     def cost_usd(self) -> float | None:
@@ -42,6 +44,8 @@ class UsageTotals:
         self.latency_s += completion.latency_s
         if completion.cached:
             self.cache_hits += 1
+        if completion.finish_reason == "length":
+            self.truncated += 1
         if completion.cost_usd is None:
             self.unknown_cost_calls += 1
         else:

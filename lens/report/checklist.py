@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from lens.data.config import CacheConfig
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
+from lens.report.memory_cost import memory_model_usage
 from lens.report.parity import context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.scoring.calibration import calibration_dir, find_calibration
@@ -524,6 +525,30 @@ def check_no_memory(runs: Sequence[RunData]) -> Check:
         f"{ERROR_WARN:.0%} of an arm's questions, fails above")
 
 
+def check_memory_model_cut(runs: Sequence[RunData]) -> Check | None:
+    """WARN when a memory system's own model stopped a reply at max_tokens; absent when no arm
+    reports model calls of its own."""
+    cut: dict[str, str] = {}
+    reported = False
+    for run in runs:
+        for a, usage in memory_model_usage(run).items():
+            if usage is None:
+                continue
+            reported = True
+            if usage["truncated"]:
+                name = f"{run.run_id}:{a}" if len(runs) > 1 else a
+                cut[name] = f"{name}: {usage['truncated']} of {usage['calls']} calls"
+    if not reported:
+        return None
+    return Check(id="memory_model_cut", title="memory model replies cut at max_tokens",
+                 status="warn" if cut else "pass", failing=list(cut),
+                 value=", ".join(cut.values()) or "none",
+                 detail="a memory system's extraction or agent step that stops at its output "
+                        "limit is usually broken JSON or a tool call never made: what it meant "
+                        "to store is lost, or the system fails the episode; raise the adapter's "
+                        "max_tokens (see the memory-cost section)")
+
+
 def check_scored(runs: Sequence[RunData]) -> Check:
     missing = [r.run_id for r in runs if r.scores is None]
     if missing:
@@ -556,6 +581,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_empty_answers([run]),
         *context_parity_checks([run]),
         check_no_memory([run]),
+        *_present(check_memory_model_cut([run])),
     ]
 
 
@@ -578,6 +604,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_empty_answers(runs),
         *context_parity_checks(runs),
         check_no_memory(runs),
+        *_present(check_memory_model_cut(runs)),
     ]
 
 

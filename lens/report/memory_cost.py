@@ -76,7 +76,15 @@ def _sum_usage(units: list[_Unit]) -> dict[str, Any] | None:
         "prompt_tokens": sum(int(u.get("prompt_tokens") or 0) for u in used),
         "completion_tokens": sum(int(u.get("completion_tokens") or 0) for u in used),
         "cost_usd": None if any(c is None for c in costs) else float(sum(costs)),
+        "truncated": sum(int(u.get("truncated") or 0) for u in used),
     }
+
+
+def memory_model_usage(run: RunData) -> dict[str, dict[str, Any] | None]:
+    """Per adapter, its own model calls summed over its units (None: it reported none)."""
+    units = _units(run)
+    return {label: _sum_usage([u for u in units.values() if u.adapter == label])
+            for label in run.adapters}
 
 
 def _judge_per_question(run: RunData) -> tuple[float | None, str]:
@@ -156,7 +164,8 @@ def memory_cost_section(run: RunData) -> Section | None:
             "none" if d["standing_context_bytes"] in (None, 0)
             else f"{d['standing_context_bytes']:.0f}",
             "none" if u is None
-            else f"{u['calls']} / {u['prompt_tokens'] + u['completion_tokens']}",
+            else f"{u['calls']} / {u['prompt_tokens'] + u['completion_tokens']}"
+            + (f", {u['truncated']} cut at max_tokens" if u["truncated"] else ""),
             _usd(c["agent"]), _usd(c["memory"]), _usd(c["judge"]), _usd(c["total"]),
         ])
     doc = {"title": TITLE, "tables": [{
@@ -167,7 +176,8 @@ def memory_cost_section(run: RunData) -> Section | None:
         "rows": rows}, frontier_table(data["frontier"])],
         "notes": [
             "memory model calls are the adapter's own (role adapter), metered apart from the "
-            "agent; a cost with any unpriced call is unknown",
+            "agent; a cost with any unpriced call is unknown; a reply cut at max_tokens is "
+            "counted beside them (usually broken JSON or a tool call never made)",
             f"judge $/q: {data['judge_note']}",
             FRONTIER_NOTE,
         ]}

@@ -28,7 +28,8 @@ def _fixture(tmp_path: Path) -> Path:
     return path
 
 
-def run(tmp_path: Path, options: dict[str, Any], **extra: Any) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, options: dict[str, Any], quiet: bool = True,
+        **extra: Any) -> subprocess.CompletedProcess[str]:
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6),
                                                        questions_per_checkpoint=1))
     cfg = tmp_path / "cfg.yaml"
@@ -38,7 +39,8 @@ def run(tmp_path: Path, options: dict[str, Any], **extra: Any) -> subprocess.Com
                      {"name": "sqlite_fts"}],
         "out_dir": str(tmp_path / "runs"), "cache": {"enabled": False}, **extra,
     }), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "lens", "run", str(cfg),
+                           *(["--quiet"] if quiet else [])], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -199,3 +201,39 @@ def test_a_resumed_unit_replays_its_memory_systems_calls_from_the_cache(tmp_path
     assert (usage["calls"], usage["cache_hits"]) == (6, 4)
     records = [r for r in _jsonl(out / "records.jsonl") if r["adapter"] == "notes"]
     assert records and records[-1]["status"] == "answered"
+
+
+def test_replies_cut_at_max_tokens_are_counted_and_warned(tmp_path: Path) -> None:
+    """The memory system's model stops two of its six replies at the output limit: the unit's
+    memory usage counts them, the memory-cost section shows them, and the checklist warns (in
+    the report and the console); the run itself is not failed by it."""
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    replies = iter(range(100))
+
+    def reply(req: Any) -> Reply:
+        cut = next(replies) in (1, 4)
+        return Reply.text(json.dumps({"facts": ["a fact"]}),
+                          finish_reason="length" if cut else "stop")
+
+    with FakeOpenAI(responder=reply) as fake:
+        proc = run(tmp_path, {"model": "openai/fake-model",
+                              "model_options": {"base_url": fake.base_url},
+                              "embed_queries": False}, quiet=False)
+        assert fake.count == 6
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = sorted((tmp_path / "runs").glob("gw-*"))[-1]
+    usage = [e for e in _jsonl(out / "events.jsonl") if e["kind"] == "adapter_usage"][-1]
+    assert (usage["calls"], usage["truncated"]) == (6, 2)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["usage"]["by_role"]["adapter"]["truncated"] == 2
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    sections = {s["id"]: s["data"] for s in summary["sections"]}
+    assert sections["memory_cost"]["adapters"]["notes"]["memory_model"]["truncated"] == 2
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert ("| **WARN** | memory model replies cut at max_tokens | warned by notes — notes: 2 of 6 "
+            "calls |") in report
+    assert "2 cut at max_tokens" in report
+    console = [line for line in (proc.stdout + proc.stderr).splitlines() if "WARN" in line]
+    assert any("memory model replies cut at max_tokens" in line and "notes: 2 of 6" in line
+               for line in console), console

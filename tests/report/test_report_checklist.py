@@ -120,3 +120,23 @@ def test_failures_are_judged_per_arm_not_pooled() -> None:
     assert c["failures"].status == "fail"
     assert "flaky: 12 of 100 (12.0%)" in c["failures"].value
     assert "good: 0 of 100 (0.0%)" in c["failures"].value
+
+
+def test_memory_model_cut_item() -> None:
+    run = memory_run(RunSpec(adapters=("graphs", "notes")))
+    a, b = run.adapters
+    # No arm reports model calls of its own: the row is absent.
+    assert "memory_model_cut" not in {c.id for c in run_checklist(run)}
+    run.events.append({"kind": "adapter_usage", "key": f"{a}|s0|r0", "calls": 5,
+                       "prompt_tokens": 50, "completion_tokens": 10, "cost_usd": 0.0})
+    c = {c.id: c for c in run_checklist(run)}["memory_model_cut"]
+    assert (c.status, c.value) == ("pass", "none")
+    # Usage is cumulative per unit: the last event of a unit counts, units add up.
+    run.events += [
+        {"kind": "adapter_usage", "key": f"{a}|s0|r0", "calls": 7, "truncated": 2},
+        {"kind": "adapter_usage", "key": f"{a}|s1|r0", "calls": 3, "truncated": 1},
+        {"kind": "adapter_usage", "key": f"{b}|s0|r0", "calls": 4, "truncated": 0},
+    ]
+    c = {c.id: c for c in run_checklist(run)}["memory_model_cut"]
+    assert c.status == "warn" and c.failing == [a]
+    assert c.value == f"{a}: 3 of 10 calls"

@@ -50,7 +50,7 @@ def test_hand_computed_values() -> None:
     assert a["retrieve_latency_s"]["n"] == 2
     assert a["prepare_s_per_checkpoint"]["p50"] == 2.0
     assert a["memory_model"] == {"calls": 3, "prompt_tokens": 100, "completion_tokens": 50,
-                                 "cost_usd": 0.04}
+                                 "cost_usd": 0.04, "truncated": 0}
     # agent 0.01 + memory 0.04 / 2 questions + no judge
     assert a["cost_per_question"] == {"agent": pytest.approx(0.01), "memory": pytest.approx(0.02),
                                       "judge": 0.0, "total": pytest.approx(0.03)}

@@ -1,7 +1,8 @@
 """Adapters that build their own model client (the consolidation baselines, mem0's extraction
-mode) cache their model's replies where the run's ``cache`` section says, and not at all when it
-is off; lens's default cache folder is left alone. Through `lens run`, with the memory's model a
-hosted one on loopback (a real HTTP server that counts what reaches it)."""
+mode): their model's replies are cached where the run's ``cache`` section says, and not at all
+when it is off, lens's default cache folder left alone; their own cost cap stops them, their
+spend kept in the report; a reply cut at max_tokens is counted. Through `lens run`, with the
+memory's model a hosted one on loopback (a real HTTP server that counts what reaches it)."""
 
 from __future__ import annotations
 
@@ -172,3 +173,16 @@ def test_a_baseline_failing_at_its_cost_cap_keeps_what_it_spent_in_the_report(
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     cost = {s["id"]: s["data"] for s in summary["sections"]}["memory_cost"]["adapters"]
     assert cost["summary"]["memory_model"]["calls"] == 1
+
+
+def test_a_baselines_replies_cut_at_max_tokens_are_counted(tmp_path: Path) -> None:
+    """Through lens's model stack (not the gateway), a reply stopped at the output limit counts
+    in the adapter's own usage, and the checklist warns."""
+    with FakeOpenAI(responder=lambda req: Reply.text(MEMORY, finish_reason="length")) as fake:
+        run = _run(tmp_path / "a", _summary_adapter(fake), {"enabled": False})
+        calls = fake.count
+    assert calls > 0
+    assert (_memory_usage(run)["calls"], _memory_usage(run)["truncated"]) == (calls, calls)
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert f"| **WARN** | memory model replies cut at max_tokens | warned by summary — summary: " \
+           f"{calls} of {calls} calls |" in report

@@ -75,7 +75,7 @@ class _UnitUsage:
             completion_tokens=c.completion_tokens, cache_hits=c.cache_hits,
             latency_s=c.latency_s + self.embedding_latency_s,
             # Local embeddings cost nothing; an unpriced chat call leaves the cost unknown.
-            cost_usd=c.cost_usd,
+            cost_usd=c.cost_usd, truncated=c.truncated,
         ).model_dump()
 
 
