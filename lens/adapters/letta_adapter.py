@@ -280,8 +280,14 @@ class LettaAdapter(SyncMemoryAdapter):
                                "content": f"{self.opts.instructions}\n\n{header}\n{text}"}])
             except self._api_error as exc:
                 detail = exc.body.get("detail") if isinstance(exc.body, dict) else exc.body
+                hint = ""
+                if "tool call" in str(detail):
+                    # Measured: a step cut at its output limit is the usual cause on small models.
+                    hint = (f" (a reply cut at max_tokens, {self.opts.max_tokens} here, has no "
+                            "tool call either: raise max_tokens when the checklist's 'memory "
+                            "model replies cut at max_tokens' row warns)")
                 raise RuntimeError(f"Letta's server refused episode {episode.episode_id} "
-                                   f"(HTTP {exc.status_code}): {detail}") from None
+                                   f"(HTTP {exc.status_code}): {detail}{hint}") from None
             stop = getattr(reply.stop_reason, "stop_reason", None)
             if stop in _FAILED_STOPS:
                 raise RuntimeError(f"Letta's agent stopped with '{stop}' on episode "

@@ -74,6 +74,7 @@ def test_a_model_that_ignores_letta_tools_fails_the_unit_visibly(tmp_path: Path)
     assert "unit failed: letta|s1|r0" in proc.stderr
     assert "Letta's server refused episode s1_ep_" in proc.stderr
     assert "model must make a tool call" in proc.stderr
+    assert "raise max_tokens when the checklist's 'memory model replies cut" in proc.stderr
     assert "lens: exit status 1" in proc.stderr
     assert [e for e in jsonl(out / "events.jsonl") if e["kind"] == "unit_error"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
