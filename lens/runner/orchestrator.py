@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from lens.core.errors import AdapterNotFound
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
@@ -106,6 +107,14 @@ def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
 
 
 AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
+
+
+def _wants_run_cache(name: str) -> bool:
+    try:
+        return wants_run_cache(resolve_adapter(name))
+    except AdapterNotFound:
+        # An adapter that a caller's own adapter factory builds need not be registered.
+        return False
 
 
 def _deadline(adapter: MemoryAdapter, seconds: float) -> anyio.CancelScope:
@@ -266,7 +275,7 @@ class Runner:
         unit's access to it in its options, one that builds its own model client the run's
         cache section."""
         cfg = unit.adapter
-        if wants_run_cache(resolve_adapter(cfg.name)):
+        if _wants_run_cache(cfg.name):
             cfg = cfg.model_copy(update={"options": {
                 **cfg.options, "model_cache": self.config.cache.model_dump(mode="json")}})
         if self.gateway is None:
