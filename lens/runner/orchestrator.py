@@ -109,6 +109,11 @@ def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
 AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
 
 
+# Reading a usage counter takes no time: an adapter that cannot answer within this as its unit
+# fails is hung, and the unit's failure is not held up for a whole call_timeout_s.
+USAGE_AT_FAILURE_S = 10.0
+
+
 def _wants_run_cache(name: str) -> bool:
     try:
         return wants_run_cache(resolve_adapter(name))
@@ -338,11 +343,13 @@ class Runner:
         """What the failing unit's memory spent so far stays in the memory-cost report: its own
         model calls too when the adapter can still be asked (a model it calls itself, as mem0
         does, may be what failed), else the gateway's meter alone (in ``_fail_unit``)."""
-        try:
-            await self._record_model_usage(unit, adapter, timeout)
-        except Exception:
-            return
-        self._usage_logged_at_failure.add(unit.key)
+        with anyio.move_on_after(min(timeout, USAGE_AT_FAILURE_S)) as scope:
+            try:
+                await self._record_model_usage(unit, adapter, timeout)
+            except Exception:
+                return
+        if not scope.cancelled_caught:
+            self._usage_logged_at_failure.add(unit.key)
 
     async def _record_model_usage(self, unit: Unit, adapter: MemoryAdapter,
                                   timeout: float) -> None:

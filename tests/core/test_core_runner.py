@@ -215,6 +215,41 @@ async def test_failing_unit_is_marked_and_others_finish(tmp_path: Path) -> None:
     assert kinds.count("unit_error") == 1 and kinds.count("unit_done") == 1
 
 
+@pytest.mark.parametrize("hung", [False, True])
+@pytest.mark.anyio
+async def test_a_failing_unit_is_asked_its_spend_once_and_briefly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hung: bool) -> None:
+    """As a unit fails, its adapter's own model usage is logged for the memory-cost report; an
+    adapter that cannot answer (hung) does not hold the failure up for its call_timeout_s."""
+    import lens.runner.orchestrator as orchestrator
+
+    monkeypatch.setattr(orchestrator, "USAGE_AT_FAILURE_S", 0.2)
+    data = make_dataset(n_episodes=4, checkpoints=(4,), questions_per_checkpoint=1)
+    config, ds, store = build(tmp_path, data)
+    config.adapters[0].call_timeout_s = 600.0
+
+    class Spender(SpyMemory):
+        async def ingest(self, episode: Episode) -> None:
+            if len(self.held) == 2:
+                raise OSError("cost limit reached")
+            await super().ingest(episode)
+
+        async def model_usage(self) -> dict[str, Any] | None:
+            if hung:
+                await anyio.sleep(3600)
+            return {"calls": 2, "prompt_tokens": 40, "cost_usd": 0.5}
+
+    with anyio.fail_after(30):
+        summary = await Runner(config, ds, store, ScriptedClient("policy"),
+                               adapter_factory=lambda cfg: Spender()).run()
+    assert summary.units_failed == 1
+    usage = [e for e in store.events() if e["kind"] == "adapter_usage"]
+    if hung:
+        assert usage == []
+    else:
+        assert [(e["calls"], e["cost_usd"]) for e in usage] == [(2, 0.5)]
+
+
 def test_events_are_flushed_lines(tmp_path: Path) -> None:
     data = make_dataset(n_episodes=3, checkpoints=(3,), questions_per_checkpoint=2)
     config, ds, store = build(tmp_path, data)
