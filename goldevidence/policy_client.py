@@ -23,11 +23,11 @@ Policy = Literal["first", "latest_step", "random"]
 
 
 class SelectionPolicyClient:
-    provider = "goldevidence-policy"
+    provider: str = "goldevidence-policy"
 
     def __init__(self, policy: Policy = "latest_step", seed: int = 0) -> None:
         self.policy = policy
-        self.model = policy
+        self.model: str = policy
         self.seed = seed
 
     async def aclose(self) -> None:
@@ -61,15 +61,15 @@ class SelectionPolicyClient:
             hits = []
         parsed = [(h, parse_log_line(str(h.get("text", "")).splitlines()[0] if h.get("text")
                                      else "")) for h in hits]
-        parsed = [(h, e) for h, e in parsed if e is not None]
-        if not parsed:
+        found = [(h, e) for h, e in parsed if e is not None]
+        if not found:
             return json.dumps({"value": None, "support_ids": []})
         if self.policy == "first":
-            h, e = parsed[0]
+            h, e = found[0]
         elif self.policy == "random":
-            h, e = rng_for("goldevidence.policy", self.seed, question, len(parsed)).choice(parsed)
+            h, e = rng_for("goldevidence.policy", self.seed, question, len(found)).choice(found)
         else:
-            h, e = max(parsed, key=lambda x: x[1].step)
+            h, e = max(found, key=lambda x: x[1].step)
         value = e.value if e.op == "SET" else None
         value = _derive(question, value)
         ids = UID_RE.findall(str(h.get("text", "")))[:1]

@@ -33,8 +33,8 @@ ANSWER_INSTRUCTIONS = (
 PROMPT_TEMPLATES = {"goldevidence.answer_instructions": ANSWER_INSTRUCTIONS}
 
 
-def _ts(step: int, j: int) -> str:
-    return (BASE_TIME + timedelta(minutes=step, seconds=j)).isoformat()
+def _ts(step: int, j: int) -> datetime:
+    return BASE_TIME + timedelta(minutes=step, seconds=j)
 
 
 def _qtype(meta: dict[str, Any]) -> QuestionType:

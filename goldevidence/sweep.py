@@ -22,6 +22,9 @@ from lens import ConfigError
 
 CANDIDATE_ADAPTER = "goldevidence.lens_adapter:CandidateAdapter"
 
+Order = Literal["shuffle", "gold_first", "gold_middle", "gold_last"]
+WrongType = Literal["none", "same_key", "other_key"]
+
 
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -30,15 +33,16 @@ class SweepSpec(BaseModel):
     preset: Literal["smoke", "quick", "standard"] = "quick"
     generator: dict[str, Any] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    state_modes: list[StateMode] = Field(default_factory=lambda: ["kv"], min_length=1)
-    profiles: list[Profile] = Field(default_factory=lambda: ["standard"], min_length=1)
+    state_modes: list[StateMode] = Field(default_factory=lambda: list[StateMode](["kv"]),
+                                         min_length=1)
+    profiles: list[Profile] = Field(default_factory=lambda: list[Profile](["standard"]),
+                                    min_length=1)
     k: list[Annotated[int, Field(ge=1, le=256)]] = Field(
         default_factory=lambda: [1, 2, 4, 8], min_length=1)
-    orders: list[Literal["shuffle", "gold_first", "gold_middle", "gold_last"]] = Field(
-        default_factory=lambda: ["shuffle"], min_length=1)
+    orders: list[Order] = Field(default_factory=lambda: list[Order](["shuffle"]), min_length=1)
     reranks: list[str] = Field(default_factory=lambda: ["none", "latest_step"], min_length=1)
-    wrong_types: list[Literal["none", "same_key", "other_key"]] = Field(
-        default_factory=lambda: ["none"], min_length=1)
+    wrong_types: list[WrongType] = Field(default_factory=lambda: list[WrongType](["none"]),
+                                         min_length=1)
     selector_path: str | None = None
     # Other memory adapters to measure on the same rows, as lens adapter entries.
     extra_adapters: list[dict[str, Any]] = Field(default_factory=list)

@@ -166,6 +166,7 @@ def llm_config(access: GatewayAccess, opts: CogneeOptions) -> dict[str, Any]:
 
 class CogneeAdapter(MemoryAdapter):
     Options = CogneeOptions
+    closed: bool
 
     def __init__(self, **options: Any) -> None:
         self.opts = CogneeOptions.model_validate(options)

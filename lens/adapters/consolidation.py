@@ -18,7 +18,7 @@ spend. The model is named in the options (``model: llama_cpp/default``, ``openai
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -64,7 +64,7 @@ def render_episodes(episodes: list[Episode], max_chars: int) -> str:
 class ConsolidatingAdapter(MemoryAdapter):
     """Raw-episode search plus a model-written memory text offered as standing context."""
 
-    Options: Any = ConsolidationOptions
+    Options: ClassVar[type[ConsolidationOptions]] = ConsolidationOptions
     kind = "consolidation"
 
     def __init__(self, *, client: ModelClient | None = None, **options: Any) -> None:

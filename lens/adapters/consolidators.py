@@ -63,6 +63,7 @@ class CoreAdapter(ConsolidatingAdapter):
 
 class FacetedAdapter(ConsolidatingAdapter):
     Options = FacetedOptions
+    opts: FacetedOptions
     kind = "faceted"
 
     def on_reset(self) -> None:

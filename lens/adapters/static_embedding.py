@@ -40,6 +40,7 @@ run).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -87,7 +88,7 @@ def model_fingerprint(folder: Path) -> str:
         for name, size, _ in stats:
             digest.update(f"{name}\0{size}\0".encode())
             with (folder / name).open("rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                for block in iter(functools.partial(fh.read, 1 << 20), b""):
                     digest.update(block)
         _fingerprints[memo_key] = found = digest.hexdigest()
         return found

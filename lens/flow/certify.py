@@ -62,8 +62,10 @@ def certify(dataset_path: str | Path, model: str, *, runs_dir: Path = Path("runs
             scope_id=q.scope_id, question_id=q.question_id,
             status=classify(null_fr, full_fr, threshold),
             null_fact_recall=null_fr, full_context_fact_recall=full_fr))
-    cert = Certification(dataset_id=dataset.dataset_id, dataset_hash=dataset.content_hash(),
-                         model=model, threshold=threshold, context_bytes=context_bytes,
+    # The loader names a dataset without an id after its file.
+    cert = Certification(dataset_id=dataset.dataset_id or path.stem,
+                         dataset_hash=dataset.content_hash(), model=model, threshold=threshold,
+                         context_bytes=context_bytes,
                          created_at=now_iso(), run_dir=str(outcome.run_dir), questions=certs)
     target = out or certification_path(path)
     atomic_write_text(target, cert.model_dump_json(indent=1))

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.to_thread
@@ -28,6 +28,9 @@ from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import eval_prompt, greedy_constrained, last_logits
 from lens.models.local_models import resolve_model_path
 from lens.models.local_prompt import action_schema, parse_action, render_prompt, tool_rounds
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import CreateCompletionResponse
 
 # Part of the cache key: bump when rendering or constraints change what the model is asked.
 PROMPT_FORMAT = "chatml-json-actions-3"
@@ -184,7 +187,7 @@ class LlamaCppClient:
         with loaded.lock:
             if cancelled.is_set():
                 raise ModelError("cancelled before the model started", retryable=False)
-            from llama_cpp import LlamaGrammar
+            from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
             llm = loaded.llm
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
@@ -200,6 +203,7 @@ class LlamaCppClient:
             except Exception as exc:  # the converter raises plain errors on unsupported schemas
                 raise ModelError(f"llama_cpp/{self.model}: cannot turn the JSON schema into a "
                                  f"grammar: {exc}", retryable=False) from None
+            finish_reason: str | None
             if request.temperature == 0:
                 decoded = greedy_constrained(
                     llm, tokens, gbnf, min(max_tokens, room), cancelled, request.stop)
@@ -214,11 +218,13 @@ class LlamaCppClient:
                     seed=request.seed if request.seed is not None else self.settings.seed,
                     stop=["<|im_end|>", "<|endoftext|>", *(request.stop or [])],
                     grammar=LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None,
-                    stopping_criteria=_StopWhen(cancelled),
+                    stopping_criteria=StoppingCriteriaList([_StopWhen(cancelled)]),
                 )
-                choice = out["choices"][0]
+                # Without stream=True llama-cpp returns one response, never an iterator.
+                response = cast("CreateCompletionResponse", out)
+                choice = response["choices"][0]
                 raw, finish_reason = choice.get("text") or "", choice.get("finish_reason")
-                usage = out.get("usage") or {}
+                usage: dict[str, Any] = dict(response.get("usage") or {})
                 prompt_tokens = int(usage.get("prompt_tokens", n_prompt))
                 completion_tokens = int(usage.get("completion_tokens", 0))
         if agentic:

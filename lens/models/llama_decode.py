@@ -88,7 +88,7 @@ def greedy_constrained(
                                            shape=(n_vocab,))
             token = int(np.argmax(logits))
             if grammar is not None:
-                one[0].id = token
+                one[0].id = token  # type: ignore[assignment]  # ctypes converts an int field
                 one[0].logit = float(logits[token])
                 one[0].p = 0.0
                 one_arr.size = 1

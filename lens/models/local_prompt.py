@@ -62,7 +62,8 @@ def render_tools(tools: list[ToolSpec], *, optional_args: bool = True) -> str:
     lines = ["# Tools"]
     for t in tools:
         params = t.parameters if optional_args else required_only(t.parameters)
-        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        declared = params.get("properties")
+        props: dict[str, Any] = declared if isinstance(declared, dict) else {}
         required = set(params.get("required", []))
         args = ", ".join(f"{k}{'' if k in required else '?'}: {_arg_type(v)}"
                          for k, v in props.items())
@@ -123,7 +124,8 @@ def seen_refs(messages: list[Message]) -> list[str]:
             continue
         if not isinstance(data, dict):
             continue
-        rows = data.get("results") if isinstance(data.get("results"), list) else [data]
+        results = data.get("results")
+        rows: list[Any] = results if isinstance(results, list) else [data]
         for r in rows:
             if isinstance(r, dict) and isinstance(r.get("ref_id"), str) and "text" in r:
                 refs.setdefault(r["ref_id"], None)

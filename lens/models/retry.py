@@ -10,6 +10,7 @@ from typing import TypeVar
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
 
 from lens.core.logs import get_logger
 from lens.models.base import ModelError
@@ -47,7 +48,7 @@ class _Wait:
         return self.rng.uniform(0, ceiling)
 
 
-class _TotalWaitStop:
+class _TotalWaitStop(stop_base):
     """Stop when the next wait would take the total waited past the cap."""
 
     def __init__(self, cap_s: float) -> None:

@@ -482,14 +482,14 @@ def _parse_fact(fact: str) -> _Fact:
              if w not in name_words and not any(w in s for s in noun_stems)]
     directions = list(dict.fromkeys(w for c in clauses if not c.negated
                                     for w in sorted(c.stems & DIRECTIONS)))
-    subject: list[str] = []
+    changed: list[str] = []
     if directions:
         # The words before the first direction name what changed ("auth p99 latency" of
         # "auth p99 latency above the SLO").
         first = next((i for i, w in enumerate(ordered) if w in directions), 0)
-        subject = list(dict.fromkeys(w for w in ordered[:first]
+        changed = list(dict.fromkeys(w for w in ordered[:first]
                                      if w not in DIRECTIONS and w not in name_words))
-    return _Fact(fact, numbers, noun_stems, dates, ids, names, words, directions, subject,
+    return _Fact(fact, numbers, noun_stems, dates, ids, names, words, directions, changed,
                  id_shapes, main_denied=clauses[0].negated)
 
 

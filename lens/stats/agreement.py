@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 
@@ -19,7 +19,7 @@ class Agreement:
     kappa: float | None
 
 
-def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     if len(a) != len(b):
         raise ValueError(f"two raters must rate the same items ({len(a)} vs {len(b)})")
     n = len(a)

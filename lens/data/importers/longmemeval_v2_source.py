@@ -224,7 +224,8 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
         if not _opt_str(row, "environment"):
             problems.add(path, f"{where}: environment", "expected a string")
         spec = row.get("eval_function")
-        name, options = "", {}
+        name: str = ""
+        options: dict[str, Any] = {}
         if not isinstance(spec, str) or not spec.strip():
             problems.add(path, f"{where}: eval_function", "required: a grading spec such as "
                          "'norm_phrase_set_match|separators=,;'")
@@ -238,7 +239,7 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
                 problems.add(path, f"{where}: eval_function", "llm_abstention_checker grades "
                              f"flawed-premise questions only; question_type {qtype!r} is not "
                              "one (an -abs type)")
-        if len(problems.items) == before:
+        if len(problems.items) == before and isinstance(qid, str):
             out[qid] = QuestionRow(no, row, name, options)
         elif isinstance(qid, str):
             flawed.add(qid)
@@ -334,7 +335,7 @@ def parse_trajectory(row: Any, path: Path, where: str, problems: Problems) -> Tr
             ok = False
         screenshots += isinstance(shot, str) and bool(shot.strip())
         step = st.get("step", st.get("state_index", i))
-        if ok:
+        if ok and isinstance(text, str):
             states.append(State(st["url"], thought, st.get("action"), text,
                                  step if isinstance(step, int) and not isinstance(step, bool)
                                  else i))
@@ -346,10 +347,11 @@ def parse_trajectory(row: Any, path: Path, where: str, problems: Problems) -> Tr
         goal = _goal(row.get("goal"))
         if goal is None:
             problems.add(path, f"{where}: goal", "required: a string")
-        start = row.get("start_url")
-        if not isinstance(start, str) or not start.strip():
+        given = row.get("start_url")
+        if not isinstance(given, str) or not given.strip():
             problems.add(path, f"{where}: start_url", "required: a non-empty string")
-    if len(problems.items) != before:
+        start = str(given)
+    if len(problems.items) != before or not isinstance(tid, str):
         return None
     return Trajectory(tid, row.get("domain"), row.get("environment"),
                       goal or "<goal not given>", str(start), row.get("outcome"), states,
