@@ -387,7 +387,9 @@ def make_twin(cfg: GenConfig, d: Draft) -> tuple[Draft, str, str] | None:
     for i, ln in enumerate(d.lines):
         if ln.entry is not None and ln.entry.authoritative:
             last[ln.entry.key] = i
-    candidates = sorted(k for k, i in last.items() if d.lines[i].entry.op == "SET")  # type: ignore[union-attr]
+    # ``last`` holds only lines whose entry is set (above).
+    candidates = sorted(k for k, i in last.items()
+                        if d.lines[i].entry.op == "SET")  # type: ignore[union-attr]
     if not candidates:
         return None
     key = rng.choice(candidates)

@@ -67,7 +67,7 @@ def _policy_of(agent: dict[str, Any]) -> SelectionPolicyClient | None:
     if policy not in ("first", "latest_step", "random"):
         raise UserError(f"agent model {model!r}: unknown policy {policy!r}; known: "
                         f"{POLICY_PROVIDER}/first, /latest_step, /random")
-    p: Policy = policy  # type: ignore[assignment]
+    p: Policy = policy  # type: ignore[assignment]  # one of the three names, checked above
     return SelectionPolicyClient(p, seed=int(agent.get("options", {}).get("seed", 0)))
 
 

@@ -88,7 +88,7 @@ def _import_mem0() -> Any:
     import mem0.memory.telemetry as mem0_telemetry
 
     mem0_telemetry.MEM0_TELEMETRY = False
-    mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
+    mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]  # mem0's own switch
     mem0_telemetry.client_telemetry.close()
     for name in ("mem0", "mem0.memory.main"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -96,7 +96,7 @@ def _import_mem0() -> Any:
 
 
 def _make_embedder(base: type, embedder: Embedder) -> Any:
-    class LensEmbedding(base):  # type: ignore[misc, valid-type]
+    class LensEmbedding(base):  # type: ignore[misc, valid-type]  # base imported at run time
         def __init__(self) -> None:
             super().__init__(None)
 
@@ -120,13 +120,14 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd:
 
     client = create_client(config, cache=cache, max_cost_usd=max_cost_usd)
 
-    class LensLLM(base):  # type: ignore[misc, valid-type]
+    class LensLLM(base):  # type: ignore[misc, valid-type]  # base imported at run time
         def __init__(self) -> None:
             self.config = None
 
         def generate_response(self, messages: list[dict[str, str]],
                               response_format: Any = None, tools: Any = None,
                               tool_choice: str = "auto", **kwargs: Any) -> str:
+            # mem0 sends the roles lens's Message takes (system, user, assistant) as plain str.
             request = CompletionRequest(
                 messages=[Message(role=m["role"], content=m.get("content") or "")  # type: ignore[arg-type]
                           for m in messages],

@@ -22,12 +22,13 @@ DEFAULT_LEVEL = "warning"
 _HANDLER_NAME = "lens-stderr"
 
 
+# StreamHandler is generic in typeshed only; at run time it takes no type argument.
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is when a message is emitted, not when the handler was
     made: a stream swapped later (a test's capture, a redirect) is followed, and a closed one is
     never written to."""
 
-    @property  # type: ignore[override]
+    @property  # type: ignore[override]  # a property over the base's attribute, on purpose
     def stream(self) -> TextIO:
         return sys.stderr
 

@@ -385,6 +385,7 @@ class RunConfig(_Section):
 class _NoAliasLoader(yaml.SafeLoader):
     """A safe loader that refuses anchors/aliases: they are the vector of 'billion laughs'."""
 
+    # types-PyYAML's signature is narrower than the loader's own; the arguments pass through.
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()

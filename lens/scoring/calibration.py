@@ -192,8 +192,9 @@ def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
                       and (v := verdicts.get(t.key(model))) is not None and v.readable]
             credit[kind] = sum(points) / len(points) if points else None
         flawed_credit = [c for k, c in credit.items() if k != "correct" and c is not None]
-        if credit.get("correct") is not None and flawed_credit:
-            gap = credit["correct"] - max(flawed_credit)  # type: ignore[operator]
+        correct = credit.get("correct")
+        if correct is not None and flawed_credit:
+            gap = correct - max(flawed_credit)
     costs = [v.cost_usd for v in all_verdicts]
     cal = Calibration(
         model=model, judge_prompts=judge_prompts_hash(),

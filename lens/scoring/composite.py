@@ -76,8 +76,7 @@ def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
     unchecked = [g for g in gates if values.get(g) is None]
     if not present:
         return Composite(None, missing, False, unchecked)
-    gated = any(values.get(g) is not None and values[g] < gate_threshold  # type: ignore[operator]
-                for g in gates)
+    gated = any((v := values.get(g)) is not None and v < gate_threshold for g in gates)
     if gated:
         return Composite(0.0, missing, True, unchecked)
     total = sum(active[m] * v for m, v in present.items() if v is not None)

@@ -196,5 +196,5 @@ def judge_config_for(model: str, known: list[JudgeConfig]) -> JudgeConfig:
         if model in (cfg.label, cfg.model) and (cfg.prompts == "lens" or "#" in model):
             return cfg
     base, _, version = model.partition("#")
-    return JudgeConfig(model=base, prompts=version or "lens")  # type: ignore[arg-type]
+    return JudgeConfig(model=base, prompts=version or "lens")  # type: ignore[arg-type]  # pydantic checks the version
 

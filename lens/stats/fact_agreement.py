@@ -68,8 +68,8 @@ def fact_agreement(grades: Mapping[str, float | None], labels: Mapping[str, floa
     answers = answers or {}
     both = [i for i in grades if i in labels]
     known = [i for i in both if grades[i] is not None and labels[i] is not None]
-    g = [float(grades[i]) for i in known]  # type: ignore[arg-type]
-    lab = [float(labels[i]) for i in known]  # type: ignore[arg-type]
+    g = [float(v) for i in known if (v := grades[i]) is not None]
+    lab = [float(v) for i in known if (v := labels[i]) is not None]
     gp = [x >= 0.5 for x in g]
     lp = [x >= 0.5 for x in lab]
     tp = sum(x and y for x, y in zip(gp, lp, strict=True))
