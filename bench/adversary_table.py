@@ -45,10 +45,11 @@ from lens.scoring.types import RunScores
 STANDARD = ROOT / "datasets" / "standard.json"
 ADAPTER = "sqlite_fts"
 # Shapes that state the same answer in another format: within FAITHFUL_MARGIN of the canonical.
-FAITHFUL = ("bullets", "table", "json", "rounded")
+FAITHFUL = ("bullets", "table", "json", "rounded", "lead_in")
 FAITHFUL_MARGIN = 0.02
 GAMING = ("reversed", "either_or", "hedged", "bare_list", "wrong_to_say", "doubt", "only_if",
-          "never_reached", "sources_footer", "distractor", "other_question", "invented_chunks")
+          "never_reached", "sources_footer", "distractor", "other_question", "invented_chunks",
+          "wrong_heading")
 SHAPES = ("canonical", *GAMING, *FAITHFUL)
 DESCRIPTIONS = {
     "canonical": "canonical answer, citing its evidence",
@@ -71,6 +72,11 @@ DESCRIPTIONS = {
     "table": "faithful: the canonical answer as a Markdown table",
     "json": "faithful: the canonical answer as a JSON object",
     "rounded": "faithful: measured figures rounded honestly (\"about 220 ms\" for 224 ms)",
+    "lead_in": "faithful: each sentence as a lead-in and list items (\"Auth p99 latency has "
+               "climbed since CHG-5382 on 2024-03-18:\" then \"- from 224 ms … to 531 ms …\")",
+    "wrong_heading": "the distractor metric as a heading over the canonical sentences, the "
+                     "subject's name replaced by \"it\": the values attached to the wrong "
+                     "subject",
 }
 _MEASURED = re.compile(r"(?<![\w.,$-])(\d{1,3}(?:,\d{3})+|\d{3,})"
                        r"(\s?(?:ms|U/L|g/L|mg/L|min|per hour))\b")
@@ -232,6 +238,31 @@ class ShapeBuilder:
             return f"about {round(value / step) * step:,}{m.group(2)}"
 
         return f"{_MEASURED.sub(about, self.canonical_text(r))} {cite(self.refs(r))}"
+
+    def lead_in(self, r: QuestionRecord) -> str:
+        """Each sentence with a ": " or "; " split into its lead-in and the items after it."""
+        lines: list[str] = []
+        for sentence in self._sentences(r):
+            lead, sep, rest = sentence.partition(": ")
+            if not sep:
+                lead, sep, rest = sentence.partition("; ")
+            if not sep:
+                lines.append(sentence)
+                continue
+            lines.append(f"{lead}:")
+            lines.extend(f"- {item.rstrip('.')}" for item in rest.split("; "))
+        return "\n".join(lines) + f"\n\nEvidence: {cite(self.refs(r))}"
+
+    def wrong_heading(self, r: QuestionRecord) -> str:
+        text = self.canonical_text(r)
+        subjects = [s for s, _ in self._values(r) if s]
+        subject = max(set(subjects), key=subjects.count) if subjects else ""
+        mention = re.compile(re.escape(subject), re.I) if subject else None
+        label = self.labels.get(r.scope_id, "")
+        if mention is None or not mention.search(text) or not label:
+            return self.distractor(r)
+        items = "\n".join(f"- {mention.sub('it', s)}" for s in self._sentences(r))
+        return f"## {label[:1].upper()}{label[1:]}\n{items}\n\nEvidence: {cite(self.refs(r))}"
 
     def shape(self, name: str) -> Callable[[QuestionRecord], str]:
         return getattr(self, name)  # type: ignore[no-any-return]

@@ -57,6 +57,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lens.data.dataset import fact_subject
+from lens.scoring.answer_lines import with_context
 from lens.scoring.dates import Date, find_dates
 from lens.scoring.lexicon import (
     DIRECTIONS,
@@ -270,7 +271,7 @@ def _sentences(text: str) -> list[Sentence]:
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 4
+MATCHER_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -320,7 +321,7 @@ class AnswerText:
 
     def __init__(self, answer: str) -> None:
         self.raw = answer
-        self.sentences = _sentences(answer)
+        self.sentences = _sentences(with_context(answer))
         self._windows: dict[int, list[tuple[list[Clause], bool]]] = {}
 
     def windows(self, size: int) -> list[tuple[list[Clause], bool]]:
