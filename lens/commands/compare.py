@@ -33,9 +33,10 @@ def register(sub: Any) -> None:
                         "(default 0: equivalence is never declared)")
     p.add_argument("--look-every", type=int, default=1, metavar="K",
                    help="with --sequential: read the verdicts every K scope blocks (default 1)")
-    p.add_argument("--sequential-method", choices=METHODS, default="t-mixture",
-                   help="with --sequential: the confidence sequence (default t-mixture; "
-                        "betting assumes only that scores lie in [0, 1])")
+    p.add_argument("--sequential-method", choices=METHODS, default="symmetric",
+                   help="with --sequential: the confidence sequence (default symmetric; "
+                        "t-mixture assumes normal scope differences, betting only that "
+                        "scores lie in [0, 1]; see docs/reports.md)")
     p.set_defaults(handler=_compare)
 
 

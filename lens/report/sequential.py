@@ -43,7 +43,7 @@ class SequentialSettings:
     alpha: float = 0.05
     margin: float = 0.0
     look_every: int = 1
-    method: Method = "t-mixture"
+    method: Method = "symmetric"
 
     def as_kwargs(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "margin": self.margin, "look_every": self.look_every,
@@ -77,7 +77,7 @@ def _spend(arms: Sequence[Arm], scopes: set[str]) -> tuple[int, int]:
 
 def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Comparison], *,
                       alpha: float = 0.05, margin: float = 0.0, look_every: int = 1,
-                      method: Method = "t-mixture") -> SequentialOut | None:
+                      method: Method = "symmetric") -> SequentialOut | None:
     """The sequential verdicts on ``metric`` for every pair of ``arms`` (as ``compare_pairs``
     orders them), with the scopes answered in the seeded order; None with fewer than two arms
     or no scope every arm has a value in."""

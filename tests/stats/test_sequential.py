@@ -20,6 +20,7 @@ from lens.stats.sequential import (
     sequence,
     sequential_verdict,
     settle,
+    symmetric_sequence,
     t_mixture_sequence,
 )
 
@@ -49,6 +50,30 @@ def test_betting_covers_a_bounded_skewed_mean_at_every_look() -> None:
     alpha = 0.1
     rate = _miss_rate("betting", draw, 0.08, alpha, 300, 40)
     assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / 300)
+
+
+def test_symmetric_covers_a_symmetric_non_normal_centre_at_every_look() -> None:
+    # Scope differences from a few discrete values, symmetric about 0.1: far from normal, the
+    # shape a relabelled arm gives. The symmetric sequence assumes only the symmetry.
+    def draw(r: np.random.Generator, n: int) -> np.ndarray:
+        return 0.1 + r.choice([-0.3, -0.2, -0.05, 0.05, 0.2, 0.3], n)
+    alpha = 0.1
+    rate = _miss_rate("symmetric", draw, 0.1, alpha, 400, 40)
+    assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / 400)
+
+
+def test_symmetric_known_answers() -> None:
+    # Every difference of one sign and far from 0: the upward bettor's stakes are 0.8, then
+    # 0.9 (the cap), on ψ = 1 for every candidate below the data; at α = 0.05 the hedged wealth
+    # ½ · 1.8 · 1.9^(t−1) passes 20 at t = 6 (½·1.8·1.9⁴ = 11.7, ½·1.8·1.9⁵ = 22.3).
+    looks = symmetric_sequence([0.5] * 8, alpha=0.05)
+    assert [look.low > 0 for look in looks] == [False] * 5 + [True] * 3
+    # Sign-flipped data, mirrored interval.
+    xs = list(rng_for("mirror-sym").uniform(-0.3, 0.6, 25))
+    a = symmetric_sequence(xs, alpha=0.1)[-1]
+    b = symmetric_sequence([-x for x in xs], alpha=0.1)[-1]
+    assert a.low == pytest.approx(-b.high, abs=6e-3) and a.high == pytest.approx(-b.low,
+                                                                                 abs=6e-3)
 
 
 def test_t_mixture_known_answer_at_two_blocks() -> None:
@@ -89,7 +114,7 @@ def test_betting_known_answers() -> None:
 
 def test_sequences_shrink_and_are_nested() -> None:
     xs = list(np.clip(rng_for("nested").normal(0.1, 0.15, 40), -1, 1))
-    for method in ("t-mixture", "betting"):
+    for method in ("symmetric", "t-mixture", "betting"):
         looks = sequence(xs, alpha=0.05, method=method)  # type: ignore[arg-type]
         for before, after in itertools.pairwise(looks):
             assert before.low <= after.low <= after.high <= before.high
