@@ -54,8 +54,9 @@ def build_runs(tmp: Path) -> list[Path]:
     from lens.flow.pipeline import execute
 
     out = []
-    for scopes, seed in ((24, 7), (40, 11)):
-        domains = ",".join(["ops", "clinical", "finance", "support"][i % 4] for i in range(scopes))
+    for scopes, seed, cycle in ((24, 7, ("ops", "clinical", "finance", "support")),
+                                (40, 11, ("support", "ops", "finance", "clinical"))):
+        domains = ",".join(cycle[i % 4] for i in range(scopes))
         data = tmp / f"gen{scopes}.json"
         cli(["datasets", "generate", "--domain", domains, "--seed", str(seed), "--episodes",
              "60", "--out", str(data)])
