@@ -3,14 +3,20 @@ as soon as its answer is known, with the error rate held at every look.
 
 The observation is one scope block's difference of the primary metric (B − A, bounded in
 [−bound, bound]); questions of one scope share a memory and are one observation, not many. The
-interval is a confidence sequence for the mean block difference: a set that covers the mean at
-*every* block count at once with probability at least 1 − α, so a verdict read whenever it is
-first settled keeps its error rate at α (a fixed-n t-test or bootstrap read after every block
-would not). The construction is the hedged betting capital of Waudby-Smith & Ramdas (2023,
-"Estimating means of bounded random variables by betting", JRSS-B): for each candidate mean m,
-two bettors stake a predictable fraction of their wealth on the next observation lying above or
-below m; by Ville's inequality their average wealth passes 1/α for the true mean with
-probability at most α, ever. The set of candidates whose wealth stays below 1/α is the interval.
+interval is a confidence sequence: a set that covers the true difference at *every* block count
+at once with probability at least 1 − α, so a verdict read whenever it is first settled keeps its
+error rate at α (a fixed-n t-test or bootstrap read after every block would not). Each of the
+three sequences bets against every candidate value m: its wealth is a test martingale when m is
+the truth, so by Ville's inequality it passes 1/α with probability at most α, ever, and the
+candidates whose wealth stays below 1/α form the interval (intersected with the earlier ones).
+
+- ``symmetric`` (the default): bets on an odd, clipped function of x − m; valid whenever the
+  block differences are symmetric about their centre, which holds exactly when the arms do not
+  differ (their labels exchangeable within a scope), whatever the differences' shape.
+- ``t-mixture``: Lai's (1976) scale-invariant Gaussian mixture; valid for normal differences.
+- ``betting``: the hedged betting capital of Waudby-Smith & Ramdas (2023, "Estimating means of
+  bounded random variables by betting", JRSS-B); valid for any differences within the bound,
+  and for that reason slow: it needs dozens of blocks.
 
 With several arms, every pair of the confirmatory family gets its own sequence at α divided by
 the number of pairs (Bonferroni), so all of them hold together at every look.
