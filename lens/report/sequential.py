@@ -79,8 +79,8 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
                       alpha: float = 0.05, margin: float = 0.0, look_every: int = 1,
                       method: Method = "symmetric") -> SequentialOut | None:
     """The sequential verdicts on ``metric`` for every pair of ``arms`` (as ``compare_pairs``
-    orders them), with the scopes answered in the seeded order; None with fewer than two arms
-    or no scope every arm has a value in."""
+    orders them), with the scopes answered in the seeded order; None with fewer than two arms,
+    a ``note`` saying why when no scope has a value for every arm."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     if len(arms) < 2:
@@ -88,7 +88,11 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
     scopes, table = scope_table(arms, metric)
     keep = [i for i in range(len(scopes)) if np.isfinite(table[i]).all()]
     if not keep:
-        return None
+        return SequentialOut(
+            metric=metric, method=method, alpha=alpha, margin=margin, look_every=look_every,
+            blocks=0, total_blocks=0, settled=False, questions_used=0, questions_total=0,
+            tokens_share=None, order=[], pairs=[],
+            note=f"not computed: no scope where every arm has a value of {metric}")
     present = {scopes[i]: i for i in keep}
     order = block_order({s: _block_content(arms, s) for s in present})
     rows = [present[s] for s in order]
@@ -128,6 +132,8 @@ SEQUENTIAL_NOTE = (
 
 
 def sequential_blocks(s: SequentialOut) -> list[Block]:
+    if s.note is not None:
+        return [Heading("Sequential verdict"), Para(f"Sequential verdict {s.note}.", "warn")]
     stopped = (f"all pairs settled after {s.blocks} of {s.total_blocks} scope blocks"
                if s.settled else f"not every pair settled: all {s.total_blocks} scope blocks "
                "were needed")

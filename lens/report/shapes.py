@@ -194,6 +194,8 @@ class SequentialOut(_M):
     # The scopes in the seeded order in which they would have been answered.
     order: list[str]
     pairs: list[SequentialPair]
+    # Why no verdict could be read (no scope where every arm has a value), else None.
+    note: str | None = None
 
 
 class ManyArms(_M):

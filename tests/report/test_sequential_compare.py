@@ -11,7 +11,7 @@ import pytest
 
 from lens.commands.cli import main
 from lens.report.arm_comparison import arms_of, compare_pairs
-from lens.report.sequential import sequential_replay
+from lens.report.sequential import sequential_blocks, sequential_replay
 from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw
 
 LIFT = {"base": 0.0, "better": 0.3, "same": 0.0}
@@ -80,3 +80,12 @@ def test_replay_order_does_not_depend_on_scope_names() -> None:
     assert first is not None and first.settled
     # The agent's question texts (the first user message) decide the order; with none, ids.
     assert len(first.order) == 20
+
+
+def test_a_metric_no_scope_has_says_so() -> None:
+    run = memory_run(_spec())
+    arms = arms_of([run])
+    out = sequential_replay(arms, "no_such_metric", [], margin=0.1)
+    assert out is not None and out.note is not None and "no_such_metric" in out.note
+    blocks = sequential_blocks(out)
+    assert "not computed" in blocks[-1].text  # type: ignore[attr-defined]
