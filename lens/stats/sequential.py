@@ -355,3 +355,12 @@ def expected_share(delta: float, sd: float, blocks: int, *, alpha: float = 0.05,
         used += sequential_verdict(list(draw), alpha=each, margin=margin,
                                    look_every=look_every, method=method).blocks
     return used / (simulations * blocks)
+
+
+def fewest_blocks(*, alpha: float = 0.05, comparisons: int = 1, method: Method = "symmetric",
+                  limit: int = 200) -> int | None:
+    """The fewest blocks after which a pair can be settled at all (every block a difference of
+    +0.5, far from 0 and alike): the best case of a sequential run; None beyond ``limit``."""
+    seq = sequential_verdict([0.5] * limit, alpha=family_alpha(alpha, comparisons), margin=0.0,
+                             method=method)
+    return seq.blocks if seq.verdict == "better" else None

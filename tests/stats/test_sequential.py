@@ -17,6 +17,7 @@ from lens.stats.sequential import (
     expected_share,
     family_alpha,
     family_verdicts,
+    fewest_blocks,
     sequence,
     sequential_verdict,
     settle,
@@ -184,3 +185,13 @@ def test_expected_share_is_seeded_and_falls_with_the_effect() -> None:
     large = expected_share(0.3, 0.1, 20, alpha=0.05, simulations=60)
     assert large < small <= 1.0
     assert expected_share(0.3, 0.1, 20, alpha=0.05, simulations=60) == large
+
+
+def test_fewest_blocks_is_the_sign_test_bound() -> None:
+    # Symmetric: ½·1.8·1.9^(t−1) passes 1/α at t = 6 for one pair (α = 0.05) and t = 8 for
+    # three (α/3); no test valid under symmetry alone can do better than 6 signs in a row
+    # (2·2⁻⁶ < 0.05 ≤ 2·2⁻⁵).
+    assert fewest_blocks(alpha=0.05) == 6
+    assert fewest_blocks(alpha=0.05, comparisons=3) == 8
+    # Lai's mixture: ((n−1)/2)·log(1+n) must pass log(60): n = 6.
+    assert fewest_blocks(alpha=0.05, comparisons=3, method="t-mixture") == 6
