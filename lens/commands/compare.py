@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lens.core.errors import UserError
 from lens.report.run_comparison import compare_runs
+from lens.report.sequential import SequentialSettings
 from lens.runs.store import atomic_write_text
+from lens.stats.sequential import METHODS
 
 
 def register(sub: Any) -> None:
@@ -22,11 +25,36 @@ def register(sub: Any) -> None:
                    help="also write compare.md, compare.html and compare.json into DIR")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of every interval (default 0.95)")
+    p.add_argument("--sequential", action="store_true",
+                   help="add where a run answering scope by scope in the seeded order would "
+                        "have settled the primary metric's verdicts (anytime-valid)")
+    p.add_argument("--margin", type=float, default=0.0, metavar="M",
+                   help="with --sequential: equivalence margin on the primary metric's Δ "
+                        "(default 0: equivalence is never declared)")
+    p.add_argument("--look-every", type=int, default=1, metavar="K",
+                   help="with --sequential: read the verdicts every K scope blocks (default 1)")
+    p.add_argument("--sequential-method", choices=METHODS, default="symmetric",
+                   help="with --sequential: the confidence sequence (default symmetric; "
+                        "t-mixture assumes normal scope differences, betting only that "
+                        "scores lie in [0, 1]; see docs/reports.md)")
     p.set_defaults(handler=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    result = compare_runs(args.run_dirs, force=args.force, confidence=args.confidence)
+    sequential = None
+    if args.sequential:
+        problems = []
+        if not 0 <= args.margin < 1:
+            problems.append(f"--margin {args.margin}: must be at least 0 and below 1")
+        if args.look_every < 1:
+            problems.append(f"--look-every {args.look_every}: must be at least 1")
+        if problems:
+            raise UserError(problems)
+        sequential = SequentialSettings(alpha=1 - args.confidence, margin=args.margin,
+                                        look_every=args.look_every,
+                                        method=args.sequential_method)
+    result = compare_runs(args.run_dirs, force=args.force, confidence=args.confidence,
+                          sequential=sequential)
     if args.out is not None:
         atomic_write_text(args.out / "compare.md", result.markdown)
         atomic_write_text(args.out / "compare.html", result.html)

@@ -298,6 +298,12 @@ def compare_against_first(
 
 def _scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
     """(scopes, arms) scope means of a metric over the questions every arm has a value for."""
+    return scope_table(arms, metric)[1]
+
+
+def scope_table(arms: Sequence[Arm], metric: str) -> tuple[list[str], np.ndarray]:
+    """The scopes (sorted) and their (scopes, arms) means of a metric over the questions every
+    arm has a value for (a group metric such as the composite is computed per scope)."""
     if metric in GROUP_METRICS:
         return _group_scope_table(arms, metric)
     tables = [_question_table(arm, [metric])[metric] for arm in arms]
@@ -308,12 +314,12 @@ def _scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
         inside = [k for k in keys if k[0] == s]
         for j, t in enumerate(tables):
             out[i, j] = float(np.mean([t[k] for k in inside]))
-    return out
+    return scopes, out
 
 
-def _group_scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
+def _group_scope_table(arms: Sequence[Arm], metric: str) -> tuple[list[str], np.ndarray]:
     if any(arm.run.scores is None for arm in arms):
-        return np.empty((0, len(arms)))
+        return [], np.empty((0, len(arms)))
     rows = [{r.match_key: r.scores for r in arm.rows if r.scores is not None} for arm in arms]
     keys = sorted(set.intersection(*(set(r) for r in rows)))
     scopes = sorted({k[0] for k in keys})
@@ -323,7 +329,7 @@ def _group_scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
         for i, s in enumerate(scopes):
             value = how.point([rows[j][k] for k in keys if k[0] == s])[metric]
             out[i, j] = np.nan if value is None else value
-    return out
+    return scopes, out
 
 
 def many_arms(arms: Sequence[Arm], metrics: Sequence[str]) -> list[ManyArms]:

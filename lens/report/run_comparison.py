@@ -41,7 +41,15 @@ from lens.report.judges import compare_under_judges, hold_under_every_judge
 from lens.report.memory_cost import FRONTIER_NOTE, memory_cost
 from lens.report.parity import adapter_names
 from lens.report.reference_blocks import floor_ceiling_blocks
-from lens.report.shapes import Check, Comparison, EstimateOut, FloorCeiling, ManyArms
+from lens.report.sequential import SequentialSettings, sequential_blocks, sequential_replay
+from lens.report.shapes import (
+    Check,
+    Comparison,
+    EstimateOut,
+    FloorCeiling,
+    ManyArms,
+    SequentialOut,
+)
 from lens.stats import condition_differences
 
 
@@ -64,6 +72,8 @@ class CompareSummary(BaseModel):
     frontier: dict[str, object] = {}
     # Each arm between the floor (a null arm) and the ceiling (an oracle arm), when present.
     floor_ceiling: FloorCeiling | None = None
+    # Where a sequential run would have stopped (``lens compare --sequential``).
+    sequential: SequentialOut | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,8 @@ def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> 
 
 
 def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
-                 confidence: float = 0.95) -> CompareResult:
+                 confidence: float = 0.95,
+                 sequential: SequentialSettings | None = None) -> CompareResult:
     if len(run_dirs) < 1:
         raise UserError("compare needs at least one run directory")
     runs = [load_run(d) for d in run_dirs]
@@ -170,7 +181,10 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                                                     own, _arm_costs(arms)),
                              floor_ceiling=floor_ceiling(
                                  arm_est, {a.name: adapter_names(a.run).get(a.adapter, a.adapter)
-                                           for a in arms}, metrics))
+                                           for a in arms}, metrics),
+                             sequential=(sequential_replay(arms, metrics[0], comps,
+                                                           **sequential.as_kwargs())
+                                         if sequential is not None and metrics else None))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -203,6 +217,8 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         out.append(Bullets(list(s.judge_notes), style="meta"))
     for comp in s.comparisons:
         out += layout.comparison(comp)
+    if s.sequential is not None:
+        out += sequential_blocks(s.sequential)
     fails = [c for c in s.checklist if c.status == "fail"]
     if fails:
         out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"

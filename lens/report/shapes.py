@@ -157,6 +157,47 @@ class Comparison(_M):
     rows: list[ComparisonRow]
 
 
+class SequentialPair(_M):
+    """One pair's sequential verdict (Δ = B − A) where it settled, beside the full run's."""
+
+    arm_a: str
+    arm_b: str
+    verdict: Literal["better", "worse", "equivalent", "undecided"]
+    # Scope blocks read when it settled (all of them when it did not).
+    blocks: int
+    mean: float | None
+    low: float | None
+    high: float | None
+    # The pair's share of the family's α (Bonferroni).
+    alpha: float
+    # The fixed-n verdict of the whole run on the same metric (a, b, tie, ...).
+    full_verdict: str | None
+    # None when the sequential verdict is undecided or the full run's is unknown.
+    agrees: bool | None
+
+
+class SequentialOut(_M):
+    """Where a run answering scope block by scope block would have stopped (lens.report.
+    sequential): the blocks, questions and model tokens used, and every pair's verdict."""
+
+    metric: str
+    method: str
+    alpha: float
+    margin: float
+    look_every: int
+    blocks: int
+    total_blocks: int
+    settled: bool
+    questions_used: int
+    questions_total: int
+    tokens_share: float | None
+    # The scopes in the seeded order in which they would have been answered.
+    order: list[str]
+    pairs: list[SequentialPair]
+    # Why no verdict could be read (no scope where every arm has a value), else None.
+    note: str | None = None
+
+
 class ManyArms(_M):
     """Friedman's test across scopes for one metric with three or more arms."""
 

@@ -7,7 +7,9 @@ questions of one scope treated as correlated (they share a memory).
 - friedman: many arms across scopes (Friedman's test, Kendall's W);
 - repeats: per-question reducers over repeats and the flip rate;
 - agreement: raw agreement and Cohen's kappa between two raters (judges);
-- planning: sample sizes in questions and scopes; comparability: which conditions must match.
+- planning: sample sizes in questions and scopes; comparability: which conditions must match;
+- sequential: anytime-valid confidence sequences over scope blocks, for verdicts read as a run
+  goes (imported from ``lens.stats.sequential``).
 """
 
 from lens.stats.agreement import Agreement, agreement, cohen_kappa
