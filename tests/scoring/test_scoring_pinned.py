@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "65c90ca0b2e03fc610de5e4659720fad96c748e9bfa90bf5eb54029d3d5a0283",
-    "judged": "688ac9155bb852e3f1b6a5a6ca7d89c1e6bf2b76c19cebec503a9a888f42e6e5",
-    "rescored": "688ac9155bb852e3f1b6a5a6ca7d89c1e6bf2b76c19cebec503a9a888f42e6e5",
-    "tier1": "160b587f831148dde57bad9232d0bb3036e51588a7bcfeaf668cf9e1385cb5ea",
+    "plain": "12637d32787cb8e735b6ac9f716d35b449fce851518d53cebb4d2a6fc2f6c419",
+    "judged": "d8e2202627577b6004c33f167e0dd57fed3b2c67ff79a3785ed0c19b723aa528",
+    "rescored": "d8e2202627577b6004c33f167e0dd57fed3b2c67ff79a3785ed0c19b723aa528",
+    "tier1": "79f760a64d641053f8cd86c1b7095443ec605ca2dc53834d375b282c59498154",
 }
 
 
