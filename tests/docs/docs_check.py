@@ -57,7 +57,7 @@ _OTHER_COMMANDS = ("pip ", "python -m pip", "python3 -m pip", "ruff", "git ", "c
                    "bash ", ".ci/run", "python -m pytest", "python3 -m venv", "python -m venv",
                    "source ", "ray ", "llama-server", "cmake", "apt-get", "curl ", "kill ",
                    "python -m bench.", "python bench/", "python tests/", "pytest", "mkdir ",
-                   "cp ", "hyperfine", "python -c", "sudo ", "psql", "createdb")
+                   "cp ", "hyperfine", "python -c", "sudo ", "psql", "createdb", "python -m mypy")
 _SYNOPSIS = re.compile(r"\[|\]|\||\.\.\.|…|<|>")
 _RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
 _TIMING = re.compile(r"in \d+(?:\.\d+)? s, \d+(?:\.\d+)? questions/s|\b\d+\.\d+s\b")
