@@ -493,6 +493,7 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
     # 1-based position of each episode in its scope's stream order.
     position = {e.episode_id: i for s in ds.scopes
                 for i, e in enumerate(s.ordered_episodes(), start=1)}
+    stream_times = {s.scope_id: [e.timestamp for e in s.ordered_episodes()] for s in ds.scopes}
     q_counts = Counter(q.question_id for q in ds.questions)
     for qi, q in enumerate(ds.questions):
         loc = f"$.questions[{qi}]"
@@ -519,7 +520,32 @@ def semantic_problems(ds: Dataset, file: str) -> list[Problem]:
                                         f"after the question's checkpoint "
                                         f"({q.checkpoint_after}): it is not ingested yet when "
                                         "the question is asked"))
+        if q.asked_at is not None and not q.allow_later_episodes:
+            seen = stream_times[q.scope_id][:q.checkpoint_after]
+            later = sum(1 for ts in seen if ts > q.asked_at)
+            if later:
+                problems.append(Problem(
+                    file, f"{loc}.asked_at",
+                    f"{later} of the {len(seen)} episodes ingested before the question are "
+                    f"dated after its asked_at ({q.asked_at.isoformat()}): the memory would "
+                    "hold records from the question's future; lower checkpoint_after, correct "
+                    "asked_at, or set allow_later_episodes: true where the benchmark gives "
+                    "the whole haystack whatever its dates"))
     return problems
+
+
+def evidence_after_asked_at(ds: Dataset) -> list[str]:
+    """Ids of the questions whose required evidence holds an episode dated after the
+    question's ``asked_at`` (kept only under ``allow_later_episodes``)."""
+    times = {e.episode_id: e.timestamp for s in ds.scopes for e in s.episodes}
+    out = []
+    for q in ds.questions:
+        if q.asked_at is None:
+            continue
+        refs = (r.split("#", 1)[0] for r in q.ground_truth.required_evidence_refs)
+        if any(times[r] > q.asked_at for r in refs if r in times):
+            out.append(q.question_id)
+    return out
 
 
 class _StreamProblem(Exception):
