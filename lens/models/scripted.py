@@ -1,15 +1,15 @@
 """A deterministic, model-free backend.
 
 ``scripted/policy`` runs a built-in retrieval policy (search with the question, retrieve the top
-hits, answer with their most relevant sentences and cite them, after the current date it was
-told): a no-LLM baseline agent and the model of tests and CI. ``scripted/replay`` (or
-``scripted/<fixture.json|yaml>``) replays replies turn by turn: reply *i* answers the *i*-th
-assistant turn of a conversation, so concurrent sessions never interfere. A fixture that is a
-mapping ``{rules: [{contains: TEXT, text: REPLY}, ...], default: REPLY}`` answers by content
-instead: the first rule whose ``contains`` occurs in the last user message gives the reply (a
-judge with known habits, for tests). A rule may name ``schema: TITLE`` instead of (or beside)
-``contains``: it then answers only requests whose response schema has that title (a structured-
-output step of a memory system, for tests).
+hits, answer with their most relevant sentences and cite them; the current date the agent is
+told is kept out of its search): a no-LLM baseline agent and the model of tests and CI.
+``scripted/replay`` (or ``scripted/<fixture.json|yaml>``) replays replies turn by turn: reply
+*i* answers the *i*-th assistant turn of a conversation, so concurrent sessions never interfere.
+A fixture that is a mapping ``{rules: [{contains: TEXT, text: REPLY}, ...], default: REPLY}``
+answers by content instead: the first rule whose ``contains`` occurs in the last user message
+gives the reply (a judge with known habits, for tests). A rule may name ``schema: TITLE``
+instead of (or beside) ``contains``: it then answers only requests whose response schema has
+that title (a structured-output step of a memory system, for tests).
 
 Token counts are estimates (four characters a token) so that budgets still bite.
 """
@@ -188,7 +188,9 @@ class ScriptedClient:
     # -- retrieval policy ---------------------------------------------------------------------
     def _policy(self, request: CompletionRequest) -> tuple[str, list[ToolCall]]:
         tools = {t.name for t in request.tools}
-        now, question = _split_date(
+        # The date line is not part of what to look for: the policy searches with the question
+        # alone, so its retrieval is the same with or without "now".
+        _, question = _split_date(
             next((m.content for m in request.messages if m.role == "user"), ""))
         tool_msgs = [m for m in request.messages if m.role == "tool"]
         turn = sum(1 for m in request.messages if m.role == "assistant")
@@ -212,9 +214,9 @@ class ScriptedClient:
                 for i, ref in enumerate(wanted)
             ]
         sources = fetched or {h["ref_id"]: h.get("text", "") for h in hits}
-        return self._answer(question, sources, now), []
+        return self._answer(question, sources), []
 
-    def _answer(self, question: str, sources: dict[str, str], now: str | None = None) -> str:
+    def _answer(self, question: str, sources: dict[str, str]) -> str:
         q_terms = _terms(question)
         scored: list[tuple[float, int, str, str]] = []
         order = 0
@@ -238,10 +240,7 @@ class ScriptedClient:
             return "I could not find anything in memory that answers this question."
         scored.sort(reverse=True)
         lines = [f"{s} [{ref}]" for _, _, s, ref in scored[: self.answer_sentences]]
-        # The date the agent was told goes into the answer, so a reader of the transcript (and
-        # a test) sees that "now" reached the policy.
-        when = f" (current date: {now})" if now else ""
-        return f"Based on the retrieved records{when}:\n" + "\n".join(lines)
+        return "Based on the retrieved records:\n" + "\n".join(lines)
 
 
 def _split_date(message: str) -> tuple[str | None, str]:
