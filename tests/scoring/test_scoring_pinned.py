@@ -29,8 +29,8 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
 
 EXPECTED = {
     "plain": "65c90ca0b2e03fc610de5e4659720fad96c748e9bfa90bf5eb54029d3d5a0283",
-    "judged": "688ac9155bb852e3f1b6a5a6ca7d89c1e6bf2b76c19cebec503a9a888f42e6e5",
-    "rescored": "688ac9155bb852e3f1b6a5a6ca7d89c1e6bf2b76c19cebec503a9a888f42e6e5",
+    "judged": "457528ec6188f14d0ea4836c0f6f7ffc8daf885a4d77dc4106213794bcd26243",
+    "rescored": "457528ec6188f14d0ea4836c0f6f7ffc8daf885a4d77dc4106213794bcd26243",
     "tier1": "160b587f831148dde57bad9232d0bb3036e51588a7bcfeaf668cf9e1385cb5ea",
 }
 
