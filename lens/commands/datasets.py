@@ -191,7 +191,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _import_notes(counts: dict[str, Any]) -> list[str]:
     """What a streaming import left out or changed, in words (LongMemEval-V2's text-only
-    import: screenshots, question images, questions without a haystack, long trajectories)."""
+    import: screenshots, question images, questions without a haystack, long trajectories;
+    LongMemEval's questions with evidence dated after the question)."""
     notes = []
     if "screenshots_not_passed" in counts:
         notes.append(f"text only: {counts['screenshots_not_passed']} trajectory screenshot(s) "
@@ -201,6 +202,11 @@ def _import_notes(counts: dict[str, Any]) -> list[str]:
         notes.append(f"{counts['questions_left_out']} question(s) have no entry in the haystack "
                      "file and are not imported (listed in the dataset's "
                      "meta.source.questions_left_out)")
+    if "evidence_after_question" in counts:
+        notes.append(f"{counts['evidence_after_question']} of {counts['questions']} question(s) "
+                     "have evidence dated after their question date: kept and asked after the "
+                     "whole haystack, as the benchmark's official generation does (marked "
+                     "allow_later_episodes; the run's checklist counts them)")
     if counts.get("trajectories_split"):
         notes.append(f"{counts['trajectories_split']} trajectory(ies) longer than an episode "
                      "may be are split into parts at state boundaries (meta.part, meta.parts)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 from collections.abc import Mapping
+from datetime import datetime
 
 from lens.core import plugins
 
@@ -18,6 +19,28 @@ Rules:
 - Cite the records you rely on by their ref id in square brackets, e.g. [ep_012].
 - If the records do not support an answer, say so plainly.
 - When you are done, give your final answer (no tool call)."""
+
+# The question as the agent's first user message when "now" is known (the question's asked_at,
+# else its checkpoint's time): the date first, as LongMemEval's reader prompt gives it, so that
+# "how many days ago" and "last Saturday" have a reference.
+QUESTION_WITH_DATE = "Current date: {date}\n\n{question}"
+# The line's own prefix, for a reader (the scripted policy) that separates date and question.
+CURRENT_DATE_PREFIX = "Current date: "
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def format_now(now: datetime) -> str:
+    """"2023/05/30 (Tue) 23:40", LongMemEval's date form (the weekday in English whatever the
+    locale); the time as given, without its zone."""
+    return f"{now:%Y/%m/%d} ({_WEEKDAYS[now.weekday()]}) {now:%H:%M}"
+
+
+def question_message(prompt: str, now: datetime | None) -> str:
+    """The agent's first user message: the question, after the current date when known."""
+    if now is None:
+        return prompt
+    return QUESTION_WITH_DATE.format(date=format_now(now), question=prompt)
+
 
 # Sent once when the agent ends its session with an empty message: some servers' tool-calling
 # templates return nothing after a tool result, and a silent session is not an answer.
@@ -77,7 +100,8 @@ def all_templates() -> dict[str, str]:
     for module in _TEMPLATE_MODULES:
         importlib.import_module(module)
     return {"agent_system": AGENT_SYSTEM_PROMPT, "empty_answer_reminder": EMPTY_ANSWER_REMINDER,
-            "tool_reminder": TOOL_REMINDER, **TOOL_DESCRIPTIONS, **_extra_templates,
+            "tool_reminder": TOOL_REMINDER, "question_with_date": QUESTION_WITH_DATE,
+            **TOOL_DESCRIPTIONS, **_extra_templates,
             **plugin_templates()}
 
 

@@ -16,7 +16,12 @@ from lens.core import eventloop
 from lens.core.errors import ConfigError, DatasetError, UserError
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
 from lens.data.config import ModelConfig, RunConfig, load_config
-from lens.data.dataset import Dataset, DroppedQuestion, load_dataset_dropping
+from lens.data.dataset import (
+    Dataset,
+    DroppedQuestion,
+    evidence_after_asked_at,
+    load_dataset_dropping,
+)
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
@@ -199,7 +204,11 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
                     # Questions of the file left out of the run (the checklist reports them);
                     # scoring leaves out the same ones.
                     "dropped": [d.model_dump() for d in dropped or ()],
-                    "questions_asked": len(dataset.questions)},
+                    "questions_asked": len(dataset.questions),
+                    # Questions asked with evidence dated after their asked_at (a benchmark
+                    # that gives the whole haystack, marked allow_later_episodes): the
+                    # checklist counts them.
+                    "evidence_after_asked_at": evidence_after_asked_at(dataset)},
         "condition": cond,
         "condition_hash": condition_hash(cond),
     }

@@ -1,14 +1,15 @@
 """A deterministic, model-free backend.
 
 ``scripted/policy`` runs a built-in retrieval policy (search with the question, retrieve the top
-hits, answer with their most relevant sentences and cite them): a no-LLM baseline agent and the
-model of tests and CI. ``scripted/replay`` (or ``scripted/<fixture.json|yaml>``) replays replies
-turn by turn: reply *i* answers the *i*-th assistant turn of a conversation, so concurrent
-sessions never interfere. A fixture that is a mapping ``{rules: [{contains: TEXT, text: REPLY},
-...], default: REPLY}`` answers by content instead: the first rule whose ``contains`` occurs in
-the last user message gives the reply (a judge with known habits, for tests). A rule may name
-``schema: TITLE`` instead of (or beside) ``contains``: it then answers only requests whose
-response schema has that title (a structured-output step of a memory system, for tests).
+hits, answer with their most relevant sentences and cite them; the current date the agent is
+told is kept out of its search): a no-LLM baseline agent and the model of tests and CI.
+``scripted/replay`` (or ``scripted/<fixture.json|yaml>``) replays replies turn by turn: reply
+*i* answers the *i*-th assistant turn of a conversation, so concurrent sessions never interfere.
+A fixture that is a mapping ``{rules: [{contains: TEXT, text: REPLY}, ...], default: REPLY}``
+answers by content instead: the first rule whose ``contains`` occurs in the last user message
+gives the reply (a judge with known habits, for tests). A rule may name ``schema: TITLE``
+instead of (or beside) ``contains``: it then answers only requests whose response schema has
+that title (a structured-output step of a memory system, for tests).
 
 Token counts are estimates (four characters a token) so that budgets still bite.
 """
@@ -27,6 +28,7 @@ import yaml
 from lens.core.errors import ConfigError, unknown_options
 from lens.core.tokens import estimate_tokens
 from lens.data.config import ModelConfig
+from lens.data.prompts import CURRENT_DATE_PREFIX
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.%-]*")
@@ -186,7 +188,10 @@ class ScriptedClient:
     # -- retrieval policy ---------------------------------------------------------------------
     def _policy(self, request: CompletionRequest) -> tuple[str, list[ToolCall]]:
         tools = {t.name for t in request.tools}
-        question = next((m.content for m in request.messages if m.role == "user"), "")
+        # The date line is not part of what to look for: the policy searches with the question
+        # alone, so its retrieval is the same with or without "now".
+        _, question = _split_date(
+            next((m.content for m in request.messages if m.role == "user"), ""))
         tool_msgs = [m for m in request.messages if m.role == "tool"]
         turn = sum(1 for m in request.messages if m.role == "assistant")
         if not tool_msgs and "memory_search" in tools:
@@ -236,6 +241,15 @@ class ScriptedClient:
         scored.sort(reverse=True)
         lines = [f"{s} [{ref}]" for _, _, s, ref in scored[: self.answer_sentences]]
         return "Based on the retrieved records:\n" + "\n".join(lines)
+
+
+def _split_date(message: str) -> tuple[str | None, str]:
+    """(date, question) of the agent's first user message: the "Current date:" line the agent
+    puts before the question is kept out of the search query."""
+    if message.startswith(CURRENT_DATE_PREFIX):
+        first, _, rest = message.partition("\n")
+        return first.removeprefix(CURRENT_DATE_PREFIX).strip(), rest.lstrip("\n")
+    return None, message
 
 
 def _tool_json(m: Message) -> Any:

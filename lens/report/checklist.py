@@ -474,6 +474,33 @@ def check_dropped_questions(runs: Sequence[RunData]) -> Check:
                  detail="no question of the dataset file was left out")
 
 
+def check_evidence_after_question(runs: Sequence[RunData]) -> Check | None:
+    """WARN, naming the dataset, when questions were asked with evidence dated after their
+    ``asked_at`` (kept by a benchmark's importer under ``allow_later_episodes``, as LongMemEval's
+    official generation keeps them): a question about time may read "now" as earlier than the
+    evidence. Absent when no run has such questions."""
+    parts: list[str] = []
+    for run in runs:
+        recorded = run.manifest.get("dataset")
+        late = recorded.get("evidence_after_asked_at") if isinstance(recorded, dict) else None
+        if not late:
+            continue
+        asked = recorded.get("questions_asked")
+        total = f" of {asked}" if isinstance(asked, int) else ""
+        name = f"{run.run_id}: " if len(runs) > 1 else ""
+        parts.append(f"{name}{len(late)}{total} in {recorded.get('id')}")
+    if not parts:
+        return None
+    return Check(id="evidence_after_question",
+                 title="questions whose evidence is dated after the question date",
+                 status="warn", value="; ".join(parts),
+                 detail="kept as the benchmark's official protocol keeps them (the whole "
+                        "haystack is ingested before the question; allow_later_episodes in the "
+                        "dataset): the agent is told the question's date while its memory holds "
+                        "later records; manifest.json lists them (dataset."
+                        "evidence_after_asked_at)")
+
+
 def _status_share(runs: Sequence[RunData], status: str, cid: str, title: str,
                   detail: str) -> Check:
     """Questions of each arm that ended with ``status``: warns up to ERROR_WARN of any arm's
@@ -578,6 +605,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_future_leak([run]),
         check_unknown_refs([run]),
         check_dropped_questions([run]),
+        *_present(check_evidence_after_question([run])),
         check_empty_answers([run]),
         *context_parity_checks([run]),
         check_no_memory([run]),
@@ -601,6 +629,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_future_leak(runs),
         check_unknown_refs(runs),
         check_dropped_questions(runs),
+        *_present(check_evidence_after_question(runs)),
         check_empty_answers(runs),
         *context_parity_checks(runs),
         check_no_memory(runs),

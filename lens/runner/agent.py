@@ -18,6 +18,7 @@ from lens.data.prompts import (
     EMPTY_ANSWER_REMINDER,
     TOOL_DESCRIPTIONS,
     TOOL_REMINDER,
+    question_message,
 )
 from lens.data.standing import apply_standing_context
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, SearchResult
@@ -174,7 +175,8 @@ class _Session:
         meter.payload_bytes += self.standing.bytes
         self.messages: list[Message] = [
             Message(role="system", content=self.standing.system_prompt),
-            Message(role="user", content=question.prompt),
+            # "Now" goes with the question, so the transcript records what the agent was told.
+            Message(role="user", content=question_message(question.prompt, question.now)),
         ]
         self.retrieved: dict[str, None] = {}
         self.tool_records: list[ToolCallRecord] = []

@@ -32,6 +32,8 @@ from lens.runs.records import QuestionRecord, question_key, session_status, unit
 from lens.runs.store import RunStore, now_iso
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from lens.runner.gateway.server import ModelGateway
 
 
@@ -319,10 +321,12 @@ class Runner:
                                     seconds=round(time.perf_counter() - t0, 4),
                                     standing_context_bytes=len((standing or "").encode()))
             await self._record_model_usage(unit, adapter, timeout)
+            # "Now" of a question without its own time: the last episode it was given.
+            now = episodes[ingested - 1].timestamp if ingested else None
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
                     tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
-                                  standing)
+                                  standing, now)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
@@ -371,7 +375,8 @@ class Runner:
 
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       tools: list[ToolSpec], q: Question, ingested: int,
-                      standing: str | None = None) -> None:
+                      standing: str | None = None,
+                      checkpoint_time: datetime | None = None) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
@@ -394,7 +399,7 @@ class Runner:
                         question_id=q.question_id, checkpoint=q.checkpoint_after,
                         started_at=started_at, episodes_ingested=ingested)
             try:
-                result = await agent.answer(q.for_agent())
+                result = await agent.answer(q.for_agent(checkpoint_time))
             except AdapterWorkerLost:
                 # The unit ends (and may run again); this question is not recorded here.
                 raise

@@ -138,9 +138,17 @@ def test_longmemeval_items_become_scopes_of_sessions_with_one_question() -> None
     abs_q = q["0a995998_abs"]
     assert abs_q["question_type"] == "evidence_sufficiency"
     assert abs_q["meta"]["abstention"] is True and abs_q["ground_truth"]["key_facts"] == []
-    # The session dated after question_date is not visible at the question's checkpoint.
-    assert q["gpt4_93159ced"]["checkpoint_after"] == 2
-    assert q["gpt4_93159ced"]["question_type"] == "temporal"
+    # Every question is asked after its whole haystack, at its question date; a haystack with
+    # a session dated after that date is marked so, never cut or refused.
+    assert all(x["checkpoint_after"] == len(data["scopes"][i]["episodes"])
+               for i, x in enumerate(data["questions"]))
+    late = q["gpt4_93159ced"]
+    assert late["question_type"] == "temporal"
+    assert late["allow_later_episodes"] is True
+    assert late["asked_at"] == "2023-04-01T10:00:00"
+    assert "allow_later_episodes" not in q["e47becba"]
+    assert q["e47becba"]["asked_at"] == parse_lme_date(
+        q["e47becba"]["meta"]["question_date"]).isoformat()
 
 
 def test_longmemeval_date_formats() -> None:

@@ -1,9 +1,13 @@
 """Import LongMemEval (``longmemeval_s.json`` / ``_m`` / ``_oracle``) into the LENS format.
 
 Each item becomes a scope whose episodes are its haystack sessions (time-stamped from
-``haystack_dates``) and whose one question is asked at ``question_date``, after every session
-dated no later. The answer sessions are the required evidence; the original question type, the
-abstention flag and the turns marked ``has_answer`` are kept in ``meta``.
+``haystack_dates``) and whose one question is asked after the whole haystack, at
+``question_date`` (the question's ``asked_at``, told to the agent): the official generation
+gives the reader every session, sorted by date, whatever the question's date. In the released
+files some items have sessions (their evidence among them) dated after ``question_date``; those
+questions carry ``allow_later_episodes`` and are counted, never refused. The answer sessions
+are the required evidence; the original question type, the abstention flag and the turns
+marked ``has_answer`` are kept in ``meta``.
 """
 
 from __future__ import annotations
@@ -101,8 +105,8 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
                          "text": "\n".join(lines), "meta": meta})
     if not episodes:
         raise loc.error((ii, "haystack_sessions"), "an item needs at least one session")
-    visible = sum(1 for e in episodes if e["timestamp"] <= asked_at.strftime(
-        "%Y-%m-%dT%H:%M:%S"))
+    asked = asked_at.strftime("%Y-%m-%dT%H:%M:%S")
+    later = {e["episode_id"] for e in episodes if e["timestamp"] > asked}
     refs = [by_session[str(a)] for a in answer_ids if str(a) in by_session]
     abstention = "_abs" in qid
     answer = answer_text(item["answer"])
@@ -123,13 +127,23 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     question = {
         "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
         "scope_id": scope_id,
-        "checkpoint_after": max(1, visible),
+        "checkpoint_after": len(episodes),
         "question_type": qtype.value,
         "prompt": prompt,
         "ground_truth": truth,
         "meta": qmeta,
+        "asked_at": asked,
     }
+    if later:
+        question["allow_later_episodes"] = True
     return scope, question
+
+
+def evidence_is_late(question: dict[str, Any], scope: dict[str, Any]) -> bool:
+    """Whether an imported question's evidence holds a session dated after its question date."""
+    times = {e["episode_id"]: e["timestamp"] for e in scope["episodes"]}
+    return any(times[r] > question["asked_at"] for r in
+               question["ground_truth"]["required_evidence_refs"])
 
 
 def iter_longmemeval(path: Path, prefix: str = "lme"
@@ -144,25 +158,30 @@ def iter_longmemeval(path: Path, prefix: str = "lme"
 def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:
     scopes: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
+    late = 0
     for scope, question in iter_longmemeval(path, prefix):
         scopes.append(scope)
         questions.append(question)
+        late += evidence_is_late(question, scope)
     return {"version": "0.1.0", "dataset_id": path.stem, "scopes": scopes,
-            "questions": questions, "meta": source_meta(path)}
+            "questions": questions, "meta": source_meta(path, late)}
 
 
-def source_meta(path: Path) -> dict[str, Any]:
-    return {"source": {"format": "longmemeval", "file": path.name}}
+def source_meta(path: Path, evidence_after_question: int) -> dict[str, Any]:
+    return {"source": {"format": "longmemeval", "file": path.name,
+                       "evidence_after_question": evidence_after_question}}
 
 
 def write_longmemeval(path: Path, out: Path, prefix: str = "lme") -> dict[str, int]:
     """Import straight into the LENS file ``out``, one item at a time: each scope is checked
     and written as soon as it is read, so memory holds one item and the (small) questions,
     never the dataset. Written to ``out``'s temporary sibling and moved into place only once
-    complete. Returns counts of scopes, episodes and questions."""
+    complete. Returns counts of scopes, episodes, questions and the questions whose evidence
+    is dated after their question date."""
     questions: list[dict[str, Any]] = []
     seen: set[str] = set()
     episodes = 0
+    late = 0
     tmp = out.with_name(out.name + ".tmp")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
@@ -180,11 +199,13 @@ def write_longmemeval(path: Path, out: Path, prefix: str = "lme") -> dict[str, i
                                        problems[:20])
                 fh.write((",\n" if n else "") + json.dumps(scope, ensure_ascii=False))
                 episodes += len(scope["episodes"])
+                late += evidence_is_late(question, scope)
                 questions.append(question)
             fh.write('\n ],\n "questions": [\n')
             fh.write(",\n".join(json.dumps(q, ensure_ascii=False) for q in questions))
-            fh.write('\n ],\n "meta": ' + json.dumps(source_meta(path)) + "\n}\n")
+            fh.write('\n ],\n "meta": ' + json.dumps(source_meta(path, late)) + "\n}\n")
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
-    return {"scopes": len(seen), "episodes": episodes, "questions": len(questions)}
+    return {"scopes": len(seen), "episodes": episodes, "questions": len(questions),
+            "evidence_after_question": late}

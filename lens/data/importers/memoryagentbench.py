@@ -29,6 +29,7 @@ from lens.core.errors import DatasetError
 from lens.core.tokens import estimate_tokens
 from lens.data.dataset import MAX_ANSWER_CHARS, QuestionType
 from lens.data.importers.common import Locator, short_facts, stream_items
+from lens.data.importers.longmemeval import parse_lme_date
 from lens.data.importers.writer import StreamingDatasetWriter
 
 DEFAULT_CHUNK_TOKENS = 4096
@@ -214,7 +215,7 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
             # The whole answer stays in meta.answers, which the protocol scores against.
             qmeta["canonical_answer_truncated_from"] = len(canonical)
             canonical = canonical[:MAX_ANSWER_CHARS]
-        qs.append({
+        q: dict[str, Any] = {
             "question_id": f"{scope_id}_q{qi + 1:04d}",
             "scope_id": scope_id,
             "checkpoint_after": len(chunks),
@@ -223,8 +224,25 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
             "ground_truth": {"canonical_answer": canonical, "required_evidence_refs": [],
                              "key_facts": short_facts(canonical) if fam != "recsys" else []},
             "meta": qmeta,
-        })
+        }
+        _set_asked_at(q, qmeta.get("question_date"), len(chunks))
+        qs.append(q)
     return {"scope_id": scope_id, "source": source, "competency": competency}, chunks, qs
+
+
+def _set_asked_at(question: dict[str, Any], date: Any, chunks: int) -> None:
+    """The question's own time where the row gives one (the LongMemEval sub-sets' question
+    dates), told to the agent as "now". The chunks' times are invented (a minute apart from
+    _EPOCH), so they may fall after it: the question is then marked to allow that."""
+    try:
+        asked = parse_lme_date(date) if isinstance(date, str) else None
+    except ValueError:
+        return
+    if asked is None:
+        return
+    question["asked_at"] = asked.strftime("%Y-%m-%dT%H:%M:%S")
+    if _EPOCH + timedelta(minutes=max(chunks - 1, 0)) > asked:
+        question["allow_later_episodes"] = True
 
 
 def _slug(source: str) -> str:
