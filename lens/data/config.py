@@ -177,6 +177,24 @@ class AgentConfig(ModelConfig):
     # for a tool call (tool_choice "required" where the provider supports it) and answers one
     # reminder turn otherwise. An answer with no tool call at all is recorded as no_memory.
     min_tool_rounds: int = Field(default=0, ge=0, le=100)
+    # Who answers: the tool-using agent, or a fixed reader (one search with the question, its
+    # top_k results given to this model in the benchmark's reader prompt; lens/runner/reader.py).
+    mode: Literal["tool_agent", "fixed_reader"] = "tool_agent"
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _reader_settings(self) -> AgentConfig:
+        problems = []
+        if self.mode == "tool_agent" and self.top_k is not None:
+            problems.append("'top_k' applies to mode 'fixed_reader' only (the tool-using agent "
+                            "chooses its own search limits); remove it or set mode: "
+                            "fixed_reader")
+        if self.mode == "fixed_reader" and self.min_tool_rounds:
+            problems.append("'min_tool_rounds' applies to mode 'tool_agent' only (the fixed "
+                            "reader searches exactly once); remove it")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class AdapterConfig(_Section):
