@@ -202,10 +202,13 @@ class GroundTruth(_Model):
 
 
 class AgentQuestion(_Model):
-    """What the agent is told about a question: its id and its prompt, nothing else."""
+    """What the agent is told about a question: its id, its prompt and when it is asked."""
 
     question_id: str
     prompt: str
+    # "Now" for the agent: the question's ``asked_at``, else the time of the last episode
+    # ingested before it; None when neither is known.
+    now: datetime | None = None
 
 
 class Question(_Model):
@@ -216,6 +219,13 @@ class Question(_Model):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     ground_truth: GroundTruth
     meta: Meta = Field(default_factory=dict)
+    # When the question is asked (optional; naive times are UTC). The agent is told it as
+    # "now"; without it, "now" is the time of the checkpoint's last episode.
+    asked_at: datetime | None = None
+    # Episodes dated after ``asked_at`` may be ingested before the question: a benchmark whose
+    # official protocol gives the whole haystack whatever its dates (LongMemEval). Without it,
+    # such an episode is a problem of the question (a future leak). See docs/datasets.md.
+    allow_later_episodes: bool = False
 
     @field_validator("prompt")
     @classmethod
@@ -224,8 +234,35 @@ class Question(_Model):
             raise ValueError("the prompt is blank; a question needs words to ask")
         return v
 
-    def for_agent(self) -> AgentQuestion:
-        return AgentQuestion(question_id=self.question_id, prompt=self.prompt)
+    @field_validator("asked_at", mode="before")
+    @classmethod
+    def _parse_asked_at(cls, v: Any) -> datetime | None:
+        if v is None:
+            return None
+        if not isinstance(v, str | datetime):
+            raise ValueError("must be an ISO-8601 timestamp string such as 2024-01-15T10:00:00")
+        try:
+            return parse_timestamp(v)
+        except ValueError as exc:
+            raise ValueError(
+                f"{v!r} is not an ISO-8601 timestamp (use e.g. 2024-01-15T10:00:00)"
+            ) from exc
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_timing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A question without a time dumps (and hashes) as it always did.
+        data = handler(self)
+        if data.get("asked_at") is None:
+            data.pop("asked_at", None)
+        if not data.get("allow_later_episodes"):
+            data.pop("allow_later_episodes", None)
+        return data
+
+    def for_agent(self, checkpoint_time: datetime | None = None) -> AgentQuestion:
+        """The question as the agent sees it; ``checkpoint_time`` (the timestamp of the last
+        episode ingested before it) is "now" when the question has no ``asked_at``."""
+        return AgentQuestion(question_id=self.question_id, prompt=self.prompt,
+                             now=self.asked_at or checkpoint_time)
 
 
 class Scope(_Model):

@@ -55,7 +55,7 @@ def test_for_adapter_and_for_agent_strip_gold(tmp_path: Path) -> None:
     ep = ds.scopes[0].episodes[0].for_adapter()
     assert ep.meta == {}
     q = ds.questions[0].for_agent()
-    assert set(q.model_dump()) == {"question_id", "prompt"}
+    assert set(q.model_dump()) == {"question_id", "prompt", "now"}
 
 
 def _problems(tmp_path: Path, data: dict) -> list[str]:
