@@ -63,10 +63,9 @@ class FixedReader:
     async def answer(self, question: AgentQuestion) -> AgentResult:
         meter = BudgetMeter(self.budget)
         tracebacks: list[str] = []
-        now = getattr(question, "now", None)
         search, results = await self._search(question.prompt, meter, tracebacks)
         sessions = [(self._date(r), r.text) for r in results]
-        prompt, size, cut = reader_prompt(question.prompt, now, sessions,
+        prompt, size, cut = reader_prompt(question.prompt, question.now, sessions,
                                           meter.remaining_payload(), TRUNCATION_MARKER)
         meter.payload_bytes += size
         search.payload_bytes, search.truncated = size, cut

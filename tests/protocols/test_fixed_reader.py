@@ -17,6 +17,7 @@ import yaml
 
 from lens.core.errors import ConfigError
 from lens.data.config import parse_config
+from lens.data.importers.longmemeval import parse_lme_date
 from lens.data.reader_prompts import reader_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,11 @@ def test_fixed_reader_through_lens_run_and_compare(tmp_path: Path) -> None:
     r = _lens(tmp_path, "datasets", "import", "--format", "longmemeval", str(FIX), "--out",
               str(ds))
     assert r.returncode == 0, r.stderr
+    # The question's date as the agent's "now" (Question.asked_at), from the item's own date.
+    data = json.loads(ds.read_text(encoding="utf-8"))
+    for q in data["questions"]:
+        q["asked_at"] = parse_lme_date(q["meta"]["question_date"]).isoformat()
+    ds.write_text(json.dumps(data), encoding="utf-8")
     reply = tmp_path / "replies.yaml"
     reply.write_text(yaml.safe_dump({"rules": [{"contains": "History Chats", "text": "Paris"}],
                                      "default": "no history"}), encoding="utf-8")
@@ -103,10 +109,12 @@ def test_fixed_reader_through_lens_run_and_compare(tmp_path: Path) -> None:
         (search,) = rec["tool_calls"]
         assert search["name"] == "memory_search" and search["arguments"]["limit"] == 2
         assert 1 <= len(search["result_refs"]) <= 2
-        (prompt, answer) = rec["transcript"]
+        (prompt, _) = rec["transcript"]
         q = next(x for x in dataset["questions"] if x["question_id"] == rec["question_id"])
         assert prompt["role"] == "user" and "History Chats:" in prompt["content"]
-        assert prompt["content"].endswith(f"Question: {q['prompt']}\nAnswer:")
+        now = parse_lme_date(q["meta"]["question_date"]).strftime("%Y/%m/%d (%a) %H:%M")
+        assert prompt["content"].endswith(f"Current Date: {now}\nQuestion: {q['prompt']}\n"
+                                          "Answer:")
         assert len(rec["model_calls"]) == 1
     manifest = json.loads((reader / "manifest.json").read_text(encoding="utf-8"))
     answerer = manifest["condition"]["answerer"]
