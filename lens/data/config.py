@@ -316,6 +316,10 @@ class ScoringConfig(_Section):
                       "longmemeval-v2"] = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).
     errata: Path | None = None
+    # The protocol judge's prompts read from this file (the official repository's, e.g.
+    # LongMemEval's src/evaluation/evaluate_qa.py) instead of lens's wording; its hash enters
+    # the scoring condition.
+    judge_prompt_file: Path | None = None
 
     @field_validator("weights")
     @classmethod
@@ -511,10 +515,13 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
             updates["cache"] = cfg.cache.model_copy(
                 update={"path": (base_dir / cfg.cache.path).resolve()}
             )
-        if cfg.scoring.errata is not None and not cfg.scoring.errata.is_absolute():
-            updates["scoring"] = cfg.scoring.model_copy(
-                update={"errata": (base_dir / cfg.scoring.errata).resolve()}
-            )
+        scoring: dict[str, Path] = {}
+        for name in ("errata", "judge_prompt_file"):
+            path = getattr(cfg.scoring, name)
+            if path is not None and not path.is_absolute():
+                scoring[name] = (base_dir / path).resolve()
+        if scoring:
+            updates["scoring"] = cfg.scoring.model_copy(update=scoring)
         cfg = cfg.model_copy(update=updates)
     return cfg
 

@@ -281,6 +281,7 @@ class LongMemEvalV2Protocol(Protocol):
     metrics = (ACCURACY, UNKNOWN, WRONG, SECONDS)
     published_judge = "openai/gpt-5.2"
     prompts = PROMPTS
+    takes_prompt_file = True
     source = ("LongMemEval-V2's evaluation/qa_eval_metrics.py, evaluation/harness.py and "
               "leaderboard/compute_lafs.py")
 
@@ -332,7 +333,7 @@ class LongMemEvalV2Protocol(Protocol):
         if name not in JUDGED_FUNCTIONS or is_unknown(final) or not gold.strip():
             return {}
         pid = _JUDGE_PROMPT[name]
-        prompt = PROMPTS[pid].format(question=q.meta.get("raw_question") or q.prompt,
+        prompt = self.prompts[pid].format(question=q.meta.get("raw_question") or q.prompt,
                                      reference=gold, response=answer, final=final or answer)
         return {ACCURACY: ProtocolTask(pid, prompt, max_tokens=JUDGE_MAX_TOKENS)}
 
