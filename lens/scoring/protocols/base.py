@@ -167,6 +167,11 @@ class Protocol(ABC):
     def applies(self, metric: str, q: Question) -> bool:
         return True
 
+    def run_notes(self, manifest: Mapping[str, Any]) -> list[str]:
+        """What the scoring notes say about the run itself under this protocol (its reader,
+        say), from the run's manifest; nothing by default."""
+        return []
+
     def record_metrics(self, q: Question, record: Any) -> dict[str, float | None]:
         """Metrics read from the run's record of the question (a
         :class:`lens.runs.records.QuestionRecord`: its timings, its tool calls) rather than its
