@@ -22,6 +22,10 @@ pytest.importorskip("rank_bm25", reason="rank_bm25 is not installed: pip install
 # turn of the other session, so the tie falls the other way (an abstention question, outside
 # the table).
 TIE_ITEM = "gpt4_fe651585_abs"
+# The _s items that differ (docs/datasets.md, "LongMemEval's retrieval table"): a user turn
+# holding a line "assistant: ..." read back as two turns, and two items whose sessions are listed
+# out of date order, where tied documents fall in another order.
+S_EXCEPTIONS = {"gpt4_e05b82a6", "gpt4_fe651585", "gpt4_1e4a8aec"}
 
 
 def test_metrics_by_hand() -> None:
@@ -76,7 +80,10 @@ def test_real_s_items_equal_the_official_run() -> None:
     folder = require_beside("thirdparty", "longmemeval-reader", "lme_jsons_s",
                             what="the LongMemEval _s items (hussainzs/Memoria lme_jsons)")
     official = _official()
-    items = list(load_items(folder))[:50]
+    items = list(load_items(folder))
     for granularity in ("session", "turn"):
-        res = compare(items, official, granularity)
-        assert all(v == len(items) for v in res["agree"].values()), res["agree"]
+        res = compare(items[:60], official, granularity)
+        differ = {r["question_id"] for r in res["rows"]
+                  for level in r["official"] for k in r["official"][level]
+                  if abs(r["official"][level][k] - r["lens"][level][k]) > 1e-12}
+        assert differ <= S_EXCEPTIONS, differ
