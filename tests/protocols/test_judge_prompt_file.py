@@ -103,3 +103,17 @@ def test_lens_score_with_a_prompt_file_uses_it_and_records_its_hash(tmp_path: Pa
     # lens's own protocol takes no prompt file: exit 2 with the fix.
     r = _lens(tmp_path, "score", str(run), "--tier", "1", "--judge-prompt-file", str(mapping))
     assert r.returncode == 2 and "judge_prompt_file" in r.stderr
+
+
+def test_the_config_field_resolves_against_the_config_folder(tmp_path: Path) -> None:
+    from lens.data.config import load_config
+
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "dataset": {"path": "d.json"}, "adapters": [{"name": "sqlite_fts"}],
+        "agent": {"model": "scripted/policy"},
+        "scoring": {"protocol": "longmemeval", "judge_prompt_file": "official/evaluate_qa.py",
+                    "errata": "errata.json"}}), encoding="utf-8")
+    scoring = load_config(cfg).scoring
+    assert scoring.judge_prompt_file == tmp_path / "official" / "evaluate_qa.py"
+    assert scoring.errata == tmp_path / "errata.json"
