@@ -53,6 +53,10 @@ def register(sub: Any) -> None:
     p.add_argument("--errata", type=Path, metavar="FILE", default=None,
                    help="a gold errata file to apply (default: the run config's "
                         "scoring.errata)")
+    p.add_argument("--judge-prompt-file", type=Path, metavar="FILE", default=None,
+                   help="the protocol judge's prompts from this file, e.g. LongMemEval's "
+                        "src/evaluation/evaluate_qa.py (default: the run config's "
+                        "scoring.judge_prompt_file, else lens's wording)")
     p.add_argument("--subset", choices=SUBSETS, default=None,
                    help="which questions: all, or only those certified as needing memory by "
                         "`lens datasets certify` (default: the run config's scoring.subset)")
@@ -158,7 +162,7 @@ def _score(args: argparse.Namespace) -> int:
         tiers=set(range(1, args.tier + 1)),
         fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
         protocol=args.protocol, errata=args.errata, subset=args.subset,
-        dataset_path=args.dataset,
+        dataset_path=args.dataset, judge_prompt_file=args.judge_prompt_file,
         agent_model=str((run_config.get("agent") or {}).get("model", "")))
     cache = _cache_config(run_config)
     primary = _primary_label(run_dir)

@@ -177,6 +177,24 @@ class AgentConfig(ModelConfig):
     # for a tool call (tool_choice "required" where the provider supports it) and answers one
     # reminder turn otherwise. An answer with no tool call at all is recorded as no_memory.
     min_tool_rounds: int = Field(default=0, ge=0, le=100)
+    # Who answers: the tool-using agent, or a fixed reader (one search with the question, its
+    # top_k results given to this model in the benchmark's reader prompt; lens/runner/reader.py).
+    mode: Literal["tool_agent", "fixed_reader"] = "tool_agent"
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _reader_settings(self) -> AgentConfig:
+        problems = []
+        if self.mode == "tool_agent" and self.top_k is not None:
+            problems.append("'top_k' applies to mode 'fixed_reader' only (the tool-using agent "
+                            "chooses its own search limits); remove it or set mode: "
+                            "fixed_reader")
+        if self.mode == "fixed_reader" and self.min_tool_rounds:
+            problems.append("'min_tool_rounds' applies to mode 'tool_agent' only (the fixed "
+                            "reader searches exactly once); remove it")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class AdapterConfig(_Section):
@@ -298,6 +316,10 @@ class ScoringConfig(_Section):
                       "longmemeval-v2"] = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).
     errata: Path | None = None
+    # The protocol judge's prompts read from this file (the official repository's, e.g.
+    # LongMemEval's src/evaluation/evaluate_qa.py) instead of lens's wording; its hash enters
+    # the scoring condition.
+    judge_prompt_file: Path | None = None
 
     @field_validator("weights")
     @classmethod
@@ -494,10 +516,13 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
             updates["cache"] = cfg.cache.model_copy(
                 update={"path": (base_dir / cfg.cache.path).resolve()}
             )
-        if cfg.scoring.errata is not None and not cfg.scoring.errata.is_absolute():
-            updates["scoring"] = cfg.scoring.model_copy(
-                update={"errata": (base_dir / cfg.scoring.errata).resolve()}
-            )
+        scoring: dict[str, Path] = {}
+        for name in ("errata", "judge_prompt_file"):
+            path = getattr(cfg.scoring, name)
+            if path is not None and not path.is_absolute():
+                scoring[name] = (base_dir / path).resolve()
+        if scoring:
+            updates["scoring"] = cfg.scoring.model_copy(update=scoring)
         cfg = cfg.model_copy(update=updates)
     return cfg
 

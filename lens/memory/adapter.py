@@ -274,6 +274,8 @@ BUILTIN_ADAPTERS: dict[str, str] = {
     "summary": "lens.adapters.consolidators:SummaryAdapter",
     "core": "lens.adapters.consolidators:CoreAdapter",
     "faceted": "lens.adapters.consolidators:FacetedAdapter",
+    # LongMemEval's flat BM25 retriever, set up as its official retrieval code sets it up.
+    "longmemeval_bm25": "lens.adapters.longmemeval_bm25:LongMemEvalBm25Adapter",
 }
 
 # Built-ins that keep process-wide state (Cognee's configuration): under ``isolation: auto``

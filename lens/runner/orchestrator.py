@@ -20,6 +20,7 @@ import anyio
 from lens.core.errors import AdapterNotFound
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
+from lens.data.reader_prompts import DEFAULT_TOP_K
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
 from lens.memory.executor import AdapterWorkerLost
 from lens.memory.executor import adapter_factory as executor_factory
@@ -27,6 +28,7 @@ from lens.memory.oracle import OracleMemory, is_oracle
 from lens.memory.run_cache import wants_run_cache
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.runner.agent import Agent, tool_specs
+from lens.runner.reader import FixedReader
 from lens.runs.batch_save import BatchSaver
 from lens.runs.records import QuestionRecord, question_key, session_status, unit_key
 from lens.runs.store import RunStore, now_iso
@@ -385,15 +387,25 @@ class Runner:
             # (lens/memory/oracle.py); every other arm's agent reads its own adapter.
             memory = (OracleMemory.for_question(unit.scope, q, ingested)
                       if is_oracle(unit.adapter) else adapter)
-            agent = Agent(
-                model=self.model, adapter=memory, budget=agent_cfg.budget, capabilities=caps,
-                tools=tools,
-                call_timeout_s=unit.adapter.call_timeout_s, temperature=agent_cfg.temperature,
-                max_tokens=agent_cfg.max_tokens,
-                seed=derive_seed(self.config.seed, unit.key, q.question_id),
-                repeat=unit.repeat, standing_context=standing,
-                min_tool_rounds=agent_cfg.min_tool_rounds,
-            )
+            seed = derive_seed(self.config.seed, unit.key, q.question_id)
+            agent: Agent | FixedReader
+            if agent_cfg.mode == "fixed_reader":
+                agent = FixedReader(
+                    model=self.model, adapter=memory, budget=agent_cfg.budget,
+                    top_k=agent_cfg.top_k or DEFAULT_TOP_K,
+                    episode_times={e.episode_id: e.timestamp for e in unit.scope.episodes},
+                    call_timeout_s=unit.adapter.call_timeout_s,
+                    temperature=agent_cfg.temperature, max_tokens=agent_cfg.max_tokens,
+                    seed=seed, repeat=unit.repeat)
+            else:
+                agent = Agent(
+                    model=self.model, adapter=memory, budget=agent_cfg.budget,
+                    capabilities=caps, tools=tools,
+                    call_timeout_s=unit.adapter.call_timeout_s,
+                    temperature=agent_cfg.temperature, max_tokens=agent_cfg.max_tokens,
+                    seed=seed, repeat=unit.repeat, standing_context=standing,
+                    min_tool_rounds=agent_cfg.min_tool_rounds,
+                )
             base = dict(unit_key=unit.key, adapter=unit.adapter.display,
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
                         question_id=q.question_id, checkpoint=q.checkpoint_after,

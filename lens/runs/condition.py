@@ -12,6 +12,7 @@ from lens import __version__
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.data.prompts import prompts_hash
+from lens.data.reader_prompts import DEFAULT_TOP_K, template_hash
 
 _PACKAGES = ("anyio", "pydantic", "openai", "httpx", "aiohttp", "uvloop", "tenacity",
              "llama_cpp_python", "litellm", "numpy")
@@ -32,9 +33,19 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def answerer(config: RunConfig) -> dict[str, Any] | None:
+    """Who answered the questions when it was not the tool-using agent: the fixed reader, its
+    top_k and its prompt (None for the agent, whose conditions keep the keys they had)."""
+    agent = config.agent
+    if agent.mode == "tool_agent":
+        return None
+    return {"mode": agent.mode, "top_k": agent.top_k or DEFAULT_TOP_K,
+            "prompt_hash": template_hash()}
+
+
 def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
     agent = config.agent
-    return {
+    cond = {
         "lens_version": __version__,
         "dataset_id": dataset.dataset_id,
         "dataset_hash": dataset.content_hash(),
@@ -46,7 +57,7 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
         "agent_settings_hash": stable_hash(
             agent.model_dump(mode="json", exclude={"budget", "api_key_env", "max_concurrency",
                                                    "requests_per_minute", "tokens_per_minute",
-                                                   "timeout_s", "max_retries"})
+                                                   "timeout_s", "max_retries", "mode", "top_k"})
         ),
         "judge_model": config.judge.model if config.judge else None,
         "prompts_hash": prompts_hash(),
@@ -54,6 +65,10 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
         "seed": config.seed,
         "repeats": config.repeats,
     }
+    reader = answerer(config)
+    if reader is not None:
+        cond["answerer"] = reader
+    return cond
 
 
 def condition_hash(cond: dict[str, Any]) -> str:

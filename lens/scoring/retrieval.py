@@ -98,3 +98,41 @@ def question_retrieval(record: QuestionRecord, required_refs: Sequence[str]) -> 
             "cited": len(required & cited) / len(required),
         },
     }
+
+
+# LongMemEval's retrieval evaluation (its ``src/retrieval/eval_utils.py``, reported by
+# ``src/evaluation/print_retrieval_metrics.py``), kept apart from lens's own metrics above: its
+# discount gives ranks 1 and 2 the same weight (rank r > 1 weighs 1 / log2(r)), its ideal ranking
+# counts every relevant entry of the corpus, and a session judged from turns is the evidence turns
+# of the session, its other turns counting as a different session (the official id rewrite).
+LME_KS = (1, 3, 5, 10, 30, 50)
+
+
+def _lme_dcg(relevances: Sequence[bool], k: int) -> float:
+    return sum(1.0 / (math.log2(i) if i > 1 else 1.0)
+               for i, rel in enumerate(relevances[:k], start=1) if rel)
+
+
+def lme_metrics(ranked: Sequence[str], relevant: set[str], k: int) -> dict[str, float]:
+    """``recall_any@k``, ``recall_all@k`` and ``ndcg_any@k`` of one ranking of the whole
+    corpus (``ranked``: the id of every corpus entry in rank order, an id repeated for each of
+    its entries) against the relevant ids. With no relevant id, recall_any is 0 and recall_all 1,
+    as the official functions give."""
+    top = set(ranked[:k])
+    flags = [r in relevant for r in ranked]
+    ideal = _lme_dcg(sorted(flags, reverse=True), k)
+    return {f"recall_any@{k}": 1.0 if relevant & top else 0.0,
+            f"recall_all@{k}": 1.0 if relevant <= top else 0.0,
+            f"ndcg_any@{k}": _lme_dcg(flags, k) / ideal if ideal else 0.0}
+
+
+def lme_session_from_turns(ranked_sessions: Sequence[str], relevant: set[str], k: int
+                           ) -> dict[str, float]:
+    """Session-level metrics of a turn ranking (``ranked_sessions``: each ranked turn's session
+    id, evidence turns and other turns of one session told apart by the caller): the cut-off is
+    widened until it holds ``k`` distinct sessions, then :func:`lme_metrics` at that depth."""
+    depth = k
+    while depth <= len(ranked_sessions) and len(set(ranked_sessions[:depth])) < k:
+        depth += 1
+    out = lme_metrics(ranked_sessions, relevant, depth)
+    return {name.replace(f"@{depth}", f"@{k}"): v for name, v in out.items()}

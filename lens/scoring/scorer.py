@@ -204,6 +204,7 @@ async def score_run(
     protocol: str = "lens",
     errata: Path | None = None,
     subset: str = "all",
+    judge_prompt_file: Path | None = None,
     offline: OfflineGrader | None = None,
     model_free: bool = False,
 ) -> RunScores:
@@ -215,12 +216,18 @@ async def score_run(
     default local model with lens's model cache); None picks ``judge`` when a judge is given,
     else ``local`` when it is installed and the run is not ``model_free``, else ``matcher``.
     ``protocol`` scores under a published benchmark's protocol instead of lens's metrics (see
-    lens.scoring.protocols); ``errata`` is a gold errata file applied to the ground truth first.
+    lens.scoring.protocols); ``errata`` is a gold errata file applied to the ground truth first;
+    ``judge_prompt_file`` gives the protocol's judge the prompts of that file (the official
+    repository's), its hash in the scoring condition.
     ``tiers`` selects the tiers to score (tier 1 always is). ``run_finished`` says the run is
     over even if its manifest does not say so yet (``lens run`` scores before it marks the run
     complete); None reads the manifest.
     """
     tiers = _check_tiers(set(tiers))
+    if judge_prompt_file is not None and protocol == "lens":
+        raise UserError("scoring.judge_prompt_file applies to a published protocol's judge "
+                        "(scoring.protocol: longmemeval, longmemeval-v2); lens's own judge "
+                        "reads lens's prompts: remove judge_prompt_file or set the protocol")
     if not 0.0 <= gate_threshold <= 1.0:
         raise UserError(f"gate threshold must be within 0..1 (got {gate_threshold})")
     resolved = resolve_weights(weights)
@@ -245,7 +252,8 @@ async def score_run(
             scores = await score_under_protocol(
                 run, protocol, errata_path=errata, judge=judge,
                 judge_concurrency=judge_concurrency, write=write, lens_score=lens_score,
-                condition=scoring_condition, subset=subset, subset_notes=subset_notes)
+                condition=scoring_condition, subset=subset, subset_notes=subset_notes,
+                judge_prompt_file=judge_prompt_file)
         else:
             scores = await lens_score(run, write=write)
     finally:
@@ -478,6 +486,7 @@ async def score_with_settings(
     concurrency: int | None = None, protocol: str | None = None, errata: Path | None = None,
     subset: str | None = None, dataset_path: Path | None = None,
     run_finished: bool | None = None, write: bool = True, agent_model: str | None = None,
+    judge_prompt_file: Path | None = None,
 ) -> RunScores:
     """Score a run as a config's ``scoring`` and ``judge`` settings say: the one place where
     settings become a :func:`score_run` call, for ``lens run`` (:func:`score_for_config`),
@@ -513,6 +522,7 @@ async def score_with_settings(
             judge_concurrency=in_flight, dataset_path=dataset_path, run_finished=run_finished,
             protocol=protocol or scoring.protocol, errata=errata or scoring.errata,
             subset=subset or scoring.subset, write=write, offline=offline,
+            judge_prompt_file=judge_prompt_file or scoring.judge_prompt_file,
             model_free=model_free,
         )
     finally:

@@ -4,13 +4,19 @@ figures. A protocol's name and version enter the scoring condition."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import string
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from lens.core.errors import UserError
 from lens.data.dataset import Question
 from lens.models.base import CompletionRequest, Message
 
@@ -43,6 +49,10 @@ class GroupStats:
     values: dict[str, float | None]
 
 
+def _fields(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+
+
 def mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
@@ -63,11 +73,77 @@ class Protocol(ABC):
     prompts: Mapping[str, str]
     source: str
 
+    # Whether the judge's prompts can be read from a file (``scoring.judge_prompt_file``):
+    # the protocols whose tasks read ``self.prompts``.
+    takes_prompt_file: bool = False
+    # The file the prompts were read from, and its sha256 (None: lens's own wording).
+    prompt_file: tuple[str, str] | None = None
+
     def condition(self) -> dict[str, Any]:
         blob = json.dumps(sorted(self.prompts.items()), ensure_ascii=False)
-        return {"name": self.name, "version": self.version,
+        cond = {"name": self.name, "version": self.version,
                 "prompts": sorted(self.prompts),
                 "prompts_hash": hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]}
+        if self.prompt_file is not None:
+            cond["prompt_file"] = {"name": self.prompt_file[0], "sha256": self.prompt_file[1]}
+        return cond
+
+    def with_prompt_file(self, path: Path) -> Protocol:
+        """This protocol with its judge prompts read from ``path`` (the official repository's
+        prompt file, or a mapping of prompt ids to templates); a UserError naming the file and
+        every problem when it cannot be read."""
+        if not self.takes_prompt_file:
+            raise UserError(f"scoring.judge_prompt_file: protocol {self.name} reads its judge "
+                            "prompts from lens only; remove judge_prompt_file (protocols that "
+                            "take one: longmemeval, longmemeval-v2)")
+        if not path.is_file():
+            raise UserError(f"scoring.judge_prompt_file: {path}: file not found; give the path "
+                            "of the official prompt file (see docs/scoring.md)")
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"scoring.judge_prompt_file: {path}: not UTF-8 text") from None
+        prompts = self.read_prompt_file(path, text)
+        problems = [f"{pid}: {why}" for pid, why in self._template_problems(prompts)]
+        if problems:
+            raise UserError(f"scoring.judge_prompt_file: {path}: " + "; ".join(problems))
+        clone = copy.copy(self)
+        clone.prompts = {**self.prompts, **prompts}
+        clone.prompt_file = (path.name, hashlib.sha256(raw).hexdigest())
+        return clone
+
+    def read_prompt_file(self, path: Path, text: str) -> dict[str, str]:
+        """Templates by prompt id from a prompt file. By default a JSON or YAML mapping of this
+        protocol's prompt ids to templates with lens's placeholders; a protocol whose official
+        code keeps its prompts in a source file reads that file here."""
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserError(f"scoring.judge_prompt_file: {path}: not JSON or YAML ({exc})"
+                            ) from None
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            raise UserError(f"scoring.judge_prompt_file: {path}: expected a mapping of prompt "
+                            f"ids to template texts (ids: {', '.join(sorted(self.prompts))})")
+        return {str(k): v for k, v in data.items()}
+
+    def _template_problems(self, prompts: Mapping[str, str]) -> list[tuple[str, str]]:
+        out = []
+        for pid, template in prompts.items():
+            if pid not in self.prompts:
+                out.append((pid, f"not a prompt of {self.name} (its prompts: "
+                                 f"{', '.join(sorted(self.prompts))})"))
+                continue
+            want = _fields(self.prompts[pid])
+            try:
+                got = _fields(template)
+            except ValueError as exc:
+                out.append((pid, f"not a template ({exc})"))
+                continue
+            if got != want:
+                out.append((pid, f"its placeholders are {sorted(got)}, lens fills "
+                                 f"{sorted(want)}"))
+        return out
 
     @abstractmethod
     def check(self, q: Question) -> str | None:
@@ -90,6 +166,11 @@ class Protocol(ABC):
 
     def applies(self, metric: str, q: Question) -> bool:
         return True
+
+    def run_notes(self, manifest: Mapping[str, Any]) -> list[str]:
+        """What the scoring notes say about the run itself under this protocol (its reader,
+        say), from the run's manifest; nothing by default."""
+        return []
 
     def record_metrics(self, q: Question, record: Any) -> dict[str, float | None]:
         """Metrics read from the run's record of the question (a

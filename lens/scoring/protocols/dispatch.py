@@ -22,10 +22,14 @@ async def score_under_protocol(run: RunInput, protocol: str, *, errata_path: Pat
                                judge: ModelClient | None, judge_concurrency: int, write: bool,
                                lens_score: Callable[..., Awaitable[RunScores]],
                                condition: Callable[..., dict[str, Any]], subset: str = "all",
-                               subset_notes: Sequence[str] = ()) -> RunScores:
+                               subset_notes: Sequence[str] = (),
+                               judge_prompt_file: Path | None = None) -> RunScores:
     errata = load_errata(errata_path) if errata_path is not None else None
     if protocol != "lens":
-        return await score_protocol(run, get_protocol(protocol), judge=judge, errata=errata,
+        chosen = get_protocol(protocol)
+        if judge_prompt_file is not None:
+            chosen = chosen.with_prompt_file(judge_prompt_file)
+        return await score_protocol(run, chosen, judge=judge, errata=errata,
                                     judge_concurrency=judge_concurrency, condition=condition,
                                     write=write, subset=subset, extra_notes=subset_notes)
     assert errata is not None

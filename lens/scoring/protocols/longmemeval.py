@@ -18,8 +18,11 @@ The published numbers use gpt-4o-2024-08-06 as the judge.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ast
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
+from lens.core.errors import UserError
 from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 
@@ -91,6 +94,15 @@ class LongMemEvalProtocol(Protocol):
     prompts = PROMPTS
     source = "LongMemEval's src/evaluation/evaluate_qa.py and print_qa_metrics.py"
 
+    takes_prompt_file = True
+
+    def read_prompt_file(self, path: Path, text: str) -> dict[str, str]:
+        """The official ``src/evaluation/evaluate_qa.py`` (its ``get_anscheck_prompt``: one
+        template per question type, one for abstention), or a mapping of prompt ids."""
+        if path.suffix != ".py":
+            return super().read_prompt_file(path, text)
+        return official_prompts(path, text)
+
     def check(self, q: Question) -> str | None:
         if _type(q) not in _BY_TYPE:
             return (f"question {q.question_id} has no LongMemEval question type in "
@@ -107,7 +119,7 @@ class LongMemEvalProtocol(Protocol):
 
     def tasks(self, q: Question, answer: str) -> dict[str, ProtocolTask]:
         pid = prompt_id(q)
-        prompt = PROMPTS[pid].format(question=q.prompt, gold=q.ground_truth.canonical_answer,
+        prompt = self.prompts[pid].format(question=q.prompt, gold=q.ground_truth.canonical_answer,
                                      answer=answer)
         return {METRIC: ProtocolTask(pid, prompt, max_tokens=10)}
 
@@ -126,3 +138,60 @@ class LongMemEvalProtocol(Protocol):
             "longmemeval_abstention_accuracy": mean(
                 [m.get(METRIC) for _, m in rows if m.get("longmemeval_abstention") == 1.0]),
         }
+
+
+def official_prompts(path: Path, text: str) -> dict[str, str]:
+    """The judge templates of LongMemEval's ``evaluate_qa.py``, read from its source (never
+    run): each ``template = "..."`` of ``get_anscheck_prompt`` under the question types its
+    branch tests, the branch outside ``not abstention`` as the abstention prompt. Its positional
+    ``{}`` become lens's ``{question}``, ``{gold}``, ``{answer}`` (the order it formats them)."""
+    where = f"scoring.judge_prompt_file: {path}"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise UserError(f"{where}: not Python source (line {exc.lineno}): give LongMemEval's "
+                        "src/evaluation/evaluate_qa.py") from None
+    fn = next((n for n in ast.walk(tree)
+               if isinstance(n, ast.FunctionDef) and n.name == "get_anscheck_prompt"), None)
+    if fn is None:
+        raise UserError(f"{where}: no function get_anscheck_prompt; give LongMemEval's "
+                        "src/evaluation/evaluate_qa.py")
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    for types, template in _branches(fn.body, abstention=False):
+        pids = {"longmemeval-abstention@1"} if types is None else {
+            _BY_TYPE[t] for t in types if t in _BY_TYPE}
+        parts = template.split("{}")
+        if len(parts) != 4 or any("{" in p or "}" in p for p in parts):
+            problems.append(f"the template for {sorted(pids)} does not take exactly three {{}}")
+            continue
+        named = parts[0] + "{question}" + parts[1] + "{gold}" + parts[2] + "{answer}" + parts[3]
+        found.update(dict.fromkeys(pids, named))
+    missing = sorted(set(PROMPTS) - set(found))
+    if missing:
+        problems.append(f"no template found for {', '.join(missing)}")
+    if problems:
+        raise UserError(f"{where}: " + "; ".join(problems))
+    return found
+
+
+def _branches(body: list[ast.stmt], abstention: bool
+              ) -> Iterator[tuple[set[str] | None, str]]:
+    """(question types or None for abstention, template) for each ``template = "..."``."""
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "template" for t in node.targets) and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            yield (None if abstention else set()), node.value.value
+        elif isinstance(node, ast.If):
+            test = node.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                # if not abstention: ... else: (the abstention template)
+                yield from _branches(node.body, abstention=False)
+                yield from _branches(node.orelse, abstention=True)
+                continue
+            types = {c.value for c in ast.walk(test)
+                     if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            for t, template in _branches(node.body, abstention):
+                yield (None if t is None else (t or types)), template
+            yield from _branches(node.orelse, abstention)

@@ -69,6 +69,10 @@ CATEGORY_ORDER = ("static", "static-abs", "dynamic", "dynamic-abs", "procedure",
 ABILITIES = {"static": ("static", "static-abs"), "dynamic": ("dynamic", "dynamic-abs"),
              "procedure": ("procedure", "procedure-abs"), "gotchas": ("gotchas",)}
 JUDGE_MAX_TOKENS = 2048
+# The leaderboard's fixed reader and judge (its submission checker requires these in the run's
+# model names).
+LEADERBOARD_READER = "qwen3.5-9b"
+LEADERBOARD_JUDGE = "gpt-5.2"
 
 # The leaderboard's fixed reference frontier per tier (accuracy in points, query latency in
 # seconds): the released baselines and AgentRunbook methods of the paper's main results table.
@@ -272,6 +276,25 @@ def _eval_name(q: Question) -> str:
     return _spec(q).split("|", 1)[0].strip()
 
 
+def uses_leaderboard_reader(model: str | None, mode: str | None) -> bool:
+    """The leaderboard's reader: its fixed model answering from what the memory returns (lens's
+    fixed-reader mode), not an agent of another model."""
+    return bool(model) and LEADERBOARD_READER in str(model).lower() and mode == "fixed_reader"
+
+
+def reader_note(manifest: Mapping[str, Any]) -> str:
+    """Whether the run's answers come from the leaderboard's reader, for the scoring notes."""
+    agent = (manifest.get("config") or {}).get("agent") or {}
+    model, mode = agent.get("model"), agent.get("mode", "tool_agent")
+    if uses_leaderboard_reader(model, mode):
+        return (f"the answers come from the leaderboard's fixed reader ({model}, mode "
+                "fixed_reader)")
+    return (f"the answers do not come from the leaderboard's fixed reader ({LEADERBOARD_READER} "
+            f"answering from the memory's results): this run's reader is {model} in mode "
+            f"{mode}, so its figures do not stand in the leaderboard's table")
+
+
+
 class LongMemEvalV2Protocol(Protocol):
     name = "longmemeval-v2"
     version = 1
@@ -281,8 +304,12 @@ class LongMemEvalV2Protocol(Protocol):
     metrics = (ACCURACY, UNKNOWN, WRONG, SECONDS)
     published_judge = "openai/gpt-5.2"
     prompts = PROMPTS
+    takes_prompt_file = True
     source = ("LongMemEval-V2's evaluation/qa_eval_metrics.py, evaluation/harness.py and "
               "leaderboard/compute_lafs.py")
+
+    def run_notes(self, manifest: Mapping[str, Any]) -> list[str]:
+        return [reader_note(manifest)]
 
     def check(self, q: Question) -> str | None:
         fix = "import the data with `lens datasets import --format longmemeval-v2`"
@@ -332,7 +359,7 @@ class LongMemEvalV2Protocol(Protocol):
         if name not in JUDGED_FUNCTIONS or is_unknown(final) or not gold.strip():
             return {}
         pid = _JUDGE_PROMPT[name]
-        prompt = PROMPTS[pid].format(question=q.meta.get("raw_question") or q.prompt,
+        prompt = self.prompts[pid].format(question=q.meta.get("raw_question") or q.prompt,
                                      reference=gold, response=answer, final=final or answer)
         return {ACCURACY: ProtocolTask(pid, prompt, max_tokens=JUDGE_MAX_TOKENS)}
 

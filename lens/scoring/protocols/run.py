@@ -116,7 +116,8 @@ async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClien
                        gate_threshold=0.0,
                        aggregates=_aggregates(protocol,
                                               [r for r in rows if r.question is not None]),
-                       notes=[*extra_notes, *_notes(protocol, model, report, pj, rows)],
+                       notes=[*extra_notes, *_notes(protocol, model, report, pj, rows),
+                              *protocol.run_notes(run.manifest)],
                        settings=settings, condition=cond, condition_hash=stable_hash(cond))
     if write:
         _write(run, protocol, scores, report, pj)

@@ -1,0 +1,211 @@
+"""LongMemEval-V2's leaderboard submission from a lens run scored under the ``longmemeval-v2``
+protocol: per adapter and domain, the run folder the leaderboard's step 1
+(``leaderboard/build_submission_step_1_single_operating_point.py``) takes, with the files its
+``submission_utils.validate_run`` checks:
+
+* ``run_args.json``: ``domain``, ``tier``, ``method`` (the adapter), ``model`` (the reader),
+  ``evaluator_model`` (the judge), and lens's own: the reader's mode, whether the reader and the
+  judge are the leaderboard's (its checker requires ``qwen3.5-9b`` and ``gpt-5.2`` in them);
+* ``per_question.jsonl``: one row a question (id, question type, category, gold, response, its
+  boxed answer, unknown, score, memory query seconds);
+* ``aggregated_metrics.json``: the harness's aggregates (overall, per category without and with
+  the premise questions, abstention overall) and the memory query times;
+* ``runtime_inputs/questions.json`` and ``runtime_inputs/haystack.json``: the questions as the
+  benchmark's files give them and each question's trajectory ids.
+
+The folder is named ``<method>_<domain>_<tier>``, the name the leaderboard reads the method
+from. A question without a score (a judge call failed) stops the export: the leaderboard counts
+every question.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lens.core.errors import UserError
+from lens.data.dataset import Dataset, Question
+from lens.runs.store import atomic_write_text
+from lens.scoring.protocols.longmemeval_v2 import (
+    ACCURACY,
+    LEADERBOARD_JUDGE,
+    SECONDS,
+    UNKNOWN,
+    boxed_answer,
+    uses_leaderboard_reader,
+)
+from lens.scoring.run_input import RunInput, load_run
+from lens.scoring.types import SCORES_FILE, RunScores
+
+NON_PREMISE = ("static", "dynamic", "procedure", "gotchas")
+PREMISE = ("static-abs", "dynamic-abs", "procedure-abs")
+COMBINED = {"static": ("static", "static-abs"), "dynamic": ("dynamic", "dynamic-abs"),
+            "procedure": ("procedure", "procedure-abs")}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
+                     force: bool = False) -> list[Path]:
+    """The leaderboard's run folders of a scored run, one per (adapter, domain), under
+    ``out_dir``; returns them. A UserError names every problem."""
+    scores = _scores(run_dir)
+    run = load_run(run_dir)
+    agent = (run.manifest.get("config") or {}).get("agent") or {}
+    by_key = {q.key: q for q in scores.questions}
+    groups: dict[tuple[str, str], list[tuple[Question, dict[str, Any]]]] = {}
+    problems: list[str] = []
+    for item in run.items:
+        if item.record.repeat != 0:
+            continue
+        q, s = item.question, by_key.get(item.record.key)
+        acc = None if s is None else s.metrics.get(ACCURACY)
+        if acc is None:
+            problems.append(f"{q.question_id} ({item.record.adapter}) has no score")
+            continue
+        row = _row(q, item.record.answer if item.answered else "", s.metrics if s else {})
+        groups.setdefault((item.record.adapter, str(q.meta.get("domain"))), []).append((q, row))
+    tiers = {str(q.meta.get("tier")) for rows in groups.values() for q, _ in rows}
+    if len(tiers) > 1 or tiers & {"None", ""}:
+        problems.append(f"the questions are of tiers {sorted(tiers)}; a submission is of one "
+                        "released tier (small or medium)")
+    if problems:
+        raise UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: "
+                        f"{len(problems)} problem(s): " + "; ".join(problems[:10])
+                        + ("; re-run lens score to retry failed judge calls"
+                           if any("no score" in p for p in problems) else ""))
+    tier = tiers.pop()
+    adapters = sorted({a for a, _ in groups})
+    if method is not None and len(adapters) > 1:
+        raise UserError(f"{run_dir}: --method names one method, and the run has "
+                        f"{len(adapters)} adapters ({', '.join(adapters)}): leave --method out "
+                        "(each adapter is then a method, by its label)")
+    names = {key: _UNSAFE.sub("-", method or key[0]).strip("-") or "method" for key in groups}
+    folders = {key: out_dir / f"{names[key]}_{key[1]}_{tier}" for key in groups}
+    present = sorted(str(f) for f in folders.values() if f.exists())
+    if present and not force:
+        raise UserError(f"{', '.join(present)}: already exist(s); pass --force to replace")
+    written = []
+    for (adapter, domain), rows in sorted(groups.items()):
+        name, folder = names[(adapter, domain)], folders[(adapter, domain)]
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            _write(tmp, run, rows, {
+                "domain": domain, "tier": tier, "method": name,
+                "model": agent.get("model"), "evaluator_model": scores.judge.model,
+                "lens_run_id": run.manifest.get("run_id"),
+                "lens_reader_mode": agent.get("mode", "tool_agent"),
+                "leaderboard_reader": uses_leaderboard_reader(agent.get("model"),
+                                                              agent.get("mode", "tool_agent")),
+                "leaderboard_judge": LEADERBOARD_JUDGE in str(scores.judge.model).lower()})
+            if folder.exists():
+                shutil.rmtree(folder)
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        written.append(folder)
+    return written
+
+
+def _scores(run_dir: Path) -> RunScores:
+    path = run_dir / SCORES_FILE
+    if not path.is_file():
+        raise UserError(f"{run_dir}: not scored yet; run `lens score {run_dir} --tier 2 "
+                        "--protocol longmemeval-v2` first")
+    scores = RunScores.model_validate_json(path.read_text(encoding="utf-8"))
+    protocol = (scores.settings.get("protocol") or {}).get("name")
+    if protocol != "longmemeval-v2":
+        raise UserError(f"{path}: scored under {protocol or 'lens'}, not longmemeval-v2; run "
+                        f"`lens score {run_dir} --tier 2 --protocol longmemeval-v2` first")
+    return scores
+
+
+def _row(q: Question, answer: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    final = boxed_answer(answer)
+    score = float(metrics.get(ACCURACY) or 0.0)
+    return {"id": q.meta.get("question_id", q.question_id), "question_id":
+            q.meta.get("question_id", q.question_id), "question_type": q.meta.get("question_type"),
+            "category": q.meta.get("category"), "answer_gold": q.ground_truth.canonical_answer,
+            "response_raw": answer, "response_parsed_boxed": final,
+            "is_unknown": metrics.get(UNKNOWN) == 1.0, "score": score,
+            "score_bool": score == 1.0,
+            "memory_query_duration_seconds": metrics.get(SECONDS)}
+
+
+def _breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    if not n:
+        return {"count": 0, "pct_correct": None, "pct_answered_wrong": None, "pct_unknown": None}
+    unknown = sum(1 for r in rows if r["is_unknown"])
+    correct = sum(1 for r in rows if r["score_bool"] and not r["is_unknown"])
+    return {"count": n, "pct_correct": correct / n, "pct_answered_wrong": (n - correct - unknown)
+            / n, "pct_unknown": unknown / n}
+
+
+def _mean(rows: Iterable[dict[str, Any]], key: str) -> float | None:
+    values = [float(r[key]) for r in rows if r[key] is not None]
+    return sum(values) / len(values) if values else None
+
+
+def aggregated(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The harness's aggregates of per-question rows (premise questions: categories ``-abs``)."""
+    premise = [r for r in rows if r["category"] in PREMISE]
+    plain = [r for r in rows if r["category"] not in PREMISE]
+    seconds = [r["memory_query_duration_seconds"] for r in rows
+               if r["memory_query_duration_seconds"] is not None]
+    return {
+        "overall": {"overall_full_set": _mean(rows, "score"),
+                    "overall_non_abstention_only": _mean(plain, "score"),
+                    "overall_abstention_only": _mean(premise, "score"),
+                    "count_all_questions": len(rows), "count_non_abstention": len(plain),
+                    "count_abstention": len(premise)},
+        "non_abstention_by_category": {c: _breakdown([r for r in plain if r["category"] == c])
+                                       for c in NON_PREMISE},
+        "abstention_by_category": {c: _breakdown([r for r in premise if r["category"] == c])
+                                   for c in PREMISE},
+        "combined_abstention_by_category": {
+            c: _breakdown([r for r in rows if r["category"] in pair])
+            for c, pair in COMBINED.items()},
+        "abstention_overall": _breakdown(premise),
+        "memory_query": {"avg_seconds": sum(seconds) / len(seconds) if seconds else None,
+                         "max_seconds": max(seconds) if seconds else None,
+                         "total_seconds": sum(seconds) if seconds else None},
+    }
+
+
+def _write(folder: Path, run: RunInput, rows: list[tuple[Question, dict[str, Any]]],
+           run_args: dict[str, Any]) -> None:
+    (folder / "runtime_inputs").mkdir(parents=True)
+    plain = [r for _, r in rows]
+    atomic_write_text(folder / "run_args.json", json.dumps(run_args, indent=2))
+    atomic_write_text(folder / "aggregated_metrics.json", json.dumps(aggregated(plain), indent=2))
+    atomic_write_text(folder / "per_question.jsonl",
+                      "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in plain))
+    atomic_write_text(folder / "runtime_inputs" / "questions.json",
+                      json.dumps([_source_question(q) for q, _ in rows], indent=1,
+                                 ensure_ascii=False))
+    atomic_write_text(folder / "runtime_inputs" / "haystack.json",
+                      json.dumps(_haystacks(run.dataset, [q for q, _ in rows]), indent=1))
+
+
+def _source_question(q: Question) -> dict[str, Any]:
+    """The question as the benchmark's questions file gives it (from what the importer kept)."""
+    m = q.meta
+    out = {"id": m.get("question_id", q.question_id), "domain": m.get("domain"),
+           "environment": m.get("environment"), "question_type": m.get("question_type"),
+           "question": m.get("raw_question", q.prompt), "answer": q.ground_truth.canonical_answer,
+           "eval_function": m.get("eval_function")}
+    if m.get("image") is not None:
+        out["image"] = m["image"]
+    out.update(m.get("lme_v2") or {})
+    return out
+
+
+def _haystacks(dataset: Dataset, questions: list[Question]) -> dict[str, list[str]]:
+    scopes = {s.scope_id: s for s in dataset.scopes}
+    return {str(q.meta.get("question_id", q.question_id)):
+            list(scopes[q.scope_id].meta.get("haystack") or []) for q in questions}
