@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from lens.core import eventloop
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError, DatasetError, UserError
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
 from lens.data.config import ModelConfig, RunConfig, load_config
@@ -164,7 +165,7 @@ def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> N
 def check_executor(config: RunConfig, config_file: str) -> None:
     if config.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"{config_file}: field 'executor.kind': 'ray' needs Ray, which is not "
-                          "installed; pip install 'lens-eval[ray]'")
+                          f"installed; {install_hint('ray')}")
 
 
 def model_gateway(config: RunConfig, config_file: str,

@@ -20,7 +20,7 @@ import yaml
 from tests.core.helpers import make_dataset, write_json
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra: "
-                                        "pip install 'lens-eval[ray]'")
+                                        "the ray extra of lens")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

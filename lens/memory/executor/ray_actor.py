@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost, RemoteAdapter
 
@@ -26,7 +27,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError("executor.kind 'ray' needs Ray: pip install 'lens-eval[ray]'") from None
+        raise ConfigError(f"executor.kind 'ray' needs Ray: {install_hint('ray')}") from None
     return ray
 
 
