@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ import anyio
 from lens.core import eventloop
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError, DatasetError, UserError
+from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
 from lens.data.config import ModelConfig, RunConfig, load_config
 from lens.data.dataset import Dataset, DroppedQuestion, load_dataset_dropping
@@ -241,8 +243,14 @@ def execute(
     progress: RunProgress | None = None,
     model: ModelClient | None = None,
     drop_invalid: bool = False,
+    on_run_dir: Callable[[Path], None] | None = None,
+    stages: StageProgress | None = None,
 ) -> RunOutcome:
+    """Run ``config_path``. ``on_run_dir`` is told the run directory as soon as it exists,
+    before any question (so that an interrupted run can name it); ``stages`` is shown the
+    steps after the questions (scoring, the reports)."""
     config_file = str(config_path)
+    stage = stages.stage if stages is not None else (lambda name: None)
     config = load_config(config_path)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
@@ -288,6 +296,8 @@ def execute(
     else:
         manifest = build_manifest(config, dataset, run_id, dropped)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
+    if on_run_dir is not None:
+        on_run_dir(store.root)
 
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway)
@@ -310,6 +320,7 @@ def execute(
             runner = None
             store.close()
             if config.scoring.enabled:
+                stage("scoring the answers")
                 await score_for_config(store.root, config, judge=judge)
                 await score_extra_for_config(store.root, config)
             return summary
@@ -332,5 +343,9 @@ def execute(
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)
-    reports = write_reports(store.root) if config.report and config.scoring.enabled else None
+    reports = None
+    if config.report and config.scoring.enabled:
+        stage("writing the reports")
+        reports = write_reports(store.root)
+    stage(None)
     return RunOutcome(run_dir=store.root, summary=summary, reports=reports)
