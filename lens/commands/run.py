@@ -13,6 +13,7 @@ from lens.core.progress import RichRunProgress
 from lens.core.visible import visible
 from lens.flow.pipeline import RunOutcome, execute
 from lens.report.console import one_line, result_lines
+from lens.runs.store import RunStore
 
 
 def register(sub: Any) -> None:
@@ -67,9 +68,24 @@ def _run(args: argparse.Namespace) -> int:
         print(line)
     for failure in outcome.summary.failures:
         print(f"unit failed: {visible(failure)}", file=sys.stderr)
+    errored = errored_questions(outcome.run_dir)
+    if errored and not args.retry_errors:
+        # --resume alone keeps errored questions as they are: say how to ask them again.
+        print(f"lens: {errored} question(s) of this run ended in an error and are kept as they "
+              "are; after fixing the cause, ask them again with: "
+              f"{resume_command(args.config, outcome.run_dir)} --retry-errors", file=sys.stderr)
     checklist = outcome.reports.summary_data.checklist if outcome.reports else None
     return exit_status(outcome.run_dir, args.fail_on, checklist=checklist,
                        units_failed=outcome.summary.units_failed)
+
+
+def errored_questions(run_dir: Path) -> int:
+    """The questions of the run whose newest record is an error."""
+    store = RunStore.open(run_dir)
+    try:
+        return sum(1 for s in store.committed_questions().values() if s == "error")
+    finally:
+        store.close()
 
 
 def resume_command(config: str, run_dir: Path) -> str:

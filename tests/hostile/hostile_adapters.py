@@ -86,3 +86,13 @@ class OwnIdsAdapter(SqliteFtsAdapter):
 
     def retrieve(self, ref_id: str) -> Document | None:
         return None
+
+
+class IngestRaises(SqliteFtsAdapter):
+    """Its unit fails at the first episode: every question of the unit ends in an error."""
+
+    def ingest(self, episode: Episode) -> None:
+        raise RuntimeError("the disk is full")
+
+    def ingest_many(self, episodes: list[Episode]) -> None:
+        raise RuntimeError("the disk is full")

@@ -91,3 +91,16 @@ def test_sample_size_alone_decides_only_with_fail_on(tmp_path: Path) -> None:
     gated = lens("score", str(run_dir), "--fail-on", "fail", cwd=tmp_path)
     assert gated.returncode == 3, gated.stdout + gated.stderr
     assert "the checklist fails the run (--fail-on)" in gated.stderr
+
+
+def test_resume_without_retry_errors_says_how_to_ask_errored_questions_again(
+        tmp_path: Path) -> None:
+    res, run_dir = run(tmp_path, [{"name": f"{HOSTILE}:IngestRaises", "label": "full"}])
+    assert res.returncode == 1, res.stdout + res.stderr
+    again = lens("run", str(tmp_path / "run.yaml"), "--resume", str(run_dir), cwd=tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "(0 answered now, 0 empty, 0 errored, 4 done before)" in again.stdout
+    hint = (f"lens: 4 question(s) of this run ended in an error and are kept as they are; after "
+            f"fixing the cause, ask them again with: lens run {tmp_path / 'run.yaml'} --resume "
+            f"{run_dir} --retry-errors")
+    assert hint in again.stderr, again.stderr
