@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import yaml
 
-from lens.core import eventloop
+from lens.core import eventloop, yamlhints
 from lens.core.distribution import install_hint
-from lens.core.errors import ConfigError, DatasetError, UserError
+from lens.core.errors import ConfigError, DatasetError, Problem, UserError
 from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
 from lens.data.config import ModelConfig, RunConfig, load_config
@@ -138,18 +139,73 @@ def check_scoring(config: RunConfig, config_file: str) -> None:
             f"metric lens computes without one ({', '.join(without)})")
 
 
-def check_adapters(config: RunConfig, config_file: str) -> None:
-    """Every adapter's name and options, every problem of every adapter in one error."""
+def adapter_problems(adapters: list[tuple[str, dict[str, Any]]], source: str | None
+                     ) -> list[tuple[str, str]]:
+    """Every problem of the adapters' names and options, as (field, message), with the line of
+    the YAML file where ``source`` (its text) shows it."""
     problems: list[tuple[str, str]] = []
-    for i, a in enumerate(config.adapters):
+    for i, (name, options) in enumerate(adapters):
         try:
-            cls = resolve_adapter(a.name)
+            cls = resolve_adapter(name)
         except UserError as exc:
             problems.append((f"adapters.{i}.name", str(exc.args[0])))
             continue
-        problems.extend(check_options(cls, a.options, f"adapters.{i}.options")[1])
+        problems.extend(check_options(cls, options, f"adapters.{i}.options")[1])
+    if source is None:
+        return problems
+    located = []
+    for field, message in problems:
+        parts: list[Any] = [int(p) if p.isdigit() else p for p in field.split(".")]
+        node = yamlhints.locate_key(source, parts) or yamlhints.locate(source, parts)
+        if node is not None and "(line " not in message:
+            # Where config errors put it: after the problem, before the hint.
+            head, sep, rest = message.partition(";")
+            message = f"{head} (line {node.start_mark.line + 1}){sep}{rest}"
+        located.append((field, message))
+    return located
+
+
+def _source(config_file: str) -> str | None:
+    try:
+        return Path(config_file).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_adapters(config: RunConfig, config_file: str) -> None:
+    """Every adapter's name and options, every problem of every adapter in one error."""
+    problems = adapter_problems([(a.name, a.options) for a in config.adapters],
+                                _source(config_file))
     if problems:
         raise options_error(problems, config_file)
+
+
+def load_run_config(config_file: str) -> RunConfig:
+    """The config, or one error with every problem of its fields and of its adapters' names
+    and options (which only the adapters' classes can check), so that a file with several
+    typos is fixed in one round."""
+    try:
+        return load_config(config_file)
+    except ConfigError as exc:
+        source = _source(config_file)
+        try:
+            data = yaml.safe_load(source) if source is not None else None
+        except yaml.YAMLError:
+            raise exc from None
+        raw = data.get("adapters") if isinstance(data, dict) else None
+        entries = raw if isinstance(raw, list) else []
+        # Only a list of well-formed entries: field numbers must match the file's.
+        well_formed = all(isinstance(a, dict) and isinstance(a.get("name"), str)
+                          and isinstance(a.get("options") or {}, dict) for a in entries)
+        adapters = [(a["name"], a.get("options") or {}) for a in entries] if well_formed else []
+        more = adapter_problems(adapters, source)
+        if not more:
+            raise
+        first = exc.problems or [Problem(config_file, "", exc.lines[0].removeprefix(
+            f"{config_file}: ").removeprefix("invalid config: "))]
+        problems = [*first, *(Problem(config_file, f"field '{f}'", m) for f, m in more)]
+        raise ConfigError(f"{config_file}: invalid config: {len(problems)} problems",
+                          problems) from None
 
 
 def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> None:
@@ -251,7 +307,7 @@ def execute(
     steps after the questions (scoring, the reports)."""
     config_file = str(config_path)
     stage = stages.stage if stages is not None else (lambda name: None)
-    config = load_config(config_path)
+    config = load_run_config(config_file)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
     check_scoring(config, config_file)

@@ -390,8 +390,8 @@ def check_memory_calls(runs: Sequence[RunData]) -> Check:
                 parts.append(f"{name}: {len(failed)} of {reached} calls failed ({share:.0%}), "
                              f"first: {_clip(failed[0].error or '', 120)}")
     return Check(id="memory_calls", title="the memory system answered its calls (per arm)",
-                 status=worst(list(each.values())), failing=culprits(each),
-                 value="; ".join(parts) or "no call failed",
+                 status=worst(list(each.values())) if each else "warn", failing=culprits(each),
+                 value="; ".join(parts) or ("no call failed" if each else "no questions"),
                  detail="fails when more than half of an arm's calls that reached its memory "
                         "system raised, timed out or returned malformed results (the adapter "
                         "broke its contract; the run exits with status 1); fewer such failures "
