@@ -19,7 +19,7 @@ from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError, DatasetError, Problem, UserError
 from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
-from lens.data.config import ModelConfig, RunConfig, load_config
+from lens.data.config import MAX_CONFIG_BYTES, ModelConfig, RunConfig, load_config
 from lens.data.dataset import Dataset, DroppedQuestion, load_dataset_dropping
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.models.base import ModelClient
@@ -166,8 +166,13 @@ def adapter_problems(adapters: list[tuple[str, dict[str, Any]]], source: str | N
 
 
 def _source(config_file: str) -> str | None:
+    """The config's text, when it is a regular file of a config's size (a FIFO or a device
+    would block or never end; load_config has refused those already)."""
+    path = Path(config_file)
     try:
-        return Path(config_file).read_text(encoding="utf-8-sig")
+        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -187,10 +192,12 @@ def load_run_config(config_file: str) -> RunConfig:
     try:
         return load_config(config_file)
     except ConfigError as exc:
-        source = _source(config_file)
+        # Only a file that read as YAML and failed validation (no aliases, no syntax errors:
+        # load_config refused those) is read again for its adapters.
+        source = _source(config_file) if "invalid config" in exc.lines[0] else None
         try:
             data = yaml.safe_load(source) if source is not None else None
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError, ValueError):
             raise exc from None
         raw = data.get("adapters") if isinstance(data, dict) else None
         entries = raw if isinstance(raw, list) else []
