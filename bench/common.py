@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lens-eval", "anyio", "aiohttp", "uvloop", "openai", "httpx", "pydantic", "tenacity",
-            "llama_cpp_python")
+PACKAGES = ("lens-memory-eval", "anyio", "aiohttp", "uvloop", "openai", "httpx", "pydantic",
+            "tenacity", "llama_cpp_python")
 
 
 def machine_line(extra: Sequence[str] = ()) -> str:

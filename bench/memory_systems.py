@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, machine_line, md_table
+from lens.core.distribution import install_hint
 
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 DEFAULT_DATASET = ROOT / "datasets" / "quickstart.json"
@@ -108,7 +109,7 @@ def arm_config(arm: str, memory_model: str) -> dict[str, Any]:
         absent = [m for m in modules if not _installed(m)]
         if absent:
             raise NotMeasurable(f"extra not installed (missing {', '.join(absent)}): "
-                                f"pip install 'lens-eval[{extra}]'")
+                                f"{install_hint(extra)}")
     if name == "sqlite_fts":
         # The quickstart's settings: three short snippets per search.
         return {"name": name, "options": {"max_results": 3, "snippet_chars": 240}}

@@ -14,8 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS: dict[str, str] = {
     # Writing an adapter
     "MemoryAdapter": "lens.memory.adapter",
@@ -111,6 +109,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Written once, in pyproject.toml; read from the installed distribution's metadata.
+        from lens.core.distribution import version
+
+        globals()[name] = version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'lens' has no attribute {name!r}")
@@ -124,6 +128,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    __version__: str
     from lens.core.errors import AdapterNotFound, ConfigError, DatasetError, UserError
     from lens.data.config import ModelConfig, RunConfig, load_config
     from lens.data.dataset import (

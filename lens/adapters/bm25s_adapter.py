@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -47,7 +48,7 @@ def _import_bm25s() -> Any:
         import bm25s
     except ImportError:
         raise ConfigError("adapter 'bm25s' needs the bm25s library: "
-                          "pip install 'lens-eval[bm25]'") from None
+                          f"{install_hint('bm25')}") from None
     return bm25s
 
 

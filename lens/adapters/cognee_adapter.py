@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import Field
 
+from lens.core.distribution import install_hint
 from lens.core.envscope import environment, keep_for_process
 from lens.core.errors import ConfigError
 from lens.core.logs import get_logger
@@ -39,7 +40,7 @@ from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
 
-INSTALL = "pip install 'lens-eval[cognee]'"
+INSTALL = install_hint("cognee")
 DATASET = "lens"
 log = get_logger("lens.adapters.cognee")
 

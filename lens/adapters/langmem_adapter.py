@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from lens.adapters.chunking import episode_document
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -28,7 +29,7 @@ from lens.memory.gateway_access import GatewayOptions
 
 SYNTHETIC_PREFIX = "langmem:"
 NAMESPACE = ("memories", "lens")
-INSTALL = "pip install 'lens-eval[langmem]'"
+INSTALL = install_hint("langmem")
 
 
 class LangMemOptions(GatewayOptions):

@@ -35,13 +35,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
 
 SYNTHETIC_PREFIX = "letta:"
-INSTALL = "pip install 'lens-eval[letta]'"
+INSTALL = install_hint("letta")
 AGENT_TYPE = "memgpt_v2_agent"
 ARCHIVAL_TOOLS = ("archival_memory_insert", "archival_memory_search")
 DEFAULT_PERSONA = (

@@ -34,6 +34,7 @@ from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import best_window, query_terms
+from lens.core.distribution import install_hint
 from lens.core.envscope import environment
 from lens.core.errors import ConfigError
 from lens.data.config import CacheConfig, ModelConfig
@@ -81,7 +82,7 @@ def _import_mem0() -> Any:
             from mem0.embeddings.base import EmbeddingBase
             from mem0.llms.base import LLMBase
     except ImportError:
-        raise ConfigError("adapter 'mem0' needs mem0ai: pip install 'lens-eval[mem0]'") from None
+        raise ConfigError(f"adapter 'mem0' needs mem0ai: {install_hint('mem0')}") from None
     # If mem0 was imported before (by the caller, or a test), the environment came too late:
     # switch its telemetry flags off where they were copied and stop any client it started.
     import mem0.memory.main as mem0_main

@@ -34,6 +34,7 @@ from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.hybrid import rrf
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.adapters.vector import unit_meta
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
@@ -115,8 +116,8 @@ class PostgresAdapter(MemoryAdapter):
         try:
             import asyncpg
         except ImportError:
-            raise ConfigError("adapter 'postgres' needs asyncpg: pip install 'lens-eval[postgres]'"
-                              ) from None
+            raise ConfigError("adapter 'postgres' needs asyncpg: "
+                              f"{install_hint('postgres')}") from None
         pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
         async with pool.acquire() as conn:
             # Fails when pgvector is not installed on the server or there is no right to create

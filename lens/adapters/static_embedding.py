@@ -54,6 +54,7 @@ from numpy.typing import NDArray
 
 from lens.adapters.embedding import DEFAULT_MODEL, Matrix, model_dir, shared_encoder
 from lens.adapters.token_table import TokenTable
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 
 # Bump DISTILL_VERSION when a token's vector changes (it keys the token table), RECIPE when
@@ -126,7 +127,7 @@ class StaticEncoder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ConfigError(f"the static encoder needs {exc.name!r}: install the vector "
-                              "extra (`pip install 'lens-eval[vector]'`)") from None
+                              f"extra (`{install_hint('vector')}`)") from None
         folder = model_dir(model)
         self.name = model
         self.dim = int(json.loads((folder / "config.json").read_text())["hidden_size"])

@@ -14,8 +14,10 @@ from lens.report.shapes import Check
 def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=FAIL_ON, default=DEFAULT_FAIL_ON,
                    help="exit with status 3 when a checklist row is at this level or worse "
-                        f"(default {DEFAULT_FAIL_ON}); lost units and arms with too many errored "
-                        "questions exit with status 1 whatever this says")
+                        f"(default {DEFAULT_FAIL_ON}); an arm that broke the adapter contract "
+                        "(most memory calls failed, refs that name no episode, refs from past "
+                        "its checkpoint), lost units and arms with too many errored questions "
+                        "exit with status 1 whatever this says")
 
 
 def exit_status(run_dir: Path, fail_on: str, *, checklist: Sequence[Check] | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from lens.core.progress import RichRunProgress
 from lens.core.visible import visible
 from lens.flow.pipeline import RunOutcome, execute
 from lens.report.console import one_line, result_lines
+from lens.runs.store import RunStore
 
 
 def register(sub: Any) -> None:
@@ -37,21 +39,58 @@ def _run(args: argparse.Namespace) -> int:
     if args.retry_errors and args.resume is None:
         print("lens: --retry-errors needs --resume RUN_DIR", file=sys.stderr)
         return 2
-    if args.quiet:
-        outcome = execute(args.config, out=args.out, resume=args.resume,
-                          retry_errors=args.retry_errors, drop_invalid=args.drop_invalid_questions)
-    else:
-        with RichRunProgress() as progress:
+    run_dir: list[Path] = []
+
+    def started(path: Path) -> None:
+        # First, before any question: the folder to look in, or to resume, whatever happens.
+        run_dir.append(path)
+        if not args.quiet:
+            print(f"run directory: {path}", flush=True)
+
+    try:
+        if args.quiet:
             outcome = execute(args.config, out=args.out, resume=args.resume,
-                              retry_errors=args.retry_errors, progress=progress,
-                              drop_invalid=args.drop_invalid_questions)
+                              retry_errors=args.retry_errors,
+                              drop_invalid=args.drop_invalid_questions, on_run_dir=started)
+        else:
+            with RichRunProgress() as progress:
+                outcome = execute(args.config, out=args.out, resume=args.resume,
+                                  retry_errors=args.retry_errors, progress=progress,
+                                  drop_invalid=args.drop_invalid_questions, on_run_dir=started,
+                                  stages=progress)
+    except KeyboardInterrupt:
+        if not run_dir:
+            raise
+        print(f"lens: interrupted; the answers so far are kept in {run_dir[0]}; resume with: "
+              f"{resume_command(args.config, run_dir[0])}", file=sys.stderr)
+        return 130
     for line in (_quiet_line(outcome) if args.quiet else _result(outcome)):
         print(line)
     for failure in outcome.summary.failures:
         print(f"unit failed: {visible(failure)}", file=sys.stderr)
+    errored = errored_questions(outcome.run_dir)
+    if errored and not args.retry_errors:
+        # --resume alone keeps errored questions as they are: say how to ask them again.
+        print(f"lens: {errored} question(s) of this run ended in an error and are kept as they "
+              "are; after fixing the cause, ask them again with: "
+              f"{resume_command(args.config, outcome.run_dir)} --retry-errors", file=sys.stderr)
     checklist = outcome.reports.summary_data.checklist if outcome.reports else None
     return exit_status(outcome.run_dir, args.fail_on, checklist=checklist,
                        units_failed=outcome.summary.units_failed)
+
+
+def errored_questions(run_dir: Path) -> int:
+    """The questions of the run whose newest record is an error."""
+    store = RunStore.open(run_dir)
+    try:
+        return sum(1 for s in store.committed_questions().values() if s == "error")
+    finally:
+        store.close()
+
+
+def resume_command(config: str, run_dir: Path) -> str:
+    """The command that continues ``run_dir`` (its unfinished units only)."""
+    return f"lens run {shlex.quote(str(config))} --resume {shlex.quote(str(run_dir))}"
 
 
 def _counts(outcome: RunOutcome) -> str:
@@ -66,8 +105,8 @@ def _result(outcome: RunOutcome) -> list[str]:
     s = outcome.summary
     done = s.answered + s.empty + s.no_memory + s.errored
     rate = done / s.wall_s if s.wall_s else 0.0
-    lines = [f"run directory: {outcome.run_dir}",
-             f"{_counts(outcome)} in {s.wall_s:.1f} s, {rate:.2f} questions/s"]
+    # The run directory was printed when the run started.
+    lines = [f"{_counts(outcome)} in {s.wall_s:.1f} s, {rate:.2f} questions/s"]
     if outcome.reports is None:
         return [*lines, f"no report written (the config turns reports or scoring off); "
                         f"write one with: lens score {outcome.run_dir} && "

@@ -10,6 +10,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.core.errors import UserError
 from lens.core.visible import visible
 
@@ -55,7 +56,7 @@ def _view(args: argparse.Namespace) -> int:
                         "by default)")
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing:
-        problems.append(f"{', '.join(missing)} not installed: pip install 'lens-eval[view]'")
+        problems.append(f"{', '.join(missing)} not installed: {install_hint('view')}")
     if problems:
         raise UserError("lens view cannot start:\n  " + "\n  ".join(problems))
     import uvicorn

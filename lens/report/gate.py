@@ -3,14 +3,17 @@
 Two kinds of failure, read from the run's checklist so that the exit status, the terminal and
 the report never disagree:
 
-- the run failed its purpose (exit 1): a unit failed or its adapter's process was lost, or an
-  arm has more errored questions, or more answers given without consulting memory, than the
-  checklist's threshold (5%). Such a run measured less than it was asked to, whatever
-  ``--fail-on`` says.
+- the run failed its purpose (exit 1): an arm broke the adapter contract (most of its calls to
+  the memory system failed, it handed out refs that name no episode, or episodes from past its
+  checkpoint), a unit failed or its adapter's process was lost, or an arm has more errored
+  questions, or more answers given without consulting memory, than the checklist's threshold
+  (5%). Such a run measured less than it was asked to, whatever ``--fail-on`` says: the rows of
+  :data:`RUN_FAILURE_CHECKS` decide, and only they.
 - a checklist row at or above the ``--fail-on`` level (exit 3). The default is ``never``: the
   sample-size rows fail on any smoke-sized dataset, so gating on them by default would fail
   every CI smoke job and teach its owners to ignore the status; a release job passes
-  ``--fail-on fail`` (or ``warn``) to gate on the verdict too.
+  ``--fail-on fail`` (or ``warn``) to gate on the verdict too. A CI job that runs a small
+  dataset gates on the contract with the default alone.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ EXIT_RUN_FAILED = 1
 EXIT_CHECKLIST = 3
 FAIL_ON: tuple[str, ...] = ("fail", "warn", "never")
 DEFAULT_FAIL_ON = "never"
-# The checklist rows whose FAIL means the run itself failed (exit 1 whatever --fail-on says).
-RUN_FAILURE_CHECKS = frozenset({"failures", "adapter_lost", "no_memory"})
+# The checklist rows whose FAIL means the run itself failed (exit 1 whatever --fail-on says):
+# the adapter contract (memory_calls, unknown_refs, future_leak) and lost or unanswered work.
+RUN_FAILURE_CHECKS = frozenset({"failures", "adapter_lost", "no_memory", "memory_calls",
+                                "unknown_refs", "future_leak"})
 _LEVELS = {"fail": ("fail",), "warn": ("fail", "warn"), "never": ()}
 
 

@@ -130,13 +130,38 @@ def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[obje
     return fields, {f: [c.get(f) for c in conds] for f in fields}
 
 
+# Longer values are shown around where they differ, never cut at an arbitrary character.
+_SHOWN_CHARS = 80
+
+
+def differing_parts(values: Sequence[object]) -> list[str]:
+    """Each value as JSON, reduced to where the values differ: of dicts the keys whose values
+    differ; of a long text the stretch from its first differing character, marked ``…``."""
+    if len(values) > 1 and all(isinstance(v, dict) for v in values):
+        dicts = [v for v in values if isinstance(v, dict)]
+        keys = sorted({k for d in dicts for k in d}, key=str)
+        differ = [k for k in keys if len({json.dumps(d.get(k), sort_keys=True, default=str)
+                                          for d in dicts}) > 1]
+        if differ and len(differ) < len(keys):
+            values = [{k: d.get(k) for k in differ} for d in dicts]
+    texts = [json.dumps(v, sort_keys=True, default=str) for v in values]
+    if max(len(t) for t in texts) <= _SHOWN_CHARS:
+        return texts
+    first = min((next((i for i, (a, b) in enumerate(zip(t, texts[0], strict=False)) if a != b),
+                      min(len(t), len(texts[0]))) for t in texts[1:]), default=0)
+    start = max(0, first - _SHOWN_CHARS // 4)
+    return [("…" if start else "") + t[start:start + _SHOWN_CHARS]
+            + ("…" if start + _SHOWN_CHARS < len(t) else "") + f" ({len(t)} chars)"
+            for t in texts]
+
+
 def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> list[str]:
     """The refusal, one line per differing field (lens's line breaks, printed as such)."""
     lines = ["these runs ran under different conditions and are not comparable; differing "
              f"fields: {', '.join(diffs)}"]
     for field, values in diffs.items():
-        shown = "; ".join(f"{r.run_id}={json.dumps(v, default=str)[:80]}"
-                          for r, v in zip(runs, values, strict=True))
+        shown = "; ".join(f"{r.run_id}={text}"
+                          for r, text in zip(runs, differing_parts(values), strict=True))
         lines.append(f"  {field}: {shown}")
     lines.append("re-run under one condition, or pass --force to compare anyway (every table "
                  "is then labelled 'not comparable')")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lens.commands.cli import main
+from lens.core.distribution import install_hint
 
 
 def test_list_shows_every_builtin_with_capabilities(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,4 +70,4 @@ def test_list_names_the_gateway_adapters_as_needing_a_run(
         if row["available"]:
             assert row["capabilities"] is None and "model gateway" in row["note"]
         else:
-            assert f"lens-eval[{name}]" in row["reason"]
+            assert install_hint(name) in row["reason"]

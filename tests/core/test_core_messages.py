@@ -5,6 +5,7 @@ escaped; a config of another command named as such. All through the CLI, exit st
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -51,15 +52,41 @@ def test_every_adapter_option_problem_is_listed(tmp_path: Path,
     code, err = run_cli(["run", str(cfg), "--out", str(tmp_path / "runs")], capsys)
     assert code == 2, err
     assert "4 problems" in err and "(and" not in err
-    assert ("field 'adapters.0.options.max_resluts': unknown option; did you mean "
+    assert ("field 'adapters.0.options.max_resluts': unknown option (line 3); did you mean "
             "'max_results'? valid options: chunk_chars, chunk_overlap, max_results, path, "
             "snippet_chars") in err
     # No close spelling: the valid options alone.
-    assert ("field 'adapters.0.options.colour': unknown option; valid options: chunk_chars,"
-            in err)
+    assert ("field 'adapters.0.options.colour': unknown option (line 3); valid options: "
+            "chunk_chars," in err)
     assert "field 'adapters.1.options.n': Input should be a valid integer" in err
-    assert ("field 'adapters.2.name': unknown adapter 'sqlite_ft'; did you mean 'sqlite_fts'?"
-            in err)
+    assert ("field 'adapters.2.name': unknown adapter 'sqlite_ft' (line 5); did you mean "
+            "'sqlite_fts'?" in err)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_config_and_adapter_option_typos_come_in_one_round(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Typos in the config's fields and in adapters' options are all listed at once, each with
+    its line: the options are checked even when the config's own fields are wrong."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"datset: {{path: {DATASET}}}\n"
+                   "adapters:\n"
+                   "  - name: sqlite_fts\n"
+                   "    optons: {max_results: 3}\n"
+                   "  - name: sqlite_fts\n"
+                   "    label: b\n"
+                   "    options:\n"
+                   "      max_resluts: 3\n"
+                   "      snipet_chars: 10\n"
+                   "agent: {modle: scripted/policy}\n", encoding="utf-8")
+    code, err = run_cli(["run", str(cfg), "--out", str(tmp_path / "runs")], capsys)
+    assert code == 2, err
+    assert "7 problems" in err, err
+    for field, line in (("datset", 1), ("adapters.0.optons", 4), ("agent.modle", 10),
+                        ("adapters.1.options.max_resluts", 8),
+                        ("adapters.1.options.snipet_chars", 9)):
+        assert re.search(rf"field '{re.escape(field)}': unknown (field|option) \(line {line}\)",
+                         err), (field, err)
     assert not (tmp_path / "runs").exists()
 
 

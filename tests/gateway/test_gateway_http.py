@@ -13,6 +13,7 @@ import openai
 import pytest
 import yaml
 
+from lens.core.distribution import install_hint
 from lens.data.config import CacheConfig, ModelConfig
 from lens.models.runtime import ModelRuntime
 from lens.runner.gateway.server import ModelGateway
@@ -188,7 +189,7 @@ async def test_what_lens_cannot_serve_is_refused_by_name(tmp_path: Path) -> None
                                               "image_url": {"url": "data:,"}}]}])
         with pytest.raises(openai.APIStatusError) as info:
             await client.embeddings.create(model="e", input=["a"])
-        assert info.value.status_code == 501 and "lens-eval[vector]" in str(info.value)
+        assert info.value.status_code == 501 and install_hint("vector") in str(info.value)
 
 
 async def test_a_second_run_is_served_from_the_model_cache(tmp_path: Path) -> None:

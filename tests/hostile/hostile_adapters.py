@@ -66,3 +66,33 @@ class BadMetadataAdapter(SqliteFtsAdapter):
             return [h.model_copy(update={"metadata": {"obj": Unserialisable()}}) for h in hits]
         return [h.model_copy(update={"score": math.nan, "metadata": {"x": math.inf}})
                 for h in hits]
+
+
+class SearchRaises(SqliteFtsAdapter):
+    """Ingests honestly; every search raises (a broken index): the arm answers from nothing."""
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        raise RuntimeError("the index is corrupt")
+
+
+class OwnIdsAdapter(SqliteFtsAdapter):
+    """Finds the right text but hands out its own row ids instead of episode ids."""
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        return [h.model_copy(update={"ref_id": f"row-{i}"})
+                for i, h in enumerate(super().search(query, filters, limit))]
+
+    def retrieve(self, ref_id: str) -> Document | None:
+        return None
+
+
+class IngestRaises(SqliteFtsAdapter):
+    """Its unit fails at the first episode: every question of the unit ends in an error."""
+
+    def ingest(self, episode: Episode) -> None:
+        raise RuntimeError("the disk is full")
+
+    def ingest_many(self, episodes: list[Episode]) -> None:
+        raise RuntimeError("the disk is full")

@@ -137,7 +137,9 @@ def test_refs_from_the_future_are_ungrounded_and_fail_the_checklist(tmp_path: Pa
                                   "label": "leaky"}],
                        agent={"model": "scripted/policy"}, out_dir="runs")
     res = lens("run", str(cfg), "--quiet", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    # Refs the adapter was never given break its contract: the run fails.
+    assert res.returncode == 1, res.stderr
+    assert "FAIL  future leak" in res.stderr
     run_dir = only_run(tmp_path / "runs")
     scores = scores_of(run_dir)
     by_adapter: dict[str, list[dict[str, Any]]] = {}

@@ -1,8 +1,9 @@
-"""A run tells the truth about itself, through the real CLI: lost units and errored arms exit
-1, a checklist row gates the exit status when ``--fail-on`` asks, failed tool calls are counted
-per arm (terminal, usage table, questions.csv, checklist with the first message) and refs that
-name nothing the adapter ingested or declared get a checklist row naming the adapter. Each
-failure path checks the terminal, the checklist, the report and the exit status."""
+"""A run tells the truth about itself, through the real CLI: lost units, errored arms and arms that
+broke the adapter contract exit 1, a checklist row gates the exit status when ``--fail-on``
+asks, failed tool calls are counted per arm (terminal, usage table, questions.csv, checklist
+with the first message) and refs that name nothing the adapter ingested or declared get a
+checklist row naming the adapter. Each failure path checks the terminal, the checklist, the
+report and the exit status."""
 
 from __future__ import annotations
 
@@ -94,8 +95,10 @@ def test_a_unit_that_fails_exits_1_and_names_it(tmp_path: Path, lens: Lens) -> N
 def test_tool_errors_are_counted_everywhere_and_gate_on_request(tmp_path: Path, lens: Lens) -> None:
     res, run_dir = _run(lens, tmp_path, [{"name": "sqlite_fts", "label": "fts"},
                                    {"name": f"{MOD}:StrictQuerySyntax", "label": "strict"}])
-    # No question errored and no unit was lost: the default --fail-on (never) exits 0 ...
-    assert res.returncode == 0, res.stdout + res.stderr
+    # No question errored and no unit was lost, but every search failed: the arm broke the
+    # adapter contract, which fails the run whatever --fail-on says ...
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "FAIL  the memory system answered its calls (per arm): strict: 4 of 4" in res.stderr
     assert "4 failed tool calls" in res.stdout
     line = next(x for x in res.stdout.splitlines() if x.strip().startswith("strict ("))
     assert "4 tool errors in 4 questions" in line and "Syntax Error" in line
@@ -114,17 +117,18 @@ def test_tool_errors_are_counted_everywhere_and_gate_on_request(tmp_path: Path, 
     by_adapter = {a: [int(r["tool_errors"]) for r in rows if r["adapter"] == a]
                   for a in ("fts", "strict")}
     assert by_adapter == {"fts": [0, 0, 0, 0], "strict": [1, 1, 1, 1]}
-    # ... and a job that gates on the checklist gets status 3 with the row that decided it.
+    # ... and re-checking the stored run says the same, with the row that decided it.
     gated = lens("score", str(run_dir), "--tier", "1", "--fail-on", "fail")
-    assert gated.returncode == 3, gated.stderr
-    assert "lens: exit status 3: the checklist fails the run (--fail-on)" in gated.stderr
-    assert "questions with a failed tool call" in gated.stderr
+    assert gated.returncode == 1, gated.stderr
+    assert "lens: exit status 1: the run failed its purpose" in gated.stderr
+    assert "the memory system answered its calls" in gated.stderr
 
 
 def test_refs_that_name_nothing_get_a_row_naming_the_adapter(tmp_path: Path, lens: Lens) -> None:
     res, run_dir = _run(lens, tmp_path, [{"name": "sqlite_fts", "label": "fts"},
                                    {"name": f"{MOD}:RowIds", "label": "rows"}])
-    assert res.returncode == 0, res.stdout + res.stderr
+    # Refs that name no episode break the adapter contract: the run fails.
+    assert res.returncode == 1, res.stdout + res.stderr
     assert "FAIL  refs name episodes or declared synthetic refs: failed by rows — " \
            "rows: 4 question(s), e.g. 'row-" in res.stdout
     row = _checklist(run_dir)["unknown_refs"]
@@ -136,7 +140,7 @@ def test_refs_that_name_nothing_get_a_row_naming_the_adapter(tmp_path: Path, len
                if q["adapter"] == "rows"]
     assert all(d["unknown_refs"][0].startswith("row-") for d in details)
     gated = lens("score", str(run_dir), "--tier", "1", "--fail-on", "fail")
-    assert gated.returncode == 3
+    assert gated.returncode == 1
     assert "refs name episodes or declared synthetic refs" in gated.stderr
 
 

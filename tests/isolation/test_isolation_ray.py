@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from lens.core.distribution import install_hint
 from tests.core.helpers import make_dataset, write_json
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra: "
-                                        "pip install 'lens-eval[ray]'")
+                                        f"{install_hint('ray')}")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

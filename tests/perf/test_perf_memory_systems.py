@@ -110,7 +110,7 @@ def test_an_arm_measured_by_another_process_is_left_alone(
 def test_an_arm_whose_extra_is_missing_is_not_measured_with_the_install_command(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory_systems, "_installed", lambda module: module != "kuzu")
-    with pytest.raises(memory_systems.NotMeasurable, match=r"missing kuzu.*lens-eval\[graphiti\]"):
+    with pytest.raises(memory_systems.NotMeasurable, match=r"missing kuzu.*\[graphiti\]"):
         memory_systems.arm_config("graphiti", "scripted/policy")
     # A memory system's model is the one asked for, through lens's gateway (mem0: its stack).
     assert memory_systems.arm_config("langmem", "m/x")["options"]["model"] == "m/x"

@@ -95,7 +95,7 @@ def test_export_holds_what_rejudging_needs(setup: dict) -> None:
     assert first["answer"] and first["ground_truth"]["key_facts"] and first["scores"]
     assert first["retrieved_context"] and first["transcript"]
     versions = json.loads(members[f"{top}/versions.json"])
-    assert versions["lens-eval"] and versions["pydantic"] and versions["python"]
+    assert versions["lens-memory-eval"] and versions["pydantic"] and versions["python"]
     prompts = json.loads(members[f"{top}/prompts.json"])
     assert "judge_fact_grade" in prompts["templates"] and prompts["prompts_hash"]
 

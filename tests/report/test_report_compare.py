@@ -338,3 +338,22 @@ def test_run_report_with_three_adapters_has_friedman(tmp_path: Path) -> None:
     assert {f.metric for f in summary.many_arms} >= {"fact_recall"}
     assert "## All arms at once" in (run / "report.md").read_text()
     assert 'id="many-arms"' in (run / "report.html").read_text()
+
+
+def test_refusal_shows_where_long_values_differ(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A long differing value is shown from where the runs differ (never cut before it), and of
+    a dict only the keys that differ."""
+    long_a = "/data/" + "x" * 120 + "/set-a.json"
+    long_b = "/data/" + "x" * 120 + "/set-b.json"
+    a = make_run(tmp_path, RunSpec(name="a", condition_overrides={
+        "dataset_path_note": long_a, "budget": {"max_turns": 4, "max_tool_calls": 3}}))
+    b = make_run(tmp_path, RunSpec(name="b", condition_overrides={
+        "dataset_path_note": long_b, "budget": {"max_turns": 6, "max_tool_calls": 3}}))
+    assert main(["compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "dataset_path_note:" in ln)
+    assert "set-a.json" in line and "set-b.json" in line and "…" in line
+    budget = next(ln for ln in err.splitlines() if ln.strip().startswith("budget:"))
+    assert '{"max_turns": 4}' in budget and '{"max_turns": 6}' in budget
+    assert "max_tool_calls" not in budget

@@ -328,7 +328,8 @@ def test_run_without_any_question_still_reports(tmp_path: Path) -> None:
     assert status == {"scored": "fail", "sample_size": "fail", "compare_size": "fail",
                       "seed": "warn", "search_results": "fail", "tool_calls": "fail",
                       "judge": "warn", "failures": "fail", "tool_errors": "warn",
-                      "adapter_lost": "pass", "future_leak": "warn", "unknown_refs": "warn",
+                      "memory_calls": "warn", "adapter_lost": "pass", "future_leak": "warn",
+                      "unknown_refs": "warn",
                       "dropped_questions": "pass", "empty_answer": "warn", "no_memory": "warn"}
     assert "no values to plot" in paths.html.read_text() or "not scored" in paths.html.read_text()
 

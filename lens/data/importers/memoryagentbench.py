@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.core.errors import DatasetError
 from lens.core.tokens import estimate_tokens
 from lens.data.dataset import MAX_ANSWER_CHARS, QuestionType
@@ -129,8 +130,9 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise DatasetError(f"{path}: reading Parquet needs pyarrow (pip install "
-                           "'lens-eval[benchmarks]'), or export the split as JSON lines") from None
+        raise DatasetError(f"{path}: reading Parquet needs pyarrow "
+                           f"({install_hint('benchmarks')}), or export the split as JSON "
+                           "lines") from None
     import pyarrow as pa
 
     try:

@@ -23,13 +23,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from lens.core.distribution import DISTRIBUTION
+
 FORMAT = "lens.bundle/1"
 MANIFEST = "BUNDLE.json"
 # Files every bundle has (paths inside the bundle folder).
 REQUIRED = ("run/manifest.json", "run/records.jsonl", "run/events.jsonl", "run/scores.json",
             "answers.jsonl", "prompts.json", "versions.json")
 # lens and the libraries its numbers depend on (pyproject's dependencies).
-PACKAGES = ("lens-eval", "anyio", "aiohttp", "openai", "pydantic", "tenacity", "structlog",
+PACKAGES = (DISTRIBUTION, "anyio", "aiohttp", "openai", "pydantic", "tenacity", "structlog",
             "pyyaml", "rich", "numpy", "scipy", "nltk", "ijson", "llama-cpp-python", "litellm")
 
 

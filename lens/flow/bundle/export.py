@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lens import __version__
+from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import UserError
 from lens.core.redact import register_config_secrets, register_env_secrets, scrub_bytes
 from lens.data.dataset import Dataset, load_dataset
@@ -37,6 +38,8 @@ def package_versions() -> dict[str, str | None]:
             out[name] = version(name)
         except PackageNotFoundError:
             out[name] = None
+    # A checkout run from its folder has no installed metadata; its version is still known.
+    out[DISTRIBUTION] = __version__
     return out
 
 

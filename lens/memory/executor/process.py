@@ -13,6 +13,7 @@ import contextlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,15 +25,31 @@ from lens.memory.executor.remote import (
     AdapterCallError,
     AdapterWorkerLost,
     RemoteAdapter,
+    RemoteTraceback,
 )
 from lens.memory.executor.worker import _HEADER, encode_frame
 
-# The worker starts on lens's own import path, not one led by the working directory: ``python -m``
-# would put the current folder first, and a folder named ``lens`` there (a clone, a project of
-# that name) would shadow lens in the worker alone. ``-P`` leaves the current folder out; the
-# path is the driver's (which already holds PYTHONPATH and whatever the user's setup added).
-_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+# The worker imports the driver's own lens package, by its folder, before it takes the driver's
+# import path: that path may end with the current folder (a ``module:Class`` adapter can live
+# there), and a ``lens/`` folder there (a clone, a project of that name) is found as a namespace
+# package before an editable install's finder, which would break every unit. ``-P`` keeps the
+# current folder off the start-up path; the path then is the driver's (PYTHONPATH and whatever
+# the user's setup added), so adapters import as they do in the driver.
+_BOOT = ("import importlib.util, json, sys; "
+         "init, pkg, path = sys.argv[1:4]; "
+         "spec = importlib.util.spec_from_file_location('lens', init, "
+         "submodule_search_locations=[pkg]); "
+         "module = importlib.util.module_from_spec(spec); sys.modules['lens'] = module; "
+         "spec.loader.exec_module(module); "
+         "sys.path[:] = json.loads(path); "
          "from lens.memory.executor.worker import main; main()")
+
+
+_LENS_PACKAGE = Path(__file__).resolve().parents[2]
+
+
+def _boot_args() -> list[str]:
+    return [str(_LENS_PACKAGE / "__init__.py"), str(_LENS_PACKAGE), json.dumps(sys.path)]
 
 
 class ProcessAdapter(RemoteAdapter):
@@ -49,7 +66,7 @@ class ProcessAdapter(RemoteAdapter):
 
     async def _start(self) -> None:
         self._process = await anyio.open_process(
-            [sys.executable, "-P", "-c", _BOOT, json.dumps(sys.path)],
+            [sys.executable, "-P", "-c", _BOOT, *_boot_args()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
         assert self._process.stdout is not None
         self._reader = BufferedByteReceiveStream(self._process.stdout)
@@ -57,8 +74,11 @@ class ProcessAdapter(RemoteAdapter):
                            "max_memory_mb": self.max_memory_mb})
         first = await self._read()
         if "error" in first:
-            raise AdapterWorkerLost(f"the adapter could not start in its process: "
-                                    f"{first['error']}")
+            lost = AdapterWorkerLost(f"the adapter could not start in its process: "
+                                     f"{first['error']}")
+            if first.get("traceback"):
+                raise lost from RemoteTraceback(str(first["traceback"]))
+            raise lost
         # Replies are read by one task for the adapter's lifetime. The adapter is not given a
         # task group of the runner's, so the task is the event loop's own; it never raises.
         self._read_task = asyncio.get_running_loop().create_task(self._read_replies())

@@ -15,8 +15,14 @@ import sys
 import threading
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
-from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost, RemoteAdapter
+from lens.memory.executor.remote import (
+    AdapterCallError,
+    AdapterWorkerLost,
+    RemoteAdapter,
+    RemoteTraceback,
+)
 
 _init_lock = threading.Lock()
 _actor_class: Any = None
@@ -26,7 +32,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError("executor.kind 'ray' needs Ray: pip install 'lens-eval[ray]'") from None
+        raise ConfigError(f"executor.kind 'ray' needs Ray: {install_hint('ray')}") from None
     return ray
 
 
@@ -98,10 +104,13 @@ class RayAdapter(RemoteAdapter):
                 ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError) as exc:
             # A node that went away and an adapter that killed its own worker look alike from
             # here; both are retried up to executor.unit_retries, then the unit fails.
+            # Ray's text of the loss holds the actor's own traceback (a constructor that raised).
             raise AdapterWorkerLost(f"the adapter's Ray actor was lost ({type(exc).__name__}: "
-                                    f"{_first_line(exc)})", retryable=True) from None
+                                    f"{_first_line(exc)})", retryable=True
+                                    ) from RemoteTraceback(str(exc))
         except ray.exceptions.RayTaskError as exc:
-            raise AdapterCallError(f"{type(exc).__name__}: {exc}") from None
+            # Ray's text holds the adapter's traceback: the error's cause, so errors/ shows it.
+            raise AdapterCallError(f"{type(exc).__name__}: {exc}", str(exc))  # noqa: B904
         if "error" in reply:
             raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
         return reply.get("ok")

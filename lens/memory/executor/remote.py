@@ -36,12 +36,27 @@ class AdapterWorkerLost(Exception):
         self.retryable = retryable
 
 
+class RemoteTraceback(Exception):
+    """The traceback of the adapter's own process, as text: the cause of the driver's error, so
+    that every traceback lens writes of it (``errors/``) shows the adapter's frames first."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"\n{self.text.rstrip()}"
+
+
 class AdapterCallError(Exception):
-    """The adapter raised inside its own process; the message names its exception."""
+    """The adapter raised inside its own process; the message names its exception, the cause
+    carries its traceback there."""
 
     def __init__(self, message: str, traceback_text: str = "") -> None:
         super().__init__(message)
         self.traceback_text = traceback_text
+        if traceback_text:
+            self.__cause__ = RemoteTraceback(traceback_text)
 
 
 class RemoteAdapter(MemoryAdapter):

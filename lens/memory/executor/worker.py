@@ -54,7 +54,8 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
             args = [Episode.model_validate(args[0])]
         result = await getattr(adapter, method)(*args)
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        return {"error": f"{type(exc).__name__}: {exc}",
+                "traceback": f"{handling(method, args)}\n{traceback.format_exc()}"}
     if method in ("reset", "ingest", "prepare", "aclose"):
         return {"ok": None}
     try:
@@ -64,6 +65,27 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
         return {"error": "the memory system returned a result that cannot be sent as JSON "
                          f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
     return json.loads(encoded)
+
+
+def handling(method: str, args: list[Any]) -> str:
+    """What the adapter was doing, for the head of its traceback: the episode it was ingesting,
+    the query it was searching for (the driver's file name says which question)."""
+    def arg(i: int) -> Any:
+        return args[i] if len(args) > i else None
+
+    if method == "ingest":
+        episode = arg(0)
+        if isinstance(episode, Episode):
+            return (f"while ingesting episode {episode.episode_id!r} of scope "
+                    f"{episode.scope_id!r}:")
+        return "while ingesting an episode:"
+    what = {"reset": f"resetting for scope {arg(0)!r}",
+            "prepare": f"preparing scope {arg(0)!r} at checkpoint {arg(1)!r}",
+            "search": f"searching for {str(arg(0))[:200]!r} (filters {arg(1)!r})",
+            "retrieve": f"retrieving {str(arg(0))[:200]!r}",
+            "call_extended_tool": f"running its tool {arg(0)!r}",
+            "standing_context": f"writing the standing context of scope {arg(0)!r}"}
+    return f"while {what.get(method, f'answering {method}')}:"
 
 
 def finite(value: Any) -> Any:
@@ -119,7 +141,8 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
         adapter = create_adapter(init["name"], init.get("options") or {})
     except Exception as exc:
         await reply({"id": 0, "error": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc()})
+                     "traceback": f"while starting adapter {init['name']!r}:\n"
+                                  f"{traceback.format_exc()}"})
         return
     await reply({"id": 0, "ok": None})
 

