@@ -382,7 +382,7 @@ class RunIndex:
                     question_type=str(q.get("question_type", "unknown")),
                     metrics=dict(q.get("metrics") or {}), detail=dict(q.get("detail") or {}))
         except Unreadable as exc:
-            self._problems[SCORES] = str(exc)
+            self._problems[SCORES] = f"not a valid scores file: {exc}"
             self.scores, self.scores_head = {}, None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # A half-replaced scores.json cannot be: it is written atomically. This is a

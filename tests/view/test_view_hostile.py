@@ -126,7 +126,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, outside: Path):
     """A runs folder of one good run and one run per hostile case, served."""
     require_view_extra()
     folder = tmp_path_factory.mktemp("runs")
-    good = _run(folder, "good")
+    _run(folder, "good")
 
     absolute = _run(folder, "absolute")
     _absolute_record(absolute, outside)
