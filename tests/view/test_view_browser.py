@@ -222,8 +222,15 @@ def test_side_by_side_question_columns_do_not_overlap(browser: PipeBrowser, tmp_
     adapters = ("sqlite_fts", "bm25s", "hybrid", "recency")[:arms]
     folder = tmp_path / "runs"
     folder.mkdir()
+    # A judge's detail as wide as real ones get: several columns of prose and a long token.
+    facts = [{"fact": f"fact {i}: p99 latency rose to 410ms after the cache change",
+              "matched": i % 2 == 0, "reason": "stated in the answer, with its source " * 3,
+              "evidence": "ep_scope_00_1#chunk_" + "0123456789" * 8,
+              "judge": "the answer names the value and the episode it comes from"}
+             for i in range(3)]
+    detail = {**DETAIL, "fact_recall": {"facts": facts}}
     run = make_run(folder, RunSpec(name="arms", adapters=adapters, scopes=1,
-                                   questions_per_scope=2, detail=DETAIL))
+                                   questions_per_scope=2, detail=detail))
     shots = Shots(browser, tmp_path)
     with lens_view(folder) as base:
         url = f"{base}/compare/question?" + urlencode(
