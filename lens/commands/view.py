@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib.util
 import ipaddress
+import socket
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -58,14 +60,16 @@ def _view(args: argparse.Namespace) -> int:
     if missing:
         problems.append(f"{', '.join(missing)} not installed: {install_hint('view')}")
     if problems:
-        raise UserError("lens view cannot start:\n  " + "\n  ".join(problems))
+        raise UserError(["lens view cannot start:", *(f"  {p}" for p in problems)])
     import uvicorn
 
     from lens.view.app import build_app
 
+    sock = _listen(args.host, args.port)
     app = build_app(args.runs_dir.resolve(), host=args.host)
+    # A request still running when the viewer is stopped is given this long, then dropped.
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            access_log=False)
+                            access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     shown = f"[{args.host}]" if ":" in args.host else args.host
 
@@ -79,18 +83,40 @@ def _view(args: argparse.Namespace) -> int:
             print("lens: no web browser could be started; open the address above", flush=True)
 
     # uvicorn stops on Ctrl-C and passes the signal on; stopping is this command's end.
-    with contextlib.suppress(KeyboardInterrupt):
-        _serve(server, announce)
+    with contextlib.suppress(KeyboardInterrupt), sock:
+        _serve(server, announce, sock)
     print("lens view: stopped", flush=True)
     return 0
 
 
-def _serve(server: Any, announce: Any) -> None:
+def _listen(host: str, port: int) -> socket.socket:
+    """The viewer's socket, bound here rather than by uvicorn: a port in use is the user's
+    to change (one message, exit 2), not a server start-up failure with its tracebacks."""
+    address = host.strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn binds: a port left in TIME_WAIT by a viewer just stopped is free to take.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+    except OSError as exc:
+        sock.close()
+        shown = f"[{address}]" if family == socket.AF_INET6 else address
+        if exc.errno == errno.EADDRINUSE:
+            raise UserError([f"lens view cannot start: port {port} on {shown} is in use "
+                             "(another lens view, or another program)",
+                             "  give another --port, or --port 0 for any free port"]) from None
+        raise UserError(f"lens view cannot start: cannot listen on {shown}:{port} "
+                        f"({exc.strerror})") from None
+    return sock
+
+
+def _serve(server: Any, announce: Any, sock: socket.socket) -> None:
     """Run the server; ``announce`` once it listens (so the port 0 picked is known)."""
     import asyncio
 
     async def main() -> None:
-        task = asyncio.create_task(server.serve())
+        task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not task.done():
             await asyncio.sleep(0.05)
         if server.started:

@@ -4,10 +4,15 @@ Every response carries a Content-Security-Policy that allows the viewer's own sc
 stylesheet and nothing else (no inline script, no other origin), so the pages make no external
 request and text that escaped escaping still could not run. Requests whose Host is not a
 loopback name are refused (a DNS-rebinding page cannot read the runs).
+
+Whatever a run folder holds, every page answers: a run that cannot be read is listed with the
+reason (see :mod:`lens.view.index`), its report is not computed, and a request that meets an
+unreadable record is answered 422 with what is wrong, never 500.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,12 +23,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 import lens.view.fragments as fragments
 import lens.view.pages as pages
 from lens.runs.store import MANIFEST
+from lens.view.files import MAX_FILE_BYTES, Unreadable, inside, read_bytes
 from lens.view.index import RunIndex
 from lens.view.jobs import Jobs
 from lens.view.query import QueryError, QuestionQuery, select
@@ -59,9 +65,11 @@ class Runs:
         self._indexes: dict[str, RunIndex] = {}
 
     def names(self) -> list[str]:
+        # Any manifest.json, a FIFO or a link included: such a run is listed as unreadable
+        # with the reason, not left out in silence.
         try:
             found = [p.name for p in self.folder.iterdir()
-                     if not p.name.startswith(".") and (p / MANIFEST).is_file()]
+                     if not p.name.startswith(".") and os.path.lexists(p / MANIFEST)]
         except OSError:
             return []
         return sorted(found, key=lambda n: _mtime(self.folder / n / MANIFEST), reverse=True)
@@ -70,8 +78,11 @@ class Runs:
         if not name or "/" in name or "\\" in name or name.startswith("."):
             raise NotFound(name)
         root = self.folder / name
-        if not (root / MANIFEST).is_file():
+        if not os.path.lexists(root / MANIFEST):
             raise NotFound(name)
+        if not root.resolve().is_relative_to(self.folder.resolve()):
+            raise Unreadable(f"{name} is a link to a folder outside {self.folder}; the viewer "
+                             "reads only the runs inside the folder it was given")
         with self._lock:
             index = self._indexes.get(name)
             if index is None:
@@ -81,7 +92,7 @@ class Runs:
 
 def _mtime(path: Path) -> float:
     try:
-        return path.stat().st_mtime
+        return path.lstat().st_mtime
     except OSError:
         return 0.0
 
@@ -104,7 +115,12 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
         items, problems = [], []
         for name in runs.names():
             try:
-                items.append(pages.run_list_item(runs.get(name)))
+                index = runs.get(name)
+                if index.unreadable:
+                    problems.append(f"{name}: cannot be read: {'; '.join(index.unreadable)}")
+                    continue
+                items.append(pages.run_list_item(index))
+                problems.extend(f"{name}: {p}" for p in index.problems)
             except NotFound:
                 continue
             except Exception as exc:  # one unreadable run must not hide the others
@@ -120,6 +136,11 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
 
     def run_page(request: Request) -> Response:
         index = runs.get(request.path_params["name"])
+        if index.problems:
+            # The report reads the same files without these guards (a FIFO would hold the
+            # worker for good, a record outside the run would be shown): it waits for a
+            # readable run.
+            return _html(pages.run_page(index, None, ""))
         job, piece = report_piece(index)
         return _html(pages.run_page(index, piece, job))  # type: ignore[arg-type]
 
@@ -140,11 +161,29 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             raise NotFound(f"question {key!r} of run {index.name}")
         return _html(pages.question_page(index, row, index.record(row)))
 
+    def error_file(request: Request) -> Response:
+        # The tracebacks lens wrote into the run's errors/ folder, as plain text; nothing
+        # outside that folder (links followed) is served.
+        index = runs.get(request.path_params["name"])
+        file = request.path_params["file"]
+        try:
+            path = inside(index.root, "errors/" + file)
+            if not path.is_relative_to(inside(index.root, "errors")):
+                raise Unreadable(file)
+            raw = read_bytes(path)
+        except (Unreadable, OSError):
+            raise NotFound(f"errors/{file} of run {index.name}") from None
+        return PlainTextResponse(raw.decode("utf-8", errors="replace"), headers=HEADERS)
+
     def compare_inputs(request: Request) -> tuple[CompareQuery, list[RunIndex]]:
         params: dict[str, object] = dict(request.query_params)
         params["run"] = request.query_params.getlist("run")
         query = CompareQuery.parse(params)
-        return query, [runs.get(n) for n in query.run]
+        indexes = [runs.get(n) for n in query.run]
+        for index in indexes:
+            if index.problems:
+                raise Unreadable(f"run {index.name}: " + "; ".join(index.problems[:3]))
+        return query, indexes
 
     def compare(request: Request) -> Response:
         query, indexes = compare_inputs(request)
@@ -196,7 +235,21 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
                 if request.url.path.startswith("/api/"):
                     return _json({"error": str(exc)}, 400)
                 return _html(pages.problem_page("bad request", str(exc)), 400)
+            except Unreadable as exc:
+                return unreadable(request, str(exc))
+            except (RecursionError, MemoryError) as exc:
+                # Guarded where the files are read; this is the last line, should a value
+                # still be too deep or too large to show.
+                return unreadable(request, f"too deeply nested or too large to show "
+                                           f"({type(exc).__name__}; files over "
+                                           f"{MAX_FILE_BYTES} bytes are not read)")
         return endpoint
+
+    def unreadable(request: Request, text: str) -> Response:
+        text = f"cannot be read: {text}"
+        if request.url.path.startswith("/api/"):
+            return _json({"error": text}, 422)
+        return _html(pages.problem_page("cannot be read", text), 422)
 
     def read_all() -> None:
         # Read every run once at start, so the first page asked for finds them read.
@@ -222,6 +275,7 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
         Route("/api/runs/{name}/progress", threaded(progress)),
         Route("/runs/{name}/questions", threaded(questions)),
         Route("/runs/{name}/question", threaded(question)),
+        Route("/runs/{name}/errors/{file:path}", threaded(error_file)),
         Route("/compare", threaded(compare)),
         Route("/compare/question", threaded(compare_question)),
         Route("/api/job", threaded(job)),

@@ -21,8 +21,14 @@ form.filters input[type=search]{width:240px}form.filters input.num{width:70px}
 tr.differs td{background:#fff6db}tr td.worse{background:#fbdad7}tr td.better{background:#d8f3e1}
 .pager{margin:8px 0}.pager a,.pager span{margin-right:10px}
 .clip{max-width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.cols{display:flex;gap:12px;align-items:flex-start}.cols>div{flex:1;min-width:0;
+body:has(#side){max-width:2400px}
+.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));
+gap:12px;align-items:start}.cols>div{min-width:0;
 border:1px solid #e3e6ec;border-radius:4px;padding:6px 10px}
+.cols table{width:100%;table-layout:fixed}.cols table.kv{table-layout:auto}
+.cols td,.cols th{overflow-wrap:anywhere}.cols .kv th{white-space:normal}
+.cols table.data>thead>tr>th:nth-child(1){width:24%}
+.cols table.data>thead>tr>th:nth-child(2){width:11%}
 .pending{color:#8a5a00}.refused{background:#fbdad7;color:#b3261e;padding:8px 12px}
 """
 

@@ -8,12 +8,14 @@ counts); the full record is read again from disk only for a drill-down. ``scores
 ``manifest.json`` are re-read when their size or mtime changes.
 
 The index only ever opens files for reading: the viewer never writes into a run and holds no
-lock a run could wait on.
+lock a run could wait on. Every file is read through :mod:`lens.view.files` (inside the run,
+regular, bounded); what cannot be read is kept as the run's problem, by file, and a run whose
+manifest, events or scores cannot be read is *unreadable*: listed with the reason, never
+reported on.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import deque
@@ -22,14 +24,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from lens.runs.records import QuestionRecord, question_key
 from lens.runs.store import EVENTS, MANIFEST
 from lens.scoring.metrics import report_order
 from lens.scoring.types import RunScores
+from lens.view.files import Unreadable, inside, parse_json, read_bytes, read_json
 
 SCORES = "scores.json"
 # Questions per second are measured over the question_done events of this last window.
 RATE_WINDOW_S = 60.0
+# Bad lines and records named one by one on the run's page; the rest are counted.
+MAX_NAMED_PROBLEMS = 20
 
 
 @dataclass(frozen=True)
@@ -210,9 +217,7 @@ class _Tail:
     def read(self, offset: int, length: int) -> bytes:
         if not (self._start >= 0 and self._start <= offset
                 and offset + length <= self._start + len(self._data)):
-            with open(self.path, "rb") as fh:
-                fh.seek(offset)
-                self._data = fh.read()
+            self._data = read_bytes(self.path, offset)
             self._start = offset
         return self._data[offset - self._start:offset - self._start + length]
 
@@ -230,13 +235,24 @@ class RunIndex:
         self._scores_stat: tuple[int, int] | None = None
         self.scores: dict[str, Scored] = {}
         self.scores_head: dict[str, Any] | None = None
+        # What makes the run unreadable, by file; and bad lines or records, in file order.
         self._problems: dict[str, str] = {}
 
     def _reset(self) -> None:
         self._offset = 0
+        self._lines = 0
         self.progress = Progress()
         self.rows: dict[str, Row] = {}
         self._events_stat: tuple[int, int] | None = None
+        self._bad: list[str] = []
+        self._bad_count = 0
+        self._problems = getattr(self, "_problems", {})
+        self._problems.pop(EVENTS, None)
+
+    def _bad_line(self, text: str) -> None:
+        self._bad_count += 1
+        if len(self._bad) < MAX_NAMED_PROBLEMS:
+            self._bad.append(text)
 
     # -- refresh ------------------------------------------------------------------------------
     def refresh(self) -> RunIndex:
@@ -249,17 +265,20 @@ class RunIndex:
     def _refresh_manifest(self) -> None:
         path = self.root / MANIFEST
         st = _stat(path)
-        if st == self._manifest_stat:
+        if st is not None and st == self._manifest_stat:
             return
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = read_json(inside(self.root, MANIFEST))
+            if not isinstance(data, dict):
+                raise Unreadable(f"{MANIFEST}: not a JSON object")
+        except Unreadable as exc:
             # A manifest being replaced is replaced atomically; anything else is the run's
             # problem, shown on its page.
-            self._problems[MANIFEST] = f"{path}: cannot be read ({exc})"
+            self._problems[MANIFEST] = str(exc)
+            self.manifest, self._manifest_stat = {}, st
             return
         self._problems.pop(MANIFEST, None)
-        self.manifest = data if isinstance(data, dict) else {}
+        self.manifest = data
         self._manifest_stat = st
 
     def _refresh_events(self) -> None:
@@ -271,53 +290,76 @@ class RunIndex:
             # Cut by a resume (a torn last line removed): read it all again.
             self._reset()
         try:
-            with open(path, "rb") as fh:
-                fh.seek(self._offset)
-                data = fh.read()
+            data = read_bytes(inside(self.root, EVENTS), self._offset)
+        except Unreadable as exc:
+            self._problems[EVENTS] = str(exc)
+            self._events_stat = st
+            return
         except OSError:
             return
+        self._problems.pop(EVENTS, None)
         end = data.rfind(b"\n") + 1  # a line still being written waits for the next refresh
-        files: dict[str, _Tail | None] = {}
+        files: dict[str, _Tail | Unreadable] = {}
         for raw in data[:end].splitlines():
+            self._lines += 1
+            where = f"{EVENTS} line {self._lines}"
             try:
-                event = json.loads(raw)
-            except ValueError:
+                event = parse_json(raw, where)
+            except Unreadable as exc:
+                self._bad_line(str(exc))
                 continue
             if not isinstance(event, dict):
+                self._bad_line(f"{where}: not a JSON object")
                 continue
-            self.progress.fold(event)
-            if event.get("kind") == "question_done":
-                self._take_record(event, files)
+            try:
+                self.progress.fold(event)
+                if event.get("kind") == "question_done":
+                    self._take_record(event, files, where)
+            except Unreadable as exc:
+                self._bad_line(str(exc))
         self._offset += end
         self._events_stat = (self._offset, st[1]) if end == len(data) else None
 
-    def _take_record(self, event: dict[str, Any], files: dict[str, Any]) -> None:
+    def _take_record(self, event: dict[str, Any], files: dict[str, _Tail | Unreadable],
+                     where: str) -> None:
         name = str(event.get("record", ""))
         if name not in files:
             # Checked once per file and refresh, not once per question.
-            path = self.root / name
-            ok = bool(name) and ".." not in Path(name).parts and path.is_file()
-            files[name] = _Tail(path) if ok else None
+            try:
+                files[name] = _Tail(inside(self.root, name))
+            except Unreadable as exc:
+                files[name] = exc
         tail = files[name]
-        if tail is None:
-            return
+        if isinstance(tail, Unreadable):
+            raise Unreadable(f"{where}: record {tail}")
         offset, length = event.get("offset"), event.get("length")
         try:
             if offset is None:
-                raw = tail.path.read_bytes()
-                where: tuple[str, int | None, int | None] = (name, None, None)
+                raw = read_bytes(tail.path)
+                place: tuple[str, int | None, int | None] = (name, None, None)
+                shown = name
             else:
-                raw = tail.read(int(offset), int(length))
-                if len(raw) < int(length):
-                    return
-                where = (name, int(offset), int(length))
-            data = json.loads(raw)
-        except (OSError, ValueError, TypeError):
-            return
-        if isinstance(data, dict):
-            row = _row(data, where)
-            self.rows.pop(row.key, None)  # the newest commit of a question wins, in its place
-            self.rows[row.key] = row
+                offset, length = int(offset), int(length)  # type: ignore[arg-type]
+                if offset < 0 or length < 0:
+                    raise ValueError("a negative offset or length")
+                raw = tail.read(offset, length)
+                if len(raw) < length:
+                    return  # not yet on disk: a later refresh reads it
+                place, shown = (name, offset, length), f"{name} at byte {offset}"
+        except (TypeError, ValueError) as exc:
+            raise Unreadable(f"{where}: offset or length of the record: {exc}") from None
+        except Unreadable as exc:
+            raise Unreadable(f"{where}: {exc}") from None
+        data = parse_json(raw, f"{shown} (named by {where})")
+        if not isinstance(data, dict):
+            raise Unreadable(f"{shown} (named by {where}): not a JSON object")
+        try:
+            row = _row(data, place)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise Unreadable(f"{shown} (named by {where}): {_record_problem(data, exc)}"
+                             ) from None
+        self.rows.pop(row.key, None)  # the newest commit of a question wins, in its place
+        self.rows[row.key] = row
 
     def _refresh_scores(self) -> None:
         path = self.root / SCORES
@@ -330,22 +372,37 @@ class RunIndex:
         if st is None:
             return
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(inside(self.root, SCORES))
+            if not isinstance(data, dict):
+                raise Unreadable(f"{SCORES}: not a JSON object")
             questions = data.pop("questions", [])
             self.scores_head = data
             for q in questions:
                 self.scores[str(q["key"])] = Scored(
                     question_type=str(q.get("question_type", "unknown")),
                     metrics=dict(q.get("metrics") or {}), detail=dict(q.get("detail") or {}))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except Unreadable as exc:
+            self._problems[SCORES] = f"not a valid scores file: {exc}"
+            self.scores, self.scores_head = {}, None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # A half-replaced scores.json cannot be: it is written atomically. This is a
             # broken file, shown as such; the next change of the file is read again.
-            self._problems[SCORES] = f"{path}: not a valid scores file ({exc})"
+            self._problems[SCORES] = f"{SCORES}: not a valid scores file ({exc!r:.300})"
             self.scores, self.scores_head = {}, None
 
     @property
     def problems(self) -> list[str]:
-        """What could not be read, to show on the run's page."""
+        """What could not be read, to show on the run's page: the files first, then the bad
+        lines and records."""
+        out = [*self._problems.values(), *self._bad]
+        if self._bad_count > len(self._bad):
+            out.append(f"... and {self._bad_count - len(self._bad)} more bad lines or records "
+                       f"in {EVENTS}")
+        return out
+
+    @property
+    def unreadable(self) -> list[str]:
+        """Why the run as a whole cannot be read (its manifest, events or scores), or []."""
         return list(self._problems.values())
 
     # -- questions ----------------------------------------------------------------------------
@@ -359,14 +416,14 @@ class RunIndex:
     def record(self, row: Row) -> QuestionRecord:
         """The full record of a question, read from its place in the run directory."""
         name, offset, length = row.where
-        path = self.root / name
-        if offset is None or length is None:
-            raw = path.read_bytes()
-        else:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                raw = fh.read(length)
-        return QuestionRecord.model_validate_json(raw)
+        path = inside(self.root, name)
+        raw = read_bytes(path) if offset is None else read_bytes(path, offset, length)
+        shown = name if offset is None else f"{name} at byte {offset}"
+        data = parse_json(raw, shown)
+        try:
+            return QuestionRecord.model_validate(data)
+        except ValueError as exc:
+            raise Unreadable(f"{shown}: {_record_problem(data, exc)}") from None
 
     def run_scores(self) -> RunScores | None:
         """The run-level part of scores.json (no questions): what a condition check needs."""
@@ -399,3 +456,16 @@ class RunIndex:
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever anything the report reads changes."""
         return (self._manifest_stat, _stat(self.root / EVENTS), self._scores_stat)
+
+
+def _record_problem(data: dict[str, Any], exc: Exception) -> str:
+    """The fields of a record that are not a question record's, by name, with the fix."""
+    try:
+        QuestionRecord.model_validate(data)
+    except ValidationError as invalid:
+        fields = "; ".join(f"field {'.'.join(map(str, err['loc'])) or '(record)'}: {err['msg']}"
+                           for err in invalid.errors()[:5])
+        return f"not a valid question record ({fields}); lens writes these records itself"
+    except ValueError:
+        pass
+    return f"not a valid question record ({type(exc).__name__}: {str(exc)[:200]})"

@@ -13,6 +13,7 @@ most once per ``min_interval_s``, so watching a run does not keep a core busy.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import time
@@ -60,9 +61,11 @@ class Jobs:
         self._pool.submit(fragments.warm_up)
 
     def stop(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Stop the worker at once, a computation under way included (its result is not
+        wanted: the viewer is stopping)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            _stop_pool(pool)
 
     def get(self, name: str, fingerprint: object, fn: Callable[..., Outcome],
             *args: Any, wait: bool = True) -> Piece:
@@ -80,9 +83,14 @@ class Jobs:
                 if throttled:
                     assert done is not None
                     return Piece(*done.outcome, fresh=False, pending=False)
-                running = (fingerprint, self._submit(name, fingerprint, fn, *args))
+                running = (fingerprint, self._submit(fn, *args))
                 self._running[name] = running
                 submitted = True
+        if submitted:
+            # Outside the lock: a future that is already done runs its callback here, in this
+            # thread, and the callback takes the lock (held, it would wait for itself).
+            future = running[1]
+            future.add_done_callback(lambda f: self._harvest(name, fingerprint, f))
         if submitted and wait:
             # A request finding the computation already under way does not wait for it again.
             try:
@@ -100,8 +108,7 @@ class Jobs:
             return Piece(True, "", fresh=False, pending=True)
         return Piece(*done.outcome, fresh=done.fingerprint == fingerprint, pending=pending)
 
-    def _submit(self, name: str, fingerprint: object, fn: Callable[..., Outcome],
-                *args: Any) -> Future[Outcome]:
+    def _submit(self, fn: Callable[..., Outcome], *args: Any) -> Future[Outcome]:
         if self._pool is None:
             self.start()
         assert self._pool is not None
@@ -110,10 +117,10 @@ class Jobs:
         except BrokenProcessPool:
             # The worker died (killed, out of memory): its failure was shown on the page that
             # waited for it; a new worker takes the next piece.
+            _stop_pool(self._pool)
             self.start()
             assert self._pool is not None
             future = self._pool.submit(fn, *args)
-        future.add_done_callback(lambda f: self._harvest(name, fingerprint, f))
         return future
 
     def _harvest(self, name: str, fingerprint: object, future: Future[Outcome]) -> None:
@@ -131,3 +138,20 @@ class Jobs:
         with self._lock:
             running = self._running.get(name)
             return running is None or running[1].done()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    # shutdown() lets a worker finish the computation it holds (seconds on a large run, or
+    # for ever on a file that never ends) and leaves it running meanwhile: end the worker
+    # processes themselves. ``_processes`` is the executor's own table of them.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.terminate()
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=2)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=2)

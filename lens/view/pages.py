@@ -5,6 +5,7 @@ own content comes from lens.report (its blocks, its question drill-down)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -22,6 +23,8 @@ from lens.view.jobs import Piece
 from lens.view.query import FIELD_SORTS, STATUS_FILTERS, Page, QuestionQuery
 
 ANSWER_CLIP = 160
+# A file of the run's errors/ folder as lens names it in an error ("see errors/x.txt").
+ERROR_FILE = re.compile(r"errors/([\w.|:@%+=-]+\.txt)")
 DETAIL_ROWS = 50
 
 
@@ -250,8 +253,8 @@ def live_panel(index: RunIndex) -> str:
            if total else "<progress id='live-bar'></progress>")
     rows = [[e(label), f"<span id='{fid}'>{e(data['display'][fid])}</span>"]
             for fid, label in LIVE_FIELDS]
-    errors = "".join(f"<li>{e(u['unit'])}: {e(clip(u['error'], 300))}</li>"
-                     for u in data["unit_errors"])
+    errors = "".join(f"<li>{e(u['unit'])}: {error_links(index.name, clip(u['error'], 300))}"
+                     "</li>" for u in data["unit_errors"])
     return (f"<section class='live' id='live' data-src="
             f"'{e('/api' + run_url(index.name, 'progress'))}' data-updates='0'>"
             f"<b>progress</b> {bar} <span id='live-conn' class='warn'></span>"
@@ -260,7 +263,20 @@ def live_panel(index: RunIndex) -> str:
             + "</section>")
 
 
-def run_page(index: RunIndex, report: Piece, job: str) -> str:
+def error_links(name: str, text: str) -> str:
+    """``text`` escaped, with each ``errors/….txt`` it names (lens's own "see errors/x.txt")
+    a link to that file of the run."""
+    out, at = [], 0
+    for found in ERROR_FILE.finditer(text):
+        out += [e(text[at:found.start()]),
+                link(run_url(name, "errors", quote(found.group(1))), found.group(0))]
+        at = found.end()
+    return "".join(out) + e(text[at:])
+
+
+def run_page(index: RunIndex, report: Piece | None, job: str) -> str:
+    """The run's page; ``report`` None when the run has problems (the report is not computed
+    over files the viewer refused)."""
     name = index.name
     adapters = index.adapters()
     links = [f"<a href='{e(run_url(name, 'questions'))}' id='questions-link'>questions "
@@ -277,7 +293,10 @@ def run_page(index: RunIndex, report: Piece, job: str) -> str:
             (f"<p class='meta'>The report below is as of {len(index.rows)} questions; the "
              "panel above follows the run (reload the page for newer figures).</p>"
              if index.manifest.get("status") == "running" else ""),
-            "<section id='report'>", piece_html(report, job, "the report"), "</section>"]
+            "<section id='report'>",
+            piece_html(report, job, "the report") if report is not None else
+            "<p class='warn'>The report is not computed while the run has the problems listed "
+            "above; repair or remove what they name.</p>", "</section>"]
     return shell(f"run {name}", "".join(body), [(run_url(name), name)])
 
 
@@ -436,6 +455,10 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
     if other:
         body += ["<h2>Other scoring detail (judge verdicts, retrieval, composite)</h2>",
                  f"<div id='other-detail'>{detail_html(other)}</div>"]
+    traces = [link(run_url(name, "errors", quote(f)), "errors/" + f)
+              for f in dict.fromkeys(ERROR_FILE.findall(record.error or ""))]
+    if traces:
+        body.append("<p id='tracebacks'>traceback: " + ", ".join(traces) + "</p>")
     body += ["<h2>Answer, tool calls and transcript</h2>",
              f"<div id='drill'>{question_body(qrow, scores=False)}</div>"]
     return shell(record.question_id, "".join(body),

@@ -189,3 +189,59 @@ def test_viewer_in_headless_chromium(browser: PipeBrowser, tmp_path: Path) -> No
         refused = js("document.body.innerText")
         assert "different conditions" in refused and "seed" in refused
     live.stop()
+
+
+# Every column of the side-by-side question page: its tables and answers stay inside it, and no
+# column overlaps the next.
+SPILLS = """(() => {
+  const cols = [...document.querySelectorAll('#side > div')];
+  const out = [];
+  cols.forEach((col, i) => {
+    const c = col.getBoundingClientRect();
+    for (const el of col.querySelectorAll('table, pre, h3, p')) {
+      const r = el.getBoundingClientRect();
+      if (r.right > c.right + 0.5 || r.left < c.left - 0.5) {
+        out.push(`column ${i}: a ${el.tagName} spans ${r.left}..${r.right}, ` +
+                 `the column ${c.left}..${c.right}`);
+      }
+    }
+    if (i > 0) {
+      const p = cols[i - 1].getBoundingClientRect();
+      if (c.left < p.right - 0.5 && c.top < p.bottom && p.top < c.bottom) {
+        out.push(`column ${i} overlaps column ${i - 1}`);
+      }
+    }
+  });
+  return [cols.length, out];
+})()"""
+
+
+@pytest.mark.parametrize("arms", [2, 4])
+def test_side_by_side_question_columns_do_not_overlap(browser: PipeBrowser, tmp_path: Path,
+                                                      arms: int) -> None:
+    adapters = ("sqlite_fts", "bm25s", "hybrid", "recency")[:arms]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    # A judge's detail as wide as real ones get: several columns of prose and a long token.
+    facts = [{"fact": f"fact {i}: p99 latency rose to 410ms after the cache change",
+              "matched": i % 2 == 0, "reason": "stated in the answer, with its source " * 3,
+              "evidence": "ep_scope_00_1#chunk_" + "0123456789" * 8,
+              "judge": "the answer names the value and the episode it comes from"}
+             for i in range(3)]
+    detail = {**DETAIL, "fact_recall": {"facts": facts}}
+    run = make_run(folder, RunSpec(name="arms", adapters=adapters, scopes=1,
+                                   questions_per_scope=2, detail=detail))
+    shots = Shots(browser, tmp_path)
+    with lens_view(folder) as base:
+        url = f"{base}/compare/question?" + urlencode(
+            {"run": run.name, "scope": "scope_00", "qid": "q00_000", "repeat": 0})
+        for width in (1400, 2400):
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": width, "height": 1000, "deviceScaleFactor": 1,
+                          "mobile": False})
+            browser.navigate(url)
+            count, spills = browser.evaluate(SPILLS)
+            assert count == arms, browser.evaluate("document.body.innerText")[:2000]
+            shots.take(f"view-side-question-{arms}-arms-{width}")
+            assert spills == [], spills
+        assert browser.console_errors() == []
