@@ -80,3 +80,19 @@ def test_litellm_price_map_gives_cache_rates() -> None:
         pytest.skip("litellm's price map has no claude-haiku-4-5")
     assert price.cache_read_per_mtok is not None and price.cache_write_per_mtok is not None
     assert price.cache_read_per_mtok < price.input_per_mtok
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shape", [OPENAI_SHAPE, ANTHROPIC_SHAPE])
+async def test_cached_tokens_through_litellm(fake_openai: FakeOpenAI, shape: dict[str, Any],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("litellm")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-litellm-test")
+    fake_openai.responder = lambda _r: _reply(shape)
+    rt = ModelRuntime(cache=CacheConfig(enabled=False), retry=FAST)
+    client = rt.client(ModelConfig(model="litellm/openai/fake-model",
+                                   base_url=fake_openai.base_url))
+    c = await client.complete(CompletionRequest.model_validate(
+        {"messages": [{"role": "user", "content": "q"}]}))
+    assert c.usage.cached_prompt_tokens == 768
+    await rt.aclose()
