@@ -105,6 +105,10 @@ class Usage(BaseModel):
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Parts of prompt_tokens the provider's prompt cache served (read) or stored (write); they
+    # are priced at the cache's own rates.
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

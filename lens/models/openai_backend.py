@@ -344,6 +344,34 @@ def _usage(raw: Mapping[str, Any], label: str) -> Usage:
                  _token_count(completion, "completion_tokens", label))
 
 
+def _with_prompt_cache(tokens: Usage, raw: Mapping[str, Any], label: str) -> Usage:
+    """``tokens`` with the prompt-cache counts the provider reported: OpenAI's
+    ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens`` (as litellm passes them on, counted within prompt_tokens)."""
+    details = raw.get("prompt_tokens_details")
+    read = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    if read is None:
+        read = raw.get("cache_read_input_tokens")
+    write = raw.get("cache_creation_input_tokens")
+    read_n = 0 if read is None else _token_count(read, "cached_tokens", label)
+    write_n = 0 if write is None else _token_count(write, "cache_creation_input_tokens", label)
+    if read_n + write_n > tokens.prompt_tokens:
+        raise ProviderError(f"{label}: malformed response: {read_n + write_n} cached prompt "
+                            f"tokens out of {tokens.prompt_tokens}", retryable=True)
+    return tokens.model_copy(update={"cached_prompt_tokens": read_n,
+                                     "cache_write_tokens": write_n})
+
+
+def _usage_mapping(usage: Any) -> dict[str, Any]:
+    """The cache fields of an SDK (openai or litellm) usage object, as the JSON reply has them."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) \
+        else getattr(details, "cached_tokens", None)
+    return {"prompt_tokens_details": {"cached_tokens": cached},
+            "cache_read_input_tokens": getattr(usage, "cache_read_input_tokens", None),
+            "cache_creation_input_tokens": getattr(usage, "cache_creation_input_tokens", None)}
+
+
 def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
                          label: str) -> Completion:
     choices = data.get("choices") or []
@@ -376,7 +404,7 @@ def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
                                 retryable=True) from None
     usage = data.get("usage")
     if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
-        tokens = _usage(usage, label)
+        tokens = _with_prompt_cache(_usage(usage, label), usage, label)
     else:
         tokens = _estimated_usage(request, text, calls)
     finish = choice.get("finish_reason")
@@ -414,6 +442,7 @@ def _to_completion(response: Any, request: CompletionRequest, label: str) -> Com
     if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
         tokens = _usage({"prompt_tokens": usage.prompt_tokens,
                          "completion_tokens": getattr(usage, "completion_tokens", None)}, label)
+        tokens = _with_prompt_cache(tokens, _usage_mapping(usage), label)
     else:
         tokens = _estimated_usage(request, text, calls)
     return Completion(text=text, tool_calls=calls, usage=tokens,

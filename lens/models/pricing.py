@@ -22,10 +22,20 @@ class Pricing:
     input_per_mtok: float
     output_per_mtok: float
     source: str
+    # The provider's prompt-cache rates; None where the price map has none (then the input rate).
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
 
     def cost(self, usage: Usage) -> float:
+        read = min(usage.cached_prompt_tokens, usage.prompt_tokens)
+        write = min(usage.cache_write_tokens, usage.prompt_tokens - read)
+        fresh = usage.prompt_tokens - read - write
+        read_rate = self.input_per_mtok if self.cache_read_per_mtok is None \
+            else self.cache_read_per_mtok
+        write_rate = self.input_per_mtok if self.cache_write_per_mtok is None \
+            else self.cache_write_per_mtok
         return (
-            usage.prompt_tokens * self.input_per_mtok
+            fresh * self.input_per_mtok + read * read_rate + write * write_rate
             + usage.completion_tokens * self.output_per_mtok
         ) / 1_000_000
 
@@ -52,8 +62,16 @@ def litellm_pricing(model: str) -> Pricing | None:
         inp = entry.get("input_cost_per_token")
         out = entry.get("output_cost_per_token")
         if isinstance(inp, int | float) and isinstance(out, int | float):
-            return Pricing(float(inp) * 1_000_000, float(out) * 1_000_000, "litellm")
+            return Pricing(float(inp) * 1_000_000, float(out) * 1_000_000, "litellm",
+                           _per_mtok(entry.get("cache_read_input_token_cost")),
+                           _per_mtok(entry.get("cache_creation_input_token_cost")))
     return None
+
+
+def _per_mtok(per_token: object) -> float | None:
+    if isinstance(per_token, bool) or not isinstance(per_token, int | float):
+        return None
+    return float(per_token) * 1_000_000
 
 
 # The price table litellm ships beside its code. Reading the file needs no import of litellm

@@ -26,6 +26,9 @@ class UsageTotals:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Prompt tokens the provider's prompt cache read or wrote (both are within prompt_tokens).
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
     latency_s: float = 0.0
     cost_usd_known: float = 0.0
     unknown_cost_calls: int = 0
@@ -41,6 +44,8 @@ class UsageTotals:
         self.retries += completion.retries
         self.prompt_tokens += completion.usage.prompt_tokens
         self.completion_tokens += completion.usage.completion_tokens
+        self.cached_prompt_tokens += completion.usage.cached_prompt_tokens
+        self.cache_write_tokens += completion.usage.cache_write_tokens
         self.latency_s += completion.latency_s
         if completion.cached:
             self.cache_hits += 1
@@ -55,6 +60,9 @@ class UsageTotals:
         d = asdict(self)
         d["cost_usd"] = self.cost_usd
         d["total_tokens"] = self.prompt_tokens + self.completion_tokens
+        # Unknown, not 0, when no prompt token was counted.
+        d["cached_share"] = (self.cached_prompt_tokens / self.prompt_tokens
+                             if self.prompt_tokens else None)
         return d
 
 

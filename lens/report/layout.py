@@ -24,7 +24,7 @@ from lens.report.document import (
 from lens.report.judge_blocks import judge_panel_blocks
 from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
-from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary
+from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary, RoleUsage
 
 HOW_TO_READ = (
     "Each value reads `mean [low, high] n=N n_eff=E`: the interval is 95% and accounts for "
@@ -107,12 +107,19 @@ def usage(s: ReportSummary) -> list[Block]:
         rows, table_id="usage")]
     if s.model_usage:
         out += [Para("Model usage of the whole run, by role (from the manifest):", "meta"),
-                Table(["role", "calls", "prompt tokens", "completion tokens", "cost",
-                       "cache hits", "retries", "errors"],
-                      [[r, str(u.calls), str(u.prompt_tokens), str(u.completion_tokens),
-                        fmt.money(u.cost_usd), str(u.cache_hits), str(u.retries),
-                        str(u.errors)] for r, u in s.model_usage.items()])]
+                Table(["role", "calls", "prompt tokens", "provider-cached prompt",
+                       "completion tokens", "cost", "cache hits", "retries", "errors"],
+                      [[r, str(u.calls), str(u.prompt_tokens), _cached_share(u),
+                        str(u.completion_tokens), fmt.money(u.cost_usd), str(u.cache_hits),
+                        str(u.retries), str(u.errors)] for r, u in s.model_usage.items()])]
     return out
+
+
+def _cached_share(u: RoleUsage) -> str:
+    """The share of prompt tokens the provider's prompt cache served, or unknown."""
+    if u.cached_prompt_tokens is None or not u.prompt_tokens:
+        return "—"
+    return f"{u.cached_prompt_tokens / u.prompt_tokens:.0%}"
 
 
 def primary_breakdown(s: ReportSummary) -> list[Block]:

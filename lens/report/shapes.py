@@ -227,6 +227,8 @@ class RoleUsage(_M):
     cache_hits: int = 0
     retries: int = 0
     errors: int = 0
+    # Prompt tokens the provider's prompt cache served; None for a manifest that did not count them.
+    cached_prompt_tokens: int | None = None
 
 
 class FloorCeilingRow(_M):

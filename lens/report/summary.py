@@ -151,7 +151,9 @@ def model_usage(run: RunData) -> dict[str, RoleUsage]:
             completion_tokens=int(u.get("completion_tokens") or 0),
             cost_usd=None if unknown_calls or cost is None else float(cost),
             cache_hits=int(u.get("cache_hits") or 0), retries=int(u.get("retries") or 0),
-            errors=int(u.get("errors") or 0))
+            errors=int(u.get("errors") or 0),
+            cached_prompt_tokens=None if u.get("cached_prompt_tokens") is None
+            else int(u["cached_prompt_tokens"]))
     return out
 
 
