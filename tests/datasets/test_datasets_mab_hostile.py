@@ -31,3 +31,20 @@ def test_hostile_rows_are_refused(tmp_path: Path, content: bytes, message: str) 
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_locomo_turn_text_that_is_an_object_is_refused(tmp_path: Path) -> None:
+    import json
+
+    src = tmp_path / "locomo.json"
+    src.write_text(json.dumps([{"sample_id": "s1", "qa": [], "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": {"x": 1}}]}}]))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "lens", "datasets", "import", "--format",
+                           "locomo", str(src), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert "locomo.json: $[0].conversation.session_1[0].text: expected str, got dict" \
+        in proc.stderr
+    assert not out.exists()
