@@ -210,6 +210,7 @@ def _import_notes(counts: dict[str, Any]) -> list[str]:
     if counts.get("trajectories_split"):
         notes.append(f"{counts['trajectories_split']} trajectory(ies) longer than an episode "
                      "may be are split into parts at state boundaries (meta.part, meta.parts)")
+    notes.extend(str(n) for n in counts.get("notes", []))
     if counts.get("states_cut"):
         notes.append(f"{counts['states_cut']} state(s) longer than an episode may be alone have "
                      "their page text cut")

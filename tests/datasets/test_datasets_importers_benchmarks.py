@@ -37,11 +37,13 @@ def _beam_copy(tmp_path: Path) -> Path:
 def test_beam_turns_become_episodes_time_stamped_from_their_batch_anchor(tmp_path: Path) -> None:
     counts = write_beam(BEAM / "100K" / "1", tmp_path / "b.json")
     data = _load(tmp_path / "b.json")
+    assert counts.pop("notes") == ["1 evidence id(s) matched no turn (kept in question meta)"]
     assert counts == {"scopes": 1, "episodes": 5, "questions": 10, "unresolved_evidence": 1}
     assert data["dataset_id"] == "beam-100K"
     (scope,) = data["scopes"]
     assert scope["scope_id"] == "beam_100K_1"
-    assert scope["meta"] == {"source": "beam", "tier": "100K", "conversation_id": "1"}
+    assert scope["meta"] == {"source": "beam", "tier": "100K", "conversation_id": "1",
+                             "chat_file": "chat.json"}
     eps = scope["episodes"]
     # Batch 1 is anchored March-15-2024, batch 2 April-05-2024; turns follow a minute apart.
     assert [e["timestamp"] for e in eps] == [

@@ -1,8 +1,10 @@
 """Import BEAM ("Beyond a Million Tokens", Tavakoli et al., 2025) into the LENS format.
 
 BEAM is released as one folder per conversation, grouped by size tier (``chats/100K``,
-``500K``, ``1M``, ``10M``; the 100K tier is the paper's 128K): ``chat.json`` (the conversation)
-and ``probing_questions/probing_questions.json`` (twenty questions, two per memory ability, each
+``500K``, ``1M``, ``10M``; the 100K tier is the paper's 128K): ``chat.json`` (the conversation),
+for some conversations ``chat_trunecated.json`` (sic: the conversation cut to its tier's length,
+which the official answer generation reads wherever it exists, so lens does too) and
+``probing_questions/probing_questions.json`` (twenty questions, two per memory ability, each
 with a rubric). ``chat.json`` is a list of batches ``{batch_number, time_anchor, turns: [[message,
 ...], ...]}``; the 10M tier wraps them in plans, ``[{"plan-1": [batch, ...]}, ...]``; the
 Hugging Face ``chat`` column holds each batch as a flat list of messages. Every message has
@@ -11,9 +13,12 @@ Hugging Face ``chat`` column holds each batch as a flat list of messages. Every 
 
 Each conversation becomes a scope; each turn (a user message and the replies up to the next main
 question) one episode, time-stamped from its batch's anchor; every probing question is asked after
-the last turn. ``source_chat_ids`` (message ids) become the refs of the turns holding them. The
-chat is parsed one batch at a time and written out turn by turn: a 10M conversation is never held
-whole.
+the last turn. The official answer generation ignores the anchors and gives the model the messages
+in file order, so the file order is kept; an anchor that would break it (earlier than the turn
+before, or later than the next batch's anchor) labels only its batch, whose turns follow the turn
+before by a minute each. ``source_chat_ids`` (message ids) become the refs of the turns holding
+them. The chat is parsed one batch at a time and written out turn by turn: a 10M conversation
+is never held whole.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from typing import Any
 import ijson
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import QuestionType
-from lens.data.importers.common import Locator, answer_text, short_facts
+from lens.data.dataset import MAX_JSON_DEPTH, QuestionType
+from lens.data.importers.common import Locator, TooDeep, answer_text, guarded_events, short_facts
 from lens.data.importers.writer import StreamingDatasetWriter
 
 ABILITIES: dict[str, QuestionType] = {
@@ -50,6 +55,7 @@ ANSWER_FIELDS = ("answer", "ideal_answer", "ideal_response", "ideal_summary",
                  "expected_compliance")
 TIERS = ("100K", "128K", "500K", "1M", "10M")
 CHAT_FILE = "chat.json"
+TRUNCATED_CHAT_FILE = "chat_trunecated.json"
 QUESTIONS_FILE = Path("probing_questions") / "probing_questions.json"
 _PLAN = re.compile(r"^item\.([^.]+)\.item$")
 _ANCHOR = re.compile(r"^\s*([A-Za-z]+)[-\s]+(\d{1,2}),?[-\s]+(\d{4})\s*$")
@@ -82,6 +88,12 @@ class Conversation:
     @property
     def scope_id(self) -> str:
         return f"beam_{self.tier}_{self.conv_id}"
+
+    @property
+    def chat(self) -> Path:
+        """The chat the official answer generation reads: the truncated one where it exists."""
+        truncated = self.folder / TRUNCATED_CHAT_FILE
+        return truncated if truncated.is_file() else self.folder / CHAT_FILE
 
 
 def find_conversations(src: Path) -> list[Conversation]:
@@ -119,7 +131,7 @@ def iter_batches(path: Path) -> Iterator[tuple[str | None, int, Any]]:
         raise DatasetError(f"{path}: file not found")
     counters: dict[str | None, int] = {}
     with path.open("rb") as fh:
-        events = ijson.parse(fh, use_float=True)
+        events = guarded_events(fh)
         try:
             first = next(events, None)
             if first is None or first[1] != "start_array":
@@ -148,6 +160,10 @@ def iter_batches(path: Path) -> Iterator[tuple[str | None, int, Any]]:
                 batch = _build(pending, events)
                 counters[plan] = counters.get(plan, -1) + 1
                 yield plan, counters[plan], batch
+        except TooDeep:
+            raise DatasetError(f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep "
+                               "(a BEAM chat is five levels deep); repair the file or download "
+                               "it again") from None
         except ijson.JSONError as exc:
             raise DatasetError(f"{path}: invalid JSON: {exc}") from None
         except UnicodeDecodeError as exc:
@@ -208,32 +224,76 @@ def _turns(batch: Any, where: str) -> tuple[list[list[dict[str, Any]]], str | No
 
 @dataclass
 class _Stream:
-    """What writing a conversation's turns learnt: message id -> episode, and the count."""
+    """What writing a conversation's turns learnt: message id -> episode, the count, and the
+    anchors that could not date their batch."""
 
     by_message: dict[int, str] = field(default_factory=dict)
     episodes: int = 0
     last: datetime | None = None
+    anchors_set_aside: int = 0
+
+
+@dataclass
+class _Batch:
+    where: str
+    plan: str | None
+    index: int
+    turns: list[list[dict[str, Any]]]
+    anchor_text: str | None
+    anchor: datetime | None
+
+
+def _batches(path: Path) -> Iterator[_Batch]:
+    for plan, bi, raw in iter_batches(path):
+        where = f"{path}: $" + (f".{plan}" if plan else "") + f"[{bi}]"
+        turns, anchor_text = _turns(raw, where)
+        anchor = None
+        if anchor_text is not None:
+            try:
+                anchor = parse_anchor(anchor_text)
+            except ValueError as exc:
+                raise DatasetError(f"{where}: {exc}") from None
+        yield _Batch(where, plan, bi, turns, anchor_text, anchor)
+
+
+def _with_next(items: Iterator[_Batch]) -> Iterator[tuple[_Batch, _Batch | None]]:
+    prev: _Batch | None = None
+    for item in items:
+        if prev is not None:
+            yield prev, item
+        prev = item
+    if prev is not None:
+        yield prev, None
+
+
+def _usable(anchor: datetime | None, last: datetime | None, following: datetime | None) -> bool:
+    """Whether a batch's anchor can date its turns without moving others: not before the turn
+    before it, and not after the next batch's anchor (unless that one is itself out of order,
+    earlier than the turn before)."""
+    if anchor is None:
+        return False
+    if last is not None and anchor <= last:
+        return False
+    return not (following is not None and following < anchor
+                and (last is None or following > last))
 
 
 def _write_chat(conv: Conversation, w: StreamingDatasetWriter) -> _Stream:
-    path = conv.folder / CHAT_FILE
+    path = conv.chat
     st = _Stream()
     w.begin_scope(conv.scope_id)
-    for plan, bi, batch in iter_batches(path):
-        where = f"{path}: $" + (f".{plan}" if plan else "") + f"[{bi}]"
-        turns, anchor_text = _turns(batch, where)
-        base = None
-        if anchor_text is not None:
-            try:
-                base = parse_anchor(anchor_text)
-            except ValueError as exc:
-                raise DatasetError(f"{where}: {exc}") from None
-        for ti, turn in enumerate(turns):
+    for batch, nxt in _with_next(_batches(path)):
+        base = batch.anchor if _usable(batch.anchor, st.last,
+                                       nxt.anchor if nxt is not None else None) else None
+        if batch.anchor is not None and base is None:
+            st.anchors_set_aside += 1
+        where = batch.where
+        for ti, turn in enumerate(batch.turns):
             if not turn:
                 continue
             ts = (base + timedelta(minutes=ti)) if base is not None else None
-            # Turns keep the stream order: a batch without an anchor, or with one earlier than
-            # the turn before, follows that turn by a minute.
+            # Turns keep the file order: a batch without a usable anchor follows the turn
+            # before by a minute.
             if ts is None or (st.last is not None and ts <= st.last):
                 ts = (st.last + timedelta(minutes=1)) if st.last is not None else _EPOCH
             st.last = ts
@@ -242,18 +302,22 @@ def _write_chat(conv: Conversation, w: StreamingDatasetWriter) -> _Stream:
             ids = [m["id"] for m in turn if isinstance(m.get("id"), int)]
             for mid in ids:
                 st.by_message.setdefault(mid, eid)
-            meta: dict[str, Any] = {"batch": bi + 1, "turn": ti + 1, "message_ids": ids}
-            if plan:
-                meta["plan"] = plan
-            if anchor_text:
-                meta["time_anchor"] = anchor_text
+            meta: dict[str, Any] = {"batch": batch.index + 1, "turn": ti + 1,
+                                    "message_ids": ids}
+            if batch.plan:
+                meta["plan"] = batch.plan
+            if batch.anchor_text:
+                meta["time_anchor"] = batch.anchor_text
+                if base is None:
+                    meta["time_anchor_out_of_order"] = True
             w.episode({"episode_id": eid, "scope_id": conv.scope_id,
                        "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"),
                        "text": "\n".join(f"{m['role']}: {m['content']}" for m in turn),
                        "meta": meta}, f"{where}.turns[{ti}]")
     if not st.episodes:
         raise DatasetError(f"{path}: $: the conversation has no messages")
-    w.end_scope({"source": "beam", "tier": conv.tier, "conversation_id": conv.conv_id})
+    w.end_scope({"source": "beam", "tier": conv.tier, "conversation_id": conv.conv_id,
+                 "chat_file": path.name})
     return st
 
 
@@ -276,6 +340,9 @@ def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any]
         data = json.loads(path.read_bytes().decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DatasetError(f"{path}: not valid UTF-8 JSON ({exc})") from None
+    except RecursionError:
+        raise DatasetError(f"{path}: JSON nested too deeply to be BEAM probing questions; "
+                           "repair the file or download it again") from None
     loc = Locator(path)
     if not isinstance(data, dict):
         raise loc.error((), "expected an object of abilities, each a list of questions")
@@ -322,20 +389,35 @@ def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: i
     }
 
 
-def write_beam(src: Path, out: Path) -> dict[str, int]:
+def write_beam(src: Path, out: Path) -> dict[str, Any]:
     """Import every conversation under ``src`` straight into the LENS file ``out``."""
     convs = find_conversations(src)
     tiers = list(dict.fromkeys(c.tier for c in convs))
     dataset_id = "beam-" + "-".join(tiers) if len(tiers) <= 2 else "beam"
     unresolved = 0
+    set_aside = 0
+    truncated = [c.scope_id for c in convs if c.chat.name == TRUNCATED_CHAT_FILE]
     with StreamingDatasetWriter(out, dataset_id) as w:
         for conv in convs:
             st = _write_chat(conv, w)
+            set_aside += st.anchors_set_aside
             for q, where in _questions(conv, st):
                 w.question(q, where)
                 unresolved += len(q["meta"].get("unresolved_evidence", []))
-        counts = w.finish({"source": {"format": "beam", "path": src.name,
-                                      "conversations": len(convs), "tiers": tiers,
-                                      "unresolved_evidence": unresolved}})
+        counts: dict[str, Any] = w.finish({"source": {
+            "format": "beam", "path": src.name, "conversations": len(convs), "tiers": tiers,
+            "truncated_chats": truncated, "time_anchors_out_of_order": set_aside,
+            "unresolved_evidence": unresolved}})
     counts["unresolved_evidence"] = unresolved
+    notes = []
+    if truncated:
+        notes.append(f"{len(truncated)} of {len(convs)} conversation(s) read from "
+                     f"{TRUNCATED_CHAT_FILE}, as the official answer generation does: "
+                     + ", ".join(truncated))
+    if set_aside:
+        notes.append(f"{set_aside} batch time anchor(s) out of order date only their own batch; "
+                     "its turns follow the turn before (meta.time_anchor_out_of_order)")
+    if unresolved:
+        notes.append(f"{unresolved} evidence id(s) matched no turn (kept in question meta)")
+    counts["notes"] = notes
     return counts

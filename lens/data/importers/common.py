@@ -54,7 +54,7 @@ def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
         try:
             for index, item in enumerate(_items(fh)):
                 yield index, item
-        except _TooDeep:
+        except TooDeep:
             raise DatasetError(f"{path}: $[{index + 1}]: JSON nested more than "
                                f"{MAX_JSON_DEPTH} levels deep; repair the file or export it "
                                "again") from None
@@ -64,23 +64,29 @@ def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
             raise DatasetError(f"{path}: $[{index + 1}]: not UTF-8 text ({exc.reason})") from None
 
 
-class _TooDeep(Exception):
-    pass
+class TooDeep(Exception):
+    """JSON nested deeper than :data:`MAX_JSON_DEPTH`."""
 
 
-def _items(fh: Any) -> Iterator[Any]:
-    """``ijson.items(fh, "item")`` that stops at :data:`MAX_JSON_DEPTH` levels of nesting, read
-    in small buffers (see :data:`lens.data.dataset.STREAM_BUFFER`): a file of nested brackets is
-    refused at once instead of filling memory with their paths."""
-    builder: ObjectBuilder | None = None
+def guarded_events(fh: Any) -> Iterator[tuple[str, str, Any]]:
+    """``ijson.parse(fh)`` that raises :class:`TooDeep` past :data:`MAX_JSON_DEPTH` levels of
+    nesting, read in small buffers (see :data:`lens.data.dataset.STREAM_BUFFER`): a file of
+    nested brackets is refused at once instead of filling memory with their paths."""
     depth = 0
     for prefix, event, value in ijson.parse(fh, use_float=True, buf_size=STREAM_BUFFER):
         if event in ("start_map", "start_array"):
             depth += 1
             if depth > MAX_JSON_DEPTH:
-                raise _TooDeep
+                raise TooDeep
         elif event in ("end_map", "end_array"):
             depth -= 1
+        yield prefix, event, value
+
+
+def _items(fh: Any) -> Iterator[Any]:
+    """``ijson.items(fh, "item")`` under the depth guard of :func:`guarded_events`."""
+    builder: ObjectBuilder | None = None
+    for prefix, event, value in guarded_events(fh):
         if builder is not None:
             builder.event(event, value)
             if prefix == "item" and event in ("end_map", "end_array"):

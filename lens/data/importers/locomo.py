@@ -164,6 +164,8 @@ def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scop
     for ti, turn in enumerate(turns):
         if not isinstance(turn, dict) or "text" not in turn or "speaker" not in turn:
             raise loc.error((si, "conversation", key, ti), "a turn needs 'speaker' and 'text'")
+        for name in ("text", "speaker"):
+            loc.field(turn, name, str, (si, "conversation", key, ti))
         dia = turn.get("dia_id")
         if isinstance(dia, str):
             evidence.by_dialogue[dia] = eid

@@ -111,14 +111,23 @@ def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     if head.startswith(b"["):
         yield from stream_items(path, "a JSON list of MemoryAgentBench rows")
         return
-    with path.open("r", encoding="utf-8-sig") as fh:
+    with path.open("rb") as fh:
         row = -1
-        for line_no, line in enumerate(fh, start=1):
+        for line_no, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(f"{path}: line {line_no}: not UTF-8 text (byte {exc.start} "
+                                   "of the line); save the file as UTF-8") from None
             if not line.strip():
                 continue
             row += 1
             try:
                 yield row, json.loads(line)
+            except RecursionError:
+                raise DatasetError(f"{path}: line {line_no}: JSON nested too deeply to be a "
+                                   "MemoryAgentBench row; repair the file or export it "
+                                   "again") from None
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}: line {line_no}: invalid JSON: {exc.msg} (expected "
                                    "one row per line, as datasets' to_json writes)") from None
@@ -180,7 +189,14 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         raise loc.error((ri, "questions"), "required field is missing")
     if "answers" not in row:
         raise loc.error((ri, "answers"), "required field is missing")
-    questions = [str(q) for q in _as_list(row["questions"])]
+    if not isinstance(row["questions"], (list, str)):
+        raise loc.error((ri, "questions"), "expected a list of questions (strings), got "
+                        f"{type(row['questions']).__name__}")
+    bad = [i for i, q in enumerate(_as_list(row["questions"])) if not isinstance(q, str)]
+    if bad:
+        raise loc.error((ri, "questions", bad[0]), f"expected a question (a string); "
+                        f"{len(bad)} question(s) are not strings")
+    questions = list(_as_list(row["questions"]))
     answers = _as_list(row["answers"])
     if not questions:
         raise loc.error((ri, "questions"), "the row has no question")

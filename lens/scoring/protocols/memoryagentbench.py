@@ -12,8 +12,9 @@ metric table and ``llm_based_eval/``, Hu, Wang and McAuley, 2025):
   answer's first line. The in-context-learning and EventQA sub-datasets are scored on the parsed
   answer only; the others take, metric by metric, the better of the whole and the parsed answer.
 * Accuracy (``mab_accuracy``), per the README: substring exact match for EventQA, RULER QA and
-  FactConsolidation; exact match for DetectiveQA and the in-context-learning sets (strict: "label:
-  43" is not "43"); the LongMemEval judge (yes/no, LongMemEval's per-type prompts) for
+  FactConsolidation; exact match for DetectiveQA and the in-context-learning sets (strict; for ICL
+  the "label:" the prompt asks for is taken off first, as the official prompt's primer is); the
+  LongMemEval judge (yes/no, LongMemEval's per-type prompts) for
   ``longmemeval_*``; for ``infbench_sum`` the judged F1 of HELMET: a fluency call (0 or 1), a
   key-point recall call (supported key points / key points) and a precision call (supported
   sentences / sentences), F1 = fluency x 2PR / (P + R). Recommendation (``recsys_*``, Recall@5
@@ -89,6 +90,9 @@ Expert summary: <start of summary>{expert}<end of summary>
 Provided summary: <start of summary>{summary}<end of summary>
 
 End your reply with JSON: {{"precision": <supported sentences>, "sentence_count": <sentences>}}"""
+
+
+_ICL_PRIMER = re.compile(r"^\s*label\s*:\s*", re.IGNORECASE)
 
 
 def normalize(text: str) -> str:
@@ -190,6 +194,11 @@ class MemoryAgentBenchProtocol(Protocol):
             return {**out, "mab_accuracy": None, "mab_exact_match": None,
                     "mab_substring_exact_match": None, "mab_f1": None}
         parsed = parse_answer(answer)
+        if fam == "icl":
+            # The official prompt ends in a "label:" primer and scores what the model writes
+            # after it; lens's prompt asks for "label: N", so the primer it asked for is taken
+            # off before the same strict match.
+            parsed = _ICL_PRIMER.sub("", parsed, count=1)
         if fam in PARSED_ONLY:
             metrics = text_metrics(parsed, golds)
         else:
