@@ -279,6 +279,8 @@ def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
 
 def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     rules = doc.get("rules")
+    if not isinstance(rules, list):
+        rules = None
     ok = isinstance(rules, list) and all(
         isinstance(r, dict) and "text" in r
         and isinstance(r.get("contains", ""), str) and isinstance(r.get("schema", ""), str)

@@ -35,7 +35,7 @@ def floor_ceiling(arms: Mapping[str, Mapping[str, EstimateOut]], names: Mapping[
         return None
 
     def mean(arm: str | None, metric: str) -> float | None:
-        est = arms[arm].get(metric) if arm in arms else None
+        est = arms[arm].get(metric) if arm is not None and arm in arms else None
         return est.mean if est is not None else None
 
     rows = []

@@ -32,7 +32,7 @@ def _axis(arms: Mapping[str, dict[str, Any]], field: str, window: tuple[float, f
     points = [Point(name, a["accuracy"], a[field]) for name, a in arms.items()
               if a["accuracy"] is not None and a[field] is not None]
     best = pareto_optimal(points)
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in arms:
         mine = [p for p in points if p.name == name]
         if not mine:

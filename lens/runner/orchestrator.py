@@ -12,8 +12,9 @@ import hashlib
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -126,7 +127,7 @@ def _wants_run_cache(name: str) -> bool:
         return False
 
 
-def _deadline(adapter: MemoryAdapter, seconds: float) -> anyio.CancelScope:
+def _deadline(adapter: MemoryAdapter, seconds: float) -> AbstractContextManager[anyio.CancelScope]:
     # An adapter in a worker of its own enforces its timeouts itself (it can stop the worker).
     return anyio.fail_after(None if getattr(adapter, "enforces_timeouts", False) else seconds)
 
@@ -406,7 +407,7 @@ class Runner:
                     seed=seed, repeat=unit.repeat, standing_context=standing,
                     min_tool_rounds=agent_cfg.min_tool_rounds,
                 )
-            base = dict(unit_key=unit.key, adapter=unit.adapter.display,
+            base: dict[str, Any] = dict(unit_key=unit.key, adapter=unit.adapter.display,
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
                         question_id=q.question_id, checkpoint=q.checkpoint_after,
                         started_at=started_at, episodes_ingested=ingested)

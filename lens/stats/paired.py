@@ -126,7 +126,7 @@ def paired_bootstrap(
     d = np.asarray(deltas, dtype=float)
     if len(d) == 0:
         return unknown(0, "paired-bootstrap"), None, None
-    s = seed if seed is not None else content_seed("paired-deltas", clusters, d)
+    s = seed if seed is not None else content_seed("paired-deltas", clusters, d.tolist())
     dist = replicate({"m": lambda w: weighted_means(d, w)}, clusters, seed=s,
                      resamples=resamples)["m"]
     return delta_from_replicates(d, dist, clusters, confidence=confidence)

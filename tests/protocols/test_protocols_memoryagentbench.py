@@ -120,7 +120,7 @@ def test_sub_dataset_competency_and_overall_by_hand(tmp_path: Path) -> None:
     assert table["faithful|icl_banking77_5900shot_balance"]["mab_accuracy"] == 1.0
     assert table["faithful|recsys_redial_full"]["mab_accuracy"] is None
     settings = scores.condition["settings"]["protocol"]
-    assert (settings["name"], settings["version"]) == ("memoryagentbench", 1)
+    assert (settings["name"], settings["version"]) == ("memoryagentbench", 2)
     assert "mab-summary-recall@1" in settings["prompts"]
 
 

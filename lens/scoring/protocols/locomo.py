@@ -29,7 +29,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
@@ -135,7 +135,7 @@ class LocomoProtocol(Protocol):
     group_order = ORDER
     metrics = ("locomo_f1", "locomo_j")
     published_judge = "openai/gpt-4o-mini"
-    prompts: ClassVar[dict[str, str]] = {J_PROMPT_ID: J_PROMPT}
+    prompts: Mapping[str, str] = {J_PROMPT_ID: J_PROMPT}
     source = ("F1: LoCoMo's evaluation script (task_eval/evaluation.py); J: the Mem0 paper's "
               "llm_judge script")
 

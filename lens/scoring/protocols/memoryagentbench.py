@@ -157,7 +157,8 @@ def _family(q: Question) -> str:
 
 class MemoryAgentBenchProtocol(Protocol):
     name = "memoryagentbench"
-    version = 1
+    # 2: an ICL answer is scored after the "label:" primer its prompt asks for.
+    version = 2
     title = "MemoryAgentBench"
     group_label = "sub-dataset"
     group_order = ()

@@ -132,7 +132,7 @@ def _question_rows(run: RunInput, protocol: Protocol,
     rows: list[_Row] = []
     problems: list[str] = []
     for item in run.items:
-        q = item.question
+        q: Question | None = item.question
         if fixed is not None:
             q = fixed.get((q.scope_id, q.question_id), q)
         row, problem = _question_row(item, q, protocol, judged)
