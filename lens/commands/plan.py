@@ -69,7 +69,7 @@ def _plan(args: argparse.Namespace) -> int:
     rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power,
                           icc=icc, per_scope=m)
     # The reference table of the LENS method sets each arm against a 90% system.
-    reference = []
+    reference: list[dict[str, Any]] = []
     for d in REFERENCE_DELTAS:
         independent = sample_size_two_proportions(0.9 - d, 0.9, alpha=args.alpha,
                                                   power=args.power)
@@ -106,9 +106,9 @@ def _plan(args: argparse.Namespace) -> int:
             line += f"  {r['independent']:>13d}"
         print(line)
     print("\nReference (against a 90% system):")
-    for r in reference:
-        print(f"  {r['delta'] * 100:>4.0f} points ({r['low']:.0%} vs {r['high']:.0%}): "
-              f"{r['per_arm']} per arm{_in_scopes(r['scopes'])}")
+    for ref in reference:
+        print(f"  {ref['delta'] * 100:>4.0f} points ({ref['low']:.0%} vs {ref['high']:.0%}): "
+              f"{ref['per_arm']} per arm{_in_scopes(ref['scopes'])}")
     title = "Margin of error (Wilson, 95%"
     title += f", at the effective n under ICC {icc:g})" if clustered else ")"
     print(f"\n{title} at a rate of {args.baseline:.2f}:")

@@ -279,14 +279,12 @@ def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
 
 def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     rules = doc.get("rules")
-    if not isinstance(rules, list):
-        rules = None
     ok = isinstance(rules, list) and all(
         isinstance(r, dict) and "text" in r
         and isinstance(r.get("contains", ""), str) and isinstance(r.get("schema", ""), str)
         and ("contains" in r or "schema" in r)
         for r in rules)
-    if not ok:
+    if not ok or not isinstance(rules, list):
         raise ConfigError(f"scripted/{name}: 'rules' must be a list of {{contains: TEXT "
                           "and/or schema: TITLE, text: REPLY}")
     return [(r.get("contains", ""), r.get("schema"), str(r["text"])) for r in rules]

@@ -14,10 +14,12 @@ from lens.report.document import (
     STATUS_LABEL,
     Block,
     Bullets,
+    Cell,
     Heading,
     Para,
     Parts,
     Raw,
+    Style,
     Styled,
     Table,
 )
@@ -55,8 +57,8 @@ def header(s: ReportSummary) -> list[Block]:
 
 
 def checklist(checks: Sequence[Check]) -> list[Block]:
-    rows = [[Styled(STATUS_LABEL[c.status], c.status, badge=True), c.title,
-             fmt.check_value(c), c.detail] for c in checks]
+    rows: list[list[Cell]] = [[Styled(STATUS_LABEL[c.status], c.status, badge=True), c.title,
+                               fmt.check_value(c), c.detail] for c in checks]
     return [Heading("Pre-flight checklist"),
             Table(["status", "check", "measured", "why"], rows, table_id="checklist")]
 
@@ -183,14 +185,14 @@ def comparison(comp: Comparison) -> list[Block]:
         out.append(Para(fmt.not_comparable_label(comp.not_comparable), "nc"))
     out.append(Para(f"{comp.pairs} paired questions; unmatched: {comp.unmatched_a} only in "
                     f"{comp.arm_a}, {comp.unmatched_b} only in {comp.arm_b}.", "meta"))
-    rows = []
+    rows: list[list[Cell]] = []
     judged = any(r.by_judge for r in comp.rows)
     for r in comp.rows:
-        style = "pass" if r.verdict in ("a", "b") else "meta"
+        style: Style = "pass" if r.verdict in ("a", "b") else "meta"
         rule = f" ({r.rule} rule)" if r.rule != "none" else ""
         verdict = Parts((Styled(fmt.verdict(r, comp.arm_a, comp.arm_b), style),
                          f"{rule}: {r.reason}"))
-        row = [r.metric, r.family, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
+        row: list[Cell] = [r.metric, r.family, str(r.pairs), fmt.num(r.mean_a), fmt.num(r.mean_b),
                fmt.est(r.delta), r.test, fmt.pval(r.p_value),
                fmt.pval(r.p_holm, r.p_mc_error), verdict]
         if judged:

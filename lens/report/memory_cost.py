@@ -75,7 +75,8 @@ def _sum_usage(units: list[_Unit]) -> dict[str, Any] | None:
         "calls": sum(int(u.get("calls") or 0) for u in used),
         "prompt_tokens": sum(int(u.get("prompt_tokens") or 0) for u in used),
         "completion_tokens": sum(int(u.get("completion_tokens") or 0) for u in used),
-        "cost_usd": None if any(c is None for c in costs) else float(sum(costs)),
+        "cost_usd": (None if any(c is None for c in costs)
+                     else float(sum(c for c in costs if c is not None))),
         "truncated": sum(int(u.get("truncated") or 0) for u in used),
     }
 

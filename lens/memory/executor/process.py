@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from lens.memory.executor.remote import (
     MAX_REPLY_BYTES,
@@ -59,7 +60,7 @@ class ProcessAdapter(RemoteAdapter):
         self.max_memory_mb = max_memory_mb
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
-        self._pending: dict[int, anyio.abc.ObjectSendStream[dict[str, Any]]] = {}
+        self._pending: dict[int, MemoryObjectSendStream[dict[str, Any]]] = {}
         self._next_id = 1
         self._write_lock = anyio.Lock()
         self._reader_done = anyio.Event()

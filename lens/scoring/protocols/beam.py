@@ -28,7 +28,6 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
@@ -159,8 +158,7 @@ class BeamProtocol(Protocol):
     group_order = ABILITIES
     metrics = ("beam_score", "beam_score_released", "beam_rubric", "beam_kendall_tau")
     published_judge = "openai/gpt-4.1-mini"
-    prompts: ClassVar[dict[str, str]] = {RUBRIC_ID: RUBRIC_PROMPT,
-                                         SAME_EVENT_ID: SAME_EVENT_PROMPT}
+    prompts: Mapping[str, str] = {RUBRIC_ID: RUBRIC_PROMPT, SAME_EVENT_ID: SAME_EVENT_PROMPT}
     source = ("BEAM's src/evaluation/compute_metrics.py (rubric judge, event-ordering "
               "Kendall tau) and report_results.py")
 

@@ -30,7 +30,6 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
@@ -165,8 +164,8 @@ class MemoryAgentBenchProtocol(Protocol):
     metrics = ("mab_accuracy", "mab_exact_match", "mab_substring_exact_match", "mab_f1",
                "mab_eventqa_recall")
     published_judge = "openai/gpt-4o"
-    prompts: ClassVar[dict[str, str]] = {**LME_PROMPTS, FLUENCY_ID: FLUENCY_PROMPT,
-                                         RECALL_ID: RECALL_PROMPT, PRECISION_ID: PRECISION_PROMPT}
+    prompts: Mapping[str, str] = {**LME_PROMPTS, FLUENCY_ID: FLUENCY_PROMPT,
+                                  RECALL_ID: RECALL_PROMPT, PRECISION_ID: PRECISION_PROMPT}
     source = ("MemoryAgentBench's utils/eval_other_utils.py, README metric table and "
               "llm_based_eval/ (LongMemEval judge, HELMET summary judge)")
 

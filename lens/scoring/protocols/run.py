@@ -132,9 +132,8 @@ def _question_rows(run: RunInput, protocol: Protocol,
     rows: list[_Row] = []
     problems: list[str] = []
     for item in run.items:
-        q: Question | None = item.question
-        if fixed is not None:
-            q = fixed.get((q.scope_id, q.question_id), q)
+        asked = item.question
+        q = asked if fixed is None else fixed.get((asked.scope_id, asked.question_id), asked)
         row, problem = _question_row(item, q, protocol, judged)
         rows.append(row)
         if problem:
