@@ -163,6 +163,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, outside: Path):
     _rewrite_record(wrong_repeat, lambda r: {**r, "repeat": "x"})
     wrong_calls = _run(folder, "wrongcalls")
     _rewrite_record(wrong_calls, lambda r: {**r, "tool_calls": 5})
+    traced = _run(folder, "traced")
+    (traced / "errors").mkdir()
+    (traced / "errors" / "u_1.q.txt").write_text("Traceback: the adapter raised",
+                                                  encoding="utf-8")
+    _rewrite_record(traced, lambda r: {**r, "status": "error", "answer": "",
+                                       "error": "ValueError: boom (see errors/u_1.q.txt)"})
     deep = _run(folder, "deep")
     _rewrite_record(deep, lambda r: '{"answer": ' + "[" * 100_000 + "]" * 100_000 + "}")
     deep_event = _run(folder, "deepevent")
@@ -301,6 +307,14 @@ def test_an_errors_file_is_served_from_its_run_only(hostile, outside: Path) -> N
     status, headers, body = get(f"{base}/runs/good/errors/u1.txt")
     assert status == 200 and body == "Traceback: boom <b>"
     assert headers["content-type"].startswith("text/plain")
+    # The error of a record names its traceback as lens writes it; the page links it.
+    key = _first_key(base, "traced")
+    status, _, body = get(f"{base}/runs/traced/question?" + urlencode({"key": key}))
+    assert status == 200, body[:2000]
+    found = re.search(r"href=\"(/runs/traced/errors/[^\"]+)\"", body)
+    assert found, body[:4000]
+    status, _, text = get(base + found.group(1).replace("&amp;", "&"))
+    assert status == 200 and text == "Traceback: the adapter raised", (found.group(1), text)
     for bad in ("out.txt", "..%2Fmanifest.json", "%2Fetc%2Fpasswd", "missing.txt"):
         status, _, body = get(f"{base}/runs/good/errors/{bad}")
         assert status == 404 and "THE-SECRET-TEXT" not in body, (bad, status, body[:500])
