@@ -320,7 +320,8 @@ def check_failures(runs: Sequence[RunData]) -> Check:
             each[name] = ("pass" if errored == 0 else "warn" if share <= ERROR_WARN
                           else "fail")
     # A failed unit asked fewer questions than planned: a failure whatever the shares say.
-    statuses = [*each.values(), *(["fail"] if units else [])]
+    unit_status: list[Status] = ["fail"] if units else []
+    statuses = [*each.values(), *unit_status]
     return Check(id="failures", title="failed or errored questions (per arm)",
                  status=worst(statuses), failing=culprits(each),
                  value=f"{'; '.join(parts)}; {units} unit failure(s)",
@@ -484,7 +485,9 @@ def check_dropped_questions(runs: Sequence[RunData]) -> Check:
     parts: list[str] = []
     for run in runs:
         recorded = run.manifest.get("dataset")
-        dropped = recorded.get("dropped") if isinstance(recorded, dict) else None
+        if not isinstance(recorded, dict):
+            continue
+        dropped = recorded.get("dropped")
         if not dropped:
             continue
         asked = recorded.get("questions_asked")
@@ -515,7 +518,9 @@ def check_evidence_after_question(runs: Sequence[RunData]) -> Check | None:
     parts: list[str] = []
     for run in runs:
         recorded = run.manifest.get("dataset")
-        late = recorded.get("evidence_after_asked_at") if isinstance(recorded, dict) else None
+        if not isinstance(recorded, dict):
+            continue
+        late = recorded.get("evidence_after_asked_at")
         if not late:
             continue
         asked = recorded.get("questions_asked")

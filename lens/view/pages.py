@@ -198,8 +198,10 @@ def progress_data(index: RunIndex) -> dict[str, Any]:
     known = [r.cost for r in rows if r.cost is not None]
     agent_cost = sum(known)
     unknown_cost = sum(1 for r in rows if r.cost is None and r.status != "error")
-    by_role = p.usage.get("by_role") if isinstance(p.usage.get("by_role"), dict) else {}
-    limited = p.usage.get("rate_limited") if isinstance(p.usage.get("rate_limited"), dict) else {}
+    roles = p.usage.get("by_role")
+    by_role: dict[str, Any] = roles if isinstance(roles, dict) else {}
+    rate_limited = p.usage.get("rate_limited")
+    limited: dict[str, Any] = rate_limited if isinstance(rate_limited, dict) else {}
     waits = sum(int(v) for v in limited.values() if isinstance(v, int | float))
     rate = p.rate()
     spend = f"agent ${agent_cost:.4f}"
