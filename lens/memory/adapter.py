@@ -312,12 +312,12 @@ def _search_current_folder() -> None:
 
 def _load_target(target: str) -> AdapterClass:
     module_name, _, attr = target.partition(":")
-    if not attr:
+    if not attr or not module_name:
         raise AdapterNotFound(f"{target!r} is not of the form 'package.module:ClassName'")
     _search_current_folder()
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, ValueError, TypeError) as exc:  # a relative or empty name: not importable
         raise AdapterNotFound(
             f"cannot import {module_name!r} for adapter {target!r}: {exc} (a 'module:Class' "
             "adapter is imported from the installed packages, PYTHONPATH or the current folder)"

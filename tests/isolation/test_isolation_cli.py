@@ -95,7 +95,9 @@ def test_hostile_adapters_fail_alone(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_isolated_adapter_holds_no_ground_truth(tmp_path: Path) -> None:
     proc, run = _run(tmp_path, [{"name": f"{MOD}:LooksForGold", "label": "spy"}])
-    assert proc.returncode == 0, proc.stderr
+    # The spy's search answers with the ref 'leak', no episode: a contract failure (exit 1).
+    assert proc.returncode == 1, proc.stderr
+    assert "refs name episodes" in proc.stderr
     recs = _records(run)["spy"]
     # Every session finished (the scripted policy answers "nothing" with no text: empty_answer).
     assert recs and all(is_scored(r["status"]) for r in recs)

@@ -49,7 +49,7 @@ def test_streaming_import_gives_the_same_dataset(tmp_path: Path) -> None:
     whole.write_text(json.dumps(import_longmemeval(src)))
     streamed = tmp_path / "streamed.json"
     counts = write_longmemeval(src, streamed)
-    assert counts == {"scopes": 7, "episodes": 14, "questions": 7}
+    assert counts == {"scopes": 7, "episodes": 14, "questions": 7, "evidence_after_question": 0}
     a, b = load_dataset(whole), load_dataset(streamed)
     assert a.model_dump() == b.model_dump()
 

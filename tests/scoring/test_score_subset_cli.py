@@ -107,7 +107,8 @@ def test_one_function_turns_scoring_settings_into_the_call(
     assert calls[-1] == {"judge": client, "tiers": {1, 2, 3}, "weights": {"fact_recall": 0.5},
                          "gate_threshold": 0.4, "fact_grader": "both", "judge_concurrency": 3,
                          "dataset_path": None, "run_finished": None, "protocol": "locomo",
-                         "errata": None, "subset": "certified", "write": True}
+                         "errata": None, "subset": "certified", "write": True,
+                         "judge_prompt_file": None}
     anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
                                 judge=client, subset="all", protocol="lens", concurrency=7,
                                 fact_grader="judge"))
