@@ -129,12 +129,12 @@ def _tar_entries(path: Path) -> Iterator[tuple[str, bytes, str]]:
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
-    """A zip entry's kind from its Unix mode (the high bits of its external attributes; 0 when
-    the zip was not made on Unix: a plain file)."""
+    """A zip entry's kind from its Unix mode (the high bits of its external attributes): no
+    file-type bits (a zip not made on Unix, or lens's own) is a plain file."""
     mode = info.external_attr >> 16
     if info.is_dir():
         return "dir"
-    if not mode or stat.S_ISREG(mode):
+    if not stat.S_IFMT(mode) or stat.S_ISREG(mode):
         return "file"
     return "link" if stat.S_ISLNK(mode) else "special entry"
 

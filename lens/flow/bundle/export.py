@@ -150,7 +150,8 @@ def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path 
     files["answers.jsonl"] = scrub_bytes(_answers(run, ds))
     files["prompts.json"] = scrub_bytes(dumps({"prompts_hash": prompts_hash(),
                                                "templates": all_templates()}))
-    files["versions.json"] = dumps(package_versions())
+    # "lens": the version that wrote the bundle, which BUNDLE.json's lens_version claims.
+    files["versions.json"] = dumps({**package_versions(), "lens": __version__})
     entries = {p: FileEntry(sha256=sha256(b), bytes=len(b)) for p, b in files.items()}
     manifest = BundleManifest(
         run_id=run.run_id, created_at=now_iso(), lens_version=__version__,

@@ -131,9 +131,9 @@ def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: l
         problems.append(f"{MANIFEST}: run_id {_shown(manifest.run_id)} is not the run's "
                         f"({_shown(run_manifest.get('run_id'))} in run/manifest.json)")
     got = _json_object(versions, "versions.json", problems) if versions is not None else None
-    if got is not None and got.get("lens-eval") != manifest.lens_version:
+    if got is not None and got.get("lens") != manifest.lens_version:
         problems.append(f"{MANIFEST}: lens_version {_shown(manifest.lens_version)} is not the "
-                        f"one that wrote the bundle ({_shown(got.get('lens-eval'))} in "
+                        f"one that wrote the bundle ({_shown(got.get('lens'))} in "
                         "versions.json)")
     judges = _judges(files, problems)
     if judges is not None and judges != manifest.judges:
