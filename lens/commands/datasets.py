@@ -220,13 +220,20 @@ def _import_notes(counts: dict[str, Any]) -> list[str]:
 def _import(args: argparse.Namespace) -> int:
     from lens.data.datagen.generate import dumps
     from lens.data.importers import IMPORTERS, STREAMING_IMPORTERS
+    from lens.data.importers.writer import check_out, make_parents, remove_parents
 
     if args.chunk_tokens is not None and args.format != "memoryagentbench":
         raise UserError("--chunk-tokens applies to --format memoryagentbench only")
+    check_out(args.out, [args.source])
     if args.format in STREAMING_IMPORTERS:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         extra = {"chunk_tokens": args.chunk_tokens} if args.chunk_tokens is not None else {}
-        counts = STREAMING_IMPORTERS[args.format](args.source, args.out, **extra)
+        # Folders made for --out are taken back when the import fails: it leaves nothing.
+        created = make_parents(args.out)
+        try:
+            counts = STREAMING_IMPORTERS[args.format](args.source, args.out, **extra)
+        except BaseException:
+            remove_parents(created)
+            raise
         print(f"wrote {args.out}: {counts['scopes']} scope(s), {counts['episodes']} episodes, "
               f"{counts['questions']} questions")
         for line in _import_notes(counts):
@@ -237,10 +244,15 @@ def _import(args: argparse.Namespace) -> int:
     if ds is None or problems:
         raise DatasetError(f"{args.source}: the imported data is not valid LENS "
                            f"({len(problems)} problem(s))", problems[:20])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    created = make_parents(args.out)
     tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(dumps(data), encoding="utf-8")
-    tmp.replace(args.out)
+    try:
+        tmp.write_text(dumps(data), encoding="utf-8")
+        tmp.replace(args.out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        remove_parents(created)
+        raise
     unresolved = data.get("meta", {}).get("source", {}).get("unresolved_evidence")
     note = f"; {unresolved} evidence id(s) matched no turn (kept in question meta)" \
         if unresolved else ""

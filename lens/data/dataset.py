@@ -33,20 +33,18 @@ from pydantic import (
 )
 
 from lens.core.errors import DatasetError, Problem
+from lens.core.jsonguard import (
+    MAX_JSON_DEPTH,
+    STREAM_BUFFER,
+    JsonRefused,
+    TokenChunks,
+)
 
 # Files up to this size that hold a problem are read whole, so that every problem is listed with
 # its JSON path; reading whole peaks at about five times the file (bytes, text, parsed objects).
 # Larger files are only ever streamed (they are held once, as models, whatever their size) and
 # report the first problem the stream meets.
 MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
-# Nesting deeper than this is refused as the file is read: a LENS dataset is a few levels deep
-# (its free-form ``meta`` a few more), and building a value nested 100,000 deep exhausts memory.
-MAX_JSON_DEPTH = 64
-# ijson builds the events of a whole read buffer, each with its path, before lens sees the
-# first: a buffer of brackets costs the square of its size (64 kB of "[" is gigabytes of
-# paths). A small buffer lets the depth check stop such a file within milliseconds, and reads
-# ordinary files as fast.
-STREAM_BUFFER = 4096
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
 MAX_EPISODE_CHARS = 2_000_000
@@ -626,7 +624,7 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
         if fh.read(3) != b"\xef\xbb\xbf":
             fh.seek(0)
         try:
-            for prefix, event, value in ijson.parse(fh, use_float=True,
+            for prefix, event, value in ijson.parse(TokenChunks(fh), use_float=True,
                                                     buf_size=STREAM_BUFFER):
                 if event in ("start_map", "start_array"):
                     depth += 1
@@ -681,6 +679,8 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
                 else:
                     raise _StreamProblem(("scopes", read),
                                          "must be an object with scope_id and episodes")
+        except JsonRefused as exc:
+            raise DatasetError(f"{path}: {exc}") from None
         except (_Refused, ijson.JSONError, UnicodeDecodeError) as exc:
             if builder is not None:
                 where = builder.where(base)

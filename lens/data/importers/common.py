@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,14 @@ import ijson
 from ijson.common import ObjectBuilder
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import MAX_JSON_DEPTH, STREAM_BUFFER, json_path
+from lens.core.jsonguard import (
+    MAX_JSON_DEPTH,
+    STREAM_BUFFER,
+    JsonRefused,
+    TokenChunks,
+    loads_guarded,
+)
+from lens.data.dataset import json_path
 
 SHORT_ANSWER_WORDS = 12
 
@@ -21,16 +27,10 @@ def read_source(path: Path) -> Any:
     if not path.is_file():
         raise DatasetError(f"{path}: source file not found")
     try:
-        with path.open("rb") as fh:
-            return json.loads(fh.read().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                           f"{exc.msg}") from None
-    except RecursionError:
-        raise DatasetError(f"{path}: JSON nested too deeply to be a LoCoMo or LongMemEval "
-                           "file; repair the file or export it again") from None
+        return loads_guarded(path.read_bytes(), what=str(path))
+    except JsonRefused as exc:
+        message = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path} ")
+        raise DatasetError(f"{path}: {message}") from None
 
 
 def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
@@ -62,6 +62,8 @@ def stream_items(path: Path, what: str) -> Iterator[tuple[int, Any]]:
             raise DatasetError(f"{path}: $[{index + 1}]: invalid JSON: {exc}") from None
         except UnicodeDecodeError as exc:
             raise DatasetError(f"{path}: $[{index + 1}]: not UTF-8 text ({exc.reason})") from None
+        except JsonRefused as exc:
+            raise DatasetError(f"{path}: $[{index + 1}]: {exc}") from None
 
 
 class TooDeep(Exception):
@@ -73,7 +75,8 @@ def guarded_events(fh: Any) -> Iterator[tuple[str, str, Any]]:
     nesting, read in small buffers (see :data:`lens.data.dataset.STREAM_BUFFER`): a file of
     nested brackets is refused at once instead of filling memory with their paths."""
     depth = 0
-    for prefix, event, value in ijson.parse(fh, use_float=True, buf_size=STREAM_BUFFER):
+    for prefix, event, value in ijson.parse(TokenChunks(fh), use_float=True,
+                                            buf_size=STREAM_BUFFER):
         if event in ("start_map", "start_array"):
             depth += 1
             if depth > MAX_JSON_DEPTH:

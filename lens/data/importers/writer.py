@@ -11,8 +11,39 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from lens.core.errors import DatasetError
+from lens.core.errors import DatasetError, UserError
 from lens.data.dataset import Episode, Question
+
+
+def check_out(out: Path, sources: list[Path]) -> None:
+    """Refuse an ``--out`` that would replace what the import reads or a folder: the source
+    would be lost when the finished file takes its name. Links are resolved first."""
+    target = out.resolve()
+    if out.is_dir():
+        raise UserError(f"{out}: --out names an existing folder; give a file path inside it "
+                        f"(e.g. {out / 'dataset.json'})")
+    for src in sources:
+        real = src.resolve()
+        if target == real or (src.is_dir() and real in target.parents):
+            raise UserError(f"{out}: --out is the import's source {src} (or inside it); the "
+                            "import would replace what it reads; name another file")
+
+
+def make_parents(out: Path) -> list[Path]:
+    """Create the missing folders of ``out``; returns them, deepest first, for
+    :func:`remove_parents` to take back when the import fails."""
+    missing = [p for p in out.parent.absolute().parents if not p.exists()][::-1]
+    missing = [*missing, out.parent.absolute()] if not out.parent.exists() else missing
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return missing[::-1]
+
+
+def remove_parents(created: list[Path]) -> None:
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def _check(model: type[Episode] | type[Question], obj: dict[str, Any], where: str) -> None:
@@ -40,9 +71,10 @@ class StreamingDatasetWriter:
         self._in_scope = False
         self._scope_episodes = 0
         self._done = False
+        self._created: list[Path] = []
 
     def __enter__(self) -> StreamingDatasetWriter:
-        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._created = make_parents(self.out)
         self._fh = self.tmp.open("w", encoding="utf-8")
         self._fh.write('{\n "version": "0.1.0",\n "dataset_id": ' + json.dumps(self.dataset_id)
                        + ',\n "scopes": [')
@@ -55,6 +87,8 @@ class StreamingDatasetWriter:
         if self._done and kind is None:
             self.tmp.replace(self.out)
         self.tmp.unlink(missing_ok=True)
+        if not (self._done and kind is None):
+            remove_parents(self._created)
 
     @property
     def fh(self) -> IO[str]:

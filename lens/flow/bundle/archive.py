@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import stat
 import tarfile
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from lens.core.errors import UserError
 
@@ -50,6 +52,41 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# What a bundle may unpack to, checked before a member is read and again on the bytes read: a
+# bundle is JSON text, which compresses about tenfold; a member claiming more, or bytes past
+# what was claimed, is a decompression bomb, refused before memory fills.
+MAX_UNPACKED_BYTES = 4 * 1024**3
+MAX_RATIO = 200
+MIN_BUDGET = 64 * 1024**2
+_CHUNK = 1024 * 1024
+
+
+class _Budget:
+    """Bytes an archive may still unpack to: the lesser of :data:`MAX_UNPACKED_BYTES` and
+    :data:`MAX_RATIO` times its size on disk (at least :data:`MIN_BUDGET`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.left = min(MAX_UNPACKED_BYTES, max(MIN_BUDGET, MAX_RATIO * path.stat().st_size))
+
+    def refuse(self, name: str, size: int) -> UserError:
+        return UserError(f"{self.path}: {name}: unpacks to {size} bytes or more, over what a "
+                         f"bundle of {self.path.stat().st_size} bytes may hold (at most "
+                         f"{MAX_RATIO} times its size, {MAX_UNPACKED_BYTES} bytes in all): "
+                         "not a lens bundle (a decompression bomb?); it was not unpacked")
+
+    def read(self, name: str, declared: int, stream: io.IOBase | IO[bytes]) -> bytes:
+        if declared > self.left:
+            raise self.refuse(name, declared)
+        out = bytearray()
+        while chunk := stream.read(min(_CHUNK, self.left - len(out) + 1)):
+            out += chunk
+            if len(out) > self.left:
+                raise self.refuse(name, len(out))
+        self.left -= len(out)
+        return bytes(out)
+
+
 def _safe(name: str) -> bool:
     p = PurePosixPath(name)
     return bool(name) and not p.is_absolute() and ".." not in p.parts and "\\" not in name
@@ -79,21 +116,36 @@ def read_archive(path: Path) -> tuple[dict[str, bytes], list[str]]:
 
 
 def _tar_entries(path: Path) -> Iterator[tuple[str, bytes, str]]:
+    budget = _Budget(path)
     with tarfile.open(path, mode="r:gz") as tar:
         for info in tar:
             if info.isfile():
                 f = tar.extractfile(info)
-                yield info.name, f.read() if f else b"", "file"
+                yield info.name, budget.read(info.name, info.size, f) if f else b"", "file"
             elif info.isdir():
                 yield info.name, b"", "dir"
             else:
                 yield info.name, b"", "link" if info.issym() or info.islnk() else "special entry"
 
 
+def _zip_kind(info: zipfile.ZipInfo) -> str:
+    """A zip entry's kind from its Unix mode (the high bits of its external attributes): no
+    file-type bits (a zip not made on Unix, or lens's own) is a plain file."""
+    mode = info.external_attr >> 16
+    if info.is_dir():
+        return "dir"
+    if not stat.S_IFMT(mode) or stat.S_ISREG(mode):
+        return "file"
+    return "link" if stat.S_ISLNK(mode) else "special entry"
+
+
 def _zip_entries(path: Path) -> Iterator[tuple[str, bytes, str]]:
+    budget = _Budget(path)
     with zipfile.ZipFile(path) as zf:
         for info in zf.infolist():
-            if info.is_dir():
-                yield info.filename, b"", "dir"
-            else:
-                yield info.filename, zf.read(info), "file"
+            kind = _zip_kind(info)
+            if kind != "file":
+                yield info.filename, b"", kind
+                continue
+            with zf.open(info) as f:
+                yield info.filename, budget.read(info.filename, info.file_size, f), "file"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
+import re
+import stat
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -79,8 +82,37 @@ def _answers(run: RunData, ds: Dataset) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
+# A run id names the bundle file and its folder inside the archive: one path component of
+# ordinary characters, so neither can land outside its folder.
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def bundle_id(run: RunData) -> str:
+    rid = run.run_id
+    if not _SAFE_ID.match(rid) or ".." in rid:
+        shown = rid if len(rid) <= 80 else rid[:80] + "…"
+        raise UserError(f"{run.root / 'manifest.json'}: run_id {shown!r} is not a plain name "
+                        "(letters, digits, '.', '_', '-'; at most 200 characters); a bundle is "
+                        "named by it, so it may not name another folder; repair the manifest")
+    return rid
+
+
 def default_out(run: RunData) -> Path:
-    return run.root.parent / f"{run.run_id}.lens-bundle.tar.gz"
+    return run.root.parent / f"{bundle_id(run)}.lens-bundle.tar.gz"
+
+
+def run_files(root: Path) -> list[Path]:
+    """The run's regular files, found without following links: a link (to a file or folder
+    outside the run or inside it) is never packed, so the bundle holds only the run itself."""
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        base = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not (base / d).is_symlink())
+        for name in sorted(names):
+            path = base / name
+            if stat.S_ISREG(path.lstat().st_mode):
+                found.append(path)
+    return sorted(found)
 
 
 def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path | None = None
@@ -91,16 +123,21 @@ def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path 
     if run.scores is None:
         raise UserError(f"{run_dir}: the run is not scored; score it first (lens score "
                         f"{run_dir}) so the bundle carries its scores")
+    top = f"lens-bundle-{bundle_id(run)}"
     target = out or default_out(run)
     archive_format(target)
+    if not target.parent.is_dir():
+        raise UserError(f"{target}: its folder {target.parent} does not exist; create it or "
+                        "name a file in an existing folder with --out FILE")
+    if target.is_dir():
+        raise UserError(f"{target}: --out names a folder; give a .tar.gz or .zip file path")
     config = run.manifest.get("config") or {}
     register_env_secrets()
     register_config_secrets(config)
     ds_path, full = _dataset_of(run, dataset_path)
     ds = dataset_view(full, config)
-    top = f"lens-bundle-{run.run_id}"
     files: dict[str, bytes] = {}
-    for path in sorted(p for p in run.root.rglob("*") if p.is_file()):
+    for path in run_files(run.root):
         rel = path.relative_to(run.root).as_posix()
         if rel.endswith((".lock", ".part", ".tmp")):
             continue
@@ -116,7 +153,8 @@ def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path 
     files["answers.jsonl"] = scrub_bytes(_answers(run, ds))
     files["prompts.json"] = scrub_bytes(dumps({"prompts_hash": prompts_hash(),
                                                "templates": all_templates()}))
-    files["versions.json"] = dumps(package_versions())
+    # "lens": the version that wrote the bundle, which BUNDLE.json's lens_version claims.
+    files["versions.json"] = dumps({**package_versions(), "lens": __version__})
     entries = {p: FileEntry(sha256=sha256(b), bytes=len(b)) for p, b in files.items()}
     manifest = BundleManifest(
         run_id=run.run_id, created_at=now_iso(), lens_version=__version__,

@@ -10,14 +10,15 @@ passes these checks: its digest then differs from the one published with the res
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from lens.core.errors import DatasetError
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.data.dataset import load_dataset
 from lens.flow.bundle.archive import read_archive
 from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
@@ -72,11 +73,9 @@ def _check_dataset(manifest: BundleManifest, files: dict[str, bytes], problems: 
     raw = files.get("run/manifest.json")
     if data is None or raw is None:
         return
-    try:
-        run_manifest = json.loads(raw)
-    except json.JSONDecodeError:
-        problems.append("run/manifest.json: not valid JSON")
-        return
+    run_manifest = _json_object(raw, "run/manifest.json", [])
+    if run_manifest is None:
+        return  # named by the claims check
     recorded = (run_manifest.get("dataset") or {}).get("content_hash")
     if recorded != manifest.dataset_hash:
         problems.append(f"{MANIFEST}: dataset_hash {manifest.dataset_hash} is not the run's "
@@ -117,6 +116,69 @@ def _check_scores(files: dict[str, bytes], problems: list[str]) -> None:
                         f"(first: {unknown[0]})")
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:120] + "…"
+
+
+def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]
+                  ) -> None:
+    """The claims ``BUNDLE.json`` makes beside its file list (run id, lens version, judges),
+    each compared with the hashed files it stands for: an edited claim is named."""
+    raw, versions = files.get("run/manifest.json"), files.get("versions.json")
+    run_manifest = _json_object(raw, "run/manifest.json", problems) if raw is not None else None
+    if run_manifest is not None and run_manifest.get("run_id") != manifest.run_id:
+        problems.append(f"{MANIFEST}: run_id {_shown(manifest.run_id)} is not the run's "
+                        f"({_shown(run_manifest.get('run_id'))} in run/manifest.json)")
+    got = _json_object(versions, "versions.json", problems) if versions is not None else None
+    if got is not None and got.get("lens") != manifest.lens_version:
+        problems.append(f"{MANIFEST}: lens_version {_shown(manifest.lens_version)} is not the "
+                        f"one that wrote the bundle ({_shown(got.get('lens'))} in "
+                        "versions.json)")
+    judges = _judges(files, problems)
+    if judges is not None and judges != manifest.judges:
+        problems.append(f"{MANIFEST}: judges {_shown(manifest.judges)} are not the run's "
+                        f"({_shown(judges)} from run/scores.json and run/judge_scores/)")
+
+
+def _json_object(raw: bytes | None, name: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        value = loads_guarded(raw or b"", what=name)
+    except JsonRefused as exc:
+        problems.append(f"{name}: not readable JSON ({exc})")
+        return None
+    if not isinstance(value, dict):
+        problems.append(f"{name}: not a JSON object")
+        return None
+    return value
+
+
+def _judges(files: dict[str, bytes], problems: list[str]) -> list[str] | None:
+    """The judge labels of the bundled run, found as ``lens export`` found them."""
+    from lens.scoring.judge_panel import load_panel
+    from lens.scoring.types import RunScores
+
+    raw = files.get("run/scores.json")
+    if raw is None:
+        return None
+    try:
+        scores = RunScores.model_validate_json(raw)
+    except ValidationError:
+        return None  # named by the scores check
+    with tempfile.TemporaryDirectory(prefix="lens-verify-") as tmp:
+        root = Path(tmp)
+        for rel, data in files.items():
+            if rel.startswith("run/") and rel.endswith(".json"):
+                target = root / rel.removeprefix("run/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        try:
+            return list(load_panel(root, scores).labels)
+        except (ValueError, OSError) as exc:
+            problems.append(f"run/: the judges' scores are not readable ({exc})")
+            return None
+
+
 def verify_bundle(path: Path, digest: str | None = None) -> Verification:
     members, problems = read_archive(path)
     top, files = _split(members, problems)
@@ -131,6 +193,7 @@ def verify_bundle(path: Path, digest: str | None = None) -> Verification:
         problems.append(f"{MANIFEST}: not a valid bundle manifest ({exc.errors()[0]['msg']})")
         return Verification(None, top, files, problems)
     _check_files(manifest, files, problems)
+    _check_claims(manifest, files, problems)
     _check_dataset(manifest, files, problems)
     _check_scores(files, problems)
     if digest is not None and digest.strip().lower() != manifest.digest:

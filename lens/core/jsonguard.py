@@ -1,0 +1,138 @@
+"""The one guard for JSON from outside lens (datasets, import sources, bundles, requests to the
+model gateway): bounded size and nesting depth, refused in linear time before a parser could
+exhaust memory, recursion or CPU.
+
+Two readers use it: :func:`loads_guarded` for a document read whole, and :class:`TokenChunks`,
+the file wrapper that feeds ijson's streaming parser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import IO, Any
+
+# Nesting deeper than this is refused: lens's documents are a few levels deep (free-form
+# ``meta`` a few more), and building a value nested 100,000 deep exhausts memory.
+MAX_JSON_DEPTH = 64
+# ijson builds the events of a whole read buffer, each with its path, before lens sees the
+# first: a buffer of brackets costs the square of its size (64 kB of "[" is gigabytes of
+# paths). A small buffer lets the depth check stop such a file within milliseconds.
+STREAM_BUFFER = 4096
+# One string or number longer than this is refused while streaming: no field of a LENS dataset
+# holds a quarter of it (an episode's 2,000,000 characters are at most 12 MB escaped).
+MAX_TOKEN_BYTES = 32 * 1024 * 1024
+
+# The rest of a JSON string after its opening quote, through its closing quote; possessive,
+# so a long string is matched in one pass without backtracking.
+_STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S)
+# The rest of a bare token (number, true, false, null) at a chunk's end.
+_BARE_REST = re.compile(rb'[^\s\[\]{},:"]*+')
+# A string, or a bracket: what depth counting sees of a document.
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.S)
+
+
+class JsonRefused(ValueError):
+    """JSON refused by the guard; ``status`` is the HTTP status a server answers with (413 for
+    a body over its size, 400 for the rest)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def too_deep_message(limit: int = MAX_JSON_DEPTH) -> str:
+    return f"JSON nested more than {limit} levels deep; repair the file or export it again"
+
+
+def check_depth(text: str, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise :class:`JsonRefused` when ``text`` nests brackets deeper than ``limit`` (brackets
+    inside strings do not count); one linear pass."""
+    depth = 0
+    for m in _DEPTH_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                raise JsonRefused(too_deep_message(limit))
+        elif c in "]}":
+            depth -= 1
+
+
+def loads_guarded(data: bytes | str, *, what: str, max_bytes: int | None = None,
+                  max_depth: int = MAX_JSON_DEPTH, **kwargs: Any) -> Any:
+    """``json.loads`` for untrusted input: refuses a document over ``max_bytes`` (status 413),
+    nested deeper than ``max_depth``, not UTF-8 or not JSON (status 400), naming ``what``."""
+    size = len(data)
+    if max_bytes is not None and size > max_bytes:
+        raise JsonRefused(f"{what} is {size} bytes, over the {max_bytes} byte limit", 413)
+    try:
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise JsonRefused(f"{what} is not UTF-8 text (byte {exc.start})") from None
+    check_depth(text, max_depth)
+    try:
+        return json.loads(text, **kwargs)
+    except json.JSONDecodeError as exc:
+        raise JsonRefused(f"{what}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                          f"{exc.msg}") from None
+    except RecursionError:  # a hook's own recursion; the depth check bounds the parser's
+        raise JsonRefused(too_deep_message(max_depth)) from None
+
+
+class TokenChunks:
+    """A binary file handed to ijson in chunks of about :data:`STREAM_BUFFER` bytes that never
+    end inside a string or number. yajl re-reads a token cut by a chunk's end from its start
+    each time more arrives, so a string spread over n small chunks costs n times its length;
+    whole tokens in a chunk keep the parse linear, while the small chunks keep bracket floods
+    cheap. A token over ``max_token`` bytes raises :class:`JsonRefused`."""
+
+    def __init__(self, fh: IO[bytes], max_token: int = MAX_TOKEN_BYTES) -> None:
+        self._fh = fh
+        self._buf = b""
+        self._eof = False
+        self._max_token = max_token
+
+    def _fill(self, size: int) -> bool:
+        """Have at least ``size`` bytes buffered (fewer only at the end of the file)."""
+        while len(self._buf) < size and not self._eof:
+            more = self._fh.read(max(size - len(self._buf), STREAM_BUFFER))
+            if not more:
+                self._eof = True
+            self._buf += more
+        return len(self._buf) >= size
+
+    def _too_long(self, start: int, what: str) -> JsonRefused:
+        return JsonRefused(f"a JSON {what} of over {self._max_token} bytes (at byte "
+                           f"{start} of this chunk); no field lens reads is that long")
+
+    def _end_of(self, start: int, pattern: re.Pattern[bytes], what: str) -> int:
+        """Where the token starting at ``start`` ends, reading on until it does."""
+        while True:
+            m = pattern.match(self._buf, start)
+            if pattern is _STRING_REST:
+                if m is not None:
+                    return m.end()
+            elif m is not None and (m.end() < len(self._buf) or self._eof):
+                return m.end()
+            if self._eof:
+                return len(self._buf)  # unterminated at the end of the file: yajl names it
+            if len(self._buf) - start > self._max_token:
+                raise self._too_long(start, what)
+            self._fill(2 * len(self._buf) + STREAM_BUFFER)
+
+    def read(self, n: int = STREAM_BUFFER) -> bytes:
+        self._fill(n)
+        end = min(n, len(self._buf))
+        i = 0
+        while True:
+            q = self._buf.find(b'"', i, end)
+            if q < 0:
+                break
+            close = self._end_of(q + 1, _STRING_REST, "string")
+            i = close
+            end = max(end, close)
+        if end and self._fill(end + 1):
+            end = self._end_of(end, _BARE_REST, "number or word")
+        chunk, self._buf = self._buf[:end], self._buf[end:]
+        return chunk
