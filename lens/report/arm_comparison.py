@@ -14,9 +14,10 @@ but the names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any, Final
 
 import numpy as np
 
@@ -132,8 +133,10 @@ def _per_question_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: fl
     clusters = [k[0] for k in keys]
     seed = symmetric_seed("pair", content_seed("arm", keys, *xa.T), content_seed("arm", keys,
                                                                                   *xb.T))
-    dists = replicate({m: (lambda w, j=j: weighted_means(deltas[:, j], w))
-                       for j, m in enumerate(metrics)}, clusters, seed=seed,
+    def column_mean(j: int) -> Callable[[Any], Any]:
+        return lambda w: weighted_means(deltas[:, j], w)
+
+    dists = replicate({m: column_mean(j) for j, m in enumerate(metrics)}, clusters, seed=seed,
                       resamples=resamples)
     out = {}
     for j, m in enumerate(metrics):
@@ -159,8 +162,8 @@ def _fmt(x: float) -> str:
     return f"{x:.3f}"
 
 
-CONFIRMATORY = "confirmatory"
-EXPLORATORY = "exploratory"
+CONFIRMATORY: Final = "confirmatory"
+EXPLORATORY: Final = "exploratory"
 
 
 def _verdict(
@@ -255,6 +258,7 @@ def compare_pairs(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
                 p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
+                # _verdict returns one of ComparisonRow's verdict names.
                 verdict=verdict,  # type: ignore[arg-type]
                 reason=reason, rule=rule,
                 family=CONFIRMATORY if res.metric == primary else EXPLORATORY,

@@ -34,10 +34,10 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
         if fmt == "zip":
             with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
                 for name in sorted(members):
-                    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    info.external_attr = 0o644 << 16
-                    zf.writestr(info, members[name])
+                    entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                    entry.compress_type = zipfile.ZIP_DEFLATED
+                    entry.external_attr = 0o644 << 16
+                    zf.writestr(entry, members[name])
         else:
             with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
                     tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
