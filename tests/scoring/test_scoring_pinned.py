@@ -29,8 +29,8 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
 
 EXPECTED = {
     "plain": "12637d32787cb8e735b6ac9f716d35b449fce851518d53cebb4d2a6fc2f6c419",
-    "judged": "d8e2202627577b6004c33f167e0dd57fed3b2c67ff79a3785ed0c19b723aa528",
-    "rescored": "d8e2202627577b6004c33f167e0dd57fed3b2c67ff79a3785ed0c19b723aa528",
+    "judged": "23b730d646c2109bbb492f2e56c6178e5c0e309446f7dafd379cba19e9c2f952",
+    "rescored": "23b730d646c2109bbb492f2e56c6178e5c0e309446f7dafd379cba19e9c2f952",
     "tier1": "79f760a64d641053f8cd86c1b7095443ec605ca2dc53834d375b282c59498154",
 }
 
