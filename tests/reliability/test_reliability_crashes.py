@@ -37,8 +37,9 @@ def deterministic_model(req: RecordedRequest) -> Reply:
     if turn == 0:
         return Reply.tool_call("memory_search", {"query": "widget count"}, delay_s=0.02)
     digest = hashlib.sha256(prompt.encode()).digest()
-    # Episodes 1-3 are ingested before the first checkpoint: no citation reaches the future.
-    n = 1 + digest[0] % 3
+    # make_dataset dates episode 9 first: 7-9 are ingested before the first checkpoint, so no
+    # citation reaches past the question's checkpoint.
+    n = 7 + digest[0] % 3
     return Reply.text(f"The widget count reached {n * 10} [{prompt[-3:-1]}_ep_00{n}].",
                       delay_s=0.02)
 
