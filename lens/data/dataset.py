@@ -118,6 +118,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _timestamp(v: Any) -> datetime:
+    """A dataset's timestamp field: an ISO-8601 string or a datetime."""
+    if not isinstance(v, str | datetime):
+        raise ValueError("must be an ISO-8601 timestamp string such as 2024-01-15T10:00:00")
+    try:
+        return parse_timestamp(v)
+    except ValueError as exc:
+        raise ValueError(
+            f"{v!r} is not an ISO-8601 timestamp (use e.g. 2024-01-15T10:00:00)"
+        ) from exc
+
+
 class Episode(_Model):
     episode_id: EpisodeId
     scope_id: Id
@@ -128,14 +140,7 @@ class Episode(_Model):
     @field_validator("timestamp", mode="before")
     @classmethod
     def _parse_ts(cls, v: Any) -> datetime:
-        if not isinstance(v, str | datetime):
-            raise ValueError("must be an ISO-8601 timestamp string such as 2024-01-15T10:00:00")
-        try:
-            return parse_timestamp(v)
-        except ValueError as exc:
-            raise ValueError(
-                f"{v!r} is not an ISO-8601 timestamp (use e.g. 2024-01-15T10:00:00)"
-            ) from exc
+        return _timestamp(v)
 
     def for_adapter(self) -> Episode:
         """The episode as a memory system may see it: scenario metadata removed."""
@@ -235,16 +240,7 @@ class Question(_Model):
     @field_validator("asked_at", mode="before")
     @classmethod
     def _parse_asked_at(cls, v: Any) -> datetime | None:
-        if v is None:
-            return None
-        if not isinstance(v, str | datetime):
-            raise ValueError("must be an ISO-8601 timestamp string such as 2024-01-15T10:00:00")
-        try:
-            return parse_timestamp(v)
-        except ValueError as exc:
-            raise ValueError(
-                f"{v!r} is not an ISO-8601 timestamp (use e.g. 2024-01-15T10:00:00)"
-            ) from exc
+        return None if v is None else _timestamp(v)
 
     @model_serializer(mode="wrap")
     def _drop_absent_timing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
