@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lens.core import plugins
+from tests.support import ci_stages
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = ROOT.parent / "shared" / "lens-datasets"
@@ -36,3 +37,34 @@ def _declared_plugins() -> Iterator[None]:
     # older (an editable install made before an entry point was added).
     with plugins.entry_points_added(project_entry_points()):
         yield
+
+
+_STAGE = ci_stages.StageRecord()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    ci_stages.add_option(parser)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    ci_stages.deselect_passed(config, items)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _STAGE.take(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Under pytest-xdist the controller receives every worker's reports; the workers keep quiet.
+    config = session.config
+    if hasattr(config, "workerinput") or config.cache is None:
+        return
+    if config.getoption(ci_stages.OPTION) is None:
+        config.cache.set(ci_stages.CACHE_KEY, _STAGE.passed_ids())
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    line = ci_stages.summary_line(config)
+    if line:
+        terminalreporter.write_line(line)

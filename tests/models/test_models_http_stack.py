@@ -18,6 +18,9 @@ from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, fake_openai
 
+# The openai SDK transport moves a major version with the litellm extra.
+pytestmark = pytest.mark.extras_sensitive
+
 __all__ = ["fake_openai"]
 
 FAST = RetryPolicy(max_retries=4, base_wait_s=0.01, max_wait_s=0.05, max_total_wait_s=10)

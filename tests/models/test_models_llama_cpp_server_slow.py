@@ -35,7 +35,7 @@ import yaml
 from lens.data.prompts import TOOL_REMINDER
 from tests.support.servers import free_port, serving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "qwen2.5-coder-1.5b"

@@ -21,7 +21,7 @@ from tests.support.extras import skip_module_unless
 from tests.support.servers import free_port, serving
 
 skip_module_unless("llama_cpp.server")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "qwen2.5-coder-1.5b"

@@ -18,7 +18,7 @@ from lens.runs.store import RunStore
 from tests.support.extras import skip_module_unless
 
 skip_module_unless("local")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH = ToolSpec(name="memory_search", description="Search the memory.", parameters={

@@ -19,6 +19,9 @@ from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai
 
+# The openai SDK transport moves a major version with the litellm extra.
+pytestmark = pytest.mark.extras_sensitive
+
 __all__ = ["fake_openai"]
 
 FAST = RetryPolicy(max_retries=3, base_wait_s=0.01, max_wait_s=0.05, max_total_wait_s=5)

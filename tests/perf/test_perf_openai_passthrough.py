@@ -11,6 +11,9 @@ from lens.models.base import CompletionRequest, Message, ToolCall, ToolSpec
 from lens.models.openai_backend import OpenAIClient, build_params, sdk_call_params
 from tests.support.fake_openai import FakeOpenAI, Reply, fake_openai
 
+# The openai SDK transport moves a major version with the litellm extra.
+pytestmark = pytest.mark.extras_sensitive
+
 __all__ = ["fake_openai"]
 
 SEARCH = ToolSpec(name="memory_search", description="Search the memory.",

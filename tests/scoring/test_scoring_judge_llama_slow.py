@@ -13,7 +13,7 @@ import pytest
 from lens.scoring.calibration import Calibration
 
 pytest.importorskip("llama_cpp")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 ROOT = Path(__file__).resolve().parents[2]
 

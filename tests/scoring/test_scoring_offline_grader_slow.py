@@ -21,7 +21,7 @@ from lens.scoring.facts import AnswerText, match_fact
 from lens.scoring.offline_grader import FactTask, OfflineGrader
 from lens.stats.fact_agreement import fact_agreement as agreement
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 if not offline_available():
     pytest.skip("the offline grader needs the 'local' extra (llama-cpp-python and the model's "
                 "part packages)", allow_module_level=True)
