@@ -59,15 +59,9 @@ def tokens(text: str) -> list[str]:
 class Bm25sAdapter(SyncMemoryAdapter):
     Options = Bm25sOptions
 
-    def __init__(self, max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150, k1: float = 1.5,
-                 b: float = 0.75) -> None:
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         self._bm25s = _import_bm25s()
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunk_chars = chunk_chars
-        self.chunk_overlap = chunk_overlap
-        self.k1, self.b = k1, b
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
         # Units in arrival order; a replaced episode's units leave the list.
@@ -91,7 +85,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
                 self._units = [self._units[i] for i in keep]
                 self._tokens = [self._tokens[i] for i in keep]
             self._episodes[episode.episode_id] = episode
-            for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+            for unit in episode_units(episode, self.opts.chunk_chars, self.opts.chunk_overlap):
                 self._units.append(unit)
                 self._tokens.append(tokens(unit.text))
             self._index = None
@@ -103,7 +97,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
 
     def _index_locked(self) -> Any:
         if self._index is None and self._units:
-            index = self._bm25s.BM25(k1=self.k1, b=self.b)
+            index = self._bm25s.BM25(k1=self.opts.k1, b=self.opts.b)
             index.index(self._tokens, show_progress=False)
             self._index = index
             self.builds += 1
@@ -115,7 +109,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
         words = list(dict.fromkeys(w for w in tokens(query) if len(w) > 1))
         if not words:
             return []
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         with self._lock:
             index = self._index_locked()
             if index is None:
@@ -132,7 +126,8 @@ class Bm25sAdapter(SyncMemoryAdapter):
                     if len(hits) == k:
                         break
         terms = query_terms(query)
-        return [SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+        chars = self.opts.snippet_chars
+        return [SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, chars),
                              score=score, metadata=_meta(u)) for u, score in hits]
 
     def retrieve(self, ref_id: str) -> Document | None:
@@ -146,10 +141,10 @@ class Bm25sAdapter(SyncMemoryAdapter):
         return Document(ref_id=ref_id, text=unit.text, metadata=_meta(unit))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword"], filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             description=f"BM25 keyword search (bm25s) over {unit}",
         )
 
@@ -159,8 +154,6 @@ class Bm25sChunkedAdapter(Bm25sAdapter):
 
     Options = Bm25sChunkedOptions
 
-    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
-        super().__init__(chunk_chars=chunk_chars, **kwargs)
 
 
 def _meta(unit: Unit) -> dict[str, Any]:

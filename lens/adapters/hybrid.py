@@ -62,21 +62,15 @@ def rrf(rankings: list[list[Unit]], k: int) -> list[tuple[Unit, float]]:
 class HybridAdapter(SyncMemoryAdapter):
     Options = HybridOptions
 
-    def __init__(self, rrf_k: int = 60, candidates: int = 30, path: str | None = None,
-                 model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
-                 max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150,
-                 encoder: EncoderKind = "contextual") -> None:
-        self.rrf_k = rrf_k
-        self.candidates = candidates
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunked = chunk_chars is not None
-        self.keyword = SqliteFtsAdapter(path=path, max_results=100, chunk_chars=chunk_chars,
-                                        chunk_overlap=chunk_overlap)
-        self.semantic = VectorAdapter(model=model, embedding_cache=embedding_cache,
-                                      max_results=100, chunk_chars=chunk_chars,
-                                      chunk_overlap=chunk_overlap, encoder=encoder)
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
+        o = self.opts
+        # Each leg ranks up to 100 units; the fusion keeps the best of max_results.
+        self.keyword = SqliteFtsAdapter(path=o.path, max_results=100, chunk_chars=o.chunk_chars,
+                                        chunk_overlap=o.chunk_overlap)
+        self.semantic = VectorAdapter(model=o.model, embedding_cache=o.embedding_cache,
+                                      max_results=100, chunk_chars=o.chunk_chars,
+                                      chunk_overlap=o.chunk_overlap, encoder=o.encoder)
 
     def reset(self, scope_id: str) -> None:
         self.keyword.reset(scope_id)
@@ -95,28 +89,29 @@ class HybridAdapter(SyncMemoryAdapter):
         dates = DateRange.from_filters(filters)
         if not query.strip():
             return []
-        k = min(limit or self.max_results, self.max_results)
-        n = max(self.candidates, k)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
+        n = max(self.opts.candidates, k)
         match = self.keyword.match_expression(query)
         by_keyword = [u for u, _ in self.keyword.ranked(match, dates, n)] if match else []
         by_meaning = [u for u, _ in self.semantic.ranked(query, dates, n)]
         terms = query_terms(query)
         return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
                          score=score, metadata=unit_meta(u))
-            for u, score in rrf([by_keyword, by_meaning], self.rrf_k)[:k]
+            for u, score in rrf([by_keyword, by_meaning], self.opts.rrf_k)[:k]
         ]
 
     def retrieve(self, ref_id: str) -> Document | None:
         return self.keyword.retrieve(ref_id)
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.chunked else "whole episodes"
+        chunked = self.opts.chunk_chars is not None
+        unit = "chunks (refs episode_id#cN)" if chunked else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword", "semantic", "hybrid"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
-            description=f"reciprocal-rank fusion (k={self.rrf_k}) of BM25 and "
+            max_results=self.opts.max_results,
+            description=f"reciprocal-rank fusion (k={self.opts.rrf_k}) of BM25 and "
                         f"{self.semantic.embedder.label} cosine over {unit}",
         )
 
@@ -128,5 +123,3 @@ class HybridAdapter(SyncMemoryAdapter):
 class HybridChunkedAdapter(HybridAdapter):
     Options = HybridChunkedOptions
 
-    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
-        super().__init__(chunk_chars=chunk_chars, **kwargs)

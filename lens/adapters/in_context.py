@@ -84,17 +84,16 @@ def _result(ep: Episode, text: str | None = None) -> SearchResult:
 class FullContextAdapter(_Timeline):
     Options = FullContextOptions
 
-    def __init__(self, max_chars: int = 32_000, max_results: int = 200) -> None:
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         super().__init__()
-        self.max_chars = max_chars
-        self.max_results = max_results
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         out: list[SearchResult] = []
-        left = self.max_chars
+        left = self.opts.max_chars
         for ep in self.newest_first(filters)[:k]:
             if left <= 0:
                 break
@@ -110,30 +109,30 @@ class FullContextAdapter(_Timeline):
         return CapabilityManifest(
             search_modes=["recency"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             description=(f"full-context baseline: search ignores the query and returns every "
-                         f"episode, newest first, up to {self.max_chars} characters"),
+                         f"episode, newest first, up to {self.opts.max_chars} characters"),
         )
 
 
 class RecencyAdapter(_Timeline):
     Options = RecencyOptions
 
-    def __init__(self, n: int = 10) -> None:
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         super().__init__()
-        self.n = n
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        k = min(limit or self.n, self.n)
+        k = min(limit or self.opts.n, self.opts.n)
         return [_result(ep) for ep in self.newest_first(filters)[:k]]
 
     def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
             search_modes=["recency"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.n,
+            max_results=self.opts.n,
             description=(f"recency baseline: search ignores the query and returns the latest "
-                         f"{self.n} episodes, newest first"),
+                         f"{self.opts.n} episodes, newest first"),
         )

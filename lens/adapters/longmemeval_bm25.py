@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -63,7 +64,7 @@ def _bm25_class() -> Any:
         from rank_bm25 import BM25Okapi
     except ImportError:
         raise ConfigError("adapter 'longmemeval_bm25' needs the rank_bm25 library: "
-                          "pip install 'lens-eval[bm25]'") from None
+                          f"{install_hint('bm25')}") from None
     return BM25Okapi
 
 
@@ -78,10 +79,9 @@ class _Doc:
 class LongMemEvalBm25Adapter(SyncMemoryAdapter):
     Options = LongMemEvalBm25Options
 
-    def __init__(self, granularity: str = "session", max_results: int = 10) -> None:
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         self._bm25 = _bm25_class()
-        self.granularity = granularity
-        self.max_results = max_results
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
         self._docs: list[_Doc] = []
@@ -103,7 +103,7 @@ class LongMemEvalBm25Adapter(SyncMemoryAdapter):
     def _documents(self, episode: Episode) -> list[_Doc]:
         turns = session_turns(episode.text)
         eid = episode.episode_id
-        if self.granularity == "session":
+        if self.opts.granularity == "session":
             text = " ".join(t.content for t in turns if t.role == "user")
             return [_Doc(eid, eid, text, episode.text)]
         docs = []
@@ -125,7 +125,7 @@ class LongMemEvalBm25Adapter(SyncMemoryAdapter):
 
     def search(self, query: str, filters: dict[str, Any] | None = None,
                limit: int | None = None) -> list[SearchResult]:
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         with self._lock:
             index = self._index_locked()
             if index is None:
@@ -149,5 +149,5 @@ class LongMemEvalBm25Adapter(SyncMemoryAdapter):
 
     def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
-            search_modes=["keyword"], max_results=self.max_results,
-            description=f"LongMemEval's flat BM25 (rank_bm25) over user {self.granularity}s")
+            search_modes=["keyword"], max_results=self.opts.max_results,
+            description=f"LongMemEval's flat BM25 (rank_bm25) over user {self.opts.granularity}s")

@@ -46,7 +46,7 @@ from lens.memory.adapter import (
     SearchResult,
     SyncMemoryAdapter,
 )
-from lens.memory.run_cache import RunCacheOptions, cache_for
+from lens.memory.run_cache import RunCacheOptions
 
 SYNTHETIC_PREFIX = "mem0:"
 _COLLECTION = "lens"
@@ -156,24 +156,15 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd:
 class Mem0Adapter(SyncMemoryAdapter):
     Options = Mem0Options
 
-    def __init__(self, path: str | None = None, llm: dict[str, Any] | None = None,
-                 model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
-                 max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150,
-                 encoder: EncoderKind = "contextual",
-                 model_cache: CacheConfig | dict[str, Any] | None = None,
-                 max_cost_usd: float | None = None) -> None:
-        self.llm_config = ModelConfig.model_validate(llm) if llm is not None else None
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
+        o = self.opts
+        self.llm_config = ModelConfig.model_validate(o.llm) if o.llm is not None else None
         self.extract = self.llm_config is not None
-        self.model_cache = cache_for(model_cache)
-        self.max_cost_usd = max_cost_usd
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunk_chars = chunk_chars
-        self.chunk_overlap = chunk_overlap
-        self.embedder = Embedder(model, embedding_cache, encoder=encoder)
-        self._own_dir = path is None
-        self.path = Path(path) if path else None
+        self.model_cache = o.run_cache()
+        self.embedder = Embedder(o.model, o.embedding_cache, encoder=o.encoder)
+        self._own_dir = o.path is None
+        self.path = Path(o.path) if o.path else None
         self._memory: Any = None
         self._lock = threading.RLock()
         self._scope = "default"
@@ -209,7 +200,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         memory.embedding_model = _make_embedder(embedding_base, self.embedder)
         if self.llm_config is not None:
             memory.llm = _make_llm(llm_base, self.llm_config, self.model_cache,
-                                   self.max_cost_usd, self._add_usage)
+                                   self.opts.max_cost_usd, self._add_usage)
         return memory
 
     def reset(self, scope_id: str) -> None:
@@ -225,7 +216,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         with self._lock:
             memory = self.memory
             self._episodes[episode.episode_id] = episode
-            units = episode_units(episode, self.chunk_chars, self.chunk_overlap)
+            units = episode_units(episode, self.opts.chunk_chars, self.opts.chunk_overlap)
             for unit in units:
                 self._units[unit.ref_id] = unit
                 meta = {"ref_id": unit.ref_id, "episode_id": episode.episode_id,
@@ -253,7 +244,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         dates = DateRange.from_filters(filters)
         if not query.strip():
             return []
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         fetch = k if dates.empty else min(10 * k, 1000)
         with self._lock:
             found = self.memory.search(query, filters={"user_id": self._scope}, top_k=fetch,
@@ -271,7 +262,7 @@ class Mem0Adapter(SyncMemoryAdapter):
                 result_meta["episode_id"] = meta["episode_id"]
             out.append(SearchResult(
                 ref_id=ref, text=best_window(str(item.get("memory", "")), terms,
-                                             self.snippet_chars),
+                                             self.opts.snippet_chars),
                 score=float(item["score"]) if item.get("score") is not None else None,
                 metadata=result_meta))
             if len(out) >= k:
@@ -307,12 +298,12 @@ class Mem0Adapter(SyncMemoryAdapter):
 
     def get_capabilities(self) -> CapabilityManifest:
         mode = "LLM-extracted facts" if self.extract else "raw episodes (infer=False)"
-        if not self.extract and self.chunk_chars:
+        if not self.extract and self.opts.chunk_chars:
             mode = "raw chunks (infer=False, refs episode_id#cN)"
         return CapabilityManifest(
             search_modes=["semantic"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX] if self.extract else [],
             description=f"mem0 Memory (local Qdrant, {self.embedder.label}) over {mode}",
         )

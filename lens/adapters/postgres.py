@@ -73,28 +73,13 @@ def ts_query(text: str) -> str | None:
 class PostgresAdapter(MemoryAdapter):
     Options = PostgresOptions
 
-    def __init__(self, dsn: str | None = None, search: str = "hybrid",
-                 schema_prefix: str = "lens", keep_schema: bool = False,
-                 text_search_config: str = "english", max_results: int = 10,
-                 snippet_chars: int = 600, chunk_chars: int | None = None,
-                 chunk_overlap: int = 150, model: str = DEFAULT_MODEL,
-                 embedding_cache: str | None = None, rrf_k: int = 60, candidates: int = 30,
-                 pool_size: int = 4, encoder: EncoderKind = "contextual") -> None:
-        self.dsn = dsn
-        self.mode = search
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         # A random suffix: one schema per adapter instance, so parallel units never collide.
-        self.schema = f"{schema_prefix}_{secrets.token_hex(6)}"
-        self.keep_schema = keep_schema
-        self.tsconfig = text_search_config
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunk_chars = chunk_chars
-        self.chunk_overlap = chunk_overlap
-        self.rrf_k = rrf_k
-        self.candidates = candidates
-        self.pool_size = pool_size
-        self.embedder = (Embedder(model, embedding_cache, encoder=encoder)
-                         if search != "keyword" else None)
+        self.schema = f"{self.opts.schema_prefix}_{secrets.token_hex(6)}"
+        self.embedder = (Embedder(self.opts.model, self.opts.embedding_cache,
+                                  encoder=self.opts.encoder)
+                         if self.opts.search != "keyword" else None)
         self.pgvector: bool | None = None  # known once connected
         self._pool: asyncpg.Pool | None = None
         self._connect_lock = anyio.Lock()
@@ -110,7 +95,7 @@ class PostgresAdapter(MemoryAdapter):
             return self._pool
 
     async def _open(self) -> asyncpg.Pool:
-        if not self.dsn:
+        if not self.opts.dsn:
             raise ConfigError("adapter 'postgres': option 'dsn' is required "
                               "(e.g. postgresql://user@127.0.0.1:5432/lens)")
         try:
@@ -118,7 +103,7 @@ class PostgresAdapter(MemoryAdapter):
         except ImportError:
             raise ConfigError("adapter 'postgres' needs asyncpg: "
                               f"{install_hint('postgres')}") from None
-        pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=self.pool_size)
+        pool = await asyncpg.create_pool(self.opts.dsn, min_size=1, max_size=self.opts.pool_size)
         async with pool.acquire() as conn:
             # Fails when pgvector is not installed on the server or there is no right to create
             # it (exact SQL fallback), but also when another instance created it at the same
@@ -135,7 +120,7 @@ class PostgresAdapter(MemoryAdapter):
                 vec_type = f"vector({dim})"
             else:
                 vec_type = "vector" if self.pgvector else "real[]"
-            s = self.schema
+            s, tsconfig = self.schema, self.opts.text_search_config
             await conn.execute(f"""
                 CREATE SCHEMA IF NOT EXISTS {s};
                 CREATE TABLE IF NOT EXISTS {s}.episodes(
@@ -143,7 +128,7 @@ class PostgresAdapter(MemoryAdapter):
                 CREATE TABLE IF NOT EXISTS {s}.units(
                     ref_id text PRIMARY KEY, episode_id text NOT NULL, seq bigserial,
                     ts timestamptz NOT NULL, text text NOT NULL,
-                    tsv tsvector GENERATED ALWAYS AS (to_tsvector('{self.tsconfig}', text)) STORED,
+                    tsv tsvector GENERATED ALWAYS AS (to_tsvector('{tsconfig}', text)) STORED,
                     embedding {vec_type});
                 CREATE INDEX IF NOT EXISTS units_tsv ON {s}.units USING gin(tsv);
                 CREATE INDEX IF NOT EXISTS units_episode ON {s}.units(episode_id);
@@ -161,7 +146,7 @@ class PostgresAdapter(MemoryAdapter):
 
     async def ingest(self, episode: Episode) -> None:
         pool = await self._db()
-        units = episode_units(episode, self.chunk_chars, self.chunk_overlap)
+        units = episode_units(episode, self.opts.chunk_chars, self.opts.chunk_overlap)
         async with self._write_lock, pool.acquire() as conn, conn.transaction():
             s = self.schema
             await conn.execute(f"DELETE FROM {s}.units WHERE episode_id = $1", episode.episode_id)
@@ -219,10 +204,11 @@ class PostgresAdapter(MemoryAdapter):
         where = self._where(dates, args)
         args.append(k)
         pool = await self._db()
+        tsconfig = self.opts.text_search_config
         rows = await pool.fetch(
             f"SELECT ref_id, episode_id, ts, text, "
-            f"ts_rank_cd(tsv, to_tsquery('{self.tsconfig}', $1)) AS rank "
-            f"FROM {self.schema}.units WHERE tsv @@ to_tsquery('{self.tsconfig}', $1){where} "
+            f"ts_rank_cd(tsv, to_tsquery('{tsconfig}', $1)) AS rank "
+            f"FROM {self.schema}.units WHERE tsv @@ to_tsquery('{tsconfig}', $1){where} "
             f"ORDER BY rank DESC, seq LIMIT ${len(args)}", *args)
         return [Unit(r["ref_id"], r["episode_id"], r["ts"], r["text"]) for r in rows]
 
@@ -251,20 +237,20 @@ class PostgresAdapter(MemoryAdapter):
         dates = DateRange.from_filters(filters)
         if not query.strip():
             return []
-        k = min(limit or self.max_results, self.max_results)
-        if self.mode == "keyword":
-            ranked = [(u, 1.0 / (self.rrf_k + i)) for i, u in
+        k = min(limit or self.opts.max_results, self.opts.max_results)
+        if self.opts.search == "keyword":
+            ranked = [(u, 1.0 / (self.opts.rrf_k + i)) for i, u in
                       enumerate(await self._keyword(query, dates, k), start=1)]
-        elif self.mode == "vector":
-            ranked = [(u, 1.0 / (self.rrf_k + i)) for i, u in
+        elif self.opts.search == "vector":
+            ranked = [(u, 1.0 / (self.opts.rrf_k + i)) for i, u in
                       enumerate(await self._vector(query, dates, k), start=1)]
         else:
-            n = max(self.candidates, k)
+            n = max(self.opts.candidates, k)
             ranked = rrf([await self._keyword(query, dates, n),
-                          await self._vector(query, dates, n)], self.rrf_k)[:k]
+                          await self._vector(query, dates, n)], self.opts.rrf_k)[:k]
         terms = query_terms(query)
         return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
                          score=score, metadata=unit_meta(u))
             for u, score in ranked
         ]
@@ -284,19 +270,19 @@ class PostgresAdapter(MemoryAdapter):
 
     async def get_capabilities(self) -> CapabilityManifest:
         modes = {"keyword": ["keyword"], "vector": ["semantic"],
-                 "hybrid": ["keyword", "semantic", "hybrid"]}[self.mode]
-        if self.mode == "keyword":
+                 "hybrid": ["keyword", "semantic", "hybrid"]}[self.opts.search]
+        if self.opts.search == "keyword":
             how = "full-text search"
         else:
             store = {True: "pgvector", False: "real[] (no pgvector)",
                      None: "pgvector when available"}[self.pgvector]
             label = self.embedder.label if self.embedder is not None else ""
-            how = f"{self.mode} search ({label}), vectors in {store}"
-        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+            how = f"{self.opts.search} search ({label}), vectors in {store}"
+        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=modes,
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             description=f"PostgreSQL {how} over {unit}",
         )
 
@@ -305,7 +291,7 @@ class PostgresAdapter(MemoryAdapter):
             pool, self._pool = self._pool, None
         if pool is not None:
             try:
-                if not self.keep_schema:
+                if not self.opts.keep_schema:
                     await pool.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
             finally:
                 await pool.close()

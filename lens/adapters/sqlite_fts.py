@@ -93,14 +93,8 @@ COMMIT_EVERY = 256
 class SqliteFtsAdapter(SyncMemoryAdapter):
     Options = SqliteFtsOptions
 
-    def __init__(self, path: str | None = None, max_results: int = 10,
-                 snippet_chars: int = 600, chunk_chars: int | None = None,
-                 chunk_overlap: int = 150) -> None:
-        self.path = path
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunk_chars = chunk_chars
-        self.chunk_overlap = chunk_overlap
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
         self._lock = threading.Lock()
         # Episodes ingested since the last commit. FTS5 writes an index segment per commit and
         # merges segments as they pile up, so a commit per episode made ingest slower the larger
@@ -109,10 +103,10 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         self._db: sqlite3.Connection | None = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        if self.path:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path or ":memory:", check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL" if self.path else "PRAGMA journal_mode=MEMORY")
+        if self.opts.path:
+            Path(self.opts.path).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.opts.path or ":memory:", check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL" if self.opts.path else "PRAGMA journal_mode=MEMORY")
         db.executescript(_SCHEMA)
         return db
 
@@ -142,7 +136,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
                 db.execute("INSERT INTO episodes(episode_id, scope_id, ts, text) VALUES(?,?,?,?)",
                            (episode.episode_id, episode.scope_id, episode.timestamp.isoformat(),
                             episode.text))
-                for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+                for unit in episode_units(episode, self.opts.chunk_chars, self.opts.chunk_overlap):
                     cur = db.execute(
                         "INSERT INTO units(ref_id, episode_id, ts, text) VALUES(?,?,?,?)",
                         (unit.ref_id, unit.episode_id, unit.timestamp.isoformat(), unit.text))
@@ -185,10 +179,10 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         match = self.match_expression(query)
         if match is None:
             return []
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         return [
             SearchResult(ref_id=u.ref_id, text=best_window(u.text, query_terms(query),
-                                                           self.snippet_chars),
+                                                           self.opts.snippet_chars),
                          score=score, metadata=self._meta(u))
             for u, score in self.ranked(match, dates, k)
         ]
@@ -272,11 +266,11 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             return int(self.db.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             description=f"SQLite FTS5 keyword search with BM25 ranking over {unit}",
         )
 
@@ -294,5 +288,3 @@ class SqliteFtsChunkedAdapter(SqliteFtsAdapter):
 
     Options = SqliteFtsChunkedOptions
 
-    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
-        super().__init__(chunk_chars=chunk_chars, **kwargs)

@@ -125,17 +125,10 @@ class UnitMatrix:
 class VectorAdapter(SyncMemoryAdapter):
     Options = VectorOptions
 
-    def __init__(self, model: str = DEFAULT_MODEL, embedding_cache: str | None = None,
-                 max_results: int = 10, snippet_chars: int = 600,
-                 chunk_chars: int | None = None, chunk_overlap: int = 150,
-                 batch_size: int = 32, max_seq_length: int | None = None,
-                 encoder: EncoderKind = "contextual") -> None:
-        self.max_results = max_results
-        self.snippet_chars = snippet_chars
-        self.chunk_chars = chunk_chars
-        self.chunk_overlap = chunk_overlap
-        self.batch_size = batch_size
-        self.embedder = Embedder(model, embedding_cache, max_seq_length, batch_size, encoder)
+    def __init__(self, **options: Any) -> None:
+        self.opts = self.Options.model_validate(options)
+        self.embedder = Embedder(self.opts.model, self.opts.embedding_cache,
+                                 self.opts.max_seq_length, self.opts.batch_size, self.opts.encoder)
         self._lock = threading.RLock()
         self._matrix = UnitMatrix(0)
         self._episodes: dict[str, Episode] = {}
@@ -154,12 +147,12 @@ class VectorAdapter(SyncMemoryAdapter):
             if episode.episode_id in self._episodes:
                 self._drop(episode.episode_id)
             self._episodes[episode.episode_id] = episode
-            for unit in episode_units(episode, self.chunk_chars, self.chunk_overlap):
+            for unit in episode_units(episode, self.opts.chunk_chars, self.opts.chunk_overlap):
                 self._units[unit.ref_id] = unit
                 self._pending.append(unit)
             # Embedding as we go bounds the work of any one call (the runner times each
             # ingest and prepare call); a batch is still a full batch for the model.
-            if len(self._pending) >= self.batch_size:
+            if len(self._pending) >= self.opts.batch_size:
                 self._flush()
 
     def _drop(self, episode_id: str) -> None:
@@ -191,10 +184,10 @@ class VectorAdapter(SyncMemoryAdapter):
         dates = DateRange.from_filters(filters)
         if not query.strip():
             return []
-        k = min(limit or self.max_results, self.max_results)
+        k = min(limit or self.opts.max_results, self.opts.max_results)
         terms = query_terms(query)
         return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.snippet_chars),
+            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
                          score=score, metadata=unit_meta(u))
             for u, score in self.ranked(query, dates, k)
         ]
@@ -210,11 +203,11 @@ class VectorAdapter(SyncMemoryAdapter):
             return Document(ref_id=ref_id, text=unit.text, metadata=unit_meta(unit))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["semantic"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.max_results,
+            max_results=self.opts.max_results,
             description=f"dense retrieval ({self.embedder.label}, cosine) over {unit}",
         )
 
@@ -234,5 +227,3 @@ class VectorChunkedAdapter(VectorAdapter):
 
     Options = VectorChunkedOptions
 
-    def __init__(self, chunk_chars: int | None = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
-        super().__init__(chunk_chars=chunk_chars, **kwargs)

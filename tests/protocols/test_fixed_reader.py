@@ -19,6 +19,7 @@ from lens.core.errors import ConfigError
 from lens.data.config import parse_config
 from lens.data.importers.longmemeval import parse_lme_date
 from lens.data.reader_prompts import reader_prompt
+from tests.support.extras import missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "datasets" / "fixtures" / "longmemeval_small.json"
@@ -86,7 +87,9 @@ def _records(run: Path) -> list[dict[str, Any]]:
 
 
 def test_fixed_reader_through_lens_run_and_compare(tmp_path: Path) -> None:
-    pytest.importorskip("rank_bm25", reason="pip install 'lens-eval[bm25]'")
+    reason = missing_reason("bm25")
+    if reason:
+        pytest.skip(reason)
     ds = tmp_path / "lme.json"
     r = _lens(tmp_path, "datasets", "import", "--format", "longmemeval", str(FIX), "--out",
               str(ds))

@@ -14,8 +14,9 @@ from lens.adapters.longmemeval_bm25 import LongMemEvalBm25Adapter, session_turns
 from lens.data.dataset import Episode
 from lens.scoring.retrieval import lme_metrics, lme_session_from_turns
 from tests.support.beside import require_beside
+from tests.support.extras import skip_module_unless
 
-pytest.importorskip("rank_bm25", reason="rank_bm25 is not installed: pip install 'lens-eval[bm25]'")
+skip_module_unless("bm25")
 
 # The one item whose order is not the official one: its file lists its two sessions out of date
 # order, lens ingests them in time order, and its evidence turn ties on BM25 score (0.595) with a

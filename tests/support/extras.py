@@ -38,6 +38,7 @@ EXTRAS: dict[str, Extra] = {
                    _VECTOR_INSTALL.replace("[vector]", "[letta]")),
     "cognee": Extra(("cognee", *_VECTOR), _VECTOR_INSTALL.replace("[vector]", "[cognee]")),
     "litellm": Extra(("litellm", "mcp"), "pip install -e '.[litellm]'"),
+    "bm25": Extra(("bm25s", "rank_bm25"), "pip install -e '.[bm25]'"),
     "local": Extra(("llama_cpp",), 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" '
                    "pip install -e '.[local]'"),
     # Not a lens extra: llama-cpp-python's own OpenAI-compatible server, for the test of lens
