@@ -34,18 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.common import beside
 from lens.data.dataset import Question, load_dataset
 from lens.data.importers.memoryagentbench import write_memoryagentbench
 from lens.scoring.protocols import get_protocol
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def beside(*parts: str) -> Path:
-    """``../<parts>`` beside this checkout, or beside the main checkout for a git worktree."""
-    found = [p.joinpath(*parts) for p in (ROOT.parent, ROOT.parent.parent)]
-    return next((p for p in found if p.exists()), found[0])
-
 
 OFFICIAL = beside("thirdparty", "memoryagentbench-code")
 PREDICTIONS = beside("thirdparty", "mab-predictions")
