@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lens.core.errors import UserError
 from lens.data.dataset import GroundTruth, Question, QuestionType
 from lens.data.importers.memoryagentbench import write_memoryagentbench
 from lens.scoring.protocols import get_protocol
@@ -250,3 +251,20 @@ def test_unreadable_summary_replies_are_counted_never_dropped_silently(tmp_path:
         "faithful|infbench_sum_eng_shots2"]["mab_accuracy"] is None
     assert any("1 of 1 infbench_sum summaries have no judged F1" in n for n in scores.notes)
     assert scores.judge.invalid == 1
+
+
+def test_a_prompt_mapping_replaces_the_summary_judge_wording(tmp_path: Path) -> None:
+    mapping = tmp_path / "prompts.yaml"
+    mapping.write_text('mab-summary-fluency@1: "House fluency rules. Text: {text}"\n',
+                       encoding="utf-8")
+    p = get_protocol("memoryagentbench").with_prompt_file(mapping)
+    q = _mab_question("infbench_sum", ["Expert."], keypoints=["k1"])
+    tasks = p.tasks(q, " Mara sails. ")
+    assert tasks["fluency"].prompt == "House fluency rules. Text: Mara sails."
+    # The prompts the file leaves out keep lens's wording; the file enters the condition.
+    assert tasks["recall"].prompt.startswith("Judge a summary of a book")
+    assert p.condition()["prompt_file"]["name"] == "prompts.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('mab-summary-fluency@1: "no placeholder"\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"mab-summary-fluency@1: its placeholders are \[\]"):
+        get_protocol("memoryagentbench").with_prompt_file(bad)
