@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def beside(*parts: str) -> Path:
+    """Data kept beside the project: ``../<parts>`` beside this checkout, or beside the main
+    checkout when this one is a git worktree one folder deeper (the first when neither exists)."""
+    found = [p.joinpath(*parts) for p in (ROOT.parent, ROOT.parent.parent)]
+    return next((p for p in found if p.exists()), found[0])
+
+
 PACKAGES = ("lens-memory-eval", "anyio", "aiohttp", "uvloop", "openai", "httpx", "pydantic",
             "tenacity", "llama_cpp_python")
 

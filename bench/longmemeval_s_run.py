@@ -27,9 +27,9 @@ import ijson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.big_import import _timed
-from bench.common import ROOT, machine_line
+from bench.common import beside, machine_line
 
-DEFAULT_SOURCE = ROOT.parent / "thirdparty" / "longmemeval" / "longmemeval_s.json"
+DEFAULT_SOURCE = beside("thirdparty", "longmemeval", "longmemeval_s.json")
 
 
 def first_items(source: Path, out: Path, n: int) -> int:

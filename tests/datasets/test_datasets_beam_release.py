@@ -115,3 +115,51 @@ def test_real_release_matches_the_official_reading(tmp_path: Path) -> None:
         checked += 1
     assert checked == 20
     assert len(data["meta"]["source"]["truncated_chats"]) == 10
+
+
+# The 1M conversations whose chat file the stored copy of BEAM's repository holds (the others'
+# chat.json, larger than the copy keeps, are absent); none of the 10M tier's.
+REACHABLE_1M = {"3", "4", "6", "7", "8", "9", "10", "31", "32"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REAL / "1M").is_dir(), reason=f"BEAM 1M tier not found at {REAL / '1M'}")
+def test_real_1m_conversations_match_the_official_reading(tmp_path: Path) -> None:
+    tier = REAL / "1M"
+    convs = find_conversations(tier)
+    counts = write_beam(tier, tmp_path / "b.json")
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert len(data["scopes"]) == len(convs)
+    # Twenty probing questions per conversation.
+    assert len(data["questions"]) == 20 * len(convs)
+    if {c.conv_id for c in convs} == REACHABLE_1M:
+        assert counts["episodes"] == 6201
+        assert data["meta"]["source"]["truncated_chats"] == ["beam_1M_6"]
+    by_scope = {s["scope_id"]: s for s in data["scopes"]}
+    for conv in convs:
+        official_file = (conv.folder / "chat_trunecated.json"
+                         if (conv.folder / "chat_trunecated.json").exists()
+                         else conv.folder / "chat.json")
+        want = "\n".join(f"{r}: {c}" for r, c in _official_messages(official_file, "1M"))
+        got = "\n".join(e["text"] for e in by_scope[conv.scope_id]["episodes"])
+        assert got == want, conv.scope_id
+
+
+def test_a_10m_tier_of_plan_files_only_is_refused_with_the_reason(tmp_path: Path) -> None:
+    # As the stored copy of the 10M release: plan-N/chat.json without the conversation's own.
+    conv = tmp_path / "chats" / "10M" / "4"
+    (conv / "probing_questions").mkdir(parents=True)
+    (conv / "probing_questions" / "probing_questions.json").write_text("{}")
+    for n in (0, 1):
+        (conv / f"plan-{n}").mkdir()
+        (conv / f"plan-{n}" / "chat.json").write_text(json.dumps([_batch(1, "March-1-2024", 1,
+                                                                         1)]))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "lens", "datasets", "import", "--format",
+                           "beam", str(tmp_path / "chats" / "10M"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert "no BEAM conversation found" in proc.stderr
+    assert "2 plan folder(s) hold a chat.json (4/plan-0, ...)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()

@@ -6,15 +6,23 @@ games substring match and is caught by exact match and F1."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from lens.core.errors import UserError
+from lens.data.dataset import GroundTruth, Question, QuestionType
 from lens.data.importers.memoryagentbench import write_memoryagentbench
+from lens.scoring.protocols import get_protocol
 from lens.scoring.protocols.memoryagentbench import (
+    FLUENCY_ID,
+    PRECISION_ID,
+    RECALL_ID,
     exact_match,
+    judge_json,
     normalize,
     parse_answer,
     substring_match,
@@ -62,6 +70,13 @@ def summary_judge(prompt: str) -> str:
         sentences = [s.strip() for s in summary.split(".") if s.strip()]
         ok = sum(s.lower() in expert for s in sentences)
         return f'{{"precision": {ok}, "sentence_count": {len(sentences)}}}'
+    listed = re.search(r"Correct Answer: (\[.*?\])\n\n", prompt, re.S)
+    if listed:
+        # The whole list of accepted answers, as the official script shows it: yes when the
+        # response holds any of them.
+        response = prompt.split("Model Response: ", 1)[1].split("\n\n", 1)[0].lower()
+        golds = ast.literal_eval(listed.group(1))
+        return "yes" if any(g.lower() in response for g in golds) else "no"
     return lme_verdict(prompt)
 
 
@@ -120,7 +135,7 @@ def test_sub_dataset_competency_and_overall_by_hand(tmp_path: Path) -> None:
     assert table["faithful|icl_banking77_5900shot_balance"]["mab_accuracy"] == 1.0
     assert table["faithful|recsys_redial_full"]["mab_accuracy"] is None
     settings = scores.condition["settings"]["protocol"]
-    assert (settings["name"], settings["version"]) == ("memoryagentbench", 2)
+    assert (settings["name"], settings["version"]) == ("memoryagentbench", 3)
     assert "mab-summary-recall@1" in settings["prompts"]
 
 
@@ -171,3 +186,85 @@ def test_errored_answers_count_as_wrong_without_judge_calls(tmp_path: Path) -> N
     # Only m2_abs is left to the judge.
     assert len(judge.requests) == 1
     assert any("errored" in n for n in scores.notes)
+
+
+def _mab_question(family: str, answers: list[str], **meta: object) -> Question:
+    return Question(question_id="q1", scope_id="s", checkpoint_after=1,
+                    question_type=QuestionType.LONGITUDINAL, prompt="Q?",
+                    ground_truth=GroundTruth(canonical_answer=answers[0]),
+                    meta={"family": family, "answers": answers, "raw_question": "Q?", **meta})
+
+
+def test_the_longmemeval_judge_sees_every_accepted_answer() -> None:
+    q = _mab_question("longmemeval", ["7 days", "8 days (including the last day)"],
+                      question_type="temporal-reasoning", question_id="t1")
+    (task,) = get_protocol("memoryagentbench").tasks(q, "a week").values()
+    # The official script formats the question's answer list itself into the prompt.
+    assert "Correct Answer: ['7 days', '8 days (including the last day)']\n\n" in task.prompt
+    assert task.prompt_id == "longmemeval-temporal@1" and task.max_tokens == 10
+
+
+def test_summary_replies_are_read_as_the_official_parse_json() -> None:
+    # The last {...} decides, even when an earlier one is well formed.
+    assert judge_json('{"recall": 3} then {not json}') is None
+    assert judge_json('reasoning {"recall": 2} ... {"recall": 4}') == {"recall": 4}
+    # A broken last object falls back to the last fenced json block.
+    assert judge_json('```json\n{"precision": 2, "sentence_count": 5}\n``` {oops}') == {
+        "precision": 2, "sentence_count": 5}
+    # No {...} at all: nothing, even with a fenced block of another shape.
+    assert judge_json("```json\n[1, 2]\n```") is None
+    p = get_protocol("memoryagentbench")
+    # Any number the fluency call gives multiplies the F1 (the script does not check it).
+    assert p.parse(FLUENCY_ID, 'ok {"fluency": 1}') == 1.0
+    assert p.parse(FLUENCY_ID, '{"fluency": "high"}') is None
+    assert p.parse(RECALL_ID, '{"supported_key_points": [1], "recall": 1}') == 1.0
+    assert p.parse(PRECISION_ID, '{"precision": 2, "sentence_count": 0}') == 0.0
+    assert p.parse(PRECISION_ID, '{"precision": 2}') is None
+
+
+def test_a_summary_is_judged_stripped_against_the_first_answer() -> None:
+    q = _mab_question("infbench_sum", ["The expert summary.", "Another."], keypoints=["k1"])
+    tasks = get_protocol("memoryagentbench").tasks(q, "\n  Mara sails.  \n")
+    assert 'Text: "Mara sails."' in tasks["fluency"].prompt
+    assert "<start of summary>Mara sails.<end of summary>" in tasks["recall"].prompt
+    assert "<start of summary>The expert summary.<end of summary>" in tasks["precision"].prompt
+    assert "Another." not in tasks["precision"].prompt
+
+
+def test_unreadable_summary_replies_are_counted_never_dropped_silently(tmp_path: Path) -> None:
+    def garbled(prompt: str) -> str:
+        # The recall reply ends in a broken object: the official script drops the summary.
+        if "Key points:" in prompt:
+            return 'I count {"recall": 2} ... so {recall: two}'
+        return summary_judge(prompt)
+
+    ds = tmp_path / "mab.json"
+    write_memoryagentbench(MAB, ds, chunk_tokens=64)
+    run = stored_run(tmp_path, ds, {"faithful": FAITHFUL})
+    scores = score_run_sync(run, judge=PolicyJudge("gpt-4o", garbled),
+                            protocol="memoryagentbench")
+    overall = scores.aggregates["adapter"]["faithful"]
+    # The summary is unknown, not 0: the mean is over the ten other known accuracies.
+    assert overall["mab_accuracy"] == 1.0
+    assert overall["mab_infbench_sum_unscored"] == 1.0
+    assert scores.aggregates["adapter/sub-dataset"][
+        "faithful|infbench_sum_eng_shots2"]["mab_accuracy"] is None
+    assert any("1 of 1 infbench_sum summaries have no judged F1" in n for n in scores.notes)
+    assert scores.judge.invalid == 1
+
+
+def test_a_prompt_mapping_replaces_the_summary_judge_wording(tmp_path: Path) -> None:
+    mapping = tmp_path / "prompts.yaml"
+    mapping.write_text('mab-summary-fluency@1: "House fluency rules. Text: {text}"\n',
+                       encoding="utf-8")
+    p = get_protocol("memoryagentbench").with_prompt_file(mapping)
+    q = _mab_question("infbench_sum", ["Expert."], keypoints=["k1"])
+    tasks = p.tasks(q, " Mara sails. ")
+    assert tasks["fluency"].prompt == "House fluency rules. Text: Mara sails."
+    # The prompts the file leaves out keep lens's wording; the file enters the condition.
+    assert tasks["recall"].prompt.startswith("Judge a summary of a book")
+    assert p.condition()["prompt_file"]["name"] == "prompts.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('mab-summary-fluency@1: "no placeholder"\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"mab-summary-fluency@1: its placeholders are \[\]"):
+        get_protocol("memoryagentbench").with_prompt_file(bad)

@@ -54,6 +54,8 @@ ABILITIES: dict[str, QuestionType] = {
 ANSWER_FIELDS = ("answer", "ideal_answer", "ideal_response", "ideal_summary",
                  "expected_compliance")
 TIERS = ("100K", "128K", "500K", "1M", "10M")
+_PLAN_FOLDER = re.compile(r"plan-\d+")
+_PLAN_GLOB = "plan-*"
 CHAT_FILE = "chat.json"
 TRUNCATED_CHAT_FILE = "chat_trunecated.json"
 QUESTIONS_FILE = Path("probing_questions") / "probing_questions.json"
@@ -113,13 +115,21 @@ def find_conversations(src: Path) -> list[Conversation]:
                    key=lambda d: (TIERS.index(d.name) if d.name in TIERS else len(TIERS), d.name))
     out = [c for d in tiers for c in _tier(d)]
     if not out:
+        plans = sorted(str(d.relative_to(src)) for d in src.glob(f"*/{_PLAN_GLOB}")
+                       if (d / CHAT_FILE).is_file())
+        hint = (f"; {len(plans)} plan folder(s) hold a {CHAT_FILE} ({plans[0]}, ...), but a 10M "
+                f"conversation is read from its own <id>/{CHAT_FILE}, the plans in order"
+                if plans else "")
         raise DatasetError(f"{src}: no BEAM conversation found (expected <id>/{CHAT_FILE} and "
-                           f"<id>/{QUESTIONS_FILE.as_posix()}, under a tier folder or here)")
+                           f"<id>/{QUESTIONS_FILE.as_posix()}, under a tier folder or here)"
+                           f"{hint}")
     return out
 
 
 def _tier(folder: Path) -> list[Conversation]:
-    subs = [d for d in folder.iterdir() if d.is_dir() and (d / CHAT_FILE).is_file()]
+    # A 10M conversation's plan-N folders hold the plans' own chat files: never conversations.
+    subs = [d for d in folder.iterdir() if d.is_dir() and (d / CHAT_FILE).is_file()
+            and not _PLAN_FOLDER.fullmatch(d.name)]
     subs.sort(key=lambda d: (0, int(d.name), "") if d.name.isdigit() else (1, 0, d.name))
     return [Conversation(folder.name, d.name, d) for d in subs]
 

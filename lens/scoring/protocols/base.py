@@ -95,7 +95,7 @@ class Protocol(ABC):
         if not self.takes_prompt_file:
             raise UserError(f"scoring.judge_prompt_file: protocol {self.name} reads its judge "
                             "prompts from lens only; remove judge_prompt_file (protocols that "
-                            "take one: longmemeval, longmemeval-v2)")
+                            "take one: longmemeval, longmemeval-v2, memoryagentbench)")
         if not path.is_file():
             raise UserError(f"scoring.judge_prompt_file: {path}: file not found; give the path "
                             "of the official prompt file (see docs/scoring.md)")
@@ -170,6 +170,12 @@ class Protocol(ABC):
     def run_notes(self, manifest: Mapping[str, Any]) -> list[str]:
         """What the scoring notes say about the run itself under this protocol (its reader,
         say), from the run's manifest; nothing by default."""
+        return []
+
+    def score_notes(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
+                    ) -> list[str]:
+        """What the scoring notes say about the scored questions, from (group, metrics) per
+        question (what the official code would have dropped, say); nothing by default."""
         return []
 
     def record_metrics(self, q: Question, record: Any) -> dict[str, float | None]:

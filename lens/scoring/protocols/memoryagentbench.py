@@ -14,11 +14,17 @@ metric table and ``llm_based_eval/``, Hu, Wang and McAuley, 2025):
 * Accuracy (``mab_accuracy``), per the README: substring exact match for EventQA, RULER QA and
   FactConsolidation; exact match for DetectiveQA and the in-context-learning sets (strict; for ICL
   the "label:" the prompt asks for is taken off first, as the official prompt's primer is); the
-  LongMemEval judge (yes/no, LongMemEval's per-type prompts) for
-  ``longmemeval_*``; for ``infbench_sum`` the judged F1 of HELMET: a fluency call (0 or 1), a
-  key-point recall call (supported key points / key points) and a precision call (supported
-  sentences / sentences), F1 = fluency x 2PR / (P + R). Recommendation (``recsys_*``, Recall@5
+  LongMemEval judge (yes/no, LongMemEval's per-type prompts) for ``longmemeval_*``, shown the
+  whole list of accepted answers as ``llm_based_eval/longmem_qa_evaluate.py`` formats it (the
+  Python list, ``['50']``); for ``infbench_sum`` the judged F1 of HELMET
+  (``llm_based_eval/summarization_evaluate.py``): on the stripped summary, a fluency call, a
+  key-point recall call (supported key points / key points) and a precision call against the
+  first accepted answer (supported sentences / sentences), F1 = fluency x 2PR / (P + R), each
+  reply read as the script's ``parse_json`` reads it. Recommendation (``recsys_*``, Recall@5
   against movie ids) needs the separate ``entity2id.json`` and is not scored: unknown.
+* A summary whose judge reply does not parse (or whose call failed) is dropped from the official
+  mean; lens leaves its accuracy unknown, which the mean skips the same way, and counts it
+  (``mab_infbench_sum_unscored`` and a scoring note).
 * Reported per sub-dataset (the mean over its questions), and per competency as the mean of its
   sub-datasets.
 """
@@ -30,10 +36,12 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from lens.data.dataset import Question
 from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
 from lens.scoring.protocols.longmemeval import PROMPTS as LME_PROMPTS
+from lens.scoring.protocols.longmemeval import official_prompts
 
 COMPETENCIES = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding",
                 "Conflict_Resolution")
@@ -130,19 +138,25 @@ def text_metrics(answer: str, golds: Sequence[str]) -> dict[str, float]:
             "mab_f1": max(token_f1(answer, g) for g in golds)}
 
 
-def _last_json(text: str) -> dict[str, object] | None:
-    for found in reversed(re.findall(r"\{.*?\}", text, re.S)):
+def judge_json(text: str) -> object | None:
+    """A summary judge's reply as HELMET's ``parse_json`` reads it: the last ``{...}`` (shortest
+    match) when it is JSON, else the last fenced ``json`` block when that is; None when neither
+    is, or when the reply holds no ``{...}`` at all. An earlier well-formed object does not
+    count: the script does not look for one."""
+    objects = re.findall(r"\{.*?\}", text, re.S)
+    if not objects:
+        return None
+    fenced = re.findall(r"(?:```json)(.+)(?:```)", text, re.S)
+    for candidate in (objects[-1], *fenced[-1:]):
         try:
-            data = json.loads(found)
-        except json.JSONDecodeError:
+            return json.loads(candidate)
+        except (ValueError, RecursionError):
             continue
-        if isinstance(data, dict):
-            return data
     return None
 
 
-def _number(data: dict[str, object] | None, key: str) -> float | None:
-    v = data.get(key) if data else None
+def _number(data: object, key: str) -> float | None:
+    v = data.get(key) if isinstance(data, dict) else None
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
@@ -156,8 +170,10 @@ def _family(q: Question) -> str:
 
 class MemoryAgentBenchProtocol(Protocol):
     name = "memoryagentbench"
-    # 2: an ICL answer is scored after the "label:" primer its prompt asks for.
-    version = 2
+    # 2: an ICL answer is scored after the "label:" primer its prompt asks for. 3: the
+    # LongMemEval judge sees every accepted answer; summaries are judged stripped, their replies
+    # read as the official parse_json reads them.
+    version = 3
     title = "MemoryAgentBench"
     group_label = "sub-dataset"
     group_order = ()
@@ -168,6 +184,14 @@ class MemoryAgentBenchProtocol(Protocol):
                                   RECALL_ID: RECALL_PROMPT, PRECISION_ID: PRECISION_PROMPT}
     source = ("MemoryAgentBench's utils/eval_other_utils.py, README metric table and "
               "llm_based_eval/ (LongMemEval judge, HELMET summary judge)")
+    takes_prompt_file = True
+
+    def read_prompt_file(self, path: Path, text: str) -> dict[str, str]:
+        """The official ``llm_based_eval/longmem_qa_evaluate.py`` (its ``get_anscheck_prompt``,
+        the LongMemEval judge's templates), or a mapping of prompt ids."""
+        if path.suffix != ".py":
+            return super().read_prompt_file(path, text)
+        return official_prompts(path, text)
 
     def check(self, q: Question) -> str | None:
         answers = q.meta.get("answers")
@@ -217,30 +241,33 @@ class MemoryAgentBenchProtocol(Protocol):
     def tasks(self, q: Question, answer: str) -> dict[str, ProtocolTask]:
         fam = _family(q)
         raw = str(q.meta.get("raw_question") or q.prompt)
-        gold = str(q.meta["answers"][0])
+        golds = [str(a) for a in q.meta["answers"]]
         if fam == "longmemeval":
             qid = str(q.meta.get("question_id") or q.question_id)
             pid = ("longmemeval-abstention@1" if "_abs" in qid
                    else _LME_BY_TYPE[str(q.meta.get("question_type"))])
-            return {"mab_accuracy": ProtocolTask(pid, LME_PROMPTS[pid].format(
-                question=raw, gold=gold, answer=answer), max_tokens=10)}
+            # The official script formats the question's whole answer list into the prompt.
+            return {"mab_accuracy": ProtocolTask(pid, self.prompts[pid].format(
+                question=raw, gold=str(golds), answer=answer), max_tokens=10)}
         if fam == "infbench_sum":
+            summary = answer.strip()
             keypoints = [str(k) for k in q.meta.get("keypoints") or []]
             listed = "\n".join(f"{i + 1}. {k}" for i, k in enumerate(keypoints))
-            return {"fluency": ProtocolTask(FLUENCY_ID, FLUENCY_PROMPT.format(text=answer)),
-                    "recall": ProtocolTask(RECALL_ID, RECALL_PROMPT.format(
-                        keypoints=listed, summary=answer)),
-                    "precision": ProtocolTask(PRECISION_ID, PRECISION_PROMPT.format(
-                        expert=gold, summary=answer))}
+            return {"fluency": ProtocolTask(FLUENCY_ID, self.prompts[FLUENCY_ID].format(
+                        text=summary)),
+                    "recall": ProtocolTask(RECALL_ID, self.prompts[RECALL_ID].format(
+                        keypoints=listed, summary=summary)),
+                    "precision": ProtocolTask(PRECISION_ID, self.prompts[PRECISION_ID].format(
+                        expert=golds[0], summary=summary))}
         return {}
 
     def parse(self, prompt_id: str, text: str) -> float | None:
         if prompt_id in LME_PROMPTS:
             return 1.0 if "yes" in text.lower() else 0.0
-        data = _last_json(text)
+        data = judge_json(text)
         if prompt_id == FLUENCY_ID:
-            v = _number(data, "fluency")
-            return v if v in (0.0, 1.0) else None
+            # Whatever number the reply gives multiplies the F1, as in the script.
+            return _number(data, "fluency")
         if prompt_id == RECALL_ID:
             return _number(data, "recall")
         found, total = _number(data, "precision"), _number(data, "sentence_count")
@@ -265,12 +292,27 @@ class MemoryAgentBenchProtocol(Protocol):
               if recall + precision > 0 else 0.0)
         return {"mab_accuracy": f1}
 
+    def score_notes(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
+                    ) -> list[str]:
+        summaries = [m.get("mab_accuracy") for g, m in rows if g.startswith("infbench_sum")]
+        unscored = sum(v is None for v in summaries)
+        if not unscored:
+            return []
+        return [f"{unscored} of {len(summaries)} infbench_sum summaries have no judged F1 (a "
+                "judge reply did not parse, a call failed, or no judge was given): their "
+                "accuracy is unknown and left out of the mean, as the official "
+                "summarization_evaluate.py drops them (mab_infbench_sum_unscored)"]
+
     def overall(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
                 ) -> dict[str, float | None]:
         per_source = {g: mean([m.get("mab_accuracy") for gg, m in rows if gg == g])
                       for g in dict.fromkeys(g for g, _ in rows)}
         out: dict[str, float | None] = {"mab_accuracy": mean([m.get("mab_accuracy")
                                                               for _, m in rows])}
+        summaries = [m.get("mab_accuracy") for g, m in rows if g.startswith("infbench_sum")]
+        if summaries:
+            # The official script drops these from its mean: counted here, never silent.
+            out["mab_infbench_sum_unscored"] = float(sum(v is None for v in summaries))
         for comp in COMPETENCIES:
             mine = [v for g, v in per_source.items()
                     if competency(g) == comp]

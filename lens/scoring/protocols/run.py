@@ -117,7 +117,10 @@ async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClien
                        aggregates=_aggregates(protocol,
                                               [r for r in rows if r.question is not None]),
                        notes=[*extra_notes, *_notes(protocol, model, report, pj, rows),
-                              *protocol.run_notes(run.manifest)],
+                              *protocol.run_notes(run.manifest),
+                              *protocol.score_notes(
+                                  [(r.scores.detail["protocol"]["group"], r.scores.metrics)
+                                   for r in rows if r.question is not None])],
                        settings=settings, condition=cond, condition_hash=stable_hash(cond))
     if write:
         _write(run, protocol, scores, report, pj)
