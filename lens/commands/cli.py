@@ -1,23 +1,42 @@
 """The ``lens`` command line. Each subcommand lives in its own module under ``lens.commands``
-and exposes ``register(subparsers)``; this module only discovers them and maps errors to exit
-codes: user errors print one message and exit 2, with no traceback."""
+and exposes ``register(subparsers)``; this module lists them (``COMMANDS``) and maps errors to
+exit codes: user errors print one message and exit 2, with no traceback."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-import lens.commands
 from lens import __version__
+from lens.commands import (
+    adapters,
+    cache,
+    compare,
+    datasets,
+    export,
+    facts,
+    judge,
+    leaderboard,
+    plan,
+    report,
+    run,
+    score,
+    smoke,
+    verify,
+    view,
+)
 from lens.core import logs
 from lens.core.errors import UserError
 from lens.core.redact import register_env_secrets, scrub_standard_streams
 
 EXIT_USER_ERROR = 2
+
+# Every subcommand, in the order ``lens --help`` lists them.
+COMMANDS: tuple[ModuleType, ...] = (adapters, cache, compare, datasets, export, facts, judge,
+                                    leaderboard, plan, report, run, score, smoke, verify, view)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,11 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="which log messages reach stderr (default %(default)s; 'info' "
                              "adds model-call retries)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(lens.commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"lens.commands.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(sub)
+    for module in COMMANDS:
+        module.register(sub)
     return parser
 
 
