@@ -56,3 +56,14 @@ class DateRange:
     def iso_bounds(self) -> tuple[str | None, str | None]:
         return (self.start.isoformat() if self.start else None,
                 self.end.isoformat() if self.end else None)
+
+
+def search_bounds(query: str, filters: dict[str, Any] | None, limit: int | None,
+                  max_results: int) -> tuple[DateRange, int] | None:
+    """What every search of a shipped adapter reads first: the filters' date range (an unknown
+    filter raises, for the agent to read, even with an empty query) and how many results to
+    return (the agent's limit, never above the adapter's own); None when the query is blank."""
+    dates = DateRange.from_filters(filters)
+    if not query.strip():
+        return None
+    return dates, min(limit or max_results, max_results)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.adapters.chunking import Unit
 from lens.adapters.embedder import EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DATE_FILTERS, search_bounds
 from lens.adapters.snippet import best_window, query_terms
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapters.vector import VectorAdapter, unit_meta
@@ -86,10 +86,10 @@ class HybridAdapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        dates = DateRange.from_filters(filters)
-        if not query.strip():
+        bounds = search_bounds(query, filters, limit, self.opts.max_results)
+        if bounds is None:
             return []
-        k = min(limit or self.opts.max_results, self.opts.max_results)
+        dates, k = bounds
         n = max(self.opts.candidates, k)
         match = self.keyword.match_expression(query)
         by_keyword = [u for u, _ in self.keyword.ranked(match, dates, n)] if match else []

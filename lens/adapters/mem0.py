@@ -32,7 +32,7 @@ from pydantic import ConfigDict, Field
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DATE_FILTERS, search_bounds
 from lens.adapters.snippet import best_window, query_terms
 from lens.core.distribution import install_hint
 from lens.core.envscope import environment
@@ -241,10 +241,10 @@ class Mem0Adapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        dates = DateRange.from_filters(filters)
-        if not query.strip():
+        bounds = search_bounds(query, filters, limit, self.opts.max_results)
+        if bounds is None:
             return []
-        k = min(limit or self.opts.max_results, self.opts.max_results)
+        dates, k = bounds
         fetch = k if dates.empty else min(10 * k, 1000)
         with self._lock:
             found = self.memory.search(query, filters={"user_id": self._scope}, top_k=fetch,

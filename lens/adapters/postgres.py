@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
 from lens.adapters.hybrid import rrf
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.adapters.vector import unit_meta
@@ -234,10 +234,10 @@ class PostgresAdapter(MemoryAdapter):
     async def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        dates = DateRange.from_filters(filters)
-        if not query.strip():
+        bounds = search_bounds(query, filters, limit, self.opts.max_results)
+        if bounds is None:
             return []
-        k = min(limit or self.opts.max_results, self.opts.max_results)
+        dates, k = bounds
         if self.opts.search == "keyword":
             ranked = [(u, 1.0 / (self.opts.rrf_k + i)) for i, u in
                       enumerate(await self._keyword(query, dates, k), start=1)]

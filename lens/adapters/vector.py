@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
 from lens.adapters.snippet import best_window, query_terms
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
@@ -181,10 +181,10 @@ class VectorAdapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        dates = DateRange.from_filters(filters)
-        if not query.strip():
+        bounds = search_bounds(query, filters, limit, self.opts.max_results)
+        if bounds is None:
             return []
-        k = min(limit or self.opts.max_results, self.opts.max_results)
+        dates, k = bounds
         terms = query_terms(query)
         return [
             SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
