@@ -156,10 +156,12 @@ async def calibrate(client: ModelClient, ds: Dataset, *, dataset_label: str,
                    failed_calls=judge.usage.errors)
 
 
-def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
-            dataset_label: str, n_questions: int, *, failed_calls: int = 0) -> Calibration:
+def _pair_results(model: str, plan: _Plan, verdicts: dict[str, Verdict]
+                  ) -> tuple[list[PairResult], list[tuple[bool, bool, bool]], list[bool]]:
+    """Each pair's verdicts in both orders; the decisive verdicts as (flawed longer, flawed
+    shorter, flawed won); whether each decisive verdict went to the answer shown first."""
     results: list[PairResult] = []
-    decisive: list[tuple[bool, bool, bool]] = []  # (flawed longer, flawed shorter, flawed won)
+    decisive: list[tuple[bool, bool, bool]] = []
     first_is_a: list[bool] = []
     for it, kind, a_task, b_task in plan.pairs:
         va, vb = verdicts.get(a_task.key(model)), verdicts.get(b_task.key(model))
@@ -176,26 +178,47 @@ def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
             if w in ("correct", "flawed"):
                 decisive.append((longer, shorter, w == "flawed"))
                 first_is_a.append((w == "correct") == correct_is_a)
+    return results, decisive, first_is_a
+
+
+def _fact_credit(model: str, plan: _Plan, verdicts: dict[str, Verdict]
+                 ) -> tuple[dict[str, float | None], float | None]:
+    """The judge's mean fact credit per answer kind, and the correct answer's lead over the
+    best-credited flawed one (unknown without grades on both sides)."""
+    credit: dict[str, float | None] = {}
+    if not plan.grades:
+        return credit, None
+    for kind in ("correct", *FLAWED_KINDS):
+        points = [GRADE_POINTS[v.value] for k, t in plan.grades if k == kind
+                  and (v := verdicts.get(t.key(model))) is not None and v.readable]
+        credit[kind] = sum(points) / len(points) if points else None
+    flawed_credit = [c for k, c in credit.items() if k != "correct" and c is not None]
+    correct = credit.get("correct")
+    if correct is None or not flawed_credit:
+        return credit, None
+    return credit, correct - max(flawed_credit)
+
+
+def _usage(verdicts: list[Verdict]) -> dict[str, Any]:
+    costs = [v.cost_usd for v in verdicts]
+    return {"calls": sum(v.attempts for v in verdicts if not v.reused),
+            "prompt_tokens": sum(v.prompt_tokens for v in verdicts),
+            "completion_tokens": sum(v.completion_tokens for v in verdicts),
+            "cost_usd": None if any(c is None for c in costs) else sum(c or 0 for c in costs)}
+
+
+def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
+            dataset_label: str, n_questions: int, *, failed_calls: int = 0) -> Calibration:
+    results, decisive, first_is_a = _pair_results(model, plan, verdicts)
     readable = [r for r in results if r.final is not None]
     by_kind = {k: _rate(r.final == "correct" for r in readable if r.kind == k)
                for k in FLAWED_KINDS}
     fooled = {k: None if v is None else 1.0 - v for k, v in by_kind.items()}
-    all_verdicts = [v for v in verdicts.values()]
+    all_verdicts = list(verdicts.values())
     unreadable = sum(not v.readable for v in all_verdicts)
     longer_rate = _rate(won for longer, _, won in decisive if longer)
     shorter_rate = _rate(won for _, shorter, won in decisive if shorter)
-    credit: dict[str, float | None] = {}
-    gap = None
-    if plan.grades:
-        for kind in ("correct", *FLAWED_KINDS):
-            points = [GRADE_POINTS[v.value] for k, t in plan.grades if k == kind
-                      and (v := verdicts.get(t.key(model))) is not None and v.readable]
-            credit[kind] = sum(points) / len(points) if points else None
-        flawed_credit = [c for k, c in credit.items() if k != "correct" and c is not None]
-        correct = credit.get("correct")
-        if correct is not None and flawed_credit:
-            gap = correct - max(flawed_credit)
-    costs = [v.cost_usd for v in all_verdicts]
+    credit, gap = _fact_credit(model, plan, verdicts)
     cal = Calibration(
         model=model, judge_prompts=judge_prompts_hash(),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -211,11 +234,7 @@ def measure(model: str, plan: _Plan, verdicts: dict[str, Verdict], ds: Dataset,
         length_bias=(None if longer_rate is None or shorter_rate is None
                      else longer_rate - shorter_rate),
         fact_credit=credit, fact_grade_gap=gap, status="pass", problems=[],
-        usage={"calls": sum(v.attempts for v in all_verdicts if not v.reused),
-               "prompt_tokens": sum(v.prompt_tokens for v in all_verdicts),
-               "completion_tokens": sum(v.completion_tokens for v in all_verdicts),
-               "cost_usd": None if any(c is None for c in costs) else sum(c or 0 for c in costs)},
-        results=results,
+        usage=_usage(all_verdicts), results=results,
     )
     status, problems = assess(cal)
     return cal.model_copy(update={"status": status, "problems": problems})
