@@ -283,6 +283,62 @@ def _goal(raw: Any) -> str | None:
     return None
 
 
+def _parse_state(st: Any, i: int, at: str, nested: bool, path: Path, problems: Problems
+                 ) -> tuple[State | None, int]:
+    """One state of a trajectory (None with its problems added) and whether it names a
+    screenshot (0 or 1; counted even when the state is malformed, as the pool holds it)."""
+    if not isinstance(st, dict):
+        problems.add(path, at, "expected an object")
+        return None, 0
+    page = st.get("observation") if nested else st
+    if not isinstance(page, dict):
+        problems.add(path, f"{at}.observation", "required: an object with 'text'")
+        return None, 0
+    text = page.get("text") if nested else st.get("accessibility_tree", st.get("text"))
+    thought = st.get("thoughts", st.get("thought"))
+    ok = True
+    if not isinstance(st.get("url"), str) or not st["url"].strip():
+        problems.add(path, f"{at}.url", "required: a non-empty string")
+        ok = False
+    if not (st.get("action") is None or isinstance(st.get("action"), str)):
+        problems.add(path, f"{at}.action", "expected a string or null")
+        ok = False
+    if not (thought is None or isinstance(thought, str)):
+        problems.add(path, f"{at}.thought", "expected a string or null")
+        ok = False
+    if not isinstance(text, str):
+        name = "observation.text" if nested else "accessibility_tree"
+        problems.add(path, f"{at}.{name}", "required: the page as text (a string)")
+        ok = False
+    shot = page.get("screenshot")
+    if shot is not None and not isinstance(shot, str):
+        problems.add(path, f"{at}.screenshot", "expected a path string or null")
+        ok = False
+    shots = int(isinstance(shot, str) and bool(shot.strip()))
+    if not ok or not isinstance(text, str):
+        return None, shots
+    step = st.get("step", st.get("state_index", i))
+    return State(st["url"], thought, st.get("action"), text,
+                 step if isinstance(step, int) and not isinstance(step, bool) else i), shots
+
+
+def _goal_and_start(row: dict[str, Any], nested: bool, states: list[State], path: Path,
+                    where: str, problems: Problems) -> tuple[str | None, str]:
+    """The task's goal and start page: the collection tools' shape keeps the goal in its
+    metadata and starts at the first state; the released shape names both."""
+    if nested:
+        meta = row.get("metadata")
+        goal = _goal(meta.get("original_goal")) if isinstance(meta, dict) else None
+        return goal, states[0].url if states else ""
+    goal = _goal(row.get("goal"))
+    if goal is None:
+        problems.add(path, f"{where}: goal", "required: a string")
+    given = row.get("start_url")
+    if not isinstance(given, str) or not given.strip():
+        problems.add(path, f"{where}: start_url", "required: a non-empty string")
+    return goal, str(given)
+
+
 def parse_trajectory(row: Any, path: Path, where: str, problems: Problems) -> Trajectory | None:
     """A pool record in either released shape, or None with its problems added."""
     if not isinstance(row, dict):
@@ -305,52 +361,11 @@ def parse_trajectory(row: Any, path: Path, where: str, problems: Problems) -> Tr
     screenshots = 0
     key = "content" if nested else "states"
     for i, st in enumerate(raw_states):
-        at = f"{where}: {key}[{i}]"
-        if not isinstance(st, dict):
-            problems.add(path, at, "expected an object")
-            continue
-        page = st.get("observation") if nested else st
-        if not isinstance(page, dict):
-            problems.add(path, f"{at}.observation", "required: an object with 'text'")
-            continue
-        text = page.get("text") if nested else st.get("accessibility_tree", st.get("text"))
-        thought = st.get("thoughts", st.get("thought"))
-        ok = True
-        if not isinstance(st.get("url"), str) or not st["url"].strip():
-            problems.add(path, f"{at}.url", "required: a non-empty string")
-            ok = False
-        if not (st.get("action") is None or isinstance(st.get("action"), str)):
-            problems.add(path, f"{at}.action", "expected a string or null")
-            ok = False
-        if not (thought is None or isinstance(thought, str)):
-            problems.add(path, f"{at}.thought", "expected a string or null")
-            ok = False
-        if not isinstance(text, str):
-            name = "observation.text" if nested else "accessibility_tree"
-            problems.add(path, f"{at}.{name}", "required: the page as text (a string)")
-            ok = False
-        shot = page.get("screenshot")
-        if shot is not None and not isinstance(shot, str):
-            problems.add(path, f"{at}.screenshot", "expected a path string or null")
-            ok = False
-        screenshots += isinstance(shot, str) and bool(shot.strip())
-        step = st.get("step", st.get("state_index", i))
-        if ok and isinstance(text, str):
-            states.append(State(st["url"], thought, st.get("action"), text,
-                                 step if isinstance(step, int) and not isinstance(step, bool)
-                                 else i))
-    if nested:
-        meta = row.get("metadata")
-        goal = _goal(meta.get("original_goal")) if isinstance(meta, dict) else None
-        start = states[0].url if states else ""
-    else:
-        goal = _goal(row.get("goal"))
-        if goal is None:
-            problems.add(path, f"{where}: goal", "required: a string")
-        given = row.get("start_url")
-        if not isinstance(given, str) or not given.strip():
-            problems.add(path, f"{where}: start_url", "required: a non-empty string")
-        start = str(given)
+        state, shots = _parse_state(st, i, f"{where}: {key}[{i}]", nested, path, problems)
+        screenshots += shots
+        if state is not None:
+            states.append(state)
+    goal, start = _goal_and_start(row, nested, states, path, where, problems)
     if len(problems.items) != before or not isinstance(tid, str):
         return None
     return Trajectory(tid, row.get("domain"), row.get("environment"),
