@@ -22,6 +22,7 @@ that recall is 0.5 or more (one fact: when it grades the gold present).
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ class GradedFact:
     label: float
     # The same answer's grade by a second judge, when the source has one.
     label2: float | None = None
+    # Other accepted forms of the fact (a gold answer given several ways: "Seine or Epte"):
+    # a grader credits the fact when it finds any of them.
+    alternatives: tuple[str, ...] = ()
+
+    def forms(self) -> tuple[str, ...]:
+        return (self.fact, *self.alternatives)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -59,14 +66,13 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def _golds(value: object) -> list[str]:
+    """The accepted forms of a gold answer, each once ("Seine or Epte" is two)."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError, SyntaxError):
             value = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            return [value]
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return [str(value)]
+    values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    forms = [f.strip() for v in values for f in v.split(" or ")]
+    return list(dict.fromkeys(f for f in forms if f)) or values
 
 
 def _truth(value: object) -> float:
@@ -101,9 +107,9 @@ def load_mab(folder: Path, part: str) -> list[GradedFact]:
         golds = _golds(r["golds"])
         out.append(GradedFact(
             f"mab-{_mab_name(part)}", r["qa_pair_id"], r["qa_pair_id"], question,
-            " or ".join(golds), str(r["answer"]), _truth(r["judge_correct"]),
+            golds[0], str(r["answer"]), _truth(r["judge_correct"]),
             _truth(other["judge_correct"]) if other and other.get("judge_correct") is not None
-            else None))
+            else None, tuple(golds[1:])))
     return out
 
 
