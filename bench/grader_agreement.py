@@ -259,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("runs/grader_agreement"))
     ap.add_argument("--sources", type=Path, default=SOURCES_DIR)
     ap.add_argument("--lens-v2", type=Path, default=LENS_V2_DIR)
+    ap.add_argument("--report-only", action="store_true",
+                    help="grade nothing: report the grades already in --work (a run cut short "
+                         "is reported on the facts it graded; the facts column says how many)")
     args = ap.parse_args(argv)
     unknown = [g for g in args.graders.split(",") if g not in GRADE_FNS]
     if unknown:
@@ -278,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     costs: dict[str, tuple[float, int]] = {}
     for name in args.graders.split(","):
         path = args.work / f"{name}.jsonl"
-        costs[name] = GRADE_FNS[name](every, path, args.threads)
+        if not args.report_only:
+            costs[name] = GRADE_FNS[name](every, path, args.threads)
         saved[name] = _resume(path)
     print(report(sources, saved, costs))
     return 0
