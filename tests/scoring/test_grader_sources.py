@@ -106,3 +106,13 @@ def test_the_script_names_a_missing_source_and_an_unknown_grader(tmp_path: Path)
         [sys.executable, "-m", "bench.grader_agreement", "--graders", "oracle"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2 and "--graders: unknown oracle" in bad.stdout
+
+
+def test_a_gold_given_several_ways_is_one_fact_with_its_forms() -> None:
+    from bench.grader_sources import _golds
+
+    assert _golds("['Seine or Epte']") == ["Seine", "Epte"]
+    assert _golds(["50"]) == ["50"]
+    assert _golds("Viking or Norseman, Viking") == ["Viking", "Norseman, Viking"]
+    fact = GradedFact("s", "a", "a", "q", "Seine", "River Epte", 1.0, alternatives=("Epte",))
+    assert fact.forms() == ("Seine", "Epte")
