@@ -7,6 +7,7 @@ All knobs are typed options; nothing is read from the environment.
 from __future__ import annotations
 
 import json
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,15 +61,8 @@ def _gold_uid(row: dict[str, Any]) -> str | None:
     return ids[0] if len(ids) == 1 else None
 
 
-def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSet:
-    meta = row.get("meta", {})
-    key = meta.get("key")
-    as_of = meta.get("as_of_step")
-    pool = (parse_book_ledger(row["book"], include_notes=True) if opts.source == "book"
-            else parse_updates(row["document"], include_notes=True))
-    pool = [e for e in pool if as_of is None or e.step <= as_of]
-    gold = _gold_uid(row)
-    rng = rng_for("goldevidence.retrieval", opts.seed, row["id"])
+def _picked(pool: list[Entry], key: Any, opts: RetrievalOptions) -> list[Entry]:
+    """The k latest entries of the row's key, plus the wrong one the options ask for."""
     same = sorted((e for e in pool if e.key == key), key=lambda e: e.step, reverse=True)
     chosen = same[: opts.k]
     if opts.wrong_type == "same_key" and len(same) > len(chosen):
@@ -77,6 +71,35 @@ def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSe
         others = sorted((e for e in pool if e.key != key), key=lambda e: e.step, reverse=True)
         if others:
             chosen.append(others[0])
+    return chosen
+
+
+def _ordered(chosen: list[Entry], gold: str | None, opts: RetrievalOptions,
+             rng: random.Random) -> list[Entry]:
+    """The candidates in the order the options ask for: shuffled, or the gold entry first,
+    last or in the middle of the others (oldest first)."""
+    if opts.order == "shuffle":
+        chosen = sorted(chosen, key=lambda e: e.step)
+        rng.shuffle(chosen)
+        return chosen
+    g = [e for e in chosen if e.uid == gold]
+    rest = sorted((e for e in chosen if e.uid != gold), key=lambda e: e.step)
+    if opts.order == "gold_first":
+        return g + rest
+    if opts.order == "gold_last":
+        return rest + g
+    return rest[: len(rest) // 2] + g + rest[len(rest) // 2:]
+
+
+def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSet:
+    meta = row.get("meta", {})
+    as_of = meta.get("as_of_step")
+    pool = (parse_book_ledger(row["book"], include_notes=True) if opts.source == "book"
+            else parse_updates(row["document"], include_notes=True))
+    pool = [e for e in pool if as_of is None or e.step <= as_of]
+    gold = _gold_uid(row)
+    rng = rng_for("goldevidence.retrieval", opts.seed, row["id"])
+    chosen = _picked(pool, meta.get("key"), opts)
     dropped = False
     if gold and opts.drop_prob > 0 and rng.random() < opts.drop_prob:
         rest = [e for e in chosen if e.uid != gold]
@@ -84,18 +107,7 @@ def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSe
         chosen = rest
     if opts.authority_filter:
         chosen = [e for e in chosen if e.authoritative] or chosen
-    if opts.order == "shuffle":
-        chosen = sorted(chosen, key=lambda e: e.step)
-        rng.shuffle(chosen)
-    else:
-        g = [e for e in chosen if e.uid == gold]
-        rest = sorted((e for e in chosen if e.uid != gold), key=lambda e: e.step)
-        if opts.order == "gold_first":
-            chosen = g + rest
-        elif opts.order == "gold_last":
-            chosen = rest + g
-        else:
-            chosen = rest[: len(rest) // 2] + g + rest[len(rest) // 2:]
+    chosen = _ordered(chosen, gold, opts, rng)
     uids = [e.uid for e in chosen]
     return CandidateSet(chosen, gold, dropped, {
         "gold_in_candidates": gold in uids if gold else None,
