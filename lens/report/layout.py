@@ -26,6 +26,7 @@ from lens.report.document import (
 from lens.report.judge_blocks import judge_panel_blocks
 from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
+from lens.report.sequential import run_stop_blocks
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary, RoleUsage
 
 HOW_TO_READ = (
@@ -227,7 +228,8 @@ def notes(s: ReportSummary) -> list[Block]:
 def report_blocks(s: ReportSummary, sections: Sequence[Section] = (),
                   plot_svgs: Sequence[str] = ()) -> list[Block]:
     """The whole run report, in reading order."""
-    return [*header(s), *checklist(s.checklist), *results(s), *floor_ceiling(s),
+    return [*header(s), *checklist(s.checklist), *results(s), *run_stop_blocks(s.stopped),
+            *floor_ceiling(s),
             *plots(plot_svgs), *usage(s), *context_parity(s), *primary_breakdown(s),
             *judge(s), *judge_panel_blocks(s.judges),
             *many_arms(s.many_arms), *comparisons(s),

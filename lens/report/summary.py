@@ -18,6 +18,7 @@ from lens.report.judges import (
 )
 from lens.report.parity import adapter_names, context_parity
 from lens.report.sections import Section, collect_sections
+from lens.report.sequential import run_stop
 from lens.report.shapes import (
     AdapterSummary,
     CheckpointPoint,
@@ -191,6 +192,7 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
         model_usage=model_usage(run),
         notes=list(run.notes),
+        stopped=run_stop(run.events, sum(len(run.rows_for(a)) for a in run.adapters)),
     )
 
 
