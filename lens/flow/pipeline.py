@@ -26,6 +26,7 @@ from lens.data.dataset import (
     evidence_after_asked_at,
     load_dataset_dropping,
 )
+from lens.flow.plan_cost import plan_cost
 from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.models.base import ModelClient
@@ -278,6 +279,8 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
                     "evidence_after_asked_at": evidence_after_asked_at(dataset)},
         "condition": cond,
         "condition_hash": condition_hash(cond),
+        # What `lens plan CONFIG` estimates; the report sets it beside the spend.
+        "cost_estimate": plan_cost(config, dataset).as_dict(),
     }
 
 

@@ -24,6 +24,7 @@ from lens.report.document import (
     Table,
 )
 from lens.report.judge_blocks import judge_panel_blocks
+from lens.report.plan_spend import estimate_blocks
 from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
 from lens.report.sequential import run_stop_blocks
@@ -115,7 +116,7 @@ def usage(s: ReportSummary) -> list[Block]:
                       [[r, str(u.calls), str(u.prompt_tokens), _cached_share(u),
                         str(u.completion_tokens), fmt.money(u.cost_usd), str(u.cache_hits),
                         str(u.retries), str(u.errors)] for r, u in s.model_usage.items()])]
-    return out
+    return out + estimate_blocks(s.estimate)
 
 
 def _cached_share(u: RoleUsage) -> str:

@@ -176,6 +176,19 @@ class SequentialPair(_M):
     agrees: bool | None
 
 
+class EstimateRow(_M):
+    """The estimate made before the run (``cost_estimate`` in the manifest) beside the spend."""
+
+    role: str
+    arm: str
+    est_calls: float
+    est_tokens: float
+    est_cost_usd: float | None
+    calls: int
+    tokens: int
+    cost_usd: float | None
+
+
 class RunStopPair(_M):
     """One pair's interval (Δ = B − A) when the run stopped."""
 
@@ -313,5 +326,7 @@ class ReportSummary(_M):
     notes: list[str] = Field(default_factory=list)
     # The run stopped early under its ``stopping`` section.
     stopped: RunStopOut | None = None
+    # The estimate of ``lens plan CONFIG`` beside the spend, when the manifest has one.
+    estimate: list[EstimateRow] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
