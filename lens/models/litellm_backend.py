@@ -33,7 +33,9 @@ def wants_breakpoints(model: str) -> bool:
 def with_breakpoints(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with cache breakpoints on what is the same for every question of a unit: the
     tool definitions (Anthropic's prefix begins with them) and the system prompt, which holds
-    the standing context. The question and the session's tool results come after, uncached."""
+    the standing context; and, once the session has a tool result, on the last one, so that the
+    session's next call reads everything sent so far from the cache (bench/cache_share.py
+    measures both shares). Three of the four breakpoints Anthropic allows."""
     tools = params.get("tools")
     if tools:
         params["tools"] = [*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL}]
@@ -45,6 +47,8 @@ def with_breakpoints(params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(content, str) and content:
             messages[i] = {**m, "content": [{"type": "text", "text": content,
                                              "cache_control": _EPHEMERAL}]}
+    if messages and messages[-1].get("role") == "tool":
+        messages[-1] = {**messages[-1], "cache_control": _EPHEMERAL}
     params["messages"] = messages
     return params
 

@@ -70,3 +70,28 @@ def test_only_anthropic_models_get_breakpoints() -> None:
     assert not wants_breakpoints("openai/gpt-4o-mini")
     params = {"messages": [{"role": "user", "content": "q"}]}
     assert with_breakpoints(dict(params)) == params
+
+
+@pytest.mark.anyio
+async def test_a_sessions_last_tool_result_is_a_breakpoint(fake_anthropic: FakeAnthropic,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("litellm")
+    from lens.models.litellm_backend import LiteLLMClient
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    client = LiteLLMClient(ModelConfig(model="litellm/anthropic/claude-3-5-haiku-latest",
+                                       base_url=fake_anthropic.base_url))
+    request = CompletionRequest.model_validate({
+        "messages": [
+            {"role": "system", "content": "You answer from memory."},
+            {"role": "user", "content": "What changed in week 3?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "name": "memory_search", "arguments": "{\"q\": \"week 3\"}"}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "memory_search",
+             "content": "[{\"ref_id\": \"e1\", \"text\": \"week 3: the rollout\"}]"}],
+        "tools": TOOLS})
+    await client.complete(request)
+    last = fake_anthropic.requests[-1].body["messages"][-1]
+    (result,) = last["content"]
+    assert result["type"] == "tool_result"
+    assert result["cache_control"] == {"type": "ephemeral"}
