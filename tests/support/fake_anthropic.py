@@ -113,9 +113,13 @@ class FakeAnthropic:
         batch = self.batches.get(batch_id)
         if batch is None:
             return None
-        lines = [{"custom_id": r["custom_id"],
-                  "result": {"type": "succeeded", "message": self.answer(r["params"])}}
-                 for r in batch["requests"]]
+        lines = []
+        for r in batch["requests"]:
+            reply = self.answer(r["params"])
+            # An answer of type "error" is that request's failure in the batch.
+            result = ({"type": "errored", "error": reply} if reply.get("type") == "error"
+                      else {"type": "succeeded", "message": reply})
+            lines.append({"custom_id": r["custom_id"], "result": result})
         return "".join(json.dumps(x) + "\n" for x in lines).encode()
 
 
