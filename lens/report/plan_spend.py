@@ -37,7 +37,8 @@ def estimate_rows(run: RunData, usage: dict[str, RoleUsage]) -> list[EstimateRow
         tokens = sum(c.prompt_tokens + c.completion_tokens for r in rows
                      for c in r.record.model_calls if c.role == "agent")
         costs = [r.cost_usd for r in rows]
-        cost = None if not rows or any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
+        known = [c for c in costs if c is not None]
+        cost = sum(known) if rows and len(known) == len(costs) else None
         out.append(EstimateRow(role="agent", arm=name, est_calls=est[0], est_tokens=est[1],
                                est_cost_usd=est[2], calls=calls, tokens=tokens, cost_usd=cost))
         judged = _spend(arm.get("judge"))

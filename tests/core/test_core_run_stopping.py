@@ -82,6 +82,12 @@ def test_a_clear_win_stops_early_and_resumes_past_the_stop(tmp_path: Path,
     assert "## Stopped early" in (run / "report.md").read_text()
     assert "Stopped early" in (run / "report.html").read_text()
 
+    answered = _answered(run)
+    # --resume alone reads the verdict over the finished blocks again: still settled, it
+    # starts nothing.
+    again = lens("run", str(config), "--quiet", "--fail-on", "never", "--resume", str(run))
+    assert again.returncode == 0, again.stderr
+    assert _answered(run) == answered and len(_events(run, "run_stopped")) == 2
     resumed = lens("run", str(config), "--quiet", "--fail-on", "never", "--resume", str(run),
                    "--continue-past-stop")
     assert resumed.returncode == 0, resumed.stderr
