@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lens.view.fragments import report_fragment
+
 ROOT = Path(__file__).resolve().parents[2]
 SCOPES = 12
 DOMAINS = ",".join(["ops", "clinical", "finance", "support"] * (SCOPES // 4))
@@ -81,6 +83,9 @@ def test_a_clear_win_stops_early_and_resumes_past_the_stop(tmp_path: Path,
     assert summary["stopped"]["questions_answered"] == _answered(run)
     assert "## Stopped early" in (run / "report.md").read_text()
     assert "Stopped early" in (run / "report.html").read_text()
+    # lens view's run page is built from the same blocks.
+    shown, page = report_fragment(str(run))
+    assert shown and "Stopped early" in page
 
     answered = _answered(run)
     # --resume alone reads the verdict over the finished blocks again: still settled, it
