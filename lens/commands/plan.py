@@ -72,6 +72,9 @@ def _in_scopes(scopes: int | None) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     if args.config is not None:
+        if args.baseline is not None or args.delta is not None:
+            raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline or "
+                            "--delta (those plan sample sizes); give one or the other")
         return _plan_config(args)
     _check(args)
     icc, m = args.icc, args.per_scope
