@@ -12,9 +12,12 @@ rest.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import lens.scoring.metrics as registry
@@ -22,7 +25,7 @@ from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.data.config import RunConfig, StoppingConfig
 from lens.data.dataset import Dataset
 from lens.report.groupstats import GroupScoring
-from lens.runs.store import RunStore
+from lens.runs.store import EVENTS, MANIFEST, RunStore
 from lens.scoring.scorer import score_with_settings
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats.sequential import block_order, family_verdicts, looked_at
@@ -121,6 +124,20 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
     return values, used
 
 
+def snapshot(root: Path, into: Path) -> Path:
+    """A read-only view of the run directory as it stands, for scoring while the run writes:
+    its manifest, its events up to the last whole line, and links to its record files (an event
+    names a record only once the record is durable). Opening the run itself would cut an event
+    line another task is writing as if a crash had torn it."""
+    shutil.copyfile(root / MANIFEST, into / MANIFEST)
+    data = (root / EVENTS).read_bytes()
+    (into / EVENTS).write_bytes(data[:data.rfind(b"\n") + 1])
+    for records in root.glob("*.jsonl"):
+        if records.name != EVENTS:
+            (into / records.name).symlink_to(records.resolve())
+    return into
+
+
 @dataclass
 class RunStopper:
     """The runner's stop rule: the block order, and a look after each finished block."""
@@ -143,10 +160,11 @@ class RunStopper:
         total = len(self.order)
         if not done or len(done) >= total or not looked_at(len(done), total, s.look_every):
             return False
-        scores = await score_with_settings(
-            self.store.root, self.config.scoring, None, None, tiers={1}, fact_grader="matcher",
-            dataset_path=self.config.dataset.path, write=False,
-            agent_model=self.config.agent.model)
+        with tempfile.TemporaryDirectory(prefix="lens-look-") as tmp:
+            scores = await score_with_settings(
+                snapshot(self.store.root, Path(tmp)), self.config.scoring, None, None,
+                tiers={1}, fact_grader="matcher", dataset_path=self.config.dataset.path,
+                write=False, agent_model=self.config.agent.model)
         metric = stopping_metric(s)
         values, used = block_differences(scores, self.arms, done, metric)
         if not used:
