@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from lens.data.config import RunConfig
@@ -62,7 +63,8 @@ def test_judge_at_batch_price_and_stopping_share() -> None:
         assert arm.agent.cost_usd is not None and arm.agent.cost_usd > 0
         assert arm.judge is not None and arm.judge_batch is not None
         assert arm.judge.calls >= 2 * arm.questions
-        assert arm.judge_batch.cost_usd == pytest_approx(arm.judge.cost_usd * BATCH_RATE)
+        assert arm.judge.cost_usd is not None
+        assert arm.judge_batch.cost_usd == pytest.approx(arm.judge.cost_usd * BATCH_RATE)
         assert arm.agent_worst.tokens >= arm.agent.tokens
     # Six scopes and three pairs: no sequential verdict can settle before the 8th block, so
     # stopping saves nothing here, and the plan says so.
@@ -70,9 +72,3 @@ def test_judge_at_batch_price_and_stopping_share() -> None:
     assert plan.stop_best_share == 1.0 and plan.stop_expected_share == 1.0
     assert any("sequential stopping" in n for n in plan.notes)
 
-
-def pytest_approx(x: float | None) -> object:
-    import pytest
-
-    assert x is not None
-    return pytest.approx(x)

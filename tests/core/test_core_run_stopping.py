@@ -71,7 +71,9 @@ def test_a_clear_win_stops_early_and_resumes_past_the_stop(tmp_path: Path,
     (stop,) = _events(run, "run_stopped")
     assert stop["metric"] == "composite" and stop["total_blocks"] == SCOPES
     assert isinstance(stop["blocks"], int) and stop["blocks"] < SCOPES
-    (pair,) = stop["pairs"]  # type: ignore[misc]
+    pairs = stop["pairs"]
+    assert isinstance(pairs, list)
+    (pair,) = pairs
     assert pair["verdict"] == "worse" and pair["high"] < 0  # null below sqlite_fts
     assert _events(run, "units_not_started")
     assert _answered(run) < total

@@ -58,8 +58,8 @@ class FakeAnthropic:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def created(self) -> int:
         return sum(1 for r in self.requests
@@ -95,8 +95,8 @@ class FakeAnthropic:
                 if done else None}
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        batch = {"id": f"msgbatch_{next(_ids)}", "requests": body.get("requests") or [],
-                 "polls": 0}
+        batch: dict[str, Any] = {"id": f"msgbatch_{next(_ids)}",
+                                 "requests": body.get("requests") or [], "polls": 0}
         with self._lock:
             self.batches[batch["id"]] = batch
         return self._batch_view(batch)
