@@ -1,5 +1,5 @@
 """``lens plan --baseline P --delta D [--power 0.8] [--icc R --per-scope M]``: how many
-questions, and how many scopes, a result needs."""
+questions, and how many scopes, a result needs; ``lens plan CONFIG``: what a run will cost."""
 
 from __future__ import annotations
 
@@ -22,9 +22,12 @@ MARGIN_SIZES = (20, 50, 100, 200, 500, 1000)
 
 def register(sub: Any) -> None:
     p = sub.add_parser("plan", help="sample sizes and margins of error for planning a run")
-    p.add_argument("--baseline", type=float, required=True,
+    p.add_argument("config", nargs="?", default=None,
+                   help="a run config: estimate its calls, tokens and cost per role and arm "
+                        "instead (lens.flow.plan_cost)")
+    p.add_argument("--baseline", type=float,
                    help="the rate you expect from the baseline arm, e.g. 0.85")
-    p.add_argument("--delta", type=float, required=True,
+    p.add_argument("--delta", type=float,
                    help="the smallest difference worth detecting, e.g. 0.05")
     p.add_argument("--power", type=float, default=0.8, help="statistical power (default 0.8)")
     p.add_argument("--alpha", type=float, default=0.05,
@@ -40,6 +43,10 @@ def register(sub: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
+    missing = [f for f in ("baseline", "delta") if getattr(args, f) is None]
+    if missing:
+        raise UserError(f"lens plan: give {' and '.join('--' + f for f in missing)} (sample "
+                        "sizes), or a run config (its cost)")
     if not 0 < args.baseline < 1:
         raise UserError(f"--baseline {args.baseline}: must be a rate strictly between 0 and 1")
     if not 0 < args.delta < 1:
@@ -64,6 +71,11 @@ def _in_scopes(scopes: int | None) -> str:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        if args.baseline is not None or args.delta is not None:
+            raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline or "
+                            "--delta (those plan sample sizes); give one or the other")
+        return _plan_config(args)
     _check(args)
     icc, m = args.icc, args.per_scope
     rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power,
@@ -116,4 +128,19 @@ def _plan(args: argparse.Namespace) -> int:
     for row in margins:
         eff = f"  {row['n_eff']:>6.0f}" if clustered else ""
         print(f"  {int(row['n']):>6d}{eff}  ±{row['margin'] * 100:>5.1f} pts")
+    return 0
+
+
+def _plan_config(args: argparse.Namespace) -> int:
+    from lens.flow.pipeline import load_run_config, prepare_dataset
+    from lens.flow.plan_cost import cost_lines, plan_cost
+
+    config = load_run_config(args.config)
+    dataset, _ = prepare_dataset(config, args.config)
+    plan = plan_cost(config, dataset)
+    if args.json:
+        print(json.dumps(plan.as_dict(), indent=2))
+        return 0
+    for line in cost_lines(plan):
+        print(line)
     return 0

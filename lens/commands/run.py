@@ -31,6 +31,9 @@ def register(sub: Any) -> None:
                    help="leave out the questions the dataset gets wrong (a required ref streamed "
                         "after the question's checkpoint, a checkpoint out of range) instead of "
                         "refusing the dataset; the checklist lists them with the reason")
+    p.add_argument("--continue-past-stop", action="store_true",
+                   help="with --resume, answer the units a run's 'stopping' section left "
+                        "unstarted once its verdict was settled")
     add_fail_on(p)
     p.set_defaults(handler=_run)
 
@@ -38,6 +41,10 @@ def register(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.retry_errors and args.resume is None:
         print("lens: --retry-errors needs --resume RUN_DIR", file=sys.stderr)
+        return 2
+    if args.continue_past_stop and args.resume is None:
+        print("lens: --continue-past-stop needs --resume RUN_DIR (the stopped run)",
+              file=sys.stderr)
         return 2
     run_dir: list[Path] = []
 
@@ -51,11 +58,13 @@ def _run(args: argparse.Namespace) -> int:
         if args.quiet:
             outcome = execute(args.config, out=args.out, resume=args.resume,
                               retry_errors=args.retry_errors,
+                              continue_past_stop=args.continue_past_stop,
                               drop_invalid=args.drop_invalid_questions, on_run_dir=started)
         else:
             with RichRunProgress() as progress:
                 outcome = execute(args.config, out=args.out, resume=args.resume,
                                   retry_errors=args.retry_errors, progress=progress,
+                                  continue_past_stop=args.continue_past_stop,
                                   drop_invalid=args.drop_invalid_questions, on_run_dir=started,
                                   stages=progress)
     except KeyboardInterrupt:
@@ -107,6 +116,10 @@ def _result(outcome: RunOutcome) -> list[str]:
     rate = done / s.wall_s if s.wall_s else 0.0
     # The run directory was printed when the run started.
     lines = [f"{_counts(outcome)} in {s.wall_s:.1f} s, {rate:.2f} questions/s"]
+    if s.stopped:
+        lines.append(f"stopped early: every pair's verdict was settled; {s.units_not_started} "
+                     "unit(s) not started (answer them with --resume RUN_DIR "
+                     "--continue-past-stop)")
     if outcome.reports is None:
         return [*lines, f"no report written (the config turns reports or scoring off); "
                         f"write one with: lens score {outcome.run_dir} && "

@@ -337,6 +337,21 @@ class ScoringConfig(_Section):
         return self.fact_grader or ("judge" if self.fact_judge else None)
 
 
+class StoppingConfig(_Section):
+    """Sequential stopping (docs/runs.md, "Stopping early"): the scope blocks are answered in a
+    seeded order, and the run stops answering once every pair of arms has a settled verdict on
+    ``metric`` (unset: the composite), read from anytime-valid confidence sequences."""
+
+    metric: str | None = None
+    # The family's error rate, shared by every pair of arms (Bonferroni).
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    # Equivalence margin on the metric's difference; 0: a tie never settles (it runs to the end).
+    margin: float = Field(default=0.0, ge=0, lt=1)
+    # Read the verdicts after every K scope blocks.
+    look_every: int = Field(default=1, ge=1)
+    method: Literal["symmetric", "t-mixture", "betting"] = "symmetric"
+
+
 class RunConfig(_Section):
     name: str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]+$")
     dataset: DatasetConfig
@@ -357,6 +372,8 @@ class RunConfig(_Section):
     max_cost_usd: float | None = Field(default=None, gt=0)
     # Write report.md / report.html / summary.json / questions.csv at the end of the run.
     report: bool = True
+    # Stop answering once the arms' verdict is known (off unless the section is given).
+    stopping: StoppingConfig | None = None
 
     @field_validator("adapters")
     @classmethod

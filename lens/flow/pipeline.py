@@ -26,6 +26,8 @@ from lens.data.dataset import (
     evidence_after_asked_at,
     load_dataset_dropping,
 )
+from lens.flow.plan_cost import plan_cost
+from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
@@ -277,6 +279,8 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
                     "evidence_after_asked_at": evidence_after_asked_at(dataset)},
         "condition": cond,
         "condition_hash": condition_hash(cond),
+        # What `lens plan CONFIG` estimates; the report sets it beside the spend.
+        "cost_estimate": plan_cost(config, dataset).as_dict(),
     }
 
 
@@ -317,16 +321,21 @@ def execute(
     drop_invalid: bool = False,
     on_run_dir: Callable[[Path], None] | None = None,
     stages: StageProgress | None = None,
+    continue_past_stop: bool = False,
 ) -> RunOutcome:
     """Run ``config_path``. ``on_run_dir`` is told the run directory as soon as it exists,
     before any question (so that an interrupted run can name it); ``stages`` is shown the
-    steps after the questions (scoring, the reports)."""
+    steps after the questions (scoring, the reports). ``continue_past_stop`` resumes a run that
+    its ``stopping`` section stopped and answers the rest."""
     config_file = str(config_path)
     stage = stages.stage if stages is not None else (lambda name: None)
     config = load_run_config(config_file)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
     check_scoring(config, config_file)
+    check_stopping(config, config_file)
+    if continue_past_stop and resume is None:
+        raise UserError("--continue-past-stop needs --resume RUN_DIR (the stopped run)")
     check_paths(config, config_file, out, resume is not None)
     check_models(config, config_file, agent_given=model is not None)
     dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
@@ -371,8 +380,16 @@ def execute(
     if on_run_dir is not None:
         on_run_dir(store.root)
 
+    stopper = None
+    if config.stopping is not None and continue_past_stop:
+        store.append_event(OVERRIDE_EVENT, reason="--continue-past-stop: every unit is answered")
+    elif config.stopping is not None:
+        stopper = RunStopper(config, store, scope_order(dataset),
+                             questions_total=len(dataset.questions) * len(config.adapters)
+                             * config.repeats)
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
-                                   retry_errors=retry_errors, gateway=gateway)
+                                   retry_errors=retry_errors, gateway=gateway,
+                                   stop_rule=stopper)
     # The runner holds the only copy, released before scoring loads the dataset again: a large
     # dataset is never in memory twice.
     del dataset
@@ -414,6 +431,9 @@ def execute(
         manifest["usage"] = redact(runtime.usage())
         manifest["status"] = status
         manifest["finished_at"] = now_iso()
+        if config.stopping is not None:
+            # Whether the last session stopped early (its verdict settled) or answered all.
+            manifest["stopped_early"] = status != "interrupted" and summary.stopped
         store.write_manifest(manifest)
     reports = None
     if config.report and config.scoring.enabled:

@@ -18,7 +18,39 @@ from lens.models.base import Completion, CompletionRequest
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.openai_backend import _to_completion, build_params
 
-_OPTIONS = ("extra_body", "drop_params")
+_OPTIONS = ("extra_body", "drop_params", "cache_breakpoints")
+# Anthropic's prompt cache: a breakpoint marks the end of a prefix to cache for 5 minutes.
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def wants_breakpoints(model: str) -> bool:
+    """Whether litellm sends ``model``'s requests to Anthropic's API (directly, or on Bedrock
+    or Vertex), whose prompt cache works only from the breakpoints a request marks."""
+    name = model.lower()
+    return name.startswith("anthropic/") or "claude" in name
+
+
+def with_breakpoints(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with cache breakpoints on what is the same for every question of a unit: the
+    tool definitions (Anthropic's prefix begins with them) and the system prompt, which holds
+    the standing context; and, once the session has a tool result, on the last one, so that the
+    session's next call reads everything sent so far from the cache (bench/cache_share.py
+    measures both shares). Three of the four breakpoints Anthropic allows."""
+    tools = params.get("tools")
+    if tools:
+        params["tools"] = [*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL}]
+    messages = list(params.get("messages") or [])
+    for i, m in enumerate(messages):
+        if m.get("role") != "system":
+            continue
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            messages[i] = {**m, "content": [{"type": "text", "text": content,
+                                             "cache_control": _EPHEMERAL}]}
+    if messages and messages[-1].get("role") == "tool":
+        messages[-1] = {**messages[-1], "cache_control": _EPHEMERAL}
+    params["messages"] = messages
+    return params
 
 
 def import_litellm() -> Any:
@@ -72,6 +104,8 @@ class LiteLLMClient:
             params["extra_body"] = self.options["extra_body"]
         if self.options.get("drop_params"):
             params["drop_params"] = True
+        if self.options.get("cache_breakpoints", True) and wants_breakpoints(self.model):
+            params = with_breakpoints(params)
         label = f"{self.provider}/{self.model}"
         try:
             response = await self._litellm.acompletion(**params)

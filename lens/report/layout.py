@@ -24,8 +24,10 @@ from lens.report.document import (
     Table,
 )
 from lens.report.judge_blocks import judge_panel_blocks
+from lens.report.plan_spend import estimate_blocks
 from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
+from lens.report.sequential import run_stop_blocks
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary, RoleUsage
 
 HOW_TO_READ = (
@@ -114,7 +116,7 @@ def usage(s: ReportSummary) -> list[Block]:
                       [[r, str(u.calls), str(u.prompt_tokens), _cached_share(u),
                         str(u.completion_tokens), fmt.money(u.cost_usd), str(u.cache_hits),
                         str(u.retries), str(u.errors)] for r, u in s.model_usage.items()])]
-    return out
+    return out + estimate_blocks(s.estimate)
 
 
 def _cached_share(u: RoleUsage) -> str:
@@ -227,7 +229,8 @@ def notes(s: ReportSummary) -> list[Block]:
 def report_blocks(s: ReportSummary, sections: Sequence[Section] = (),
                   plot_svgs: Sequence[str] = ()) -> list[Block]:
     """The whole run report, in reading order."""
-    return [*header(s), *checklist(s.checklist), *results(s), *floor_ceiling(s),
+    return [*header(s), *checklist(s.checklist), *results(s), *run_stop_blocks(s.stopped),
+            *floor_ceiling(s),
             *plots(plot_svgs), *usage(s), *context_parity(s), *primary_breakdown(s),
             *judge(s), *judge_panel_blocks(s.judges),
             *many_arms(s.many_arms), *comparisons(s),

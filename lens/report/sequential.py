@@ -19,7 +19,13 @@ import numpy as np
 import lens.report.fmt as fmt
 from lens.report.arm_comparison import Arm, scope_table
 from lens.report.document import Block, Heading, Para, Table
-from lens.report.shapes import Comparison, SequentialOut, SequentialPair
+from lens.report.shapes import (
+    Comparison,
+    RunStopOut,
+    RunStopPair,
+    SequentialOut,
+    SequentialPair,
+)
 from lens.stats.sequential import (
     METHODS,
     Method,
@@ -152,4 +158,59 @@ def sequential_blocks(s: SequentialOut) -> list[Block]:
         Table(["pair (B vs A)", "sequential verdict", "blocks", "Δ [interval] at stop",
                "α per pair", "full-run verdict", "same verdict"], rows,
               table_id="sequential"),
+    ]
+
+
+def run_stop(events: Sequence[dict[str, Any]], answered: int) -> RunStopOut | None:
+    """The run's last early stop (a ``run_stopped`` event of lens.flow.stopping), and whether a
+    later session continued past it; None when the run never stopped early."""
+    stop: dict[str, Any] | None = None
+    continued = False
+    for e in events:
+        if e.get("kind") == "run_stopped":
+            stop, continued = e, False
+        elif e.get("kind") == "stop_overridden" and stop is not None:
+            continued = True
+    if stop is None:
+        return None
+    pairs = [RunStopPair(arm_a=p["arm_a"], arm_b=p["arm_b"], verdict=p["verdict"],
+                         mean=p.get("mean"), low=p.get("low"), high=p.get("high"),
+                         alpha=p["alpha"]) for p in stop.get("pairs") or []]
+    return RunStopOut(
+        at=stop.get("ts"), reason=stop["reason"], metric=stop["metric"], method=stop["method"],
+        alpha=stop["alpha"], margin=stop["margin"], blocks=stop["blocks"],
+        total_blocks=stop["total_blocks"], questions_used=stop["questions_used"],
+        questions_total=stop["questions_total"], questions_answered=answered,
+        graded_by=stop.get("graded_by", ""), pairs=pairs, continued=continued)
+
+
+RUN_STOP_NOTE = (
+    "The run answered its scope blocks in a seeded order and read the paired verdict of every "
+    "pair of arms after each block from anytime-valid confidence sequences (α shared by the "
+    "pairs), so stopping at the first block that settles them all keeps the error rate. The "
+    "results above rest on the questions answered; a close call would have used every block. "
+    "See docs/reports.md, 'Sequential verdicts'.")
+
+
+def run_stop_blocks(s: RunStopOut | None) -> list[Block]:
+    if s is None:
+        return []
+    when = f" at {s.at}" if s.at else ""
+    head = (f"The run stopped answering{when} after {s.blocks} of {s.total_blocks} scope blocks "
+            f"({s.reason}); {s.questions_used} of {s.questions_total} questions over the arms "
+            f"were in those blocks, {s.questions_answered} answered in all (blocks in flight "
+            "were finished).")
+    if s.continued:
+        head += (" A later session resumed it with --continue-past-stop: the results rest on "
+                 "every question answered since.")
+    rows = [[f"{p.arm_b} vs {p.arm_a}", p.verdict,
+             f"{fmt.num(p.mean)} [{fmt.num(p.low)}, {fmt.num(p.high)}]", f"{p.alpha:.3g}"]
+            for p in s.pairs]
+    return [
+        Heading("Stopped early"),
+        Para(f"{RUN_STOP_NOTE} Metric {s.metric} (graded by the {s.graded_by} during the run), "
+             f"{s.method} sequence, α={s.alpha:g}, margin ±{s.margin:g}.", "meta"),
+        Para(head),
+        Table(["pair (B vs A)", "verdict at the stop", "Δ [interval] at the stop",
+               "α per pair"], rows, table_id="run-stop"),
     ]

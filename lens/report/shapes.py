@@ -176,6 +176,53 @@ class SequentialPair(_M):
     agrees: bool | None
 
 
+class EstimateRow(_M):
+    """The estimate made before the run (``cost_estimate`` in the manifest) beside the spend."""
+
+    role: str
+    arm: str
+    est_calls: float
+    est_tokens: float
+    est_cost_usd: float | None
+    calls: int
+    tokens: int
+    cost_usd: float | None
+
+
+class RunStopPair(_M):
+    """One pair's interval (Δ = B − A) when the run stopped."""
+
+    arm_a: str
+    arm_b: str
+    verdict: str
+    mean: float | None
+    low: float | None
+    high: float | None
+    alpha: float
+
+
+class RunStopOut(_M):
+    """Where ``lens run`` stopped answering under its ``stopping`` section (lens.flow.stopping):
+    when, why, the blocks and questions used, every pair's interval at that point."""
+
+    at: str | None
+    reason: str
+    metric: str
+    method: str
+    alpha: float
+    margin: float
+    blocks: int
+    total_blocks: int
+    questions_used: int
+    questions_total: int
+    # Questions answered in all (a block in flight when the verdict settled is finished).
+    questions_answered: int
+    graded_by: str
+    pairs: list[RunStopPair]
+    # A later session resumed with --continue-past-stop and answered the rest.
+    continued: bool = False
+
+
 class SequentialOut(_M):
     """Where a run answering scope block by scope block would have stopped (lens.report.
     sequential): the blocks, questions and model tokens used, and every pair's verdict."""
@@ -277,5 +324,9 @@ class ReportSummary(_M):
     sections: list[SectionOut] = Field(default_factory=list)
     model_usage: dict[str, RoleUsage] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    # The run stopped early under its ``stopping`` section.
+    stopped: RunStopOut | None = None
+    # The estimate of ``lens plan CONFIG`` beside the spend, when the manifest has one.
+    estimate: list[EstimateRow] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -17,7 +17,9 @@ from lens.report.judges import (
     judge_views,
 )
 from lens.report.parity import adapter_names, context_parity
+from lens.report.plan_spend import estimate_rows
 from lens.report.sections import Section, collect_sections
+from lens.report.sequential import run_stop
 from lens.report.shapes import (
     AdapterSummary,
     CheckpointPoint,
@@ -160,6 +162,7 @@ def model_usage(run: RunData) -> dict[str, RoleUsage]:
 def summarize(run: RunData, *, confidence: float = 0.95,
               sections: Sequence[Section] | None = None) -> ReportSummary:
     metrics = report_metrics(run)
+    usage = model_usage(run)
     adapters = {a: adapter_summary(run, a, metrics, confidence) for a in run.adapters}
     arms = arms_of([run])
     comparisons = (compare_against_first(arms, metrics,
@@ -189,8 +192,10 @@ def summarize(run: RunData, *, confidence: float = 0.95,
         floor_ceiling=floor_ceiling({a: s.metrics for a, s in adapters.items()},
                                     adapter_names(run), metrics),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
-        model_usage=model_usage(run),
+        model_usage=usage,
+        estimate=estimate_rows(run, usage),
         notes=list(run.notes),
+        stopped=run_stop(run.events, sum(len(run.rows_for(a)) for a in run.adapters)),
     )
 
 

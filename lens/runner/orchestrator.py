@@ -46,6 +46,15 @@ class RunProgress(Protocol):
     def unit_done(self, key: str) -> None: ...
 
 
+class StopRule(Protocol):
+    """Sequential stopping (lens.flow.stopping): the order in which scope blocks are answered,
+    and whether to stop after the blocks done so far (a prefix of that order)."""
+
+    order: list[str]
+
+    async def look(self, done: list[str]) -> bool: ...
+
+
 class _NoProgress:
     def start(self, units: int, questions: int, done: int) -> None: ...
     def question_done(self, status: str, agent_tokens: int) -> None: ...
@@ -82,6 +91,10 @@ class RunSummary:
     units_retried: int = 0
     # Tool calls that failed in the questions recorded now (the sessions went on).
     tool_errors: int = 0
+    # The run stopped answering because its verdict was settled (lens.flow.stopping); the
+    # units left are not started, and ``--continue-past-stop`` answers them.
+    stopped: bool = False
+    units_not_started: int = 0
 
     def count(self, status: str) -> None:
         if status == "answered":
@@ -156,6 +169,7 @@ class Runner:
         adapter_factory: AdapterFactory | None = None,
         retry_errors: bool = False,
         gateway: ModelGateway | None = None,
+        stop_rule: StopRule | None = None,
     ) -> None:
         self.config = config
         self.dataset = dataset
@@ -176,6 +190,11 @@ class Runner:
         self.gateway = gateway
         # Units whose memory usage was logged as they failed (the adapter could still be asked).
         self._usage_logged_at_failure: set[str] = set()
+        self.stop_rule = stop_rule
+        # Per scope block: its units not ended yet; and the blocks already looked at.
+        self._open_units: dict[str, set[str]] = {}
+        self._looked = 0
+        self._look_lock = anyio.Lock()
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -188,16 +207,56 @@ class Runner:
     async def run(self) -> RunSummary:
         started = time.perf_counter()
         pending = self.begin()
+        if self.stop_rule is not None:
+            # A resumed run whose finished blocks settle the verdict starts nothing.
+            await self._look()
         async with anyio.create_task_group() as tg:
             for unit in pending:
                 tg.start_soon(self._run_unit_limited, unit)
+        if self.summary.stopped:
+            self.store.append_event("units_not_started", units=self.summary.units_not_started)
         return self.finish(started)
+
+    def _block_order(self, units: list[Unit], pending: list[Unit]) -> list[Unit]:
+        """Under a stop rule, the pending units in the seeded block order (the arms of a block
+        side by side), and each block's units still open."""
+        assert self.stop_rule is not None
+        place = {scope: i for i, scope in enumerate(self.stop_rule.order)}
+        arm = {a.display: i for i, a in enumerate(self.config.adapters)}
+        for u in pending:
+            self._open_units.setdefault(u.scope.scope_id, set()).add(u.key)
+        return sorted(pending, key=lambda u: (place.get(u.scope.scope_id, len(place)),
+                                              u.repeat, arm.get(u.adapter.display, 0)))
+
+    def _done_prefix(self) -> list[str]:
+        assert self.stop_rule is not None
+        done: list[str] = []
+        for scope in self.stop_rule.order:
+            if self._open_units.get(scope):
+                break
+            done.append(scope)
+        return done
+
+    async def _look(self) -> None:
+        """Read the verdict over the finished prefix of blocks, once per new prefix."""
+        assert self.stop_rule is not None
+        async with self._look_lock:
+            if self.summary.stopped:
+                return
+            done = self._done_prefix()
+            if len(done) <= self._looked:
+                return
+            self._looked = len(done)
+            if await self.stop_rule.look(done):
+                self.summary.stopped = True
 
     def begin(self) -> list[Unit]:
         """The units not done yet; what is done already is counted and announced."""
         units = plan_units(self.config, self.dataset)
         done_units, self._finished = self._load_finished()
         pending = [u for u in units if u.key not in done_units]
+        if self.stop_rule is not None:
+            pending = self._block_order(units, pending)
         total_q = sum(len(u.questions) for u in units)
         already = sum(
             1 for u in units for q in u.questions
@@ -223,8 +282,14 @@ class Runner:
 
     async def _run_unit_limited(self, unit: Unit) -> None:
         async with self.unit_limiter:
+            if self.summary.stopped:
+                self.summary.units_not_started += 1
+                return
             await self._run_unit(unit)
         self.progress.unit_done(unit.key)
+        if self.stop_rule is not None:
+            self._open_units.get(unit.scope.scope_id, set()).discard(unit.key)
+            await self._look()
 
     async def _run_unit(self, unit: Unit) -> None:
         retries = self.config.executor.unit_retries if self.config.executor.kind == "ray" else 0

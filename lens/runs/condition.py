@@ -68,6 +68,9 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
     reader = answerer(config)
     if reader is not None:
         cond["answerer"] = reader
+    if config.stopping is not None:
+        # Which questions are answered depends on it; absent, the condition is as before.
+        cond["stopping"] = config.stopping.model_dump(mode="json")
     return cond
 
 

@@ -1,4 +1,6 @@
-"""The judge at batch prices: a model client that sends judge calls through the OpenAI Batch API.
+"""The judge at batch prices: a model client that sends judge calls through a provider's batch
+API: OpenAI's Batch API (``openai/`` judges) or Anthropic's Message Batches (``litellm/anthropic/``
+judges), each a ``BatchTransport`` below.
 
 The judge engine (:mod:`lens.scoring.judge_engine`) gives this client all its calls at once (it
 is ``batched``): the synchronous client and this one are two transports of the same judge. It
@@ -29,6 +31,7 @@ import anyio
 
 from lens.core.errors import ConfigError
 from lens.data.config import CacheConfig, JudgeConfig
+from lens.models.anthropic_batch import ENDED, AnthropicBatchAPI
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
 from lens.models.cache import ModelCache, cache_key, default_cache_path
 from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, OpenAIBatchAPI
@@ -54,6 +57,152 @@ def request_body(request: CompletionRequest, model: str) -> dict[str, Any]:
     if request.seed is not None:
         body["seed"] = request.seed
     return body
+
+
+# A judge verdict's length when the request sets none (Anthropic requires max_tokens).
+ANTHROPIC_MAX_TOKENS = 1024
+
+
+def anthropic_params(request: CompletionRequest, model: str) -> dict[str, Any]:
+    """A Messages API request: the system prompt apart; a response schema, which the Messages
+    API has no field for, asked for in the system prompt."""
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    if request.response_schema is not None:
+        schema = json.dumps(request.response_schema, sort_keys=True)
+        system += ("\n\n" if system else "") + ("Reply with one JSON object, and nothing "
+                                                  f"else, matching this JSON schema: {schema}")
+    body: dict[str, Any] = {"model": model, "temperature": request.temperature,
+                            "max_tokens": request.max_tokens or ANTHROPIC_MAX_TOKENS,
+                            "messages": [{"role": m.role, "content": m.content}
+                                         for m in request.messages if m.role != "system"]}
+    if system:
+        body["system"] = system
+    return body
+
+
+@dataclass
+class Answer:
+    """One request's result in a batch's output: text and usage, or why it failed."""
+
+    custom_id: str
+    text: str = ""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    error: str | None = None
+
+
+class OpenAIBatches:
+    """OpenAI's Batch API: a JSONL file uploaded, a batch over it, output and error files."""
+
+    def __init__(self, api: OpenAIBatchAPI) -> None:
+        self.api = api
+
+    def body(self, request: CompletionRequest, model: str) -> dict[str, Any]:
+        return request_body(request, model)
+
+    async def submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        lines = [json.dumps({"custom_id": c, "method": "POST", "url": CHAT_ENDPOINT,
+                             "body": body}, ensure_ascii=False) for c, body in bodies.items()]
+        jsonl = ("\n".join(lines) + "\n").encode("utf-8")
+        file_id = await self.api.upload(jsonl, "lens-judge.jsonl")
+        created = await self.api.create(file_id, metadata={"source": "lens judge"})
+        return {"id": created["id"], "input_file_id": file_id,
+                "status": created.get("status", "validating")}
+
+    async def status(self, batch_id: str) -> tuple[str, bool, dict[str, Any]]:
+        info = await self.api.retrieve(batch_id)
+        status = str(info.get("status"))
+        return status, status in TERMINAL, info
+
+    async def results(self, batch_id: str, info: dict[str, Any]) -> list[bytes]:
+        lines: list[bytes] = []
+        for key in ("output_file_id", "error_file_id"):
+            fid = info.get(key)
+            if isinstance(fid, str) and fid:
+                lines += (await self.api.content(fid)).splitlines()
+        return lines
+
+    def parse(self, line: dict[str, Any], batch_id: str) -> Answer:
+        cid = str(line.get("custom_id"))
+        response = line.get("response") or {}
+        body = response.get("body") or {}
+        if response.get("status_code") != 200 or line.get("error"):
+            err = line.get("error") or body.get("error") or {}
+            msg = err.get("message") if isinstance(err, dict) else str(err)
+            return Answer(cid, error=f"batch {batch_id}: request failed (HTTP "
+                                     f"{response.get('status_code')}): {msg}")
+        try:
+            text = body["choices"][0]["message"].get("content") or ""
+            finish = body["choices"][0].get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return Answer(cid, error=f"batch {batch_id}: unreadable result")
+        usage = body.get("usage") or {}
+        return Answer(cid, text, finish, Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0)))
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches: the requests in the create call, results as JSONL."""
+
+    def __init__(self, api: AnthropicBatchAPI) -> None:
+        self.api = api
+
+    def body(self, request: CompletionRequest, model: str) -> dict[str, Any]:
+        return anthropic_params(request, model)
+
+    async def submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        created = await self.api.create_batch([{"custom_id": c, "params": body}
+                                               for c, body in bodies.items()])
+        return {"id": created["id"], "status": str(created.get("processing_status"))}
+
+    async def status(self, batch_id: str) -> tuple[str, bool, dict[str, Any]]:
+        info = await self.api.retrieve(batch_id)
+        status = str(info.get("processing_status"))
+        return status, status == ENDED, info
+
+    async def results(self, batch_id: str, info: dict[str, Any]) -> list[bytes]:
+        url = info.get("results_url")
+        return (await self.api.results(batch_id, url if isinstance(url, str) else None)
+                ).splitlines()
+
+    def parse(self, line: dict[str, Any], batch_id: str) -> Answer:
+        cid = str(line.get("custom_id"))
+        result = line.get("result") or {}
+        kind = result.get("type")
+        if kind != "succeeded":
+            err = result.get("error") or {}
+            inner = err.get("error") if isinstance(err.get("error"), dict) else err
+            msg = inner.get("message") if isinstance(inner, dict) else None
+            return Answer(cid, error=f"batch {batch_id}: request {kind}"
+                                     + (f": {msg}" if msg else ""))
+        message = result.get("message") or {}
+        try:
+            text = "".join(part.get("text", "") for part in message["content"]
+                           if part.get("type") == "text")
+        except (KeyError, TypeError, AttributeError):
+            return Answer(cid, error=f"batch {batch_id}: unreadable result")
+        u = message.get("usage") or {}
+        read = int(u.get("cache_read_input_tokens") or 0)
+        write = int(u.get("cache_creation_input_tokens") or 0)
+        # Anthropic counts cached tokens apart from input_tokens; lens's prompt_tokens holds all.
+        return Answer(cid, text, message.get("stop_reason"), Usage(
+            prompt_tokens=int(u.get("input_tokens") or 0) + read + write,
+            completion_tokens=int(u.get("output_tokens") or 0),
+            cached_prompt_tokens=read, cache_write_tokens=write))
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+
+BatchTransport = OpenAIBatches | AnthropicBatches
+
+
+def is_anthropic(config: JudgeConfig) -> bool:
+    return config.provider == "litellm" and config.name.startswith("anthropic/")
 
 
 def custom_id(body: dict[str, Any]) -> str:
@@ -94,7 +243,16 @@ class BatchJudgeClient:
         self.config = config
         self.provider = config.provider
         self.model = config.name
-        self.api = api or OpenAIBatchAPI(config.base_url, api_key, timeout_s=config.timeout_s)
+        self.transport: BatchTransport
+        if is_anthropic(config):
+            self.transport = AnthropicBatches(AnthropicBatchAPI(
+                config.base_url, api_key, timeout_s=config.timeout_s))
+            # The model as Anthropic names it.
+            self.wire_model = config.name.removeprefix("anthropic/")
+        else:
+            self.transport = OpenAIBatches(
+                api or OpenAIBatchAPI(config.base_url, api_key, timeout_s=config.timeout_s))
+            self.wire_model = config.name
         self.state = BatchState(run_dir)
         self.collect_s = collect_s
         self.pricing = pricing_for(config)
@@ -111,7 +269,7 @@ class BatchJudgeClient:
 
     # -- ModelClient ------------------------------------------------------------------------
     async def complete(self, request: CompletionRequest) -> Completion:
-        body = request_body(request, self.model)
+        body = self.transport.body(request, self.wire_model)
         cid = custom_id(body)
         ckey = cache_key(provider=self.provider, model=self.model,
                          base_url=self.config.base_url, request=request)
@@ -150,7 +308,7 @@ class BatchJudgeClient:
         raise ModelError(self._errors.get(cid) or group.failure or "the batch gave no result")
 
     async def aclose(self) -> None:
-        await self.api.aclose()
+        await self.transport.aclose()
         if self.cache is not None:
             self.cache.close()
 
@@ -169,15 +327,9 @@ class BatchJudgeClient:
                 tg.start_soon(self._wait, b, deadline)
 
     async def _submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        lines = [json.dumps({"custom_id": c, "method": "POST", "url": CHAT_ENDPOINT,
-                             "body": body}, ensure_ascii=False) for c, body in bodies.items()]
-        jsonl = ("\n".join(lines) + "\n").encode("utf-8")
-        file_id = await self.api.upload(jsonl, "lens-judge.jsonl")
-        created = await self.api.create(file_id, metadata={"source": "lens judge"})
-        entry = {"id": created["id"], "model": f"{self.provider}/{self.model}",
-                 "input_file_id": file_id, "custom_ids": list(bodies),
-                 "status": created.get("status", "validating"), "submitted_at": time.time(),
-                 "done": False}
+        created = await self.transport.submit(bodies)
+        entry = {**created, "model": f"{self.provider}/{self.model}",
+                 "custom_ids": list(bodies), "submitted_at": time.time(), "done": False}
         # Written before polling: a killed scoring finds this batch and polls it again.
         self.state.batches.append(entry)
         self.state.save()
@@ -185,12 +337,11 @@ class BatchJudgeClient:
 
     async def _wait(self, entry: dict[str, Any], deadline: float) -> None:
         while True:
-            info = await self.api.retrieve(entry["id"])
-            status = str(info.get("status"))
+            status, ended, info = await self.transport.status(entry["id"])
             if status != entry.get("status"):
                 entry["status"] = status
                 self.state.save()
-            if status in TERMINAL:
+            if ended:
                 break
             if time.monotonic() >= deadline:
                 for c in entry["custom_ids"]:
@@ -202,11 +353,7 @@ class BatchJudgeClient:
         await self._collect(entry, info)
 
     async def _collect(self, entry: dict[str, Any], info: dict[str, Any]) -> None:
-        lines: list[bytes] = []
-        for key in ("output_file_id", "error_file_id"):
-            fid = info.get(key)
-            if isinstance(fid, str) and fid:
-                lines += (await self.api.content(fid)).splitlines()
+        lines = await self.transport.results(entry["id"], info)
         self.state.out_dir.mkdir(exist_ok=True)
         (self.state.out_dir / f"{entry['id']}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
         ok = self._load_output(entry["id"])
@@ -250,28 +397,17 @@ class BatchJudgeClient:
                 line = json.loads(raw)
             except json.JSONDecodeError:
                 continue
-            cid = line.get("custom_id")
-            if not isinstance(cid, str):
+            if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
                 continue
-            response = line.get("response") or {}
-            body = response.get("body") or {}
-            if response.get("status_code") != 200 or line.get("error"):
-                err = line.get("error") or body.get("error") or {}
-                msg = err.get("message") if isinstance(err, dict) else str(err)
-                self._errors[cid] = (f"batch {batch_id}: request failed (HTTP "
-                                     f"{response.get('status_code')}): {msg}")
+            answer = self.transport.parse(line, batch_id)
+            cid = answer.custom_id
+            if answer.error is not None or answer.usage is None:
+                self._errors[cid] = answer.error or f"batch {batch_id}: unreadable result"
                 continue
-            try:
-                text = body["choices"][0]["message"].get("content") or ""
-                finish = body["choices"][0].get("finish_reason")
-            except (KeyError, IndexError, TypeError, AttributeError):
-                self._errors[cid] = f"batch {batch_id}: unreadable result"
-                continue
-            usage = body.get("usage") or {}
-            u = Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                      completion_tokens=int(usage.get("completion_tokens") or 0))
+            u = answer.usage
             self._results[cid] = Completion(
-                text=text, usage=u, finish_reason=finish, provider=self.provider,
+                text=answer.text, usage=u, finish_reason=answer.finish_reason,
+                provider=self.provider,
                 model=self.model,
                 cost_usd=(self.pricing.cost(u) * BATCH_DISCOUNT if self.pricing else None))
             ok.append(cid)
@@ -315,10 +451,12 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
         from lens.models.factory import create_client
 
         return with_prompts(create_client(config, cache=cache), config.prompts)
-    if config.provider != "openai":
-        raise ConfigError(f"judge.batch: the Batch API is OpenAI's; judge {config.model!r} is "
-                          "not an openai/ model: use an openai/ judge or set batch: false")
-    env = config.api_key_env or "OPENAI_API_KEY"
+    anthropic = is_anthropic(config)
+    if config.provider != "openai" and not anthropic:
+        raise ConfigError(f"judge.batch: batch APIs are OpenAI's (openai/ judges) and "
+                          f"Anthropic's (litellm/anthropic/ judges); judge {config.model!r} is "
+                          "neither: use such a judge or set batch: false")
+    env = config.api_key_env or ("ANTHROPIC_API_KEY" if anthropic else "OPENAI_API_KEY")
     key = os.environ.get(env)
     if not key:
         raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "

@@ -274,7 +274,7 @@ def test_batch_needs_an_openai_judge_and_its_key(tmp_path: Path,
     from lens.core.errors import ConfigError
     from lens.scoring.batch_judge import make_judge_client
 
-    with pytest.raises(ConfigError, match=r"judge\.batch: the Batch API is OpenAI's"):
+    with pytest.raises(ConfigError, match=r"judge\.batch: batch APIs are OpenAI's"):
         make_judge_client(JudgeConfig(model="litellm/claude", batch=True), tmp_path, None)
     monkeypatch.delenv("LENS_NO_SUCH_KEY", raising=False)
     with pytest.raises(ConfigError, match="set the environment variable LENS_NO_SUCH_KEY"):

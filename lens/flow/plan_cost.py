@@ -1,0 +1,309 @@
+"""The price of a run before it runs (``lens plan CONFIG``): calls, tokens and cost per role and
+arm, from the dataset, the budget and the price map.
+
+The agent's expected session is the one a tool-using agent needs at least: one search with the
+question, one round retrieving the ``RETRIEVES`` best hits, one answer; each call re-sends the
+conversation so far (the system prompt, the question, the tool results). Search results are the
+adapter's hits (``max_results`` or ``n`` from its options, else ``DEFAULT_HITS``, never more
+than the episodes ingested at the question's checkpoint), each a snippet of at most
+``SNIPPET_CHARS`` of an episode; the floor (``null``) finds nothing and answers at the second
+call. The worst case is the budget: ``max_turns`` calls and ``max_agent_tokens`` per question.
+Sizes are counted as lens counts them (lens.core.tokens). A scripted agent counts the messages
+only; a hosted model also counts its tool definitions, which are added for it.
+
+The judge (tier 2's position-swapped pair on every answered question, tier 3's on action
+questions) is priced at list price and at the batch rate; sequential stopping (the config's
+``stopping``) scales every arm by the share of scope blocks used: the whole run in the worst
+case, the expected share at an assumed effect (lens.stats.sequential.expected_share).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lens.core.tokens import estimate_tokens
+from lens.data.config import AdapterConfig, ModelConfig, RunConfig
+from lens.data.dataset import Dataset, Question, QuestionType, Scope
+from lens.data.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS, question_message
+from lens.memory.oracle import evidence_episodes, is_oracle
+from lens.models.pricing import Pricing, pricing_for
+from lens.stats.sequential import expected_share, family_alpha, fewest_blocks
+
+# Hits a search returns when the adapter's options do not say.
+DEFAULT_HITS = 10
+# An episode's snippet in a search hit, at most (sqlite_fts's default); a retrieve returns the
+# whole episode.
+SNIPPET_CHARS = 600
+# The JSON around each hit or document (ref id, score, metadata, quoting).
+HIT_OVERHEAD_CHARS = 90
+RETRIEVES = 2
+# A final answer, in tokens, when the config sets no max_tokens; a tool call's arguments.
+ANSWER_TOKENS = 120
+TOOL_CALL_TOKENS = 12
+# Adapters whose search finds nothing (the floor), by registered name; and those whose hits are
+# the latest episodes, whole (lens.adapters.in_context).
+EMPTY_SEARCH = frozenset({"null"})
+LATEST_WHOLE = frozenset({"recency", "full_context"})
+# full_context's defaults (lens.adapters.in_context).
+FULL_CONTEXT_HITS = 200
+FULL_CONTEXT_CHARS = 32_000
+# The "Current date: …" line before the question.
+DATE_LINE_TOKENS = 10
+# An answer saying nothing was found.
+NOTHING_FOUND_TOKENS = 20
+# A judge call: its instructions (about this many tokens) plus the question, the reference
+# and the answer; its verdict.
+JUDGE_PROMPT_TOKENS = 450
+JUDGE_VERDICT_TOKENS = 60
+# The batch APIs (OpenAI's, Anthropic's message batches) charge half the list price.
+BATCH_RATE = 0.5
+# The effect assumed for the expected case of sequential stopping: the block difference's
+# mean and spread across scopes (a clear win).
+ASSUMED_DELTA = 0.15
+ASSUMED_SD = 0.1
+
+
+@dataclass
+class Spend:
+    """Calls and tokens (expected), and the cost when the model's price is known."""
+
+    calls: float = 0.0
+    prompt_tokens: float = 0.0
+    completion_tokens: float = 0.0
+    cost_usd: float | None = None
+
+    @property
+    def tokens(self) -> float:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, calls: float, prompt: float, completion: float) -> None:
+        self.calls += calls
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+    def priced(self, pricing: Pricing | None, rate: float = 1.0) -> Spend:
+        cost = None if pricing is None else rate * (
+            self.prompt_tokens * pricing.input_per_mtok
+            + self.completion_tokens * pricing.output_per_mtok) / 1_000_000
+        return Spend(self.calls, self.prompt_tokens, self.completion_tokens, cost)
+
+    def scaled(self, share: float) -> Spend:
+        return Spend(self.calls * share, self.prompt_tokens * share,
+                     self.completion_tokens * share,
+                     None if self.cost_usd is None else self.cost_usd * share)
+
+
+@dataclass
+class ArmPlan:
+    arm: str
+    questions: int
+    agent: Spend
+    # The agent's worst case: the budget's max_turns calls and max_agent_tokens per question.
+    agent_worst: Spend
+    judge: Spend | None
+    judge_batch: Spend | None
+
+
+@dataclass
+class CostPlan:
+    agent_model: str
+    judge_model: str | None
+    price_source: str | None
+    arms: list[ArmPlan]
+    blocks: int
+    # Share of the blocks used with sequential stopping: expected (at the assumed effect) and
+    # best; None without a ``stopping`` section. The worst case is always the whole run.
+    stop_expected_share: float | None = None
+    stop_best_share: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def total(self, role: str) -> Spend:
+        out = Spend(0.0, 0.0, 0.0, 0.0)
+        for arm in self.arms:
+            part: Spend | None = getattr(arm, role)
+            if part is None:
+                continue
+            out.add(part.calls, part.prompt_tokens, part.completion_tokens)
+            out.cost_usd = None if out.cost_usd is None or part.cost_usd is None \
+                else out.cost_usd + part.cost_usd
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(asdict(self)))
+
+
+def _search_shape(adapter: AdapterConfig, scope: Scope, question: Question,
+                  seen: list[int]) -> tuple[int, int, float]:
+    """What one search returns for ``question``: (hits, characters of the hits' text, mean
+    characters of a retrieved episode)."""
+    opts = adapter.options
+    if adapter.name in EMPTY_SEARCH or not seen:
+        return 0, 0, 0.0
+    if is_oracle(adapter):
+        evidence = [len(e.text) for e in evidence_episodes(scope, question, len(seen))]
+        if not evidence:
+            return 0, 0, 0.0
+        return len(evidence), sum(evidence), sum(evidence) / len(evidence)
+    if adapter.name == "full_context":
+        hits = min(_int(opts.get("max_results"), FULL_CONTEXT_HITS), len(seen))
+        text = min(sum(seen[-hits:]), _int(opts.get("max_chars"), FULL_CONTEXT_CHARS))
+        return hits, text, sum(seen[-hits:]) / hits
+    hits = min(_int(opts.get("max_results", opts.get("n")), DEFAULT_HITS), len(seen))
+    if adapter.name in LATEST_WHOLE:
+        latest = seen[-hits:]
+        return hits, sum(latest), sum(latest) / hits
+    mean = sum(seen) / len(seen)
+    return hits, int(hits * min(mean, _int(opts.get("snippet_chars"), SNIPPET_CHARS))), mean
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _tool_tokens(model: ModelConfig) -> int:
+    """Tool definitions, counted by a hosted model in every call's prompt."""
+    if model.provider == "scripted":
+        return 0
+    return sum(estimate_tokens(name) + estimate_tokens(text) + 40
+               for name, text in TOOL_DESCRIPTIONS.items())
+
+
+def _scope_sizes(scope: Scope) -> list[int]:
+    """Each episode's length in characters, in stream order."""
+    return [len(e.text) for e in scope.ordered_episodes()]
+
+
+def agent_session(config: RunConfig, adapter: AdapterConfig, scope: Scope, question: Question,
+                  sizes: list[int]) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens) of the expected session of one question."""
+    base = (estimate_tokens(AGENT_SYSTEM_PROMPT)
+            + estimate_tokens(question_message(question.prompt, None))
+            + DATE_LINE_TOKENS + _tool_tokens(config.agent))
+    answer = min(config.agent.max_tokens or ANSWER_TOKENS, ANSWER_TOKENS)
+    hits, text, doc = _search_shape(adapter, scope, question,
+                                    sizes[:question.checkpoint_after])
+    if hits == 0:
+        # A search that finds nothing, then the answer.
+        return 2, base * 2 + TOOL_CALL_TOKENS + 5, TOOL_CALL_TOKENS + NOTHING_FOUND_TOKENS
+    search = (text + hits * HIT_OVERHEAD_CHARS) // 4
+    fetched = min(RETRIEVES, hits)
+    docs = fetched * (doc + HIT_OVERHEAD_CHARS) // 4
+    prompt_tokens = (base + (base + TOOL_CALL_TOKENS + search)
+                     + (base + TOOL_CALL_TOKENS * 2 + search + docs))
+    completion = TOOL_CALL_TOKENS * (1 + fetched) + answer
+    return 3, int(prompt_tokens), int(completion)
+
+
+def _judge_calls(config: RunConfig, action: bool) -> int:
+    if config.judge is None:
+        return 0
+    return 2 + (2 if action else 0)
+
+
+def _pricing(model: ModelConfig) -> Pricing | None:
+    if model.provider == "scripted" and model.price_input_per_mtok is None:
+        # The scripted model calls nothing and costs nothing.
+        return Pricing(0.0, 0.0, "scripted (free)")
+    return pricing_for(model)
+
+
+def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
+    """The expected and worst-case spend of ``config`` on ``dataset``."""
+    agent_price = _pricing(config.agent)
+    judge_price = _pricing(config.judge) if config.judge is not None else None
+    budget = config.agent.budget
+    arms = []
+    sizes = {s.scope_id: _scope_sizes(s) for s in dataset.scopes}
+    scopes = {s.scope_id: s for s in dataset.scopes}
+    for adapter in config.adapters:
+        agent = Spend()
+        judge = Spend()
+        for q in dataset.questions:
+            calls, prompt, completion = agent_session(config, adapter, scopes[q.scope_id], q,
+                                                      sizes[q.scope_id])
+            agent.add(calls * config.repeats, prompt * config.repeats,
+                      completion * config.repeats)
+            jc = _judge_calls(config, q.question_type == QuestionType.ACTION_RECOMMENDATION)
+            if jc:
+                reference = sum(estimate_tokens(f) for f in q.ground_truth.key_facts) \
+                    + estimate_tokens(q.ground_truth.canonical_answer or "")
+                per = JUDGE_PROMPT_TOKENS + estimate_tokens(q.prompt) + reference \
+                    + ANSWER_TOKENS
+                judge.add(jc * config.repeats, jc * per * config.repeats,
+                          jc * JUDGE_VERDICT_TOKENS * config.repeats)
+        n = len(dataset.questions) * config.repeats
+        # The budget bounds the tokens of a session, prompt and completion together; priced
+        # at the output rate for the completion's share of the expected session.
+        worst = Spend(n * budget.max_turns, n * budget.max_agent_tokens, 0.0)
+        arms.append(ArmPlan(
+            arm=adapter.display, questions=n, agent=agent.priced(agent_price),
+            agent_worst=worst.priced(agent_price),
+            judge=judge.priced(judge_price) if config.judge is not None else None,
+            judge_batch=judge.priced(judge_price, BATCH_RATE)
+            if config.judge is not None else None))
+    plan = CostPlan(agent_model=config.agent.model,
+                    judge_model=config.judge.model if config.judge else None,
+                    price_source=agent_price.source if agent_price else None, arms=arms,
+                    blocks=len(dataset.scopes))
+    if agent_price is None:
+        plan.notes.append(f"no price known for {config.agent.model}: costs are unknown (set "
+                          "agent.price_input_per_mtok and price_output_per_mtok)")
+    s = config.stopping
+    if s is not None and len(config.adapters) > 1 and plan.blocks:
+        pairs = len(config.adapters) * (len(config.adapters) - 1) // 2
+        plan.stop_expected_share = expected_share(
+            ASSUMED_DELTA, ASSUMED_SD, plan.blocks, alpha=s.alpha, margin=s.margin,
+            comparisons=pairs, look_every=s.look_every, method=s.method, simulations=200)
+        best = fewest_blocks(alpha=s.alpha, comparisons=pairs, method=s.method)
+        plan.stop_best_share = min(1.0, best / plan.blocks) if best else 1.0
+        plan.notes.append(
+            f"sequential stopping: expected {plan.stop_expected_share:.0%} of the run at an "
+            f"assumed Δ {ASSUMED_DELTA} (spread {ASSUMED_SD} across scopes), at best "
+            f"{plan.stop_best_share:.0%}; a tie or a close call uses the whole run (worst "
+            f"case); α per pair {family_alpha(s.alpha, pairs):.3g}")
+    return plan
+
+
+def _money(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:,.4f}"
+
+
+def _row(label: str, spend: Spend) -> str:
+    return (f"  {label:<28} {spend.calls:>9,.0f} {spend.prompt_tokens:>13,.0f} "
+            f"{spend.completion_tokens:>11,.0f} {_money(spend.cost_usd):>12}")
+
+
+def cost_lines(plan: CostPlan) -> list[str]:
+    """The plan as the terminal shows it."""
+    head = f"  {'role / arm':<28} {'calls':>9} {'prompt tok':>13} {'output tok':>11} {'cost':>12}"
+    lines = [f"Estimated spend (agent {plan.agent_model}"
+             + (f", judge {plan.judge_model}" if plan.judge_model else "")
+             + (f"; prices from {plan.price_source}" if plan.price_source else "") + "):", head]
+    for arm in plan.arms:
+        lines.append(_row(f"agent · {arm.arm}", arm.agent))
+    for arm in plan.arms:
+        if arm.judge is not None and arm.judge_batch is not None:
+            lines.append(_row(f"judge · {arm.arm}", arm.judge))
+            lines.append(_row(f"judge · {arm.arm} (batch)", arm.judge_batch))
+    agent, judge = plan.total("agent"), plan.total("judge")
+    lines.append(_row("total, judge at list price" if plan.judge_model else "total",
+                      _sum(agent, judge)))
+    if plan.judge_model:
+        lines.append(_row("total, judge at batch price", _sum(agent, plan.total("judge_batch"))))
+    lines.append(_row("worst case (the budget)", plan.total("agent_worst")))
+    if plan.stop_expected_share is not None:
+        lines.append(_row("with stopping, expected",
+                          _sum(agent, judge).scaled(plan.stop_expected_share)))
+        lines.append(_row("with stopping, worst case", _sum(agent, judge)))
+    lines.append("  memory systems' own model calls are not estimated")
+    lines += [f"  note: {n}" for n in plan.notes]
+    return lines
+
+
+def _sum(a: Spend, b: Spend) -> Spend:
+    cost = None if a.cost_usd is None or (b.calls and b.cost_usd is None) \
+        else a.cost_usd + (b.cost_usd or 0.0)
+    return Spend(a.calls + b.calls, a.prompt_tokens + b.prompt_tokens,
+                 a.completion_tokens + b.completion_tokens, cost)
