@@ -22,7 +22,13 @@ from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 DEFAULT_CHUNK_CHARS = 1200
 
@@ -60,7 +66,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
     Options = Bm25sOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, Bm25sOptions, options)
         self._bm25s = _import_bm25s()
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}

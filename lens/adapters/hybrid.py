@@ -21,7 +21,13 @@ from lens.adapters.snippet import best_window, query_terms
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapters.vector import VectorAdapter, unit_meta
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 DEFAULT_CHUNK_CHARS = 1000
 
@@ -63,7 +69,7 @@ class HybridAdapter(SyncMemoryAdapter):
     Options = HybridOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, HybridOptions, options)
         o = self.opts
         # Each leg ranks up to 100 units; the fusion keeps the best of max_results.
         self.keyword = SqliteFtsAdapter(path=o.path, max_results=100, chunk_chars=o.chunk_chars,

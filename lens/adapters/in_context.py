@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.adapters.chunking import episode_document
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 
 class FullContextOptions(BaseModel):
@@ -85,7 +91,7 @@ class FullContextAdapter(_Timeline):
     Options = FullContextOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, FullContextOptions, options)
         super().__init__()
 
     def search(
@@ -119,7 +125,7 @@ class RecencyAdapter(_Timeline):
     Options = RecencyOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, RecencyOptions, options)
         super().__init__()
 
     def search(

@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 _TURN = re.compile(r"^(user|assistant): ", re.M)
 
@@ -80,7 +86,7 @@ class LongMemEvalBm25Adapter(SyncMemoryAdapter):
     Options = LongMemEvalBm25Options
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, LongMemEvalBm25Options, options)
         self._bm25 = _bm25_class()
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}

@@ -45,6 +45,7 @@ from lens.memory.adapter import (
     ModelUsage,
     SearchResult,
     SyncMemoryAdapter,
+    read_options,
 )
 from lens.memory.run_cache import RunCacheOptions
 
@@ -157,7 +158,7 @@ class Mem0Adapter(SyncMemoryAdapter):
     Options = Mem0Options
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, Mem0Options, options)
         o = self.opts
         self.llm_config = ModelConfig.model_validate(o.llm) if o.llm is not None else None
         self.extract = self.llm_config is not None

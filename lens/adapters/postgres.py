@@ -37,7 +37,13 @@ from lens.adapters.vector import unit_meta
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    MemoryAdapter,
+    SearchResult,
+    read_options,
+)
 
 if TYPE_CHECKING:
     import asyncpg
@@ -74,7 +80,7 @@ class PostgresAdapter(MemoryAdapter):
     Options = PostgresOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, PostgresOptions, options)
         # A random suffix: one schema per adapter instance, so parallel units never collide.
         self.schema = f"{self.opts.schema_prefix}_{secrets.token_hex(6)}"
         self.embedder = (Embedder(self.opts.model, self.opts.embedding_cache,

@@ -26,7 +26,13 @@ from lens.adapters.chunking import Unit, episode_units, split_ref
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.data.dataset import Episode, parse_timestamp
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 DEFAULT_CHUNK_CHARS = 1200
 # FTS5's default tokenizer, named so that a store's schema says what it was built with.
@@ -94,7 +100,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
     Options = SqliteFtsOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, SqliteFtsOptions, options)
         self._lock = threading.Lock()
         # Episodes ingested since the last commit. FTS5 writes an index segment per commit and
         # merges segments as they pile up, so a commit per episode made ingest slower the larger

@@ -27,7 +27,13 @@ from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
 from lens.adapters.snippet import best_window, query_terms
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
+from lens.memory.adapter import (
+    CapabilityManifest,
+    Document,
+    SearchResult,
+    SyncMemoryAdapter,
+    read_options,
+)
 
 DEFAULT_CHUNK_CHARS = 1000
 
@@ -126,7 +132,7 @@ class VectorAdapter(SyncMemoryAdapter):
     Options = VectorOptions
 
     def __init__(self, **options: Any) -> None:
-        self.opts = self.Options.model_validate(options)
+        self.opts = read_options(self, VectorOptions, options)
         self.embedder = Embedder(self.opts.model, self.opts.embedding_cache,
                                  self.opts.max_seq_length, self.opts.batch_size, self.opts.encoder)
         self._lock = threading.RLock()

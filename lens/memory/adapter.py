@@ -15,7 +15,7 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -380,6 +380,19 @@ def options_error(problems: list[tuple[str, str]], file: str | None) -> ConfigEr
         return ConfigError(f"{where}field '{problems[0][0]}': {problems[0][1]}")
     return ConfigError(f"{where}invalid config: {len(problems)} problems",
                        [Problem(file or "", f"field '{f}'", m) for f, m in problems])
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+def read_options(adapter: object, model: type[OptionsT], options: dict[str, Any]) -> OptionsT:
+    """A shipped adapter's constructor input: ``options`` read by the instance's ``Options`` when
+    it extends ``model`` (the chunked variants), else by ``model`` itself, so that an author's
+    subclass with an options model of its own still builds the shipped part from keywords."""
+    declared = getattr(type(adapter), "Options", None)
+    if isinstance(declared, type) and issubclass(declared, model):
+        return declared.model_validate(options)
+    return model.model_validate(options)
 
 
 def check_options(cls: AdapterClass, options: dict[str, Any],
