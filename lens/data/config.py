@@ -22,6 +22,7 @@ from pydantic import (
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.core.redact import SECRET_KEY
+from lens.data.scoring_names import FactGraderName, ProtocolName
 
 MAX_CONFIG_BYTES = 1024 * 1024
 # Counts past these are typos (1e9) rather than plans; each is far beyond what one machine runs.
@@ -295,7 +296,7 @@ class ScoringConfig(_Section):
     # partial credit) or both (judge grades, matcher kept beside them). Unset: the judge
     # whenever a judge is configured, else local when the 'local' extra is installed (and the
     # agent is not scripted), else the matcher.
-    fact_grader: Literal["matcher", "local", "judge", "both"] | None = None
+    fact_grader: FactGraderName | None = None
     # Older spelling of ``fact_grader: judge``.
     fact_judge: bool = False
     # How a question's repeats become one value in reports: mean, majority, any or pass@K.
@@ -312,8 +313,7 @@ class ScoringConfig(_Section):
     # <stem>.certification.json from `lens datasets certify`).
     subset: Literal["all", "certified"] = "all"
     # Whose metrics: lens's own, or a published benchmark's protocol (docs/datasets.md).
-    protocol: Literal["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
-                      "longmemeval-v2"] = "lens"
+    protocol: ProtocolName = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).
     errata: Path | None = None
     # The protocol judge's prompts read from this file (the official repository's, e.g.
