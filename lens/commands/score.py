@@ -20,7 +20,7 @@ from lens.flow.bundle.rescore import unpack_for_rescore
 from lens.runs.store import RunStore
 from lens.scoring.extra_judges import extra_judges
 from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
-from lens.scoring.metrics import column_titles, judged_metrics, report_order
+from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
 from lens.scoring.plan import ScoringPlan, plan_from_settings
 from lens.scoring.scorer import SCORES_FILE, score
 from lens.scoring.types import RunScores
@@ -100,12 +100,14 @@ def judge_config(run_config: dict[str, Any], model: str | None) -> JudgeConfig |
 def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
     raw = dict(run_config.get("scoring") or {})
     weights = raw.get("weights")
-    if isinstance(weights, dict) and weights.get("longitudinal_advantage"):
-        # A run configured before longitudinal_advantage left the composite: re-score it
-        # without that weight rather than refuse it.
-        print("note: the run's config weights longitudinal_advantage; it is reported beside "
-              "the composite, never in it, so that weight is ignored")
-        raw["weights"] = {k: v for k, v in weights.items() if k != "longitudinal_advantage"}
+    never = unweighted()
+    if isinstance(weights, dict) and any(weights.get(m) for m in never):
+        # A run configured before such a metric left the composite: re-score it without that
+        # weight rather than refuse it.
+        for name in sorted(m for m in never if weights.get(m)):
+            print(f"note: the run's config weights {name}; it is reported beside the "
+                  "composite, never in it, so that weight is ignored")
+        raw["weights"] = {k: v for k, v in weights.items() if k not in never}
     try:
         return ScoringConfig.model_validate(raw)
     except ValidationError as exc:

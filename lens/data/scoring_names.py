@@ -15,3 +15,5 @@ PROTOCOL_NAMES: tuple[str, ...] = get_args(ProtocolName)
 # both (judge grades, matcher kept beside them). lens.scoring.fact_grader says what each does.
 FactGraderName = Literal["matcher", "local", "judge", "both"]
 FACT_GRADERS: tuple[str, ...] = get_args(FactGraderName)
+# The graders that ask the judge for each fact's grade (the others need no judge).
+JUDGE_GRADERS: frozenset[str] = frozenset({"judge", "both"})

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from lens.data.scoring_names import FACT_GRADERS, FactGraderName
+from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
 from lens.scoring.conclusion import conclusion_as_fact, conclusion_backed
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
@@ -65,7 +65,7 @@ def resolve_grader(requested: str | None, has_judge: bool, *,
         return "local" if not model_free and offline_available() else "matcher"
     if requested not in GRADERS:
         raise ValueError(f"fact grader {requested!r}: use one of {', '.join(GRADERS)}")
-    if requested not in ("matcher", "local") and not has_judge:
+    if requested in JUDGE_GRADERS and not has_judge:
         raise ValueError(f"fact grader {requested!r} needs a judge model: configure a judge "
                          "(judge: model: …, or --judge MODEL) or use the matcher")
     return cast(FactGrader, requested)  # a member of GRADERS, checked above

@@ -18,6 +18,7 @@ import lens.scoring.metrics as registry
 import lens.scoring.pairwise as pairwise
 import lens.scoring.retrieval as retrieval
 from lens.data.dataset import QuestionType
+from lens.data.scoring_names import JUDGE_GRADERS
 from lens.runs.condition import stable_hash
 from lens.scoring.aggregate import aggregate
 from lens.scoring.composite import composite
@@ -105,7 +106,7 @@ def _mechanical(item: ScoringItem, row: QuestionScores, tiers: frozenset[int],
 def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, plan: ScoringPlan,
                 tasks: _JudgeTasks) -> None:
     """The judge tasks one answered, non-empty question needs."""
-    if plan.fact_grader in ("judge", "both"):
+    if plan.fact_grader in JUDGE_GRADERS:
         # The judge grades the answer's claims, not the record text it pasted.
         claims = dataclasses.replace(item, record=item.record.model_copy(
             update={"answer": analysis.claims.text}))
