@@ -20,6 +20,7 @@ import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
 from lens.scoring.aggregate import aggregate_group
 from lens.scoring.composite import composite, resolve_weights
+from lens.scoring.differential import sides
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
@@ -88,6 +89,8 @@ class _Matrix:
                     vals[i, j] = float(v)
         self.defined = np.isfinite(vals)
         self.values = np.where(self.defined, vals, 0.0)
+        # The answered synthesis and control questions (longitudinal_advantage's two sides).
+        self.synth, self.control = (np.array(side, dtype=bool) for side in sides(rows))
         # Each metric's column, as a group metric's replicates read them.
         self.columns = {m: self.values[:, j] for j, m in enumerate(self.metrics)}
         self.defined_columns = {m: self.defined[:, j] for j, m in enumerate(self.metrics)}

@@ -31,7 +31,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def _sides(rows: Sequence[QuestionScores]) -> tuple[list[bool], list[bool]]:
+def sides(rows: Sequence[QuestionScores]) -> tuple[list[bool], list[bool]]:
     """Per row: is it an answered synthesis question, an answered control."""
     answered = [is_scored(r.status) for r in rows]
     return ([a and r.question_type in _SYNTHESIS for a, r in zip(answered, rows, strict=True)],
@@ -47,7 +47,7 @@ def _basis(controls: Sequence[QuestionScores]) -> str:
 
 
 def longitudinal_advantage(rows: Sequence[QuestionScores]) -> tuple[float | None, dict[str, Any]]:
-    synth_of, control_of = _sides(rows)
+    synth_of, control_of = sides(rows)
     synth = [r for r, s in zip(rows, synth_of, strict=True) if s]
     control = [r for r, c in zip(rows, control_of, strict=True) if c]
     if not synth or not control:
@@ -79,7 +79,7 @@ def longitudinal_advantage_replicates(rows: Sequence[QuestionScores],
     the full sample so replicates measure one thing; a replicate that draws no question of one
     side keeps that side at its full-sample mean, so every replicate computes the same
     difference as the point estimate. NaN throughout when a side has no question."""
-    synth_of, control_of = (np.array(side, dtype=bool) for side in _sides(rows))
+    synth_of, control_of = (np.array(side, dtype=bool) for side in sides(rows))
     if not synth_of.any() or not control_of.any():
         return np.full(len(w), np.nan)
     basis = _basis([r for r, c in zip(rows, control_of, strict=True) if c])
