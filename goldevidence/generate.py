@@ -389,7 +389,7 @@ def make_twin(cfg: GenConfig, d: Draft) -> tuple[Draft, str, str] | None:
             last[ln.entry.key] = i
     # ``last`` holds only lines whose entry is set (above).
     candidates = sorted(k for k, i in last.items()
-                        if d.lines[i].entry.op == "SET")  # type: ignore[union-attr]
+                        if (e := d.lines[i].entry) is not None and e.op == "SET")
     if not candidates:
         return None
     key = rng.choice(candidates)

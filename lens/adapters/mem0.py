@@ -25,7 +25,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ConfigDict, Field
 
@@ -117,7 +117,7 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd:
     import anyio
     import anyio.from_thread
 
-    from lens.models.base import CompletionRequest, Message
+    from lens.models.base import CompletionRequest, Message, Role
     from lens.models.factory import create_client
 
     client = create_client(config, cache=cache, max_cost_usd=max_cost_usd)
@@ -131,7 +131,7 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd:
                               tool_choice: str = "auto", **kwargs: Any) -> str:
             # mem0 sends the roles lens's Message takes (system, user, assistant) as plain str.
             request = CompletionRequest(
-                messages=[Message(role=m["role"], content=m.get("content") or "")  # type: ignore[arg-type]
+                messages=[Message(role=cast(Role, m["role"]), content=m.get("content") or "")
                           for m in messages],
                 role="adapter", temperature=config.temperature, max_tokens=config.max_tokens,
                 response_schema={"type": "object"} if response_format else None,

@@ -10,6 +10,7 @@ from typing import Any
 
 from lens.core.errors import MAX_PROBLEMS_SHOWN, DatasetError, UserError
 from lens.data.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
+from lens.data.scoring_names import PROTOCOL_NAMES
 
 
 def register(sub: Any) -> None:
@@ -50,9 +51,8 @@ def register(sub: Any) -> None:
     i = dsub.add_parser("import", help="convert LoCoMo, LongMemEval (V1, V2), BEAM or "
                         "MemoryAgentBench data to LENS JSON, or add conclusions to a published "
                         "LENS file")
-    i.add_argument("--format", required=True,
-                   choices=["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
-                            "longmemeval-v2"])
+    # A benchmark's data is imported under its scoring protocol's name.
+    i.add_argument("--format", required=True, choices=PROTOCOL_NAMES)
     i.add_argument("source", type=Path, metavar="SRC",
                    help="the source file (a BEAM folder: a conversation, a tier or chats/; "
                    "LongMemEval-V2: a haystack file or its data root)")

@@ -24,10 +24,12 @@ from typing import Any
 from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import UserError
+from lens.data.scoring_names import FACT_GRADERS
 from lens.stats.fact_agreement import answer_of
 from lens.stats.fact_agreement import fact_agreement as agreement
 
-GRADERS = ("matcher", "local", "judge")
+# Each grader on its own: "both" is the judge with the matcher kept beside it.
+GRADERS = tuple(g for g in FACT_GRADERS if g != "both")
 ROW_FIELDS = ("id", "question", "fact", "answer")
 _MAX_PROBLEMS = 20
 

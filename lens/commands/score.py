@@ -15,12 +15,14 @@ from lens.core.errors import ConfigError, UserError
 from lens.core.redact import register_config_secrets
 from lens.core.visible import visible
 from lens.data.config import CacheConfig, JudgeConfig, ScoringConfig
+from lens.data.scoring_names import FACT_GRADERS, PROTOCOL_NAMES
+from lens.flow.bundle.rescore import unpack_for_rescore
 from lens.runs.store import RunStore
-from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges, score_with_judge
+from lens.scoring.extra_judges import extra_judges
 from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
-from lens.scoring.metrics import column_titles, judged_metrics, report_order
-from lens.scoring.protocols import PROTOCOL_NAMES
-from lens.scoring.scorer import SCORES_FILE, score_with_settings
+from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
+from lens.scoring.plan import ScoringPlan, plan_from_settings
+from lens.scoring.scorer import SCORES_FILE, score
 from lens.scoring.types import RunScores
 
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
@@ -35,7 +37,7 @@ def register(sub: Any) -> None:
                    help="judge model, e.g. openai/gpt-4o-mini (default: the run config's judge)")
     p.add_argument("--tier", type=int, choices=(1, 2, 3), default=3,
                    help="score tiers up to this one (1 needs no model; default 3)")
-    p.add_argument("--fact-grader", choices=("matcher", "local", "judge", "both"), default=None,
+    p.add_argument("--fact-grader", choices=FACT_GRADERS, default=None,
                    help="who decides fact_recall: the phrase matcher, the offline grader "
                         "(local model), the judge (each key fact graded present/partial/absent) "
                         "or both (judge grades, matcher kept beside them); default: the run "
@@ -98,12 +100,14 @@ def judge_config(run_config: dict[str, Any], model: str | None) -> JudgeConfig |
 def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
     raw = dict(run_config.get("scoring") or {})
     weights = raw.get("weights")
-    if isinstance(weights, dict) and weights.get("longitudinal_advantage"):
-        # A run configured before longitudinal_advantage left the composite: re-score it
-        # without that weight rather than refuse it.
-        print("note: the run's config weights longitudinal_advantage; it is reported beside "
-              "the composite, never in it, so that weight is ignored")
-        raw["weights"] = {k: v for k, v in weights.items() if k != "longitudinal_advantage"}
+    never = unweighted()
+    if isinstance(weights, dict) and any(weights.get(m) for m in never):
+        # A run configured before such a metric left the composite: re-score it without that
+        # weight rather than refuse it.
+        for name in sorted(m for m in never if weights.get(m)):
+            print(f"note: the run's config weights {name}; it is reported beside the "
+                  "composite, never in it, so that weight is ignored")
+        raw["weights"] = {k: v for k, v in weights.items() if k not in never}
     try:
         return ScoringConfig.model_validate(raw)
     except ValidationError as exc:
@@ -145,46 +149,61 @@ def _score(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1 (got {args.concurrency})")
     if run_dir.is_file():
-        from lens.flow.bundle.rescore import rescore_bundle
-
-        return rescore_bundle(run_dir, args, _score)
+        return _score_bundle(run_dir, args)
     if args.out is not None:
         raise UserError("--out is for a results bundle (lens export); a run directory is "
                         "scored in place")
+    return _score_dir(run_dir, args, dataset=args.dataset, errata=args.errata)
+
+
+def _score_bundle(bundle: Path, args: argparse.Namespace) -> int:
+    """Re-judge a results bundle: a verified copy of its run, scored as a run directory is."""
+    copy = unpack_for_rescore(bundle, args.out)
+    status = _score_dir(copy.run_dir, args, dataset=copy.dataset,
+                        errata=args.errata or copy.errata)
+    from lens.report import write_reports
+
+    paths = write_reports(copy.run_dir)
+    print(f"re-judged copy of {bundle.name} (the bundle is unchanged): {copy.run_dir}")
+    print(f"report: {paths.html}")
+    print(f"score it with another judge: lens score {copy.run_dir} --judge MODEL "
+          f"--dataset {copy.dataset}")
+    return status
+
+
+def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
+               errata: Path | None) -> int:
     manifest = RunStore.open(run_dir).manifest()
     run_config = manifest.get("config") or {}
     register_config_secrets(run_config)  # the judge's key, by the variable the run named
     scoring = scoring_config(run_config)
     # The judge is read only when a tier needs it, so `--tier 1` never fails on its settings.
     cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
-    # Each flag given overrides the run config's setting; score_with_settings applies them.
+    cache = _cache_config(run_config)
+    primary = _primary_label(run_dir)
+    adding = bool(cfg is not None and args.judge and not args.primary
+                  and primary not in (None, cfg.label))
+    # Each flag given overrides the run config's setting.
     overrides: dict[str, Any] = dict(
         tiers=set(range(1, args.tier + 1)),
         fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
-        protocol=args.protocol, errata=args.errata, subset=args.subset,
-        dataset_path=args.dataset, judge_prompt_file=args.judge_prompt_file,
+        concurrency=args.concurrency, protocol=args.protocol, errata=errata,
+        subset=args.subset, dataset_path=dataset, judge_prompt_file=args.judge_prompt_file,
         agent_model=str((run_config.get("agent") or {}).get("model", "")))
-    cache = _cache_config(run_config)
-    primary = _primary_label(run_dir)
-    if cfg is not None and args.judge and not args.primary and primary not in (None, cfg.label):
+    if adding:
         # The run keeps its primary judge; this one is added beside it.
-        return _add_judge(run_dir, scoring, cfg, cache, args.concurrency, overrides, primary)
+        assert cfg is not None
+        plan = plan_from_settings(scoring, cfg, cache, target="judge_scores", **overrides)
+        return _add_judge(run_dir, plan, cfg, primary)
     if cfg is not None and args.primary and primary not in (None, cfg.label):
         # The judge it replaces stays one of the run's judges; its own extra scores go.
         _keep_as_extra(run_dir, run_config, primary)
         judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
-    extras = (extra_judges(cfg.label, _configured_judges(run_config)[1:], run_dir)
-              if cfg is not None else [])
-
-    async def main() -> tuple[RunScores, list[ExtraJudgeResult]]:
-        scores = await score_with_settings(run_dir, scoring, cfg, cache,
-                                           concurrency=args.concurrency, **overrides)
-        more = [await score_with_judge(run_dir, extra, cache, scoring=scoring,
-                                       concurrency=args.concurrency, **overrides)
-                for extra in extras]
-        return scores, more
-
-    scores, more = eventloop.run(main)
+    panel = (extra_judges(cfg.label, _configured_judges(run_config)[1:], run_dir)
+             if cfg is not None else [])
+    plan = plan_from_settings(scoring, cfg, cache, extra_judges=panel, **overrides)
+    result = eventloop.run(lambda: score(run_dir, plan))
+    scores, more = result.scores, result.extras
     done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
     print(render_summary(scores, done[-1] if done else {}))
     print(f"scores: {run_dir / SCORES_FILE}")
@@ -203,10 +222,8 @@ def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> Non
         write_judge_scores(run_dir, old, scores)
 
 
-def _add_judge(run_dir: Path, scoring: ScoringConfig, cfg: JudgeConfig, cache: CacheConfig,
-               concurrency: int | None, overrides: dict[str, Any], primary: str | None) -> int:
-    result = eventloop.run(lambda: score_with_judge(run_dir, cfg, cache, scoring=scoring,
-                                                    concurrency=concurrency, **overrides))
+def _add_judge(run_dir: Path, plan: ScoringPlan, cfg: JudgeConfig, primary: str | None) -> int:
+    result = eventloop.run(lambda: score(run_dir, plan))
     scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text(encoding="utf-8"))
     print(f"judge {visible(cfg.label)} added beside the primary judge {visible(primary or '')}"
           f" ({result.new_verdicts} new verdict(s); the memory was not run again)")

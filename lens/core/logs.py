@@ -22,8 +22,8 @@ DEFAULT_LEVEL = "warning"
 _HANDLER_NAME = "lens-stderr"
 
 
-# StreamHandler is generic in typeshed only; at run time it takes no type argument.
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+# At run time StreamHandler takes no type argument.
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generic in typeshed only
     """Writes to whatever ``sys.stderr`` is when a message is emitted, not when the handler was
     made: a stream swapped later (a test's capture, a redirect) is followed, and a closed one is
     never written to."""

@@ -22,6 +22,7 @@ from pydantic import (
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.core.redact import SECRET_KEY
+from lens.data.scoring_names import JUDGE_GRADERS, FactGraderName, ProtocolName
 
 MAX_CONFIG_BYTES = 1024 * 1024
 # Counts past these are typos (1e9) rather than plans; each is far beyond what one machine runs.
@@ -288,6 +289,8 @@ class CacheConfig(_Section):
 
 class ScoringConfig(_Section):
     enabled: bool = True
+    # Checked against the metric registry (names, metrics never weighted) before a run starts,
+    # by lens.scoring.composite.resolve_weights.
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
     # Who decides fact_recall: the phrase matcher, the offline grader (local: the matcher for
@@ -295,7 +298,7 @@ class ScoringConfig(_Section):
     # partial credit) or both (judge grades, matcher kept beside them). Unset: the judge
     # whenever a judge is configured, else local when the 'local' extra is installed (and the
     # agent is not scripted), else the matcher.
-    fact_grader: Literal["matcher", "local", "judge", "both"] | None = None
+    fact_grader: FactGraderName | None = None
     # Older spelling of ``fact_grader: judge``.
     fact_judge: bool = False
     # How a question's repeats become one value in reports: mean, majority, any or pass@K.
@@ -312,25 +315,13 @@ class ScoringConfig(_Section):
     # <stem>.certification.json from `lens datasets certify`).
     subset: Literal["all", "certified"] = "all"
     # Whose metrics: lens's own, or a published benchmark's protocol (docs/datasets.md).
-    protocol: Literal["lens", "locomo", "longmemeval", "beam", "memoryagentbench",
-                      "longmemeval-v2"] = "lens"
+    protocol: ProtocolName = "lens"
     # A gold errata file (question id -> excluded or corrected answer, with a source).
     errata: Path | None = None
     # The protocol judge's prompts read from this file (the official repository's, e.g.
     # LongMemEval's src/evaluation/evaluate_qa.py) instead of lens's wording; its hash enters
     # the scoring condition.
     judge_prompt_file: Path | None = None
-
-    @field_validator("weights")
-    @classmethod
-    def _no_unweighted(cls, v: dict[str, float] | None) -> dict[str, float] | None:
-        # Checked here, not only when scoring, so that a run does not fail at its very end.
-        if v and (v.get("longitudinal_advantage") or 0) > 0:
-            raise ValueError(
-                "longitudinal_advantage must be 0: it rises when the control questions fail, "
-                "so it cannot be part of the composite; read it beside the composite instead, "
-                "and remove this weight")
-        return v
 
     def grader(self) -> str | None:
         """The grader asked for, None for "judge if there is one"."""
@@ -413,7 +404,7 @@ class RunConfig(_Section):
     @model_validator(mode="after")
     def _grader_has_a_judge(self) -> RunConfig:
         grader = self.scoring.grader()
-        if grader in ("judge", "both") and self.judge is None:
+        if grader in JUDGE_GRADERS and self.judge is None:
             raise ValueError(
                 f"scoring.fact_grader is {grader!r} but no judge is configured: add a judge "
                 "section (judge: {model: openai/gpt-4o-mini}) or set scoring.fact_grader: "
@@ -424,8 +415,8 @@ class RunConfig(_Section):
 class _NoAliasLoader(yaml.SafeLoader):
     """A safe loader that refuses anchors/aliases: they are the vector of 'billion laughs'."""
 
-    # types-PyYAML's signature is narrower than the loader's own; the arguments pass through.
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    # The arguments pass through to the loader's own method.
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]  # stubs narrower
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise ConfigError(

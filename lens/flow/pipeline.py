@@ -39,7 +39,6 @@ from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.composite import resolve_weights
 from lens.scoring.errata import load_errata
-from lens.scoring.extra_judges import score_extra_for_config
 from lens.scoring.judge_panel import with_prompts
 from lens.scoring.metrics import judge_only_metrics, question_metrics
 from lens.scoring.scorer import score_for_config
@@ -410,8 +409,8 @@ def execute(
             store.close()
             if config.scoring.enabled:
                 stage("scoring the answers")
+                # The primary judge, then the panel's other judges, under one plan.
                 await score_for_config(store.root, config, judge=judge)
-                await score_extra_for_config(store.root, config)
             return summary
         finally:
             if model is not None:

@@ -26,7 +26,8 @@ from lens.data.config import RunConfig, StoppingConfig
 from lens.data.dataset import Dataset
 from lens.report.groupstats import GroupScoring
 from lens.runs.store import EVENTS, MANIFEST, RunStore
-from lens.scoring.scorer import score_with_settings
+from lens.scoring.plan import plan_from_settings
+from lens.scoring.scorer import score
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats.sequential import block_order, family_verdicts, looked_at
 
@@ -161,10 +162,11 @@ class RunStopper:
         if not done or len(done) >= total or not looked_at(len(done), total, s.look_every):
             return False
         with tempfile.TemporaryDirectory(prefix="lens-look-") as tmp:
-            scores = await score_with_settings(
-                snapshot(self.store.root, Path(tmp)), self.config.scoring, None, None,
-                tiers={1}, fact_grader="matcher", dataset_path=self.config.dataset.path,
-                write=False, agent_model=self.config.agent.model)
+            plan = plan_from_settings(
+                self.config.scoring, None, None, tiers={1}, fact_grader="matcher",
+                dataset_path=self.config.dataset.path, target="none",
+                agent_model=self.config.agent.model)
+            scores = (await score(snapshot(self.store.root, Path(tmp)), plan)).scores
         metric = stopping_metric(s)
         values, used = block_differences(scores, self.arms, done, metric)
         if not used:

@@ -83,7 +83,8 @@ _LITELLM_TABLE = "model_prices_and_context_window_backup.json"
 def _litellm_price_table() -> dict[str, Any]:
     loaded = sys.modules.get("litellm")
     if loaded is not None and isinstance(getattr(loaded, "model_cost", None), dict):
-        return loaded.model_cost  # type: ignore[no-any-return]
+        table: dict[str, Any] = loaded.model_cost
+        return table
     spec = importlib.util.find_spec("litellm")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         path = Path(folder) / _LITELLM_TABLE

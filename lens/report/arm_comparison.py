@@ -21,9 +21,10 @@ from typing import Any, Final
 
 import numpy as np
 
+import lens.scoring.metrics as registry
 from lens.report.data import RETRIEVAL_COMPARED, QuestionRow, RunData, is_judge_metric
-from lens.report.estimates import DESIGN_PROXY, estimates, question_values, repeat_reducer
-from lens.report.groupstats import GROUP_METRICS, GroupScoring, paired_group
+from lens.report.estimates import estimates, question_values, repeat_reducer
+from lens.report.groupstats import GroupScoring, paired_group
 from lens.report.shapes import Comparison, ComparisonRow, EstimateOut, ManyArms
 from lens.stats import (
     TEST_RESAMPLES,
@@ -78,7 +79,7 @@ def arm_estimates(arm: Arm, metrics: Sequence[str], confidence: float = 0.95
 def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: Sequence[str],
                    rows_a: dict, rows_b: dict, confidence: float) -> dict[str, PairedResult]:
     """Paired group bootstrap for the composite and longitudinal_advantage."""
-    wanted = [m for m in metrics if m in GROUP_METRICS]
+    wanted = [m for m in metrics if m in registry.interval_group_metrics()]
     if not wanted or a.run.scores is None or b.run.scores is None:
         return {}
     pairs = [(rows_a[k].scores, rows_b[k].scores) for k in common
@@ -93,10 +94,10 @@ def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: 
 
 def _delta_design(a: Arm, b: Arm, metric: str, delta: Estimate) -> Estimate:
     """The effective n of a group statistic's difference, from the per-question differences
-    of the metric that stands for it (see ``lens.report.estimates.DESIGN_PROXY``)."""
+    of the metric that stands for it (``lens.scoring.metrics.design_proxy``)."""
     if delta.mean is None:
         return delta
-    for proxy in DESIGN_PROXY.get(metric, ()):
+    for proxy in registry.design_proxy(metric):
         ta, tb = _question_table(a, [proxy])[proxy], _question_table(b, [proxy])[proxy]
         keys = sorted(set(ta) & set(tb))
         if keys:
@@ -258,8 +259,7 @@ def compare_pairs(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
                 p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
-                # _verdict returns one of ComparisonRow's verdict names.
-                verdict=verdict,  # type: ignore[arg-type]
+                verdict=verdict,  # type: ignore[arg-type]  # _verdict gives a row's verdict
                 reason=reason, rule=rule,
                 family=CONFIRMATORY if res.metric == primary else EXPLORATORY,
             ))
@@ -308,7 +308,7 @@ def _scope_table(arms: Sequence[Arm], metric: str) -> np.ndarray:
 def scope_table(arms: Sequence[Arm], metric: str) -> tuple[list[str], np.ndarray]:
     """The scopes (sorted) and their (scopes, arms) means of a metric over the questions every
     arm has a value for (a group metric such as the composite is computed per scope)."""
-    if metric in GROUP_METRICS:
+    if metric in registry.interval_group_metrics():
         return _group_scope_table(arms, metric)
     tables = [_question_table(arm, [metric])[metric] for arm in arms]
     keys = sorted(set.intersection(*(set(t) for t in tables)))
@@ -329,7 +329,7 @@ def _group_scope_table(arms: Sequence[Arm], metric: str) -> tuple[list[str], np.
     scopes = sorted({k[0] for k in keys})
     out = np.full((len(scopes), len(arms)), np.nan)
     for j, arm in enumerate(arms):
-        how = GroupScoring.of(arm.run.scores)  # type: ignore[arg-type]
+        how = GroupScoring.of(arm.run.scores)  # type: ignore[arg-type]  # rows have scores
         for i, s in enumerate(scopes):
             value = how.point([rows[j][k] for k in keys if k[0] == s])[metric]
             out[i, j] = np.nan if value is None else value

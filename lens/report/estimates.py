@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import lens.scoring.metrics as registry
 from lens.core.errors import UserError
 from lens.report.data import QuestionRow, RunData
-from lens.report.groupstats import GROUP_METRICS, GroupScoring, group_estimates
+from lens.report.groupstats import GroupScoring, group_estimates
 from lens.stats import (
     Clustered,
     Estimate,
@@ -66,7 +66,7 @@ def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str],
     """Estimates of ``metrics`` over ``rows``; every seed comes from the data, never from a
     name."""
     out: dict[str, Estimate] = {}
-    wanted_group = [m for m in metrics if m in GROUP_METRICS]
+    wanted_group = [m for m in metrics if m in registry.interval_group_metrics()]
     reducer = repeat_reducer(run)
     if wanted_group and run.scores is not None:
         scored = [r.scores for r in rows if r.scores is not None]
@@ -78,19 +78,13 @@ def estimates(run: RunData, rows: Sequence[QuestionRow], metrics: Sequence[str],
     return out
 
 
-# The per-question metric whose scope correlation stands for a group statistic's: the
-# composite's own per-question values where the scorer gives them, else what it is made of.
-DESIGN_PROXY = {"composite": ("composite", "fact_recall", "answer_quality"),
-                 "longitudinal_advantage": ("fact_recall", "answer_quality")}
-
-
 def _with_design(est: Estimate, rows: Sequence[QuestionRow], metric: str,
                  reducer: str) -> Estimate:
     """A group statistic's effective n and ICC, from the per-question values it rests on (a
     group statistic has no per-question values of its own to estimate them from)."""
     if est.mean is None:
         return est
-    for proxy in DESIGN_PROXY.get(metric, ()):
+    for proxy in registry.design_proxy(metric):
         keys, vals, flips = question_values(rows, proxy, reducer)
         if vals:
             grouped = Clustered.of(vals, [k[0] for k in keys])
@@ -98,6 +92,11 @@ def _with_design(est: Estimate, rows: Sequence[QuestionRow], metric: str,
             return est.with_(icc=icc, n_eff=effective_n(est.n, grouped.k, icc),
                              flip_rate=flips)
     return est
+
+
+def _tier(metric: str) -> int | None:
+    spec = registry.get_metric(metric)
+    return spec.tier if spec is not None else None
 
 
 def report_metrics(run: RunData) -> list[str]:
@@ -108,9 +107,10 @@ def report_metrics(run: RunData) -> list[str]:
     if run.scores is None:
         return names
     defined = {k for q in run.scores.questions for k in q.metrics} - set(names)
+    grouped = registry.interval_group_metrics()
     names = names + [m for m in registry.report_order()
-                     if m in defined and m not in GROUP_METRICS]
-    # longitudinal_advantage is a tier-3 statistic: shown (maybe as unknown) when tier 3 ran.
-    extra = [m for m in GROUP_METRICS if m not in names
-             and (m != "longitudinal_advantage" or 3 in run.scores.tiers)]
+                     if m in defined and m not in grouped]
+    # A group metric is shown (maybe as unknown) when its tier ran; the composite always.
+    extra = [m for m in grouped if m not in names
+             and (m == registry.COMPOSITE or _tier(m) in run.scores.tiers)]
     return [*extra[:1], *names, *extra[1:]] if "composite" in extra else [*names, *extra]

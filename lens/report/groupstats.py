@@ -20,6 +20,7 @@ import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
 from lens.scoring.aggregate import aggregate_group
 from lens.scoring.composite import composite, resolve_weights
+from lens.scoring.differential import sides
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
@@ -35,8 +36,6 @@ from lens.stats import (
 )
 from lens.stats.resample import weight_chunks
 
-LA = "longitudinal_advantage"
-GROUP_METRICS = (registry.COMPOSITE, LA)
 GROUP_RESAMPLES = 2000
 
 
@@ -49,7 +48,6 @@ def _clipped(interval: tuple[float, float] | None, metric: str, paired: bool = F
     if paired:
         lo, hi = lo - hi, hi - lo
     return max(lo, interval[0]), min(hi, interval[1])
-_CONTROL = "null_hypothesis"
 
 
 @dataclass(frozen=True)
@@ -65,21 +63,12 @@ class GroupScoring:
         return cls(weights=resolve_weights(scores.weights or None, stored=True),
                    gate_threshold=scores.gate_threshold, tiers=frozenset(scores.tiers))
 
-    @property
-    def differential(self) -> bool:
-        return 3 in self.tiers
-
     def point(self, rows: Sequence[QuestionScores]) -> dict[str, float | None]:
         """The group statistics, and the metric means they rest on."""
         entry, _ = aggregate_group(rows, weights=self.weights, gate_threshold=self.gate_threshold,
                                    tiers=self.tiers)
-        return {m: entry.get(m) for m in (*GROUP_METRICS, *registry.question_metrics())}
-
-
-def _synthesis(question_type: str) -> bool:
-    from lens.data.dataset import SYNTHESIS_TYPES
-
-    return question_type in {t.value for t in SYNTHESIS_TYPES}
+        return {m: entry.get(m)
+                for m in (*registry.interval_group_metrics(), *registry.question_metrics())}
 
 
 class _Matrix:
@@ -100,12 +89,11 @@ class _Matrix:
                     vals[i, j] = float(v)
         self.defined = np.isfinite(vals)
         self.values = np.where(self.defined, vals, 0.0)
-        self.synth = answered & np.array([_synthesis(r.question_type) for r in rows])
-        self.control = answered & np.array([r.question_type == _CONTROL for r in rows])
-        controls = [r for r, c in zip(rows, self.control, strict=True) if c]
-        # The scorer's basis rule, fixed from the full sample so replicates measure one thing.
-        self.basis = ("fact_recall" if all(r.metrics.get("fact_recall") is not None
-                                           for r in controls) else "answer_quality")
+        # The answered synthesis and control questions (longitudinal_advantage's two sides).
+        self.synth, self.control = (np.array(side, dtype=bool) for side in sides(rows))
+        # Each metric's column, as a group metric's replicates read them.
+        self.columns = {m: self.values[:, j] for j, m in enumerate(self.metrics)}
+        self.defined_columns = {m: self.defined[:, j] for j, m in enumerate(self.metrics)}
 
     def means(self, w: np.ndarray) -> np.ndarray:
         """(replicates, metrics) weighted means; NaN where a metric has no defined value."""
@@ -113,22 +101,6 @@ class _Matrix:
         den = w @ self.defined.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-    def advantage(self, w: np.ndarray) -> np.ndarray:
-        """Synthesis minus control mean per replicate. A replicate that draws no question of
-        one side keeps that side at its full-sample mean, so every replicate computes the same
-        difference as the point estimate."""
-        j = self.metrics.index(self.basis)
-        col, ok = self.values[:, j], self.defined[:, j]
-        out = []
-        for mask in (self.synth, self.control):
-            m = (mask & ok).astype(float)
-            den = w @ m
-            full = float((col * m).sum() / m.sum()) if m.sum() > 0 else np.nan
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out.append(np.where(den > 0, (w @ (col * m)) / np.where(den > 0, den, 1),
-                                    full))
-        return out[0] - out[1]
 
 
 def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
@@ -143,8 +115,6 @@ def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
         if v is None:
             continue
         ok = np.isfinite(v)
-        if m == LA:
-            v = np.clip(v, 0.0, 1.0)
         num += np.where(ok, w * np.where(ok, v, 0.0), 0.0)
         den += np.where(ok, w, 0.0)
     gated = np.zeros(size, dtype=bool)
@@ -170,8 +140,6 @@ def _composite_reference(values: dict[str, np.ndarray], how: GroupScoring, b: in
 def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
                 point: dict[str, float | None] | None = None) -> dict[str, np.ndarray]:
     means = matrix.means(w)
-    la = (matrix.advantage(w) if how.differential and matrix.synth.any()
-          and matrix.control.any() else np.full(len(w), np.nan))
     values = {m: means[:, j] for j, m in enumerate(matrix.metrics)}
     # A replicate that draws no question a metric is defined on keeps that metric at its
     # full-sample value: otherwise it would renormalise the composite over other metrics and
@@ -180,7 +148,14 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
         full = (point or {}).get(m)
         if full is not None:
             values[m] = np.where(np.isfinite(v), v, full)
-    values[LA] = la
+    group: dict[str, np.ndarray] = {}
+    for spec in registry.group_metrics():
+        if spec.group_replicates is None:
+            continue
+        # Scored only when its tier was: otherwise it is unknown in every replicate.
+        group[spec.name] = values[spec.name] = (
+            spec.group_replicates(matrix.rows, matrix.columns, matrix.defined_columns, w)
+            if spec.tier in how.tiers else np.full(len(w), np.nan))
     share = (w @ matrix.answered.astype(float)) / np.maximum(w.sum(axis=1), 1e-12)
     comp = _composite_vectorised(values, how, len(w), share)
     # Spot-check the vectorised rule against the scorer's own function; should the scorer's
@@ -191,7 +166,7 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
             comp = np.array([_composite_reference(values, how, i, share)
                              for i in range(len(w))])
             break
-    return {registry.COMPOSITE: comp, LA: la}
+    return {registry.COMPOSITE: comp, **group}
 
 
 def rows_seed(rows: Sequence[QuestionScores]) -> bytes:
@@ -206,14 +181,14 @@ def _group_reps(matrices: Sequence[_Matrix], how: GroupScoring, clusters: Sequen
                 points: Sequence[dict[str, float | None]]) -> list[dict[str, np.ndarray]]:
     """The group statistics of each matrix over the same replicates, a chunk at a time; each
     matrix's point estimate fills the metrics a replicate draws no question for."""
-    parts: list[dict[str, list[np.ndarray]]] = [{m: [] for m in GROUP_METRICS}
-                                                for _ in matrices]
+    names = registry.interval_group_metrics()
+    parts: list[dict[str, list[np.ndarray]]] = [{m: [] for m in names} for _ in matrices]
     for w in weight_chunks(clusters, seed=seed, resamples=resamples, units=units):
         for out, matrix, point in zip(parts, matrices, points, strict=True):
             reps = _replicates(matrix, w, how, point)
-            for m in GROUP_METRICS:
+            for m in names:
                 out[m].append(reps[m])
-    return [{m: np.concatenate(p[m]) for m in GROUP_METRICS} for p in parts]
+    return [{m: np.concatenate(p[m]) for m in names} for p in parts]
 
 
 def _units(rows: Sequence[QuestionScores]) -> list[str]:
@@ -231,13 +206,13 @@ def group_estimates(
     point = how.point(rows)
     n = sum(1 for r in rows if is_scored(r.status))
     if n == 0:
-        return {m: unknown(0, "group-bootstrap") for m in GROUP_METRICS}
+        return {m: unknown(0, "group-bootstrap") for m in registry.interval_group_metrics()}
     clusters = [r.scope_id for r in rows]
     reps = _group_reps([_Matrix(rows)], how, clusters, _units(rows), rows_seed(rows),
                        resamples, [point])[0]
     k = len(set(clusters))
     out = {}
-    for m in GROUP_METRICS:
+    for m in registry.interval_group_metrics():
         mean = point[m]
         interval = (_clipped(percentile_interval(inflate(reps[m], mean, k, confidence),
                                                  confidence), m)
@@ -280,7 +255,7 @@ def paired_group(
                              _units(rows_a), seed, resamples, [pa, pb])
     out: dict[str, GroupPaired] = {}
     k = len(set(clusters))
-    for m in GROUP_METRICS:
+    for m in registry.interval_group_metrics():
         a, b = pa[m], pb[m]
         if n == 0 or a is None or b is None:
             out[m] = GroupPaired(m, n, a, b, unknown(n, "paired-group-bootstrap"), None)

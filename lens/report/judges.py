@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from itertools import combinations
 
+import lens.scoring.metrics as registry
+from lens.data.scoring_names import JUDGE_GRADERS
 from lens.report.data import QuestionRow, RunData, is_judge_metric
 from lens.report.estimates import estimates
 from lens.report.judge_shapes import JudgePanelOut, JudgeRange, PairAgreement
@@ -18,9 +20,6 @@ from lens.report.shapes import Comparison
 from lens.scoring.judge_panel import load_panel, verdict_units
 from lens.scoring.types import RunScores
 from lens.stats import agreement
-
-# Metrics that rest on the judge when it grades the facts (else the phrase matcher decides).
-_FACT_METRICS = ("fact_recall", "insight_depth")
 
 
 def with_scores(run: RunData, scores: RunScores) -> RunData:
@@ -41,8 +40,10 @@ def judge_views(run: RunData) -> tuple[dict[str, RunData], list[str]]:
 
 def judged_metrics(run: RunData, metrics: Sequence[str]) -> list[str]:
     """The metrics whose value rests on the judge."""
-    graded = bool(run.scores and run.scores.settings.get("fact_grader") in ("judge", "both"))
-    return [m for m in metrics if is_judge_metric(m) or (graded and m in _FACT_METRICS)]
+    graded = bool(run.scores and run.scores.settings.get("fact_grader") in JUDGE_GRADERS)
+    # A metric resting on the fact grades rests on the judge when it grades the facts.
+    fact_graded = registry.fact_graded_metrics()
+    return [m for m in metrics if is_judge_metric(m) or (graded and m in fact_graded)]
 
 
 def _differs(views: dict[str, RunData], metric: str) -> bool:

@@ -133,7 +133,8 @@ def memory_cost(run: RunData) -> dict[str, Any]:
             "memory_model": usage,
             "cost_per_question": {
                 "agent": agent_q, "memory": memory_q, "judge": judge_q,
-                "total": None if any(p is None for p in parts) else sum(parts),  # type: ignore[arg-type]
+                "total": (None if any(p is None for p in parts)
+                          else sum(p for p in parts if p is not None)),
             },
         }
     return {"adapters": out, "judge_note": judge_note}

@@ -44,9 +44,9 @@ def retrieval_summary(run: RunData) -> dict[str, dict[str, EstimateOut]]:
         for which in ("first", "best"):
             for name in metric_names():
                 ests[f"{which} {name}"] = _est(
-                    rows, lambda r, w=which, n=name: _detail(r)[w][n])  # type: ignore[index]
+                    rows, lambda r, w=which, n=name: (_detail(r) or {})[w][n])
         for title, key in FUNNEL:
-            ests[title] = _est(rows, lambda r, k=key: _detail(r)["funnel"][k])  # type: ignore[index]
+            ests[title] = _est(rows, lambda r, k=key: (_detail(r) or {})["funnel"][k])
         ests["facts stated"] = _est(rows, lambda r: r.metric("fact_recall"))
         out[label] = ests
     return out

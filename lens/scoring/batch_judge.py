@@ -430,11 +430,12 @@ def cost_table(run_dir: Path) -> dict[str, Any] | None:
                      b.get("failed"), b.get("cost_list_usd"), b.get("cost_batch_usd")])
     batch = [b.get("cost_batch_usd") for b in state.batches]
     full = [b.get("cost_list_usd") for b in state.batches]
-    known = all(c is not None for c in batch)
+    known = all(c is not None for c in [*batch, *full])
     rows.append(["total", "", sum(len(b.get("custom_ids", [])) for b in state.batches),
                  sum(b.get("succeeded") or 0 for b in state.batches),
                  sum(b.get("failed") or 0 for b in state.batches),
-                 sum(full) if known else None, sum(batch) if known else None])  # type: ignore[arg-type]
+                 sum(c for c in full if c is not None) if known else None,
+                 sum(c for c in batch if c is not None) if known else None])
     return {"title": f"judge cost through the Batch API ({1 - BATCH_DISCOUNT:.0%} discount)",
             "columns": ["batch", "status", "requests", "succeeded", "failed",
                         "cost at list price (USD)", "cost at batch price (USD)"],

@@ -19,19 +19,20 @@ local model alike.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, cast
 
+from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
 from lens.scoring.conclusion import conclusion_as_fact, conclusion_backed
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.offline_grader import FactGrade
 from lens.scoring.run_input import ScoringItem
 
-FactGrader = Literal["matcher", "local", "judge", "both"]
+FactGrader = FactGraderName
 # Matcher verdicts on a fact's value that no judge grade overrides.
 VETO_REASONS = frozenset({"figure missing", "date missing", "identifier missing", "denied",
                           "bare list", "about another subject"})
-GRADERS: tuple[str, ...] = get_args(FactGrader)
+GRADERS = FACT_GRADERS
 
 
 def offline_available() -> bool:
@@ -64,10 +65,10 @@ def resolve_grader(requested: str | None, has_judge: bool, *,
         return "local" if not model_free and offline_available() else "matcher"
     if requested not in GRADERS:
         raise ValueError(f"fact grader {requested!r}: use one of {', '.join(GRADERS)}")
-    if requested not in ("matcher", "local") and not has_judge:
+    if requested in JUDGE_GRADERS and not has_judge:
         raise ValueError(f"fact grader {requested!r} needs a judge model: configure a judge "
                          "(judge: model: …, or --judge MODEL) or use the matcher")
-    return requested  # type: ignore[return-value]  # a member of GRADERS, checked above
+    return cast(FactGrader, requested)  # a member of GRADERS, checked above
 
 
 def grade_tasks(item: ScoringItem) -> dict[str, JudgeTask]:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lens.core.redact import redact
 from lens.data.config import JudgeConfig
+from lens.data.scoring_names import JUDGE_GRADERS
 from lens.models.base import Completion, CompletionRequest, Message, ModelClient
 from lens.runs.store import atomic_write_text
 from lens.scoring.judge_prompts import JUDGE_ADDENDA, JUDGE_SYSTEM, JUDGE_SYSTEMS
@@ -182,7 +183,7 @@ def verdict_units(scores: RunScores) -> dict[tuple[str, str, str], str]:
                     if isinstance(c, dict) and c.get("final"):
                         out[(q.key, metric, str(c.get("label")))] = str(c["final"])
         facts = q.detail.get("fact_recall")
-        if isinstance(facts, dict) and facts.get("grader") in ("judge", "both"):
+        if isinstance(facts, dict) and facts.get("grader") in JUDGE_GRADERS:
             for f in facts.get("facts") or []:
                 if isinstance(f, dict) and f.get("grade"):
                     out[(q.key, "fact_grade", str(f.get("fact")))] = str(f["grade"])

@@ -19,15 +19,21 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import lens.scoring.mechanical as mechanical
 from lens.core import plugins
 from lens.core.errors import UserError
-from lens.scoring.differential import longitudinal_advantage
+from lens.scoring.differential import (
+    longitudinal_advantage,
+    longitudinal_advantage_replicates,
+)
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.run_input import ScoringItem
 from lens.scoring.types import QuestionScores
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["COMPOSITE", "MetricInput", "MetricSpec", "all_metrics", "get_metric",
            "register_metric", "unregister_metric"]
@@ -37,6 +43,13 @@ COMPOSITE = "composite"
 ENTRY_POINT_GROUP = plugins.METRICS
 
 Result = tuple[float | None, dict[str, Any]]
+# A group statistic's bootstrap replicates: (the group's rows, each per-question metric's column
+# of values and of definedness, the replicates' weights) -> one value per replicate.
+Replicates = Callable[[Sequence[QuestionScores], Mapping[str, "np.ndarray"],
+                       Mapping[str, "np.ndarray"], "np.ndarray"], "np.ndarray"]
+# The composite's per-question values where the scorer gives them, else what it is made of:
+# whose scope correlation stands for the composite's in a group statistic's design effect.
+COMPOSITE_DESIGN_PROXY = (COMPOSITE, "fact_recall", "answer_quality")
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,11 @@ class MetricSpec:
     after the judge's verdicts are in (it may read judged metrics from ``MetricInput.metrics``).
     ``aggregation`` is ``mean`` (a group's value is the mean over its answered questions where
     the metric is defined) or ``group`` (``group_compute(rows) -> (value, detail)`` over the
-    group's rows; scored when ``tier`` is). ``weight`` is its default weight in the composite;
+    group's rows; scored when ``tier`` is); ``group_replicates`` computes the same statistic
+    under bootstrap weights, for the report's intervals (None: the report gives it none), and
+    ``design_proxy`` names the per-question metrics whose scope correlation stands for its
+    own (the first one the run has). ``fact_graded``: its value rests on the fact grades, so a
+    judge that grades the facts moves it. ``weight`` is its default weight in the composite;
     ``unweighted`` (non-empty) says why it may never be weighted. ``gate``: the composite is 0
     when the metric is below the gate threshold. ``judged``: its value rests on an LLM judge, so
     reports compare differences against the judge's noise floor. ``headline``: the terminal
@@ -77,6 +94,9 @@ class MetricSpec:
     after_judge: bool = False
     aggregation: Literal["mean", "group"] = "mean"
     group_compute: Callable[[Sequence[QuestionScores]], Result] | None = None
+    group_replicates: Replicates | None = None
+    design_proxy: tuple[str, ...] = ()
+    fact_graded: bool = False
     higher_is_better: bool = True
     weight: float = 0.0
     unweighted: str = ""
@@ -129,6 +149,7 @@ _BUILTIN = (
     MetricSpec("fact_recall", 1,
                lambda m: mechanical.fact_recall(m.item, settings=m.matcher, analysis=m.analysis),
                weight=0.20, headline=True, title="facts", column=2, report_order=2,
+               fact_graded=True,
                description="share of the key facts the answer states as claims"),
     MetricSpec("citation_precision", 1,
                lambda m: mechanical.citation_precision(m.item, settings=m.matcher),
@@ -144,7 +165,7 @@ _BUILTIN = (
                column=6, report_order=1,
                description="the judge's pairwise preference against the canonical answer"),
     MetricSpec("insight_depth", 2, _insight, after_judge=True, weight=0.10, title="depth",
-               column=7, report_order=6,
+               column=7, report_order=6, fact_graded=True,
                description="fact credit times the share of two relevant sources cited"),
     MetricSpec("reasoning_quality", 2,
                lambda m: mechanical.reasoning_quality(m.item, m.analysis),
@@ -154,7 +175,10 @@ _BUILTIN = (
                report_order=8,
                description="the judge's pairwise preference on action_recommendation questions"),
     MetricSpec("longitudinal_advantage", 3, aggregation="group",
-               group_compute=longitudinal_advantage, judged=True, title="long.adv", column=9,
+               group_compute=longitudinal_advantage,
+               group_replicates=longitudinal_advantage_replicates,
+               design_proxy=("fact_recall", "answer_quality"), judged=True, title="long.adv",
+               column=9,
                bounds=(-1.0, 1.0),
                unweighted="longitudinal_advantage rises when the control questions fail, so it "
                           "cannot be part of the composite: read it beside the composite "
@@ -243,6 +267,26 @@ def question_metrics() -> tuple[str, ...]:
 def group_metrics() -> tuple[MetricSpec, ...]:
     """The metrics computed over a group's rows (aggregation ``group``)."""
     return tuple(s for s in all_metrics() if s.aggregation == "group")
+
+
+def interval_group_metrics() -> tuple[str, ...]:
+    """The statistics computed over a group that the report gives an interval from the group's
+    bootstrap: the composite, then every group metric with ``group_replicates``."""
+    return (COMPOSITE, *(s.name for s in group_metrics() if s.group_replicates is not None))
+
+
+def design_proxy(name: str) -> tuple[str, ...]:
+    """The per-question metrics whose scope correlation stands for a group statistic's
+    (``MetricSpec.design_proxy``; the composite's: :data:`COMPOSITE_DESIGN_PROXY`)."""
+    if name == COMPOSITE:
+        return COMPOSITE_DESIGN_PROXY
+    spec = get_metric(name)
+    return spec.design_proxy if spec is not None else ()
+
+
+def fact_graded_metrics() -> frozenset[str]:
+    """The metrics whose value rests on the fact grades (the judge's, when it grades facts)."""
+    return frozenset(s.name for s in all_metrics() if s.fact_graded)
 
 
 def metric_names() -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -31,7 +31,7 @@ import lens.view.pages as pages
 from lens.runs.store import MANIFEST
 from lens.view.files import MAX_FILE_BYTES, Unreadable, inside, read_bytes
 from lens.view.index import RunIndex
-from lens.view.jobs import Jobs
+from lens.view.jobs import Jobs, Piece
 from lens.view.query import QueryError, QuestionQuery, select
 from lens.view.sidebyside import (
     CompareQuery,
@@ -129,7 +129,7 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             return _json({"runs": items, "problems": problems})
         return _html(pages.run_list(items, str(folder), problems))
 
-    def report_piece(index: RunIndex) -> tuple[str, object]:
+    def report_piece(index: RunIndex) -> tuple[str, Piece]:
         job = "report:" + index.name
         return job, work.get(job, index.fingerprint(), fragments.report_fragment,
                              str(index.root), wait=len(index.rows) <= SMALL_RUN)
@@ -142,7 +142,7 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             # readable run.
             return _html(pages.run_page(index, None, ""))
         job, piece = report_piece(index)
-        return _html(pages.run_page(index, piece, job))  # type: ignore[arg-type]
+        return _html(pages.run_page(index, piece, job))
 
     def progress(request: Request) -> Response:
         return _json(pages.progress_data(runs.get(request.path_params["name"])))
@@ -222,7 +222,8 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             return Response(VIEW_CSS, media_type="text/css", headers=HEADERS)
         raise NotFound(request.url.path)
 
-    def threaded(fn):  # type: ignore[no-untyped-def]
+    def threaded(fn: Callable[[Request], Response]
+                 ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
                 return await run_in_threadpool(fn, request)

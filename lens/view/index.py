@@ -156,7 +156,7 @@ def _ts(value: object) -> float | None:
 
 def _int(value: object) -> int | None:
     try:
-        return int(value)  # type: ignore[call-overload]
+        return int(value)  # type: ignore[call-overload]  # any value: int() refusing it is caught
     except (TypeError, ValueError):
         return None
 
@@ -339,7 +339,7 @@ class RunIndex:
                 place: tuple[str, int | None, int | None] = (name, None, None)
                 shown = name
             else:
-                offset, length = int(offset), int(length)  # type: ignore[arg-type]
+                offset, length = int(offset), int(length)  # type: ignore[arg-type]  # caught below
                 if offset < 0 or length < 0:
                     raise ValueError("a negative offset or length")
                 raw = tail.read(offset, length)

@@ -3,20 +3,19 @@ all of them, through the real CLI; the choice is recorded as scoring.subset is."
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 import yaml
+from pydantic import ValidationError
 
-import lens.scoring.scorer as scorer
 from lens.data.config import JudgeConfig, ScoringConfig
 from lens.data.dataset import load_dataset
 from lens.runs.certification import Certification, QuestionCertificate, certification_path
+from lens.scoring.plan import plan_from_settings
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,37 +84,24 @@ def test_a_bad_subset_exits_2_with_one_message(run_dir: Path) -> None:
     assert (run_dir / "scores.json").read_bytes() == before
 
 
-def test_one_function_turns_scoring_settings_into_the_call(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``lens run`` (score_for_config) and ``lens score`` both go through score_with_settings:
-    the config's settings, each overridden by a flag given, in one place."""
-    calls: list[dict] = []
-
-    async def fake_score_run(run_dir: Path, **kw: object) -> None:
-        calls.append(kw)
-
-    monkeypatch.setattr(scorer, "score_run", fake_score_run)
+def test_one_plan_holds_the_scoring_settings() -> None:
+    """``lens run`` and ``lens score`` both build their plan with plan_from_settings: the
+    config's settings, each overridden by a flag given, in one place."""
     scoring = ScoringConfig(subset="certified", protocol="locomo", gate_threshold=0.4,
                             weights={"fact_recall": 0.5}, fact_grader="both")
     judge = JudgeConfig(model="scripted/policy", max_concurrency=3)
     client = object()
-    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
-                                judge=client))
-    # The offline grader is made per call (and closed after it); a run of no named agent may
-    # use the local model.
-    assert calls[-1].pop("model_free") is False and calls[-1].pop("offline") is not None
-    assert calls[-1] == {"judge": client, "tiers": {1, 2, 3}, "weights": {"fact_recall": 0.5},
-                         "gate_threshold": 0.4, "fact_grader": "both", "judge_concurrency": 3,
-                         "dataset_path": None, "run_finished": None, "protocol": "locomo",
-                         "errata": None, "subset": "certified", "write": True,
-                         "judge_prompt_file": None}
-    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
-                                judge=client, subset="all", protocol="lens", concurrency=7,
-                                fact_grader="judge"))
-    assert {k: calls[-1][k] for k in ("subset", "protocol", "judge_concurrency",
-                                      "fact_grader")} == {
-        "subset": "all", "protocol": "lens", "judge_concurrency": 7, "fact_grader": "judge"}
-    # Tier 1 calls no model: no judge client is made and the matcher decides.
-    anyio.run(functools.partial(scorer.score_with_settings, tmp_path, scoring, judge, None,
-                                tiers={1}))
-    assert calls[-1]["judge"] is None and calls[-1]["fact_grader"] == "matcher"
+    plan = plan_from_settings(scoring, judge, None, judge=client)
+    assert plan.judge is client and plan.tiers == {1, 2, 3}
+    assert plan.weights["fact_recall"] == 0.5 and plan.gate_threshold == 0.4
+    assert (plan.fact_grader, plan.judge_concurrency(), plan.protocol, plan.subset,
+            plan.errata, plan.target) == ("both", 3, "locomo", "certified", None, "scores")
+    plan = plan_from_settings(scoring, judge, None, judge=client,
+                              subset="all", protocol="lens", concurrency=7, fact_grader="judge")
+    assert (plan.subset, plan.protocol, plan.judge_concurrency(), plan.fact_grader) == (
+        "all", "lens", 7, "judge")
+    # Tier 1 calls no model: no judge is kept and the matcher decides.
+    plan = plan_from_settings(scoring, judge, None, tiers={1})
+    assert plan.judge is None and plan.judge_config is None and plan.fact_grader == "matcher"
+    with pytest.raises(ValidationError):
+        plan.subset = "certified"  # frozen: built once, then only read

@@ -235,8 +235,8 @@ def _row(detail: dict) -> object:
 def test_offline_grades_keep_the_matchers_rules() -> None:
     """The model's grades replace the matcher's, but a reversed conclusion still voids every
     fact, a value the matcher finds denied earns nothing, and an unbacked verdict no point."""
+    from lens.scoring.fact_credit import apply_offline as _apply_offline
     from lens.scoring.offline_grader import FactGrade
-    from lens.scoring.scorer import _apply_offline
 
     facts = [{"fact": "auth p99 latency: 531 ms", "matched": False, "reason": "denied"},
              {"fact": "the cache TTL cut caused the rise", "matched": False, "reason": "absent"}]

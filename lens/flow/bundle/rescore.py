@@ -1,18 +1,27 @@
-"""``lens score BUNDLE --judge MODEL``: re-judge a results bundle without its memory.
+"""A results bundle's copy to re-judge without its memory (``lens score BUNDLE --judge MODEL``).
 
 The bundle is verified first (a bundle that fails is not scored) and never changed: its run
 directory and dataset are unpacked into the output folder (default: beside the bundle,
-``<bundle name>.rescored/``), scored there as ``lens score`` scores a run, and reported.
+``<bundle name>.rescored/``), where ``lens score`` scores the run as it scores any run.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from lens.core.errors import UserError
 from lens.flow.bundle.verify import verify_bundle
+
+
+@dataclass(frozen=True)
+class RescoreCopy:
+    """The unpacked copy: its run directory, its dataset and the bundle's errata file (None
+    when the bundle holds none)."""
+
+    run_dir: Path
+    dataset: Path
+    errata: Path | None
 
 
 def default_out(bundle: Path) -> Path:
@@ -33,30 +42,19 @@ def unpack(files: dict[str, bytes], out: Path) -> None:
         target.write_bytes(data)
 
 
-def rescore_bundle(bundle: Path, args: argparse.Namespace,
-                   score: Callable[[argparse.Namespace], int]) -> int:
+def unpack_for_rescore(bundle: Path, out: Path | None) -> RescoreCopy:
+    """Verify ``bundle`` and unpack its run and dataset into ``out`` (default:
+    :func:`default_out`), which must not hold anything yet."""
     checked = verify_bundle(bundle)
     if not checked.ok or checked.manifest is None:
         raise UserError(f"{bundle}: the bundle does not verify, so it is not re-judged:\n  "
                         + "\n  ".join(checked.problems))
-    out = Path(args.out) if args.out is not None else default_out(bundle)
+    out = Path(out) if out is not None else default_out(bundle)
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: already exists and is not empty; remove it or name another "
                         "folder with --out DIR")
     out.mkdir(parents=True, exist_ok=True)
     unpack(checked.files, out)
-    m = checked.manifest
-    run_dir = out / "run"
-    dataset = out / m.dataset_file
     errata = sorted((out / "dataset" / "errata").glob("*"))
-    rescored = argparse.Namespace(**{**vars(args), "run_dir": run_dir, "dataset": dataset,
-                                     "out": None,
-                                     "errata": args.errata or (errata[0] if errata else None)})
-    status = score(rescored)
-    from lens.report import write_reports
-
-    paths = write_reports(run_dir)
-    print(f"re-judged copy of {bundle.name} (the bundle is unchanged): {run_dir}")
-    print(f"report: {paths.html}")
-    print(f"score it with another judge: lens score {run_dir} --judge MODEL --dataset {dataset}")
-    return status
+    return RescoreCopy(out / "run", out / checked.manifest.dataset_file,
+                       errata[0] if errata else None)

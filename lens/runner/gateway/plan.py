@@ -16,7 +16,8 @@ def gateway_options(cfg: AdapterConfig) -> GatewayOptions | None:
     if not wants_gateway(cls):
         return None
     options: Any = cls.Options
-    return options.model_validate(cfg.options)  # type: ignore[no-any-return]
+    validated: GatewayOptions = options.model_validate(cfg.options)
+    return validated
 
 
 def needs_gateway(config: RunConfig) -> bool:

@@ -201,7 +201,8 @@ class ModelGateway:
             return _error(401, "unknown or missing API key: use the key lens gave this unit "
                           "(GatewayAccess.api_key)", "invalid_request_error", "invalid_api_key")
         request[GRANT] = grant
-        return await handler(request)  # type: ignore[no-any-return]
+        response: web.StreamResponse = await handler(request)
+        return response
 
     async def _body(self, request: web.Request, shape: Any) -> Any:
         try:

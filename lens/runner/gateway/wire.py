@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec
+from lens.models.base import Completion, CompletionRequest, Message, Role, ToolCall, ToolSpec
 
 
 class WireError(ValueError):
@@ -72,7 +72,7 @@ class EmbeddingsBody(BaseModel):
         if isinstance(value, str):
             return [value]
         if all(isinstance(x, str) for x in value):
-            return list(value)  # type: ignore[arg-type]
+            return [str(x) for x in value]
         raise WireError("input: token ids are not supported by lens's model gateway; send text")
 
 
@@ -106,8 +106,8 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
     return calls
 
 
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
-          "tool": "tool", "function": "tool"}
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user",
+                           "assistant": "assistant", "tool": "tool", "function": "tool"}
 
 
 def _messages(raw: list[dict[str, Any]]) -> list[Message]:
@@ -119,7 +119,7 @@ def _messages(raw: list[dict[str, Any]]) -> list[Message]:
             raise WireError(f"{where}.role: {m.get('role')!r} is not one of "
                             f"{', '.join(sorted(_ROLES))}")
         out.append(Message(
-            role=role,  # type: ignore[arg-type]
+            role=role,
             content=_content(m.get("content"), where),
             tool_calls=_tool_calls(m.get("tool_calls"), where) if role == "assistant" else [],
             tool_call_id=m.get("tool_call_id") or (m.get("name") if role == "tool" else None),

@@ -10,7 +10,6 @@ are kept in the run's events by the same judge engine as lens's own
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,15 @@ from lens.core.errors import UserError
 from lens.data.dataset import Question
 from lens.models.base import ModelClient
 from lens.runs.condition import stable_hash
-from lens.runs.store import RunStore, atomic_write_text
+from lens.runs.store import RunStore
+from lens.scoring.condition import scoring_condition
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
 from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judge_prompts import INVALID
+from lens.scoring.plan import ScoringOutcome, ScoringPlan
 from lens.scoring.protocols.base import Protocol, ProtocolTask
 from lens.scoring.run_input import RunInput, ScoringItem
-from lens.scoring.types import SCORES_FILE, JudgeSummary, QuestionScores, RunScores
+from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 
 SECTION_FILE = Path("sections") / "protocol.json"
 _VALUES = {1.0: "correct", 0.0: "wrong"}
@@ -88,43 +89,45 @@ def _value(verdict: Verdict | None) -> float | None:
         return None
 
 
-async def score_protocol(run: RunInput, protocol: Protocol, *, judge: ModelClient | None,
-                         errata: Errata | None, judge_concurrency: int,
-                         condition: Any, write: bool, subset: str = "all",
-                         extra_notes: Sequence[str] = ()) -> RunScores:
-    """``condition`` is the scorer's ``scoring_condition`` function (kept there so that there
-    is one definition of what a scoring condition holds). ``subset`` names the questions the
-    scorer kept (``run.items`` holds only them); ``extra_notes`` say what it left out."""
+async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
+                         errata: Errata | None, notes: Sequence[str] = ()) -> ScoringOutcome:
+    """Score ``run`` under a published ``protocol``. ``plan.judge`` is the judge client (None:
+    the judged metrics are unknown); ``plan.subset`` names the questions the scorer kept
+    (``run.items`` holds only them) and ``notes`` say what it left out."""
     fixed: dict[tuple[str, str], Question | None] | None = None
     report: ErrataReport | None = None
     if errata is not None:
         fixed, report = apply_errata(run.dataset.questions, errata,
                                      dataset_id=run.dataset.dataset_id)
+    judge = plan.judge
     rows = _question_rows(run, protocol, fixed, judged=judge is not None)
     pj: ProtocolJudge | None = None
     verdicts: dict[str, Verdict] = {}
     if judge is not None:
-        pj = ProtocolJudge(judge, protocol, run.store, concurrency=judge_concurrency)
+        pj = ProtocolJudge(judge, protocol, run.store, concurrency=plan.judge_concurrency())
         verdicts = await pj.run(t for row in rows for t in row.tasks.values())
     model = pj.model if pj else None
     _apply_verdicts(rows, protocol, model, verdicts)
-    settings = _settings(protocol, errata, subset)
-    cond = condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
-                     settings=settings)
+    settings = _settings(protocol, errata, plan.subset)
+    cond = scoring_condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
+                             settings=settings)
     scores = RunScores(run_dir=str(run.run_dir), tiers=[1], questions=[r.scores for r in rows],
                        judge=_judge_summary(pj, verdicts, rows), weights={},
                        gate_threshold=0.0,
                        aggregates=_aggregates(protocol,
                                               [r for r in rows if r.question is not None]),
-                       notes=[*extra_notes, *_notes(protocol, model, report, pj, rows),
+                       notes=[*notes, *_notes(protocol, model, report, pj, rows),
                               *protocol.run_notes(run.manifest),
                               *protocol.score_notes(
                                   [(r.scores.detail["protocol"]["group"], r.scores.metrics)
                                    for r in rows if r.question is not None])],
                        settings=settings, condition=cond, condition_hash=stable_hash(cond))
-    if write:
-        _write(run, protocol, scores, report, pj)
-    return scores
+    event = {"protocol": protocol.name, "judge": pj.model if pj else None,
+             "new_judge_calls": pj.usage.calls if pj else 0,
+             "reused_verdicts": pj.usage.reused if pj else 0,
+             "failed_judge_calls": pj.usage.errors if pj else 0}
+    return ScoringOutcome(scores, event,
+                          {SECTION_FILE: protocol_section(protocol, scores, report)})
 
 
 def _question_rows(run: RunInput, protocol: Protocol,
@@ -219,20 +222,6 @@ def _settings(protocol: Protocol, errata: Errata | None, subset: str) -> dict[st
         # of every question keeps the hash it had before the subset was recorded.
         settings["subset"] = subset
     return settings
-
-
-def _write(run: RunInput, protocol: Protocol, scores: RunScores, report: ErrataReport | None,
-           pj: ProtocolJudge | None) -> None:
-    """scores.json, the protocol's report section and the scoring_done event."""
-    atomic_write_text(run.run_dir / SCORES_FILE, scores.model_dump_json(indent=1))
-    section = protocol_section(protocol, scores, report)
-    (run.run_dir / SECTION_FILE).parent.mkdir(exist_ok=True)
-    atomic_write_text(run.run_dir / SECTION_FILE, json.dumps(section, indent=1))
-    run.store.append_event("scoring_done", SCORES_FILE, protocol=protocol.name,
-                           judge=pj.model if pj else None,
-                           new_judge_calls=pj.usage.calls if pj else 0,
-                           reused_verdicts=pj.usage.reused if pj else 0,
-                           failed_judge_calls=pj.usage.errors if pj else 0)
 
 
 def _aggregates(protocol: Protocol, rows: list[_Row]
