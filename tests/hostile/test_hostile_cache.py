@@ -184,3 +184,26 @@ def test_huge_names_in_the_cache_are_cut(tmp_path: Path,
     out = lens("cache", "stats", "--path", str(path))
     assert out.returncode == 0, out.stderr
     assert len(out.stdout) < 5_000 and "characters cut" in out.stdout
+
+
+def test_lens_run_refuses_another_apps_db_as_its_cache(tmp_path: Path) -> None:
+    import yaml
+
+    from tests.core.helpers import make_dataset, write_json
+
+    path = tmp_path / "app.db"
+    before = other_app_db(path)
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(4,),
+                                                       questions_per_checkpoint=1))
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "c", "dataset": {"path": str(ds)}, "adapters": [{"name": "null"}],
+        # Never reached: the cache is opened (and refused) before the first call.
+        "agent": {"model": "openai/x", "base_url": "http://127.0.0.1:9/v1"},
+        "cache": {"path": str(path)}, "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "lens", "run", str(cfg), "--quiet"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 2, out
+    assert f"{path}: not a lens model cache" in out.stderr and "Traceback" not in out.stderr
+    assert path.read_bytes() == before
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
