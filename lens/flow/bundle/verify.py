@@ -3,9 +3,11 @@
 Every file is checked against the sha256 and size in ``BUNDLE.json`` (a changed, missing or
 added file is named), the manifest's digest against its file list, the required files against
 what is there, the bundled dataset's content hash against the one the run recorded, and the
-scores against the records they score. A bundle edited together with its ``BUNDLE.json``
-passes these checks: its digest then differs from the one published with the result, which
-``--digest`` compares.
+scores against the records they score, and every claim ``BUNDLE.json`` makes beside its file
+list against the hashed files: the run id, the lens version, the judges and the number of
+verdicts each rests on (the ``judge_verdict`` events of ``run/events.jsonl``). A bundle edited
+together with its ``BUNDLE.json`` passes the file checks: its digest then differs from the one
+published with the result, which ``--digest`` compares.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def _shown(value: object) -> str:
     return text if len(text) <= 120 else text[:120] + "…"
 
 
-def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: list[str],
+def _check_claims(manifest: BundleManifest, files: dict[str, bytes],
+                  recorded: dict[str, set[tuple[str, str]]], problems: list[str],
                   warnings: list[str]) -> None:
     """The claims ``BUNDLE.json`` makes beside its file list (run id, lens version, judges),
     each compared with the hashed files it stands for: an edited claim is named."""
@@ -147,9 +150,8 @@ def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: l
     if judges != manifest.judges:
         problems.append(f"{MANIFEST}: judges {_shown(manifest.judges)} are not the run's "
                         f"({_shown(judges)} from run/scores.json and run/judge_scores/)")
-    events = files.get("run/events.jsonl")
-    if events is not None:
-        _check_judge_events(panel, verdict_events(events), problems)
+    if "run/events.jsonl" in files:
+        _check_judge_events(panel, recorded, problems)
 
 
 def verdict_events(raw: bytes) -> dict[str, set[tuple[str, str]]]:
@@ -265,11 +267,12 @@ def verify_bundle(path: Path, digest: str | None = None) -> Verification:
         return Verification(None, top, files, problems)
     _check_files(manifest, files, problems)
     warnings: list[str] = []
-    _check_claims(manifest, files, problems, warnings)
+    recorded = verdict_events(files.get("run/events.jsonl", b""))
+    _check_claims(manifest, files, recorded, problems, warnings)
     _check_dataset(manifest, files, problems)
     _check_scores(files, problems)
     records = sum(1 for line in files.get("run/records.jsonl", b"").splitlines() if line.strip())
-    verdicts = {m: len(v) for m, v in verdict_events(files.get("run/events.jsonl", b"")).items()}
+    verdicts = {m: len(v) for m, v in recorded.items()}
     if digest is not None and digest.strip().lower() != manifest.digest:
         problems.append(f"{MANIFEST}: digest {manifest.digest} is not the published one "
                         f"({digest.strip()})")
