@@ -35,3 +35,24 @@ def test_a_20_mb_run_id_is_printed_cut(tmp_path: Path) -> None:
         assert HUGE[5000:5100] not in printed, args
         if args[0] == "compare":
             assert HUGE[:90] in printed and "characters cut" in printed
+
+
+def test_a_config_name_of_900_kb_runs_and_is_printed_cut(tmp_path: Path) -> None:
+    """The URL-password scan of the config was quadratic in a run of letters (this name took
+    minutes); the run's line names its folder, whose name is cut."""
+    import yaml
+
+    from tests.core.helpers import make_dataset, write_json
+
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(4,),
+                                                       questions_per_checkpoint=1))
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "n" * 900_000, "dataset": {"path": str(ds)}, "adapters": [{"name": "null"}],
+        "agent": {"model": "scripted/policy"}, "cache": {"enabled": False},
+        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+    proc = _lens("run", str(cfg), "--quiet")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert len(proc.stdout) + len(proc.stderr) < 20_000
+    (run,) = (tmp_path / "runs").iterdir()
+    assert len(run.name) < 255
