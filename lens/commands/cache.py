@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lens.core.errors import UserError
+from lens.core.errors import UserError, bounded
+from lens.core.visible import visible
 from lens.models.cache import ModelCache, default_cache_path
+
+_NAME_CHARS = 200
 
 
 def register(sub: Any) -> None:
@@ -44,21 +47,34 @@ def _path(args: argparse.Namespace) -> Path:
     return default_cache_path()
 
 
-def _open(path: Path) -> ModelCache:
+def _existing(path: Path) -> bool:
+    """Whether ``path`` holds a cache to act on; refuses (exit 2, the file untouched) a folder,
+    a special file or a file that is not lens's cache."""
     if path.is_dir():
         raise UserError(f"{path}: is a folder; give the cache file (e.g. {path}/models.sqlite)")
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a regular file; give the cache file")
     try:
-        return ModelCache(path)
+        return ModelCache.kind(path) not in ("new", "empty")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot open the model cache: {exc}") from None
+
+
+def _open(path: Path, *, read_only: bool) -> ModelCache:
+    try:
+        return ModelCache(path, read_only=read_only)
+    except UserError:
+        raise
     except Exception as exc:  # sqlite3.DatabaseError and OS errors alike
         raise UserError(f"{path}: cannot open the model cache: {exc}") from None
 
 
 def _stats(args: argparse.Namespace) -> int:
     path = _path(args)
-    if not path.exists():
+    if not _existing(path):
         print(f"{path}: no cache yet (0 entries)")
         return 0
-    cache = _open(path)
+    cache = _open(path, read_only=True)
     try:
         stats = cache.stats()
     finally:
@@ -69,23 +85,28 @@ def _stats(args: argparse.Namespace) -> int:
     print(f"cache: {stats['path']}")
     print(f"entries: {stats['entries']}   on disk: {stats['bytes_on_disk'] / 1e6:.2f} MB")
     for m in stats["models"]:
-        print(f"  {m['model']:<48} {m['entries']:>8} entries")
+        print(f"  {_shown(m['model']):<48} {m['entries']:>8} entries")
     if stats["runs"]:
         print("runs (most recent first):")
         for r in stats["runs"][:20]:
             total = r["hits"] + r["misses"]
             rate = f"{100 * r['hits'] / total:.0f}%" if total else "n/a"
-            print(f"  {r['run_id']:<48} hits {r['hits']:>6}  misses {r['misses']:>6}  "
+            print(f"  {_shown(r['run_id']):<48} hits {r['hits']:>6}  misses {r['misses']:>6}  "
                   f"hit rate {rate}")
     return 0
 
 
+def _shown(name: str) -> str:
+    # Names come from the file: a control character is shown, a huge one is cut.
+    return visible(bounded(name, _NAME_CHARS))
+
+
 def _clear(args: argparse.Namespace) -> int:
     path = _path(args)
-    if not path.exists():
+    if not _existing(path):
         print(f"{path}: no cache; nothing to clear")
         return 0
-    cache = _open(path)
+    cache = _open(path, read_only=False)
     try:
         n = cache.clear(args.model)
     finally:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from lens.core.errors import MAX_MESSAGE_CHARS, MAX_PROBLEMS_SHOWN, bounded
 from lens.core.visible import visible
 from lens.flow.bundle.verify import verify_bundle
 
@@ -24,12 +25,24 @@ def _verify(args: argparse.Namespace) -> int:
     result = verify_bundle(args.bundle, args.digest)
     m = result.manifest
     if result.ok and m is not None:
-        print(f"bundle OK: run {visible(m.run_id)}, {len(m.files)} files, dataset hash "
-              f"{(m.dataset_hash or 'unknown')[:16]}…, judges: "
-              f"{', '.join(visible(j) for j in m.judges) or 'none'}")
+        judges = ", ".join(f"{_shown(j)} ({result.verdicts.get(j, 0)} verdicts)"
+                           for j in m.judges) or "none"
+        print(f"bundle OK: run {_shown(m.run_id)}, {len(m.files)} files, {result.records} "
+              f"question records, dataset hash {(m.dataset_hash or 'unknown')[:16]}…, "
+              f"judges: {judges}")
         print(f"digest: {m.digest}")
+        for warning in result.warnings:
+            print(f"warning: {_shown(warning, MAX_MESSAGE_CHARS)}")
         return 0
-    print(f"bundle FAILED: {len(result.problems)} problem(s) in {visible(str(args.bundle))}")
-    for problem in result.problems:
-        print(f"  {visible(problem)}")
+    print(f"bundle FAILED: {len(result.problems)} problem(s) in {_shown(str(args.bundle))}")
+    for problem in result.problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"  {_shown(problem, MAX_MESSAGE_CHARS)}")
+    if len(result.problems) > MAX_PROBLEMS_SHOWN:
+        print(f"  … and {len(result.problems) - MAX_PROBLEMS_SHOWN} more")
     return 1
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    # Everything printed comes from the archive: a control character is shown, a 20 MB run id
+    # is cut in the middle.
+    return visible(bounded(text, limit))

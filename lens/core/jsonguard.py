@@ -28,6 +28,10 @@ MAX_TOKEN_BYTES = 32 * 1024 * 1024
 _STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S)
 # The rest of a bare token (number, true, false, null) at a chunk's end.
 _BARE_REST = re.compile(rb'[^\s\[\]{},:"]*+')
+# Every escape of a chunk (whole strings only, so each backslash starts an escape or is
+# escaped): a surrogate pair whole, a high or a low surrogate alone, or any other escape.
+_ESCAPES = re.compile(rb'\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})'
+                      rb'|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)', re.S)
 # A string, or a bracket: what depth counting sees of a document.
 _DEPTH_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.S)
 
@@ -80,18 +84,33 @@ def loads_guarded(data: bytes | str, *, what: str, max_bytes: int | None = None,
         raise JsonRefused(too_deep_message(max_depth)) from None
 
 
+def lone_surrogate_message(escape: str, at: int) -> str:
+    return (f"a lone surrogate escape \\{escape} at byte {at}: half of a UTF-16 pair, not a "
+            "character (UTF-8 cannot hold it); replace it with the character meant or remove "
+            "it")
+
+
 class TokenChunks:
     """A binary file handed to ijson in chunks of about :data:`STREAM_BUFFER` bytes that never
     end inside a string or number. yajl re-reads a token cut by a chunk's end from its start
     each time more arrives, so a string spread over n small chunks costs n times its length;
     whole tokens in a chunk keep the parse linear, while the small chunks keep bracket floods
-    cheap. A token over ``max_token`` bytes raises :class:`JsonRefused`."""
+    cheap. A token over ``max_token`` bytes raises :class:`JsonRefused`.
 
-    def __init__(self, fh: IO[bytes], max_token: int = MAX_TOKEN_BYTES) -> None:
+    With ``refuse_lone_surrogates``, a ``\\uD800``–``\\uDFFF`` escape outside a surrogate
+    pair (no character; yajl reads it as ``?`` where a whole-file reader refuses it) is handed
+    on as an invalid escape, so the parser stops at that very string, and
+    :attr:`lone_surrogate` says what it was."""
+
+    def __init__(self, fh: IO[bytes], max_token: int = MAX_TOKEN_BYTES, *,
+                 refuse_lone_surrogates: bool = False) -> None:
         self._fh = fh
         self._buf = b""
         self._eof = False
         self._max_token = max_token
+        self._surrogates = refuse_lone_surrogates
+        self._offset = 0  # bytes handed to the parser so far
+        self.lone_surrogate: str | None = None
 
     def _fill(self, size: int) -> bool:
         """Have at least ``size`` bytes buffered (fewer only at the end of the file)."""
@@ -135,4 +154,16 @@ class TokenChunks:
         if end and self._fill(end + 1):
             end = self._end_of(end, _BARE_REST, "number or word")
         chunk, self._buf = self._buf[:end], self._buf[end:]
+        if self._surrogates and self.lone_surrogate is None and b"\\" in chunk:
+            chunk = self._break_lone_surrogate(chunk)
+        self._offset += len(chunk)
+        return chunk
+
+    def _break_lone_surrogate(self, chunk: bytes) -> bytes:
+        for m in _ESCAPES.finditer(chunk):
+            if m.group(2) is not None:
+                self.lone_surrogate = lone_surrogate_message(m.group(2).decode("ascii"),
+                                                             self._offset + m.start())
+                # "\X" is no JSON escape: the parser fails inside this string.
+                return chunk[:m.start() + 1] + b"X" + chunk[m.start() + 2:]
         return chunk

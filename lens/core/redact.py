@@ -23,7 +23,11 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 # scheme://user:password@host → the password part.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@/\s]+)(?=@)",
+# A match starts where a run of scheme characters starts (``lead``: those before its first
+# letter): tried from every position instead, a long run of letters is read to its end from
+# each (quadratic: a 1 MB name in a config took minutes).
+_URL_PASSWORD = re.compile(r"(?<![a-z0-9+.-])(?P<lead>[0-9+.-]*)"
+                           r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@/\s]+)(?=@)",
                            re.IGNORECASE)
 # Environment variables whose values are scrubbed even when no config names them: a run's
 # libraries may read them on their own (OPENAI_API_KEY, HF_TOKEN, ...).
@@ -36,7 +40,7 @@ MASK = "***"
 
 
 def redact_text(text: str) -> str:
-    return _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+    return _URL_PASSWORD.sub(lambda m: m.group("lead") + m.group("head") + MASK, text)
 
 
 def redact(value: Any) -> Any:

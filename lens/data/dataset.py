@@ -451,6 +451,10 @@ def _validation_problems(exc: ValidationError, file: str,
             msg = "required field is missing"
         elif err["type"] == "enum":
             msg = f"{msg} (got {err.get('input')!r})"
+        elif err["type"] == "string_unicode":
+            msg = ("holds a lone surrogate escape (\\uD800 to \\uDFFF outside a pair): half "
+                   "of a UTF-16 pair, not a character (UTF-8 cannot hold it); replace it with "
+                   "the character meant or remove it")
         problems.append(Problem(file, json_path((*at, *err["loc"])),
                                 msg.removeprefix("Value error, ")))
     return problems
@@ -620,7 +624,8 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
         if fh.read(3) != b"\xef\xbb\xbf":
             fh.seek(0)
         try:
-            for prefix, event, value in ijson.parse(TokenChunks(fh), use_float=True,
+            chunks = TokenChunks(fh, refuse_lone_surrogates=True)
+            for prefix, event, value in ijson.parse(chunks, use_float=True,
                                                     buf_size=STREAM_BUFFER):
                 if event in ("start_map", "start_array"):
                     depth += 1
@@ -675,8 +680,6 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
                 else:
                     raise _StreamProblem(("scopes", read),
                                          "must be an object with scope_id and episodes")
-        except JsonRefused as exc:
-            raise DatasetError(f"{path}: {exc}") from None
         except (_Refused, ijson.JSONError, UnicodeDecodeError) as exc:
             if builder is not None:
                 where = builder.where(base)
@@ -689,12 +692,16 @@ def _stream(path: Path, on_scope: Callable[[Scope], None] | None = None) -> Data
                 raise DatasetError(f"{path}: {exc}") from None
             if isinstance(exc, _Refused):
                 raise _StreamProblem(where, str(exc)) from None
+            if chunks.lone_surrogate is not None and isinstance(exc, ijson.JSONError):
+                raise _StreamProblem(where, chunks.lone_surrogate) from None
             if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
                 raise _StreamProblem(where, "not UTF-8 text here; re-save the file as UTF-8"
                                      ) from None
             raise _StreamProblem(where, f"invalid JSON in or after this value "
                                  f"({_json_message(exc)}); repair the file or export it "
                                  "again") from None
+        except JsonRefused as exc:
+            raise DatasetError(f"{path}: {exc}") from None
     try:
         return Dataset.model_validate(top)
     except ValidationError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Role = Literal["system", "user", "assistant", "tool"]
 CallRole = Literal["agent", "judge", "adapter"]
@@ -109,10 +109,22 @@ class Usage(BaseModel):
     # are priced at the cache's own rates.
     cached_prompt_tokens: int = 0
     cache_write_tokens: int = 0
+    # The counts the provider sent unreadable (a string, a negative number): each is the most
+    # the call can have used (see lens.models.openai_backend), so budgets and cost caps still
+    # bite; empty when every count was reported.
+    unknown: list[str] = Field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @model_serializer(mode="wrap")
+    def _reported_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when something is unknown: cached and recorded usage stays as it was.
+        data: dict[str, Any] = handler(self)
+        if not data.get("unknown"):
+            data.pop("unknown", None)
+        return data
 
 
 class Completion(BaseModel):

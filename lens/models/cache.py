@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lens.core.errors import UserError
 from lens.core.redact import scrub
 from lens.models.base import Completion, CompletionRequest
 
@@ -85,20 +86,106 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-class ModelCache:
-    """One SQLite file shared by concurrent calls (and processes: WAL plus a busy timeout)."""
+# lens's mark on its own cache file: SQLite's ``application_id`` header field ("LENS") and the
+# cache schema's version in ``user_version``, both set when lens creates the file. A file without
+# them is not written to unless its tables are exactly those of a cache made before the mark.
+APPLICATION_ID = 0x4C454E53
+SCHEMA_VERSION = 1
+_TABLES = {
+    "completions": ["key", "provider", "model", "created", "completion"],
+    "runs": ["run_id", "hits", "misses", "updated"],
+}
 
-    def __init__(self, path: Path | str) -> None:
+
+class NotLensCache(UserError):
+    """A file that is not lens's model cache, given where one was expected; left unchanged."""
+
+
+def _refusal(path: Path, why: str) -> NotLensCache:
+    return NotLensCache(
+        f"{path}: not a lens model cache ({why}); lens reads and writes only a cache file it "
+        "created. Give the path of a lens cache, or a path where none exists yet to start one "
+        "(`--path`, or `cache.path` in the run config)")
+
+
+def _inspect(path: Path) -> str:
+    """``"lens"`` for a file carrying lens's mark, ``"unmarked"`` for a cache lens made before
+    the mark (exactly its two tables and their columns); raises :class:`NotLensCache` for
+    anything else; ``"empty"`` for a file of no bytes, which SQLite reads as a database without
+    tables (another process may have just created it). Reads the file read-only, so a refused
+    file is left byte-identical."""
+    if path.stat().st_size == 0:
+        return "empty"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise _refusal(path, f"cannot open it read-only: {exc}") from None
+    try:
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {name: [c[1] for c in db.execute(f'PRAGMA table_info("{name}")')]
+                  for (name,) in db.execute(
+                      "SELECT name FROM sqlite_master WHERE type = 'table' "
+                      "AND name NOT LIKE 'sqlite_%'")}
+    except sqlite3.DatabaseError as exc:
+        raise _refusal(path, f"not an SQLite database: {exc}") from None
+    finally:
+        db.close()
+    if app_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise NotLensCache(f"{path}: a lens model cache of schema version {version}, newer "
+                               f"than this lens reads ({SCHEMA_VERSION}); upgrade lens")
+        return "lens"
+    if app_id != 0:
+        raise _refusal(path, f"it belongs to another application: SQLite application_id "
+                             f"{app_id:#010x}")
+    if tables == _TABLES and version == 0:
+        return "unmarked"
+    found = ", ".join(sorted(tables)) or "none"
+    raise _refusal(path, f"no lens mark, and its tables ({found}) are not a lens cache's")
+
+
+def _stamp(db: sqlite3.Connection) -> None:
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+class ModelCache:
+    """One SQLite file shared by concurrent calls (and processes: WAL plus a busy timeout).
+
+    Opens only lens's own cache (see :data:`APPLICATION_ID`): a missing file is created and
+    marked, a cache from before the mark is marked when opened for writing, anything else raises
+    :class:`NotLensCache` before a byte of it changes. ``read_only`` opens without writing
+    (``lens cache stats``)."""
+
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        kind = self.kind(self.path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
-                                   isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        if read_only:
+            if kind in ("new", "empty"):
+                raise FileNotFoundError(f"{self.path}: no cache yet")
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                       check_same_thread=False, timeout=30.0,
+                                       isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
+                                       isolation_level=None)
+            if kind != "lens":
+                _stamp(self._db)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
         self.hits = 0
         self.misses = 0
+
+    @staticmethod
+    def kind(path: Path) -> str:
+        """What is at ``path``: ``"new"`` (nothing), ``"empty"`` (a file of no bytes),
+        ``"lens"`` or ``"unmarked"`` (a cache from before the mark); raises
+        :class:`NotLensCache` for anything else, reading nothing but the file's own tables."""
+        return _inspect(path) if path.exists() else "new"
 
     def get(self, key: str) -> Completion | None:
         with self._lock:

@@ -23,6 +23,7 @@ from typing import Any
 import openai
 
 from lens.core.errors import ConfigError, unknown_options
+from lens.core.logs import get_logger
 from lens.core.tokens import estimate_tokens
 from lens.data.config import ModelConfig
 from lens.models import rate_headers
@@ -37,6 +38,8 @@ TRANSPORTS = ("aiohttp", "sdk")
 # Transports lens had before, refused with the reason rather than as unknown words.
 _REMOVED_TRANSPORTS = {"http": "lens's own HTTP/1.1 client was removed; aiohttp (the default) "
                                "replaces it"}
+log = get_logger("lens.models")
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_HOSTS = frozenset({"api.openai.com"})
 # A usage count above this is not a count of one call's tokens but a broken or hostile server.
@@ -325,41 +328,78 @@ def _arguments_text(args: Any) -> str:
         return '"arguments nested too deeply to encode"'
 
 
-def _token_count(value: Any, field: str, label: str) -> int:
-    """A usage count as a provider must send it: a whole, non-negative JSON number. Anything
-    else (a string, a negative or absurd number) is refused rather than guessed: metering and
-    budgets rest on these numbers."""
+def _readable_count(value: Any) -> int | None:
+    """A usage count as a provider must send it (a whole, non-negative JSON number), or None."""
     ok = (not isinstance(value, bool) and isinstance(value, int | float)
           and math.isfinite(value) and 0 <= value <= MAX_USAGE_TOKENS and value == int(value))
-    if not ok:
-        raise ProviderError(f"{label}: malformed response: usage.{field} is {str(value)[:40]!r}, "
-                            "not a count of tokens", retryable=True)
-    return int(value)
+    return int(value) if ok else None
 
 
-def _usage(raw: Mapping[str, Any], label: str) -> Usage:
-    completion = raw.get("completion_tokens")
-    return Usage(prompt_tokens=_token_count(raw.get("prompt_tokens"), "prompt_tokens", label),
-                 completion_tokens=0 if completion is None else
-                 _token_count(completion, "completion_tokens", label))
+def prompt_bound(request: CompletionRequest) -> int:
+    """The most prompt tokens ``request`` can have cost: its bytes (messages, tool calls and
+    tool schemas), since no tokenizer lens speaks to makes a token of less than a byte."""
+    size = sum(len(m.content.encode("utf-8")) for m in request.messages)
+    size += sum(len(c.arguments.encode("utf-8")) + len(c.name.encode("utf-8"))
+                for m in request.messages for c in m.tool_calls)
+    size += sum(len(t.model_dump_json().encode("utf-8")) for t in request.tools)
+    return max(1, size)
 
 
-def _with_prompt_cache(tokens: Usage, raw: Mapping[str, Any], label: str) -> Usage:
-    """``tokens`` with the prompt-cache counts the provider reported: OpenAI's
+def completion_bound(request: CompletionRequest, text: str, calls: list[ToolCall]) -> int:
+    """The most completion tokens the reply can have cost: the request's ``max_tokens`` (its
+    limit), else the reply's bytes."""
+    if request.max_tokens:
+        return request.max_tokens
+    return max(1, len(text.encode("utf-8")) + sum(len(c.arguments.encode("utf-8"))
+                                                  for c in calls))
+
+
+def _usage(raw: Mapping[str, Any], label: str, request: CompletionRequest, text: str,
+           calls: list[ToolCall]) -> Usage:
+    """The reply's usage block read as lens meters it. A count that is not a count (a string,
+    a negative or absurd number) is neither guessed low nor a reason to throw the paid answer
+    away: it is recorded as unknown and charged at the most the call can have cost
+    (:func:`prompt_bound`, :func:`completion_bound`), so budgets and cost caps still hold."""
+    unknown: list[str] = []
+    prompt = _readable_count(raw.get("prompt_tokens"))
+    if prompt is None:
+        unknown.append("prompt_tokens")
+        prompt = prompt_bound(request)
+    completion_raw = raw.get("completion_tokens")
+    completion = 0 if completion_raw is None else _readable_count(completion_raw)
+    if completion is None:
+        unknown.append("completion_tokens")
+        completion = completion_bound(request, text, calls)
+    read_n, write_n = _cache_counts(raw, unknown)
+    if read_n + write_n > prompt:
+        unknown.append("cached_tokens")
+        read_n = write_n = 0  # charged as uncached, the dearer reading
+    if unknown:
+        log.warning("a model reply's usage block is unreadable: the counts are recorded as "
+                    "unknown and charged at the most the call can have cost", model=label,
+                    unknown=unknown, usage=str(dict(raw))[:300])
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 cached_prompt_tokens=read_n, cache_write_tokens=write_n, unknown=unknown)
+
+
+def _cache_counts(raw: Mapping[str, Any], unknown: list[str]) -> tuple[int, int]:
+    """The prompt-cache counts the provider reported: OpenAI's
     ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens`` and
-    ``cache_creation_input_tokens`` (as litellm passes them on, counted within prompt_tokens)."""
+    ``cache_creation_input_tokens`` (as litellm passes them on, counted within prompt_tokens);
+    an unreadable one counts 0 (charged as uncached) and is named in ``unknown``."""
     details = raw.get("prompt_tokens_details")
     read = details.get("cached_tokens") if isinstance(details, Mapping) else None
     if read is None:
         read = raw.get("cache_read_input_tokens")
     write = raw.get("cache_creation_input_tokens")
-    read_n = 0 if read is None else _token_count(read, "cached_tokens", label)
-    write_n = 0 if write is None else _token_count(write, "cache_creation_input_tokens", label)
-    if read_n + write_n > tokens.prompt_tokens:
-        raise ProviderError(f"{label}: malformed response: {read_n + write_n} cached prompt "
-                            f"tokens out of {tokens.prompt_tokens}", retryable=True)
-    return tokens.model_copy(update={"cached_prompt_tokens": read_n,
-                                     "cache_write_tokens": write_n})
+    counts = []
+    for name, value in (("cached_tokens", read), ("cache_creation_input_tokens", write)):
+        n = 0 if value is None else _readable_count(value)
+        if n is None:
+            unknown.append(name)
+            n = 0
+        counts.append(n)
+    return counts[0], counts[1]
 
 
 def _usage_mapping(usage: Any) -> dict[str, Any]:
@@ -404,7 +444,7 @@ def _reply_to_completion(data: dict[str, Any], request: CompletionRequest,
                                 retryable=True) from None
     usage = data.get("usage")
     if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
-        tokens = _with_prompt_cache(_usage(usage, label), usage, label)
+        tokens = _usage(usage, label, request, text, calls)
     else:
         tokens = _estimated_usage(request, text, calls)
     finish = choice.get("finish_reason")
@@ -441,8 +481,8 @@ def _to_completion(response: Any, request: CompletionRequest, label: str) -> Com
     usage = getattr(response, "usage", None)
     if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
         tokens = _usage({"prompt_tokens": usage.prompt_tokens,
-                         "completion_tokens": getattr(usage, "completion_tokens", None)}, label)
-        tokens = _with_prompt_cache(tokens, _usage_mapping(usage), label)
+                         "completion_tokens": getattr(usage, "completion_tokens", None),
+                         **_usage_mapping(usage)}, label, request, text, calls)
     else:
         tokens = _estimated_usage(request, text, calls)
     return Completion(text=text, tool_calls=calls, usage=tokens,

@@ -34,6 +34,9 @@ class UsageTotals:
     unknown_cost_calls: int = 0
     # Replies cut at max_tokens: a cut reply is usually broken JSON or a tool call never made.
     truncated: int = 0
+    # Replies whose usage block was unreadable: their tokens are counted at the most the call
+    # can have cost (lens.models.base.Usage.unknown).
+    unknown_usage_calls: int = 0
 
     @property
     def cost_usd(self) -> float | None:
@@ -51,6 +54,8 @@ class UsageTotals:
             self.cache_hits += 1
         if completion.finish_reason == "length":
             self.truncated += 1
+        if completion.usage.unknown:
+            self.unknown_usage_calls += 1
         if completion.cost_usd is None:
             self.unknown_cost_calls += 1
         else:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 import lens.scoring.metrics as registry
-from lens.core.errors import UserError
+from lens.core.errors import UserError, bounded
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.types import QuestionScores, RunScores
@@ -30,6 +30,9 @@ def is_judge_metric(name: str) -> bool:
     composite): a difference smaller than the judge's own position-swap disagreement cannot be
     told from judge noise."""
     return name in registry.judged_metrics() or "judge" in name
+
+
+MAX_RUN_ID_SHOWN = 200
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,9 @@ class RunData:
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest.get("run_id") or self.root.name)
+        # Shown in every report, checklist line and comparison table: a manifest's id of
+        # megabytes is cut in the middle (ids lens writes are a few dozen characters).
+        return bounded(str(self.manifest.get("run_id") or self.root.name), MAX_RUN_ID_SHOWN)
 
     @property
     def condition(self) -> dict[str, Any]:

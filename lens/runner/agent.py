@@ -253,6 +253,7 @@ class _Session:
             completion_tokens=completion.usage.completion_tokens,
             latency_s=completion.latency_s, retries=completion.retries,
             cached=completion.cached, cost_usd=completion.cost_usd,
+            usage_unknown=completion.usage.unknown,
         ))
         return completion
 

@@ -92,7 +92,8 @@ class FixedReader:
                     prompt_tokens=completion.usage.prompt_tokens,
                     completion_tokens=completion.usage.completion_tokens,
                     latency_s=completion.latency_s, retries=completion.retries,
-                    cached=completion.cached, cost_usd=completion.cost_usd))
+                    cached=completion.cached, cost_usd=completion.cost_usd,
+                    usage_unknown=completion.usage.unknown))
                 if not answer:
                     stop = "empty_answer"
         return AgentResult(answer=answer, cited_refs=extract_citations(answer),

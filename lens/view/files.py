@@ -9,13 +9,12 @@ the viewer shows as the run's problem.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from lens.data.dataset import MAX_JSON_DEPTH
+from lens.core.jsonguard import JsonRefused, loads_guarded
 
 # The largest file the viewer reads whole (manifest.json, scores.json, one record): a
 # scores.json of 100,000 questions is tens of megabytes.
@@ -68,34 +67,15 @@ def read_bytes(path: Path, offset: int = 0, length: int | None = None) -> bytes:
 
 
 def parse_json(raw: bytes | str, what: str) -> Any:
-    """JSON of a run's file, refused when invalid or nested deeper than the dataset loader
-    allows (:data:`lens.data.dataset.MAX_JSON_DEPTH`): the pages render nested values
-    recursively, and Python's parser itself stops only at about a thousand levels."""
+    """JSON of a run's file through lens's one guard for untrusted JSON
+    (:func:`lens.core.jsonguard.loads_guarded`): refused when invalid or nested deeper than
+    :data:`~lens.core.jsonguard.MAX_JSON_DEPTH`, since the pages render nested values
+    recursively."""
     try:
-        value = json.loads(raw)
-    except RecursionError:
-        raise Unreadable(f"{what}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels)") from None
-    except (ValueError, TypeError) as exc:
-        raise Unreadable(f"{what}: not valid JSON ({str(exc)[:200]})") from None
-    if _depth_over(value, MAX_JSON_DEPTH):
-        raise Unreadable(f"{what}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels)")
-    return value
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
+        return loads_guarded(raw, what=what)
+    except JsonRefused as exc:
+        text = str(exc)
+        raise Unreadable(text if text.startswith(what) else f"{what}: {text}") from None
 
 
 def read_json(path: Path) -> Any:

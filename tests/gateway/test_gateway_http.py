@@ -266,7 +266,7 @@ async def test_a_body_that_is_not_a_chat_request_gets_400_naming_the_problem(tmp
         async with aiohttp.ClientSession(headers=headers) as session:
             async with session.post(url, data=b"{not json") as reply:
                 assert reply.status == 400
-                assert "not JSON" in (await reply.json())["error"]["message"]
+                assert "invalid JSON" in (await reply.json())["error"]["message"]
             async with session.post(url, json={"model": "m", "messages": []}) as reply:
                 assert reply.status == 400
                 assert "messages" in (await reply.json())["error"]["message"]

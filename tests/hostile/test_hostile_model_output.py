@@ -50,6 +50,7 @@ def honest(req: RecordedRequest) -> Reply:
 
 
 def with_usage(usage: dict[str, Any]) -> Reply:
+    """The honest answer, with ``usage`` as its usage block."""
     reply = Reply.text(f"The widget count is 40 [{EVIDENCE}].")
     assert reply.body is not None
     reply.body["usage"] = usage
@@ -75,10 +76,6 @@ CASES: dict[str, tuple[Reply, str]] = {
     "Retry-After inf on a 429": (
         # The message echoes the key, as some providers do: it must not reach any output.
         Reply.error(429, f"slow down, key {KEY}", retry_after="inf"), "retried"),
-    "usage as strings": (with_usage({"prompt_tokens": "12", "completion_tokens": "3"}),
-                         "retried"),
-    "negative usage": (with_usage({"prompt_tokens": -100_000, "completion_tokens": -5}),
-                       "retried"),
     "tool that does not exist": (Reply.tool_call("memory_delete_everything", {"all": True}),
                                  "tool error: memory_delete_everything"),
     "arguments not JSON": (Reply.tool_call("memory_search", '{"query": "widget'),
@@ -191,10 +188,6 @@ def assert_clean(res: Any, run_dir: Path) -> None:
 # act on, and the rest of the run (scoring, reports) goes on.
 ALWAYS_BAD: dict[str, tuple[Any, str]] = {
     "body nested deep": (lambda _r: Reply(raw=nested(100_000).encode()), "malformed response"),
-    "negative usage": (lambda _r: with_usage({"prompt_tokens": -7, "completion_tokens": 1}),
-                       "usage.prompt_tokens is '-7', not a count of tokens"),
-    "usage as strings": (lambda _r: with_usage({"prompt_tokens": "12", "completion_tokens": 3}),
-                         "usage.prompt_tokens is '12', not a count of tokens"),
     "empty choices list": (lambda _r: no_choices(), "no choices"),
 }
 
@@ -220,3 +213,62 @@ def test_always_bad_output_errors_the_question_with_a_reason(
     scores = json.loads((run_dir / "scores.json").read_text(encoding="utf-8"))
     assert [q["status"] for q in scores["questions"]] == ["error"]
     assert "errored" in (run_dir / "report.md").read_text(encoding="utf-8")
+
+
+# A reply whose only fault is its usage block: the answer is paid for, so it is kept (not
+# retried, not an error); the unreadable counts are recorded as unknown and charged at the most
+# the call can have cost, so the meters and the budget still count it.
+ODD_USAGE: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "prompt tokens as a word": ({"prompt_tokens": "many", "completion_tokens": 8},
+                                ["prompt_tokens"]),
+    "counts as strings": ({"prompt_tokens": "12", "completion_tokens": "3"},
+                          ["prompt_tokens", "completion_tokens"]),
+    "negative counts": ({"prompt_tokens": -100_000, "completion_tokens": -5},
+                        ["prompt_tokens", "completion_tokens"]),
+    "more cached than prompt": ({"prompt_tokens": 40, "completion_tokens": 8,
+                                 "prompt_tokens_details": {"cached_tokens": 5000}},
+                                ["cached_tokens"]),
+}
+
+
+@pytest.mark.parametrize("case", list(ODD_USAGE))
+def test_a_reply_whose_only_fault_is_its_usage_is_kept(tmp_path: Path, case: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    usage, unknown = ODD_USAGE[case]
+
+    def answer_with_odd_usage(req: RecordedRequest) -> Reply:
+        reply = honest(req)
+        assert reply.body is not None
+        if reply.body["choices"][0]["message"].get("content"):  # the answer, after a search
+            reply.body["usage"] = usage
+        return reply
+
+    res, run_dir, server, _ = run_against(tmp_path, None, monkeypatch,
+                                          responder=answer_with_odd_usage)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "1 answered now, 0 empty, 0 errored" in res.stdout, res.stdout
+    assert server.count == 2  # the search and the answer: nothing retried
+    (record,) = RunStore.open(run_dir).load_records()
+    assert record.status == "answered" and record.error is None
+    assert EVIDENCE in record.cited_refs
+    search, answer = record.model_calls
+    assert search.usage_unknown == [] and answer.usage_unknown == unknown
+    assert answer.retries == 0
+    # Charged at the most the call can have cost: the prompt's bytes, the request's max_tokens.
+    sent = server.requests[-1].body
+    prompt_bytes = sum(len((m.get("content") or "").encode()) for m in sent["messages"])
+    if "prompt_tokens" in unknown:
+        assert answer.prompt_tokens >= prompt_bytes > GOOD_USAGE[0]
+    if "completion_tokens" in unknown:
+        assert answer.completion_tokens == sent["max_tokens"]
+    assert record.budget is not None
+    assert record.budget.used["max_agent_tokens"] == record.tokens()
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    total = manifest["usage"]["total"]
+    assert total["unknown_usage_calls"] == 1
+    assert total["prompt_tokens"] == search.prompt_tokens + answer.prompt_tokens
+    assert all(value >= 0 for _, value in meters(manifest["usage"]))
+    # The record says which counts were unknown; a record without any does not carry the key.
+    lines = (run_dir / "records.jsonl").read_text(encoding="utf-8")
+    assert lines.count('"usage_unknown"') == 1
+    assert_clean(res, run_dir)

@@ -62,7 +62,7 @@ def test_missing_folder_and_corrupt_cache(tmp_path: Path,
     bad.write_bytes(b"this is not sqlite" * 100)
     assert main(["cache", "clear", "--path", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "cannot open the model cache" in err and "Traceback" not in err
+    assert "not a lens model cache" in err and "Traceback" not in err
 
 
 def test_cache_location_from_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lens.data.config import CacheConfig, ModelConfig
-from lens.models.base import CompletionRequest, ModelError, Usage
+from lens.models.base import CompletionRequest, Usage
 from lens.models.pricing import Pricing, litellm_pricing
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
@@ -58,13 +58,17 @@ async def test_cached_tokens_read_priced_and_summed(fake_openai: FakeOpenAI, tra
 
 
 @pytest.mark.anyio
-async def test_more_cached_than_prompt_tokens_is_refused(fake_openai: FakeOpenAI) -> None:
+async def test_more_cached_than_prompt_tokens_is_charged_as_uncached(
+        fake_openai: FakeOpenAI) -> None:
+    # Impossible cache counts are unknown, charged as uncached (the dearer reading); the
+    # answer is kept.
     fake_openai.responder = lambda _r: _reply({"prompt_tokens_details": {"cached_tokens": 5000}})
     rt = ModelRuntime(cache=CacheConfig(enabled=False), retry=FAST)
     client = rt.client(ModelConfig(model="openai/fake-model", base_url=fake_openai.base_url))
-    with pytest.raises(ModelError, match="cached prompt tokens out of 1000"):
-        await client.complete(CompletionRequest.model_validate(
-            {"messages": [{"role": "user", "content": "q"}]}))
+    c = await client.complete(CompletionRequest.model_validate(
+        {"messages": [{"role": "user", "content": "q"}]}))
+    assert c.usage.unknown == ["cached_tokens"] and c.usage.cached_prompt_tokens == 0
+    assert c.usage.prompt_tokens == 1000 and c.retries == 0
     await rt.aclose()
 
 

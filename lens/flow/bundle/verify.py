@@ -3,9 +3,11 @@
 Every file is checked against the sha256 and size in ``BUNDLE.json`` (a changed, missing or
 added file is named), the manifest's digest against its file list, the required files against
 what is there, the bundled dataset's content hash against the one the run recorded, and the
-scores against the records they score. A bundle edited together with its ``BUNDLE.json``
-passes these checks: its digest then differs from the one published with the result, which
-``--digest`` compares.
+scores against the records they score, and every claim ``BUNDLE.json`` makes beside its file
+list against the hashed files: the run id, the lens version, the judges and the number of
+verdicts each rests on (the ``judge_verdict`` events of ``run/events.jsonl``). A bundle edited
+together with its ``BUNDLE.json`` passes the file checks: its digest then differs from the one
+published with the result, which ``--digest`` compares.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import DatasetError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.data.dataset import load_dataset
 from lens.flow.bundle.archive import read_archive
 from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
+from lens.scoring.types import RunScores
 
 
 @dataclass
@@ -31,6 +35,12 @@ class Verification:
     top: str = ""
     files: dict[str, bytes] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # What passed but could not be checked in full; printed with the verdict.
+    warnings: list[str] = field(default_factory=list)
+    # Counted from the hashed files, not taken from BUNDLE.json: question records, and the
+    # distinct judge verdicts run/events.jsonl records for each judge model.
+    records: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -101,7 +111,6 @@ def _check_scores(files: dict[str, bytes], problems: list[str]) -> None:
     if records is None or scores is None:
         return
     from lens.runs.records import QuestionRecord
-    from lens.scoring.types import RunScores
 
     try:
         keys = {QuestionRecord.model_validate_json(line).key
@@ -121,8 +130,9 @@ def _shown(value: object) -> str:
     return text if len(text) <= 120 else text[:120] + "…"
 
 
-def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]
-                  ) -> None:
+def _check_claims(manifest: BundleManifest, files: dict[str, bytes],
+                  recorded: dict[str, set[tuple[str, str]]], problems: list[str],
+                  warnings: list[str]) -> None:
     """The claims ``BUNDLE.json`` makes beside its file list (run id, lens version, judges),
     each compared with the hashed files it stands for: an edited claim is named."""
     raw, versions = files.get("run/manifest.json"), files.get("versions.json")
@@ -131,14 +141,77 @@ def _check_claims(manifest: BundleManifest, files: dict[str, bytes], problems: l
         problems.append(f"{MANIFEST}: run_id {_shown(manifest.run_id)} is not the run's "
                         f"({_shown(run_manifest.get('run_id'))} in run/manifest.json)")
     got = _json_object(versions, "versions.json", problems) if versions is not None else None
-    if got is not None and got.get("lens") != manifest.lens_version:
-        problems.append(f"{MANIFEST}: lens_version {_shown(manifest.lens_version)} is not the "
-                        f"one that wrote the bundle ({_shown(got.get('lens'))} in "
-                        "versions.json)")
-    judges = _judges(files, problems)
-    if judges is not None and judges != manifest.judges:
+    if got is not None:
+        _check_lens_version(manifest, got, problems, warnings)
+    panel = _judges(files, problems)
+    if panel is None:
+        return
+    judges = list(panel)
+    if judges != manifest.judges:
         problems.append(f"{MANIFEST}: judges {_shown(manifest.judges)} are not the run's "
                         f"({_shown(judges)} from run/scores.json and run/judge_scores/)")
+    if "run/events.jsonl" in files:
+        _check_judge_events(panel, recorded, problems)
+
+
+def verdict_events(raw: bytes) -> dict[str, set[tuple[str, str]]]:
+    """The distinct judge verdicts recorded in ``events.jsonl``, by judge model: the
+    ``(protocol, key)`` of each ``judge_verdict`` event. A line that is not a JSON object (a
+    torn last line) is passed over as the run store passes it over."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for line in raw.splitlines():
+        if b'"judge_verdict"' not in line:
+            continue
+        try:
+            event = loads_guarded(line, what="run/events.jsonl line")
+        except JsonRefused:
+            continue
+        if isinstance(event, dict) and event.get("kind") == "judge_verdict":
+            out.setdefault(str(event.get("model")), set()).add(
+                (str(event.get("protocol")), str(event.get("key"))))
+    return out
+
+
+def _check_judge_events(panel: dict[str, RunScores], recorded: dict[str, set[tuple[str, str]]],
+                        problems: list[str]) -> None:
+    """Each judge's scores rest on verdicts that the run's hashed events record: a judge whose
+    scores count more verdicts than ``events.jsonl`` holds for it was not the one asked."""
+    for label, scores in panel.items():
+        model = scores.judge.model or label
+        claimed, held = scores.judge.verdicts, len(recorded.get(model, ()))
+        if held < claimed:
+            problems.append(
+                f"judges: {_shown(label)} rests on {claimed} verdict(s) in its scores, but "
+                f"run/events.jsonl records {held} judge_verdict event(s) of {_shown(model)}: "
+                "the judge claimed is not the one whose verdicts the run holds")
+
+
+def _check_lens_version(manifest: BundleManifest, versions: dict[str, Any],
+                        problems: list[str], warnings: list[str]) -> None:
+    """``lens_version`` against ``versions.json``. Its ``lens`` entry names the lens that wrote
+    the bundle; a bundle exported before that entry existed is checked against the installed
+    distribution's entry where it recorded one, and otherwise passes with a warning that the
+    claim is unchecked (its files are still checked in full)."""
+    claimed = manifest.lens_version
+    if "lens" in versions:
+        if versions["lens"] != claimed:
+            problems.append(f"{MANIFEST}: lens_version {_shown(claimed)} is not the one that "
+                            f"wrote the bundle ({_shown(versions['lens'])} in versions.json)")
+        return
+    installed = versions.get(DISTRIBUTION)
+    if isinstance(installed, str):
+        if installed != claimed:
+            problems.append(f"{MANIFEST}: lens_version {_shown(claimed)} is not the one that "
+                            f"wrote the bundle ({_shown(installed)}, the {DISTRIBUTION} entry "
+                            "of versions.json)")
+            return
+        warnings.append(f"versions.json has no 'lens' entry (a bundle from an older lens): "
+                        f"lens_version checked against its {DISTRIBUTION} entry")
+        return
+    warnings.append(f"versions.json has no 'lens' entry and no installed {DISTRIBUTION} "
+                    f"version (a bundle from an older lens, exported from a checkout): "
+                    f"lens_version {_shown(claimed)} is NOT checked; every file is. To have it "
+                    "checked, export the run again with this lens (lens export RUN_DIR)")
 
 
 def _json_object(raw: bytes | None, name: str, problems: list[str]) -> dict[str, Any] | None:
@@ -153,10 +226,10 @@ def _json_object(raw: bytes | None, name: str, problems: list[str]) -> dict[str,
     return value
 
 
-def _judges(files: dict[str, bytes], problems: list[str]) -> list[str] | None:
-    """The judge labels of the bundled run, found as ``lens export`` found them."""
+def _judges(files: dict[str, bytes], problems: list[str]) -> dict[str, RunScores] | None:
+    """The judges of the bundled run and their scores, by label, found as ``lens export``
+    found them."""
     from lens.scoring.judge_panel import load_panel
-    from lens.scoring.types import RunScores
 
     raw = files.get("run/scores.json")
     if raw is None:
@@ -173,7 +246,7 @@ def _judges(files: dict[str, bytes], problems: list[str]) -> list[str] | None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
         try:
-            return list(load_panel(root, scores).labels)
+            return dict(load_panel(root, scores).scores)
         except (ValueError, OSError) as exc:
             problems.append(f"run/: the judges' scores are not readable ({exc})")
             return None
@@ -193,10 +266,14 @@ def verify_bundle(path: Path, digest: str | None = None) -> Verification:
         problems.append(f"{MANIFEST}: not a valid bundle manifest ({exc.errors()[0]['msg']})")
         return Verification(None, top, files, problems)
     _check_files(manifest, files, problems)
-    _check_claims(manifest, files, problems)
+    warnings: list[str] = []
+    recorded = verdict_events(files.get("run/events.jsonl", b""))
+    _check_claims(manifest, files, recorded, problems, warnings)
     _check_dataset(manifest, files, problems)
     _check_scores(files, problems)
+    records = sum(1 for line in files.get("run/records.jsonl", b"").splitlines() if line.strip())
+    verdicts = {m: len(v) for m, v in recorded.items()}
     if digest is not None and digest.strip().lower() != manifest.digest:
         problems.append(f"{MANIFEST}: digest {manifest.digest} is not the published one "
                         f"({digest.strip()})")
-    return Verification(manifest, top, files, problems)
+    return Verification(manifest, top, files, problems, warnings, records, verdicts)

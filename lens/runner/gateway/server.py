@@ -21,6 +21,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from lens.core.errors import ConfigError, UserError
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.logs import get_logger
 from lens.core.redact import register_secret
 from lens.data.config import AdapterConfig, ModelConfig, RunConfig
@@ -205,10 +206,17 @@ class ModelGateway:
         return response
 
     async def _body(self, request: web.Request, shape: Any) -> Any:
+        # Read as bytes and parsed through lens's one guard for untrusted JSON: a body nested
+        # 100,000 deep is a 400, not a RecursionError and a 500.
         try:
-            raw = await request.json()
-        except ValueError:
-            raise WireError("the request body is not JSON") from None
+            data = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise WireError(f"the request body is over the gateway's limit of "
+                            f"{MAX_BODY_BYTES} bytes", 413) from None
+        try:
+            raw = loads_guarded(data, what="the request body", max_bytes=MAX_BODY_BYTES)
+        except JsonRefused as exc:
+            raise WireError(str(exc), exc.status) from None
         try:
             return shape.model_validate(raw)
         except ValidationError as exc:
@@ -223,7 +231,7 @@ class ModelGateway:
             body = await self._body(request, ChatBody)
             lens_request = completion_request(body, repeat=grant.repeat)
         except (WireError, ValueError) as exc:
-            return _error(400, str(exc), "invalid_request_error")
+            return _error(getattr(exc, "status", 400), str(exc), "invalid_request_error")
         usage = self._usage[grant.unit]
         try:
             completion = await grant.client.complete(lens_request)
@@ -251,7 +259,7 @@ class ModelGateway:
             body = await self._body(request, EmbeddingsBody)
             texts = body.texts()
         except (WireError, ValueError) as exc:
-            return _error(400, str(exc), "invalid_request_error")
+            return _error(getattr(exc, "status", 400), str(exc), "invalid_request_error")
         if body.dimensions is not None and body.dimensions != self.embeddings.dim:
             return _error(400, f"dimensions: {self.embeddings.name} gives "
                           f"{self.embeddings.dim}, not {body.dimensions}", "invalid_request_error")

@@ -21,7 +21,12 @@ from lens.models.base import Completion, CompletionRequest, Message, Role, ToolC
 
 
 class WireError(ValueError):
-    """A request lens cannot serve as asked; the message names the field."""
+    """A request lens cannot serve as asked; the message names the field. ``status`` is the
+    HTTP status of the refusal (413 for a body over the size limit, 400 for the rest)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ChatBody(BaseModel):
