@@ -71,7 +71,7 @@ def stopping_problems(config: RunConfig) -> list[tuple[str, str]]:
         out.append(("stopping.metric", f"{metric} is graded by the judge, which is asked only "
                     "after the run; choose a metric lens computes as answers arrive (e.g. "
                     "fact_recall)"))
-    if config.scoring.grader() in ("judge", "both", "local"):
+    if config.scoring.grader() not in (None, "matcher"):
         out.append(("scoring.fact_grader", f"stopping reads fact_recall as the matcher grades "
                     f"it during the run, and the run grades facts with "
                     f"{config.scoring.grader()!r}; set scoring.fact_grader: matcher, or remove "
