@@ -293,6 +293,10 @@ def question_side(arms: Sequence[ViewArm], key: MatchKey) -> str:
     scope, qid, rep = key
     first = next((a.rows[key] for a in arms if key in a.rows), None)
     prompt = first.question if first else ""
+    expected = next((a.index.record(a.rows[key]).expected_answer for a in arms
+                     if key in a.rows), None)
+    shown = ("" if expected is None else
+             f"<h4>Expected answer</h4><pre id='expected'>{e(clip(expected))}</pre>")
     return shell(qid, f"<h1>{e(qid)}</h1><p class='meta'>{e(scope)} · r{rep}</p>"
-                 f"<pre id='prompt'>{e(clip(prompt))}</pre><div class='cols' id='side'>"
+                 f"<pre id='prompt'>{e(clip(prompt))}</pre>{shown}<div class='cols' id='side'>"
                  + "".join(cols) + "</div>")
