@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
     n.add_argument("name", metavar="NAME",
                    help="the adapter's name (and module): lowercase letters, digits and _")
     n.add_argument("--out", type=Path, metavar="DIR",
-                   help="the package's folder (default ./NAME); must not exist yet")
+                   help="the package's folder (default ./lens-NAME, dashes for _); must not "
+                        "exist yet")
     n.set_defaults(handler=_new)
 
 
@@ -150,7 +151,10 @@ _NEW_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 def _new(args: argparse.Namespace) -> int:
     name: str = args.name
-    out: Path = args.out if args.out is not None else Path(name)
+    project = f"lens-{name.replace('_', '-')}"
+    # Not ./NAME: a folder named like the module, in the folder lens runs from, would be
+    # imported as a namespace package in place of the installed module.
+    out: Path = args.out if args.out is not None else Path(project)
     problems = []
     if not _NEW_NAME.fullmatch(name) or keyword.iskeyword(name):
         problems.append(f"NAME {name!r}: must be a Python module name in lowercase (a letter, "
@@ -163,7 +167,7 @@ def _new(args: argparse.Namespace) -> int:
     if problems:
         raise UserError(["cannot write the adapter package:", *(f"  - {p}" for p in problems)])
     cls = "".join(part.capitalize() for part in name.split("_") if part) or "Memory"
-    written = adapter_template.files(name, cls, f"lens-{name.replace('_', '-')}", DISTRIBUTION)
+    written = adapter_template.files(name, cls, project, DISTRIBUTION)
     out.mkdir(parents=True)
     for file, text in written.items():
         (out / file).write_text(text, encoding="utf-8")

@@ -26,7 +26,7 @@ def test_new_package_checks_and_runs(lens: Lens, tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     made = lens("adapters", "new", "tide_memory")
     assert made.returncode == 0, made.stderr
-    pkg = tmp_path / "tide_memory"
+    pkg = tmp_path / "lens-tide-memory"
     assert sorted(p.name for p in pkg.iterdir()) == [
         "README.md", "first-run.yaml", "pyproject.toml", "test_tide_memory.py",
         "tide_memory.py"]

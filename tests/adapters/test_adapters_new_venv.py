@@ -29,7 +29,7 @@ def test_new_package_installs_checks_and_runs_in_a_fresh_venv(tmp_path: Path) ->
 
     made = lens("adapters", "new", "reef_memory")
     assert made.returncode == 0, made.stderr
-    pkg = work / "reef_memory"
+    pkg = work / "lens-reef-memory"
     installed = env.pip("install", "--no-build-isolation", "--no-index", "-e", str(pkg))
     assert installed.returncode == 0, installed.stdout + installed.stderr
     listed = lens("adapters")
