@@ -200,24 +200,24 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                         "run directory, or a run with several adapters")
     choice = choose(arm_candidates(every_arm), arms=arms, baseline=baseline,
                     one_condition=not fields)
-    arms = choice.arms
+    chosen = choice.arms
     pair_names = [(a.name, b.name) for a, b in choice.pairs]
-    metrics = compared_metrics(arms, shared_metrics(runs))
+    metrics = compared_metrics(chosen, shared_metrics(runs))
     floor = noise_floor_of(runs)
-    own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
-    comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
+    own = {a.name: arm_estimates(a, metrics, confidence) for a in chosen}
+    comps = compare_pairs(chosen, metrics, noise_floor=floor, not_comparable=fields,
                           confidence=confidence, own=own, pairs=choice.pairs)
 
     def under_judge(rs: Sequence[RunData]) -> list[Comparison]:
         by_name = {a.name: a for a in arms_of(rs)}
-        return compare_pairs([by_name[a.name] for a in arms], metrics,
+        return compare_pairs([by_name[a.name] for a in chosen], metrics,
                              noise_floor=noise_floor_of(rs), not_comparable=fields,
                              confidence=confidence,
                              pairs=[(by_name[a], by_name[b]) for a, b in pair_names])
 
     by_judge, judge_notes = compare_under_judges(runs, under_judge, comps)
     comps = hold_under_every_judge(comps, by_judge)
-    sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
+    sizes = {a.name: arm_size(a.run, a.adapter) for a in chosen}
     checks = compare_checklist(runs, sizes)
     arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
                for name, ests in own.items()}
@@ -226,14 +226,14 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                              checklist=checks, comparisons=comps,
                              pairs_chosen=_pairs_chosen(choice.pairs[0][0].name
                                                         if baseline else None),
-                             many_arms=many_arms(arms, metrics), judges=list(by_judge),
+                             many_arms=many_arms(chosen, metrics), judges=list(by_judge),
                              judge_notes=judge_notes,
-                             frontier=arms_frontier(arms, metrics[0] if metrics else None,
-                                                    own, _arm_costs(arms)),
+                             frontier=arms_frontier(chosen, metrics[0] if metrics else None,
+                                                    own, _arm_costs(chosen)),
                              floor_ceiling=floor_ceiling(
                                  arm_est, {a.name: adapter_names(a.run).get(a.adapter, a.adapter)
-                                           for a in arms}, metrics),
-                             sequential=(sequential_replay(arms, metrics[0], comps,
+                                           for a in chosen}, metrics),
+                             sequential=(sequential_replay(chosen, metrics[0], comps,
                                                            **sequential.as_kwargs())
                                          if sequential is not None and metrics else None))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
