@@ -1,17 +1,24 @@
 """``lens adapters``: list every adapter lens can create; ``lens adapters check`` runs the
-conformance suite on one of them (a registered name or ``package.module:Class``)."""
+conformance suite on one of them (a registered name or ``package.module:Class``);
+``lens adapters new NAME`` writes a package for a new one."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
+import keyword
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from lens.commands import adapter_template
 from lens.core import plugins
+from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import ConfigError, UserError
 from lens.data.config import CacheConfig
 from lens.memory.adapter import (
@@ -40,6 +47,13 @@ def register(sub: Any) -> None:
     c.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                    help="time limit per check (default 600)")
     c.set_defaults(handler=_check)
+    n = asub.add_parser("new", help="write a new adapter package that passes the check")
+    n.add_argument("name", metavar="NAME",
+                   help="the adapter's name (and module): lowercase letters, digits and _")
+    n.add_argument("--out", type=Path, metavar="DIR",
+                   help="the package's folder (default ./lens-NAME, dashes for _); must not "
+                        "exist yet")
+    n.set_defaults(handler=_new)
 
 
 def _source(name: str, eps: dict[str, str]) -> str:
@@ -130,6 +144,40 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
         print(f"model gateway: {total.get('calls', 0)} chat calls to {model.model}")
         await gateway.aclose()
         await runtime.aclose()
+
+
+_NEW_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+def _new(args: argparse.Namespace) -> int:
+    name: str = args.name
+    project = f"lens-{name.replace('_', '-')}"
+    # Not ./NAME: a folder named like the module, in the folder lens runs from, would be
+    # imported as a namespace package in place of the installed module.
+    out: Path = args.out if args.out is not None else Path(project)
+    problems = []
+    if not _NEW_NAME.fullmatch(name) or keyword.iskeyword(name):
+        problems.append(f"NAME {name!r}: must be a Python module name in lowercase (a letter, "
+                        "then letters, digits or _), e.g. my_memory")
+    elif name in adapter_names() or importlib.util.find_spec(name) is not None:
+        problems.append(f"NAME {name!r}: an adapter or module of that name exists already; "
+                        "choose another (configs name adapters by it)")
+    if out.exists():
+        problems.append(f"--out {out}: exists already; give a new folder")
+    if problems:
+        raise UserError(["cannot write the adapter package:", *(f"  - {p}" for p in problems)])
+    cls = "".join(part.capitalize() for part in name.split("_") if part) or "Memory"
+    written = adapter_template.files(name, cls, project, DISTRIBUTION)
+    out.mkdir(parents=True)
+    for file, text in written.items():
+        (out / file).write_text(text, encoding="utf-8")
+    print(f"wrote {out}/: {', '.join(written)}")
+    print("next, in the virtualenv where lens is installed:")
+    print(f"  pip install -e {out}")
+    print(f"  lens adapters check {name}")
+    print(f"  cd {out} && lens datasets generate --domain ops --seed 1 --out dataset.json "
+          "&& lens run first-run.yaml")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:

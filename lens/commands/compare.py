@@ -1,4 +1,5 @@
-"""``lens compare RUN_DIR RUN_DIR… [--force]``: paired comparison under one condition."""
+"""``lens compare RUN_DIR… [--arms A,B] [--baseline ARM] [--force]``: paired comparison of
+runs under one condition."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
+from lens.report.arm_selection import parse_names
 from lens.report.run_comparison import compare_runs
 from lens.report.sequential import SequentialSettings
 from lens.runs.store import atomic_write_text
@@ -17,7 +19,15 @@ from lens.stats.sequential import METHODS
 def register(sub: Any) -> None:
     p = sub.add_parser("compare", help="compare runs (or the adapters of one run) pairwise")
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
-                   help="run directories; the first run's first adapter is the baseline")
+                   help="run directories; the same adapter in two runs under one condition "
+                        "is one arm (name both with --arms to compare them)")
+    p.add_argument("--arms", metavar="A,B,...",
+                   help="compare only these arms, every pair of them (the confirmatory family "
+                        "is exactly these pairs); an arm is named by its label, or RUN:label "
+                        "where several runs have it (RUN: the run id or directory name)")
+    p.add_argument("--baseline", metavar="ARM",
+                   help="compare this arm against each other arm (of --arms when given) "
+                        "instead of every pair")
     p.add_argument("--force", action="store_true",
                    help="compare runs whose conditions differ; every table is labelled "
                         "'not comparable: <fields>'")
@@ -54,7 +64,8 @@ def _compare(args: argparse.Namespace) -> int:
                                         look_every=args.look_every,
                                         method=args.sequential_method)
     result = compare_runs(args.run_dirs, force=args.force, confidence=args.confidence,
-                          sequential=sequential)
+                          sequential=sequential, arms=parse_names(args.arms),
+                          baseline=args.baseline)
     if args.out is not None:
         atomic_write_text(args.out / "compare.md", result.markdown)
         atomic_write_text(args.out / "compare.html", result.html)

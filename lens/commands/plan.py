@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
+from lens.commands.plan_from import read_run
 from lens.core.errors import UserError
 from lens.stats import (
     clustered_size,
@@ -26,15 +29,22 @@ def register(sub: Any) -> None:
                    help="a run config: estimate its calls, tokens and cost per role and arm "
                         "instead (lens.flow.plan_cost)")
     p.add_argument("--baseline", type=float,
-                   help="the rate you expect from the baseline arm, e.g. 0.85")
+                   help="the rate you expect from the baseline arm, e.g. 0.85 (or --from RUN)")
+    p.add_argument("--from", type=Path, dest="from_run", metavar="RUN_DIR",
+                   help="read the baseline rate, the ICC and the questions per scope from a "
+                        "finished run's summary.json (its first arm and primary metric, or "
+                        "--arm and --metric); --baseline, --icc and --per-scope still win")
+    p.add_argument("--arm", help="with --from: the arm whose numbers to read")
+    p.add_argument("--metric", help="with --from: the metric to read (default the primary)")
     p.add_argument("--delta", type=float,
                    help="the smallest difference worth detecting, e.g. 0.05")
     p.add_argument("--power", type=float, default=0.8, help="statistical power (default 0.8)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="two-sided significance level (default 0.05)")
-    p.add_argument("--icc", type=float, default=0.0,
+    p.add_argument("--icc", type=float, default=None,
                    help="intra-scope correlation of the metric (default 0: independent "
-                        "questions); a report prints it beside each estimate")
+                        "questions); summary.json records it with each estimate ('icc'), "
+                        "and --from RUN reads it from there")
     p.add_argument("--per-scope", type=int, default=None, metavar="M",
                    help="questions per scope; with it the answer is also given in scopes "
                         "(needed when --icc is above 0)")
@@ -42,11 +52,37 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_plan)
 
 
+def _from_run(args: argparse.Namespace) -> None:
+    """Fill what the user did not give from ``--from RUN``."""
+    if args.from_run is None:
+        if args.arm is not None or args.metric is not None:
+            raise UserError("--arm and --metric read a run: give --from RUN_DIR too")
+        if args.baseline is None:
+            raise UserError("give --baseline P (the rate you expect from the baseline arm), "
+                            "or --from RUN_DIR to read it from a finished run")
+        return
+    found = read_run(args.from_run, args.arm, args.metric)
+    # With --json the plan alone goes to stdout.
+    out = sys.stderr if args.json else sys.stdout
+    print(found.describe(), file=out)
+    if args.baseline is None:
+        args.baseline = round(found.baseline, 4)
+    if args.icc is None and found.icc is not None:
+        args.icc = max(0.0, float(found.icc))
+    if args.per_scope is None and found.per_scope is not None and args.icc:
+        args.per_scope = found.per_scope
+    if args.icc is None:
+        print(f"  the run's ICC is unknown ({found.scopes} scope(s)): planned as independent "
+              "questions; give --icc to plan for correlated ones", file=out)
+
+
 def _check(args: argparse.Namespace) -> None:
     missing = [f for f in ("baseline", "delta") if getattr(args, f) is None]
     if missing:
         raise UserError(f"lens plan: give {' and '.join('--' + f for f in missing)} (sample "
-                        "sizes), or a run config (its cost)")
+                        "sizes; --from RUN reads the baseline), or a run config (its cost)")
+    if args.icc is None:
+        args.icc = 0.0
     if not 0 < args.baseline < 1:
         raise UserError(f"--baseline {args.baseline}: must be a rate strictly between 0 and 1")
     if not 0 < args.delta < 1:
@@ -72,10 +108,11 @@ def _in_scopes(scopes: int | None) -> str:
 
 def _plan(args: argparse.Namespace) -> int:
     if args.config is not None:
-        if args.baseline is not None or args.delta is not None:
-            raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline or "
-                            "--delta (those plan sample sizes); give one or the other")
+        if args.baseline is not None or args.delta is not None or args.from_run is not None:
+            raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline, "
+                            "--delta or --from (those plan sample sizes); give one or the other")
         return _plan_config(args)
+    _from_run(args)
     _check(args)
     icc, m = args.icc, args.per_scope
     rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power,

@@ -1,4 +1,5 @@
-"""``lens run CONFIG [--out DIR] [--resume RUN_DIR]``."""
+"""``lens run CONFIG [--out DIR] [--resume RUN_DIR] [--set FIELD=VALUE] [--arms A,B]
+[--limit N]``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from lens.commands.gating import add_fail_on, exit_status
+from lens.core.errors import UserError
 from lens.core.progress import RichRunProgress
 from lens.core.visible import visible
+from lens.data.overrides import Overrides
 from lens.flow.pipeline import RunOutcome, execute
+from lens.report.arm_selection import parse_names
 from lens.report.console import one_line, result_lines
 from lens.runs.store import RunStore
 
@@ -34,8 +38,28 @@ def register(sub: Any) -> None:
     p.add_argument("--continue-past-stop", action="store_true",
                    help="with --resume, answer the units a run's 'stopping' section left "
                         "unstarted once its verdict was settled")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="sets",
+                   help="change a field of the config for this run (repeatable; dotted path, "
+                        "the value read as YAML), e.g. --set agent.budget.max_turns=4; checked "
+                        "like the file and recorded in the manifest")
+    p.add_argument("--arms", metavar="A,B,...",
+                   help="run these adapters instead of the config's: each a label of the "
+                        "config's adapters (with its options) or a registered adapter name")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="ask a sample of N questions, the same N for the same data (seeded "
+                        "by the dataset's content); recorded in the run's condition, so lens "
+                        "compare never sets it against a whole run")
     add_fail_on(p)
     p.set_defaults(handler=_run)
+
+
+def overrides_of(args: argparse.Namespace) -> Overrides:
+    """The config changes the command line asks for."""
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit {args.limit}: give a number of questions, at least 1")
+    return Overrides(sets=tuple(args.sets),
+                     arms=tuple(parse_names(args.arms)) if args.arms is not None else None,
+                     limit=args.limit)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -47,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     run_dir: list[Path] = []
+    overrides = overrides_of(args)
 
     def started(path: Path) -> None:
         # First, before any question: the folder to look in, or to resume, whatever happens.
@@ -59,19 +84,20 @@ def _run(args: argparse.Namespace) -> int:
             outcome = execute(args.config, out=args.out, resume=args.resume,
                               retry_errors=args.retry_errors,
                               continue_past_stop=args.continue_past_stop,
-                              drop_invalid=args.drop_invalid_questions, on_run_dir=started)
+                              drop_invalid=args.drop_invalid_questions, on_run_dir=started,
+                              overrides=overrides)
         else:
             with RichRunProgress() as progress:
                 outcome = execute(args.config, out=args.out, resume=args.resume,
                                   retry_errors=args.retry_errors, progress=progress,
                                   continue_past_stop=args.continue_past_stop,
                                   drop_invalid=args.drop_invalid_questions, on_run_dir=started,
-                                  stages=progress)
+                                  stages=progress, overrides=overrides)
     except KeyboardInterrupt:
         if not run_dir:
             raise
         print(f"lens: interrupted; the answers so far are kept in {run_dir[0]}; resume with: "
-              f"{resume_command(args.config, run_dir[0])}", file=sys.stderr)
+              f"{resume_command(args.config, run_dir[0], overrides)}", file=sys.stderr)
         return 130
     for line in (_quiet_line(outcome) if args.quiet else _result(outcome)):
         print(line)
@@ -82,7 +108,8 @@ def _run(args: argparse.Namespace) -> int:
         # --resume alone keeps errored questions as they are: say how to ask them again.
         print(f"lens: {errored} question(s) of this run ended in an error and are kept as they "
               "are; after fixing the cause, ask them again with: "
-              f"{resume_command(args.config, outcome.run_dir)} --retry-errors", file=sys.stderr)
+              f"{resume_command(args.config, outcome.run_dir, overrides)} --retry-errors",
+              file=sys.stderr)
     checklist = outcome.reports.summary_data.checklist if outcome.reports else None
     return exit_status(outcome.run_dir, args.fail_on, checklist=checklist,
                        units_failed=outcome.summary.units_failed)
@@ -97,9 +124,11 @@ def errored_questions(run_dir: Path) -> int:
         store.close()
 
 
-def resume_command(config: str, run_dir: Path) -> str:
-    """The command that continues ``run_dir`` (its unfinished units only)."""
-    return f"lens run {shlex.quote(str(config))} --resume {shlex.quote(str(run_dir))}"
+def resume_command(config: str, run_dir: Path, overrides: Overrides | None = None) -> str:
+    """The command that continues ``run_dir`` (its unfinished units only), with the same
+    command-line changes to the config."""
+    extra = "".join(f" {shlex.quote(a)}" for a in (overrides.as_args() if overrides else ()))
+    return f"lens run {shlex.quote(str(config))}{extra} --resume {shlex.quote(str(run_dir))}"
 
 
 def _counts(outcome: RunOutcome) -> str:

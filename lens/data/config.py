@@ -22,6 +22,7 @@ from pydantic import (
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.core.redact import SECRET_KEY
+from lens.data.overrides import COMMAND_LINE, Overrides, apply, origin
 from lens.data.scoring_names import JUDGE_GRADERS, FactGraderName, ProtocolName
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -240,6 +241,8 @@ class DatasetConfig(_Section):
     path: Path
     # None runs every scope; an empty list would run nothing.
     scopes: list[str] | None = Field(default=None, min_length=1)
+    # A seeded sample of this many questions (lens.data.sample); part of the run's condition.
+    limit: int | None = Field(default=None, ge=1)
 
 
 class ConcurrencyConfig(_Section):
@@ -495,22 +498,31 @@ def _explain(err: Any, source: str | None) -> tuple[str, str]:
 
 
 def parse_config(data: Any, file: str, base_dir: Path | None = None,
-                 source: str | None = None) -> RunConfig:
+                 source: str | None = None, overrides: Overrides | None = None) -> RunConfig:
     """Validate parsed YAML; relative paths are resolved against ``base_dir``. ``source``, the
-    YAML text, lets errors say where a value is and what YAML made of it."""
+    YAML text, lets errors say where a value is and what YAML made of it. ``overrides`` are
+    the command line's changes (applied already): a problem in a field they wrote names the
+    change instead of the file."""
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the config must be a YAML mapping (key: value lines)")
+    changes = overrides or Overrides()
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
         command = plugins.config_command(data, file)
         if command is not None:
             raise ConfigError(f"{file}: not a `lens run` config: {command}") from None
-        explained = [_explain(err, source) for err in exc.errors()]
-        problems = [Problem(file, f"field '{where}'", msg) for where, msg in explained]
+        problems = []
+        for err in exc.errors():
+            how = origin(_loc(tuple(err["loc"])), changes)
+            where, msg = _explain(err, source if how is None else None)
+            problems.append(Problem(file, f"field '{where}'", msg) if how is None
+                            else Problem(COMMAND_LINE, f"{how}: field '{where}'", msg))
         if len(problems) == 1:
-            raise ConfigError(f"{file}: invalid config: field '{explained[0][0]}': "
-                              f"{explained[0][1]}") from None
+            only = problems[0]
+            head = (f"{file}: invalid config: " if only.file == file
+                    else f"{COMMAND_LINE}: invalid change to {file}: ")
+            raise ConfigError(f"{head}{only.location}: {only.message}") from None
         raise ConfigError(f"{file}: invalid config: {len(problems)} problems", problems) from None
     if base_dir is not None:
         updates: dict[str, Any] = {}
@@ -535,7 +547,9 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
     return cfg
 
 
-def load_config(path: str | Path) -> RunConfig:
+def load_config(path: str | Path, overrides: Overrides | None = None) -> RunConfig:
+    """The config of ``path``, with the command line's ``overrides`` applied before it is
+    validated."""
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{p}: config file not found")
@@ -570,7 +584,12 @@ def load_config(path: str | Path) -> RunConfig:
         reason = ("a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
                   else str(exc)[:200])
         raise ConfigError(f"{p}: a value cannot be read: {reason}") from None
+    if overrides:
+        data, problems = apply(data, overrides)
+        if problems:
+            raise ConfigError(f"{COMMAND_LINE}: {len(problems)} change(s) to {p} cannot be "
+                              "made", problems)
     try:
-        return parse_config(data, str(p), base_dir=p.parent, source=text)
+        return parse_config(data, str(p), base_dir=p.parent, source=text, overrides=overrides)
     except RecursionError:
         raise ConfigError(f"{p}: YAML nested too deeply to be a lens config") from None

@@ -26,6 +26,8 @@ from lens.data.dataset import (
     evidence_after_asked_at,
     load_dataset_dropping,
 )
+from lens.data.overrides import Overrides
+from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
 from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
@@ -89,7 +91,7 @@ def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool =
         if not dataset.questions:
             raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
                               "have no questions; nothing would be asked")
-    return dataset, dropped
+    return limit_questions(dataset, config.dataset.limit), dropped
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -183,21 +185,28 @@ def _source(config_file: str) -> str | None:
         return None
 
 
-def check_adapters(config: RunConfig, config_file: str) -> None:
+def check_adapters(config: RunConfig, config_file: str,
+                   overrides: Overrides | None = None) -> None:
     """Every adapter's name and options, every problem of every adapter in one error."""
-    problems = adapter_problems([(a.name, a.options) for a in config.adapters],
-                                _source(config_file))
+    changed = [how for key, how in (overrides or Overrides()).fields().items()
+               if key == "adapters" or key.startswith("adapters.")]
+    source = None if changed else _source(config_file)
+    problems = adapter_problems([(a.name, a.options) for a in config.adapters], source)
     if problems:
-        raise options_error(problems, config_file)
+        raise options_error(problems, f"{config_file} with {' '.join(changed)}" if changed
+                            else config_file)
 
 
-def load_run_config(config_file: str) -> RunConfig:
+def load_run_config(config_file: str, overrides: Overrides | None = None) -> RunConfig:
     """The config, or one error with every problem of its fields and of its adapters' names
     and options (which only the adapters' classes can check), so that a file with several
-    typos is fixed in one round."""
+    typos is fixed in one round. ``overrides``: the command line's changes."""
     try:
-        return load_config(config_file)
+        return load_config(config_file, overrides)
     except ConfigError as exc:
+        if overrides:
+            # The file's adapters are not the run's: check_adapters reports those.
+            raise
         # Only a file that read as YAML and failed validation (no aliases, no syntax errors:
         # load_config refused those) is read again for its adapters.
         source = _source(config_file) if "invalid config" in exc.lines[0] else None
@@ -257,9 +266,10 @@ def new_run_id() -> str:
 
 
 def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
-                   dropped: list[DroppedQuestion] | None = None) -> dict[str, object]:
+                   dropped: list[DroppedQuestion] | None = None,
+                   overrides: Overrides | None = None) -> dict[str, object]:
     cond = condition(config, dataset)
-    return {
+    manifest: dict[str, object] = {
         "run_id": run_id,
         "created_at": now_iso(),
         "status": "running",
@@ -281,6 +291,10 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
         # What `lens plan CONFIG` estimates; the report sets it beside the spend.
         "cost_estimate": plan_cost(config, dataset).as_dict(),
     }
+    if overrides:
+        # What the command line changed in the config file (``config`` has it applied).
+        manifest["overrides"] = overrides.as_args()
+    return manifest
 
 
 # How often a run in flight records its model usage (when it changed) for `lens view`.
@@ -321,6 +335,7 @@ def execute(
     on_run_dir: Callable[[Path], None] | None = None,
     stages: StageProgress | None = None,
     continue_past_stop: bool = False,
+    overrides: Overrides | None = None,
 ) -> RunOutcome:
     """Run ``config_path``. ``on_run_dir`` is told the run directory as soon as it exists,
     before any question (so that an interrupted run can name it); ``stages`` is shown the
@@ -328,7 +343,7 @@ def execute(
     its ``stopping`` section stopped and answers the rest."""
     config_file = str(config_path)
     stage = stages.stage if stages is not None else (lambda name: None)
-    config = load_run_config(config_file)
+    config = load_run_config(config_file, overrides)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
     check_scoring(config, config_file)
@@ -338,7 +353,7 @@ def execute(
     check_paths(config, config_file, out, resume is not None)
     check_models(config, config_file, agent_given=model is not None)
     dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
-    check_adapters(config, config_file)
+    check_adapters(config, config_file, overrides)
     check_executor(config, config_file)
     if config.scoring.enabled and config.scoring.subset == "certified":
         from lens.runs.certification import load_certification
@@ -374,7 +389,7 @@ def execute(
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
     else:
-        manifest = build_manifest(config, dataset, run_id, dropped)
+        manifest = build_manifest(config, dataset, run_id, dropped, overrides)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
     if on_run_dir is not None:
         on_run_dir(store.root)

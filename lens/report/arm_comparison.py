@@ -230,19 +230,23 @@ def compare_pairs(
     arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
     not_comparable: Sequence[str] = (), confidence: float = 0.95, alpha: float = 0.05,
     resamples: int = TEST_RESAMPLES, own: Mapping[str, Mapping[str, Estimate]] | None = None,
+    pairs: Sequence[tuple[Arm, Arm]] | None = None,
 ) -> list[Comparison]:
-    """Every pair of arms (B against A = an earlier arm; Δ = B − A). The first metric is the
-    primary one: Holm's correction runs over the pairs on it alone (the confirmatory family);
-    the other metrics form the exploratory family, Holm-corrected among themselves. ``own``
-    may carry each arm's estimates (by arm name) when the caller has them already."""
-    pairs = list(combinations(arms, 2))
+    """The ``pairs`` of arms (default every pair, B against A = an earlier arm; Δ = B − A).
+    The first metric is the primary one: Holm's correction runs over the pairs on it alone
+    (the confirmatory family, so exactly the pairs compared); the other metrics form the
+    exploratory family, Holm-corrected among themselves. ``own`` may carry each arm's
+    estimates (by arm name) when the caller has them already."""
+    pairs = list(combinations(arms, 2)) if pairs is None else list(pairs)
     results = [_pair_results(a, b, metrics, confidence, resamples) for a, b in pairs]
     flat = [r for res, _ in results for r in res]
     primary = metrics[0] if metrics else None
     families = [CONFIRMATORY if r.metric == primary else EXPLORATORY for r in flat]
     adjusted = iter(holm_by_family([r.p_value for r in flat], families))
-    if own is None or any(m not in own[arm.name] for arm in arms for m in metrics):
-        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in arms}
+    paired = list({id(x): x for pair in pairs for x in pair}.values())
+    if own is None or any(arm.name not in own or m not in own[arm.name]
+                          for arm in paired for m in metrics):
+        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in paired}
     out = []
     for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
         rows = []

@@ -48,9 +48,18 @@ def culprits(statuses: Mapping[str, Status]) -> list[str]:
     return [] if status == "pass" else [a for a, s in statuses.items() if s == status]
 
 
-def _run_culprits(names: Sequence[str], statuses: Sequence[Status]) -> list[str]:
+def blame(statuses: Mapping[str, Status]) -> dict[str, list[str]]:
+    """A row's ``failing`` (the arms at its worst level, as :func:`culprits`) and ``warned``
+    (the arms that warned a row that fails), so that every arm at any failing level is named."""
+    status = worst(list(statuses.values()))
+    warned = [a for a, s in statuses.items() if s == "warn"] if status == "fail" else []
+    return {"failing": culprits(statuses), "warned": warned}
+
+
+def _run_culprits(names: Sequence[str], statuses: Sequence[Status]) -> dict[str, list[str]]:
     """The runs that failed or warned a row of whole runs (none named for a single run)."""
-    return culprits(dict(zip(names, statuses, strict=True))) if len(names) > 1 else []
+    return (blame(dict(zip(names, statuses, strict=True))) if len(names) > 1
+            else {"failing": [], "warned": []})
 
 
 def _arm_name(run: RunData, adapter: str, many: bool) -> str:
@@ -116,7 +125,7 @@ def check_sample_size(run: RunData) -> Check:
     each = {a: _size_status(n, SINGLE_MIN) for a, n in sizes.items()}
     status = worst(list(each.values())) if sizes else "fail"
     value = _size_value(sizes) or "no questions"
-    return Check(id="sample_size", failing=culprits(each),
+    return Check(id="sample_size", **blame(each),
                  title=f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
                  detail=_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
@@ -128,7 +137,7 @@ def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
     each = {a: _size_status(n, COMPARE_MIN) for a, n in arm_sizes.items()}
     status = worst(list(each.values())) if arm_sizes else "fail"
     value = _size_value(arm_sizes) or "no arms"
-    return Check(id="compare_size", failing=culprits(each),
+    return Check(id="compare_size", **blame(each),
                  title=f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
                  status=status, value=value,
                  detail=_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
@@ -172,7 +181,7 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
                 each[name] = "fail" if not m else "pass"
         out.append(Check(
             id=cid, title=title, status=worst(list(each.values())) if each else "fail",
-            failing=culprits(each),
+            **blame(each),
             value=", ".join(parts) or "no questions",
             detail="at 0 the score measures the model's own knowledge, not the memory system"))
     return out
@@ -193,7 +202,7 @@ def check_judge(runs: Sequence[RunData]) -> Check:
         each[run.run_id] = ("pass" if rate <= JUDGE_WARN else "warn" if rate <= JUDGE_FAIL
                             else "fail")
     return Check(id="judge", title=title, status=worst(list(each.values())),
-                 failing=culprits(each) if len(runs) > 1 else [], value="; ".join(parts),
+                 **(blame(each) if len(runs) > 1 else {}), value="; ".join(parts),
                  detail=f"the judge-noise floor: differences below it are ties; warns above "
                         f"{JUDGE_WARN:.0%}, fails above {JUDGE_FAIL:.0%}; without a judge, "
                         "tier-2 metrics are unknown")
@@ -216,7 +225,7 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
         return None
     return Check(id="judge_unreadable", title="judge verdicts readable",
                  status=worst(statuses), value="; ".join(parts),
-                 failing=_run_culprits(names, statuses),
+                 **_run_culprits(names, statuses),
                  detail="a verdict unreadable even after a retry with a format reminder leaves "
                         "its score unknown (never a tie); fails above "
                         f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on the "
@@ -323,7 +332,7 @@ def check_failures(runs: Sequence[RunData]) -> Check:
     unit_status: list[Status] = ["fail"] if units else []
     statuses = [*each.values(), *unit_status]
     return Check(id="failures", title="failed or errored questions (per arm)",
-                 status=worst(statuses), failing=culprits(each),
+                 status=worst(statuses), **blame(each),
                  value=f"{'; '.join(parts)}; {units} unit failure(s)",
                  detail="errored questions have unknown scores and are left out of every "
                         "metric's mean, which flatters an arm that fails on hard questions "
@@ -357,7 +366,7 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
             parts.append(part)
             each[name] = "pass" if not hit else "warn" if share <= ERROR_WARN else "fail"
     return Check(id="tool_errors", title="questions with a failed tool call (per arm)",
-                 status=worst(list(each.values())) if each else "warn", failing=culprits(each),
+                 status=worst(list(each.values())) if each else "warn", **blame(each),
                  value="; ".join(parts) or "no questions",
                  detail="a tool call that raised (the adapter's search or retrieve, or arguments "
                         "the model wrote wrong) gave the agent nothing on that call; warns up to "
@@ -391,7 +400,7 @@ def check_memory_calls(runs: Sequence[RunData]) -> Check:
                 parts.append(f"{name}: {len(failed)} of {reached} calls failed ({share:.0%}), "
                              f"first: {_clip(failed[0].error or '', 120)}")
     return Check(id="memory_calls", title="the memory system answered its calls (per arm)",
-                 status=worst(list(each.values())) if each else "warn", failing=culprits(each),
+                 status=worst(list(each.values())) if each else "warn", **blame(each),
                  value="; ".join(parts) or ("no call failed" if each else "no questions"),
                  detail="fails when more than half of an arm's calls that reached its memory "
                         "system raised, timed out or returned malformed results (the adapter "
@@ -565,7 +574,7 @@ def _status_share(runs: Sequence[RunData], status: str, cid: str, title: str,
     if parts:
         value += f"; {', '.join(parts)}"
     return Check(id=cid, title=title, status=worst(list(each.values())),
-                 failing=culprits(each), value=value, detail=detail)
+                 **blame(each), value=value, detail=detail)
 
 
 def check_empty_answers(runs: Sequence[RunData]) -> Check:

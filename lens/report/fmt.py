@@ -69,7 +69,8 @@ def check_value(c: Check) -> str:
     if not c.failing or c.status == "pass":
         return c.value
     who = "failed" if c.status == "fail" else "warned"
-    return f"{who} by {', '.join(c.failing)} — {c.value}"
+    also = f"; warned by {', '.join(c.warned)}" if c.warned else ""
+    return f"{who} by {', '.join(c.failing)}{also} — {c.value}"
 
 
 def not_comparable_label(fields: list[str]) -> str:

@@ -173,6 +173,9 @@ def question_body(row: QuestionRow, *, scores: bool = True) -> str:
     if r.error:
         body.append(f'<p class="fail">error: {e(r.error)}</p>')
     body.append(f"<h4>Answer</h4><pre>{e(clip(r.answer)) or '<i>(empty)</i>'}</pre>")
+    if r.expected_answer is not None:
+        body.append("<h4>Expected answer</h4><pre class='expected'>"
+                    f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
     body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
                 f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
     if scores and row.scores and row.scores.detail:

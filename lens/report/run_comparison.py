@@ -22,6 +22,7 @@ from lens.report.arm_comparison import (
     many_arms,
     noise_floor_of,
 )
+from lens.report.arm_selection import Candidate, choose, options_hash
 from lens.report.checklist import arm_size, compare_checklist
 from lens.report.data import RunData, load_run
 from lens.report.document import (
@@ -74,6 +75,8 @@ class CompareSummary(BaseModel):
     floor_ceiling: FloorCeiling | None = None
     # Where a sequential run would have stopped (``lens compare --sequential``).
     sequential: SequentialOut | None = None
+    # Which pairs were compared: they are the confirmatory family (``--arms``, ``--baseline``).
+    pairs_chosen: str = "every pair of arms"
 
 
 @dataclass(frozen=True)
@@ -168,9 +171,20 @@ def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> 
     return lines
 
 
+def arm_candidates(arms: Sequence[Arm]) -> list[Candidate[Arm]]:
+    """The arms as ``--arms`` and ``--baseline`` may name them."""
+    return [Candidate(item=a, name=a.name, run_id=a.run.run_id, run_dir=a.run.root.name,
+                      label=a.adapter, identity=(a.adapter, options_hash(a.run, a.adapter)))
+            for a in arms]
+
+
 def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                  confidence: float = 0.95,
-                 sequential: SequentialSettings | None = None) -> CompareResult:
+                 sequential: SequentialSettings | None = None,
+                 arms: Sequence[str] = (), baseline: str | None = None) -> CompareResult:
+    """``lens compare``: the runs' arms (``arms`` by name, default every different arm) in
+    pairs (each against ``baseline`` when given, else every pair); see
+    :mod:`lens.report.arm_selection`."""
     if len(run_dirs) < 1:
         raise UserError("compare needs at least one run directory")
     runs = [load_run(d) for d in run_dirs]
@@ -180,34 +194,46 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     fields, diffs = differences(runs)
     if fields and not force:
         raise UserError(refusal_message(runs, diffs))
-    arms = arms_of(runs)
-    if len(arms) < 2:
+    every_arm = arms_of(runs)
+    if len(every_arm) < 2:
         raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
                         "run directory, or a run with several adapters")
-    metrics = compared_metrics(arms, shared_metrics(runs))
+    choice = choose(arm_candidates(every_arm), arms=arms, baseline=baseline,
+                    one_condition=not fields)
+    chosen = choice.arms
+    pair_names = [(a.name, b.name) for a, b in choice.pairs]
+    metrics = compared_metrics(chosen, shared_metrics(runs))
     floor = noise_floor_of(runs)
-    own = {a.name: arm_estimates(a, metrics, confidence) for a in arms}
-    comps = compare_pairs(arms, metrics, noise_floor=floor, not_comparable=fields,
-                          confidence=confidence, own=own)
-    by_judge, judge_notes = compare_under_judges(
-        runs, lambda rs: compare_pairs(arms_of(rs), metrics, noise_floor=noise_floor_of(rs),
-                                       not_comparable=fields, confidence=confidence), comps)
+    own = {a.name: arm_estimates(a, metrics, confidence) for a in chosen}
+    comps = compare_pairs(chosen, metrics, noise_floor=floor, not_comparable=fields,
+                          confidence=confidence, own=own, pairs=choice.pairs)
+
+    def under_judge(rs: Sequence[RunData]) -> list[Comparison]:
+        by_name = {a.name: a for a in arms_of(rs)}
+        return compare_pairs([by_name[a.name] for a in chosen], metrics,
+                             noise_floor=noise_floor_of(rs), not_comparable=fields,
+                             confidence=confidence,
+                             pairs=[(by_name[a], by_name[b]) for a, b in pair_names])
+
+    by_judge, judge_notes = compare_under_judges(runs, under_judge, comps)
     comps = hold_under_every_judge(comps, by_judge)
-    sizes = {a.name: arm_size(a.run, a.adapter) for a in arms}
+    sizes = {a.name: arm_size(a.run, a.adapter) for a in chosen}
     checks = compare_checklist(runs, sizes)
     arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
                for name, ests in own.items()}
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
                              checklist=checks, comparisons=comps,
-                             many_arms=many_arms(arms, metrics), judges=list(by_judge),
+                             pairs_chosen=_pairs_chosen(choice.pairs[0][0].name
+                                                        if baseline else None),
+                             many_arms=many_arms(chosen, metrics), judges=list(by_judge),
                              judge_notes=judge_notes,
-                             frontier=arms_frontier(arms, metrics[0] if metrics else None,
-                                                    own, _arm_costs(arms)),
+                             frontier=arms_frontier(chosen, metrics[0] if metrics else None,
+                                                    own, _arm_costs(chosen)),
                              floor_ceiling=floor_ceiling(
                                  arm_est, {a.name: adapter_names(a.run).get(a.adapter, a.adapter)
-                                           for a in arms}, metrics),
-                             sequential=(sequential_replay(arms, metrics[0], comps,
+                                           for a in chosen}, metrics),
+                             sequential=(sequential_replay(chosen, metrics[0], comps,
                                                            **sequential.as_kwargs())
                                          if sequential is not None and metrics else None))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
@@ -232,8 +258,9 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
-        Para("Every pair of arms (p ± its Monte Carlo error where it comes from 10,000 "
-             "scope-clustered resamples). " + layout.FAMILIES, "meta"),
+        Para(f"Compared: {s.pairs_chosen}; these pairs are the confirmatory family (p ± its "
+             "Monte Carlo error where it comes from 10,000 scope-clustered resamples). "
+             + layout.FAMILIES, "meta"),
     ]
     if len(s.judges) > 1:
         out.append(Para(f"Judges: {', '.join(s.judges)}; a verdict holds only when every "
@@ -249,6 +276,12 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
                                                       for c in fails), "fail"))
     return out
+
+
+def _pairs_chosen(baseline: str | None) -> str:
+    if baseline is not None:
+        return f"{baseline} (the baseline) against each other arm"
+    return "every pair of arms"
 
 
 def _arm_costs(arms: Sequence[Arm]) -> dict[str, float | None]:

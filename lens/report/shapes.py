@@ -48,6 +48,8 @@ class Check(_M):
     # Who made the row warn or fail: the arms (or, for a check of whole runs, the runs) whose
     # own status is the row's; empty when it passes.
     failing: list[str] = Field(default_factory=list)
+    # The arms that warned a row that fails (named beside those that failed it).
+    warned: list[str] = Field(default_factory=list)
 
 
 class Usage(_M):

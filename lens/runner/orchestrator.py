@@ -475,7 +475,8 @@ class Runner:
             base: dict[str, Any] = dict(unit_key=unit.key, adapter=unit.adapter.display,
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
                         question_id=q.question_id, checkpoint=q.checkpoint_after,
-                        started_at=started_at, episodes_ingested=ingested)
+                        started_at=started_at, episodes_ingested=ingested,
+                        expected_answer=q.ground_truth.canonical_answer)
             try:
                 result = await agent.answer(q.for_agent(checkpoint_time))
             except AdapterWorkerLost:
@@ -536,5 +537,6 @@ class Runner:
                 unit_key=unit.key, adapter=unit.adapter.display, scope_id=unit.scope.scope_id,
                 repeat=unit.repeat, question_id=q.question_id, checkpoint=q.checkpoint_after,
                 status="error", error=message, started_at=now_iso(),
+                expected_answer=q.ground_truth.canonical_answer,
             )
             await self._save(record)

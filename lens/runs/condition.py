@@ -65,6 +65,9 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
         "seed": config.seed,
         "repeats": config.repeats,
     }
+    if config.dataset.limit is not None:
+        # A sample of the questions (``--limit``): never comparable with the whole dataset.
+        cond["question_limit"] = config.dataset.limit
     reader = answerer(config)
     if reader is not None:
         cond["answerer"] = reader

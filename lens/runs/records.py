@@ -93,6 +93,9 @@ class QuestionRecord(_Record):
     checkpoint: int
     status: Status
     answer: str = ""
+    # The dataset's answer, beside the given one for whoever reads the record. Written after
+    # the session: the agent and the adapter never see it.
+    expected_answer: str | None = None
     cited_refs: list[str] = Field(default_factory=list)
     retrieved_refs: list[str] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from typing import Any
 
 from lens.core.errors import UserError
 from lens.data.dataset import Dataset, Question, load_dataset_dropping
+from lens.data.sample import limit_questions
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import RunStore
 from lens.scoring.claims import ScopeText
@@ -87,6 +88,9 @@ def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None)
         if missing:
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
         dataset = dataset.select_scopes(list(scopes))
+    limit = ds_cfg.get("limit")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        dataset = limit_questions(dataset, limit)
     condition = manifest.get("condition") or {}
     expected = condition.get("dataset_hash") or recorded.get("content_hash")
     run_id = condition.get("dataset_id") or recorded.get("id")

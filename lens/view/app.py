@@ -36,6 +36,7 @@ from lens.view.query import QueryError, QuestionQuery, select
 from lens.view.sidebyside import (
     CompareQuery,
     arms_of,
+    chosen_arms,
     compare_page,
     question_side,
     refusal,
@@ -187,22 +188,24 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
 
     def compare(request: Request) -> Response:
         query, indexes = compare_inputs(request)
-        arms = arms_of(indexes)
-        refused = refusal(indexes, arms)
+        refused = refusal(indexes, arms_of(indexes))
         if refused is not None:
             return _html(pages.problem_page("side by side refused", refused), 409)
-        job = "compare:" + "\n".join(query.run)
+        arms = chosen_arms(indexes, query)
+        job = "compare:" + "\n".join([*query.run, f"arms={query.arms}",
+                                      f"baseline={query.baseline}"])
         piece = work.get(job, tuple(i.fingerprint() for i in indexes),
                          fragments.compare_fragment, [str(i.root) for i in indexes],
+                         [a.name for a in arms], query.baseline or None,
                          wait=sum(len(i.rows) for i in indexes) <= SMALL_RUN)
         return _html(compare_page(indexes, arms, query, piece, job))
 
     def compare_question(request: Request) -> Response:
-        _, indexes = compare_inputs(request)
-        arms = arms_of(indexes)
-        refused = refusal(indexes, arms)
+        query, indexes = compare_inputs(request)
+        refused = refusal(indexes, arms_of(indexes))
         if refused is not None:
             return _html(pages.problem_page("side by side refused", refused), 409)
+        arms = chosen_arms(indexes, query)
         q = request.query_params
         try:
             key = (q["scope"], q["qid"], int(q["repeat"]))

@@ -30,10 +30,13 @@ def report_fragment(run_dir: str) -> Outcome:
         return False, why(exc)
 
 
-def compare_fragment(run_dirs: list[str]) -> Outcome:
-    """(True, html) of what ``lens compare`` says about these runs, or (False, why not)."""
+def compare_fragment(run_dirs: list[str], arms: list[str] | None = None,
+                     baseline: str | None = None) -> Outcome:
+    """(True, html) of what ``lens compare`` says about these runs (the ``arms``, each against
+    ``baseline`` when given), or (False, why not)."""
     try:
-        return True, to_html(compare_blocks(compare_runs(run_dirs).summary))
+        return True, to_html(compare_blocks(compare_runs(run_dirs, arms=arms or (),
+                                                         baseline=baseline).summary))
     except UserError as exc:
         return False, why(exc)
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import lens.report.fmt as fmt
 from lens.core.errors import UserError
+from lens.report.arm_selection import Candidate, choose, options_hash, parse_names
 from lens.report.data import RunData
 from lens.report.document import e
 from lens.report.html import clip
@@ -34,6 +35,9 @@ class CompareQuery(BaseModel):
     type: str = ""
     only: Literal["", "diff"] = ""
     page: int = Field(default=1, ge=1)
+    # The arms set side by side and compared, as ``lens compare --arms`` / ``--baseline``.
+    arms: str = ""
+    baseline: str = ""
 
     @classmethod
     def parse(cls, params: dict[str, object]) -> CompareQuery:
@@ -64,6 +68,25 @@ def arms_of(indexes: Sequence[RunIndex]) -> list[ViewArm]:
             rows = {r.match_key: r for r in index.rows.values() if r.adapter == adapter}
             out.append(ViewArm(f"{run_id}:{adapter}" if many else adapter, index, adapter, rows))
     return out
+
+
+def chosen_arms(indexes: Sequence[RunIndex], query: CompareQuery) -> list[ViewArm]:
+    """The arms the query names (``arms``, ``baseline``), by ``lens compare``'s rules; every
+    arm, each adapter once, when it names none."""
+    every = arms_of(indexes)
+    cands = []
+    for arm in every:
+        cond = arm.index.manifest.get("condition")
+        cands.append(Candidate(item=arm, name=arm.name,
+                               run_id=str(arm.index.manifest.get("run_id") or arm.index.name),
+                               run_dir=arm.index.root.name, label=arm.adapter,
+                               identity=(arm.adapter, options_hash(
+                                   cond if isinstance(cond, dict) else {}, arm.adapter))))
+    try:
+        return choose(cands, arms=parse_names(query.arms), baseline=query.baseline or None,
+                      flag="query parameter {}".format).arms
+    except UserError as exc:
+        raise QueryError("; ".join(exc.lines)) from None
 
 
 def refusal(indexes: Sequence[RunIndex], arms: Sequence[ViewArm]) -> str | None:
@@ -116,7 +139,8 @@ def _matrix(indexes: Sequence[RunIndex], arms: Sequence[ViewArm],
             metric: str | None) -> list[Line]:
     """Every question of the arms with its cells and whether they differ; kept until one of
     the runs changes (paging and filtering a large side by side then costs little)."""
-    cache_key = (tuple((i.name, i.fingerprint()) for i in indexes), metric)
+    cache_key = (tuple((i.name, i.fingerprint()) for i in indexes), metric,
+                 tuple(a.name for a in arms))
     with _MATRICES_LOCK:
         found = _MATRICES.get(cache_key)
     if found is not None:
@@ -191,7 +215,9 @@ def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: Co
             tds.append(f"<td{cls}>" + link(run_url(arm.index.name, "question", key=r.key),
                                            text) + "</td>")
         side = "/compare/question?" + urlencode(
-            {"run": query.run, "scope": scope, "qid": qid, "repeat": rep}, doseq=True)
+            {"run": query.run, "scope": scope, "qid": qid, "repeat": rep,
+             **({"arms": query.arms} if query.arms else {}),
+             **({"baseline": query.baseline} if query.baseline else {})}, doseq=True)
         row_cls = " class='differs'" if diff else ""
         body.append(f"<tr{row_cls}><td>{link(side, qid, **{'class': 'sbs'})}"
                     f"<div class='meta'>{e(scope)} · r{rep}</div></td><td>{e(qtype)}</td>"
@@ -226,6 +252,10 @@ def _compare_form(query: CompareQuery, metrics: list[str], types: list[str]) -> 
     return ("<form class='filters' method='get' action='/compare' id='filters'>" + hidden
             + f"<label>text<input type='search' name='q' value='{e(query.q)}' id='f-q'>"
               "</label>"
+            + f"<label>arms<input type='text' name='arms' value='{e(query.arms)}' id='f-arms' "
+              "placeholder='every arm (A,B,…)'></label>"
+            + f"<label>baseline<input type='text' name='baseline' value='{e(query.baseline)}' "
+              "id='f-baseline' placeholder='(every pair)'></label>"
             + options("metric", "metric", [("", "(first shared)"), *((m, m) for m in metrics)],
                        query.metric)
             + options("type", "question type", [("", "any"), *((t, t) for t in types)],
@@ -263,6 +293,10 @@ def question_side(arms: Sequence[ViewArm], key: MatchKey) -> str:
     scope, qid, rep = key
     first = next((a.rows[key] for a in arms if key in a.rows), None)
     prompt = first.question if first else ""
+    expected = next((a.index.record(a.rows[key]).expected_answer for a in arms
+                     if key in a.rows), None)
+    shown = ("" if expected is None else
+             f"<h4>Expected answer</h4><pre id='expected'>{e(clip(expected))}</pre>")
     return shell(qid, f"<h1>{e(qid)}</h1><p class='meta'>{e(scope)} · r{rep}</p>"
-                 f"<pre id='prompt'>{e(clip(prompt))}</pre><div class='cols' id='side'>"
+                 f"<pre id='prompt'>{e(clip(prompt))}</pre>{shown}<div class='cols' id='side'>"
                  + "".join(cols) + "</div>")

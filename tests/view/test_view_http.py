@@ -136,10 +136,16 @@ def test_question_drill_down(served) -> None:
 
 def test_side_by_side_and_refusal(served) -> None:
     base, _, a, b, other = served
-    url = f"{base}/compare?" + urlencode({"run": [a.name, b.name]}, doseq=True)
+    # The same adapter in two runs is one arm unless both are named.
+    table = wait_ready(f"{base}/compare?" + urlencode({"run": [a.name, b.name]}, doseq=True)
+                       ).split("id='verdicts'")[0]
+    assert "alpha-id:sqlite_fts" in table and "beta-id:sqlite_fts" not in table
+    url = f"{base}/compare?" + urlencode(
+        {"run": [a.name, b.name], "arms": "alpha-id:sqlite_fts,beta-id:sqlite_fts"}, doseq=True)
     body = wait_ready(url)
     assert "id='sbs'" in body
     assert "alpha-id:sqlite_fts" in body and "beta-id:sqlite_fts" in body
+    assert "alpha-id:null" not in body.split("id='verdicts'")[0]
     assert "class='differs'" in body
     assert "Paired comparisons" in body  # lens compare's verdicts
     diff_only = get(url + "&only=diff")[2].split("id='sbs'", 1)[1].split("</table>", 1)[0]
@@ -148,6 +154,14 @@ def test_side_by_side_and_refusal(served) -> None:
     side = re.search(r"href=\"(/compare/question\?[^\"]+)\"", body).group(1)
     status, _, page = get(base + side.replace("&amp;", "&"))
     assert status == 200 and "id='side'" in page
+    assert "<h3>beta-id:sqlite_fts</h3>" in page and "alpha-id:null" not in page
+    # A baseline against each other arm; a name that is no arm is a bad query.
+    body = wait_ready(f"{base}/compare?" + urlencode(
+        {"run": [a.name], "baseline": "null"}, doseq=True))
+    assert "Compared: null (the baseline) against each other arm" in body
+    status, _, body = get(f"{base}/compare?" + urlencode(
+        {"run": [a.name, b.name], "arms": "sqlite_fts,nul"}, doseq=True))
+    assert status == 400 and "query parameter arms &#x27;nul&#x27;: no such arm" in body
     # arms of one run
     assert "Paired comparisons" in wait_ready(f"{base}/compare?run={a.name}")
     status, _, body = get(f"{base}/compare?" + urlencode({"run": [a.name, other.name]},
