@@ -33,7 +33,7 @@ def test_the_estimate_is_within_a_quarter_of_the_spend_on_a_shipped_config(
     shown = lens("plan", "configs/compare.yaml")
     assert "agent · sqlite_fts" in shown.stdout and "worst case (the budget)" in shown.stdout
     mixed = lens("plan", "configs/compare.yaml", "--delta", "0.1")
-    assert mixed.returncode == 2 and "takes no --baseline or --delta" in mixed.stderr
+    assert mixed.returncode == 2 and "takes no --baseline, --delta or --from" in mixed.stderr
     done = lens("run", "configs/compare.yaml", "--out", str(tmp_path), "--quiet",
                 "--fail-on", "never")
     assert done.returncode == 0, done.stderr

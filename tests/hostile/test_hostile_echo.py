@@ -27,7 +27,9 @@ def test_a_20_mb_run_id_is_printed_cut(tmp_path: Path) -> None:
     manifest = json.loads((huge / "manifest.json").read_text(encoding="utf-8"))
     manifest["run_id"] = HUGE
     (huge / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    for args in (("report", str(huge)), ("compare", str(huge), str(other))):
+    # The same adapter in two runs is one arm unless both copies are named (by folder here).
+    arms = f"{huge.name}:sqlite_fts,{other.name}:sqlite_fts"
+    for args in (("report", str(huge)), ("compare", str(huge), str(other), "--arms", arms)):
         proc = _lens(*args)
         assert proc.returncode in (0, 1), (args, proc.stderr[-2000:])
         printed = proc.stdout + proc.stderr
