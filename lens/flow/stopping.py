@@ -116,11 +116,12 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
         common = set.intersection(*({(r.question_id, r.repeat) for r in rs} for rs in rows))
         points = [how.point([r for r in rs if (r.question_id, r.repeat) in common]).get(metric)
                   if common else None for rs in rows]
-        if any(p is None for p in points):
+        known = [p for p in points if p is not None]
+        if len(known) < len(points):
             continue
         used.append(block)
         for i, j in pairs:
-            diff = float(points[j]) - float(points[i])  # type: ignore[arg-type]
+            diff = float(known[j]) - float(known[i])
             values[f"{arms[i]}|{arms[j]}"].append(max(-BOUND, min(BOUND, diff)))
     return values, used
 
