@@ -57,10 +57,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # Under pytest-xdist the controller receives every worker's reports; the workers keep quiet.
     config = session.config
-    if hasattr(config, "workerinput") or config.cache is None:
+    # Without the cache plugin (-p no:cacheprovider) there is nowhere to keep the record.
+    cache = getattr(config, "cache", None)
+    if hasattr(config, "workerinput") or cache is None:
         return
     if config.getoption(ci_stages.OPTION) is None:
-        config.cache.set(ci_stages.CACHE_KEY, _STAGE.passed_ids())
+        cache.set(ci_stages.CACHE_KEY, _STAGE.passed_ids())
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
