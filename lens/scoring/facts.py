@@ -53,7 +53,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from lens.data.dataset import fact_subject
@@ -462,7 +462,23 @@ def _parse_fact(fact: str) -> _Fact:
         # "auth p99 latency: 224 ms" is the claim "auth p99 latency 224 ms": the colon would
         # otherwise end a clause between the value and what it is about.
         return dataclasses.replace(_parse_fact(f"{subject} {value}"), about=_subject(subject))
-    clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
+    return _parse_statement(fact)
+
+
+@dataclass(frozen=True)
+class _FactValues:
+    """The figures, dates and identifiers of a fact, and its text with the dates and
+    identifiers masked and number words written as digits."""
+
+    dates: list[Date]
+    ids: list[str]
+    id_shapes: dict[str, str]
+    id_parts: set[str]  # the stems of the identifiers' parts, which are no words of the fact
+    digits: str
+    numbers: list[Number]
+
+
+def _fact_values(fact: str) -> _FactValues:
     t = fold(fact)
     dates = find_dates(t)
     masked = _mask(t, [(d.start, d.end) for d in dates])
@@ -471,27 +487,46 @@ def _parse_fact(fact: str) -> _Fact:
     id_shapes = {k: _shape(masked[s:e]) for k, s, e in found}
     id_parts = {stem(p) for _, s, e in found for p in re.split(r"[-_]", masked[s:e])}
     digits = words_to_digits(_mask(masked, [(s, e) for _, s, e in found]))
-    numbers = extract_numbers(digits, words=False)
-    noun_stems = [_noun_stems(n) for n in numbers]
+    return _FactValues(dates, ids, id_shapes, id_parts, digits,
+                       extract_numbers(digits, words=False))
+
+
+def _changed_subject(ordered: list[str], directions: list[str], name_words: set[str]
+                     ) -> list[str]:
+    """The words before the first direction name what changed ("auth p99 latency" of "auth
+    p99 latency above the SLO")."""
+    if not directions:
+        return []
+    first = next((i for i, w in enumerate(ordered) if w in directions), 0)
+    return list(dict.fromkeys(w for w in ordered[:first]
+                              if w not in DIRECTIONS and w not in name_words))
+
+
+def _fact_names(fact: str, id_parts: set[str]) -> list[list[str]]:
     names = [[w for w in g if w not in id_parts] for g in _name_groups(fact, True)]
-    names = [g for g in names if g]
+    return [g for g in names if g]
+
+
+def _ordered_words(v: _FactValues) -> list[str]:
+    """The fact's content stems in order, its figures and identifiers left out."""
+    masked = _mask(v.digits, [(n.start, n.end) for n in v.numbers])
+    return [w for w in content_stems(normalise(masked)) if w not in v.id_parts]
+
+
+def _parse_statement(fact: str) -> _Fact:
+    clauses = [_clause(p) for _, p in _clauses(fact)] or [_clause(fact)]
+    v = _fact_values(fact)
+    noun_stems = [_noun_stems(n) for n in v.numbers]
+    names = _fact_names(fact, v.id_parts)
     name_words = {w for g in names for w in g}
-    ordered = [w for w in content_stems(normalise(_mask(digits, [(n.start, n.end)
-                                                                for n in numbers])))
-               if w not in id_parts]
+    ordered = _ordered_words(v)
     words = [w for w in dict.fromkeys(ordered)
              if w not in name_words and not any(w in s for s in noun_stems)]
     directions = list(dict.fromkeys(w for c in clauses if not c.negated
                                     for w in sorted(c.stems & DIRECTIONS)))
-    changed: list[str] = []
-    if directions:
-        # The words before the first direction name what changed ("auth p99 latency" of
-        # "auth p99 latency above the SLO").
-        first = next((i for i, w in enumerate(ordered) if w in directions), 0)
-        changed = list(dict.fromkeys(w for w in ordered[:first]
-                                     if w not in DIRECTIONS and w not in name_words))
-    return _Fact(fact, numbers, noun_stems, dates, ids, names, words, directions, changed,
-                 id_shapes, main_denied=clauses[0].negated)
+    return _Fact(fact, v.numbers, noun_stems, v.dates, v.ids, names, words, directions,
+                 _changed_subject(ordered, directions, name_words), v.id_shapes,
+                 main_denied=clauses[0].negated)
 
 
 def _has(word: str, stems: set[str]) -> bool:
@@ -571,104 +606,258 @@ def _attributed(about: _Subject, rivals: list[_Subject], clauses: list[Clause], 
     return False
 
 
-def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings,
-           rivals: list[_Subject] | None = None) -> tuple[bool, set[str], str]:
-    """Whether the clauses of one scope state the fact: (ok, items present, reason)."""
-    # A clause naming another entity of the kind the fact names, and not the fact's own,
-    # is about something else.
+def _usable(fact: _Fact, clauses: list[Clause]) -> list[Clause]:
+    """The clauses that may speak of the fact: a clause naming another entity of the kind the
+    fact names, and not the fact's own (CHG-5383 beside a fact about CHG-5382), is about
+    something else."""
     own = set(fact.ids)
     kinds = set(fact.id_shapes.values())
     usable = []
     for c in clauses:
         other_kinds = {kind for k, kind in c.ids.items() if k not in own} & kinds
         own_kinds = {kind for k, kind in c.ids.items() if k in own}
-        if other_kinds - own_kinds:
-            continue
-        usable.append(c)
-    if not usable:
-        return False, set(), "about another entity"
-    stems = set().union(*(c.stems for c in usable))
-    anchor_clauses: set[int] = set()
-    # The clauses stating each of the fact's values (figures, dates, identifiers that are not
-    # part of its subject).
-    value_hits: list[tuple[list[int], bool]] = []  # (clauses, a measurement: figure or date)
-    for i in range(len(fact.numbers)):
-        hits = _number_in(fact, i, usable, stems, s.rel_tol)
-        if not hits:
-            return False, set(), "figure missing"
-        anchor_clauses.update(hits)
-        value_hits.append((hits, True))
-    for d in fact.dates:
-        hits = [ci for ci, c in enumerate(usable) if any(a.meets(d) for a in c.dates)]
-        if not hits:
-            return False, set(), "date missing"
-        anchor_clauses.update(hits)
-        value_hits.append((hits, True))
-    items = fact.items
-    # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
-    written = set().union(*(c.ids_written for c in usable))
-    present = {w for w in items if (w in written if w in fact.ids else _has(w, stems))}
-    if not all(i in present for i in fact.ids):
-        return False, present, "identifier missing"
-    for k in fact.ids:
-        hits = [ci for ci, c in enumerate(usable) if k in c.ids_written]
-        anchor_clauses.update(hits)
-        if fact.about is None or k not in fact.about.ids:
-            value_hits.append((hits, False))
-    values = sum(len(c.numbers) + len(c.dates) + len(c.ids) for c in usable)
-    if anchor_clauses and values > 1 and not any(c.worded for c in usable):
-        # Values with no word around them ("CHG-5382, 224 ms, 2024-03-22") are a list, not a
-        # claim about anything; a single value ("4") may be the whole answer to a question.
-        return False, present, "bare list"
-    plain = fact.plain
-    if not plain:
-        # A figure, date or identifier alone: only a denial of the whole statement defeats it.
-        if anchor_clauses and all(usable[ci].denied for ci in anchor_clauses):
-            return False, present, "denied"
-        return True, present, ""
-    if (not fact.main_denied and (fact.numbers or fact.dates) and anchor_clauses
-            and all(usable[ci].negated or usable[ci].denied for ci in anchor_clauses)):
-        # "auth p99 latency never reached 531 ms" denies the figure, whatever else is said.
-        return False, present, "denied"
-    if not all(any(n in present for n in g) for g in fact.names) or not all(d in present
-                                                            for d in fact.directions):
-        return False, present, "subject or direction missing"
+        if not other_kinds - own_kinds:
+            usable.append(c)
+    return usable
+
+
+@dataclass
+class _Scope:
+    """What the matcher's rules look at: one fact and the usable clauses of one scope."""
+
+    fact: _Fact
+    clauses: list[Clause]  # every clause of the scope, in order
+    usable: list[Clause]
+    after_no: bool
+    settings: FactMatcherSettings
+    rivals: list[_Subject]
+    stems: set[str]
+    figure_hits: list[list[int]]  # per figure of the fact, the usable clauses stating it
+    date_hits: list[list[int]]
+    id_hits: list[list[int]]
+    present: set[str]  # the fact's items the scope holds
+
+    @classmethod
+    def of(cls, fact: _Fact, clauses: list[Clause], usable: list[Clause], after_no: bool,
+           s: FactMatcherSettings, rivals: list[_Subject]) -> _Scope:
+        stems = set().union(*(c.stems for c in usable))
+        figures = [_number_in(fact, i, usable, stems, s.rel_tol) for i in range(len(fact.numbers))]
+        dates = [[ci for ci, c in enumerate(usable) if any(a.meets(d) for a in c.dates)]
+                 for d in fact.dates]
+        # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
+        written = set().union(*(c.ids_written for c in usable))
+        present = {w for w in fact.items
+                   if (w in written if w in fact.ids else _has(w, stems))}
+        ids = [[ci for ci, c in enumerate(usable) if k in c.ids_written] for k in fact.ids]
+        return cls(fact, clauses, usable, after_no, s, rivals or [], stems, figures, dates, ids,
+                   present)
+
+    @property
+    def anchors(self) -> set[int]:
+        """The usable clauses stating any of the fact's figures, dates or identifiers."""
+        return {ci for hits in [*self.figure_hits, *self.date_hits, *self.id_hits]
+                for ci in hits}
+
+    @property
+    def value_hits(self) -> list[tuple[list[int], bool]]:
+        """The clauses stating each of the fact's values (figures, dates, identifiers that are
+        not part of its subject), each with whether it is a measurement (figure or date)."""
+        about = self.fact.about
+        ids = [hits for k, hits in zip(self.fact.ids, self.id_hits, strict=True)
+               if about is None or k not in about.ids]
+        return ([(h, True) for h in [*self.figure_hits, *self.date_hits]]
+                + [(h, False) for h in ids])
+
+    @functools.cached_property
+    def finding(self) -> tuple[list[Clause], list[Clause]]:
+        """(the clauses holding any of the fact's words, the ones among them that carry the
+        finding: those with its direction, else those with the most of its words)."""
+        fact = self.fact
+        plain_present = [w for w in fact.plain if w in self.present]
+        holding = [c for c in self.usable if any(_has(w, c.stems) for w in plain_present)]
+        if fact.directions:
+            return holding, [c for c in holding if any(d in c.stems for d in fact.directions)]
+        best = max(sum(_has(w, c.stems) for w in plain_present) for c in holding)
+        return holding, [c for c in holding
+                         if sum(_has(w, c.stems) for w in plain_present) == best]
+
+
+# The matcher's rules. Each takes a scope and says whether it rejects the fact there; a rule's
+# reason is the one a FactMatch gives. They run in the order of the tables below.
+
+def _figure_missing(sc: _Scope) -> bool:
+    """Rejects a scope that lacks one of the fact's figures (with its unit and, for a count,
+    what it counts): "252 ms" or "252 requests" for "252 tickets"."""
+    return not all(sc.figure_hits)
+
+
+def _date_missing(sc: _Scope) -> bool:
+    """Rejects a scope that lacks one of the fact's dates (another day, or another year when
+    the answer gives one)."""
+    return not all(sc.date_hits)
+
+
+def _identifier_missing(sc: _Scope) -> bool:
+    """Rejects a scope without each of the fact's identifiers as a whole token: CHG-53821 or
+    CHG-5383 is not CHG-5382."""
+    return not all(k in sc.present for k in sc.fact.ids)
+
+
+def _bare_list(sc: _Scope) -> bool:
+    """Rejects values with no word around them ("CHG-5382, 224 ms, 2024-03-22"): a list, not
+    a claim about anything; a single value ("4") may be the whole answer to a question."""
+    values = sum(len(c.numbers) + len(c.dates) + len(c.ids) for c in sc.usable)
+    return bool(sc.anchors) and values > 1 and not any(c.worded for c in sc.usable)
+
+
+def _value_denied(sc: _Scope) -> bool:
+    """For a fact that is a figure, date or identifier alone: rejects it when every clause
+    stating it is under a denial of the whole statement ("It is not true that ...")."""
+    anchors = sc.anchors
+    return bool(anchors) and all(sc.usable[ci].denied for ci in anchors)
+
+
+def _figure_denied(sc: _Scope) -> bool:
+    """Rejects a figure or date of an affirmed fact when every clause stating it denies it:
+    "auth p99 latency never reached 531 ms" denies the figure, whatever else is said."""
+    fact, anchors = sc.fact, sc.anchors
+    return (not fact.main_denied and bool(fact.numbers or fact.dates) and bool(anchors)
+            and all(sc.usable[ci].negated or sc.usable[ci].denied for ci in anchors))
+
+
+def _subject_or_direction_missing(sc: _Scope) -> bool:
+    """Rejects a scope missing one of the fact's names ("Rossi") or its direction of change
+    ("increasing" is not met by "decreasing" or "stayed flat")."""
+    fact, present = sc.fact, sc.present
+    return (not all(any(n in present for n in g) for g in fact.names)
+            or not all(d in present for d in fact.directions))
+
+
+def _words_missing(sc: _Scope) -> bool:
+    """Rejects a scope with too few of the fact's words: all of a short fact's, ``coverage``
+    of a longer one's and never fewer than ``short_fact_words``."""
+    s, items = sc.settings, sc.fact.items
     needed = len(items) if len(items) <= s.short_fact_words else max(
         s.short_fact_words, math.ceil(s.coverage * len(items) - 1e-9))
-    if len(present) < needed:
-        return False, present, "words missing"
-    if fact.directions and not any(_states_change(fact, c) for c in usable):
-        # "Auth request volume stayed flat, while notifications latency rose" says nothing
-        # about notifications request volume.
-        return False, present, "subject apart from the change"
-    plain_present = [w for w in plain if w in present]
-    # The clause that carries the finding: the one with its direction, else the most words.
-    holding = [c for c in usable if any(_has(w, c.stems) for w in plain_present)]
-    if fact.directions:
-        core = [c for c in holding if any(d in c.stems for d in fact.directions)]
-    else:
-        best = max(sum(_has(w, c.stems) for w in plain_present) for c in holding)
-        core = [c for c in holding if sum(_has(w, c.stems) for w in plain_present) == best]
-    if fact.main_denied and not (after_no or any(c.negated for c in holding)):
-        return False, present, "denial missing"
-    if not fact.main_denied and core and all(c.negated or c.denied for c in core):
-        return False, present, "denied"
-    if fact.about is not None:
-        # A value is a claim about the subject named nearest to it, in one clause: subject
-        # words scattered over the sentence, or another key fact's subject in between, do
-        # not make "feature-request reaches the threshold: it has risen to 43 tickets" a
-        # claim about the Android app's login-loop tickets.
-        others = [r for r in rivals or [] if r != fact.about and not r.within(fact.about)]
-        where = {id(c): j for j, c in enumerate(clauses)}
-        for hits, measured in value_hits:
-            # An identifier names an event ("order-router retries at 724 per hour against 47
-            # before CHG-5382"), not a measurement of the clause's subject: only figures and
-            # dates are taken by a rival named nearer.
-            near = others if measured else []
-            if not any(_attributed(fact.about, near, clauses, where[id(usable[ci])])
-                       for ci in hits):
-                return False, present, "about another subject"
-    return True, present, ""
+    return len(sc.present) < needed
+
+
+def _subject_apart_from_change(sc: _Scope) -> bool:
+    """Rejects a change not stated in one clause with what changed: "Auth request volume
+    stayed flat, while notifications latency rose" says nothing about notifications request
+    volume."""
+    return bool(sc.fact.directions) and not any(_states_change(sc.fact, c) for c in sc.usable)
+
+
+def _denial_missing(sc: _Scope) -> bool:
+    """Rejects a fact that is itself a denial ("ERP-1148 is not the cause") when the answer
+    affirms it: no denied clause holding its words and no bare "No." before it."""
+    holding, _ = sc.finding
+    return sc.fact.main_denied and not (sc.after_no or any(c.negated for c in holding))
+
+
+def _finding_denied(sc: _Scope) -> bool:
+    """Rejects an affirmed finding when every clause carrying it is denied ("did not
+    increase", "is no longer elevated", "It is not true that ...")."""
+    _, core = sc.finding
+    return not sc.fact.main_denied and bool(core) and all(c.negated or c.denied for c in core)
+
+
+def _about_another_subject(sc: _Scope) -> bool:
+    """For a fact in subject form: rejects a value not said of the fact's subject. A value is a
+    claim about the subject named nearest to it, in one clause: subject words scattered over
+    the sentence, or another key fact's subject in between, do not make "feature-request
+    reaches the threshold: it has risen to 43 tickets" a claim about the Android app's
+    login-loop tickets."""
+    about = sc.fact.about
+    if about is None:
+        return False
+    others = [r for r in sc.rivals if r != about and not r.within(about)]
+    where = {id(c): j for j, c in enumerate(sc.clauses)}
+    for hits, measured in sc.value_hits:
+        # An identifier names an event ("order-router retries at 724 per hour against 47
+        # before CHG-5382"), not a measurement of the clause's subject: only figures and
+        # dates are taken by a rival named nearer.
+        near = others if measured else []
+        if not any(_attributed(about, near, sc.clauses, where[id(sc.usable[ci])])
+                   for ci in hits):
+            return True
+    return False
+
+
+_Rule = tuple[str, Callable[[_Scope], bool]]
+
+# Rules on the fact's values; a rejection here reports none of the fact's words as present.
+VALUE_RULES: tuple[_Rule, ...] = (
+    ("figure missing", _figure_missing),
+    ("date missing", _date_missing),
+)
+ANCHOR_RULES: tuple[_Rule, ...] = (
+    ("identifier missing", _identifier_missing),
+    ("bare list", _bare_list),
+)
+# For a fact that is a figure, date or identifier alone (no words to find).
+VALUE_ALONE_RULES: tuple[_Rule, ...] = (
+    ("denied", _value_denied),
+)
+# For a fact with words.
+FINDING_RULES: tuple[_Rule, ...] = (
+    ("denied", _figure_denied),
+    ("subject or direction missing", _subject_or_direction_missing),
+    ("words missing", _words_missing),
+    ("subject apart from the change", _subject_apart_from_change),
+    ("denial missing", _denial_missing),
+    ("denied", _finding_denied),
+    ("about another subject", _about_another_subject),
+)
+ANOTHER_ENTITY = "about another entity"
+
+
+def _first_rejection(rules: tuple[_Rule, ...], sc: _Scope) -> str:
+    return next((reason for reason, rule in rules if rule(sc)), "")
+
+
+def _check(fact: _Fact, clauses: list[Clause], after_no: bool, s: FactMatcherSettings,
+           rivals: list[_Subject] | None = None) -> tuple[bool, set[str], str]:
+    """Whether the clauses of one scope state the fact: (ok, items present, reason)."""
+    usable = _usable(fact, clauses)
+    if not usable:
+        return False, set(), ANOTHER_ENTITY
+    sc = _Scope.of(fact, clauses, usable, after_no, s, rivals or [])
+    if why := _first_rejection(VALUE_RULES, sc):
+        return False, set(), why
+    rules = ANCHOR_RULES + (FINDING_RULES if fact.plain else VALUE_ALONE_RULES)
+    why = _first_rejection(rules, sc)
+    return not why, sc.present, why
+
+
+def _values_missing(fact: str, f: _Fact, answer: AnswerText, s: FactMatcherSettings
+                    ) -> list[str]:
+    """The fact's figures and dates the whole answer lacks, for the detail."""
+    clauses = [c for sent in answer.sentences for c in sent.clauses]
+    stems = set().union(*(c.stems for c in clauses)) if clauses else set()
+    missing = [n.text for i, n in enumerate(f.numbers)
+               if not _number_in(f, i, clauses, stems, s.rel_tol)]
+    return missing + [fact_date_text(fact, d) for d in f.dates
+                      if not any(a.meets(d) for c in clauses for a in c.dates)]
+
+
+def _scan(f: _Fact, answer: AnswerText, s: FactMatcherSettings, rivals: list[_Subject]
+          ) -> tuple[bool, set[str], str]:
+    """(matched, items present, reason) over the answer's windows: the first window stating
+    the fact, else the one holding the most of its items and why it fell short."""
+    size = s.window_sentences if len(f.items) >= s.long_fact_words else 1
+    best: set[str] = set()
+    reason = "empty answer" if not answer.raw.strip() else "not stated"
+    for clauses, after_no in answer.windows(size):
+        if not clauses or not _may_hold(f, clauses):
+            continue
+        ok, present, why = _check(f, clauses, after_no, s, rivals)
+        if ok:
+            return True, present, ""
+        if len(present) > len(best) or not best:
+            best, reason = present, why or reason
+    return False, best, reason
 
 
 def match_fact(fact: str, answer: AnswerText,
@@ -684,26 +873,8 @@ def match_fact(fact: str, answer: AnswerText,
     if not items and not f.numbers and not f.dates:
         # A fact with no content words and no figures cannot be checked mechanically.
         return FactMatch(fact, False, 0.0, reason="nothing to check")
-    # Figures and dates the whole answer lacks, for the detail.
-    all_clauses = [c for sent in answer.sentences for c in sent.clauses]
-    all_stems = set().union(*(c.stems for c in all_clauses)) if all_clauses else set()
-    numbers_missing = [n.text for i, n in enumerate(f.numbers)
-                       if not _number_in(f, i, all_clauses, all_stems, s.rel_tol)]
-    numbers_missing += [fact_date_text(fact, d) for d in f.dates
-                        if not any(a.meets(d) for c in all_clauses for a in c.dates)]
-    size = s.window_sentences if len(items) >= s.long_fact_words else 1
-    best: set[str] = set()
-    reason = "empty answer" if not answer.raw.strip() else "not stated"
-    matched = False
-    for clauses, after_no in answer.windows(size):
-        if not clauses or not _may_hold(f, clauses):
-            continue
-        ok, present, why = _check(f, clauses, after_no, s, others)
-        if ok:
-            matched, best, reason = True, present, ""
-            break
-        if len(present) > len(best) or not best:
-            best, reason = present, why or reason
+    numbers_missing = _values_missing(fact, f, answer, s)
+    matched, best, reason = _scan(f, answer, s, others)
     if reason == "not stated" and numbers_missing:
         # No sentence even holds the fact's figures and dates: say which the whole answer lacks
         # (a judge's grade cannot credit a value the answer never gives, see
