@@ -6,7 +6,8 @@ grade of it (1, 0.5 or 0) and, where the source graded the same answer twice, th
 judge's grade.
 
 - ``lens-v2``: the LENS benchmark's second version, real agents' answers graded fact by fact
-  (``../shared/lens-v2-grades``: ``grading_tasks.jsonl`` + ``claude_scores.jsonl``).
+  (the ``lens-v2-grades`` folder of the published scopes beside the project:
+  ``grading_tasks.jsonl`` + ``claude_scores.jsonl``).
 - ``mab-longmemeval`` and ``mab-ruler-qa``: MemoryAgentBench answers of a memory agent on
   LongMemEval_s and RULER QA questions, each judged right or wrong by gpt-4o and again by gpt-5
   (``judge4o_results_*.jsonl`` and ``judge_results_*.jsonl``).

@@ -8,7 +8,8 @@ a clear difference from being diluted by comparisons nobody asked for.
 An arm never meets itself: the same adapter (label and options) in two runs under one
 condition is one arm, kept once (from the first run that has it), unless the user names both
 (``RUN_A:label,RUN_B:label``). Under differing conditions (``--force``) the runs differ in
-something other than the adapter, so the same adapter in two runs is two arms.
+something other than the adapter, so the same adapter in two runs is two arms; and runs that
+hold nothing but that one arm are compared with each other (two versions of one memory).
 
 The viewer's side by side uses the same rules (:func:`choose`), so the arms it shows are the
 arms ``lens compare`` would compare.
@@ -118,6 +119,10 @@ def choose(cands: Sequence[Candidate[T]], *, arms: Sequence[str] = (), baseline:
             if one_condition and any(k.identity == c.identity for k in chosen):
                 continue
             chosen.append(c)
+        if len(chosen) < 2 and len(cands) >= 2:
+            # Runs that hold nothing but that arm are what the user compares: two versions of
+            # one memory under one name (answers the condition cannot tell apart).
+            chosen = list(cands)
         if base is not None and base not in chosen:
             chosen = [base, *[c for c in chosen
                               if not (one_condition and c.identity == base.identity)]]

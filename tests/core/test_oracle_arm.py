@@ -123,5 +123,6 @@ def test_compare_places_every_run_s_arms_between_floor_and_ceiling(
     assert fc["floor_arm"].endswith("null") and fc["ceiling_arm"].endswith("oracle")
     row = next(r for r in fc["rows"] if r["metric"] == "evidence_coverage")
     fts = [v for k, v in row["positions"].items() if k.endswith("sqlite_fts")]
-    assert len(fts) == 2 and fts[0] == pytest.approx(fts[1]) and 0 < fts[0] < 1
+    # sqlite_fts is the same arm in both runs (one condition): placed once.
+    assert len(fts) == 1 and 0 < fts[0] < 1
     assert "## Floor and ceiling" in (out / "compare.md").read_text()
