@@ -8,7 +8,9 @@ have (a module skipped whole), and the tests marked ``extras_sensitive`` (an ext
 library they exercise to another version: litellm's extra takes openai back a major version).
 
 Stage 1 records the tests that passed in pytest's cache (key ``lens/passed``); stage 2 is given
-that file with ``--passed-in`` and deselects those tests, saying how many.
+that file as ``--passed-in=FILE`` (one word: the option lives in the suite's conftest, so pytest
+reads a separate FILE as a test path, and picks its root by it, before it knows the option) and
+deselects those tests, saying how many.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def add_option(parser: pytest.Parser) -> None:
         OPTION, metavar="FILE", default=None,
         help="run only the tests that did not pass in the run whose pytest cache file "
              f"(.pytest_cache/v/{CACHE_KEY}) is FILE, and those marked extras_sensitive "
-             "(CI's second stage)")
+             "(CI's second stage); give it as --passed-in=FILE")
 
 
 def read_passed(path: Path) -> set[str]:
