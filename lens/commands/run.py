@@ -17,6 +17,8 @@ from lens.data.overrides import Overrides
 from lens.flow.pipeline import RunOutcome, execute
 from lens.report.arm_selection import parse_names
 from lens.report.console import one_line, result_lines
+from lens.report.data import unknown_usage_of
+from lens.report.shapes import UnknownUsage
 from lens.runs.store import RunStore
 
 
@@ -131,12 +133,20 @@ def resume_command(config: str, run_dir: Path, overrides: Overrides | None = Non
     return f"lens run {shlex.quote(str(config))}{extra} --resume {shlex.quote(str(run_dir))}"
 
 
+def unknown_usage(run_dir: Path) -> UnknownUsage | None:
+    """The run's model calls whose usage was unreadable, from its manifest."""
+    return unknown_usage_of(RunStore(run_dir).manifest())
+
+
 def _counts(outcome: RunOutcome) -> str:
     s = outcome.summary
     unconsulted = f"{s.no_memory} without memory, " if s.no_memory else ""
     tools = f", {s.tool_errors} failed tool calls" if s.tool_errors else ""
+    odd = unknown_usage(outcome.run_dir)
+    usage = (f", {odd.calls} model call(s) of unknown usage (budgeted at their limit)"
+             if odd else "")
     return (f"questions: {s.questions} ({s.answered} answered now, {s.empty} empty, "
-            f"{unconsulted}{s.errored} errored, {s.skipped} done before){tools}")
+            f"{unconsulted}{s.errored} errored, {s.skipped} done before){tools}{usage}")
 
 
 def _result(outcome: RunOutcome) -> list[str]:
@@ -150,6 +160,10 @@ def _result(outcome: RunOutcome) -> list[str]:
                      "unit(s) not started (answer them with --resume RUN_DIR "
                      "--continue-past-stop)")
     if outcome.reports is None:
+        # Without a report there is no checklist row to say it: the terminal says it whole.
+        odd = unknown_usage(outcome.run_dir)
+        if odd:
+            lines.append(f"model usage: {odd.text()}")
         return [*lines, f"no report written (the config turns reports or scoring off); "
                         f"write one with: lens score {outcome.run_dir} && "
                         f"lens report {outcome.run_dir}"]

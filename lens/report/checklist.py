@@ -623,6 +623,26 @@ def check_memory_model_cut(runs: Sequence[RunData]) -> Check | None:
                         "max_tokens (see the memory-cost section)")
 
 
+def check_unknown_usage(runs: Sequence[RunData]) -> Check | None:
+    """WARN when a model reply's usage block was unreadable: the reply was kept and charged at
+    the most the call can have cost, so the run is complete but its token and cost figures
+    are upper bounds. Absent when every reply's usage was read."""
+    found = [(run, u) for run in runs if (u := run.unknown_usage) is not None]
+    if not found:
+        return None
+    many = len(runs) > 1
+    return Check(id="unknown_usage", title="model replies reported their usage",
+                 status="warn", failing=[run.run_id for run, _ in found] if many else [],
+                 value="; ".join(f"{run.run_id}: {u.text()}" if many else u.text()
+                                 for run, u in found),
+                 detail="a reply whose only fault is its usage block (a count that is a "
+                        "string, negative or absurd) is kept, not retried, its counts charged at "
+                        "the most the call can have cost (the prompt's bytes, the request's "
+                        "max_tokens), so budgets and the cost cap still hold; the token and cost "
+                        "figures of this run are upper bounds; the records name the calls "
+                        "(usage_unknown), the manifest counts them (unknown_usage_calls)")
+
+
 def check_scored(runs: Sequence[RunData]) -> Check:
     missing = [r.run_id for r in runs if r.scores is None]
     if missing:
@@ -657,7 +677,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_empty_answers([run]),
         *context_parity_checks([run]),
         check_no_memory([run]),
-        *_present(check_memory_model_cut([run])),
+        *_present(check_memory_model_cut([run]), check_unknown_usage([run])),
     ]
 
 
@@ -682,7 +702,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_empty_answers(runs),
         *context_parity_checks(runs),
         check_no_memory(runs),
-        *_present(check_memory_model_cut(runs)),
+        *_present(check_memory_model_cut(runs), check_unknown_usage(runs)),
     ]
 
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 import lens.scoring.metrics as registry
 from lens.core.errors import UserError, bounded
+from lens.report.shapes import UnknownUsage
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.types import QuestionScores, RunScores
@@ -160,6 +161,10 @@ class RunData:
         return self.scores.judge.disagreement_rate if self.scores else None
 
     @property
+    def unknown_usage(self) -> UnknownUsage | None:
+        return unknown_usage_of(self.manifest)
+
+    @property
     def unit_errors(self) -> list[dict[str, Any]]:
         """Unit failures the run still carries: a unit that failed and then finished on a
         resume (``--resume``) is whole again, and only its last failure would count."""
@@ -170,6 +175,30 @@ class RunData:
             elif e.get("kind") == "unit_done":
                 open_.pop(e.get("key"), None)
         return list(open_.values())
+
+
+def _unknown_calls(totals: Any) -> dict[str, int]:
+    """``unknown_usage_calls`` of each entry of a usage breakdown (by role or by model) that
+    has any."""
+    if not isinstance(totals, dict):
+        return {}
+    out = {}
+    for name, t in sorted(totals.items()):
+        n = t.get("unknown_usage_calls") if isinstance(t, dict) else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            out[str(name)] = n
+    return out
+
+
+def unknown_usage_of(manifest: dict[str, Any]) -> UnknownUsage | None:
+    """The run's model calls whose usage was unreadable (the manifest's ``usage``), or None
+    when every call's usage was read."""
+    usage = manifest.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    found = UnknownUsage(by_model=_unknown_calls(usage.get("by_model")),
+                         by_role=_unknown_calls(usage.get("by_role")))
+    return found if found.calls else None
 
 
 def _load_scores(root: Path) -> RunScores | None:

@@ -64,6 +64,12 @@ def cost(u: Usage, questions: int) -> str:
     return text
 
 
+def at_most(text: str, unknown_usage_calls: int) -> str:
+    """A token or cost figure that counts calls of unreadable usage at their limit: an upper
+    bound, shown as one (``≤ 1234``); unknown stays unknown."""
+    return f"≤ {text}" if unknown_usage_calls and not text.startswith(UNKNOWN) else text
+
+
 def check_value(c: Check) -> str:
     """A checklist row's measured value, led by the arms that failed or warned it."""
     if not c.failing or c.status == "pass":

@@ -102,7 +102,8 @@ def usage(s: ReportSummary) -> list[Block]:
                      str(ad.no_memory), str(ad.errored),
                      fmt.num(u.tool_calls_per_question, 2), str(u.tool_errors),
                      fmt.num(u.search_results_per_question, 2),
-                     fmt.est(u.agent_tokens_per_question, 0), fmt.cost(u, ad.questions),
+                     fmt.at_most(fmt.est(u.agent_tokens_per_question, 0), u.unknown_usage_calls),
+                     fmt.at_most(fmt.cost(u, ad.questions), u.unknown_usage_calls),
                      fmt.est(u.budget_compliant), fmt.num(u.wall_s_per_question, 2)])
     out: list[Block] = [Heading("Usage"), Table(
         ["adapter", "questions", "answered", "empty", "no memory", "errored", "tool calls/q",
@@ -113,9 +114,16 @@ def usage(s: ReportSummary) -> list[Block]:
         out += [Para("Model usage of the whole run, by role (from the manifest):", "meta"),
                 Table(["role", "calls", "prompt tokens", "provider-cached prompt",
                        "completion tokens", "cost", "cache hits", "retries", "errors"],
-                      [[r, str(u.calls), str(u.prompt_tokens), _cached_share(u),
-                        str(u.completion_tokens), fmt.money(u.cost_usd), str(u.cache_hits),
-                        str(u.retries), str(u.errors)] for r, u in s.model_usage.items()])]
+                      [[r, str(u.calls), fmt.at_most(str(u.prompt_tokens), u.unknown_usage_calls),
+                        _cached_share(u),
+                        fmt.at_most(str(u.completion_tokens), u.unknown_usage_calls),
+                        fmt.at_most(fmt.money(u.cost_usd), u.unknown_usage_calls),
+                        str(u.cache_hits), str(u.retries), str(u.errors)]
+                       for r, u in s.model_usage.items()])]
+    if s.unknown_usage is not None:
+        # Beside the figures it qualifies: they are upper bounds, never to be read as exact.
+        out.append(Para(f"Token and cost figures are incomplete: {s.unknown_usage.text()} "
+                        "(marked ≤).", "warn"))
     return out + estimate_blocks(s.estimate)
 
 

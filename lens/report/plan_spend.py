@@ -33,14 +33,15 @@ def estimate_rows(run: RunData, usage: dict[str, RoleUsage]) -> list[EstimateRow
         if est is None:
             continue
         rows = run.rows_for(name) if name in run.adapters else []
-        calls = sum(1 for r in rows for c in r.record.model_calls if c.role == "agent")
-        tokens = sum(c.prompt_tokens + c.completion_tokens for r in rows
-                     for c in r.record.model_calls if c.role == "agent")
+        agent = [c for r in rows for c in r.record.model_calls if c.role == "agent"]
+        tokens = sum(c.prompt_tokens + c.completion_tokens for c in agent)
         costs = [r.cost_usd for r in rows]
         known = [c for c in costs if c is not None]
         cost = sum(known) if rows and len(known) == len(costs) else None
         out.append(EstimateRow(role="agent", arm=name, est_calls=est[0], est_tokens=est[1],
-                               est_cost_usd=est[2], calls=calls, tokens=tokens, cost_usd=cost))
+                               est_cost_usd=est[2], calls=len(agent), tokens=tokens,
+                               cost_usd=cost,
+                               unknown_usage_calls=sum(1 for c in agent if c.usage_unknown)))
         judged = _spend(arm.get("judge"))
         if judged is not None:
             judge_est[0] += judged[0]
@@ -52,16 +53,26 @@ def estimate_rows(run: RunData, usage: dict[str, RoleUsage]) -> list[EstimateRow
         out.append(EstimateRow(
             role="judge", arm="all", est_calls=judge_est[0], est_tokens=judge_est[1],
             est_cost_usd=judge_est[2] if judge_priced else None, calls=judge.calls,
-            tokens=judge.prompt_tokens + judge.completion_tokens, cost_usd=judge.cost_usd))
+            tokens=judge.prompt_tokens + judge.completion_tokens, cost_usd=judge.cost_usd,
+            unknown_usage_calls=judge.unknown_usage_calls))
     return out
+
+
+def _ratio(r: EstimateRow) -> str:
+    """Estimate over actual tokens; over an actual that is an upper bound, a lower bound."""
+    if not r.tokens:
+        return "unknown"
+    return f"{'≥ ' if r.unknown_usage_calls else ''}{r.est_tokens / r.tokens:.2f}"
 
 
 def estimate_blocks(rows: list[EstimateRow]) -> list[Block]:
     if not rows:
         return []
     table = [[r.role, r.arm, f"{r.est_calls:,.0f}", f"{r.calls:,}", f"{r.est_tokens:,.0f}",
-              f"{r.tokens:,}", "unknown" if not r.tokens else f"{r.est_tokens / r.tokens:.2f}",
-              fmt.money(r.est_cost_usd), fmt.money(r.cost_usd)] for r in rows]
+              fmt.at_most(f"{r.tokens:,}", r.unknown_usage_calls),
+              _ratio(r),
+              fmt.money(r.est_cost_usd), fmt.at_most(fmt.money(r.cost_usd), r.unknown_usage_calls)]
+             for r in rows]
     return [Para("The estimate made when the run started (lens plan CONFIG) beside what it "
                  "spent; a run that stopped early spent less than its whole-run estimate:",
                  "meta"),

@@ -69,6 +69,9 @@ class Usage(_M):
     tool_errors: int = 0
     questions_with_tool_errors: int = 0
     first_tool_error: str | None = None
+    # Agent calls whose reply's usage block was unreadable: their tokens and cost are counted
+    # at the most each can have cost, so the figures above are upper bounds when this is not 0.
+    unknown_usage_calls: int = 0
 
 
 class ContextParity(_M):
@@ -189,6 +192,8 @@ class EstimateRow(_M):
     calls: int
     tokens: int
     cost_usd: float | None
+    # Calls of unreadable usage counted at their limit: tokens and cost are then upper bounds.
+    unknown_usage_calls: int = 0
 
 
 class RunStopPair(_M):
@@ -278,6 +283,32 @@ class RoleUsage(_M):
     errors: int = 0
     # Prompt tokens the provider's prompt cache served; None for a manifest that did not count them.
     cached_prompt_tokens: int | None = None
+    # Calls whose usage block was unreadable, counted at the most each can have cost: the
+    # tokens and cost above are then upper bounds.
+    unknown_usage_calls: int = 0
+
+
+class UnknownUsage(_M):
+    """The run's model calls whose reply had an unreadable usage block (lens.models.usage), by
+    model ("provider/model") and by role. Each reply was kept, and its counts charged at the most
+    the call can have cost (the budgets and the cost cap count them so), which makes the run's
+    token and cost figures upper bounds rather than exact."""
+
+    by_model: dict[str, int]
+    by_role: dict[str, int]
+
+    @property
+    def calls(self) -> int:
+        return sum(self.by_role.values()) or sum(self.by_model.values())
+
+    def text(self) -> str:
+        """One sentence for the terminal, the checklist and the report."""
+        n = self.calls
+        models = ", ".join(f"{m}: {k}" for m, k in self.by_model.items())
+        roles = ", ".join(f"{r}: {k}" for r, k in self.by_role.items())
+        return (f"{n} model call{'s' if n != 1 else ''} with an unreadable usage block "
+                f"(model {models}; role {roles}), kept and budgeted at the most each can have "
+                "cost: the token and cost figures are upper bounds, not exact")
 
 
 class FloorCeilingRow(_M):
@@ -325,6 +356,8 @@ class ReportSummary(_M):
     floor_ceiling: FloorCeiling | None = None
     sections: list[SectionOut] = Field(default_factory=list)
     model_usage: dict[str, RoleUsage] = Field(default_factory=dict)
+    # Present when some model call's usage was unreadable (its figures are upper bounds).
+    unknown_usage: UnknownUsage | None = None
     notes: list[str] = Field(default_factory=list)
     # The run stopped early under its ``stopping`` section.
     stopped: RunStopOut | None = None

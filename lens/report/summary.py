@@ -65,6 +65,8 @@ def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
         tool_errors=sum(r.tool_errors for r in rows),
         questions_with_tool_errors=sum(1 for r in rows if r.tool_errors),
         first_tool_error=next((e for r in rows if (e := r.first_tool_error)), None),
+        unknown_usage_calls=sum(1 for r in rows for c in r.record.model_calls
+                                if c.role == "agent" and c.usage_unknown),
     )
 
 
@@ -155,7 +157,8 @@ def model_usage(run: RunData) -> dict[str, RoleUsage]:
             cache_hits=int(u.get("cache_hits") or 0), retries=int(u.get("retries") or 0),
             errors=int(u.get("errors") or 0),
             cached_prompt_tokens=None if u.get("cached_prompt_tokens") is None
-            else int(u["cached_prompt_tokens"]))
+            else int(u["cached_prompt_tokens"]),
+            unknown_usage_calls=int(u.get("unknown_usage_calls") or 0))
     return out
 
 
@@ -193,6 +196,7 @@ def summarize(run: RunData, *, confidence: float = 0.95,
                                     adapter_names(run), metrics),
         sections=[SectionOut(id=s.id, title=s.title, data=s.data) for s in sections],
         model_usage=usage,
+        unknown_usage=run.unknown_usage,
         estimate=estimate_rows(run, usage),
         notes=list(run.notes),
         stopped=run_stop(run.events, sum(len(run.rows_for(a)) for a in run.adapters)),

@@ -140,3 +140,26 @@ def test_memory_model_cut_item() -> None:
     c = {c.id: c for c in run_checklist(run)}["memory_model_cut"]
     assert c.status == "warn" and c.failing == [a]
     assert c.value == f"{a}: 3 of 10 calls"
+
+
+def test_unknown_usage_item() -> None:
+    run = memory_run(RunSpec())
+    # Every reply's usage was read (or the manifest has no usage): the row is absent.
+    assert "unknown_usage" not in checks(run)
+    run.manifest["usage"] = {"by_role": {"agent": {"calls": 9, "unknown_usage_calls": 0}},
+                             "by_model": {"openai/m": {"calls": 9, "unknown_usage_calls": 0}}}
+    assert "unknown_usage" not in checks(run)
+    run.manifest["usage"] = {
+        "by_role": {"agent": {"unknown_usage_calls": 2}, "judge": {"unknown_usage_calls": 1}},
+        "by_model": {"openai/a": {"unknown_usage_calls": 2},
+                     "openai/j": {"unknown_usage_calls": 1}}}
+    c = {c.id: c for c in run_checklist(run)}["unknown_usage"]
+    # A warning, never a failure: the run is complete, its token and cost figures upper bounds.
+    assert c.status == "warn" and c.failing == []
+    assert c.value.startswith("3 model calls with an unreadable usage block (model openai/a: 2, "
+                              "openai/j: 1; role agent: 2, judge: 1)")
+    assert "upper bounds" in c.value
+    other = memory_run(RunSpec(name="other"))
+    row = {c.id: c for c in compare_checklist([run, other], {"sqlite_fts": 30})}["unknown_usage"]
+    assert row.status == "warn" and row.failing == [run.run_id]
+    assert row.value.startswith(f"{run.run_id}: 3 model calls")
