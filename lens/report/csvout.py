@@ -13,7 +13,10 @@ from lens.runs.records import is_scored
 
 BASE_COLUMNS = ["key", "adapter", "scope_id", "repeat", "question_id", "question_type",
                 "checkpoint", "status", "tool_calls", "tool_errors", "search_results",
-                "agent_tokens", "cost_usd", "stop_reason", "budget_compliant", "wall_s",
+                "agent_tokens", "cost_usd",
+                # Model calls whose reply gave no readable usage: their tokens and cost above are
+                # the most each call can have cost, not what it cost.
+                "usage_unknown_calls", "stop_reason", "budget_compliant", "wall_s",
                 "cited_refs", "error",
                 # What the memory handed the agent (lens/report/parity.py).
                 "context_chars", "context_tokens", "standing_context_chars",
@@ -48,6 +51,7 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str],
             _safe(row.question_type), r.checkpoint, r.status, row.tool_calls,
             row.tool_errors, row.search_results, row.agent_tokens,
             "" if cost is None else f"{cost:.6f}",
+            sum(1 for c in r.model_calls if c.usage_unknown),
             _safe(r.budget.stop_reason) if r.budget else "",
             "" if r.budget is None else int(r.budget.compliant), f"{r.wall_s:.3f}",
             _safe(" ".join(r.cited_refs)), _safe(r.error or ""),

@@ -7,6 +7,8 @@ the exit status each say that the token and cost figures are upper bounds."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,9 @@ def report_marks_the_figures(run_dir: Path) -> None:
     assert agent_row.count("≤ ") == 3, agent_row  # prompt tokens, completion tokens, cost
     arm_row = next(line for line in usage.splitlines() if line.startswith("| sqlite_fts |"))
     assert arm_row.count("≤ ") == 2, arm_row  # agent tokens/q, cost/q
+    # The per-question CSV counts the question's calls of unknown usage beside its figures.
+    (row,) = csv.DictReader(io.StringIO((run_dir / "questions.csv").read_text("utf-8")))
+    assert row["usage_unknown_calls"] == "1", row
 
 
 def exit_status_is_that_of_a_complete_run_with_a_warning(res: Any, run_dir: Path) -> None:
