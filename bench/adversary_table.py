@@ -27,7 +27,9 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, md_table
-from lens.data.dataset import Dataset, Question, fact_subject, load_dataset
+from lens.data.dataset import Dataset, Question
+from lens.data.dataset_load import load_dataset
+from lens.data.ground_truth_text import fact_subject
 from lens.runner.agent import extract_citations
 from lens.runs.records import QuestionRecord
 from lens.runs.store import RunStore

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import beside
-from lens.data.dataset import Question, load_dataset
+from lens.data.dataset import Question
+from lens.data.dataset_load import load_dataset
 from lens.data.importers.memoryagentbench import write_memoryagentbench
 from lens.scoring.protocols import get_protocol
 

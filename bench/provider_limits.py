@@ -40,7 +40,7 @@ from bench.common import fake_server, machine_line, md_table
 from bench.runner_efficiency import SCOPES, DictMemory, write_dataset
 from lens.core import eventloop, logs
 from lens.data.config import CacheConfig, RunConfig
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.models.runtime import ModelRuntime
 from lens.runner.orchestrator import Runner
 from lens.runs.store import RunStore

@@ -41,7 +41,8 @@ import openai
 from bench.common import fake_server, machine_line, md_table, spread
 from lens.core import eventloop, logs
 from lens.data.config import CacheConfig, RunConfig
-from lens.data.dataset import Episode, load_dataset
+from lens.data.dataset import Episode
+from lens.data.dataset_load import load_dataset
 from lens.data.prompts import AGENT_SYSTEM_PROMPT
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.models.base import Completion, CompletionRequest, ToolCall, Usage

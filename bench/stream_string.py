@@ -8,9 +8,10 @@ A LENS dataset whose one episode text is a string of 4 or 32 MB (the issue measu
 from its start at every buffer). Three readers, each timed in CPU seconds of this process
 (``time.process_time``, so another job's load changes wall time more than these):
 
-- ``dataset stream``: ``lens.data.dataset._stream``, the reader ``lens run`` and ``lens datasets
-  validate`` use for files over the whole-file limit, to its verdict (a text that long is over
-  the episode cap: the verdict is a refusal naming the field, reached after the whole string);
+- ``dataset stream``: ``lens.data.dataset_stream.stream_dataset``, the reader ``lens run`` and
+  ``lens datasets validate`` use for files over the whole-file limit, to its verdict (a text
+  that long is over the episode cap: the verdict is a refusal naming the field, reached after
+  the whole string);
 - ``import events``: ``lens.data.importers.common.guarded_events``, the token stream the
   LongMemEval and MemoryAgentBench importers read, to its end;
 - ``json.loads`` of the same bytes: the baseline, Python's C parser, linear.
@@ -57,11 +58,11 @@ def make_file(folder: Path, size_mb: int, kind: str) -> Path:
 
 def dataset_stream(path: Path) -> str:
     from lens.core.errors import DatasetError
-    from lens.data.dataset import _stream, _StreamProblem
+    from lens.data.dataset_stream import StreamProblem, stream_dataset
 
     try:
-        _stream(path)
-    except _StreamProblem as exc:
+        stream_dataset(path)
+    except StreamProblem as exc:
         return f"refused at {exc.location}"
     except DatasetError as exc:
         return f"refused: {str(exc)[:60]}"
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the files are written (default: a temporary folder)")
     args = ap.parse_args(argv)
     # Imported before any timing: the first reader timed must not pay for loading lens.
-    import lens.data.dataset
+    import lens.data.dataset_stream
     import lens.data.importers.common  # noqa: F401
     print(machine_line(("ijson",)))
     with tempfile.TemporaryDirectory(prefix="lens-bench-stream-", dir=args.workdir) as tmp:

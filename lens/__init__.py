@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "Question": "lens.data.dataset",
     "QuestionType": "lens.data.dataset",
     "GroundTruth": "lens.data.dataset",
-    "load_dataset": "lens.data.dataset",
+    "load_dataset": "lens.data.dataset_load",
     # Configs and runs
     "RunConfig": "lens.data.config",
     "ModelConfig": "lens.data.config",
@@ -131,15 +131,8 @@ if TYPE_CHECKING:
     __version__: str
     from lens.core.errors import AdapterNotFound, ConfigError, DatasetError, UserError
     from lens.data.config import ModelConfig, RunConfig, load_config
-    from lens.data.dataset import (
-        Dataset,
-        Episode,
-        GroundTruth,
-        Question,
-        QuestionType,
-        Scope,
-        load_dataset,
-    )
+    from lens.data.dataset import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
+    from lens.data.dataset_load import load_dataset
     from lens.flow.pipeline import RunOutcome, execute
     from lens.memory.adapter import (
         CapabilityManifest,

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import MAX_PROBLEMS_SHOWN, DatasetError, UserError
-from lens.data.dataset import QuestionType, check_dataset_file, load_dataset, validate_raw
+from lens.data.dataset import QuestionType
+from lens.data.dataset_check import validate_raw
+from lens.data.dataset_load import check_dataset_file, load_dataset
 from lens.data.scoring_names import PROTOCOL_NAMES
 
 

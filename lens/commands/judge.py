@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from lens.core import eventloop
 from lens.core.errors import ConfigError, UserError
 from lens.data.config import CacheConfig, ModelConfig, load_config
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
 from lens.runs.store import atomic_write_text

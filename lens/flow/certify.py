@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from lens.core.errors import UserError
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.flow.pipeline import execute
 from lens.runs.certification import (
     Certification,

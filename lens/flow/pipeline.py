@@ -20,12 +20,9 @@ from lens.core.errors import ConfigError, DatasetError, Problem, UserError
 from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
 from lens.data.config import MAX_CONFIG_BYTES, ModelConfig, RunConfig, load_config
-from lens.data.dataset import (
-    Dataset,
-    DroppedQuestion,
-    evidence_after_asked_at,
-    load_dataset_dropping,
-)
+from lens.data.dataset import Dataset
+from lens.data.dataset_check import evidence_after_asked_at
+from lens.data.dataset_load import DroppedQuestion, load_dataset_dropping
 from lens.data.overrides import Overrides
 from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lens.core.errors import UserError
-from lens.data.dataset import file_content_hash
+from lens.data.dataset_load import file_content_hash
 
 SUFFIX = ".certification.json"
 Status = Literal["certified", "parametric_leak", "unanswerable", "unknown"]

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from lens.data.dataset import Dataset, Question, fact_subject, parse_conclusion
+from lens.data.dataset import Dataset, Question
+from lens.data.ground_truth_text import fact_subject, parse_conclusion
 
 FLAWED_KINDS = ("wrong", "stuffed", "vague", "reversed", "hedged", "bare_list", "other_question")
 MAX_RECORD_CHARS = 1200

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lens.data.dataset import fact_subject
+from lens.data.ground_truth_text import fact_subject
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 from lens.scoring.numbers import Number, extract_numbers, numbers_match
 

@@ -1,11 +1,11 @@
 """Whether an answer draws the question's conclusion, its opposite, or both.
 
-A ground truth may carry a conclusion (:func:`lens.data.dataset.parse_conclusion`): a verdict ("yes"
-or "no") and the claim it stands for ("no: DEP-4230 did not cause the rise in auth p99
-latency"), or a claim alone ("moderate and rising"). An answer's own verdicts are the yes/no
-words that open one of its sentences ("No.", "Not yet", "Too early to call", "Yes, already",
-"No action is needed"), after framing words such as "Either:", "Or, equally possible:" or a
-JSON key. The answer:
+A ground truth may carry a conclusion (:func:`lens.data.ground_truth_text.parse_conclusion`): a
+verdict ("yes" or "no") and the claim it stands for ("no: DEP-4230 did not cause the rise in
+auth p99 latency"), or a claim alone ("moderate and rising"). An answer's own verdicts are the
+yes/no words that open one of its sentences ("No.", "Not yet", "Too early to call", "Yes,
+already", "No action is needed"), after framing words such as "Either:", "Or, equally
+possible:" or a JSON key. The answer:
 
 - **states** the conclusion when it gives the verdict and never its opposite, or, giving no
   verdict, states the claim (by the fact matcher, so a denied or doubted claim does not count);
@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lens.data.dataset import parse_conclusion
+from lens.data.ground_truth_text import parse_conclusion
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
 
 Status = Literal["stated", "absent", "contradicted", "both"]

@@ -29,16 +29,16 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    increase", "is no longer elevated") does not count, nor anything under "It is not true
    that ..."; a fact that is itself a denial ("ERP-1148 is not the cause") needs a denial in
    the answer ("ruled out", "did not cause", or a bare "No." before the sentence).
-5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224
-   ms", :func:`lens.data.dataset.fact_subject`) is the short fact "auth p99 latency 224 ms": its
-   value counts only in a sentence naming the subject, and only when the clause nearest the
-   value that names a subject (looking back, then forward) names it: with its words together in
-   that clause, and not another key fact's subject ("rivals") nor another name sharing one of
-   its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no
-   word around them are a bare list and state nothing; a figure offered with an alternative
-   ("211 ms (or possibly 252 ms)") states neither; a figure in a clause that denies it ("never
-   reached 531 ms"), or in a sentence under doubt or a condition ("I doubt that", "only if",
-   "if … were") counts for nothing.
+5. **A value is a claim about its subject.** A fact in subject form ("auth p99 latency: 224 ms",
+   :func:`lens.data.ground_truth_text.fact_subject`) is the short fact "auth p99 latency 224
+   ms": its value counts only in a sentence naming the subject, and only when the clause nearest
+   the value that names a subject (looking back, then forward) names it: with its words together
+   in that clause, and not another key fact's subject ("rivals") nor another name sharing one of
+   its words ("Orwell Print Services" for "Marlow IT Services"). Two values or more with no word
+   around them are a bare list and state nothing; a figure offered with an alternative ("211 ms
+   (or possibly 252 ms)") states neither; a figure in a clause that denies it ("never reached
+   531 ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if …
+   were") counts for nothing.
 
 Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
@@ -56,7 +56,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from lens.data.dataset import fact_subject
+from lens.data.ground_truth_text import fact_subject
 from lens.scoring.answer_lines import with_context
 from lens.scoring.dates import Date, find_dates
 from lens.scoring.lexicon import (

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
-from lens.data.dataset import Dataset, Question, load_dataset_dropping
+from lens.data.dataset import Dataset, Question
+from lens.data.dataset_load import load_dataset_dropping
 from lens.data.sample import limit_questions
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import RunStore

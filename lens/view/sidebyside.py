@@ -173,15 +173,48 @@ def compare_url(query: CompareQuery, **over: object) -> str:
 
 def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: CompareQuery,
                  verdicts: Piece, job: str) -> str:
+    metrics, metric = _chosen_metric(indexes, query)
+    matrix = _matrix(indexes, arms, metric)
+    lines = _filtered(matrix, query)
+    differing = sum(1 for line in matrix if line[3])
+    pages = max(1, -(-len(lines) // PAGE_SIZE))
+    page = min(query.page, pages)
+    shown = lines[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    head = "".join(f"<th>{link(run_url(a.index.name), a.name)}</th>" for a in arms)
+    body = [_line_html(query, arms, line) for line in shown]
+    types = sorted({t for _, t, _, _ in lines} | ({query.type} if query.type else set()))
+    out = [
+        "<h1>side by side</h1>",
+        "<p class='meta'>" + " · ".join(e(a.name) for a in arms)
+        + " · <a href='#verdicts'>lens compare's verdicts ↓</a></p>",
+        _compare_form(query, metrics, types),
+        f"<p id='sbs-count' class='meta'>{differing} of {len(matrix)} questions differ between "
+        f"the arms ({metric or 'no shared metric'} or status); {len(lines)} shown by the "
+        "filters. Green: the best arm on the question, red: the worst.</p>",
+        f"<table class='data' id='sbs'><thead><tr><th>question</th><th>type</th>{head}"
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>",
+        f"<div class='pager'>{_pager(query, page, pages)}</div>",
+        "<section id='verdicts'>",
+        piece_html(verdicts, job, "the paired comparison"), "</section>",
+    ]
+    return shell("side by side", "".join(out))
+
+
+def _chosen_metric(indexes: Sequence[RunIndex],
+                   query: CompareQuery) -> tuple[list[str], str | None]:
+    """The metrics every run has, and the one the page compares (the query's, else the
+    first)."""
     metrics = shared_metrics(indexes)
     if query.metric and query.metric not in metrics:
         raise QueryError(f"metric: {query.metric!r} is not a metric every run has "
                          f"({', '.join(metrics) or 'none'})")
-    metric = query.metric or (metrics[0] if metrics else None)
-    matrix = _matrix(indexes, arms, metric)
+    return metrics, query.metric or (metrics[0] if metrics else None)
+
+
+def _filtered(matrix: list[Line], query: CompareQuery) -> list[Line]:
+    """The lines the query's filters keep: differences only, a question type, a text."""
     needle = query.q.strip().lower()
     lines = []
-    differing = sum(1 for line in matrix if line[3])
     for line in matrix:
         _, qtype, cells, diff = line
         if query.only == "diff" and not diff:
@@ -191,60 +224,50 @@ def compare_page(indexes: Sequence[RunIndex], arms: Sequence[ViewArm], query: Co
         if needle and not any(r is not None and needle in r.haystack for r, _ in cells):
             continue
         lines.append(line)
-    keys = matrix
-    pages = max(1, -(-len(lines) // PAGE_SIZE))
-    page = min(query.page, pages)
-    shown = lines[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    head = "".join(f"<th>{link(run_url(a.index.name), a.name)}</th>" for a in arms)
-    body = []
-    for (scope, qid, rep), qtype, cells, diff in shown:
-        values = [v for _, v in cells if v is not None]
-        hi, lo = (max(values), min(values)) if values else (None, None)
-        tds = []
-        for arm, (r, v) in zip(arms, cells, strict=True):
-            if r is None:
-                tds.append("<td class='worse'>not asked</td>")
-                continue
-            cls = ""
-            if diff and r.status == "error":
-                cls = " class='worse'"
-            elif diff and hi is not None and hi != lo and v is not None:
-                cls = " class='better'" if v == hi else " class='worse'" if v == lo else ""
-            text = f"{fmt.num(v)} · {r.status}" + (f" · {r.tool_errors} tool errors"
-                                                  if r.tool_errors else "")
-            tds.append(f"<td{cls}>" + link(run_url(arm.index.name, "question", key=r.key),
-                                           text) + "</td>")
-        side = "/compare/question?" + urlencode(
-            {"run": query.run, "scope": scope, "qid": qid, "repeat": rep,
-             **({"arms": query.arms} if query.arms else {}),
-             **({"baseline": query.baseline} if query.baseline else {})}, doseq=True)
-        row_cls = " class='differs'" if diff else ""
-        body.append(f"<tr{row_cls}><td>{link(side, qid, **{'class': 'sbs'})}"
-                    f"<div class='meta'>{e(scope)} · r{rep}</div></td><td>{e(qtype)}</td>"
-                    + "".join(tds) + "</tr>")
-    types = sorted({t for _, t, _, _ in lines} | ({query.type} if query.type else set()))
-    form = _compare_form(query, metrics, types)
+    return lines
+
+
+def _line_html(query: CompareQuery, arms: Sequence[ViewArm], line: Line) -> str:
+    """One question's row: its link to the question side by side, its type, a cell per arm."""
+    (scope, qid, rep), qtype, cells, diff = line
+    values = [v for _, v in cells if v is not None]
+    hi, lo = (max(values), min(values)) if values else (None, None)
+    tds = [_cell_html(arm, r, v, diff, hi, lo) for arm, (r, v) in zip(arms, cells, strict=True)]
+    side = "/compare/question?" + urlencode(
+        {"run": query.run, "scope": scope, "qid": qid, "repeat": rep,
+         **({"arms": query.arms} if query.arms else {}),
+         **({"baseline": query.baseline} if query.baseline else {})}, doseq=True)
+    row_cls = " class='differs'" if diff else ""
+    return (f"<tr{row_cls}><td>{link(side, qid, **{'class': 'sbs'})}"
+            f"<div class='meta'>{e(scope)} · r{rep}</div></td><td>{e(qtype)}</td>"
+            + "".join(tds) + "</tr>")
+
+
+def _cell_html(arm: ViewArm, r: Row | None, v: float | None, diff: bool,
+               hi: float | None, lo: float | None) -> str:
+    """One arm's cell: its value and status, green where it is the best arm on a question
+    that differs and red where it is the worst (or failed)."""
+    if r is None:
+        return "<td class='worse'>not asked</td>"
+    cls = ""
+    if diff and r.status == "error":
+        cls = " class='worse'"
+    elif diff and hi is not None and hi != lo and v is not None:
+        cls = " class='better'" if v == hi else " class='worse'" if v == lo else ""
+    text = f"{fmt.num(v)} · {r.status}" + (f" · {r.tool_errors} tool errors"
+                                          if r.tool_errors else "")
+    return (f"<td{cls}>" + link(run_url(arm.index.name, "question", key=r.key), text)
+            + "</td>")
+
+
+def _pager(query: CompareQuery, page: int, pages: int) -> str:
     pager = []
     if page > 1:
         pager.append(link(compare_url(query, page=page - 1), "‹ previous"))
     pager.append(f"<span>page {page} of {pages}</span>")
     if page < pages:
         pager.append(link(compare_url(query, page=page + 1), "next ›"))
-    out = [
-        "<h1>side by side</h1>",
-        "<p class='meta'>" + " · ".join(e(a.name) for a in arms)
-        + " · <a href='#verdicts'>lens compare's verdicts ↓</a></p>",
-        form,
-        f"<p id='sbs-count' class='meta'>{differing} of {len(keys)} questions differ between "
-        f"the arms ({metric or 'no shared metric'} or status); {len(lines)} shown by the "
-        "filters. Green: the best arm on the question, red: the worst.</p>",
-        f"<table class='data' id='sbs'><thead><tr><th>question</th><th>type</th>{head}"
-        f"</tr></thead><tbody>{''.join(body)}</tbody></table>",
-        f"<div class='pager'>{''.join(pager)}</div>",
-        "<section id='verdicts'>",
-        piece_html(verdicts, job, "the paired comparison"), "</section>",
-    ]
-    return shell("side by side", "".join(out))
+    return "".join(pager)
 
 
 def _compare_form(query: CompareQuery, metrics: list[str], types: list[str]) -> str:

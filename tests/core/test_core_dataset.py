@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import QuestionType, check_dataset_file, load_dataset
+from lens.data.dataset import QuestionType
+from lens.data.dataset_load import check_dataset_file, load_dataset
 from tests.core.helpers import make_dataset, write_json
 
 SCOPES = [

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lens.data.dataset import (
-    Question,
-    check_dataset_file,
-    evidence_after_asked_at,
-    load_dataset,
-)
+from lens.data.dataset import Question
+from lens.data.dataset_check import evidence_after_asked_at
+from lens.data.dataset_load import check_dataset_file, load_dataset
 from lens.data.importers.memoryagentbench import write_memoryagentbench
 from lens.data.prompts import all_templates, format_now, question_message
 from lens.models.scripted import _split_date

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lens.data.config import RunConfig
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.flow.plan_cost import BATCH_RATE, plan_cost
 
 ROOT = Path(__file__).resolve().parents[2]

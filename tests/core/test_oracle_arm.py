@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from lens.commands.cli import main
-from lens.data.dataset import Episode, GroundTruth, Question, Scope, load_dataset
+from lens.data.dataset import Episode, GroundTruth, Question, Scope
+from lens.data.dataset_load import load_dataset
 from lens.memory.oracle import OracleMemory
 from lens.runs.records import QuestionRecord
 from lens.runs.store import RunStore

@@ -11,7 +11,8 @@ from typing import Any
 
 from lens.data.datagen.checks import DatasetChecker, fact_in_text, strict_problems, tokens
 from lens.data.datagen.generate import ScopeSpec, generate_scope
-from lens.data.dataset import Dataset, validate_raw
+from lens.data.dataset import Dataset
+from lens.data.dataset_check import validate_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,8 @@ from lens.data.datagen.checks import strict_problems
 from lens.data.datagen.domains import DOMAINS
 from lens.data.datagen.generate import ScopeSpec, build_scope, generate_dataset, generate_scope
 from lens.data.datagen.storyline import Days, build_storyline, seeded_rng
-from lens.data.dataset import SYNTHESIS_TYPES, QuestionType, validate_raw
+from lens.data.dataset import SYNTHESIS_TYPES, QuestionType
+from lens.data.dataset_check import validate_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).resolve().parent / "fixtures"

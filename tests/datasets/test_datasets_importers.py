@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import validate_raw
+from lens.data.dataset_check import validate_raw
 from lens.data.importers import import_locomo, import_longmemeval
 from lens.data.importers.locomo import parse_locomo_date
 from lens.data.importers.longmemeval import parse_lme_date

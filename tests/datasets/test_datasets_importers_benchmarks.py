@@ -13,7 +13,7 @@ import pytest
 
 from lens.commands.cli import main
 from lens.core.errors import DatasetError
-from lens.data.dataset import check_dataset_file, load_dataset
+from lens.data.dataset_load import check_dataset_file, load_dataset
 from lens.data.importers.beam import parse_anchor, write_beam
 from lens.data.importers.memoryagentbench import chunk_context, write_memoryagentbench
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import check_dataset_file, load_dataset
+from lens.data.dataset_load import check_dataset_file, load_dataset
 from lens.data.importers.longmemeval_v2 import (
     State,
     Trajectory,

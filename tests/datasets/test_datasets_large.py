@@ -16,8 +16,9 @@ import yaml
 
 from lens.commands.cli import main
 from lens.core.errors import DatasetError
-from lens.data import dataset as dataset_module
-from lens.data.dataset import MAX_WHOLE_FILE_BYTES, check_dataset_file, load_dataset
+from lens.data import dataset_load
+from lens.data.dataset_check import validate_raw
+from lens.data.dataset_load import MAX_WHOLE_FILE_BYTES, check_dataset_file, load_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = 2_000
@@ -45,14 +46,14 @@ def data(scopes: int = 3, episodes: int = 4) -> dict[str, Any]:
 def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """A whole-file limit of a few kilobytes, and a whole-file reader that fails the test if a
     file over it is ever read whole."""
-    monkeypatch.setattr(dataset_module, "MAX_WHOLE_FILE_BYTES", SMALL)
-    read_whole = dataset_module._read_json
+    monkeypatch.setattr(dataset_load, "MAX_WHOLE_FILE_BYTES", SMALL)
+    read_whole = dataset_load._read_json
 
     def guarded(path: Path) -> Any:
         assert path.stat().st_size <= SMALL, f"{path} was read whole"
         return read_whole(path)
 
-    monkeypatch.setattr(dataset_module, "_read_json", guarded)
+    monkeypatch.setattr(dataset_load, "_read_json", guarded)
 
 
 def write(path: Path, text: str) -> Path:
@@ -66,7 +67,7 @@ def test_a_file_over_the_limit_loads_through_the_stream_as_it_would_whole(
     path = write(tmp_path / "big.json", json.dumps(data()))
     streamed = load_dataset(path)
     assert check_dataset_file(path) == []
-    whole, problems = dataset_module.validate_raw(json.loads(path.read_text()), str(path))
+    whole, problems = validate_raw(json.loads(path.read_text()), str(path))
     assert problems == [] and whole is not None
     assert streamed.model_dump() == whole.model_dump()
     assert streamed.content_hash() == whole.content_hash()
@@ -201,7 +202,8 @@ def test_python_m_lens_names_the_first_problem_of_a_file_over_the_real_limit(
 
 def test_the_file_hash_is_the_loaded_datasets_hash_with_one_scope_held_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lens.data.dataset import Scope, file_content_hash
+    from lens.data.dataset import Scope
+    from lens.data.dataset_load import file_content_hash
 
     src = data(scopes=4)
     src["meta"] = {"source": "é", "n": 1.5}

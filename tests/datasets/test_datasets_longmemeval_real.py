@@ -22,7 +22,9 @@ import ijson
 import pytest
 import yaml
 
-from lens.data.dataset import evidence_after_asked_at, load_dataset, parse_timestamp
+from lens.data.dataset import parse_timestamp
+from lens.data.dataset_check import evidence_after_asked_at
+from lens.data.dataset_load import load_dataset
 from lens.data.importers.longmemeval import parse_lme_date
 from lens.data.prompts import format_now
 from lens.runs.store import RunStore

@@ -11,7 +11,8 @@ import pytest
 
 from lens.data.datagen.checks import strict_problems
 from lens.data.datagen.generate import ScopeSpec, dumps, generate_dataset
-from lens.data.dataset import QuestionType, load_dataset
+from lens.data.dataset import QuestionType
+from lens.data.dataset_load import load_dataset
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 

@@ -11,7 +11,7 @@ from goldevidence.generate import generate
 from goldevidence.lensrun import LensJob, grade_run, run_job
 from goldevidence.report import section_html, section_markdown
 from goldevidence.scenario import record_to_prediction, rows_to_dataset
-from lens.data.dataset import validate_raw
+from lens.data.dataset_check import validate_raw
 from lens.runs.records import QuestionRecord
 
 CANDIDATES = "goldevidence.lens_adapter:CandidateAdapter"

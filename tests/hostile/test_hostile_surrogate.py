@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import lens.data.dataset as dataset_module
+import lens.data.dataset_load as dataset_load
 from lens.commands.cli import main
 from tests.core.helpers import make_dataset
 
@@ -67,7 +67,7 @@ def test_the_streamed_reader_refuses_too(tmp_path: Path, escape: str,
                                          monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     # Files over the whole-file limit are only streamed; a small limit makes this one such.
-    monkeypatch.setattr(dataset_module, "MAX_WHOLE_FILE_BYTES", 100)
+    monkeypatch.setattr(dataset_load, "MAX_WHOLE_FILE_BYTES", 100)
     path = dataset_with(tmp_path, escape)
     assert main(["datasets", "validate", str(path)]) == 2
     out = capsys.readouterr()
@@ -79,7 +79,7 @@ def test_the_streamed_reader_refuses_too(tmp_path: Path, escape: str,
 def test_pairs_and_escaped_backslashes_are_text(tmp_path: Path, streamed: bool,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     if streamed:
-        monkeypatch.setattr(dataset_module, "MAX_WHOLE_FILE_BYTES", 100)
+        monkeypatch.setattr(dataset_load, "MAX_WHOLE_FILE_BYTES", 100)
     path = dataset_with(tmp_path, "\\ud83d\\ude00 and \\\\ud800")
-    ds = dataset_module.load_dataset(path)
+    ds = dataset_load.load_dataset(path)
     assert ds.scopes[0].episodes[0].text == "before \U0001f600 and \\ud800 after"

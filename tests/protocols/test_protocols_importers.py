@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.data.importers import import_locomo, import_longmemeval, write_longmemeval
 from tests.protocols.builders import locomo_source, longmemeval_source, write_source
 
@@ -98,7 +98,7 @@ def test_cli_streaming_import_error_exits_2(tmp_path: Path) -> None:
 
 
 def test_content_hash_fed_piecewise_equals_the_whole_dump(tmp_path: Path) -> None:
-    from lens.data.dataset import content_hash
+    from lens.data.dataset_hash import content_hash
 
     src = write_source(tmp_path, "longmemeval_s.json", longmemeval_source())
     out = tmp_path / "lme.json"
@@ -111,7 +111,8 @@ def test_content_hash_fed_piecewise_equals_the_whole_dump(tmp_path: Path) -> Non
 
 def test_datasets_load_one_scope_at_a_time_with_the_same_result_and_messages(
         tmp_path: Path) -> None:
-    from lens.data.dataset import _read_json, _stream_or_problem, validate_raw
+    from lens.data.dataset_check import validate_raw
+    from lens.data.dataset_load import _read_json, _stream_or_problem
 
     src = write_source(tmp_path, "longmemeval_s.json", longmemeval_source())
     good = tmp_path / "lme.json"

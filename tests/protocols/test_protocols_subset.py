@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.runs.certification import Certification, QuestionCertificate, certification_path
 from lens.scoring.scorer import score_run_sync
 from tests.protocols.builders import LOCOMO_FAITHFUL, imported, stored_run

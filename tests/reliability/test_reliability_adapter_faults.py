@@ -10,7 +10,8 @@ import anyio
 import pytest
 
 from lens.data.config import AdapterConfig, parse_config
-from lens.data.dataset import Episode, load_dataset
+from lens.data.dataset import Episode
+from lens.data.dataset_load import load_dataset
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.models.scripted import ScriptedClient
 from lens.runner.orchestrator import Runner

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.runs.records import BudgetOutcome, QuestionRecord, ToolCallRecord, unit_key
 from lens.runs.store import RunStore

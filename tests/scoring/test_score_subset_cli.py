@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from lens.data.config import JudgeConfig, ScoringConfig
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.runs.certification import Certification, QuestionCertificate, certification_path
 from lens.scoring.plan import plan_from_settings
 from tests.core.helpers import make_dataset, write_json

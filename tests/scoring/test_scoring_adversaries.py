@@ -20,7 +20,7 @@ from scoring_fixtures import ScriptedJudge, build_run, dataset_dict, fair, recor
 
 from bench import adversary_table
 from lens.core.errors import UserError
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.report import groupstats as gs
 from lens.report.data import load_run as load_report_run
 from lens.report.run_comparison import compare_runs

@@ -29,7 +29,7 @@ from bench.adversary_table import (
     per_question,
     store_arm,
 )
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.scoring import score_run_sync
 from lens.scoring.types import RunScores
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.scoring.claims import (
     MIN_ALLOWANCE,
     Atoms,

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from scoring_fixtures import dataset_dict, ep, record
 
-from lens.data.dataset import GroundTruth, fact_subject, parse_conclusion, validate_raw
+from lens.data.dataset import GroundTruth
+from lens.data.dataset_check import validate_raw
+from lens.data.ground_truth_text import fact_subject, parse_conclusion
 from lens.runner.agent import extract_citations
 from lens.scoring.claims import split_claims
 from lens.scoring.conclusion import check_conclusion, verdicts

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.data.dataset import fact_subject
+from lens.data.ground_truth_text import fact_subject
 from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact, match_facts, stem
 from lens.scoring.numbers import extract_numbers, numbers_match
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.scoring.calibration import Calibration, calibration_path
 from lens.scoring.calibration_answers import FLAWED_KINDS, build_items, subtly_wrong
 from lens.scoring.judge_prompts import judge_prompts_hash

@@ -28,7 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from lens.core.errors import Problem
-from lens.data.dataset import SYNTHESIS_TYPES, Dataset, Question, fact_subject
+from lens.data.dataset import SYNTHESIS_TYPES, Dataset, Question
+from lens.data.ground_truth_text import fact_subject
 
 SPREAD_LIMIT = 0.8
 

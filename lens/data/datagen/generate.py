@@ -20,7 +20,8 @@ from lens.data.datagen.domains import DOMAINS
 from lens.data.datagen.questions import PLANS, Layout, QuestionBuilder, to_question
 from lens.data.datagen.rendering import Style, render_other, render_signal, render_summary
 from lens.data.datagen.storyline import MIN_SIGNAL, build_storyline, seeded_rng
-from lens.data.dataset import Dataset, validate_raw
+from lens.data.dataset import Dataset
+from lens.data.dataset_check import validate_raw
 
 GENERATOR_VERSION = "1"
 MAX_ATTEMPTS = 25

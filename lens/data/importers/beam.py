@@ -34,7 +34,8 @@ from typing import Any
 import ijson
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import MAX_JSON_DEPTH, QuestionType
+from lens.core.jsonguard import MAX_JSON_DEPTH
+from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, TooDeep, answer_text, guarded_events, short_facts
 from lens.data.importers.writer import StreamingDatasetWriter
 

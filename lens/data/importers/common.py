@@ -18,7 +18,7 @@ from lens.core.jsonguard import (
     TokenChunks,
     loads_guarded,
 )
-from lens.data.dataset import json_path
+from lens.data.dataset_check import json_path
 
 SHORT_ANSWER_WORDS = 12
 
@@ -72,7 +72,7 @@ class TooDeep(Exception):
 
 def guarded_events(fh: Any) -> Iterator[tuple[str, str, Any]]:
     """``ijson.parse(fh)`` that raises :class:`TooDeep` past :data:`MAX_JSON_DEPTH` levels of
-    nesting, read in small buffers (see :data:`lens.data.dataset.STREAM_BUFFER`): a file of
+    nesting, read in small buffers (see :data:`lens.core.jsonguard.STREAM_BUFFER`): a file of
     nested brackets is refused at once instead of filling memory with their paths."""
     depth = 0
     for prefix, event, value in ijson.parse(TokenChunks(fh), use_float=True,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import DatasetError
-from lens.data.dataset import QuestionType, validate_raw
+from lens.data.dataset import QuestionType
+from lens.data.dataset_check import validate_raw
 from lens.data.importers.common import Locator, answer_text, answer_truth, stream_items
 
 QUESTION_TYPES: dict[str, QuestionType] = {

@@ -15,7 +15,8 @@ from lens import __version__
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import UserError
 from lens.core.redact import register_config_secrets, register_env_secrets, scrub_bytes
-from lens.data.dataset import Dataset, load_dataset
+from lens.data.dataset import Dataset
+from lens.data.dataset_load import load_dataset
 from lens.data.prompts import all_templates, prompts_hash
 from lens.flow.bundle.archive import archive_format, write_archive
 from lens.flow.bundle.contents import (

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import DatasetError
 from lens.core.jsonguard import JsonRefused, loads_guarded
-from lens.data.dataset import load_dataset
+from lens.data.dataset_load import load_dataset
 from lens.flow.bundle.archive import read_archive
 from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
 from lens.scoring.types import RunScores
