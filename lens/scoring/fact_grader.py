@@ -136,20 +136,20 @@ def _with_conclusion(rows: list[dict[str, Any]], detail: Mapping[str, Any]) -> F
     is the matcher's check with the judge's points. A conclusion row the rule leaves unbacked
     (``conclusion_backed``) shows 0 points and why."""
     check = detail.get("conclusion")
-    key = conclusion_as_fact(check["conclusion"]) if check else None
-    facts = tuple(r["points"] for r in rows if r["fact"] != key)
+    if not check:
+        return FactCredit(tuple(r["points"] for r in rows), None, stuffing_of(detail))
+    key = conclusion_as_fact(check["conclusion"])
     ours = [r for r in rows if r["fact"] == key]
-    conclusion = None
-    if check:
-        conclusion = ConclusionItem.from_check(check)
-        if ours:
-            conclusion = dataclasses.replace(conclusion, points=ours[0]["points"])
-    credit = FactCredit(facts, conclusion, stuffing_of(detail))
+    conclusion = ConclusionItem.from_check(check)
+    if ours:
+        conclusion = dataclasses.replace(conclusion, points=ours[0]["points"])
+    credit = FactCredit(tuple(r["points"] for r in rows if r["fact"] != key), conclusion,
+                        stuffing_of(detail))
     for row in ours:
         if row["points"] and not credit.backed:
             row["points"] = 0.0
-            row["unbacked"] = ("no key fact credited backs it" if check.get(
-                "cites_evidence", True) else "the answer cites no record it received")
+            row["unbacked"] = ("no key fact credited backs it" if conclusion.cites_evidence
+                               else "the answer cites no record it received")
     return credit
 
 
