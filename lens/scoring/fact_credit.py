@@ -1,14 +1,14 @@
 """A fact grader's per-fact grades on a question's fact_recall, under the matcher's rules.
 
 The matcher's fact_recall stands unless a grader (the judge, or the offline grader) graded the
-question's key facts; their grades then replace the matcher's, and what no grader overrides is
-kept: the discount for stating far more figures than asked, and a contradicted or two-way
-conclusion taking every fact's credit with it.
+question's key facts; their grades then replace the matcher's, and the value is the one rule
+of :mod:`lens.scoring.fact_recall` on them: what no grader overrides is kept, the discount for
+stating far more figures than asked, and a contradicted or two-way conclusion taking every
+fact's credit with it. :func:`_settle` is the one place a grader's value is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -17,19 +17,21 @@ import lens.scoring.fact_grader as grading
 import lens.scoring.mechanical as mechanical
 import lens.scoring.offline_grader as offline_grader
 from lens.data.config import CacheConfig
-from lens.scoring.conclusion import conclusion_backed
+from lens.scoring.fact_recall import FactCredit, fact_recall_of
 from lens.scoring.judge import JudgeTask, Verdict
 from lens.scoring.offline_grader import FactGrade, FactTask, OfflineGrader
 from lens.scoring.run_input import RunInput
 from lens.scoring.types import QuestionScores
+
+METRIC = "fact_recall"
 
 
 def apply_judge_grades(row: QuestionScores, tasks: dict[str, JudgeTask],
                        verdicts: dict[str, Verdict], model: str,
                        grader: grading.FactGrader) -> None:
     """The judge's per-fact grades in place of the matcher's, under the matcher's rules."""
-    _under_matcher_rules(row, lambda: grading.apply_grades(
-        row.metrics, row.detail["fact_recall"], tasks, verdicts, model, grader))
+    _settle(row, grading.judge_credit(row.detail[METRIC], row.metrics.get(METRIC), tasks,
+                                      verdicts, model, grader))
 
 
 def apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
@@ -37,43 +39,26 @@ def apply_offline(row: QuestionScores, grades: dict[str, FactGrade],
     """The offline grader's per-fact grades in place of the matcher's, under the matcher's
     rules; it grades the key facts, and the question's conclusion keeps the matcher's check
     as one more item (as the judge grades it as one more fact)."""
-    conclusion = row.detail["fact_recall"].get("conclusion")
-
-    def replace() -> None:
-        grading.apply_offline_grades(row.metrics, row.detail["fact_recall"], grades, condition)
-        value = row.metrics.get("fact_recall")
-        if grades and value is not None and conclusion is not None:
-            # The matcher's rule (conclusion_backed): a verdict counts when a fact credited
-            # after the veto, or the conclusion's own claim, backs it.
-            rows = row.detail["fact_recall"].get("facts", [])
-            backed = conclusion_backed(
-                fact_credited=any((r.get("grade") or 0) > 0 for r in rows),
-                claim_stated=bool(conclusion.get("claim_stated")), has_facts=True,
-                cites_evidence=bool(conclusion.get("cites_evidence", True)))
-            credit = 1.0 if conclusion["status"] == "stated" and backed else 0.0
-            row.metrics["fact_recall"] = (value * len(grades) + credit) / (len(grades) + 1)
-
-    _under_matcher_rules(row, replace)
+    _settle(row, grading.offline_credit(row.detail[METRIC], row.metrics.get(METRIC), grades,
+                                        condition))
 
 
-def _under_matcher_rules(row: QuestionScores, replace: Callable[[], None]) -> None:
-    """Run ``replace`` (a grader's per-fact grades in place of the matcher's) and keep what no
-    grader overrides: the discount for stating far more figures than asked, and a contradicted
-    or two-way conclusion taking every fact's credit with it (a grader may credit figures an
-    answer states for the wrong verdict)."""
-    factor = float(row.detail["fact_recall"].get("stuffing_factor", 1.0))
-    conclusion = row.detail["fact_recall"].get("conclusion")
-    replace()
-    value = row.metrics.get("fact_recall")
-    if value is not None and factor < 1.0:
-        row.metrics["fact_recall"] = value * factor
-        row.detail["fact_recall"]["stuffing_factor"] = factor
-    if conclusion is not None:
-        row.detail["fact_recall"]["conclusion"] = conclusion
-        if conclusion["status"] in ("contradicted", "both") and value is not None:
-            row.metrics["fact_recall"] = 0.0
-            row.detail["fact_recall"]["reason"] = (f"conclusion {conclusion['status']}: "
-                                                   "no fact credit")
+def _settle(row: QuestionScores, graded: tuple[FactCredit, dict[str, Any]] | None) -> None:
+    """Write a grader's fact_recall and its detail on ``row`` (nothing when it graded no
+    item): the grades' detail, then what the matcher's rules kept (the stuffing factor when it
+    discounts, the conclusion's check, and why a conclusion voided the facts)."""
+    if graded is None:
+        return
+    credit, detail = graded
+    check = row.detail[METRIC].get("conclusion")
+    row.metrics[METRIC] = fact_recall_of(credit)
+    if credit.graded and credit.stuffing < 1.0:
+        detail["stuffing_factor"] = credit.stuffing
+    if check is not None:
+        detail["conclusion"] = check
+        if credit.graded and credit.void_reason:
+            detail["reason"] = credit.void_reason
+    row.detail[METRIC] = detail
 
 
 async def offline_grades(run: RunInput, offline: OfflineGrader | None,

@@ -5,24 +5,27 @@ fact_recall is a lower bound). ``local``: the offline grader (lens.scoring.offli
 matcher for figures, ids and dates, the local model for facts written as sentences; the default
 when no judge is configured and the ``local`` extra is installed. ``judge``: the judge grades
 each key fact present (1), partial (0.5) or absent (0) with a fixed rubric and examples
-(``judge_prompts.FACT_GRADE_TEMPLATE``); fact_recall is the mean grade. ``both``: the judge's
-grades count, and the matcher's verdict is kept beside each one with their agreement, to audit
-either. A grade the judge (or the local model) failed to give or that could not be read (after
-its format retry) leaves the question's fact_recall missing: averaging over the facts that
-happened to be graded would score a different question. A question's conclusion is graded as
-one more fact; an answer whose conclusion the mechanical check finds contradicted or two-way
-keeps fact_recall 0 whatever the grades (:mod:`lens.scoring.conclusion`), and a fact whose
-figure, date or identifier the matcher finds missing, denied, only in a bare list or given to
-another subject earns no points whatever its grade (``VETO_REASONS``), from the judge or the
-local model alike.
+(``judge_prompts.FACT_GRADE_TEMPLATE``). ``both``: the judge's grades count, and the matcher's
+verdict is kept beside each one with their agreement, to audit either. A question's
+conclusion is graded as one more fact, and a fact whose figure, date or identifier the matcher
+finds missing, denied, only in a bare list or given to another subject earns no points
+whatever its grade (``VETO_REASONS``), from the judge or the local model alike.
+
+Each grader's grades become a :class:`~lens.scoring.fact_recall.FactCredit`, and the
+question's fact_recall is the one rule of :mod:`lens.scoring.fact_recall` on it (a missing
+grade leaves it unknown, a contradicted or two-way conclusion makes it 0, the stuffing factor
+discounts it), as for the matcher's own grades.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any, cast
 
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
-from lens.scoring.conclusion import conclusion_as_fact, conclusion_backed
+from lens.scoring.conclusion import conclusion_as_fact
+from lens.scoring.fact_recall import ConclusionItem, FactCredit, stuffing_of
 from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judge_prompts import GRADE_POINTS
 from lens.scoring.offline_grader import FactGrade
@@ -83,13 +86,14 @@ def grade_tasks(item: ScoringItem) -> dict[str, JudgeTask]:
     return {f: fact_grade_task(q.prompt, f, item.record.answer) for f in dict.fromkeys(facts)}
 
 
-def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
+def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
                  tasks: dict[str, JudgeTask], verdicts: dict[str, Verdict], model: str,
-                 grader: FactGrader) -> None:
-    """Replace the matcher's fact_recall (in ``metrics`` and its ``detail``) by the judge's."""
+                 grader: FactGrader) -> tuple[FactCredit, dict[str, Any]] | None:
+    """The judge's grades of one question's items (``tasks``), under the matcher's veto, as
+    the question's :class:`FactCredit` and its grades' detail; None when the judge grades no
+    item. ``detail`` and ``matcher_value`` are the matcher's."""
     if grader == "matcher" or not tasks:
-        return
-    matcher_value = metrics.get("fact_recall")
+        return None
     by_fact = {f.get("fact"): f for f in detail.get("facts", []) if isinstance(f, dict)}
     rows: list[dict[str, Any]] = []
     failed = unreadable = 0
@@ -112,7 +116,7 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
         if grader == "both":
             row["matcher"] = bool(by_fact.get(fact, {}).get("matched"))
         rows.append(row)
-    _back_conclusion(rows, detail.get("conclusion"))
+    credit = _with_conclusion(rows, detail)
     out: dict[str, Any] = {"grader": grader, "facts": rows}
     if grader == "both":
         out["matcher_recall"] = matcher_value
@@ -120,43 +124,43 @@ def apply_grades(metrics: dict[str, float | None], detail: dict[str, Any],
         out["agreement"] = (sum((r["grade"] == "present") == r["matcher"] for r in judged)
                             / len(judged)) if judged else None
     if failed or unreadable:
-        metrics["fact_recall"] = None
         out["reason"] = (f"{failed} judge call(s) failed (re-run lens score to retry)"
                          if failed else
                          f"{unreadable} grade(s) could not be read, even after a retry with a "
                          "format reminder: fact_recall is unknown")
-    else:
-        metrics["fact_recall"] = sum(r["points"] for r in rows) / len(rows)
-    detail.clear()
-    detail.update(out)
+    return credit, out
 
 
-def _back_conclusion(rows: list[dict[str, Any]], conclusion: dict[str, Any] | None) -> None:
-    """The judge's grade of the conclusion earns its points under the matcher's rule
-    (``conclusion_backed``): backed by a key fact the judge credits (after the veto) or by the
-    conclusion's own claim, and citing a record the agent received."""
-    if not conclusion:
-        return
-    key = conclusion_as_fact(conclusion["conclusion"])
-    facts = [r for r in rows if r["fact"] != key]
-    for row in rows:
-        if row["fact"] != key or not row["points"]:
-            continue
-        if not conclusion_backed(fact_credited=any(r["points"] for r in facts),
-                                 claim_stated=bool(conclusion.get("claim_stated")),
-                                 has_facts=bool(facts),
-                                 cites_evidence=bool(conclusion.get("cites_evidence", True))):
+def _with_conclusion(rows: list[dict[str, Any]], detail: Mapping[str, Any]) -> FactCredit:
+    """The judge's grades as a :class:`FactCredit`: the conclusion, graded as one more fact,
+    is the matcher's check with the judge's points. A conclusion row the rule leaves unbacked
+    (``conclusion_backed``) shows 0 points and why."""
+    check = detail.get("conclusion")
+    if not check:
+        return FactCredit(tuple(r["points"] for r in rows), None, stuffing_of(detail))
+    key = conclusion_as_fact(check["conclusion"])
+    ours = [r for r in rows if r["fact"] == key]
+    conclusion = ConclusionItem.from_check(check)
+    if ours:
+        conclusion = dataclasses.replace(conclusion, points=ours[0]["points"])
+    credit = FactCredit(tuple(r["points"] for r in rows if r["fact"] != key), conclusion,
+                        stuffing_of(detail))
+    for row in ours:
+        if row["points"] and not credit.backed:
             row["points"] = 0.0
-            row["unbacked"] = ("no key fact credited backs it" if conclusion.get(
-                "cites_evidence", True) else "the answer cites no record it received")
+            row["unbacked"] = ("no key fact credited backs it" if conclusion.cites_evidence
+                               else "the answer cites no record it received")
+    return credit
 
 
-def apply_offline_grades(metrics: dict[str, float | None], detail: dict[str, Any],
-                         grades: dict[str, FactGrade], condition: dict[str, Any]) -> None:
-    """Replace the matcher's fact_recall (in ``metrics`` and its ``detail``) by the offline
-    grader's; a grade left unknown (its model call failed) leaves fact_recall unknown."""
+def offline_credit(detail: Mapping[str, Any], matcher_value: float | None,
+                   grades: dict[str, FactGrade], condition: dict[str, Any]
+                   ) -> tuple[FactCredit, dict[str, Any]] | None:
+    """The offline grader's grades of one question's key facts, under the matcher's veto, as
+    the question's :class:`FactCredit` (its conclusion is the matcher's item) and its grades'
+    detail; None without grades. ``detail`` and ``matcher_value`` are the matcher's."""
     if not grades:
-        return
+        return None
     by_fact = {f.get("fact"): f for f in detail.get("facts", []) if isinstance(f, dict)}
     rows = []
     for fact, g in grades.items():
@@ -170,13 +174,13 @@ def apply_offline_grades(metrics: dict[str, float | None], detail: dict[str, Any
             row["matcher_veto"] = veto
         rows.append(row)
     out: dict[str, Any] = {"grader": "local", "model": condition.get("model"),
-                           "matcher_recall": metrics.get("fact_recall"), "facts": rows}
+                           "matcher_recall": matcher_value, "facts": rows}
     failed = [r for r in rows if r["grade"] is None]
     if failed:
-        metrics["fact_recall"] = None
         out["reason"] = (f"{len(failed)} offline grade(s) failed (re-run lens score to retry): "
                          f"{failed[0].get('reason', '')}")
-    else:
-        metrics["fact_recall"] = sum(float(r["grade"]) for r in rows) / len(rows)
-    detail.clear()
-    detail.update(out)
+    check = detail.get("conclusion")
+    credit = FactCredit(tuple(r["grade"] for r in rows),
+                        ConclusionItem.from_check(check) if check is not None else None,
+                        stuffing_of(detail))
+    return credit, out

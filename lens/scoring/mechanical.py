@@ -22,7 +22,8 @@ from lens.scoring.claims import (
     stuffing_factor,
     supported_share,
 )
-from lens.scoring.conclusion import check_conclusion, conclusion_backed
+from lens.scoring.conclusion import check_conclusion
+from lens.scoring.fact_recall import ConclusionItem, FactCredit, fact_recall_of
 from lens.scoring.facts import AnswerText, FactMatcherSettings, fact_subjects, match_fact
 from lens.scoring.refs import (
     check_citation,
@@ -137,7 +138,8 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     discounted when the answer states far more figures than the question needs (see
     :mod:`lens.scoring.claims`). An answer whose conclusion contradicts the ground truth's, or
     that concludes both ways, scores 0: its facts argue for a wrong or no answer (see
-    :mod:`lens.scoring.conclusion`)."""
+    :mod:`lens.scoring.conclusion`). The value is the matcher's grades under the one rule
+    every fact grader shares (:func:`lens.scoring.fact_recall.fact_recall_of`)."""
     gt = item.question.ground_truth
     facts = gt.key_facts
     if not facts and not gt.conclusion:
@@ -149,18 +151,19 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     found = sum(m.matched for m in matches)
     detail: dict[str, Any] = {"facts": [m.as_detail() for m in matches], "stated": found,
                               **_claims_detail(a)}
-    items, credit = len(facts), float(found)
-    if gt.conclusion:
-        check = check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
-        cites = _cites_evidence(item)
-        backed = conclusion_backed(fact_credited=found > 0, claim_stated=check.claim_stated,
-                                   has_facts=bool(facts), cites_evidence=cites)
-        detail["conclusion"] = {**check.as_detail(), "backed": backed, "cites_evidence": cites}
-        if check.voids_facts:
-            detail["reason"] = f"conclusion {check.status}: no fact credit"
-            return 0.0, detail
-        items, credit = items + 1, credit + (check.credit if backed else 0.0)
-    return credit / items * a.stuffing, detail
+    check = (check_conclusion(gt.conclusion, a.claims.text, settings, prepared)
+             if gt.conclusion else None)
+    cites = _cites_evidence(item) if check is not None else True
+    credit = FactCredit(tuple(1.0 if m.matched else 0.0 for m in matches),
+                        None if check is None else
+                        ConclusionItem(check.status, check.credit, check.claim_stated, cites),
+                        a.stuffing)
+    if check is not None:
+        detail["conclusion"] = {**check.as_detail(), "backed": credit.backed,
+                                "cites_evidence": cites}
+    if credit.void_reason:
+        detail["reason"] = credit.void_reason
+    return fact_recall_of(credit), detail
 
 
 def _required_episodes(item: ScoringItem) -> list[str]:

@@ -28,6 +28,7 @@ from lens.scoring.differential import (
     longitudinal_advantage,
     longitudinal_advantage_replicates,
 )
+from lens.scoring.fact_recall import FactCredit, fact_recall_of
 from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.run_input import ScoringItem
 from lens.scoring.types import QuestionScores
@@ -79,11 +80,14 @@ class MetricSpec:
     under bootstrap weights, for the report's intervals (None: the report gives it none), and
     ``design_proxy`` names the per-question metrics whose scope correlation stands for its
     own (the first one the run has). ``fact_graded``: its value rests on the fact grades, so a
-    judge that grades the facts moves it. ``weight`` is its default weight in the composite;
-    ``unweighted`` (non-empty) says why it may never be weighted. ``gate``: the composite is 0
-    when the metric is below the gate threshold. ``judged``: its value rests on an LLM judge, so
-    reports compare differences against the judge's noise floor. ``headline``: the terminal
-    shows it after a run. ``title`` heads its column in
+    judge that grades the facts moves it. ``from_grades``: for a metric made of per-item grades,
+    the one rule from a question's grades (:class:`lens.scoring.fact_recall.FactCredit`) to its
+    value, which ``compute`` applies to the matcher's grades and every fact grader to its own
+    (fact_recall's: :func:`lens.scoring.fact_recall.fact_recall_of`). ``weight`` is its default
+    weight in the composite; ``unweighted`` (non-empty) says why it may never be weighted.
+    ``gate``: the composite is 0 when the metric is below the gate threshold. ``judged``: its
+    value rests on an LLM judge, so reports compare differences against the judge's noise
+    floor. ``headline``: the terminal shows it after a run. ``title`` heads its column in
     ``lens score``; ``column`` and ``report_order`` place it there and in reports (None: after
     the placed ones, in registration order in the table and alphabetically in reports).
     """
@@ -97,6 +101,7 @@ class MetricSpec:
     group_replicates: Replicates | None = None
     design_proxy: tuple[str, ...] = ()
     fact_graded: bool = False
+    from_grades: Callable[[FactCredit], float | None] | None = None
     higher_is_better: bool = True
     weight: float = 0.0
     unweighted: str = ""
@@ -149,7 +154,7 @@ _BUILTIN = (
     MetricSpec("fact_recall", 1,
                lambda m: mechanical.fact_recall(m.item, settings=m.matcher, analysis=m.analysis),
                weight=0.20, headline=True, title="facts", column=2, report_order=2,
-               fact_graded=True,
+               fact_graded=True, from_grades=fact_recall_of,
                description="share of the key facts the answer states as claims"),
     MetricSpec("citation_precision", 1,
                lambda m: mechanical.citation_precision(m.item, settings=m.matcher),
