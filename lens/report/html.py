@@ -187,7 +187,7 @@ def question_body(row: QuestionRow, *, scores: bool = True) -> str:
                     f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
     body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
                 f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
-    if scores and row.scores and row.scores.detail:
+    if scores and row.scores and row.scores.details:
         body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.details))
     if r.tool_calls:
         rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)

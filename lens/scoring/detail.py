@@ -237,6 +237,9 @@ class QuestionDetail(BaseModel):
     def __contains__(self, key: str) -> bool:
         return key in self._stored
 
+    def __len__(self) -> int:
+        return len(self._stored)
+
 
 # One reader per stored key QuestionDetail names, so that each block is read on its own.
 _READERS: dict[str, TypeAdapter[Any]] = {
@@ -277,7 +280,7 @@ def read_detail(stored: Mapping[str, Any]) -> QuestionDetail:
 def shown(model: BaseModel) -> dict[str, Any]:
     """The fields a block was given (no defaults it was not), then its extra keys: what a
     viewer shows of it."""
-    out = {name: getattr(model, name) for name in model.model_fields
+    out = {name: getattr(model, name) for name in type(model).model_fields
            if name in model.model_fields_set}
     out.update(model.model_extra or {})
     return out
