@@ -441,8 +441,8 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
     leaks: dict[str, int] = {}
     for run in runs:
         for row in run.rows:
-            detail = (row.scores.detail.get("evidence_grounding") or {}) if row.scores else {}
-            if detail.get("future_leak"):
+            grounding = row.scores.details.evidence_grounding if row.scores else None
+            if grounding and grounding.future_leak:
                 name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
                 leaks[name] = leaks.get(name, 0) + 1
     if leaks:
@@ -467,8 +467,8 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
     found: dict[str, list[int | str]] = {}
     for run in runs:
         for row in run.rows:
-            detail = (row.scores.detail.get("evidence_grounding") or {}) if row.scores else {}
-            refs = detail.get("unknown_refs")
+            grounding = row.scores.details.evidence_grounding if row.scores else None
+            refs = grounding.unknown_refs if grounding else None
             if refs:
                 name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
                 entry = found.setdefault(name, [0, str(refs[0])])

@@ -67,12 +67,9 @@ class QuestionRow:
         evidence or did not finish."""
         if self.scores is None or not is_scored(self.record.status):
             return None
-        detail = self.scores.detail.get("retrieval")
-        first = detail.get("first") if isinstance(detail, dict) else None
-        value = first.get(name) if isinstance(first, dict) else None
-        if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
-            return None
-        return float(value)
+        retrieval = self.scores.details.retrieval
+        value = retrieval.first.get(name) if retrieval and retrieval.first else None
+        return None if value is None or math.isnan(value) else value
 
     @property
     def search_results(self) -> int:

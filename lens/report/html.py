@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 import lens.report.fmt as fmt
 import lens.report.layout as layout
 import lens.report.plots as plots
@@ -20,6 +22,7 @@ from lens.report.data import QuestionRow
 from lens.report.document import e, html_table, to_html
 from lens.report.sections import Section
 from lens.report.shapes import ReportSummary
+from lens.scoring.detail import QuestionDetail, shown
 
 MAX_TEXT = 4000
 
@@ -139,19 +142,25 @@ def _metrics_rows(row: QuestionRow) -> list[list[str]]:
     return [[k, fmt.num(v)] for k, v in row.scores.metrics.items()]
 
 
-def _detail_html(detail: dict[str, Any]) -> str:
+def _detail_html(detail: QuestionDetail) -> str:
     parts = []
-    for key, value in detail.items():
+    for key, value in detail.blocks():
         cls = ("matched" if "matched" in key or "hit" in key
                else "missed" if "missed" in key or "miss" in key else "")
-        if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
+        if isinstance(value, list) and all(v is None or isinstance(v, str | int | float)
+                                           for v in value):
             items = "".join(f"<li>{e(v)}</li>" for v in value) or "<li><i>none</i></li>"
             parts.append(f'<div class="{cls}"><b>{e(key)}</b><ul>{items}</ul></div>')
         else:
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                                  indent=1, default=str)
+            text = value if isinstance(value, str) else json.dumps(
+                value, ensure_ascii=False, indent=1, default=_plain)
             parts.append(f'<div class="{cls}"><b>{e(key)}</b><pre>{e(clip(text))}</pre></div>')
     return "".join(parts)
+
+
+def _plain(value: Any) -> Any:
+    """A typed block of the detail as JSON shows it: the fields it was given, its extra keys."""
+    return shown(value) if isinstance(value, BaseModel) else str(value)
 
 
 def question_html(row: QuestionRow, primary: str | None) -> str:
@@ -178,8 +187,8 @@ def question_body(row: QuestionRow, *, scores: bool = True) -> str:
                     f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
     body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
                 f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
-    if scores and row.scores and row.scores.detail:
-        body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.detail))
+    if scores and row.scores and row.scores.details:
+        body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.details))
     if r.tool_calls:
         rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)
                               if not isinstance(c.arguments, str) else c.arguments, 500),

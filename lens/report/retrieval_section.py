@@ -10,6 +10,7 @@ import lens.report.fmt as fmt
 from lens.report.data import QuestionRow, RunData
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut
+from lens.scoring.detail import RetrievalDetail
 from lens.scoring.retrieval import metric_names
 from lens.stats import estimate
 
@@ -18,11 +19,23 @@ TITLE = "Retrieval quality"
 FUNNEL = (("evidence retrieved", "retrieved"), ("evidence cited", "cited"))
 
 
-def _detail(row: QuestionRow) -> dict[str, Any] | None:
+def _detail(row: QuestionRow) -> RetrievalDetail | None:
+    """The question's retrieval detail, when it has ranking metrics (required evidence)."""
     if row.scores is None or row.record.status != "answered":
         return None
-    d = row.scores.detail.get("retrieval")
-    return d if isinstance(d, dict) and "first" in d else None
+    d = row.scores.details.retrieval
+    return d if d is not None and d.first is not None else None
+
+
+def _ranking(row: QuestionRow, which: str, name: str) -> float | None:
+    d = _detail(row)
+    searches = (d.first if which == "first" else d.best) if d else None
+    return searches.get(name) if searches else None
+
+
+def _funnel(row: QuestionRow, key: str) -> float | None:
+    d = _detail(row)
+    return getattr(d.funnel, key) if d and d.funnel else None
 
 
 def _est(rows: list[QuestionRow], value: Any) -> EstimateOut:
@@ -44,9 +57,9 @@ def retrieval_summary(run: RunData) -> dict[str, dict[str, EstimateOut]]:
         for which in ("first", "best"):
             for name in metric_names():
                 ests[f"{which} {name}"] = _est(
-                    rows, lambda r, w=which, n=name: (_detail(r) or {})[w][n])
+                    rows, lambda r, w=which, n=name: _ranking(r, w, n))
         for title, key in FUNNEL:
-            ests[title] = _est(rows, lambda r, k=key: (_detail(r) or {})["funnel"][k])
+            ests[title] = _est(rows, lambda r, k=key: _funnel(r, k))
         ests["facts stated"] = _est(rows, lambda r: r.metric("fact_recall"))
         out[label] = ests
     return out

@@ -176,17 +176,17 @@ def verdict_units(scores: RunScores) -> dict[tuple[str, str, str], str]:
     pairwise comparison, ``present``/``partial``/``absent`` for a fact grade)."""
     out: dict[tuple[str, str, str], str] = {}
     for q in scores.questions:
-        for metric in ("answer_quality", "action_quality"):
-            d = q.detail.get(metric)
-            if isinstance(d, dict):
-                for c in d.get("comparisons") or []:
-                    if isinstance(c, dict) and c.get("final"):
-                        out[(q.key, metric, str(c.get("label")))] = str(c["final"])
-        facts = q.detail.get("fact_recall")
-        if isinstance(facts, dict) and facts.get("grader") in JUDGE_GRADERS:
-            for f in facts.get("facts") or []:
-                if isinstance(f, dict) and f.get("grade"):
-                    out[(q.key, "fact_grade", str(f.get("fact")))] = str(f["grade"])
+        d = q.details
+        for metric, pairwise in (("answer_quality", d.answer_quality),
+                                 ("action_quality", d.action_quality)):
+            for c in pairwise.comparisons if pairwise else ():
+                if c.final:
+                    out[(q.key, metric, str(c.label))] = c.final
+        facts = d.fact_recall
+        if facts is not None and facts.grader in JUDGE_GRADERS:
+            for f in facts.facts:
+                if f.grade:
+                    out[(q.key, "fact_grade", str(f.fact))] = str(f.grade)
     return out
 
 

@@ -6,9 +6,12 @@ never 0: reports show it as unknown.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from lens.scoring.detail import QuestionDetail, read_detail
 
 # Where a run's scores live, beside its records (named here so that every writer of scores,
 # the scorer and the protocols alike, imports it from below them).
@@ -28,8 +31,15 @@ class QuestionScores(BaseModel):
     checkpoint: int
     status: str
     metrics: dict[str, float | None] = Field(default_factory=dict)
-    # Human-readable detail: facts matched/missed, judge verdicts, grounding misses.
+    # Human-readable detail: facts matched/missed, judge verdicts, grounding misses; stored as
+    # the scorer writes it, read through ``details``.
     detail: dict[str, Any] = Field(default_factory=dict)
+
+    @functools.cached_property
+    def details(self) -> QuestionDetail:
+        """``detail`` as typed models (lens.scoring.detail), read once: read it when the row
+        is complete (the scorer writes ``detail`` and never reads this)."""
+        return read_detail(self.detail)
 
 
 class JudgeSummary(BaseModel):

@@ -16,6 +16,7 @@ reported on.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import deque
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 
 from lens.runs.records import QuestionRecord, question_key
 from lens.runs.store import EVENTS, MANIFEST
+from lens.scoring.detail import QuestionDetail, read_detail
 from lens.scoring.metrics import report_order
 from lens.scoring.types import RunScores
 from lens.view.files import Unreadable, inside, parse_json, read_bytes, read_json
@@ -74,6 +76,11 @@ class Scored:
     question_type: str
     metrics: dict[str, float | None]
     detail: dict[str, Any]
+
+    @functools.cached_property
+    def details(self) -> QuestionDetail:
+        """``detail`` as typed models, read when a page first shows it."""
+        return read_detail(self.detail)
 
     def metric(self, name: str) -> float | None:
         v = self.metrics.get(name)

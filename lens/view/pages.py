@@ -11,12 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from pydantic import BaseModel
+
 import lens.report.fmt as fmt
 from lens.core.visible import visible
 from lens.report.data import QuestionRow
 from lens.report.document import e
 from lens.report.html import clip, question_body
 from lens.runs.records import QuestionRecord
+from lens.scoring.detail import read_detail, shown
 from lens.scoring.types import QuestionScores
 from lens.view.index import Progress, Row, RunIndex, Scored
 from lens.view.jobs import Piece
@@ -386,34 +389,56 @@ def questions_page(index: RunIndex, query: QuestionQuery, page: Page) -> str:
 # -- one question -----------------------------------------------------------------------------
 
 def detail_html(value: Any, depth: int = 0) -> str:
-    """A metric's detail (JSON from the scorer) as nested tables; every text escaped."""
-    if isinstance(value, dict):
-        if not value:
+    """A metric's detail as nested tables: a typed block of :mod:`lens.scoring.detail` shows
+    the fields it was given and its extra keys, a stored value no model names shows as it is
+    stored; every text escaped."""
+    match value:
+        case BaseModel():
+            return detail_html(shown(value), depth)
+        case Mapping():
+            if not value:
+                return "<i>none</i>"
+            keys = sorted(value, key=lambda k: (k not in ("reason", "why", "verdict"), ""))
+            rows = "".join(f"<tr><th>{e(k)}</th><td>{detail_html(value[k], depth + 1)}</td></tr>"
+                           for k in keys)
+            return f"<table class='kv'>{rows}</table>"
+        case list() if not value:
             return "<i>none</i>"
-        keys = sorted(value, key=lambda k: (k not in ("reason", "why", "verdict"), ""))
-        rows = "".join(f"<tr><th>{e(k)}</th><td>{detail_html(value[k], depth + 1)}</td></tr>"
-                       for k in keys)
-        return f"<table class='kv'>{rows}</table>"
-    if isinstance(value, list):
-        if not value:
-            return "<i>none</i>"
-        if all(isinstance(v, dict) for v in value) and depth < 4:
-            cols: list[str] = []
-            for v in value[:DETAIL_ROWS]:
-                cols += [k for k in v if k not in cols]
-            body = "".join("<tr>" + "".join(f"<td>{detail_html(v.get(c), depth + 1)}</td>"
-                                            for c in cols) + "</tr>"
-                           for v in value[:DETAIL_ROWS])
-            more = (f"<p class='meta'>… {len(value) - DETAIL_ROWS} more</p>"
-                    if len(value) > DETAIL_ROWS else "")
-            head = "".join(f"<th>{e(c)}</th>" for c in cols)
-            return f"<table class='kv'><tr>{head}</tr>{body}</table>{more}"
-        if all(not isinstance(v, dict | list) for v in value):
+        case list() if all(isinstance(v, BaseModel | Mapping) for v in value) and depth < 4:
+            return _column_table([shown(v) if isinstance(v, BaseModel) else v for v in value],
+                                 depth)
+        case list() if all(_is_scalar(v) for v in value):
             return e(", ".join(_scalar(v) for v in value))
-        return f"<pre>{e(clip(json.dumps(value, ensure_ascii=False, default=str), 2000))}</pre>"
+        case list():
+            text = json.dumps(value, ensure_ascii=False, default=_plain)
+            return f"<pre>{e(clip(text, 2000))}</pre>"
     text = _scalar(value)
     cls = " class='matched'" if value is True else " class='missed'" if value is False else ""
     return f"<span{cls}>{e(clip(text, 2000))}</span>"
+
+
+def _column_table(rows: list[Mapping[str, Any]], depth: int) -> str:
+    """Rows of one kind (a block's list of facts, comparisons, misses) as one table, a
+    column per key."""
+    cols: list[str] = []
+    for v in rows[:DETAIL_ROWS]:
+        cols += [k for k in v if k not in cols]
+    body = "".join("<tr>" + "".join(f"<td>{detail_html(v.get(c), depth + 1)}</td>"
+                                    for c in cols) + "</tr>"
+                   for v in rows[:DETAIL_ROWS])
+    more = (f"<p class='meta'>… {len(rows) - DETAIL_ROWS} more</p>"
+            if len(rows) > DETAIL_ROWS else "")
+    head = "".join(f"<th>{e(c)}</th>" for c in cols)
+    return f"<table class='kv'><tr>{head}</tr>{body}</table>{more}"
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
+def _plain(v: Any) -> Any:
+    """A typed block inside a stored value, for json.dumps."""
+    return shown(v) if isinstance(v, BaseModel) else str(v)
 
 
 def _scalar(v: Any) -> str:
@@ -430,7 +455,7 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
     name = index.name
     s = index.scored(row.key)
     metrics = s.metrics if s else {}
-    detail = s.detail if s else {}
+    detail = s.details if s else read_detail({})
     facts = [
         f"adapter {record.adapter}", f"scope {record.scope_id}", f"repeat {record.repeat}",
         f"question type {s.question_type if s else 'unknown'}",
@@ -443,9 +468,9 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
         metric_rows = [[e("(not scored)"), e("unknown"), e("no scores.json entry")]]
     else:
         metric_rows = [[e(m), e(fmt.num(s.metric(m))),
-                        detail_html(detail[m]) if m in detail else "<i>no detail</i>"]
+                        detail_html(detail.of(m)) if m in detail else "<i>no detail</i>"]
                        for m in metrics]
-    other = {k: v for k, v in detail.items() if k not in metrics}
+    other = {k: v for k, v in detail.blocks() if k not in metrics}
     qrow = QuestionRow(record=record, scores=_question_scores(row, s))
     body = [
         f"<h1>{e(record.question_id)}</h1>",

@@ -303,7 +303,7 @@ def question_side(arms: Sequence[ViewArm], key: MatchKey) -> str:
         for m in metrics:
             vals = {None if o is None else o.metric(m) for o in others}
             cls = " class='differs'" if len(vals) > 1 else ""
-            why = detail_html(s.detail[m]) if s and m in s.detail else ""
+            why = detail_html(s.details.of(m)) if s and m in s.details else ""
             value = fmt.num(s.metric(m) if s else None)
             rows.append(f"<tr{cls}><td>{e(m)}</td><td>{e(value)}</td><td>{why}</td></tr>")
         opened = link(run_url(arm.index.name, "question", key=r.key), "open")
