@@ -14,7 +14,7 @@ from test_scoring_run import Q1, Q2, records
 
 from lens.commands.cli import main
 from lens.scoring.detail import read_detail, untyped
-from lens.scoring.fact_grader import apply_offline_grades
+from lens.scoring.fact_credit import apply_offline
 from lens.scoring.offline_grader import FactGrade
 from lens.scoring.scorer import score_run_sync
 from lens.scoring.types import QuestionScores, RunScores
@@ -98,10 +98,9 @@ def test_the_offline_graders_detail_is_typed(tmp_path: Path) -> None:
     grades = {f: FactGrade(1.0 if i else None, "model" if i else "error", 0.9 if i else None,
                            0.05 if i else None, reason="" if i else "the model call failed")
               for i, f in enumerate(facts)}
-    detail = json.loads(json.dumps(row.detail))
-    metrics = dict(row.metrics)
-    apply_offline_grades(metrics, detail["fact_recall"], grades, {"model": "local-x"})
-    typed = read_detail(detail)
+    graded = row.model_copy(deep=True)
+    apply_offline(graded, grades, {"model": "local-x"})
+    typed = read_detail(json.loads(json.dumps(graded.detail)))
     assert not untyped(typed)
     assert typed.fact_recall and typed.fact_recall.grader == "local"
     assert typed.fact_recall.facts[1].p_present == 0.9
