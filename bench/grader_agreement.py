@@ -317,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lens-v2", type=Path, default=LENS_V2_DIR)
     ap.add_argument("--only", default="",
                     help="comma-separated source names to grade and report (default: all)")
+    ap.add_argument("--subset-of", metavar="GRADER",
+                    help="only the facts GRADER has graded in --work (to compare graders on the "
+                         "part of each source a slow grader reached)")
     ap.add_argument("--report-only", action="store_true",
                     help="grade nothing: report the grades already in --work (a run cut short "
                          "is reported on the facts it graded; the facts column says how many)")
@@ -338,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sources = {name: sample(rows, args.answers) for name, rows in found.items()
                if not wanted or name in wanted}
+    if args.subset_of:
+        reached = _resume(args.work / f"{args.subset_of}.jsonl")
+        sources = {name: [r for r in rows if r.id in reached] for name, rows in sources.items()}
     for name, rows in sources.items():
         print(f"{name}: {len(rows)} facts of {len({r.answer_id for r in rows})} answers")
     args.work.mkdir(parents=True, exist_ok=True)

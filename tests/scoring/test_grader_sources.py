@@ -170,25 +170,29 @@ def test_the_judge_and_the_variants_are_reported_through_the_command_line(
     # The model's grades come from --work (as a resumed run reads them), so no model runs.
     _need_sources()
     found, _ = load_all()
-    rows = [r for name in ("mab-ruler-qa", "memobase-locomo")
-            for r in sample(found[name], 6)]
-    _saved_grades(tmp_path, "judge-local", rows, lambda r: {"grade": r.label, "raw": "{}"})
+    picked = {name: sample(found[name], 6) for name in ("mab-ruler-qa", "memobase-locomo")}
+    rows = [r for name_rows in picked.values() for r in name_rows]
+    # The slow judge reached 4 answers of each source: --subset-of compares every grader there.
+    _saved_grades(tmp_path, "judge-local", [r for rs in picked.values() for r in rs[:4]],
+                  lambda r: {"grade": r.label, "raw": "{}"})
     _saved_grades(tmp_path, "either", rows,
                   lambda r: {"grade": r.label, "method": "model", "p_present": r.label})
     _saved_grades(tmp_path, "matcher", rows, lambda r: {"grade": 0.0})
     out = subprocess.run(
         [sys.executable, "-m", "bench.grader_agreement", "--report-only", "--answers", "6",
          "--graders", "judge-local,either,split,matcher-dates,split-dates",
-         "--only", "mab-ruler-qa,memobase-locomo", "--work", str(tmp_path)],
+         "--only", "mab-ruler-qa,memobase-locomo", "--subset-of", "judge-local",
+         "--work", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert out.returncode == 0, out.stderr
     for source in ("mab-ruler-qa", "memobase-locomo"):
-        assert f"| {source} | judge-local | — | " in out.stdout
-        assert f"| {source} | either | 0.50 (shipped) |" in out.stdout
+        assert f"{source}: 4 facts of 4 answers" in out.stdout
+        assert f"| {source} | judge-local | — | 4 | " in out.stdout
+        assert f"| {source} | either | 0.50 (shipped) | 4 |" in out.stdout
         for name in ("split", "matcher-dates", "split-dates"):
             assert f"| {source} | {name} |" in out.stdout
     # A judge that agrees with the source's judge on every answer (of both verdicts).
-    assert "| memobase-locomo | judge-local | — | 6 | 1.00 [1.00, 1.00] |" in out.stdout
+    assert "| memobase-locomo | judge-local | — | 4 | 1.00 [1.00, 1.00] |" in out.stdout
 
 
 @pytest.mark.local_model
