@@ -17,8 +17,15 @@ and model were chosen on its dev half (bench.fact_grading).
     python -m bench.grader_agreement --graders matcher,local --answers 60 \\
         [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR]
 
+Graders: ``matcher``; ``local`` (the shipped offline grader); ``local-open`` and ``either``
+(the model also reads pairs the shipped grader settles without it); ``judge-local`` (lens's
+per-fact judge prompt with the local model as the judge); and the variants of
+bench.grader_variants (``split``, ``matcher-dates``, ``split-dates``), read from the saved
+grades of the graders they name.
+
 ``--answers N`` grades at most N answers of each source (chosen by a hash of their ids); grades
-are kept in ``--work`` and a re-run resumes. Seconds per fact are wall time over the facts the
+are kept in ``--work`` and a re-run resumes. ``--subset-of GRADER`` reports every grader on the
+pairs a slow grader reached. Seconds per fact are wall time over the facts the
 model graded, with the machine's load average: under load they are not a timing.
 """
 
