@@ -17,8 +17,15 @@ and model were chosen on its dev half (bench.fact_grading).
     python -m bench.grader_agreement --graders matcher,local --answers 60 \\
         [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR]
 
+Graders: ``matcher``; ``local`` (the shipped offline grader); ``local-open`` and ``either``
+(the model also reads pairs the shipped grader settles without it); ``judge-local`` (lens's
+per-fact judge prompt with the local model as the judge); and the variants of
+bench.grader_variants (``split``, ``matcher-dates``, ``split-dates``), read from the saved
+grades of the graders they name.
+
 ``--answers N`` grades at most N answers of each source (chosen by a hash of their ids); grades
-are kept in ``--work`` and a re-run resumes. Seconds per fact are wall time over the facts the
+are kept in ``--work`` and a re-run resumes. ``--subset-of GRADER`` reports every grader on the
+pairs a slow grader reached. Seconds per fact are wall time over the facts the
 model graded, with the machine's load average: under load they are not a timing.
 """
 
@@ -38,6 +45,7 @@ import numpy as np
 from bench.common import md_table
 from bench.fact_grading import half
 from bench.grader_sources import LENS_V2_DIR, SOURCES_DIR, GradedFact, load_all, sample
+from bench.grader_variants import VARIANTS, variant
 from lens.scoring.offline_grader import PRESENT_AT as SHIPPED_PRESENT_AT
 from lens.stats.fact_agreement import FactAgreement, fact_agreement
 from lens.stats.resample import rng_for
@@ -89,10 +97,9 @@ def grade_matcher(rows: list[GradedFact], path: Path, threads: int) -> tuple[flo
 
 
 def grade_local(rows: list[GradedFact], path: Path, threads: int,
-                open_exact: bool = False) -> tuple[float, int]:
-    """``open_exact``: a variant in which the model also reads the facts the matcher alone
-    settles as misses (bare figures, ids, dates; restated facts it rejects): the shipped
-    grader never asks the model about them."""
+                reread: Callable[[Any], bool] | None = None) -> tuple[float, int]:
+    """``reread``: which of the shipped grader's grades the model reads again (the variants
+    ``local-open`` and ``either``: the shipped grader never asks the model about them)."""
     from lens.scoring.offline_grader import FactTask, OfflineGrader
 
     done = _resume(path)
@@ -110,9 +117,8 @@ def grade_local(rows: list[GradedFact], path: Path, threads: int,
             tasks = [(r, FactTask(r.question, form, r.answer)) for r in group
                      for form in r.forms()]
             graded = grader.grade([t for _, t in tasks])
-            if open_exact:
-                graded = [grader._ask(t, grader.key(t))
-                          if g.method == "matcher" and g.grade == 0.0 else g
+            if reread is not None:
+                graded = [grader._ask(t, grader.key(t)) if reread(g) else g
                           for (_, t), g in zip(tasks, graded, strict=True)]
             spent += time.perf_counter() - started
             by_model += sum(g.method == "model" for g in graded)
@@ -135,11 +141,46 @@ def _rank(g: Any) -> tuple[int, float]:
 
 
 def grade_local_open(rows: list[GradedFact], path: Path, threads: int) -> tuple[float, int]:
-    return grade_local(rows, path, threads, open_exact=True)
+    """The model also reads the facts the matcher alone settles as misses (bare figures, ids,
+    dates; restated facts it rejects)."""
+    return grade_local(rows, path, threads,
+                       reread=lambda g: g.method == "matcher" and g.grade == 0.0)
+
+
+def grade_either(rows: list[GradedFact], path: Path, threads: int) -> tuple[float, int]:
+    """An ensemble: credit when the matcher credits or the model's P(present) reaches the
+    threshold, the model reading every pair the matcher does not credit (short phrases and
+    abstentions too: the shipped grader settles those without it)."""
+    return grade_local(rows, path, threads,
+                       reread=lambda g: g.method != "empty" and g.grade != 1.0)
+
+
+def grade_judge_local(rows: list[GradedFact], path: Path, threads: int) -> tuple[float, int]:
+    """lens's per-fact judge prompt with the local model as the judge, through
+    bench.fact_grading's runner (the judge reads the gold with its accepted forms joined by
+    "or", as the source wrote it)."""
+    from bench.fact_grading import grade_judge_local as run_judge
+
+    tasks = [{"id": r.id, "answer_id": r.answer_id, "question": r.question,
+              "fact": " or ".join(r.forms()), "answer": r.answer} for r in interleaved(rows)]
+    spent, _, by_model = run_judge(tasks, path, threads)
+    return spent, by_model
+
+
+def interleaved(rows: list[GradedFact]) -> list[GradedFact]:
+    """The rows taken from each source in turn, shortest answers first: a run cut short has
+    graded about as many answers of every source."""
+    by_source: dict[str, list[GradedFact]] = {}
+    for r in sorted(rows, key=lambda r: (len(r.answer), r.id)):
+        by_source.setdefault(r.source, []).append(r)
+    queues = list(by_source.values())
+    return [q[n] for n in range(max(map(len, queues), default=0)) for q in queues
+            if n < len(q)]
 
 
 GRADE_FNS: dict[str, Callable[[list[GradedFact], Path, int], tuple[float, int]]] = {
-    "matcher": grade_matcher, "local": grade_local, "local-open": grade_local_open}
+    "matcher": grade_matcher, "local": grade_local, "local-open": grade_local_open,
+    "either": grade_either, "judge-local": grade_judge_local}
 
 
 def reading(saved: dict[str, Any], threshold: float | None) -> float | None:
@@ -283,13 +324,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lens-v2", type=Path, default=LENS_V2_DIR)
     ap.add_argument("--only", default="",
                     help="comma-separated source names to grade and report (default: all)")
+    ap.add_argument("--subset-of", metavar="GRADER",
+                    help="only the facts GRADER has graded in --work (to compare graders on the "
+                         "part of each source a slow grader reached)")
     ap.add_argument("--report-only", action="store_true",
                     help="grade nothing: report the grades already in --work (a run cut short "
                          "is reported on the facts it graded; the facts column says how many)")
     args = ap.parse_args(argv)
-    unknown = [g for g in args.graders.split(",") if g not in GRADE_FNS]
+    names = [g for g in args.graders.split(",") if g]
+    unknown = [g for g in names if g not in GRADE_FNS and g not in VARIANTS]
     if unknown:
-        print(f"--graders: unknown {', '.join(unknown)}; choose from {', '.join(GRADE_FNS)}")
+        print(f"--graders: unknown {', '.join(unknown)}; choose from "
+              f"{', '.join([*GRADE_FNS, *VARIANTS])}")
         return 2
     found, missing = load_all(args.sources, args.lens_v2)
     for line in missing:
@@ -302,17 +348,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sources = {name: sample(rows, args.answers) for name, rows in found.items()
                if not wanted or name in wanted}
+    if args.subset_of:
+        reached = _resume(args.work / f"{args.subset_of}.jsonl")
+        sources = {name: [r for r in rows if r.id in reached] for name, rows in sources.items()}
     for name, rows in sources.items():
         print(f"{name}: {len(rows)} facts of {len({r.answer_id for r in rows})} answers")
     args.work.mkdir(parents=True, exist_ok=True)
     every = [r for rows in sources.values() for r in rows]
-    saved: dict[str, Saved] = {}
+    # A variant is read from the grades of the graders it names, which are graded first.
+    graded = list(dict.fromkeys(b for n in names
+                                for b in (VARIANTS[n][0] if n in VARIANTS else (n,))))
+    loaded: dict[str, Saved] = {}
     costs: dict[str, tuple[float, int]] = {}
-    for name in args.graders.split(","):
+    for name in graded:
         path = args.work / f"{name}.jsonl"
         if not args.report_only:
             costs[name] = GRADE_FNS[name](every, path, args.threads)
-        saved[name] = _resume(path)
+        loaded[name] = _resume(path)
+    saved = {n: variant(n, every, loaded) if n in VARIANTS else loaded[n] for n in names}
     print(report(sources, saved, costs, found))
     return 0
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,95 @@ def test_a_gold_given_several_ways_is_one_fact_with_its_forms() -> None:
     assert _golds("Viking or Norseman, Viking") == ["Viking", "Norseman, Viking"]
     fact = GradedFact("s", "a", "a", "q", "Seine", "River Epte", 1.0, alternatives=("Epte",))
     assert fact.forms() == ("Seine", "Epte")
+
+
+def test_a_finer_date_states_a_coarser_gold_and_not_the_reverse() -> None:
+    from bench.grader_variants import finer_date_states
+
+    assert finer_date_states("May 2023", "On 27 May 2023.")
+    assert finer_date_states("May, 2023", "May 27th, 2023")
+    assert finer_date_states("in 2022", "It was 2022-07-14.")
+    assert finer_date_states("2022", "July 2022")
+    # The reverse, another month, a bare year for a month gold: not stated.
+    assert not finer_date_states("27 May 2023", "May 2023")
+    assert not finer_date_states("May 2023", "27 June 2023")
+    assert not finer_date_states("May 2023", "2023")
+    assert not finer_date_states("May 2023", "May 2023")  # the same date: the matcher's call
+    assert not finer_date_states("a doggy playdate", "27 May 2023")
+
+
+def test_the_split_variant_leaves_exact_golds_to_the_matcher() -> None:
+    from bench.grader_variants import variant
+
+    rows = [GradedFact("s", "d", "d", "q", "May 2023", "27 May 2023", 1.0),
+            GradedFact("s", "p", "p", "q", "Glad", "Joyful", 1.0)]
+    matcher = {"d": {"id": "d", "grade": 0.0}, "p": {"id": "p", "grade": 0.0}}
+    either = {"d": {"id": "d", "grade": 1.0, "method": "model", "p_present": 0.9},
+              "p": {"id": "p", "grade": 1.0, "method": "model", "p_present": 0.9}}
+    saved = {"matcher": matcher, "either": either}
+    split = variant("split", rows, saved)
+    assert split["d"]["grade"] == 0.0 and split["p"] == either["p"]
+    assert variant("split-dates", rows, saved)["d"]["grade"] == 1.0
+    assert variant("matcher-dates", rows, saved) == {"d": {"id": "d", "grade": 1.0},
+                                                     "p": {"id": "p", "grade": 0.0}}
+
+
+def test_a_run_cut_short_has_graded_every_source_alike() -> None:
+    from bench.grader_agreement import interleaved
+
+    rows = [GradedFact(s, f"{s}{i}", f"{s}{i}", "q", "f", "x" * (10 - i), 1.0)
+            for s in ("a", "b") for i in range(3)]
+    order = interleaved(rows)
+    assert [r.source for r in order] == ["a", "b"] * 3
+    assert [r.id for r in order[:2]] == ["a2", "b2"]  # the shortest answers first
+
+
+def _saved_grades(work: Path, name: str, rows: list[GradedFact], read: Any) -> None:
+    (work / f"{name}.jsonl").write_text("".join(json.dumps({"id": r.id, **read(r)}) + "\n"
+                                                for r in rows))
+
+
+def test_the_judge_and_the_variants_are_reported_through_the_command_line(
+        tmp_path: Path) -> None:
+    # The model's grades come from --work (as a resumed run reads them), so no model runs.
+    _need_sources()
+    found, _ = load_all()
+    picked = {name: sample(found[name], 6) for name in ("mab-ruler-qa", "memobase-locomo")}
+    rows = [r for name_rows in picked.values() for r in name_rows]
+    # The slow judge reached 4 answers of each source: --subset-of compares every grader there.
+    _saved_grades(tmp_path, "judge-local", [r for rs in picked.values() for r in rs[:4]],
+                  lambda r: {"grade": r.label, "raw": "{}"})
+    _saved_grades(tmp_path, "either", rows,
+                  lambda r: {"grade": r.label, "method": "model", "p_present": r.label})
+    _saved_grades(tmp_path, "matcher", rows, lambda r: {"grade": 0.0})
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.grader_agreement", "--report-only", "--answers", "6",
+         "--graders", "judge-local,either,split,matcher-dates,split-dates",
+         "--only", "mab-ruler-qa,memobase-locomo", "--subset-of", "judge-local",
+         "--work", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr
+    for source in ("mab-ruler-qa", "memobase-locomo"):
+        assert f"{source}: 4 facts of 4 answers" in out.stdout
+        assert f"| {source} | judge-local | — | 4 | " in out.stdout
+        assert f"| {source} | either | 0.50 (shipped) | 4 |" in out.stdout
+        for name in ("split", "matcher-dates", "split-dates"):
+            assert f"| {source} | {name} |" in out.stdout
+    # A judge that agrees with the source's judge on every answer (of both verdicts).
+    assert "| memobase-locomo | judge-local | — | 4 | 1.00 [1.00, 1.00] |" in out.stdout
+
+
+@pytest.mark.local_model
+def test_the_judge_and_the_ensemble_grade_with_the_local_model(tmp_path: Path) -> None:
+    _need_sources()
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.grader_agreement", "--answers", "2",
+         "--graders", "judge-local,either,split", "--only", "mab-ruler-qa",
+         "--threads", "2", "--work", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
+    assert out.returncode == 0, out.stderr
+    judged = [json.loads(line) for line in
+              (tmp_path / "judge-local.jsonl").read_text().splitlines()]
+    assert len(judged) == 2 and all(j["grade"] in (0.0, 0.5, 1.0) for j in judged)
+    assert "| mab-ruler-qa | judge-local |" in out.stdout
+    assert "| mab-ruler-qa | split |" in out.stdout

@@ -1,0 +1,123 @@
+"""Grader variants read from graders' saved grades, for bench.grader_agreement: no model call.
+
+- ``split``: the matcher alone decides a gold that is a bare figure, id or date
+  (lens.scoring.offline_grader.is_exact_fact); every other gold is credited when the matcher
+  credits it or the model's P(present) reaches the threshold (the ``either`` grader's
+  readings, in which the model read every pair the matcher did not credit, short phrases and
+  abstentions included).
+- ``matcher-dates``: the matcher, and a coarse date gold ("May 2023", "2022") credited when the
+  answer states a finer date inside it ("27 May 2023"): the finer date states the coarser. Not
+  the reverse: a gold "27 May 2023" is not stated by "May 2023".
+- ``split-dates``: ``split`` with the same date reading for its exact golds.
+
+These exist only in the bench, to measure choices before any of them reaches lens's shipped
+grader (whose scores are pinned).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from bench.grader_sources import GradedFact
+
+Saved = dict[str, dict[str, Any]]
+
+_MONTHS = {name: n for n, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+    ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+    ("october", "oct"), ("november", "nov"), ("december", "dec")), 1) for name in names}
+_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(\d{4})"
+
+# A coarse gold is the whole gold: a month and year, or a year, perhaps after "in".
+_GOLD_MONTH_YEAR = re.compile(rf"^(?:in\s+)?{_MONTH},?\s+{_YEAR}$", re.I)
+_GOLD_YEAR = re.compile(rf"^(?:in\s+)?{_YEAR}$", re.I)
+# Finer dates an answer may state.
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)
+
+
+def coarse_gold(gold: str) -> tuple[int, int | None] | None:
+    """(year, month or None) when ``gold`` is a month and year or a bare year."""
+    text = gold.strip().rstrip(".").strip()
+    if m := _GOLD_MONTH_YEAR.match(text):
+        return int(m.group(2)), _MONTHS[m.group(1).lower()]
+    if m := _GOLD_YEAR.match(text):
+        return int(m.group(1)), None
+    return None
+
+
+def finer_dates(answer: str) -> set[tuple[int, int, bool]]:
+    """(year, month, has_day) of each date the answer states at month precision or finer."""
+    out: set[tuple[int, int, bool]] = set()
+    for m in _DAY_MONTH_YEAR.finditer(answer):
+        out.add((int(m.group(3)), _MONTHS[m.group(2).lower()], True))
+    for m in _MONTH_DAY_YEAR.finditer(answer):
+        out.add((int(m.group(3)), _MONTHS[m.group(1).lower()], True))
+    for m in _ISO.finditer(answer):
+        if 1 <= int(m.group(2)) <= 12:
+            out.add((int(m.group(1)), int(m.group(2)), True))
+    for m in _MONTH_YEAR.finditer(answer):
+        out.add((int(m.group(2)), _MONTHS[m.group(1).lower()], False))
+    return out
+
+
+def finer_date_states(gold: str, answer: str) -> bool:
+    """Whether ``answer`` states a date strictly finer than the coarse ``gold`` and inside it."""
+    coarse = coarse_gold(gold)
+    if coarse is None:
+        return False
+    year, month = coarse
+    return any(y == year and (month is None or (m == month and has_day))
+               for y, m, has_day in finer_dates(answer))
+
+
+def _exact(row: GradedFact) -> bool:
+    from lens.scoring.offline_grader import is_exact_fact
+
+    return any(is_exact_fact(form) for form in row.forms())
+
+
+def _dates(row: GradedFact) -> bool:
+    return any(finer_date_states(form, row.answer) for form in row.forms())
+
+
+def _split(rows: dict[str, GradedFact], matcher: Saved, either: Saved,
+           dates: bool) -> Saved:
+    out: Saved = {}
+    for rid, saved in either.items():
+        row = rows.get(rid)
+        if row is None or rid not in matcher:
+            continue
+        if _exact(row):
+            credited = matcher[rid]["grade"] == 1.0 or (dates and _dates(row))
+            out[rid] = {"id": rid, "grade": 1.0 if credited else 0.0, "method": "matcher"}
+        else:
+            out[rid] = saved
+    return out
+
+
+def _matcher_dates(rows: dict[str, GradedFact], matcher: Saved) -> Saved:
+    return {rid: {"id": rid, "grade": 1.0 if s["grade"] == 1.0 or _dates(rows[rid]) else 0.0}
+            for rid, s in matcher.items() if rid in rows}
+
+
+# Each variant: the saved graders it reads, and how it reads them.
+VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
+    "split": (("matcher", "either"),
+              lambda rows, m, e: _split(rows, m, e, dates=False)),
+    "matcher-dates": (("matcher",), _matcher_dates),
+    "split-dates": (("matcher", "either"),
+                    lambda rows, m, e: _split(rows, m, e, dates=True)),
+}
+
+
+def variant(name: str, rows: list[GradedFact], saved: dict[str, Saved]) -> Saved:
+    """The variant ``name``'s grades from the saved grades of the graders it reads."""
+    bases, read = VARIANTS[name]
+    return read({r.id: r for r in rows}, *(saved[b] for b in bases))
