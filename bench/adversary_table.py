@@ -34,14 +34,14 @@ from lens.runner.agent import extract_citations
 from lens.runs.records import QuestionRecord
 from lens.runs.store import RunStore
 from lens.scoring import score_run_sync
-from lens.scoring.calibration_answers import (
+from lens.scoring.judging.calibration_answers import (
     VERDICT_LEAD,
     bare_list_answer,
     hedged_answer,
     reversed_answer,
 )
-from lens.scoring.claims import ScopeText
-from lens.scoring.refs import episode_of
+from lens.scoring.text.claims import ScopeText
+from lens.scoring.text.refs import episode_of
 from lens.scoring.types import RunScores
 
 STANDARD = ROOT / "datasets" / "standard.json"

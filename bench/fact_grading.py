@@ -5,8 +5,8 @@ Reads a folder of graded answers (``grading_tasks.jsonl`` and ``claude_scores.js
 the project) and grades every (question, fact, answer) with:
 
 - ``matcher``: the phrase matcher alone;
-- ``local``: the offline grader (lens.scoring.offline_grader), its model probabilities saved so
-  thresholds can be studied without running the model again;
+- ``local``: the offline grader (lens.scoring.grading.offline_grader), its model probabilities saved
+  so thresholds can be studied without running the model again;
 - ``judge-local``: lens's per-fact judge prompt (judge_prompts.FACT_GRADE_TEMPLATE) through the
   judge runner with the local model as the judge (grammar-constrained JSON).
 
@@ -73,7 +73,7 @@ Cost = tuple[float, int, int]  # seconds, facts graded by this run, of them by t
 
 
 def grade_matcher(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
-    from lens.scoring.facts import AnswerText, match_fact
+    from lens.scoring.text.facts import AnswerText, match_fact
 
     started = time.perf_counter()
     with path.open("w") as out:
@@ -84,7 +84,7 @@ def grade_matcher(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
 
 
 def grade_local(rows: list[dict[str, Any]], path: Path, threads: int) -> Cost:
-    from lens.scoring.offline_grader import FactTask, OfflineGrader
+    from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
 
     done = _resume(path)
     todo = [r for r in rows if r["id"] not in done]
@@ -114,8 +114,8 @@ def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> C
     from lens.core import eventloop
     from lens.data.config import ModelConfig
     from lens.models.llama_backend import LlamaCppClient
-    from lens.scoring.judge import Judge, fact_grade_task
-    from lens.scoring.judge_prompts import GRADE_POINTS
+    from lens.scoring.judging.judge import Judge, fact_grade_task
+    from lens.scoring.judging.judge_prompts import GRADE_POINTS
 
     done = _resume(path)
     todo = [r for r in rows if r["id"] not in done]
@@ -146,7 +146,7 @@ def _grade(g: dict[str, Any]) -> float | None:
     """A saved grade; a model grade is read again from its probability, so the table follows
     the grader's thresholds without running the model again."""
     if g.get("method") == "model" and g.get("p_present") is not None:
-        from lens.scoring.offline_grader import grade_from
+        from lens.scoring.grading.offline_grader import grade_from
 
         return grade_from(g["p_present"])
     return g["grade"]

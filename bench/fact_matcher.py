@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.common import ROOT, md_table
-from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.text.facts import AnswerText, match_fact
 
 CORPUS = ROOT / "tests" / "scoring" / "data" / "fact_matcher_corpus.jsonl"
 

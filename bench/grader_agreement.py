@@ -46,7 +46,7 @@ from bench.common import md_table
 from bench.fact_grading import half
 from bench.grader_sources import LENS_V2_DIR, SOURCES_DIR, GradedFact, load_all, sample
 from bench.grader_variants import VARIANTS, variant
-from lens.scoring.offline_grader import PRESENT_AT as SHIPPED_PRESENT_AT
+from lens.scoring.grading.offline_grader import PRESENT_AT as SHIPPED_PRESENT_AT
 from lens.stats.fact_agreement import FactAgreement, fact_agreement
 from lens.stats.resample import rng_for
 
@@ -86,7 +86,7 @@ def _resume(path: Path) -> Saved:
 
 
 def grade_matcher(rows: list[GradedFact], path: Path, threads: int) -> tuple[float, int]:
-    from lens.scoring.facts import AnswerText, match_fact
+    from lens.scoring.text.facts import AnswerText, match_fact
 
     with path.open("w") as out:
         for r in rows:
@@ -100,7 +100,7 @@ def grade_local(rows: list[GradedFact], path: Path, threads: int,
                 reread: Callable[[Any], bool] | None = None) -> tuple[float, int]:
     """``reread``: which of the shipped grader's grades the model reads again (the variants
     ``local-open`` and ``either``: the shipped grader never asks the model about them)."""
-    from lens.scoring.offline_grader import FactTask, OfflineGrader
+    from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
 
     done = _resume(path)
     todo = [r for r in rows if r.id not in done]

@@ -1,7 +1,7 @@
 """Grader variants read from graders' saved grades, for bench.grader_agreement: no model call.
 
 - ``split``: the matcher alone decides a gold that is a bare figure, id or date
-  (lens.scoring.offline_grader.is_exact_fact); every other gold is credited when the matcher
+  (lens.scoring.grading.offline_grader.is_exact_fact); every other gold is credited when the matcher
   credits it or the model's P(present) reaches the threshold (the ``either`` grader's
   readings, in which the model read every pair the matcher did not credit, short phrases and
   abstentions included).
@@ -78,7 +78,7 @@ def finer_date_states(gold: str, answer: str) -> bool:
 
 
 def _exact(row: GradedFact) -> bool:
-    from lens.scoring.offline_grader import is_exact_fact
+    from lens.scoring.grading.offline_grader import is_exact_fact
 
     return any(is_exact_fact(form) for form in row.forms())
 

@@ -10,7 +10,7 @@ the official repository (``xiaowu0162/LongMemEval``, default
 ``run_flat_retrieval`` and ``src/retrieval/eval_utils.py`` are run as they are, read from the
 copy (nothing of them is kept here). The lens side imports each item with lens's importer,
 ingests its episodes in lens's order into the adapter, asks one search with the question and
-scores the ranking with :mod:`lens.scoring.retrieval`'s LongMemEval metrics.
+scores the ranking with :mod:`lens.scoring.measures.retrieval`'s LongMemEval metrics.
 
 Prints the per-question agreement and the table (abstention questions skipped, as
 ``print_retrieval_metrics.py`` skips them); ``--out`` writes both as JSON.
@@ -32,7 +32,7 @@ import numpy as np
 from lens.adapters.longmemeval_bm25 import LongMemEvalBm25Adapter, session_turns
 from lens.data.dataset import Dataset, Episode
 from lens.data.importers.longmemeval import import_longmemeval
-from lens.scoring.retrieval import LME_KS, lme_metrics, lme_session_from_turns
+from lens.scoring.measures.retrieval import LME_KS, lme_metrics, lme_session_from_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 # Beside the checkout, or beside the main checkout when this one is a git worktree.

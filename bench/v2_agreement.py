@@ -9,7 +9,7 @@ matcher's fact recall and the judge's mean grade.
 
     python -m bench.v2_agreement FOLDER
 
-The matcher reads the answer's claims as scoring does (lens.scoring.claims.split_claims).
+The matcher reads the answer's claims as scoring does (lens.scoring.text.claims.split_claims).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from lens.scoring.claims import split_claims
-from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.text.claims import split_claims
+from lens.scoring.text.facts import AnswerText, match_fact
 
 PRESENT_AT = 0.5
 

@@ -204,7 +204,7 @@ Writer = Callable[[str, float | None], None]
 
 def _grade_matcher(args: argparse.Namespace, rows: list[dict[str, str]],
                    write: Writer) -> list[str]:
-    from lens.scoring.facts import AnswerText, match_fact
+    from lens.scoring.text.facts import AnswerText, match_fact
 
     show = _progress(len(rows))
     for n, r in enumerate(rows, 1):
@@ -216,7 +216,7 @@ def _grade_matcher(args: argparse.Namespace, rows: list[dict[str, str]],
 def _grade_local(args: argparse.Namespace, rows: list[dict[str, str]],
                  write: Writer) -> list[str]:
     from lens.data.config import CacheConfig
-    from lens.scoring.offline_grader import FactTask, OfflineGrader
+    from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
 
     grader = OfflineGrader.with_cache(CacheConfig(enabled=not args.no_cache),
                                       n_threads=args.threads)
@@ -245,8 +245,8 @@ def _grade_judge(args: argparse.Namespace, rows: list[dict[str, str]],
                  write: Writer) -> list[str]:
     from lens.commands.judge import _judge_settings
     from lens.models.factory import create_client
-    from lens.scoring.judge import Judge, fact_grade_task
-    from lens.scoring.judge_prompts import GRADE_POINTS
+    from lens.scoring.judging.judge import Judge, fact_grade_task
+    from lens.scoring.judging.judge_prompts import GRADE_POINTS
 
     args.config = None
     cfg, cache = _judge_settings(args)

@@ -19,13 +19,13 @@ from lens.data.dataset_load import load_dataset
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
 from lens.runs.store import atomic_write_text
-from lens.scoring.calibration import (
+from lens.scoring.judging.calibration import (
     Calibration,
     calibrate,
     calibration_dir,
     save_calibration,
 )
-from lens.scoring.calibration_answers import FLAWED_KINDS
+from lens.scoring.judging.calibration_answers import FLAWED_KINDS
 
 DEFAULT_OUT = "judge-calibration.json"
 

@@ -18,8 +18,8 @@ from lens.data.config import CacheConfig, JudgeConfig, ScoringConfig
 from lens.data.scoring_names import FACT_GRADERS, PROTOCOL_NAMES
 from lens.flow.bundle.rescore import unpack_for_rescore
 from lens.runs.store import RunStore
-from lens.scoring.extra_judges import extra_judges
-from lens.scoring.judge_panel import judge_scores_path, load_panel, write_judge_scores
+from lens.scoring.judging.extra_judges import extra_judges
+from lens.scoring.judging.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
 from lens.scoring.plan import ScoringPlan, plan_from_settings
 from lens.scoring.scorer import SCORES_FILE, score

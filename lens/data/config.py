@@ -147,7 +147,8 @@ class ModelConfig(_Section):
         return self.model.split("/", 1)[1]
 
 
-# The judge prompt versions a judge may be asked under (their texts: lens.scoring.judge_panel).
+# The judge prompt versions a judge may be asked under (their texts:
+# lens.scoring.judging.judge_panel).
 JudgePrompts = Literal["lens", "strict", "lenient"]
 
 
@@ -293,7 +294,7 @@ class CacheConfig(_Section):
 class ScoringConfig(_Section):
     enabled: bool = True
     # Checked against the metric registry (names, metrics never weighted) before a run starts,
-    # by lens.scoring.composite.resolve_weights.
+    # by lens.scoring.measures.composite.resolve_weights.
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
     # Who decides fact_recall: the phrase matcher, the offline grader (local: the matcher for

@@ -75,7 +75,7 @@ def register_template(name: str, text: str) -> None:
 
 # lens's own modules that register templates when imported. Importing them all here makes the
 # hash the same whatever else the process happened to import first.
-_TEMPLATE_MODULES = ("lens.scoring.judge", "lens.models.local_prompt", "lens.data.standing")
+_TEMPLATE_MODULES = ("lens.scoring.judging.judge", "lens.models.local_prompt", "lens.data.standing")
 
 
 def plugin_templates() -> dict[str, str]:

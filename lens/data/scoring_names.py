@@ -1,6 +1,7 @@
 """The names a scoring setting accepts: the one registry of protocol names and of fact-grader
 names. The config's fields, the command line's choices, the protocol table
-(lens.scoring.protocols) and the fact grader (lens.scoring.fact_grader) read them from here."""
+(lens.scoring.protocols) and the fact grader (lens.scoring.grading.fact_grader) read them from
+here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ ProtocolName = Literal["lens", "locomo", "longmemeval", "beam", "memoryagentbenc
 PROTOCOL_NAMES: tuple[str, ...] = get_args(ProtocolName)
 
 # Who decides fact_recall: the phrase matcher, the offline grader (local model), the judge, or
-# both (judge grades, matcher kept beside them). lens.scoring.fact_grader says what each does.
+# both (judge grades, matcher kept beside them). lens.scoring.grading.fact_grader says what each
+# does.
 FactGraderName = Literal["matcher", "local", "judge", "both"]
 FACT_GRADERS: tuple[str, ...] = get_args(FactGraderName)
 # The graders that ask the judge for each fact's grade (the others need no judge).

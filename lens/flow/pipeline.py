@@ -36,9 +36,9 @@ from lens.runner.gateway.plan import needs_gateway
 from lens.runner.orchestrator import Runner, RunProgress, RunSummary
 from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.store import RunStore, now_iso
-from lens.scoring.composite import resolve_weights
 from lens.scoring.errata import load_errata
-from lens.scoring.judge_panel import with_prompts
+from lens.scoring.judging.judge_panel import with_prompts
+from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import judge_only_metrics, question_metrics
 from lens.scoring.scorer import score_for_config
 

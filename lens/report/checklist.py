@@ -22,7 +22,7 @@ from lens.report.estimates import question_values, repeat_reducer
 from lens.report.memory_cost import memory_model_usage
 from lens.report.parity import context_parity_checks
 from lens.report.shapes import Check, Status
-from lens.scoring.calibration import calibration_dir, find_calibration
+from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 
 SINGLE_MIN = 100

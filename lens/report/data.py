@@ -19,7 +19,7 @@ from lens.scoring.types import QuestionScores, RunScores
 SCORES = "scores.json"
 
 
-# The ranking metrics of a question's first search (lens/scoring/retrieval.py, kept in the
+# The ranking metrics of a question's first search (lens/scoring/measures/retrieval.py, kept in the
 # scores' detail), read as per-question metrics under these names so that arms are compared on
 # them with paired tests like any other metric.
 FIRST_SEARCH = "first_search_"

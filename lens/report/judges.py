@@ -2,7 +2,7 @@
 that hold only when they hold under every judge, and the judges' agreement with each other.
 
 The run's own numbers are the primary judge's (``scores.json``); each extra judge's scores
-(``RUN_DIR/judge_scores/``, lens.scoring.judge_panel) give the same run seen by that judge.
+(``RUN_DIR/judge_scores/``, lens.scoring.judging.judge_panel) give the same run seen by that judge.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lens.report.data import QuestionRow, RunData, is_judge_metric
 from lens.report.estimates import estimates
 from lens.report.judge_shapes import JudgePanelOut, JudgeRange, PairAgreement
 from lens.report.shapes import Comparison
-from lens.scoring.judge_panel import load_panel, verdict_units
+from lens.scoring.judging.judge_panel import load_panel, verdict_units
 from lens.scoring.types import RunScores
 from lens.stats import agreement
 

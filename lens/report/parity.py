@@ -28,7 +28,7 @@ from lens.report.data import QuestionRow, RunData
 from lens.report.shapes import Check, ContextParity
 from lens.runner.agent import BUDGET_NOTICE
 from lens.runs.records import QuestionRecord, is_scored
-from lens.scoring.refs import episode_of, is_synthetic
+from lens.scoring.text.refs import episode_of, is_synthetic
 
 # One arm's median context per question at least this many times another's warns.
 IMBALANCE_RATIO = 2.0

@@ -1,5 +1,5 @@
 """The "Retrieval quality" report section: the agent's search rankings against the required
-evidence (see lens/scoring/retrieval.py) and, per adapter, the funnel "evidence retrieved →
+evidence (see lens/scoring/measures/retrieval.py) and, per adapter, the funnel "evidence retrieved →
 evidence cited → facts stated" that tells retrieval, selection and synthesis failures apart."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from lens.report.data import QuestionRow, RunData
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut
 from lens.scoring.detail import RetrievalDetail
-from lens.scoring.retrieval import metric_names
+from lens.scoring.measures.retrieval import metric_names
 from lens.stats import estimate
 
 SECTION_ID = "retrieval"

@@ -31,7 +31,7 @@ class Block(BaseModel):
 
 
 class ClaimsDetail(Block):
-    """What the answer claims against what the question needs (``lens.scoring.claims``)."""
+    """What the answer claims against what the question needs (``lens.scoring.text.claims``)."""
 
     claimed_figures: int | None = None
     figure_allowance: int | None = None
@@ -65,7 +65,7 @@ class FactRow(Block):
 
 
 class ConclusionDetail(Block):
-    """The question's conclusion against the answer's (``lens.scoring.conclusion``)."""
+    """The question's conclusion against the answer's (``lens.scoring.text.conclusion``)."""
 
     conclusion: str | None = None
     status: str | None = None
@@ -157,7 +157,7 @@ class Funnel(Block):
 
 class RetrievalDetail(Block):
     """The ranking metrics of the question's first and best searches (by name, as
-    ``lens.scoring.retrieval.metric_names``) and its evidence funnel."""
+    ``lens.scoring.measures.retrieval.metric_names``) and its evidence funnel."""
 
     required: int | None = None
     searches: int | None = None

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal
 
-import lens.scoring.mechanical as mechanical
+import lens.scoring.measures.mechanical as mechanical
 from lens.core import plugins
 from lens.core.errors import UserError
-from lens.scoring.differential import (
+from lens.scoring.grading.fact_recall import FactCredit, fact_recall_of
+from lens.scoring.measures.differential import (
     longitudinal_advantage,
     longitudinal_advantage_replicates,
 )
-from lens.scoring.fact_recall import FactCredit, fact_recall_of
-from lens.scoring.facts import FactMatcherSettings
 from lens.scoring.run_input import ScoringItem
+from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import QuestionScores
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class MetricInput:
 
     item: ScoringItem
     matcher: FactMatcherSettings
-    # The answer's claims, worked out once for every metric (lens.scoring.mechanical).
+    # The answer's claims, worked out once for every metric (lens.scoring.measures.mechanical).
     analysis: mechanical.Analysis
     # The question's metrics computed so far (every earlier metric; with ``after_judge``, the
     # judge's metrics and fact grades too).
@@ -81,10 +81,10 @@ class MetricSpec:
     ``design_proxy`` names the per-question metrics whose scope correlation stands for its
     own (the first one the run has). ``fact_graded``: its value rests on the fact grades, so a
     judge that grades the facts moves it. ``from_grades``: for a metric made of per-item grades,
-    the one rule from a question's grades (:class:`lens.scoring.fact_recall.FactCredit`) to its
-    value, which ``compute`` applies to the matcher's grades and every fact grader to its own
-    (fact_recall's: :func:`lens.scoring.fact_recall.fact_recall_of`). ``weight`` is its default
-    weight in the composite; ``unweighted`` (non-empty) says why it may never be weighted.
+    the one rule from a question's grades (:class:`lens.scoring.grading.fact_recall.FactCredit`) to
+    its value, which ``compute`` applies to the matcher's grades and every fact grader to its own
+    (fact_recall's: :func:`lens.scoring.grading.fact_recall.fact_recall_of`). ``weight`` is its
+    default weight in the composite; ``unweighted`` (non-empty) says why it may never be weighted.
     ``gate``: the composite is 0 when the metric is below the gate threshold. ``judged``: its
     value rests on an LLM judge, so reports compare differences against the judge's noise
     floor. ``headline``: the terminal shows it after a run. ``title`` heads its column in

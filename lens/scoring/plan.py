@@ -17,13 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-import lens.scoring.fact_grader as grading
+import lens.scoring.grading.fact_grader as grading
 from lens.core.errors import UserError
 from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
-from lens.scoring.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
-from lens.scoring.facts import FactMatcherSettings
-from lens.scoring.offline_grader import OfflineGrader
+from lens.scoring.grading.offline_grader import OfflineGrader
+from lens.scoring.measures.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
+from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import RunScores
 
 ALL_TIERS = frozenset({1, 2, 3})
@@ -108,7 +108,7 @@ def make_plan(*, judge: ModelClient | None = None, judge_config: JudgeConfig | N
               matcher: FactMatcherSettings | None = None, **settings: Any) -> ScoringPlan:
     """A checked plan. ``fact_grader`` None picks ``judge`` when there is a judge, else
     ``local`` when it is installed and the run is not ``model_free``, else ``matcher``
-    (:func:`lens.scoring.fact_grader.resolve_grader`). ``settings`` are the plan's other
+    (:func:`lens.scoring.grading.fact_grader.resolve_grader`). ``settings`` are the plan's other
     fields as they are."""
     checked = _check_tiers(set(tiers))
     if judge_prompt_file is not None and protocol == "lens":

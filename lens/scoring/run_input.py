@@ -17,8 +17,8 @@ from lens.data.dataset_load import load_dataset_dropping
 from lens.data.sample import limit_questions
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import RunStore
-from lens.scoring.claims import ScopeText
-from lens.scoring.refs import episode_of
+from lens.scoring.text.claims import ScopeText
+from lens.scoring.text.refs import episode_of
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import lens.scoring.fact_grader as grading
+import lens.scoring.grading.fact_grader as grading
 from lens.runs.records import is_scored
-from lens.scoring.judge import Judge
+from lens.scoring.judging.judge import Judge
 from lens.scoring.run_input import RunInput
 from lens.scoring.types import JudgeSummary, QuestionScores
 

@@ -23,8 +23,8 @@ from lens.models.base import ModelClient
 from lens.runs.store import RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
-from lens.scoring.extra_judges import ExtraJudgeResult, extra_judges
-from lens.scoring.judge_panel import write_judge_scores
+from lens.scoring.judging.extra_judges import ExtraJudgeResult, extra_judges
+from lens.scoring.judging.judge_panel import write_judge_scores
 from lens.scoring.plan import (
     ALL_TIERS,
     ScoringOutcome,
@@ -69,7 +69,7 @@ async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
 async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
     own: ModelClient | None = None
     if plan.judge is None and plan.judge_config is not None and plan.judged:
-        from lens.scoring.batch_judge import make_judge_client
+        from lens.scoring.judging.batch_judge import make_judge_client
 
         own = make_judge_client(plan.judge_config, run_dir, plan.cache)
         plan = plan.model_copy(update={"judge": own})

@@ -160,7 +160,7 @@ def test_a_clean_run_exits_0_and_warn_gates_on_warnings(tmp_path: Path, lens: Le
 
 
 def test_unknown_refs_spare_chunks_and_declared_synthetic_prefixes() -> None:
-    from lens.scoring.refs import unknown_refs
+    from lens.scoring.text.refs import unknown_refs
 
     refs = ["s1_ep_001", "s1_ep_001#c2", "summary:3", "row-17", "s2_ep_001", "row-17"]
     assert unknown_refs(refs, frozenset({"s1_ep_001"}), ["summary:"]) == ["row-17", "s2_ep_001"]

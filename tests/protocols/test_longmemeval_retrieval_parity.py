@@ -12,7 +12,7 @@ import pytest
 from bench.longmemeval_retrieval import Official, compare, load_items
 from lens.adapters.longmemeval_bm25 import LongMemEvalBm25Adapter, session_turns
 from lens.data.dataset import Episode
-from lens.scoring.retrieval import lme_metrics, lme_session_from_turns
+from lens.scoring.measures.retrieval import lme_metrics, lme_session_from_turns
 from tests.support.beside import require_beside
 from tests.support.extras import skip_module_unless
 

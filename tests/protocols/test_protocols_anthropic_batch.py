@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from lens.data.config import JudgeConfig
-from lens.scoring.batch_judge import STATE_FILE, BatchJudgeClient, pending_batches
+from lens.scoring.judging.batch_judge import STATE_FILE, BatchJudgeClient, pending_batches
 from lens.scoring.scorer import score_run
 from tests.protocols.builders import LME_FAITHFUL, imported, lme_verdict, stored_run
 from tests.support.fake_anthropic import FakeAnthropic, fake_anthropic, message

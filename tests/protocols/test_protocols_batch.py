@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from lens.data.config import JudgeConfig
-from lens.scoring.batch_judge import STATE_FILE, BatchJudgeClient, pending_batches
+from lens.scoring.judging.batch_judge import STATE_FILE, BatchJudgeClient, pending_batches
 from lens.scoring.scorer import score_run
 from tests.protocols.builders import LME_FAITHFUL, imported, lme_verdict, stored_run
 
@@ -272,7 +272,7 @@ async def test_batch_results_land_in_the_model_cache(tmp_path: Path,
 def test_batch_needs_an_openai_judge_and_its_key(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from lens.core.errors import ConfigError
-    from lens.scoring.batch_judge import make_judge_client
+    from lens.scoring.judging.batch_judge import make_judge_client
 
     with pytest.raises(ConfigError, match=r"judge\.batch: batch APIs are OpenAI's"):
         make_judge_client(JudgeConfig(model="litellm/claude", batch=True), tmp_path, None)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lens.report import groupstats as gs
-from lens.scoring.aggregate import aggregate_group
-from lens.scoring.composite import resolve_weights
+from lens.scoring.measures.aggregate import aggregate_group
+from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import question_metrics
 from lens.scoring.types import QuestionScores
 from tests.report.runfactory import unit_draw

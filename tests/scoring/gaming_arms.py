@@ -11,9 +11,9 @@ from collections.abc import Callable
 from bench.adversary_table import rewrite_answers
 from lens.data.dataset import Dataset, Question
 from lens.runs.records import QuestionRecord
-from lens.scoring.claims import ScopeText
-from lens.scoring.numbers import extract_numbers
-from lens.scoring.refs import episode_of
+from lens.scoring.text.claims import ScopeText
+from lens.scoring.text.numbers import extract_numbers
+from lens.scoring.text.refs import episode_of
 
 VAGUE = ("The records show some movement over the period that is worth keeping an eye on; "
          "the reports discuss it in some detail.")

@@ -21,13 +21,13 @@ from lens.commands.cli import main
 from lens.core.errors import ConfigError
 from lens.data.config import parse_config
 from lens.models.base import Completion, CompletionRequest, Message, Usage
-from lens.scoring.judge_panel import (
+from lens.scoring.judging.judge_panel import (
     JUDGE_SCORES_DIR,
     PromptVersionClient,
     load_panel,
     with_prompts,
 )
-from lens.scoring.judge_prompts import JUDGE_SYSTEM, STRICT_ADDENDUM, STRICT_SYSTEM
+from lens.scoring.judging.judge_prompts import JUDGE_SYSTEM, STRICT_ADDENDUM, STRICT_SYSTEM
 from lens.scoring.types import RunScores
 from tests.core.helpers import make_dataset, write_json
 

@@ -3,8 +3,8 @@ subject rule a value in a list item belongs to the subject its lead-in or headin
 
 from __future__ import annotations
 
-from lens.scoring.answer_lines import with_context
-from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.text.answer_lines import with_context
+from lens.scoring.text.facts import AnswerText, match_fact
 
 LEAD_IN = ("Recommendations p99 latency has climbed since CHG-6507 on 2024-06-01:\n"
            "- from 238 ms on 2024-05-31 to 531 ms on 2024-06-18\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lens.data.dataset_load import load_dataset
-from lens.scoring.claims import (
+from lens.scoring.text.claims import (
     MIN_ALLOWANCE,
     Atoms,
     ScopeText,

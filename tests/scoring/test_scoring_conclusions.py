@@ -13,10 +13,10 @@ from lens.data.dataset import GroundTruth
 from lens.data.dataset_check import validate_raw
 from lens.data.ground_truth_text import fact_subject, parse_conclusion
 from lens.runner.agent import extract_citations
-from lens.scoring.claims import split_claims
-from lens.scoring.conclusion import check_conclusion, verdicts
-from lens.scoring.facts import AnswerText, match_fact
-from lens.scoring.refs import received
+from lens.scoring.text.claims import split_claims
+from lens.scoring.text.conclusion import check_conclusion, verdicts
+from lens.scoring.text.facts import AnswerText, match_fact
+from lens.scoring.text.refs import received
 
 
 def _matched(fact: str, answer: str) -> bool:
@@ -136,7 +136,7 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
     conclusion half the time: a verdict counts only when a key fact or the conclusion's own
     claim backs it (the quickstart's null arm out-scored sqlite_fts on fact recall before)."""
     from lens.data.dataset import Dataset, Question
-    from lens.scoring.mechanical import fact_recall
+    from lens.scoring.measures.mechanical import fact_recall
     from lens.scoring.run_input import ScoringItem
 
     ds = Dataset.model_validate(dataset_dict())
@@ -179,7 +179,7 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
      "$57,146."),
 ])
 def test_a_value_given_to_another_subject_earns_nothing(facts: list[str], answer: str) -> None:
-    from lens.scoring.facts import match_facts
+    from lens.scoring.text.facts import match_facts
 
     found = match_facts(facts, answer)
     assert not any(m.matched for m in found), [m.as_detail() for m in found]
@@ -211,7 +211,7 @@ def test_a_value_given_to_another_subject_earns_nothing(facts: list[str], answer
      "hour before CHG-5382."),
 ])
 def test_a_value_said_of_its_own_subject_counts(facts: list[str], answer: str) -> None:
-    from lens.scoring.facts import match_facts
+    from lens.scoring.text.facts import match_facts
 
     found = match_facts(facts, answer)
     assert all(m.matched for m in found), [m.as_detail() for m in found]

@@ -14,8 +14,8 @@ from test_scoring_run import Q1, Q2, records
 
 from lens.commands.cli import main
 from lens.scoring.detail import read_detail, untyped
-from lens.scoring.fact_credit import apply_offline
-from lens.scoring.offline_grader import FactGrade
+from lens.scoring.grading.fact_credit import apply_offline
+from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.scorer import score_run_sync
 from lens.scoring.types import QuestionScores, RunScores
 from tests.protocols.builders import (

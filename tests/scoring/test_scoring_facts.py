@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lens.data.ground_truth_text import fact_subject
-from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact, match_facts, stem
-from lens.scoring.numbers import extract_numbers, numbers_match
+from lens.scoring.text.facts import AnswerText, FactMatcherSettings, match_fact, match_facts, stem
+from lens.scoring.text.numbers import extract_numbers, numbers_match
 
 
 def matched(fact: str, answer: str, **settings: float) -> bool:

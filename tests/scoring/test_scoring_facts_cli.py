@@ -115,7 +115,7 @@ def test_grader_choice_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_the_offline_grader_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from lens.scoring.offline_grader import OfflineGrader
+    from lens.scoring.grading.offline_grader import OfflineGrader
 
     class Fake:
         def choice_probabilities(self, prompt: str, choices: tuple[str, ...]

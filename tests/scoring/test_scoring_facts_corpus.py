@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.text.facts import AnswerText, match_fact
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "scoring" / "data" / "fact_matcher_corpus.jsonl"

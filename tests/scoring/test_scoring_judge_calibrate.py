@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from lens.data.dataset_load import load_dataset
-from lens.scoring.calibration import Calibration, calibration_path
-from lens.scoring.calibration_answers import FLAWED_KINDS, build_items, subtly_wrong
-from lens.scoring.judge_prompts import judge_prompts_hash
+from lens.scoring.judging.calibration import Calibration, calibration_path
+from lens.scoring.judging.calibration_answers import FLAWED_KINDS, build_items, subtly_wrong
+from lens.scoring.judging.judge_prompts import judge_prompts_hash
 from tests.scoring import judge_fakes
 from tests.support.fake_openai import FakeOpenAI
 

@@ -11,8 +11,8 @@ import pytest
 
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.runs.store import RunStore
-from lens.scoring.judge import Judge, pairwise_task
-from lens.scoring.judge_engine import Ask, JudgeEngine
+from lens.scoring.judging.judge import Judge, pairwise_task
+from lens.scoring.judging.judge_engine import Ask, JudgeEngine
 from lens.scoring.protocols import get_protocol
 from lens.scoring.protocols.base import ProtocolTask
 from lens.scoring.protocols.run import ProtocolJudge

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.scoring.calibration import Calibration
+from lens.scoring.judging.calibration import Calibration
 
 pytest.importorskip("llama_cpp")
 pytestmark = [pytest.mark.slow, pytest.mark.local_model]

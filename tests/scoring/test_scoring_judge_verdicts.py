@@ -15,7 +15,7 @@ import pytest
 from lens.core.errors import ConfigError, UserError
 from lens.data.config import RunConfig, parse_config
 from lens.models.base import CompletionRequest
-from lens.scoring.judge import parse_verdict
+from lens.scoring.judging.judge import parse_verdict
 from lens.scoring.scorer import SCORES_FILE, score_for_config, score_run
 from tests.scoring import judge_fakes
 from tests.scoring.scoring_fixtures import (
@@ -309,7 +309,7 @@ def test_lens_score_over_loopback(tmp_path: Path, policy: str, quality: float | 
 
 def test_judge_prompts_and_reminders_enter_the_prompts_hash() -> None:
     from lens.data import prompts
-    from lens.scoring import judge_prompts
+    from lens.scoring.judging import judge_prompts
 
     prompts.prompts_hash()
     registered = prompts._extra_templates

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from lens.scoring import facts
-from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
+from lens.scoring.text import facts
+from lens.scoring.text.facts import AnswerText, FactMatcherSettings, match_fact
 
 S = FactMatcherSettings()
 

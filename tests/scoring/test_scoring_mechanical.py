@@ -7,9 +7,9 @@ from scoring_fixtures import SCOPE, dataset_dict, ep, record
 
 from lens.data.dataset import Dataset
 from lens.runs.records import QuestionRecord
-from lens.scoring import mechanical
-from lens.scoring.claims import ScopeText
+from lens.scoring.measures import mechanical
 from lens.scoring.run_input import ScoringItem
+from lens.scoring.text.claims import ScopeText
 
 DS = Dataset.model_validate(dataset_dict())
 EPISODES = frozenset(e.episode_id for e in DS.scopes[0].episodes)

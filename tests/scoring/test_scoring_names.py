@@ -13,7 +13,7 @@ from lens.commands.facts import GRADERS as FACTS_COMMAND_GRADERS
 from lens.data.config import ScoringConfig
 from lens.data.importers import IMPORTERS, STREAMING_IMPORTERS
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, PROTOCOL_NAMES
-from lens.scoring.fact_grader import GRADERS
+from lens.scoring.grading.fact_grader import GRADERS
 from lens.scoring.protocols import PROTOCOLS, protocol_scorer
 from lens.scoring.protocols.lens import NAME as LENS
 from tests.conftest import ROOT

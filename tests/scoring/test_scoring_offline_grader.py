@@ -13,8 +13,8 @@ from lens.models.base import ModelError
 from lens.models.cache import ModelCache
 from lens.runs.store import RunStore
 from lens.scoring import score_run
-from lens.scoring.fact_grader import is_model_free, resolve_grader
-from lens.scoring.offline_grader import (
+from lens.scoring.grading.fact_grader import is_model_free, resolve_grader
+from lens.scoring.grading.offline_grader import (
     CHOICES,
     EVENT,
     FactTask,
@@ -142,7 +142,7 @@ def test_facts_of_one_answer_are_graded_one_after_another() -> None:
 
 def test_default_grader_is_offline_when_installed_and_the_run_uses_models(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import lens.scoring.fact_grader as fg
+    import lens.scoring.grading.fact_grader as fg
 
     monkeypatch.setattr(fg, "offline_available", lambda: True)
     assert resolve_grader(None, has_judge=False) == "local"
@@ -207,7 +207,7 @@ def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
     matcher's verdict on every gaming shape, so it can lose nothing against them."""
     import json
 
-    from lens.scoring.facts import AnswerText, match_fact
+    from lens.scoring.text.facts import AnswerText, match_fact
 
     root = Path(__file__).resolve().parents[2]
     data = json.loads((root / "datasets" / "standard.json").read_text())
@@ -235,8 +235,8 @@ def _row(detail: dict) -> object:
 def test_offline_grades_keep_the_matchers_rules() -> None:
     """The model's grades replace the matcher's, but a reversed conclusion still voids every
     fact, a value the matcher finds denied earns nothing, and an unbacked verdict no point."""
-    from lens.scoring.fact_credit import apply_offline as _apply_offline
-    from lens.scoring.offline_grader import FactGrade
+    from lens.scoring.grading.fact_credit import apply_offline as _apply_offline
+    from lens.scoring.grading.offline_grader import FactGrade
 
     facts = [{"fact": "auth p99 latency: 531 ms", "matched": False, "reason": "denied"},
              {"fact": "the cache TTL cut caused the rise", "matched": False, "reason": "absent"}]

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from lens.scoring.fact_grader import offline_available
-from lens.scoring.facts import AnswerText, match_fact
-from lens.scoring.offline_grader import FactTask, OfflineGrader
+from lens.scoring.grading.fact_grader import offline_available
+from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
+from lens.scoring.text.facts import AnswerText, match_fact
 from lens.stats.fact_agreement import fact_agreement as agreement
 
 pytestmark = [pytest.mark.slow, pytest.mark.local_model]

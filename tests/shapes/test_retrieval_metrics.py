@@ -7,7 +7,7 @@ import math
 import pytest
 
 from lens.runs.records import QuestionRecord, ToolCallRecord
-from lens.scoring.retrieval import (
+from lens.scoring.measures.retrieval import (
     ndcg,
     question_retrieval,
     ranked_episodes,

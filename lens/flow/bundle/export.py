@@ -31,7 +31,7 @@ from lens.flow.bundle.contents import (
 from lens.report.data import RunData, load_run
 from lens.runs.certification import certification_path
 from lens.runs.store import now_iso
-from lens.scoring.judge_panel import load_panel
+from lens.scoring.judging.judge_panel import load_panel
 
 
 def package_versions() -> dict[str, str | None]:

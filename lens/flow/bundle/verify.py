@@ -229,7 +229,7 @@ def _json_object(raw: bytes | None, name: str, problems: list[str]) -> dict[str,
 def _judges(files: dict[str, bytes], problems: list[str]) -> dict[str, RunScores] | None:
     """The judges of the bundled run and their scores, by label, found as ``lens export``
     found them."""
-    from lens.scoring.judge_panel import load_panel
+    from lens.scoring.judging.judge_panel import load_panel
 
     raw = files.get("run/scores.json")
     if raw is None:

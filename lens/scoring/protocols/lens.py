@@ -12,25 +12,25 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import lens.scoring.fact_grader as grading
-import lens.scoring.mechanical as mechanical
+import lens.scoring.grading.fact_grader as grading
+import lens.scoring.judging.pairwise as pairwise
+import lens.scoring.measures.mechanical as mechanical
+import lens.scoring.measures.retrieval as retrieval
 import lens.scoring.metrics as registry
-import lens.scoring.pairwise as pairwise
-import lens.scoring.retrieval as retrieval
 from lens.data.dataset import QuestionType
 from lens.data.scoring_names import JUDGE_GRADERS
 from lens.runs.condition import stable_hash
-from lens.scoring.aggregate import aggregate
-from lens.scoring.composite import composite
 from lens.scoring.condition import scoring_condition
 from lens.scoring.errata import Errata, apply_errata
-from lens.scoring.fact_credit import apply_judge_grades, apply_offline, offline_grades
-from lens.scoring.facts import FactMatcherSettings
-from lens.scoring.judge import Judge, JudgeTask, Verdict, verdict_totals
-from lens.scoring.judge_prompts import judge_prompts_hash
+from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline, offline_grades
+from lens.scoring.judging.judge import Judge, JudgeTask, Verdict, verdict_totals
+from lens.scoring.judging.judge_prompts import judge_prompts_hash
+from lens.scoring.measures.aggregate import aggregate
+from lens.scoring.measures.composite import composite
 from lens.scoring.plan import ScoringOutcome, ScoringPlan
 from lens.scoring.run_input import RunInput, ScoringItem
 from lens.scoring.score_notes import scoring_notes
+from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 
 NAME = "lens"

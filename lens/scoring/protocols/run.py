@@ -4,7 +4,7 @@ protocol's headline figures, errata, and the report section that shows them.
 The protocol's numbers replace lens's own metrics in ``scores.json`` (a run scored under a
 protocol is compared only with runs scored under the same protocol and version). Judge verdicts
 are kept in the run's events by the same judge engine as lens's own
-(:mod:`lens.scoring.judge_engine`), so re-scoring makes no new call.
+(:mod:`lens.scoring.judging.judge_engine`), so re-scoring makes no new call.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from lens.runs.condition import stable_hash
 from lens.runs.store import RunStore
 from lens.scoring.condition import scoring_condition
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
-from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
-from lens.scoring.judge_prompts import INVALID
+from lens.scoring.judging.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
+from lens.scoring.judging.judge_prompts import INVALID
 from lens.scoring.plan import ScoringOutcome, ScoringPlan
 from lens.scoring.protocols.base import Protocol, ProtocolTask
 from lens.scoring.run_input import RunInput, ScoringItem

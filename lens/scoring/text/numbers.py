@@ -15,8 +15,8 @@ Two kinds of figure are told apart, because they earn different tolerance:
   multiplier with at least three significant digits ("181k requests", "$25.5k") is accepted,
   within its last digit; "$83k" or "2k" declare too little to count.
 
-Callers blank out dates and identifiers first (:mod:`lens.scoring.dates`, the identifier rule
-in :mod:`lens.scoring.facts`), so the "03" of 2024-03-21 and the "5382" of CHG-5382 are never
+Callers blank out dates and identifiers first (:mod:`lens.scoring.text.dates`, the identifier rule
+in :mod:`lens.scoring.text.facts`), so the "03" of 2024-03-21 and the "5382" of CHG-5382 are never
 figures.
 """
 
@@ -26,8 +26,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from lens.scoring.lexicon import NEGATION_WORDS, STOPWORDS
-from lens.scoring.numwords import words_to_digits
+from lens.scoring.text.lexicon import NEGATION_WORDS, STOPWORDS
+from lens.scoring.text.numwords import words_to_digits
 
 _LITRE = r"(?:l|litres?|liters?)\b"
 # (pattern, dimension, factor to the dimension's base unit), tried in this order.
@@ -153,7 +153,7 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
 
     With ``words=True`` (the default) spelled-out numbers count too ("forty-three"); offsets
     then refer to the rewritten text, so callers that need offsets rewrite first with
-    :func:`lens.scoring.numwords.words_to_digits` and pass ``words=False``.
+    :func:`lens.scoring.text.numwords.words_to_digits` and pass ``words=False``.
     """
     low = words_to_digits(text.lower()) if words else text.lower()
     out: list[Number] = []

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lens.data.ground_truth_text import fact_subject
-from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
-from lens.scoring.numbers import Number, extract_numbers, numbers_match
+from lens.scoring.text.facts import AnswerText, FactMatcherSettings, match_fact
+from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
 
 # Runs of this many consecutive words shared with a record mark copied text. Eight words of
 # a record in the same order are not written independently by chance.

@@ -8,7 +8,7 @@ facts, so fact_recall cannot be computed for them; then answer_quality (the judg
 both sides, and the result says so. Its range is −1..1.
 
 action_quality is a per-question judge score on ``action_recommendation`` questions (see
-:mod:`lens.scoring.pairwise`); a group's value is the mean over those questions.
+:mod:`lens.scoring.judging.pairwise`); a group's value is the mean over those questions.
 """
 
 from __future__ import annotations

@@ -40,16 +40,16 @@ from lens.data.dataset import Dataset
 from lens.models.base import ModelClient
 from lens.models.cache import default_cache_dir
 from lens.runs.store import atomic_write_text
-from lens.scoring.calibration_answers import (
+from lens.scoring.judging.calibration_answers import (
     FLAWED_KINDS,
     LENGTH_MARGIN,
     CalibrationItem,
     build_items,
 )
-from lens.scoring.conclusion import conclusion_as_fact
-from lens.scoring.judge import Judge, JudgeTask, Verdict, fact_grade_task, pairwise_task
-from lens.scoring.judge_prompts import GRADE_POINTS, judge_prompts_hash
-from lens.scoring.pairwise import WHOLE_CRITERION, winner
+from lens.scoring.judging.judge import Judge, JudgeTask, Verdict, fact_grade_task, pairwise_task
+from lens.scoring.judging.judge_prompts import GRADE_POINTS, judge_prompts_hash
+from lens.scoring.judging.pairwise import WHOLE_CRITERION, winner
+from lens.scoring.text.conclusion import conclusion_as_fact
 
 CALIBRATION_DIR = "judge-calibrations"
 Status = Literal["pass", "warn", "fail"]

@@ -2,8 +2,8 @@
 API: OpenAI's Batch API (``openai/`` judges) or Anthropic's Message Batches (``litellm/anthropic/``
 judges), each a ``BatchTransport`` below.
 
-The judge engine (:mod:`lens.scoring.judge_engine`) gives this client all its calls at once (it
-is ``batched``): the synchronous client and this one are two transports of the same judge. It
+The judge engine (:mod:`lens.scoring.judging.judge_engine`) gives this client all its calls at once
+(it is ``batched``): the synchronous client and this one are two transports of the same judge. It
 gathers the calls that arrive together, uploads them as one JSONL file, creates a batch, polls
 it, downloads the output and error files and answers each call from them. It is a
 ``ModelClient``, so verdicts land in the run's events and the model cache exactly as
@@ -446,7 +446,7 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
                       ) -> ModelClient:
     """The judge client a config asks for: batched when ``batch: true``, else the usual one;
     asked under the config's prompt version."""
-    from lens.scoring.judge_panel import with_prompts
+    from lens.scoring.judging.judge_panel import with_prompts
 
     if not config.batch:
         from lens.models.factory import create_client

@@ -27,7 +27,7 @@ JUDGE_SYSTEM = (
 
 # Prompt versions of the judge's instructions (config ``judge.prompts``): the system message
 # differs, the task templates and their parsers do not, so verdicts stay comparable in form.
-# A judge asked under another version is another judge (lens.scoring.judge_panel).
+# A judge asked under another version is another judge (lens.scoring.judging.judge_panel).
 STRICT_ADDENDUM = (
     "Be strict: a claim counts only when it is stated exactly, with every number, date, name "
     "and direction as the records give them; a vague, partial or hedged statement counts as "

@@ -1,6 +1,6 @@
 """lens's judge tasks (pairwise comparisons, fact grades) and the judge that asks them through
-the one judge engine (:mod:`lens.scoring.judge_engine`: verdicts reused from the run's events,
-the concurrency limit, each verdict recorded).
+the one judge engine (:mod:`lens.scoring.judging.judge_engine`: verdicts reused from the run's
+events, the concurrency limit, each verdict recorded).
 
 A task's key is a hash of (judge model, judge prompts, task kind, prompt). A reply that cannot be
 read is asked once more with a format reminder; if that reply cannot be read either, the verdict
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from lens.models.base import CompletionRequest, Message, ModelClient
 from lens.runs.store import RunStore
-from lens.scoring.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
-from lens.scoring.judge_prompts import (
+from lens.scoring.judging.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
+from lens.scoring.judging.judge_prompts import (
     FACT_GRADE_TEMPLATE,
     JUDGE_SYSTEM,
     KINDS,

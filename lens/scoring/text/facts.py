@@ -9,7 +9,7 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    dates with the same day and month, and the same year when the answer gives one ("19 July
    2024", "July 19th", "Jul 19" meet 2024-07-19); the digits inside dates and identifiers are
    never figures of their own.
-2. **Figures match with their unit** (:mod:`lens.scoring.numbers`): counts, money and bare
+2. **Figures match with their unit** (:mod:`lens.scoring.text.numbers`): counts, money and bare
    figures exactly (a rounding the answer declares with a multiplier, "181k", is allowed
    within its last digit); measured values with a unit after unit conversion and within a
    rounding the answer declares ("about 250 ms"), at most ``rel_tol``; a count meets only a
@@ -40,7 +40,7 @@ increasing", "ERP-1148 is not the cause of the rise"). It counts as stated when:
    531 ms"), or in a sentence under doubt or a condition ("I doubt that", "only if", "if …
    were") counts for nothing.
 
-Words are compared as crude stems (see :mod:`lens.scoring.lexicon`). The matcher cannot follow
+Words are compared as crude stems (see :mod:`lens.scoring.text.lexicon`). The matcher cannot follow
 a paraphrase that uses other words for the finding ("tail latency got worse" for "p99 latency
 increasing" only partly): it is a lower bound on a paraphrasing answer, and the judge grader is
 the better measure when a judge is configured.
@@ -57,9 +57,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from lens.data.ground_truth_text import fact_subject
-from lens.scoring.answer_lines import with_context
-from lens.scoring.dates import Date, find_dates
-from lens.scoring.lexicon import (
+from lens.scoring.text.answer_lines import with_context
+from lens.scoring.text.dates import Date, find_dates
+from lens.scoring.text.lexicon import (
     DIRECTIONS,
     NEGATION_PHRASES,
     NEGATION_WORDS,
@@ -72,8 +72,8 @@ from lens.scoring.lexicon import (
     normalise,
     stem,
 )
-from lens.scoring.numbers import Number, extract_numbers, numbers_match
-from lens.scoring.numwords import words_to_digits
+from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
+from lens.scoring.text.numwords import words_to_digits
 
 __all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "fact_subjects",
            "has_negation", "match_fact", "match_facts", "normalise", "stem"]

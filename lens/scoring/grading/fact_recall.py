@@ -1,20 +1,20 @@
 """fact_recall, defined once: a question's value from its per-item grades.
 
 Whoever grades the items (the phrase matcher, the judge or the offline grader: see
-:mod:`lens.scoring.fact_grader`), a question's fact_recall is :func:`fact_recall_of` of a
+:mod:`lens.scoring.grading.fact_grader`), a question's fact_recall is :func:`fact_recall_of` of a
 :class:`FactCredit`:
 
 1. **unknown** (None, never 0) when the question has neither key facts nor a conclusion, or
    when any item's grade is missing (a failed or unreadable grade: averaging over the items
    that happened to be graded would score a different question);
 2. **0** when the answer's conclusion is contradicted or two-way (the matcher's check,
-   :mod:`lens.scoring.conclusion`): figures stated for the wrong verdict, or for both, are not a
-   right answer, whatever their grades;
+   :mod:`lens.scoring.text.conclusion`): figures stated for the wrong verdict, or for both, are not
+   a right answer, whatever their grades;
 3. else the mean over the items, each key fact's points (1 stated, 0.5 partial, 0 not) and,
    when the question has a conclusion, its points as one more item, earned only when the
    conclusion is **backed** (``conclusion_backed``: a key fact credited or the conclusion's own
    claim stated, and a record it received cited); times the **stuffing factor** (below 1 when
-   the answer states far more figures than the question needs, :mod:`lens.scoring.claims`).
+   the answer states far more figures than the question needs, :mod:`lens.scoring.text.claims`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lens.scoring.conclusion import Status, conclusion_backed
+from lens.scoring.text.conclusion import Status, conclusion_backed
 
 __all__ = ["ConclusionItem", "FactCredit", "fact_recall_of", "stuffing_of"]
 

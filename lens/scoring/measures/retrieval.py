@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lens.runs.records import QuestionRecord
-from lens.scoring.refs import episode_of
+from lens.scoring.text.refs import episode_of
 
 KS = (5, 10)
 SEARCH_TOOL = "memory_search"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lens.scoring.judge import JudgeTask, Verdict, pairwise_task
+from lens.scoring.judging.judge import JudgeTask, Verdict, pairwise_task
 from lens.scoring.run_input import ScoringItem
 
 FACT_CRITERION = "establishes this finding: {fact}"

@@ -3,7 +3,7 @@
 Each (question, key fact, answer) is settled by the cheapest check that can settle it:
 
 1. an empty answer grades 0;
-2. the phrase matcher (lens.scoring.facts) credits a fact it finds stated: 1;
+2. the phrase matcher (lens.scoring.text.facts) credits a fact it finds stated: 1;
 3. a fact that is a bare figure, id or date (``224 ms``, ``CHG-5382``, ``2024-03-22``) is the
    matcher's alone: its rules for subject, direction, denial and bare lists decide, and a miss
    grades 0; so is a fact whose words the answer restates (80% or more) but that the matcher
@@ -38,7 +38,7 @@ from lens.data.prompts import register_template
 from lens.models.base import Completion, ModelError
 from lens.models.cache import ModelCache, default_cache_path
 from lens.runs.store import RunStore
-from lens.scoring.facts import AnswerText, match_fact
+from lens.scoring.text.facts import AnswerText, match_fact
 
 NAME = "local"
 # Part of every verdict's key: raise it when the prompt's rendering or the decision changes.

@@ -3,7 +3,7 @@
 Tier 1: evidence_grounding, fact_recall, citation_precision, evidence_coverage,
 budget_compliance. Tier 2's rule-based metrics live here too, since they need no judge:
 insight_depth and reasoning_quality. None of them can be earned by pasting records, listing
-figures or citing everything: see :mod:`lens.scoring.claims` and docs/scoring.md.
+figures or citing everything: see :mod:`lens.scoring.text.claims` and docs/scoring.md.
 
 Each function returns ``(value, detail)``; ``None`` means the metric cannot be computed for
 this question (no key facts, no required evidence, no budget outcome), never a made-up 0 or 1.
@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lens.scoring.claims import (
+from lens.scoring.grading.fact_recall import ConclusionItem, FactCredit, fact_recall_of
+from lens.scoring.run_input import ScoringItem
+from lens.scoring.text.claims import (
     Atoms,
     Claims,
     allowance,
@@ -22,17 +24,15 @@ from lens.scoring.claims import (
     stuffing_factor,
     supported_share,
 )
-from lens.scoring.conclusion import check_conclusion
-from lens.scoring.fact_recall import ConclusionItem, FactCredit, fact_recall_of
-from lens.scoring.facts import AnswerText, FactMatcherSettings, fact_subjects, match_fact
-from lens.scoring.refs import (
+from lens.scoring.text.conclusion import check_conclusion
+from lens.scoring.text.facts import AnswerText, FactMatcherSettings, fact_subjects, match_fact
+from lens.scoring.text.refs import (
     check_citation,
     episode_of,
     future_refs,
     is_synthetic,
     unknown_refs,
 )
-from lens.scoring.run_input import ScoringItem
 
 Result = tuple[float | None, dict[str, Any]]
 
@@ -136,10 +136,10 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     """Share of the key facts, and of the conclusion when the question has one, that the
     answer states as claims: sentences pasted from the records do not count, and the share is
     discounted when the answer states far more figures than the question needs (see
-    :mod:`lens.scoring.claims`). An answer whose conclusion contradicts the ground truth's, or
+    :mod:`lens.scoring.text.claims`). An answer whose conclusion contradicts the ground truth's, or
     that concludes both ways, scores 0: its facts argue for a wrong or no answer (see
-    :mod:`lens.scoring.conclusion`). The value is the matcher's grades under the one rule
-    every fact grader shares (:func:`lens.scoring.fact_recall.fact_recall_of`)."""
+    :mod:`lens.scoring.text.conclusion`). The value is the matcher's grades under the one rule
+    every fact grader shares (:func:`lens.scoring.grading.fact_recall.fact_recall_of`)."""
     gt = item.question.ground_truth
     facts = gt.key_facts
     if not facts and not gt.conclusion:

@@ -1,8 +1,8 @@
 """Per-fact grading with partial credit: who decides whether an answer states each key fact.
 
 ``matcher``: the phrase matcher alone (free, deterministic, blind to paraphrase: its
-fact_recall is a lower bound). ``local``: the offline grader (lens.scoring.offline_grader): the
-matcher for figures, ids and dates, the local model for facts written as sentences; the default
+fact_recall is a lower bound). ``local``: the offline grader (lens.scoring.grading.offline_grader):
+the matcher for figures, ids and dates, the local model for facts written as sentences; the default
 when no judge is configured and the ``local`` extra is installed. ``judge``: the judge grades
 each key fact present (1), partial (0.5) or absent (0) with a fixed rubric and examples
 (``judge_prompts.FACT_GRADE_TEMPLATE``). ``both``: the judge's grades count, and the matcher's
@@ -11,8 +11,8 @@ conclusion is graded as one more fact, and a fact whose figure, date or identifi
 finds missing, denied, only in a bare list or given to another subject earns no points
 whatever its grade (``VETO_REASONS``), from the judge or the local model alike.
 
-Each grader's grades become a :class:`~lens.scoring.fact_recall.FactCredit`, and the
-question's fact_recall is the one rule of :mod:`lens.scoring.fact_recall` on it (a missing
+Each grader's grades become a :class:`~lens.scoring.grading.fact_recall.FactCredit`, and the
+question's fact_recall is the one rule of :mod:`lens.scoring.grading.fact_recall` on it (a missing
 grade leaves it unknown, a contradicted or two-way conclusion makes it 0, the stuffing factor
 discounts it), as for the matcher's own grades.
 """
@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
-from lens.scoring.conclusion import conclusion_as_fact
-from lens.scoring.fact_recall import ConclusionItem, FactCredit, stuffing_of
-from lens.scoring.judge import JudgeTask, Verdict, fact_grade_task
-from lens.scoring.judge_prompts import GRADE_POINTS
-from lens.scoring.offline_grader import FactGrade
+from lens.scoring.grading.fact_recall import ConclusionItem, FactCredit, stuffing_of
+from lens.scoring.grading.offline_grader import FactGrade
+from lens.scoring.judging.judge import JudgeTask, Verdict, fact_grade_task
+from lens.scoring.judging.judge_prompts import GRADE_POINTS
 from lens.scoring.run_input import ScoringItem
+from lens.scoring.text.conclusion import conclusion_as_fact
 
 FactGrader = FactGraderName
 # Matcher verdicts on a fact's value that no judge grade overrides.

@@ -1,5 +1,5 @@
 """The one judge engine: verdicts reused from the run's events, calls made under a limit, each
-new verdict recorded; lens's judge (:mod:`lens.scoring.judge`) and the published protocols'
+new verdict recorded; lens's judge (:mod:`lens.scoring.judging.judge`) and the published protocols'
 (:mod:`lens.scoring.protocols.run`) both ask through it.
 
 Every verdict is appended to ``events.jsonl`` as a ``judge_verdict`` event under its task key
@@ -10,7 +10,7 @@ A reply that cannot be read is asked once more when the task says how (a format 
 
 The transport is the judge's model client: a synchronous one is asked under the concurrency
 limit; a client that gathers calls into a provider batch (``batched = True``, as
-:class:`lens.scoring.batch_judge.BatchJudgeClient`) is given every call at once.
+:class:`lens.scoring.judging.batch_judge.BatchJudgeClient`) is given every call at once.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import anyio
 
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError
 from lens.runs.store import RunStore
-from lens.scoring.judge_prompts import INVALID
+from lens.scoring.judging.judge_prompts import INVALID
 
 # A batched transport answers every call it is given together: no limit on calls in flight.
 UNLIMITED = 1_000_000

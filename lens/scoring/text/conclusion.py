@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lens.data.ground_truth_text import parse_conclusion
-from lens.scoring.facts import AnswerText, FactMatcherSettings, match_fact
+from lens.scoring.text.facts import AnswerText, FactMatcherSettings, match_fact
 
 Status = Literal["stated", "absent", "contradicted", "both"]
 # Words that frame a sentence without being its verdict: "Either: No. …", "Or, equally

@@ -16,7 +16,7 @@ from typing import Any
 
 import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
-from lens.scoring.composite import composite
+from lens.scoring.measures.composite import composite
 from lens.scoring.types import QuestionScores
 
 _KEYS: dict[str, Callable[[QuestionScores], str]] = {

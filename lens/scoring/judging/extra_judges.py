@@ -2,7 +2,7 @@
 
 Each extra judge scores under the primary's plan (lens.scoring.plan: same tiers, weights,
 grader, protocol, subset), from the same records: only the judge differs. Its scores go to
-``RUN_DIR/judge_scores/`` (lens.scoring.judge_panel); its verdicts to the run's events.
+``RUN_DIR/judge_scores/`` (lens.scoring.judging.judge_panel); its verdicts to the run's events.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lens.data.config import JudgeConfig
-from lens.scoring.judge_panel import stored_judge_configs
+from lens.scoring.judging.judge_panel import stored_judge_configs
 from lens.scoring.types import RunScores
 
 
