@@ -18,7 +18,7 @@ import yaml
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOW = "tests.isolation.hostile_adapters:SlowHonest"
+HELD = "tests.isolation.hostile_adapters:HeldHonest"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -28,13 +28,15 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _config(tmp_path: Path, adapter: str, questions: int) -> Path:
+def _config(tmp_path: Path, adapter: str, questions: int,
+            options: dict[str, str] | None = None) -> Path:
     ds = write_json(tmp_path / "ds.json", make_dataset(
         n_episodes=6, checkpoints=(3, 6), questions_per_checkpoint=questions))
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "prog", "dataset": {"path": str(ds)},
-        "adapters": [{"name": adapter, "label": "slow"}],
+        "adapters": [{"name": adapter, "label": "slow",
+                      **({"options": options} if options else {})}],
         "agent": {"model": "scripted/policy"}, "out_dir": str(tmp_path / "runs"),
         "concurrency": {"questions": 1},
     }), encoding="utf-8")
@@ -42,7 +44,12 @@ def _config(tmp_path: Path, adapter: str, questions: int) -> Path:
 
 
 def test_ctrl_c_names_the_run_directory_in_the_resume_command(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, SLOW, questions=4)
+    # The adapter holds the second question's search at a gate until the test releases it, so
+    # the interrupt lands at a known point (one question recorded, the next in flight) however
+    # fast or loaded the machine is.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    cfg = _config(tmp_path, HELD, questions=4, options={"gate": str(gate)})
     proc = subprocess.Popen([sys.executable, "-m", "lens", "run", str(cfg)], cwd=tmp_path,
                             env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -51,18 +58,19 @@ def test_ctrl_c_names_the_run_directory_in_the_resume_command(tmp_path: Path) ->
     assert first.startswith("run directory: "), first
     run_dir = Path(first.removeprefix("run directory: ").strip())
     assert run_dir.is_dir() and run_dir.parent == tmp_path / "runs"
-    deadline = time.monotonic() + 120
-    while not (run_dir / "records.jsonl").is_file() or \
-            not (run_dir / "records.jsonl").read_text(encoding="utf-8").strip():
-        assert time.monotonic() < deadline, "no question finished"
-        time.sleep(0.2)
+    records = run_dir / "records.jsonl"
+    while not ((gate / "held").is_file() and records.is_file()
+               and records.read_text(encoding="utf-8").strip()):
+        assert proc.poll() is None, "the run ended before it reached the gate"
+        time.sleep(0.05)  # polling for the two events, not waiting out a duration
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
     expected = f"lens run {shlex.quote(str(cfg))} --resume {shlex.quote(str(run_dir))}"
     assert f"resume with: {expected}" in err, err
     assert "Traceback" not in err
-    # The printed command continues the run.
+    # The printed command continues the run; the gate is open for it.
+    (gate / "release").touch()
     resumed = subprocess.run([sys.executable, "-m", "lens", *shlex.split(expected)[1:],
                               "--quiet"], cwd=tmp_path, env=_env(tmp_path),
                              capture_output=True, text=True, timeout=300)

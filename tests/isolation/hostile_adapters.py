@@ -6,7 +6,10 @@ from __future__ import annotations
 import gc
 import os
 import time
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
@@ -121,4 +124,31 @@ class SlowHonest(Honest):
         import anyio
 
         await anyio.sleep(0.7)
+        return await super().search(query, filters, limit)
+
+
+class HeldHonest(Honest):
+    """Honest, but the search of the second question waits at a gate: it writes ``held`` into
+    the folder its ``gate`` option names and returns only once ``release`` appears there. A test
+    interrupts the run at that known point (one question answered, the next in flight), whatever
+    the machine's speed."""
+
+    class Options(BaseModel):
+        gate: str
+
+    def __init__(self, gate: str) -> None:
+        super().__init__()
+        self.gate = Path(gate)
+        self.first_query: str | None = None
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        import anyio
+
+        if self.first_query is None:
+            self.first_query = query
+        elif query != self.first_query and not (self.gate / "release").exists():
+            (self.gate / "held").write_text(query, encoding="utf-8")
+            while not (self.gate / "release").exists():
+                await anyio.sleep(0.05)
         return await super().search(query, filters, limit)

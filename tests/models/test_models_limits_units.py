@@ -17,25 +17,40 @@ from lens.models.limits import AdaptiveSemaphore, RateBucket
 from lens.models.runtime import ModelRuntime
 
 
-def test_cut_once_per_burst_then_recover_step_by_step() -> None:
+class _Clock:
+    """lens.models.limits's clock, moved by the test: the rules under test are about elapsed
+    time, and a loaded machine must not decide them."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_cut_once_per_burst_then_recover_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lens.models import limits
+
+    clock = _Clock()
+    monkeypatch.setattr(limits, "time", clock)
     sem = AdaptiveSemaphore(8, recover_after_successes=2, recover_interval_s=0.05,
                             cut_cooldown_s=0.2)
     sem.on_rate_limited()
     sem.on_rate_limited()  # same burst
     assert sem.limit == 4 and sem.cuts == 1
-    time.sleep(0.21)
+    clock.now += 0.21
     sem.on_rate_limited()
     assert sem.limit == 2 and sem.cuts == 2
     sem.on_success()
     sem.on_success()  # too soon after the cut
     assert sem.limit == 2
-    time.sleep(0.06)
+    clock.now += 0.06
     sem.on_success()
     assert sem.limit == 3
     sem.on_success()  # needs a new run of successes
     assert sem.limit == 3
     for _ in range(40):
-        time.sleep(0.051)
+        clock.now += 0.051
         sem.on_success()
         sem.on_success()
     assert sem.limit == 8  # never above the configured maximum
@@ -69,7 +84,8 @@ async def test_rate_bucket_spreads_the_allowance() -> None:
     started = time.monotonic()
     for _ in range(20):
         await bucket.take(1)
-    assert 0.9 <= time.monotonic() - started < 3
+    # The bucket must make the caller wait; how much longer a loaded machine takes is no rule.
+    assert time.monotonic() - started >= 0.9
 
 
 def test_retry_after_forms() -> None:
