@@ -21,9 +21,10 @@ from lens.data.prompts import (
     question_message,
 )
 from lens.data.standing import apply_standing_context
-from lens.memory.adapter import CapabilityManifest, MemoryAdapter, SearchResult
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.contract import ContractBreach, check_result
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost
-from lens.memory.executor.worker import finite
+from lens.memory.executor.worker import finite, tool_result
 from lens.models.base import (
     Completion,
     CompletionRequest,
@@ -310,6 +311,8 @@ class _Session:
             ) from None
         except AdapterWorkerLost:
             raise
+        except ContractBreach as exc:  # found in the adapter's own process
+            raise ToolError(str(exc)) from None
         except AdapterCallError as exc:
             self.tracebacks.append(exc.traceback_text or traceback.format_exc())
             raise ToolError(f"the memory system failed: {exc}") from None
@@ -334,46 +337,39 @@ class _Session:
                 raise ToolError(f"unknown argument(s) {sorted(unknown)}")
             filters = {k: v for k, v in args.items() if k in caps.filter_fields and v}
             raw = await self._adapter_call(adapter.search, query, filters or None, limit)
-            results = _validate_results(raw)[:limit]
+            results = checked_search(raw)[:limit]
             payload = {"results": [r.model_dump(mode="json") for r in results]}
             return payload, [r.ref_id for r in results], len(results)
         if name == "memory_retrieve":
             ref = args.get("ref_id")
             if not isinstance(ref, str) or not ref:
                 raise ToolError("'ref_id' must be a non-empty string")
-            doc = await self._adapter_call(adapter.retrieve, ref)
+            doc = checked_document(await self._adapter_call(adapter.retrieve, ref))
             if doc is None:
                 return {"error": f"no record with ref_id {ref!r}"}, [], 0
-            if not hasattr(doc, "ref_id") or not isinstance(getattr(doc, "text", None), str):
-                raise ToolError("the memory system returned a malformed document")
             return ({"ref_id": doc.ref_id, "text": doc.text, "metadata": doc.metadata},
                     [doc.ref_id], 1)
         if name == "memory_capabilities":
             return caps.model_dump(mode="json"), [], 0
-        result = await self._adapter_call(adapter.call_extended_tool, name, args)
-        try:
-            json.dumps(finite(result), allow_nan=False)
-        except (TypeError, ValueError, RecursionError):
-            result = str(result)
+        result = tool_result(await self._adapter_call(adapter.call_extended_tool, name, args))
         return {"result": result}, [], 1
 
 
 
-def _validate_results(raw: Any) -> list[SearchResult]:
-    if not isinstance(raw, list):
-        raise ToolError("the memory system returned malformed search results (not a list)")
-    out = []
-    for item in raw:
-        if isinstance(item, SearchResult):
-            out.append(item)
-        elif isinstance(item, dict):
-            try:
-                out.append(SearchResult.model_validate(item))
-            except ValueError:
-                raise ToolError("the memory system returned a malformed search result") from None
-        else:
-            raise ToolError("the memory system returned a malformed search result")
-    return out
+def checked_search(raw: Any) -> list[SearchResult]:
+    """A search's results, or the breach of the contract as a failed tool call."""
+    try:
+        return list(check_result("search", raw))
+    except ContractBreach as exc:
+        raise ToolError(str(exc)) from None
+
+
+def checked_document(raw: Any) -> Document | None:
+    try:
+        doc: Document | None = check_result("retrieve", raw)
+    except ContractBreach as exc:
+        raise ToolError(str(exc)) from None
+    return doc
 
 
 BUDGET_NOTICE = json.dumps({"error": "payload budget exhausted; answer with what you have"})

@@ -23,6 +23,7 @@ from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
 from lens.data.reader_prompts import DEFAULT_TOP_K
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
+from lens.memory.contract import check_result
 from lens.memory.executor import AdapterWorkerLost
 from lens.memory.executor import adapter_factory as executor_factory
 from lens.memory.oracle import OracleMemory, is_oracle
@@ -319,9 +320,7 @@ class Runner:
             with _deadline(adapter, timeout):
                 await adapter.reset(unit.scope.scope_id)
             with _deadline(adapter, timeout):
-                caps = await adapter.get_capabilities()
-            if not isinstance(caps, CapabilityManifest):
-                caps = CapabilityManifest.model_validate(caps)
+                caps = check_result("get_capabilities", await adapter.get_capabilities())
             self.store.append_event("unit_started", unit.key, adapter=unit.adapter.display,
                                     scope_id=unit.scope.scope_id, repeat=unit.repeat,
                                     capabilities=caps.model_dump(mode="json"),
@@ -405,9 +404,8 @@ class Runner:
         if not caps.standing_context:
             return None
         with _deadline(adapter, timeout):
-            text = await adapter.standing_context(unit.scope.scope_id, checkpoint)
-        if text is not None and not isinstance(text, str):
-            raise TypeError(f"standing_context returned {type(text).__name__}, not str or None")
+            text: str | None = check_result(
+                "standing_context", await adapter.standing_context(unit.scope.scope_id, checkpoint))
         return text
 
     async def _usage_before_failure(self, unit: Unit, adapter: MemoryAdapter,

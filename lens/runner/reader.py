@@ -29,6 +29,7 @@ from lens.data.config import BudgetConfig
 from lens.data.dataset import AgentQuestion
 from lens.data.reader_prompts import DEFAULT_TOP_K, reader_prompt
 from lens.memory.adapter import MemoryAdapter, SearchResult
+from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost
 from lens.models.base import CompletionRequest, Message, ModelClient
 from lens.runner.agent import (
@@ -36,7 +37,7 @@ from lens.runner.agent import (
     TRUNCATION_MARKER,
     AgentResult,
     ToolError,
-    _validate_results,
+    checked_search,
     extract_citations,
 )
 from lens.runs.budget import BudgetMeter
@@ -129,6 +130,8 @@ class FixedReader:
                                 f"{self.call_timeout_s} s") from None
             except (AdapterWorkerLost, ToolError):
                 raise
+            except ContractBreach as exc:  # found in the adapter's own process
+                raise ToolError(str(exc)) from None
             except AdapterCallError as exc:
                 tracebacks.append(exc.traceback_text or traceback.format_exc())
                 raise ToolError(f"the memory system failed: {exc}") from None
@@ -136,7 +139,7 @@ class FixedReader:
                 tracebacks.append(traceback.format_exc())
                 raise ToolError(f"the memory system failed: {type(exc).__name__}: "
                                 f"{exc}") from None
-            results = _validate_results(raw)[:self.top_k]
+            results = checked_search(raw)[:self.top_k]
         except ToolError as exc:
             return ToolCallRecord(name="memory_search", arguments=args, ok=False, error=str(exc),
                                   latency_s=time.perf_counter() - started), []

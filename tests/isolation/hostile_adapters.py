@@ -152,3 +152,38 @@ class HeldHonest(Honest):
             while not (self.gate / "release").exists():
                 await anyio.sleep(0.05)
         return await super().search(query, filters, limit)
+
+
+class BreaksContract(Honest):
+    """Returns a result of the wrong shape from the method its ``breaks`` option names: a dict
+    where a ``SearchResult``, a ``Document`` or a ``CapabilityManifest`` belongs, a number where
+    a standing context's text belongs."""
+
+    class Options(BaseModel):
+        breaks: str
+
+    def __init__(self, breaks: str) -> None:
+        super().__init__()
+        self.breaks = breaks
+
+    async def search(self, query: str, filters: dict[str, Any] | None = None,
+                     limit: int | None = None) -> list[SearchResult]:
+        results = await super().search(query, filters, limit)
+        if self.breaks == "search":
+            return [r.model_dump() for r in results]  # type: ignore[misc]  # the breach
+        return results
+
+    async def retrieve(self, ref_id: str) -> Document | None:
+        doc = await super().retrieve(ref_id)
+        if self.breaks == "retrieve" and doc is not None:
+            return doc.model_dump()  # type: ignore[return-value]  # the breach
+        return doc
+
+    async def get_capabilities(self) -> CapabilityManifest:
+        caps = CapabilityManifest(standing_context=self.breaks == "standing_context")
+        if self.breaks == "get_capabilities":
+            return caps.model_dump()  # type: ignore[return-value]  # the breach
+        return caps
+
+    async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        return 42  # type: ignore[return-value]  # the breach (asked only when declared)

@@ -21,6 +21,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
+from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import (
     MAX_REPLY_BYTES,
     AdapterCallError,
@@ -154,6 +155,8 @@ class ProcessAdapter(RemoteAdapter):
             self._pending.pop(call_id, None)
         if "lost" in reply:
             raise AdapterWorkerLost(reply["lost"])
+        if reply.get("breach"):
+            raise ContractBreach(str(reply["error"]))
         if "error" in reply:
             raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
         return reply.get("ok")

@@ -17,6 +17,7 @@ from typing import Any
 
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
+from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import (
     AdapterCallError,
     AdapterWorkerLost,
@@ -111,6 +112,8 @@ class RayAdapter(RemoteAdapter):
         except ray.exceptions.RayTaskError as exc:
             # Ray's text holds the adapter's traceback: the error's cause, so errors/ shows it.
             raise AdapterCallError(f"{type(exc).__name__}: {exc}", str(exc))  # noqa: B904
+        if reply.get("breach"):
+            raise ContractBreach(str(reply["error"]))
         if "error" in reply:
             raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
         return reply.get("ok")

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 
 from lens.data.dataset import Episode
-from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter
+from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 
 # A reply larger than this is a protocol violation, not a result (the agent's payload budget is
 # tens of kilobytes; this only stops a runaway adapter from exhausting the driver's memory).
@@ -57,6 +58,18 @@ class AdapterCallError(Exception):
         self.traceback_text = traceback_text
         if traceback_text:
             self.__cause__ = RemoteTraceback(traceback_text)
+
+
+T = TypeVar("T")
+
+
+def _decoded(read: Callable[[], T], method: str) -> T:
+    try:
+        return read()
+    except (ValueError, TypeError):
+        # The worker sent a checked result that does not read back: the protocol broke.
+        raise AdapterCallError(f"the adapter's worker sent a {method} result lens cannot "
+                               "read") from None
 
 
 class RemoteAdapter(MemoryAdapter):
@@ -132,31 +145,27 @@ class RemoteAdapter(MemoryAdapter):
     async def prepare(self, scope_id: str, checkpoint: int) -> None:
         await self._call("prepare", scope_id, checkpoint)
 
+    # The worker checked each result's shape on the adapter's own objects (``contract.py``);
+    # what arrives here is their JSON form, read back into the same types.
     async def search(self, query: str, filters: dict[str, Any] | None = None,
-                     limit: int | None = None) -> Any:
-        # Returned as the adapter sent it: the agent validates search results itself.
-        return await self._call("search", query, filters, limit)
+                     limit: int | None = None) -> list[SearchResult]:
+        raw = await self._call("search", query, filters, limit)
+        return _decoded(lambda: [SearchResult.model_validate(r) for r in raw], "search")
 
     async def retrieve(self, ref_id: str) -> Document | None:
         raw = await self._call("retrieve", ref_id)
-        if raw is None:
-            return None
-        try:
-            return Document.model_validate(raw)
-        except ValueError:
-            raise AdapterCallError("the memory system returned a malformed document") from None
+        return None if raw is None else _decoded(lambda: Document.model_validate(raw),
+                                                 "retrieve")
 
     async def get_capabilities(self) -> CapabilityManifest:
-        return CapabilityManifest.model_validate(await self._call("get_capabilities"))
+        raw = await self._call("get_capabilities")
+        return _decoded(lambda: CapabilityManifest.model_validate(raw), "get_capabilities")
 
     async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return await self._call("call_extended_tool", name, arguments)
 
     async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
-        text = await self._call("standing_context", scope_id, checkpoint)
-        if text is not None and not isinstance(text, str):
-            raise AdapterCallError("the memory system returned a standing context that is not "
-                                   "text")
+        text: str | None = await self._call("standing_context", scope_id, checkpoint)
         return text
 
     async def model_usage(self) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from lens.core.redact import (
 )
 from lens.data.dataset import Episode
 from lens.memory.adapter import MemoryAdapter, create_adapter
+from lens.memory.contract import ContractBreach, check_result
 
 _HEADER = struct.Struct(">I")
 _METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
@@ -59,12 +60,29 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
     if method in ("reset", "ingest", "prepare", "aclose"):
         return {"ok": None}
     try:
+        check_result(method, result)
+    except ContractBreach as exc:
+        # Checked here, on the Python objects: once encoded, a dict and a Document look alike.
+        return {"error": str(exc), "breach": True, "traceback": ""}
+    if method == "call_extended_tool":
+        result = tool_result(result)
+    try:
         encoded = json.dumps({"ok": finite(to_jsonable(result))}, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         # As in-process: what cannot be written as JSON fails this call, not the unit.
         return {"error": "the memory system returned a result that cannot be sent as JSON "
                          f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
     return json.loads(encoded)
+
+
+def tool_result(result: Any) -> Any:
+    """An extended tool's result as the agent is given it: JSON data as it is, anything else as
+    its text (in lens's process and in a worker alike)."""
+    try:
+        json.dumps(finite(result), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(result)
+    return result
 
 
 def handling(method: str, args: list[Any]) -> str:

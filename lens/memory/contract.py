@@ -1,0 +1,58 @@
+"""The shapes an adapter's results must have, checked where the adapter runs.
+
+An adapter in lens's own process hands back Python objects; one in a process of its own (or on a
+Ray actor) hands back JSON, where a plain dict and a ``Document`` look alike. So the check runs on
+the Python objects themselves, in the worker before they are encoded and in lens's process when
+there is no worker, and a breach is the same failed call with the same message under every
+isolation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.memory.adapter import CapabilityManifest, Document, SearchResult
+
+# Methods whose result lens reads; the rest (reset, ingest, prepare, aclose) return nothing it
+# uses, and model_usage is read leniently (an unreadable usage is an event, not a failure).
+CHECKED = frozenset({"search", "retrieve", "get_capabilities", "standing_context"})
+
+
+class ContractBreach(Exception):
+    """An adapter's result of the wrong shape: a failed call, never a lost worker."""
+
+
+def _kind(value: object) -> str:
+    """The type's name with its article: "a dict", "an int"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def check_result(method: str, value: Any) -> Any:
+    """``value`` unchanged when it is what ``method`` promises, else :class:`ContractBreach`
+    naming the method, what came back and what was expected."""
+    if method == "search":
+        if not isinstance(value, list):
+            raise ContractBreach(
+                "the memory system returned malformed search results (not a list): search "
+                f"returned {_kind(value)}, not a list of SearchResult")
+        for i, item in enumerate(value):
+            if not isinstance(item, SearchResult):
+                raise ContractBreach(
+                    f"the memory system returned a malformed search result: item {i} of search's "
+                    f"list is {_kind(item)}, not a SearchResult")
+    elif method == "retrieve":
+        if value is not None and not isinstance(value, Document):
+            raise ContractBreach(
+                f"the memory system returned a malformed document: retrieve returned "
+                f"{_kind(value)}, not a Document or None")
+    elif method == "get_capabilities":
+        if not isinstance(value, CapabilityManifest):
+            raise ContractBreach(
+                f"the memory system returned malformed capabilities: get_capabilities returned "
+                f"{_kind(value)}, not a CapabilityManifest")
+    elif method == "standing_context" and value is not None and not isinstance(value, str):
+        raise ContractBreach(
+            f"the memory system returned a malformed standing context: standing_context returned "
+            f"{_kind(value)}, not str or None")
+    return value
