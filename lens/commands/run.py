@@ -40,6 +40,10 @@ def register(sub: Any) -> None:
     p.add_argument("--continue-past-stop", action="store_true",
                    help="with --resume, answer the units a run's 'stopping' section left "
                         "unstarted once its verdict was settled")
+    p.add_argument("--accept-adapter-change", action="store_true",
+                   help="with --resume, go on although an arm's adapter (its version, source "
+                        "files or libraries) changed since the run started; the run's events "
+                        "record the change")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="sets",
                    help="change a field of the config for this run (repeatable; dotted path, "
                         "the value read as YAML), e.g. --set agent.budget.max_turns=4; checked "
@@ -72,6 +76,9 @@ def _run(args: argparse.Namespace) -> int:
         print("lens: --continue-past-stop needs --resume RUN_DIR (the stopped run)",
               file=sys.stderr)
         return 2
+    if args.accept_adapter_change and args.resume is None:
+        print("lens: --accept-adapter-change needs --resume RUN_DIR", file=sys.stderr)
+        return 2
     run_dir: list[Path] = []
     overrides = overrides_of(args)
 
@@ -87,14 +94,16 @@ def _run(args: argparse.Namespace) -> int:
                               retry_errors=args.retry_errors,
                               continue_past_stop=args.continue_past_stop,
                               drop_invalid=args.drop_invalid_questions, on_run_dir=started,
-                              overrides=overrides)
+                              overrides=overrides,
+                              accept_adapter_change=args.accept_adapter_change)
         else:
             with RichRunProgress() as progress:
                 outcome = execute(args.config, out=args.out, resume=args.resume,
                                   retry_errors=args.retry_errors, progress=progress,
                                   continue_past_stop=args.continue_past_stop,
                                   drop_invalid=args.drop_invalid_questions, on_run_dir=started,
-                                  stages=progress, overrides=overrides)
+                                  stages=progress, overrides=overrides,
+                                  accept_adapter_change=args.accept_adapter_change)
     except KeyboardInterrupt:
         if not run_dir:
             raise

@@ -34,6 +34,7 @@ from lens.models.runtime import ModelRuntime
 from lens.report import ReportPaths, write_reports
 from lens.runner.gateway.plan import needs_gateway
 from lens.runner.orchestrator import Runner, RunProgress, RunSummary
+from lens.runs.adapter_identity import ACCEPTED_EVENT, arm_identities, resume_check
 from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.errata import load_errata
@@ -287,6 +288,8 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
         "condition_hash": condition_hash(cond),
         # What `lens plan CONFIG` estimates; the report sets it beside the spend.
         "cost_estimate": plan_cost(config, dataset).as_dict(),
+        # Per arm: the adapter's distribution, version, source digest and libraries.
+        "arms": arm_identities(config),
     }
     if overrides:
         # What the command line changed in the config file (``config`` has it applied).
@@ -333,6 +336,7 @@ def execute(
     stages: StageProgress | None = None,
     continue_past_stop: bool = False,
     overrides: Overrides | None = None,
+    accept_adapter_change: bool = False,
 ) -> RunOutcome:
     """Run ``config_path``. ``on_run_dir`` is told the run directory as soon as it exists,
     before any question (so that an interrupted run can name it); ``stages`` is shown the
@@ -382,9 +386,12 @@ def execute(
                 f"{resume}: cannot resume: the config or dataset differ from the run's condition "
                 f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
             )
+        adapter_changes = resume_check(manifest, config, resume, accept_adapter_change)
         manifest["status"] = "running"
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
+        for label, diff in sorted(adapter_changes.items()):
+            store.append_event(ACCEPTED_EVENT, arm=label, changes=diff)
     else:
         manifest = build_manifest(config, dataset, run_id, dropped, overrides)
         store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)

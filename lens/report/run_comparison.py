@@ -51,6 +51,7 @@ from lens.report.shapes import (
     ManyArms,
     SequentialOut,
 )
+from lens.runs.adapter_identity import recorded
 from lens.stats import condition_differences
 
 
@@ -77,6 +78,9 @@ class CompareSummary(BaseModel):
     sequential: SequentialOut | None = None
     # Which pairs were compared: they are the confirmatory family (``--arms``, ``--baseline``).
     pairs_chosen: str = "every pair of arms"
+    # Per arm: the adapter's distribution, version, source digest and libraries, as its run
+    # recorded them (lens.runs.adapter_identity); absent for runs that recorded none.
+    adapter_versions: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -235,7 +239,8 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                                            for a in chosen}, metrics),
                              sequential=(sequential_replay(chosen, metrics[0], comps,
                                                            **sequential.as_kwargs())
-                                         if sequential is not None and metrics else None))
+                                         if sequential is not None and metrics else None),
+                             adapter_versions=adapter_versions(chosen))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
 
@@ -254,6 +259,7 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Heading("Arms"), *label,
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
+        *_version_blocks(s),
         *floor_ceiling_blocks(s.floor_ceiling, label),
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
@@ -276,6 +282,24 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
                                                       for c in fails), "fail"))
     return out
+
+
+def adapter_versions(arms: Sequence[Arm]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for arm in arms:
+        found = recorded(arm.run.manifest).get(arm.adapter)
+        if found is not None:
+            out[arm.name] = found.brief()
+    return out
+
+
+def _version_blocks(s: CompareSummary) -> list[Block]:
+    if not s.adapter_versions:
+        return []
+    return [Para("Adapters, as each run recorded them (distribution and version, a digest of "
+                 "the source files, the libraries they import):", "meta"),
+            Bullets([f"{name}: {brief}" for name, brief in s.adapter_versions.items()],
+                    style="meta")]
 
 
 def _pairs_chosen(baseline: str | None) -> str:
