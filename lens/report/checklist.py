@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from lens.data.config import CacheConfig
+from lens.memory.oracle import FLOOR
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
 from lens.report.memory_cost import memory_model_usage
-from lens.report.parity import context_parity_checks
+from lens.report.parity import adapter_names, context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
@@ -35,7 +36,7 @@ ERROR_WARN = 0.05
 # judged metrics rest on the questions the judge happened to answer legibly.
 UNREADABLE_FAIL = 0.02
 
-_RANK = {"pass": 0, "warn": 1, "fail": 2}
+_RANK = {"na": -1, "pass": 0, "warn": 1, "fail": 2}
 
 
 def worst(statuses: Sequence[Status]) -> Status:
@@ -45,7 +46,8 @@ def worst(statuses: Sequence[Status]) -> Status:
 def culprits(statuses: Mapping[str, Status]) -> list[str]:
     """The arms (or runs) whose status is the worst one: who failed or warned the row."""
     status = worst(list(statuses.values()))
-    return [] if status == "pass" else [a for a, s in statuses.items() if s == status]
+    return ([] if status in ("pass", "na")
+            else [a for a, s in statuses.items() if s == status])
 
 
 def blame(statuses: Mapping[str, Status]) -> dict[str, list[str]]:
@@ -76,8 +78,9 @@ class ArmSize:
     scopes: int
 
     def text(self) -> str:
-        eff = "unknown" if self.n_eff is None else f"{self.n_eff:.0f}"
-        return f"n={self.n}, n_eff={eff}, {self.scopes} scope{'s' if self.scopes != 1 else ''}"
+        # n_eff only where it can be estimated (not from one scope).
+        eff = "" if self.n_eff is None else f", n_eff={self.n_eff:.0f}"
+        return f"n={self.n}{eff}, {self.scopes} scope{'s' if self.scopes != 1 else ''}"
 
 
 def _size_status(size: ArmSize | int, need: int) -> Status:
@@ -120,29 +123,49 @@ _SIZE_DETAIL = ("n_eff counts questions of one scope as partly redundant (n / (1
                 "ICC of the primary metric); ")
 
 
+ONE_SCOPE = "not applicable: one scope"
+
+
+def _one_scope(sizes: Mapping[str, ArmSize | int]) -> bool:
+    """Every arm's result comes from a single scope (a demo, a smoke run): its questions share
+    one memory, so the independent questions they are worth cannot be estimated and the
+    sample-size rules cannot apply; the row says so instead of failing."""
+    return bool(sizes) and all(isinstance(s, ArmSize) and s.scopes == 1 and s.n
+                               for s in sizes.values())
+
+
+def _not_applicable(cid: str, title: str, value: str, detail: str) -> Check:
+    return Check(id=cid, title=title, status="na", value=f"{ONE_SCOPE} ({value})",
+                 detail=detail + f"; a result to rely on needs ≥ {MIN_SCOPES} scopes")
+
+
 def check_sample_size(run: RunData) -> Check:
     sizes = {a: arm_size(run, a) for a in run.adapters}
     each = {a: _size_status(n, SINGLE_MIN) for a, n in sizes.items()}
     status = worst(list(each.values())) if sizes else "fail"
     value = _size_value(sizes) or "no questions"
-    return Check(id="sample_size", **blame(each),
-                 title=f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
-                 status=status, value=value,
-                 detail=_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
-                        f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, "
-                        "fails below")
+    title = f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes"
+    detail = (_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
+              f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, "
+              "fails below")
+    if _one_scope(sizes):
+        return _not_applicable("sample_size", title, value, detail)
+    return Check(id="sample_size", **blame(each), title=title, status=status, value=value,
+                 detail=detail)
 
 
 def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
     each = {a: _size_status(n, COMPARE_MIN) for a, n in arm_sizes.items()}
     status = worst(list(each.values())) if arm_sizes else "fail"
     value = _size_value(arm_sizes) or "no arms"
-    return Check(id="compare_size", **blame(each),
-                 title=f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
-                 status=status, value=value,
-                 detail=_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
-                        f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
-                        f"under {MIN_SCOPES} scopes, fails below")
+    title = f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes"
+    detail = (_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
+              f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
+              f"under {MIN_SCOPES} scopes, fails below")
+    if _one_scope(arm_sizes):
+        return _not_applicable("compare_size", title, value, detail)
+    return Check(id="compare_size", **blame(each), title=title, status=status, value=value,
+                 detail=detail)
 
 
 def check_seed(runs: Sequence[RunData]) -> Check:
@@ -174,17 +197,33 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
         parts: list[str] = []
         each: dict[str, Status] = {}
         for run in runs:
+            controls = control_arms(run)
             for a in run.adapters:
                 m = _mean([float(getattr(r, attr)) for r in run.rows_for(a)])
                 name = _arm_name(run, a, len(runs) > 1)
-                parts.append(f"{name}: {'unknown' if m is None else f'{m:.2f}'}")
+                shown = "unknown" if m is None else f"{m:.2f}"
+                if not m and a in controls:
+                    # The floor arm exists to have nothing to return: its 0 is the design.
+                    parts.append(f"{name}: {shown} ({CONTROL})")
+                    each[name] = "na"
+                    continue
+                parts.append(f"{name}: {shown}")
                 each[name] = "fail" if not m else "pass"
         out.append(Check(
             id=cid, title=title, status=worst(list(each.values())) if each else "fail",
             **blame(each),
             value=", ".join(parts) or "no questions",
-            detail="at 0 the score measures the model's own knowledge, not the memory system"))
+            detail="at 0 the score measures the model's own knowledge, not the memory system; "
+                   f"a control arm (the `{FLOOR}` adapter) is meant to be at 0"))
     return out
+
+
+CONTROL = "expected for a control arm"
+
+
+def control_arms(run: RunData) -> set[str]:
+    """The run's arms that run the floor adapter (``null``: remembers nothing)."""
+    return {label for label, name in adapter_names(run).items() if name == FLOOR}
 
 
 def check_judge(runs: Sequence[RunData]) -> Check:

@@ -11,6 +11,7 @@ from pathlib import Path
 import lens.scoring.metrics as registry
 from lens.core.visible import visible
 from lens.report import fmt
+from lens.report.document import STATUS_LABEL
 from lens.report.shapes import Check, ReportSummary
 
 
@@ -35,15 +36,17 @@ def judge_range(summary: ReportSummary, adapter: str, metric: str) -> str:
 
 
 def flagged(summary: ReportSummary) -> list[Check]:
-    """The checklist's FAIL lines, then its WARN lines."""
-    return ([c for c in summary.checklist if c.status == "fail"]
-            + [c for c in summary.checklist if c.status == "warn"])
+    """The checklist's FAIL lines, then its WARN lines, then the rows that cannot apply to
+    this run (each says why: one scope, a control arm)."""
+    return [c for status in ("fail", "warn", "na") for c in summary.checklist
+            if c.status == status]
 
 
 def checklist_counts(summary: ReportSummary) -> str:
     counts = {k: sum(1 for c in summary.checklist if c.status == k)
-              for k in ("pass", "warn", "fail")}
-    return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
+              for k in ("pass", "warn", "fail", "na")}
+    na = f", {counts['na']} not applicable" if counts["na"] else ""
+    return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail{na}"
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -93,8 +96,8 @@ def result_lines(summary: ReportSummary, html: Path) -> list[str]:
         lines.append("    no metrics: the run was not scored (lens score RUN_DIR)")
     lines.extend(verdict_lines(summary))
     lines.append(f"pre-flight: {checklist_counts(summary)}")
-    lines.extend(f"  {c.status.upper()}  {visible(c.title)}: {visible(fmt.check_value(c))}"
-                 for c in flagged(summary))
+    lines.extend(f"  {STATUS_LABEL[c.status]:<4}  {visible(c.title)}: "
+                 f"{visible(fmt.check_value(c))}" for c in flagged(summary))
     lines.append(f"report: {visible(html)}")
     lines.append(f"open it: {html.resolve().as_uri()}")
     return lines

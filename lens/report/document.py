@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from lens.core.visible import visible
 
-Style = Literal["", "pass", "warn", "fail", "meta", "note", "nc"]
+Style = Literal["", "na", "pass", "warn", "fail", "meta", "note", "nc"]
 Format = Literal["markdown", "html"]
 BOTH: frozenset[Format] = frozenset({"markdown", "html"})
-STATUS_LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+STATUS_LABEL = {"na": "N/A", "pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 @dataclass(frozen=True)
 class Styled:

@@ -12,11 +12,13 @@ def num(x: float | None, digits: int = 3) -> str:
 
 
 def sizes(e: EstimateOut) -> str:
-    """``n=150 n_eff=35``: the questions, and the independent questions they are worth
-    (unknown from one scope); ``flip 12%`` when repeats disagree."""
+    """``n=150 n_eff=35``: the questions, and the independent questions they are worth (left
+    out where it cannot be estimated, as from one scope: an "unknown" on every line tells a
+    reader nothing they can act on; the checklist says why); ``flip 12%`` when repeats
+    disagree."""
     text = f"n={e.n}"
-    if e.n and e.mean is not None:
-        text += f" n_eff={UNKNOWN if e.n_eff is None else f'{e.n_eff:.0f}'}"
+    if e.n and e.mean is not None and e.n_eff is not None:
+        text += f" n_eff={e.n_eff:.0f}"
     if e.flip_rate is not None:
         text += f" flip {e.flip_rate:.0%}"
     return text

@@ -37,7 +37,7 @@ th{background:#f1f3f7}
 .pass{color:#17693a;font-weight:600}.warn{color:#8a5a00;font-weight:600}
 .fail{color:#b3261e;font-weight:600}
 .badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px}
-.badge.pass{background:#d8f3e1}.badge.warn{background:#fdefc8}.badge.fail{background:#fbdad7}
+.na{color:#555}.badge.na{background:#e8e8e8}.badge.pass{background:#d8f3e1}.badge.warn{background:#fdefc8}.badge.fail{background:#fbdad7}
 .nc{background:#fbdad7;color:#b3261e;padding:4px 8px;font-weight:600}
 .meta{color:#4a5263}.note{color:#4a5263;font-style:italic}
 .plots{display:flex;flex-wrap:wrap;gap:12px}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import lens.report.fmt as fmt
+from lens.report.console import verdict_lines
 from lens.report.document import (
     STATUS_LABEL,
     Block,
@@ -84,6 +85,13 @@ def results(s: ReportSummary) -> list[Block]:
                       [[k, *(fmt.num(s.adapters[a].run_level.get(k)) for a in adapters)]
                        for k in run_level])]
     return out
+
+
+def verdicts(s: ReportSummary) -> list[Block]:
+    """The paired verdicts on the primary metric, as the terminal prints them; the tables of
+    every metric are under "Paired comparisons"."""
+    lines = [line.removeprefix("compared: ") for line in verdict_lines(s)]
+    return [Heading("Verdict"), Bullets(lines)] if lines else []
 
 
 def plots(svgs: Sequence[str]) -> list[Block]:
@@ -237,7 +245,9 @@ def notes(s: ReportSummary) -> list[Block]:
 def report_blocks(s: ReportSummary, sections: Sequence[Section] = (),
                   plot_svgs: Sequence[str] = ()) -> list[Block]:
     """The whole run report, in reading order."""
-    return [*header(s), *checklist(s.checklist), *results(s), *run_stop_blocks(s.stopped),
+    # The result and the verdict first, what qualifies them (the checklist) right after.
+    return [*header(s), *results(s), *verdicts(s), *checklist(s.checklist),
+            *run_stop_blocks(s.stopped),
             *floor_ceiling(s),
             *plots(plot_svgs), *usage(s), *context_parity(s), *primary_breakdown(s),
             *judge(s), *judge_panel_blocks(s.judges),

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from lens.report.judge_shapes import JudgePanelOut
 from lens.stats import Estimate
 
-Status = Literal["pass", "warn", "fail"]
+# "na": the row cannot apply to this run (one scope has no effective size; a control arm is
+# meant to fail it); said so in its value, never counted as passed or failed.
+Status = Literal["na", "pass", "warn", "fail"]
 SUMMARY_SCHEMA = "lens.report.summary/1"
 
 
