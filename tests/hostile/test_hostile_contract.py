@@ -28,9 +28,10 @@ def lens(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, cwd=cwd, env=env, timeout=300)
 
 
-def run(tmp_path: Path, adapters: list[dict[str, Any]], *flags: str
-        ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6)))
+def run(tmp_path: Path, adapters: list[dict[str, Any]], *flags: str,
+        scopes: tuple[str, ...] = ("s1",)) -> tuple[subprocess.CompletedProcess[str], Path]:
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6),
+                                                       scope_ids=scopes))
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "contract", "dataset": {"path": str(ds)}, "adapters": adapters,
@@ -83,10 +84,11 @@ def test_refs_that_name_no_episode_fail_the_run(tmp_path: Path) -> None:
 
 def test_sample_size_alone_decides_only_with_fail_on(tmp_path: Path) -> None:
     arms = [{"name": "sqlite_fts"}, {"name": "null"}]
-    res, run_dir = run(tmp_path, arms)
+    # Two scopes: from one, the sample-size rows do not apply (N/A), and cannot fail.
+    res, run_dir = run(tmp_path, arms, scopes=("s1", "s2"))
     assert res.returncode == 0, res.stdout + res.stderr
     rows = checklist(run_dir)
-    assert rows["sample_size"]["status"] == "fail"  # a 6-question run is too small
+    assert rows["sample_size"]["status"] == "fail"  # a 12-question run is too small
     assert rows["memory_calls"]["status"] == "pass"  # null's empty searches are no failure
     gated = lens("score", str(run_dir), "--fail-on", "fail", cwd=tmp_path)
     assert gated.returncode == 3, gated.stdout + gated.stderr
