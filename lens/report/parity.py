@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lens.core.tokens import estimate_chars_tokens
+from lens.data.reader_prompts import READER_TEMPLATE
 from lens.data.standing import HEADING, INTRO
 from lens.memory.oracle import ALTERNATIVE, CEILING, FLOOR
 from lens.report.data import QuestionRow, RunData
@@ -80,16 +81,45 @@ def _standing_chars(record: QuestionRecord) -> int:
     return len(system.split(_STANDING_MARK, 1)[1].rstrip("\n"))
 
 
+_HISTORY_HEAD = READER_TEMPLATE.split("{history}", 1)[0].rsplit("\n\n\n", 1)[-1]
+
+
+def _reader_history_chars(record: QuestionRecord) -> int | None:
+    """The characters of memory text the fixed reader put in its one prompt (its "History
+    Chats" block: the retrieved sessions with their headers), or None for an agent's session.
+    The reader writes no tool message: what the memory gave is in the prompt itself."""
+    if any(m.role == "tool" for m in record.transcript):
+        return None
+    prompt = next((m.content for m in record.transcript if m.role == "user"), "")
+    start = prompt.find(_HISTORY_HEAD)
+    if start < 0:
+        return None
+    start += len(_HISTORY_HEAD)
+    # The block ends where the template goes on: "Current Date: …" when the question has a
+    # date, else "Question: …" (the last one: the memory's text may hold the words too).
+    end = prompt.rfind("\n\nCurrent Date: ")
+    if end < start:
+        end = prompt.rfind("\n\nQuestion: ")
+    return max(0, (end if end >= start else len(prompt)) - start)
+
+
 def context_of(record: QuestionRecord, synthetic_prefixes: Sequence[str] = ()) -> QuestionContext:
-    """What the memory handed the agent in one question's session."""
-    # The agent appends one tool message per tool-call record, in the same order.
-    tool_texts = [m.content for m in record.transcript if m.role == "tool"]
+    """What the memory handed the agent (or the fixed reader) in one question's session."""
+    # The agent appends one tool message per tool-call record, in the same order; the fixed
+    # reader appends none and puts its one search's results in the prompt.
+    tool_texts: list[str | None] = [m.content for m in record.transcript if m.role == "tool"]
+    reader = _reader_history_chars(record) if not tool_texts else None
+    if reader is not None:
+        tool_texts = [None] * len(record.tool_calls)
     chars = {"memory_search": 0, "memory_retrieve": 0, "other": 0}
     episodes: set[str] = set()
     for call, text in zip(record.tool_calls, tool_texts, strict=False):
         if not call.ok or call.result_count <= 0 or call.name == "memory_capabilities":
             continue
-        if text != BUDGET_NOTICE:
+        if text is None:
+            chars["memory_search"] += reader or 0
+            reader = 0  # one prompt, counted once
+        elif text != BUDGET_NOTICE:
             chars[call.name if call.name in chars else "other"] += len(text)
         if call.name == "memory_search":
             episodes.update(episode_of(r) for r in call.result_refs
