@@ -26,8 +26,9 @@ def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_the_fixed_readers_prompt_is_its_context(lens: Lens, tmp_path: Path) -> None:
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6)))
     replies = tmp_path / "replies.yaml"
-    replies.write_text(yaml.safe_dump({"rules": [{"contains": "History Chats", "text": "I do not know"}],
-                                       "default": "no history"}), encoding="utf-8")
+    rules = [{"contains": "History Chats", "text": "I do not know"}]
+    replies.write_text(yaml.safe_dump({"rules": rules, "default": "no history"}),
+                       encoding="utf-8")
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "reader", "dataset": {"path": str(ds)},
