@@ -184,10 +184,16 @@ class AgentConfig(ModelConfig):
     # top_k results given to this model in the benchmark's reader prompt; lens/runner/reader.py).
     mode: Literal["tool_agent", "fixed_reader"] = "tool_agent"
     top_k: int | None = Field(default=None, ge=1, le=1000)
+    # How the fixed reader is asked to answer: step by step (LongMemEval's official default)
+    # or with the answer alone (lens/data/reader_prompts.py).
+    reading: Literal["step_by_step", "direct"] | None = None
 
     @model_validator(mode="after")
     def _reader_settings(self) -> AgentConfig:
         problems = []
+        if self.mode == "tool_agent" and self.reading is not None:
+            problems.append("'reading' applies to mode 'fixed_reader' only; remove it or set "
+                            "mode: fixed_reader")
         if self.mode == "tool_agent" and self.top_k is not None:
             problems.append("'top_k' applies to mode 'fixed_reader' only (the tool-using agent "
                             "chooses its own search limits); remove it or set mode: "

@@ -21,7 +21,7 @@ import anyio
 from lens.core.errors import AdapterNotFound
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
-from lens.data.reader_prompts import DEFAULT_TOP_K
+from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
 from lens.memory.contract import check_result
 from lens.memory.executor import AdapterWorkerLost
@@ -457,6 +457,7 @@ class Runner:
                 agent = FixedReader(
                     model=self.model, adapter=memory, budget=agent_cfg.budget,
                     top_k=agent_cfg.top_k or DEFAULT_TOP_K,
+                    reading=agent_cfg.reading or DEFAULT_READING,
                     episode_times={e.episode_id: e.timestamp for e in unit.scope.episodes},
                     call_timeout_s=unit.adapter.call_timeout_s,
                     temperature=agent_cfg.temperature, max_tokens=agent_cfg.max_tokens,

@@ -27,7 +27,7 @@ import anyio
 
 from lens.data.config import BudgetConfig
 from lens.data.dataset import AgentQuestion
-from lens.data.reader_prompts import DEFAULT_TOP_K, reader_prompt
+from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, Reading, reader_prompt
 from lens.memory.adapter import MemoryAdapter, SearchResult
 from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost
@@ -53,6 +53,7 @@ class FixedReader:
     adapter: MemoryAdapter
     budget: BudgetConfig
     top_k: int = DEFAULT_TOP_K
+    reading: Reading = DEFAULT_READING
     # When each episode happened (the scope's timestamps), for results that do not carry one.
     episode_times: Mapping[str, datetime] | None = None
     call_timeout_s: float = 60.0
@@ -67,7 +68,8 @@ class FixedReader:
         search, results = await self._search(question.prompt, meter, tracebacks)
         sessions = [(self._date(r), r.text) for r in results]
         prompt, size, cut = reader_prompt(question.prompt, question.now, sessions,
-                                          meter.remaining_payload(), TRUNCATION_MARKER)
+                                          meter.remaining_payload(), TRUNCATION_MARKER,
+                                          self.reading)
         meter.payload_bytes += size
         search.payload_bytes, search.truncated = size, cut
         messages = [Message(role="user", content=prompt)]

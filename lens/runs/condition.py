@@ -12,7 +12,7 @@ from lens import __version__
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.data.prompts import prompts_hash
-from lens.data.reader_prompts import DEFAULT_TOP_K, template_hash
+from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, template_hash
 
 _PACKAGES = ("anyio", "pydantic", "openai", "httpx", "aiohttp", "uvloop", "tenacity",
              "llama_cpp_python", "litellm", "numpy")
@@ -39,8 +39,9 @@ def answerer(config: RunConfig) -> dict[str, Any] | None:
     agent = config.agent
     if agent.mode == "tool_agent":
         return None
-    return {"mode": agent.mode, "top_k": agent.top_k or DEFAULT_TOP_K,
-            "prompt_hash": template_hash()}
+    reading = agent.reading or DEFAULT_READING
+    return {"mode": agent.mode, "top_k": agent.top_k or DEFAULT_TOP_K, "reading": reading,
+            "prompt_hash": template_hash(reading)}
 
 
 def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
         "agent_settings_hash": stable_hash(
             agent.model_dump(mode="json", exclude={"budget", "api_key_env", "max_concurrency",
                                                    "requests_per_minute", "tokens_per_minute",
-                                                   "timeout_s", "max_retries", "mode", "top_k"})
+                                                   "timeout_s", "max_retries", "mode", "top_k",
+                                                   "reading"})
         ),
         "judge_model": config.judge.model if config.judge else None,
         "prompts_hash": prompts_hash(),

@@ -38,6 +38,9 @@ def test_prompt_has_the_benchmark_shape_sorted_by_date() -> None:
         in history
     assert prompt.endswith("Current Date: 2023/05/30 (Tue) 23:40\nQuestion: Where did I go?\n"
                            "Answer:")
+    # Step by step, as LongMemEval's official generation reads by default: asked, and marked.
+    steps = reader_prompt("q", None, [(None, "x")], 100, MARK, "step_by_step")[0]
+    assert "Answer step by step" in steps and steps.endswith("Answer (step by step):")
     # No "now" known: no date line, never a made-up one.
     assert "Current Date" not in reader_prompt("q", None, [(None, "x")], 100, MARK)[0]
     # The history is cut at the payload budget, visibly.
@@ -56,6 +59,10 @@ def test_config_names_the_field_and_the_fix() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(_config(top_k=5), "c.yaml")
     assert "c.yaml" in str(err.value) and "mode: fixed_reader" in str(err.value)
+    assert parse_config(_config(mode="fixed_reader"), "c.yaml").agent.reading is None
+    with pytest.raises(ConfigError) as err:
+        parse_config(_config(reading="direct"), "c.yaml")
+    assert "'reading' applies to mode 'fixed_reader' only" in str(err.value)
     with pytest.raises(ConfigError) as err:
         parse_config(_config(mode="fixed_reader", min_tool_rounds=1), "c.yaml")
     assert "min_tool_rounds" in str(err.value)
@@ -116,12 +123,14 @@ def test_fixed_reader_through_lens_run_and_compare(tmp_path: Path) -> None:
         q = next(x for x in dataset["questions"] if x["question_id"] == rec["question_id"])
         assert prompt["role"] == "user" and "History Chats:" in prompt["content"]
         now = parse_lme_date(q["meta"]["question_date"]).strftime("%Y/%m/%d (%a) %H:%M")
+        # LongMemEval's official generation reads step by step by default (agent.reading).
         assert prompt["content"].endswith(f"Current Date: {now}\nQuestion: {q['prompt']}\n"
-                                          "Answer:")
+                                          "Answer (step by step):")
         assert len(rec["model_calls"]) == 1
     manifest = json.loads((reader / "manifest.json").read_text(encoding="utf-8"))
     answerer = manifest["condition"]["answerer"]
     assert answerer["mode"] == "fixed_reader" and answerer["top_k"] == 2
+    assert answerer["reading"] == "step_by_step"
     agent = _run(tmp_path, "agent", ds, {"model": "scripted/policy"}, "longmemeval_bm25")
     assert "answerer" not in json.loads((agent / "manifest.json").read_text())["condition"]
     for run in (reader, agent):
