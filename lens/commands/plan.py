@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.commands.plan_from import read_run
+from lens.commands.run import add_config_changes, overrides_of
 from lens.core.errors import UserError
 from lens.stats import (
     clustered_size,
@@ -49,6 +50,8 @@ def register(sub: Any) -> None:
                    help="questions per scope; with it the answer is also given in scopes "
                         "(needed when --icc is above 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    # With CONFIG: price what `lens run CONFIG` with the same flags would run.
+    add_config_changes(p)
     p.set_defaults(handler=_plan)
 
 
@@ -112,6 +115,13 @@ def _plan(args: argparse.Namespace) -> int:
             raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline, "
                             "--delta or --from (those plan sample sizes); give one or the other")
         return _plan_config(args)
+    changes = [flag for flag, given in (("--set", args.sets), ("--arms", args.arms is not None),
+                                        ("--limit", args.limit is not None),
+                                        ("--drop-invalid-questions",
+                                         args.drop_invalid_questions)) if given]
+    if changes:
+        raise UserError(f"lens plan: {', '.join(changes)} change a run config: give the "
+                        "CONFIG whose run to price")
     _from_run(args)
     _check(args)
     icc, m = args.icc, args.per_scope
@@ -169,11 +179,18 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _plan_config(args: argparse.Namespace) -> int:
-    from lens.flow.pipeline import load_run_config, prepare_dataset
+    from lens.flow.pipeline import check_run, check_scoring, load_run_config
     from lens.flow.plan_cost import cost_lines, plan_cost
+    from lens.flow.stopping import check_stopping
 
-    config = load_run_config(args.config)
-    dataset, _ = prepare_dataset(config, args.config)
+    # The checks `lens run` makes before any work, with the same command-line changes: a
+    # config that run refuses has no price.
+    overrides = overrides_of(args)
+    config = load_run_config(args.config, overrides)
+    check_scoring(config, args.config)
+    check_stopping(config, args.config)
+    dataset, _ = check_run(config, args.config, overrides,
+                           drop_invalid=args.drop_invalid_questions)
     plan = plan_cost(config, dataset)
     if args.json:
         print(json.dumps(plan.as_dict(), indent=2))

@@ -33,10 +33,6 @@ def register(sub: Any) -> None:
                    help="with --resume, also re-run questions that ended in an error")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar, and the result in one line")
-    p.add_argument("--drop-invalid-questions", action="store_true",
-                   help="leave out the questions the dataset gets wrong (a required ref streamed "
-                        "after the question's checkpoint, a checkpoint out of range) instead of "
-                        "refusing the dataset; the checklist lists them with the reason")
     p.add_argument("--continue-past-stop", action="store_true",
                    help="with --resume, answer the units a run's 'stopping' section left "
                         "unstarted once its verdict was settled")
@@ -44,6 +40,18 @@ def register(sub: Any) -> None:
                    help="with --resume, go on although an arm's adapter (its version, source "
                         "files or libraries) changed since the run started; the run's events "
                         "record the change")
+    add_config_changes(p)
+    add_fail_on(p)
+    p.set_defaults(handler=_run)
+
+
+def add_config_changes(p: argparse.ArgumentParser) -> None:
+    """The flags that change what a config runs: ``lens run`` and ``lens plan CONFIG`` (which
+    prices what ``lens run`` with the same flags would run) share them."""
+    p.add_argument("--drop-invalid-questions", action="store_true",
+                   help="leave out the questions the dataset gets wrong (a required ref streamed "
+                        "after the question's checkpoint, a checkpoint out of range) instead of "
+                        "refusing the dataset; the checklist lists them with the reason")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="sets",
                    help="change a field of the config for this run (repeatable; dotted path, "
                         "the value read as YAML), e.g. --set agent.budget.max_turns=4; checked "
@@ -55,8 +63,6 @@ def register(sub: Any) -> None:
                    help="ask a sample of N questions, the same N for the same data (seeded "
                         "by the dataset's content); recorded in the run's condition, so lens "
                         "compare never sets it against a whole run")
-    add_fail_on(p)
-    p.set_defaults(handler=_run)
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:

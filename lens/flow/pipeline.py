@@ -246,6 +246,26 @@ def check_executor(config: RunConfig, config_file: str) -> None:
                           f"installed; {install_hint('ray')}")
 
 
+def check_run(config: RunConfig, config_file: str, overrides: Overrides | None, *,
+              agent_given: bool = False, drop_invalid: bool = False
+              ) -> tuple[Dataset, list[DroppedQuestion]]:
+    """What ``lens run`` checks of a loaded config after its scoring, stopping and paths: the
+    models' providers, the dataset (read once, as the run will read it), the adapters, the
+    executor and a certified subset. ``lens plan CONFIG`` prices only what passes these."""
+    check_models(config, config_file, agent_given=agent_given)
+    dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
+    check_adapters(config, config_file, overrides)
+    check_executor(config, config_file)
+    if config.scoring.enabled and config.scoring.subset == "certified":
+        from lens.runs.certification import load_certification
+
+        try:
+            load_certification(config.dataset.path)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
+    return dataset, dropped
+
+
 def model_gateway(config: RunConfig, config_file: str,
                   runtime: ModelRuntime) -> ModelGateway | None:
     """The run's model gateway (lens.runner.gateway) when an adapter calls models through it; its
@@ -352,17 +372,8 @@ def execute(
     if continue_past_stop and resume is None:
         raise UserError("--continue-past-stop needs --resume RUN_DIR (the stopped run)")
     check_paths(config, config_file, out, resume is not None)
-    check_models(config, config_file, agent_given=model is not None)
-    dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
-    check_adapters(config, config_file, overrides)
-    check_executor(config, config_file)
-    if config.scoring.enabled and config.scoring.subset == "certified":
-        from lens.runs.certification import load_certification
-
-        try:
-            load_certification(config.dataset.path)
-        except UserError as exc:
-            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
+    dataset, dropped = check_run(config, config_file, overrides, agent_given=model is not None,
+                                 drop_invalid=drop_invalid)
     run_id = new_run_id()
     runtime = ModelRuntime.for_run(config, run_id)
     try:

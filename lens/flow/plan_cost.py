@@ -28,7 +28,7 @@ from lens.data.config import AdapterConfig, ModelConfig, RunConfig
 from lens.data.dataset import Dataset, Question, QuestionType, Scope
 from lens.data.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS, question_message
 from lens.memory.oracle import evidence_episodes, is_oracle
-from lens.models.pricing import Pricing, pricing_for
+from lens.models.pricing import Pricing, pricing_for, why_unpriced
 from lens.stats.sequential import expected_share, family_alpha, fewest_blocks
 
 # Hits a search returns when the adapter's options do not say.
@@ -248,8 +248,14 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
                     price_source=agent_price.source if agent_price else None, arms=arms,
                     blocks=len(dataset.scopes))
     if agent_price is None:
-        plan.notes.append(f"no price known for {config.agent.model}: costs are unknown (set "
-                          "agent.price_input_per_mtok and price_output_per_mtok)")
+        plan.notes.append(f"no price for the agent: its costs are unknown: "
+                          f"{why_unpriced(config.agent)}")
+    if config.judge is not None and judge_price is None:
+        plan.notes.append(f"no price for the judge: its costs are unknown: "
+                          f"{why_unpriced(config.judge)}")
+    elif judge_price is not None and judge_price.source != (agent_price.source
+                                                            if agent_price else None):
+        plan.notes.append(f"the judge's price is from {judge_price.source}")
     s = config.stopping
     if s is not None and len(config.adapters) > 1 and plan.blocks:
         pairs = len(config.adapters) * (len(config.adapters) - 1) // 2
@@ -292,7 +298,11 @@ def cost_lines(plan: CostPlan) -> list[str]:
                       _sum(agent, judge)))
     if plan.judge_model:
         lines.append(_row("total, judge at batch price", _sum(agent, plan.total("judge_batch"))))
-    lines.append(_row("worst case (the budget)", plan.total("agent_worst")))
+    # The budget bounds the agent; the judge judges every answered question whatever the
+    # agent spent, so the worst case carries it at list price.
+    lines.append(_row("worst case (the budget" + (", judge at list price)" if plan.judge_model
+                                                  else ")"),
+                      _sum(plan.total("agent_worst"), judge)))
     if plan.stop_expected_share is not None:
         lines.append(_row("with stopping, expected",
                           _sum(agent, judge).scaled(plan.stop_expected_share)))

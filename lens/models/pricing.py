@@ -1,4 +1,5 @@
-"""Prices per token: from the config first, then from litellm's table when litellm is installed.
+"""Prices per token: from the config first, then from litellm's table when litellm is installed,
+then (the official OpenAI endpoint only) from lens's small dated table (lens.models.price_table).
 
 A price that cannot be found stays unknown (None); lens never reports an unknown cost as 0.
 """
@@ -13,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lens.core.distribution import install_hint
 from lens.data.config import ModelConfig
+from lens.models import price_table
 from lens.models.base import Usage
+from lens.models.price_table import openai_list_price
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,31 @@ def pricing_for(config: ModelConfig) -> Pricing | None:
     if config.provider == "openai" and config.base_url is None:
         # Only the official endpoint: a compatible server may reuse OpenAI's model names for
         # models it serves at another price (or for free).
-        return litellm_pricing(config.name)
+        return litellm_pricing(config.name) or table_pricing(config.name)
     return None
+
+
+def table_pricing(name: str) -> Pricing | None:
+    found = openai_list_price(name)
+    if found is None:
+        return None
+    inp, out, cached = found
+    return Pricing(inp, out, price_table.SOURCE, cached)
+
+
+def why_unpriced(config: ModelConfig) -> str:
+    """Why ``config``'s model has no price, and what would give it one."""
+    set_it = "set price_input_per_mtok and price_output_per_mtok on the model"
+    if config.provider == "openai" and config.base_url is not None:
+        return (f"{config.model} is served at {config.base_url}, not OpenAI's endpoint, so "
+                f"OpenAI's prices may not apply; {set_it}")
+    if config.provider in ("openai", "litellm"):
+        extra = ("" if _litellm_price_table() else
+                 f"; litellm's price table (the litellm extra: {install_hint('litellm')}) "
+                 "prices many more")
+        return (f"{config.model} is not in lens's price table ({price_table.AS_OF})"
+                f"{extra}; or {set_it}")
+    return f"provider {config.provider!r} publishes no price lens knows; {set_it}"
 
 
 def litellm_pricing(model: str) -> Pricing | None:
