@@ -14,6 +14,8 @@ from tests.core.helpers import make_dataset, write_json
 from tests.support.cli import Lens, cli_runner
 
 MODULE = '''
+import time
+
 from lens import CapabilityManifest, MemoryAdapter, SearchResult
 
 
@@ -35,6 +37,8 @@ class Broken(MemoryAdapter):
     async def search(self, query, filters=None, limit=None):
         if self.fail_in == "search":
             raise KeyError("index missing")  # SEARCH LINE
+        if self.fail_in == "hang":
+            time.sleep(3600)  # HANG LINE
         return [SearchResult(ref_id=e.episode_id, text=e.text) for e in self.eps[-2:]]
 
     async def retrieve(self, ref_id):
@@ -56,7 +60,8 @@ def _line(module: Path, mark: str) -> int:
     return next(i for i, text in enumerate(lines, 1) if mark in text)
 
 
-def _run(lens: Lens, tmp_path: Path, fail_in: str) -> tuple[Path, Path, dict[str, str]]:
+def _run(lens: Lens, tmp_path: Path, fail_in: str, **adapter: object
+         ) -> tuple[Path, Path, dict[str, str]]:
     # A module name of its own per test: the CLI runs in this process, which keeps imports.
     module = tmp_path / f"broken_memory_{fail_in}.py"
     module.write_text(MODULE, encoding="utf-8")
@@ -65,7 +70,7 @@ def _run(lens: Lens, tmp_path: Path, fail_in: str) -> tuple[Path, Path, dict[str
     (tmp_path / "run.yaml").write_text(yaml.safe_dump({
         "name": "tb", "dataset": {"path": "ds.json"},
         "adapters": [{"name": f"{module.stem}:Broken", "label": "broken",
-                      "options": {"fail_in": fail_in}, "isolation": "process"}],
+                      "options": {"fail_in": fail_in}, "isolation": "process", **adapter}],
         "agent": {"model": "scripted/policy"}, "out_dir": "runs", "cache": {"enabled": False},
     }), encoding="utf-8")
     lens("run", "run.yaml", "--quiet")
@@ -106,3 +111,14 @@ def test_search_failure_names_the_adapters_line_and_the_query(lens: Lens,
         assert ".tool" in name
         assert f'File "{module}", line {_line(module, "SEARCH LINE")}, in search' in text, text
         assert "while searching for " in text
+
+
+def test_a_hung_call_leaves_the_adapters_stack_and_the_query(lens: Lens, tmp_path: Path) -> None:
+    # The search blocks its process for good; at call_timeout_s lens asks the process for its
+    # threads' stacks, then stops it: the error file shows where the adapter's code was.
+    module, _, found = _run(lens, tmp_path, "hang", call_timeout_s=2)
+    found.pop("episode")
+    (text,) = found.values()
+    assert "did not return within 2 s (call_timeout_s) while searching for " in text, text
+    assert "the adapter's threads when the call timed out" in text
+    assert f'File "{module}", line {_line(module, "HANG LINE")} in search' in text, text

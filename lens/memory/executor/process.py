@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,18 @@ _BOOT = ("import importlib.util, json, sys; "
 
 
 _LENS_PACKAGE = Path(__file__).resolve().parents[2]
+# How long a hung process gets to write its threads' stacks before it is stopped.
+STACKS_WAIT_S = 3.0
+
+
+def _complete_dump(path: Path) -> bool:
+    """Whether faulthandler's dump is in ``path``: it ends with the main thread's frames, the
+    last "Thread"/"Current thread" block followed by at least one frame line."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "hread 0x" in text and text.rstrip().splitlines()[-1].lstrip().startswith("File ")
 
 
 def _boot_args() -> list[str]:
@@ -65,15 +80,20 @@ class ProcessAdapter(RemoteAdapter):
         self._next_id = 1
         self._write_lock = anyio.Lock()
         self._reader_done = anyio.Event()
+        self._stack_file: Path | None = None
 
     async def _start(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="lens-adapter-stacks-", suffix=".txt")
+        os.close(fd)
+        self._stack_file = Path(name)
         self._process = await anyio.open_process(
             [sys.executable, "-P", "-c", _BOOT, *_boot_args()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
         assert self._process.stdout is not None
         self._reader = BufferedByteReceiveStream(self._process.stdout)
         await self._write({"name": self.name, "options": self.options, "sys_path": sys.path,
-                           "max_memory_mb": self.max_memory_mb})
+                           "max_memory_mb": self.max_memory_mb,
+                           "stack_file": str(self._stack_file)})
         first = await self._read()
         if "error" in first:
             lost = AdapterWorkerLost(f"the adapter could not start in its process: "
@@ -161,7 +181,29 @@ class ProcessAdapter(RemoteAdapter):
             raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
         return reply.get("ok")
 
+    async def _stacks(self) -> str:
+        process, path = self._process, self._stack_file
+        if process is None or path is None or process.returncode is not None \
+                or not hasattr(signal, "SIGUSR1"):
+            return ""
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGUSR1)
+        # faulthandler writes the dump at once; a process too far gone to write it gets a
+        # bounded wait, then the call's error goes on without its stacks.
+        with anyio.move_on_after(STACKS_WAIT_S):
+            seen = -1
+            # Complete: it ends on a frame line and stopped growing between two looks.
+            while not (_complete_dump(path) and path.stat().st_size == seen):
+                seen = path.stat().st_size
+                await anyio.sleep(0.02)
+        with contextlib.suppress(OSError):
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        return ""
+
     async def _stop(self) -> None:
+        if self._stack_file is not None:
+            with contextlib.suppress(OSError):
+                self._stack_file.unlink()
         process, self._process = self._process, None
         if process is None:
             return

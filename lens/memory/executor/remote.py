@@ -22,6 +22,7 @@ import anyio
 
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.executor.worker import handling
 
 # A reply larger than this is a protocol violation, not a result (the agent's payload budget is
 # tens of kilobytes; this only stops a runaway adapter from exhausting the driver's memory).
@@ -100,6 +101,10 @@ class RemoteAdapter(MemoryAdapter):
     async def _stop(self) -> None:
         """Stop the worker at once (idempotent)."""
 
+    async def _stacks(self) -> str:
+        """The stacks of the worker's threads as it is now ("" where they cannot be read)."""
+        return ""
+
     async def _call(self, method: str, *args: Any) -> Any:
         if self._lost is not None:
             raise self._lost
@@ -122,9 +127,18 @@ class RemoteAdapter(MemoryAdapter):
             with anyio.fail_after(timeout):
                 return await self._send(method, list(args))
         except TimeoutError:
-            await self._lose(AdapterWorkerLost(
+            # Where it hung, before the process goes: the stack of every thread of the
+            # adapter's process, headed by what it was serving, is the error's cause.
+            stacks = await self._stacks()
+            hung = AdapterWorkerLost(
                 f"the adapter's {method} did not return within {self.call_timeout_s:g} s "
-                "(call_timeout_s); its process was stopped"))
+                f"(call_timeout_s) {handling(method, list(args)).rstrip(':')}; its process was "
+                "stopped")
+            if stacks:
+                hung.__cause__ = RemoteTraceback(
+                    f"{handling(method, list(args))}\nthe adapter's threads when the call timed "
+                    f"out (most recent call first):\n{stacks}")
+            await self._lose(hung)
         except AdapterWorkerLost as exc:
             await self._lose(exc)
         raise AssertionError("unreachable")

@@ -7,9 +7,11 @@ adapter's name and options, the episodes it is sent and the agent's queries.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import math
 import os
+import signal
 import struct
 import sys
 import traceback
@@ -96,6 +98,9 @@ def handling(method: str, args: list[Any]) -> str:
         if isinstance(episode, Episode):
             return (f"while ingesting episode {episode.episode_id!r} of scope "
                     f"{episode.scope_id!r}:")
+        if isinstance(episode, dict) and "episode_id" in episode:  # as sent to a worker
+            return (f"while ingesting episode {episode['episode_id']!r} of scope "
+                    f"{episode.get('scope_id')!r}:")
         return "while ingesting an episode:"
     what = {"reset": f"resetting for scope {arg(0)!r}",
             "prepare": f"preparing scope {arg(0)!r} at checkpoint {arg(1)!r}",
@@ -154,6 +159,7 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     register_config_secrets(init.get("options") or {})
+    _stacks_on_signal(init.get("stack_file"))
     try:
         _apply_memory_limit(init.get("max_memory_mb"))
         adapter = create_adapter(init["name"], init.get("options") or {})
@@ -175,6 +181,22 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
                 tg.cancel_scope.cancel()
                 return
             tg.start_soon(handle, request)
+
+
+# The file faulthandler writes the threads' stacks into; open for the process's lifetime.
+_stack_file: Any = None
+
+
+def _stacks_on_signal(path: object) -> None:
+    """On SIGUSR1, write every thread's stack to ``path``: the driver asks for it when a call
+    outlives its timeout, before it stops the process. faulthandler writes from the signal
+    handler itself, so a thread that holds the interpreter (a C call, a busy loop) still
+    shows where it is."""
+    global _stack_file
+    if not isinstance(path, str) or not hasattr(signal, "SIGUSR1"):
+        return
+    _stack_file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (kept open on purpose)
+    faulthandler.register(signal.SIGUSR1, file=_stack_file, all_threads=True)
 
 
 def _write(writer: BinaryIO, frame: bytes) -> None:
