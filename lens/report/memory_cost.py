@@ -20,6 +20,7 @@ import lens.scoring.metrics as registry
 from lens.report.data import RunData
 from lens.report.estimates import estimates, report_metrics
 from lens.report.frontier import frontier_table, run_frontier
+from lens.report.latency_warmth import warm_flags
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut
 
@@ -131,12 +132,17 @@ def memory_cost(run: RunData) -> dict[str, Any]:
             "standing_context_bytes": (sum(r.record.standing_context_bytes for r in rows) / n
                                        if n else None),
             "memory_model": usage,
+            # Why the latency figures may be warm (None: no shared cache lens could see).
+            "latency_warm": None,
             "cost_per_question": {
                 "agent": agent_q, "memory": memory_q, "judge": judge_q,
                 "total": (None if any(p is None for p in parts)
                           else sum(p for p in parts if p is not None)),
             },
         }
+    warm = warm_flags(run, {label: d["memory_model"] for label, d in out.items()})
+    for label, why in warm.items():
+        out[label]["latency_warm"] = why
     return {"adapters": out, "judge_note": judge_note}
 
 
@@ -169,12 +175,14 @@ def memory_cost_section(run: RunData) -> Section | None:
             else f"{u['calls']} / {u['prompt_tokens'] + u['completion_tokens']}"
             + (f", {u['truncated']} cut at max_tokens" if u["truncated"] else ""),
             _usd(c["agent"]), _usd(c["memory"]), _usd(c["judge"]), _usd(c["total"]),
+            (f"may be warm: {d['latency_warm']}" if d["latency_warm"]
+             else "cold as far as lens sees"),
         ])
     doc = {"title": TITLE, "tables": [{
         "columns": ["adapter", "ingest ms/episode p50 / p95", "prepare ms/checkpoint p50 / p95",
                     "search ms p50 / p95", "retrieve ms p50 / p95", "standing context bytes/q",
                     "memory model calls / tokens", "agent $/q", "memory $/q", "judge $/q",
-                    "total $/q"],
+                    "total $/q", "latency caches"],
         "rows": rows}, frontier_table(data["frontier"])],
         "notes": [
             "memory model calls are the adapter's own (role adapter), metered apart from the "
@@ -182,11 +190,20 @@ def memory_cost_section(run: RunData) -> Section | None:
             "counted beside them (usually broken JSON or a tool call never made)",
             f"judge $/q: {data['judge_note']}",
             FRONTIER_NOTE,
+            LATENCY_NOTE,
         ]}
     base = render_json_section(SECTION_ID, doc)
     plot = _frontier_plot(run, adapters)
     return Section(id=SECTION_ID, title=TITLE, markdown=base.markdown,
                    html=base.html + f"<div class='plots'>{plot}</div>", data=data)
+
+
+LATENCY_NOTE = (
+    "latency caches: an arm running the same code as another in the run shares what that code "
+    "caches outside its unit (lens's embedding cache among them), and memory model replies "
+    "from lens's model cache take no model time; compare latency between arms from cold "
+    "caches (separate runs, cache.enabled: false, a fresh embedding_cache) or read a flagged "
+    "figure as possibly warm")
 
 
 FRONTIER_NOTE = (
