@@ -141,7 +141,9 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
         return await run_conformance(factory, args.only, args.timeout)
     finally:
         total = runtime.usage()["by_role"].get("adapter", {})
-        print(f"model gateway: {total.get('calls', 0)} chat calls to {model.model}")
+        # Only a memory that chatted: a line naming a model it never called would mislead.
+        if total.get("calls"):
+            print(f"model gateway: {total['calls']} chat calls to {model.model}")
         await gateway.aclose()
         await runtime.aclose()
 
