@@ -28,13 +28,13 @@ from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
 from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
+from lens.memory.adapter_identity import ACCEPTED_EVENT, arm_identities, resume_check
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
 from lens.models.runtime import ModelRuntime
 from lens.report import ReportPaths, write_reports
 from lens.runner.gateway.plan import needs_gateway
 from lens.runner.orchestrator import Runner, RunProgress, RunSummary
-from lens.runs.adapter_identity import ACCEPTED_EVENT, arm_identities, resume_check
 from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.errata import load_errata

@@ -13,6 +13,7 @@ from lens.core.visible import visible
 from lens.report import fmt
 from lens.report.document import STATUS_LABEL
 from lens.report.shapes import Check, ReportSummary
+from lens.report.verdicts import verdict_lines
 
 
 def headline_metrics(summary: ReportSummary) -> list[str]:
@@ -52,23 +53,6 @@ def checklist_counts(summary: ReportSummary) -> str:
 def _short(text: str, limit: int = 160) -> str:
     text = visible(" ".join(text.split()))
     return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def verdict_lines(summary: ReportSummary) -> list[str]:
-    """Each paired comparison's verdict on the primary metric (the confirmatory one), as the
-    report's "Paired comparisons" table gives it."""
-    lines = []
-    for comp in summary.comparisons:
-        row = next((r for r in comp.rows if r.metric == summary.primary_metric), None)
-        if row is None:
-            continue
-        rule = f" ({row.rule} rule)" if row.rule != "none" else ""
-        caveat = (f" [{fmt.not_comparable_label(comp.not_comparable)}]"
-                  if comp.not_comparable else "")
-        lines.append(f"compared: {visible(comp.arm_b)} vs {visible(comp.arm_a)} on {row.metric}: "
-                     f"Δ {fmt.est(row.delta)}, "
-                     f"{visible(fmt.verdict(row, comp.arm_a, comp.arm_b))}{rule}{caveat}")
-    return lines
 
 
 def result_lines(summary: ReportSummary, html: Path) -> list[str]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lens.memory.adapter_identity import recorded
 from lens.report.data import RunData
-from lens.runs.adapter_identity import recorded
 
 
 def warm_flags(run: RunData, usage: Mapping[str, Mapping[str, Any] | None]

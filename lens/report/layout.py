@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import lens.report.fmt as fmt
-from lens.report.console import verdict_lines
 from lens.report.document import (
     STATUS_LABEL,
     Block,
@@ -30,6 +29,7 @@ from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
 from lens.report.sequential import run_stop_blocks
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary, RoleUsage
+from lens.report.verdicts import verdict_lines
 
 HOW_TO_READ = (
     "Each value reads `mean [low, high] n=N n_eff=E`: the interval is 95% and accounts for "

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 import lens.report.fmt as fmt
 import lens.report.layout as layout
 from lens.core.errors import UserError
+from lens.memory.adapter_identity import recorded
 from lens.report.arm_comparison import (
     Arm,
     arm_estimates,
@@ -51,7 +52,6 @@ from lens.report.shapes import (
     ManyArms,
     SequentialOut,
 )
-from lens.runs.adapter_identity import recorded
 from lens.stats import condition_differences
 
 
@@ -79,7 +79,7 @@ class CompareSummary(BaseModel):
     # Which pairs were compared: they are the confirmatory family (``--arms``, ``--baseline``).
     pairs_chosen: str = "every pair of arms"
     # Per arm: the adapter's distribution, version, source digest and libraries, as its run
-    # recorded them (lens.runs.adapter_identity); absent for runs that recorded none.
+    # recorded them (lens.memory.adapter_identity); absent for runs that recorded none.
     adapter_versions: dict[str, str] = {}
 
 
