@@ -119,28 +119,35 @@ def test_sigkill_mid_run_then_resume_answers_each_question_once(tmp_path: Path) 
     data = make_dataset(n_episodes=30, checkpoints=(5, 10, 15, 20, 25, 30),
                         questions_per_checkpoint=6, scope_ids=("s1", "s2"))
     ds = write_json(tmp_path / "d.json", data)
+    # Each unit's adapter holds its searches at a gate after six questions, so the kill lands
+    # mid-run (12 of 72 answered, more in flight) however fast or loaded the machine is.
+    gate = tmp_path / "gate"
+    gate.mkdir()
     cfg = write_config(tmp_path / "c.yaml", ds,
-                       agent={"model": "scripted/policy", "options": {"delay_s": 0.05}},
+                       adapters=[{"name": "tests.isolation.hostile_adapters:HeldHonest",
+                                  "options": {"gate": str(gate), "hold_after": 6}}],
                        concurrency={"units": 2, "questions": 2})
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "lens", "run", str(cfg), "--quiet",
                              "--out", str(runs)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     run_dir: Path | None = None
     while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before the gate"
         dirs = list(runs.glob("*")) if runs.exists() else []
         if dirs and (dirs[0] / "events.jsonl").exists():
             run_dir = dirs[0]
             done = (run_dir / "events.jsonl").read_text().count('"question_done"')
-            if done >= 10:
+            if done >= 10 and (gate / "held").exists():
                 break
-        time.sleep(0.02)
+        time.sleep(0.02)  # polling for the events, not waiting out a duration
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert run_dir is not None
     before = (run_dir / "events.jsonl").read_text().count('"question_done"')
     assert 10 <= before < 72, "the kill must land mid-run"
+    (gate / "release").touch()
     res = lens("run", str(cfg), "--quiet", "--resume", str(run_dir))
     assert res.returncode == 0, res.stderr
     assert f"{before} done before" in res.stdout

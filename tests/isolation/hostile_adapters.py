@@ -128,26 +128,30 @@ class SlowHonest(Honest):
 
 
 class HeldHonest(Honest):
-    """Honest, but the search of the second question waits at a gate: it writes ``held`` into
-    the folder its ``gate`` option names and returns only once ``release`` appears there. A test
-    interrupts the run at that known point (one question answered, the next in flight), whatever
-    the machine's speed."""
+    """Honest, but from its ``hold_after + 1``-th distinct query on (the second question's, by
+    default) a search waits at a gate: it writes ``held`` into the folder its ``gate`` option
+    names and returns only once ``release`` appears there. A test interrupts or kills the run
+    at that known point (so many questions answered, the next in flight), whatever the
+    machine's speed."""
 
     class Options(BaseModel):
         gate: str
+        hold_after: int = 1
 
-    def __init__(self, gate: str) -> None:
+    def __init__(self, gate: str, hold_after: int = 1) -> None:
         super().__init__()
         self.gate = Path(gate)
-        self.first_query: str | None = None
+        self.hold_after = hold_after
+        self.queries: list[str] = []
 
     async def search(self, query: str, filters: dict[str, Any] | None = None,
                      limit: int | None = None) -> list[SearchResult]:
         import anyio
 
-        if self.first_query is None:
-            self.first_query = query
-        elif query != self.first_query and not (self.gate / "release").exists():
+        if query not in self.queries:
+            self.queries.append(query)
+        if self.queries.index(query) >= self.hold_after \
+                and not (self.gate / "release").exists():
             (self.gate / "held").write_text(query, encoding="utf-8")
             while not (self.gate / "release").exists():
                 await anyio.sleep(0.05)
