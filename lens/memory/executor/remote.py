@@ -86,6 +86,7 @@ class RemoteAdapter(MemoryAdapter):
         self.call_timeout_s = call_timeout_s
         self._lost: AdapterWorkerLost | None = None
         self._start_lock = anyio.Lock()
+        self._loss_lock = anyio.Lock()
         self._started = False
 
     @abstractmethod
@@ -128,20 +129,30 @@ class RemoteAdapter(MemoryAdapter):
                 return await self._send(method, list(args))
         except TimeoutError:
             # Where it hung, before the process goes: the stack of every thread of the
-            # adapter's process, headed by what it was serving, is the error's cause.
-            stacks = await self._stacks()
-            hung = AdapterWorkerLost(
-                f"the adapter's {method} did not return within {self.call_timeout_s:g} s "
-                f"(call_timeout_s) {handling(method, list(args)).rstrip(':')}; its process was "
-                "stopped")
-            if stacks:
-                hung.__cause__ = RemoteTraceback(
-                    f"{handling(method, list(args))}\nthe adapter's threads when the call timed "
-                    f"out (most recent call first):\n{stacks}")
-            await self._lose(hung)
+            # adapter's process, headed by what it was serving, is the error's cause. One call
+            # asks (shielded: the unit's other calls must not end it half-way); calls timing
+            # out meanwhile wait for it and raise the same loss.
+            with anyio.CancelScope(shield=True):
+                async with self._loss_lock:
+                    lost = self._lost
+                    if lost is None:
+                        lost = await self._hung(method, list(args))
+                        self._lost = lost
+            await self._lose(lost)
         except AdapterWorkerLost as exc:
             await self._lose(exc)
         raise AssertionError("unreachable")
+
+    async def _hung(self, method: str, args: list[Any]) -> AdapterWorkerLost:
+        stacks = await self._stacks()
+        hung = AdapterWorkerLost(
+            f"the adapter's {method} did not return within {self.call_timeout_s:g} s "
+            f"(call_timeout_s) {handling(method, args).rstrip(':')}; its process was stopped")
+        if stacks:
+            hung.__cause__ = RemoteTraceback(
+                f"{handling(method, args)}\nthe adapter's threads when the call timed out "
+                f"(most recent call first):\n{stacks}")
+        return hung
 
     async def _lose(self, exc: AdapterWorkerLost) -> None:
         if self._lost is None:
