@@ -138,6 +138,8 @@ class RemoteAdapter(MemoryAdapter):
                     if lost is None:
                         lost = await self._hung(method, list(args))
                         self._lost = lost
+            # The shielded scope swallows nothing here: it only keeps out cancellation.
+            assert lost is not None
             await self._lose(lost)
         except AdapterWorkerLost as exc:
             await self._lose(exc)
