@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import anyio
 
 from lens.memory.adapter import MemoryAdapter, SyncMemoryAdapter, create_adapter
+from lens.memory.gateway_access import NoGateway
 from lens.testing.conformance import CHECKS, run_check
 
 
@@ -45,7 +46,21 @@ class AdapterConformance:
     def run_conformance_check(self, name: str) -> None:
         import pytest
 
-        result = anyio.run(run_check, name, self.make_adapter, self.check_timeout_s)
+        no_gateway: list[NoGateway] = []
+
+        def factory() -> MemoryAdapter | SyncMemoryAdapter:
+            try:
+                return self.make_adapter()
+            except NoGateway as exc:
+                no_gateway.append(exc)
+                raise
+
+        result = anyio.run(run_check, name, factory, self.check_timeout_s)
+        if no_gateway:
+            # Said exactly, not failed: the check needs what only `lens adapters check` opens.
+            pytest.skip(f"{name}: not checked here: the adapter calls models through lens's "
+                        "model gateway, which this pytest form does not open; `lens adapters "
+                        "check NAME --options JSON` runs the same checks with a gateway")
         if result.status == "skipped":
             pytest.skip(f"{name}: {result.detail}")
         if result.status == "failed":

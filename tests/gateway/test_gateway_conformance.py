@@ -35,3 +35,25 @@ def test_aclose_passes_twenty_times_in_a_row_with_the_gateway(lens: Lens,
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert done.stdout.count("aclose_releases_resources") >= 20, done.stdout
     assert "chat calls to scripted/" in done.stdout  # this memory chats while ingesting
+
+
+def test_the_pytest_form_says_what_it_cannot_check_without_a_gateway(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "test_gateway_memory.py").write_text(
+        "from lens.testing import AdapterConformance\n\n\n"
+        "class TestGatewayNotes(AdapterConformance):\n"
+        f"    adapter_name = {ADAPTER!r}\n"
+        "    adapter_options = {'model': 'scripted/policy'}\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(root), "LENS_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                           "test_gateway_memory.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " passed" not in done.stdout and " failed" not in done.stdout, done.stdout
+    assert "not checked here: the adapter calls models through lens's model gateway" \
+        in done.stdout
+    assert "lens adapters check NAME --options JSON" in done.stdout
