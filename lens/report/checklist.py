@@ -22,6 +22,7 @@ from lens.report.estimates import question_values, repeat_reducer
 from lens.report.memory_cost import memory_model_usage
 from lens.report.parity import context_parity_checks
 from lens.report.shapes import Check, Status
+from lens.runs.manifest import dataset_block
 from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 
@@ -493,17 +494,14 @@ def check_dropped_questions(runs: Sequence[RunData]) -> Check:
     published dataset whole."""
     parts: list[str] = []
     for run in runs:
-        recorded = run.manifest.get("dataset")
-        if not isinstance(recorded, dict):
-            continue
-        dropped = recorded.get("dropped")
+        recorded = dataset_block(run.manifest)
+        dropped = recorded.dropped
         if not dropped:
             continue
-        asked = recorded.get("questions_asked")
-        total = f" of {int(asked) + len(dropped)}" if isinstance(asked, int) else ""
+        asked = recorded.questions_asked
+        total = f" of {asked + len(dropped)}" if asked is not None else ""
         name = f"{run.run_id}: " if len(runs) > 1 else ""
-        shown = "; ".join(f"{d.get('question_id')}: {_clip(str(d.get('reason')), 160)}"
-                          for d in dropped[:3] if isinstance(d, dict))
+        shown = "; ".join(f"{d.question_id}: {_clip(d.reason, 160)}" for d in dropped[:3])
         more = f"; and {len(dropped) - 3} more (manifest.json)" if len(dropped) > 3 else ""
         parts.append(f"{name}{len(dropped)}{total} question(s) dropped as invalid: "
                      f"{shown}{more}")
@@ -526,16 +524,14 @@ def check_evidence_after_question(runs: Sequence[RunData]) -> Check | None:
     evidence. Absent when no run has such questions."""
     parts: list[str] = []
     for run in runs:
-        recorded = run.manifest.get("dataset")
-        if not isinstance(recorded, dict):
-            continue
-        late = recorded.get("evidence_after_asked_at")
+        recorded = dataset_block(run.manifest)
+        late = recorded.evidence_after_asked_at
         if not late:
             continue
-        asked = recorded.get("questions_asked")
-        total = f" of {asked}" if isinstance(asked, int) else ""
+        asked = recorded.questions_asked
+        total = f" of {asked}" if asked is not None else ""
         name = f"{run.run_id}: " if len(runs) > 1 else ""
-        parts.append(f"{name}{len(late)}{total} in {recorded.get('id')}")
+        parts.append(f"{name}{len(late)}{total} in {recorded.id}")
     if not parts:
         return None
     return Check(id="evidence_after_question",

@@ -20,6 +20,7 @@ from lens.core import eventloop
 from lens.data.config import RunConfig
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
+from lens.runs.events import ScoringDone
 from lens.runs.store import RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
@@ -49,6 +50,8 @@ class ScoringResult:
     path: Path | None
     new_verdicts: int = 0
     extras: list[ExtraJudgeResult] = field(default_factory=list)
+    # The ``scoring_done`` event written with scores.json (None when it was not written).
+    done: ScoringDone | None = None
 
 
 async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
@@ -63,7 +66,7 @@ async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
         one = await _score_one(run_dir, plan.for_extra_judge(cfg))
         assert one.path is not None
         extras.append(ExtraJudgeResult(cfg.label, one.scores, one.path, one.new_verdicts))
-    return ScoringResult(result.scores, result.path, result.new_verdicts, extras)
+    return ScoringResult(result.scores, result.path, result.new_verdicts, extras, result.done)
 
 
 async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
@@ -81,7 +84,8 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
         if own is not None:
             await own.aclose()
     if plan.target == "scores":
-        return ScoringResult(outcome.scores, run_dir / SCORES_FILE)
+        return ScoringResult(outcome.scores, run_dir / SCORES_FILE,
+                             done=ScoringDone.model_validate(outcome.event))
     if plan.target == "none":
         return ScoringResult(outcome.scores, None)
     # One more judge of the panel: its scores go to its own file; scores.json is left as it is.
@@ -120,7 +124,8 @@ def _write_scores(run: RunInput, outcome: ScoringOutcome) -> None:
     for rel, doc in outcome.sections.items():
         (run.run_dir / rel).parent.mkdir(exist_ok=True)
         atomic_write_text(run.run_dir / rel, json.dumps(doc, indent=1))
-    run.store.append_event("scoring_done", SCORES_FILE, **outcome.event)
+    done = ScoringDone.model_validate(outcome.event)
+    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **done.payload())
 
 
 def _verdicts_of(run_dir: Path, label: str | None) -> int:
