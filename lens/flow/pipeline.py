@@ -307,7 +307,9 @@ def usage_brief(usage: dict[str, Any]) -> dict[str, Any]:
     by_role = {role: {k: u.get(k) for k in keep}
                for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
     # Endpoints are named by URL, and a URL may carry a password.
-    return redact({"by_role": by_role, "rate_limited": usage.get("rate_limited") or {}})
+    brief: dict[str, Any] = redact({"by_role": by_role,
+                                    "rate_limited": usage.get("rate_limited") or {}})
+    return brief
 
 
 async def log_usage(store: RunStore, runtime: ModelRuntime,

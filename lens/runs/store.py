@@ -301,7 +301,7 @@ class RunStore:
     def _read_record(self, event: dict[str, Any], handles: dict[str, Any]) -> bytes:
         path = self.root / event["record"]
         if "offset" not in event:
-            return path.read_bytes()
+            return Path(path).read_bytes()
         fh = handles.get(event["record"])
         if fh is None:
             fh = handles[event["record"]] = open(path, "rb")  # noqa: SIM115
