@@ -54,7 +54,7 @@ class ScoringItem:
 class RunInput:
     run_dir: Path
     store: RunStore
-    manifest: dict[str, Any]
+    manifest: RunManifest
     dataset: Dataset
     items: list[ScoringItem]
 
@@ -139,5 +139,4 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
         )
     # A stable order makes scores.json byte-comparable across re-scorings.
     items.sort(key=lambda it: (it.record.unit_key, it.record.checkpoint, it.record.question_id))
-    return RunInput(run_dir=run_dir, store=store, manifest=manifest.as_dict(), dataset=ds,
-                    items=items)
+    return RunInput(run_dir=run_dir, store=store, manifest=manifest, dataset=ds, items=items)

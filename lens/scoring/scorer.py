@@ -21,7 +21,7 @@ from lens.data.config import RunConfig
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
 from lens.runs.events import ScoringDone
-from lens.runs.store import RunStore, atomic_write_text
+from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
 from lens.scoring.judging.extra_judges import ExtraJudgeResult, extra_judges
@@ -101,7 +101,7 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
 async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
     run = load_run(run_dir, dataset_path=plan.dataset_path)
     if plan.run_finished:
-        run.manifest = {**run.manifest, "status": "complete"}
+        run.manifest = run.manifest.model_copy(update={"status": "complete"})
     try:
         notes = _apply_subset(run, plan)
         errata = load_errata(plan.errata) if plan.errata is not None else None
@@ -113,7 +113,7 @@ async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
         run.store.close()
     if plan.target == "scores":
         # Scenario plugins grade the run now, so a report only ever reads the run.
-        after_scoring(run.run_dir, run.manifest)
+        after_scoring(run.run_dir, run.manifest.as_dict())
     return outcome
 
 
@@ -139,7 +139,8 @@ def _apply_subset(run: RunInput, plan: ScoringPlan) -> list[str]:
         return []
     from lens.runs.certification import load_certification
 
-    path = plan.dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
+    path = plan.dataset_path or run.manifest.dataset_config(run.run_dir / MANIFEST).path
+    assert path is not None  # load_run refuses a run without its dataset's path
     cert = load_certification(path)
     keep = cert.certified()
     run.items = [it for it in run.items

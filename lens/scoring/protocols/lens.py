@@ -20,7 +20,6 @@ import lens.scoring.metrics as registry
 from lens.data.dataset import QuestionType
 from lens.data.scoring_names import JUDGE_GRADERS
 from lens.runs.condition import stable_hash
-from lens.runs.manifest import dropped_questions
 from lens.scoring.condition import scoring_condition
 from lens.scoring.errata import Errata, apply_errata
 from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline, offline_grades
@@ -182,7 +181,7 @@ def _with_errata(run: RunInput, errata: Errata) -> tuple[str, int]:
     fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id)
     # Questions the run left out (invalid, excluded here) are not in the dataset it scores:
     # their entries matched, before the run.
-    dropped = {d.question_id for d in dropped_questions(run.manifest)}
+    dropped = {d.question_id for d in run.manifest.dataset.dropped}
     left_out = sorted(dropped & set(errata.entries))
     report.unmatched = [q for q in report.unmatched if q not in dropped]
     report.excluded.extend(left_out)

@@ -117,7 +117,7 @@ async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
                        aggregates=_aggregates(protocol,
                                               [r for r in rows if r.question is not None]),
                        notes=[*notes, *_notes(protocol, model, report, pj, rows),
-                              *protocol.run_notes(run.manifest),
+                              *protocol.run_notes(run.manifest.as_dict()),
                               *protocol.score_notes(
                                   [(r.scores.detail["protocol"]["group"], r.scores.metrics)
                                    for r in rows if r.question is not None])],
