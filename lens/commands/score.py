@@ -20,7 +20,6 @@ from lens.flow.bundle.rescore import unpack_for_rescore
 from lens.runs.events import ScoringDone
 from lens.runs.manifest import RecordedConfig, RunManifest
 from lens.runs.store import MANIFEST, RunStore
-from lens.scoring.judging.extra_judges import extra_judges
 from lens.scoring.judging.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
 from lens.scoring.plan import ScoringPlan, plan_for_config
@@ -179,8 +178,7 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
         # The judge it replaces stays one of the run's judges; its own extra scores go.
         _keep_as_extra(run_dir, settings, primary)
         judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
-    panel = (extra_judges(cfg.label, settings.judges[1:], run_dir) if cfg is not None else [])
-    plan = plan_for_config(settings, extra_judges=panel, **overrides)
+    plan = plan_for_config(settings, panel_of=run_dir, **overrides)
     result = eventloop.run(lambda: score(run_dir, plan))
     scores, more = result.scores, result.extras
     print(render_summary(scores, result.done))

@@ -23,6 +23,7 @@ from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
 from lens.runs.manifest import RecordedConfig
 from lens.scoring.grading.offline_grader import OfflineGrader
+from lens.scoring.judging.extra_judges import extra_judges
 from lens.scoring.measures.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
 from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import RunScores
@@ -160,13 +161,14 @@ def plan_from_settings(scoring: ScoringConfig, judge_config: JudgeConfig | None,
 
 
 def plan_for_config(config: RunConfig | RecordedConfig, *, judge: ModelClient | None = None,
-                    extra_judges: Sequence[JudgeConfig] = (),
-                    **overrides: Any) -> ScoringPlan:
+                    panel_of: Path | None = None, **overrides: Any) -> ScoringPlan:
     """The plan a run config says, for ``lens run`` at the end of a run and ``lens score`` over
     a stored one (``config``: the run's config, or the sections its manifest recorded): its
     judge (``judge``, a client the caller owns, else one made from ``judge_config``, by default
-    the config's), the other judges of its panel (``extra_judges``), and the keywords of
-    :func:`plan_from_settings` given in ``overrides`` (``lens score``'s flags)."""
+    the config's), and the keywords of :func:`plan_from_settings` given in ``overrides``
+    (``lens score``'s flags). With ``panel_of`` (the run directory) the panel's other judges
+    score beside the primary: the config's judges after the first, then every judge added to
+    the run before."""
     settings: dict[str, Any] = {"judge_config": config.judge,
                                 "dataset_path": config.dataset.path, "run_finished": True,
                                 "agent_model": config.agent.model}
@@ -174,5 +176,7 @@ def plan_for_config(config: RunConfig | RecordedConfig, *, judge: ModelClient | 
     if settings["dataset_path"] is None:
         settings["dataset_path"] = config.dataset.path
     judge_config = settings.pop("judge_config")
+    panel = (extra_judges(judge_config.label, list(config.judges or [])[1:], panel_of)
+             if panel_of is not None and judge_config is not None else [])
     return plan_from_settings(config.scoring, judge_config, config.cache, judge=judge,
-                              extra_judges=extra_judges, **settings)
+                              extra_judges=panel, **settings)

@@ -24,7 +24,7 @@ from lens.runs.events import ScoringDone
 from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
-from lens.scoring.judging.extra_judges import ExtraJudgeResult, extra_judges
+from lens.scoring.judging.extra_judges import ExtraJudgeResult
 from lens.scoring.judging.judge_panel import write_judge_scores
 from lens.scoring.plan import (
     ALL_TIERS,
@@ -183,8 +183,6 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
     and closed afterwards; tier 1 only when the config names no judge."""
     if not config.scoring.enabled:
         return None
-    panel = (extra_judges(config.judge.label, config.all_judges()[1:], Path(run_dir))
-             if config.judge is not None else [])
     result = await score(Path(run_dir), plan_for_config(config, judge=judge,
-                                                        extra_judges=panel))
+                                                        panel_of=Path(run_dir)))
     return result.scores
