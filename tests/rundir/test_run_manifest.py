@@ -123,3 +123,19 @@ def test_lens_score_rescores_an_old_run_to_the_same_numbers(tmp_path: Path, lens
     assert done.errata == "errata.yaml"
     # Re-scoring migrated nothing into the file: scoring only reads the manifest.
     assert "manifest_version" not in store.manifest_data()
+
+
+def test_an_erratum_naming_a_dropped_question_counts_as_excluded_for_every_protocol() -> None:
+    from lens.data.dataset_load import load_dataset_dropping
+    from lens.scoring.errata import apply_errata, load_errata
+
+    dataset, dropped = load_dataset_dropping(OLD_RUN / "dataset.json", drop_invalid=True)
+    assert [d.question_id for d in dropped] == ["ops_s7_01_q04_negative"]
+    errata = load_errata(OLD_RUN / "errata.yaml")
+    _, plain = apply_errata(dataset.questions, errata, dataset_id=dataset.dataset_id)
+    assert plain.unmatched == ["ops_s7_01_q04_negative"] and plain.excluded == []
+    # The one rule lens's protocol and the published ones both apply.
+    _, report = apply_errata(dataset.questions, errata, dataset_id=dataset.dataset_id,
+                             dropped=[d.question_id for d in dropped])
+    assert report.unmatched == [] and report.excluded == ["ops_s7_01_q04_negative"]
+    assert report.questions == plain.questions + 1

@@ -97,8 +97,10 @@ async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
     fixed: dict[tuple[str, str], Question | None] | None = None
     report: ErrataReport | None = None
     if errata is not None:
+        # Questions the run left out count as the lens protocol counts them.
         fixed, report = apply_errata(run.dataset.questions, errata,
-                                     dataset_id=run.dataset.dataset_id)
+                                     dataset_id=run.dataset.dataset_id,
+                                     dropped=[d.question_id for d in run.manifest.dataset.dropped])
     judge = plan.judge
     rows = _question_rows(run, protocol, fixed, judged=judge is not None)
     pj: ProtocolJudge | None = None
