@@ -116,11 +116,11 @@ def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     # Reading for a report must not touch the run: open() repairs a torn events tail.
     store = RunStore.open(Path(run_dir)) if write else RunStore(Path(run_dir))
     manifest = store.manifest()
-    ds = load_dataset(manifest["dataset"]["path"])
+    ds = load_dataset(manifest.dataset.path or "")
     rows = rows_from_dataset(ds)
     uids = uid_index(ds)
     cell_of = {s.scope_id: s.meta.get("goldevidence", {}) for s in ds.scopes}
-    adapter_opts = {a.get("label") or a["name"]: a for a in manifest["config"]["adapters"]}
+    adapter_opts = {a.get("label") or a["name"]: a for a in manifest.config["adapters"]}
     groups: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
     for rec in store.load_records():
         if rec.question_id not in rows:
@@ -155,7 +155,7 @@ def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         for (adapter, repeat), preds in sorted(pooled_preds.items()):
             pooled.append(entry(adapter, "*", repeat, preds,
                                 {"state_mode": "all", "profile": "all", "seed": "all"}))
-    report = {"run_dir": str(run_dir), "agent_model": manifest["config"]["agent"]["model"],
+    report = {"run_dir": str(run_dir), "agent_model": manifest.config["agent"]["model"],
               "groups": out_groups, "pooled": pooled}
     if not write:
         return report

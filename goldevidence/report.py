@@ -38,7 +38,8 @@ def load_grades(run_dir: str | Path) -> dict[str, Any] | None:
     root = Path(run_dir)
     path = root / "goldevidence" / "grades.json"
     if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+        grades: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return grades
     manifest = root / "manifest.json"
     if not manifest.is_file():
         return None

@@ -64,7 +64,8 @@ class LinearSelector:
         z = features(cands, question) @ self.weights
         z = z - z.max()
         p = np.exp(z)
-        return p / p.sum()
+        out: np.ndarray = p / p.sum()
+        return out
 
     def pick(self, cands: Sequence[Entry], question: str) -> int:
         return int(np.argmax(self.scores(cands, question)))

@@ -129,12 +129,19 @@ def _describe(group: set[str], graph: dict[str, set[str]]) -> str:
 def test_the_graph_sees_each_kind_of_import() -> None:
     graph = import_graph()
     assert "lens.core.plugins" in graph["lens.memory.adapter"]  # from lens.core import plugins
-    assert "lens" in graph["lens.runs.condition"]  # from lens import __version__
+    assert "lens.core.distribution" in graph["lens.runs.condition"]  # from … import version
     assert "lens.report.fmt" in graph["lens.report.html"]  # import lens.report.fmt as fmt
     assert "lens.data.config" in graph["lens.commands.cache"]  # imported inside a function
     assert "lens.report" in graph["lens.plugin_api"]  # the package runs first
     # A module's own package is not an edge just for being its parent.
     assert "lens.report" not in graph["lens.report.fmt"]
+
+
+def test_no_module_imports_the_public_api() -> None:
+    """``lens/__init__.py`` is for users: a module of lens importing it climbs back up."""
+    graph = import_graph()
+    assert [m for m, deps in sorted(graph.items()) if m.startswith("lens.") and "lens" in deps] \
+        == []
 
 
 def test_a_planted_cycle_is_found() -> None:

@@ -83,7 +83,7 @@ def _import_cognee() -> Any:
         import dotenv
 
         load_dotenv = dotenv.load_dotenv
-        dotenv.load_dotenv = lambda *args, **kwargs: False  # type: ignore[assignment]  # a stub
+        dotenv.load_dotenv = lambda *args, **kwargs: False  # a stub
         try:
             # Cognee's modules use names their libraries deprecate (warnings for Cognee's
             # authors, not for lens's users); the filters Cognee sets itself are kept.

@@ -65,7 +65,8 @@ def window(model: str, max_seq_length: int | None = None) -> int:
 def _erf(x: Matrix) -> Matrix:
     from scipy.special import erf
 
-    return erf(x).astype(np.float32, copy=False)
+    out: Matrix = erf(x).astype(np.float32, copy=False)
+    return out
 
 
 def _gelu(x: Matrix) -> Matrix:
@@ -76,7 +77,8 @@ def _gelu(x: Matrix) -> Matrix:
 def _layer_norm(x: Matrix, gamma: Matrix, beta: Matrix, eps: float) -> Matrix:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+    out: Matrix = (x - mean) / np.sqrt(var + eps) * gamma + beta
+    return out
 
 
 @dataclass
@@ -186,7 +188,8 @@ class MiniLMEncoder:
         summed = (self.hidden_states(ids, mask) * mask[:, :, None]).sum(axis=1)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        out: Matrix = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return out
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> Matrix:
         """Unit-length embeddings, one row per text, in input order."""

@@ -90,7 +90,7 @@ def _import_mem0() -> Any:
     import mem0.memory.telemetry as mem0_telemetry
 
     mem0_telemetry.MEM0_TELEMETRY = False
-    mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]  # mem0's own switch
+    mem0_main.MEM0_TELEMETRY = False  # mem0's own switch
     mem0_telemetry.client_telemetry.close()
     for name in ("mem0", "mem0.memory.main"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -98,7 +98,7 @@ def _import_mem0() -> Any:
 
 
 def _make_embedder(base: type, embedder: Embedder) -> Any:
-    class LensEmbedding(base):  # type: ignore[misc, valid-type]  # base imported at run time
+    class LensEmbedding(base):  # base imported at run time
         def __init__(self) -> None:
             super().__init__(None)
 
@@ -122,7 +122,7 @@ def _make_llm(base: type, config: ModelConfig, cache: CacheConfig, max_cost_usd:
 
     client = create_client(config, cache=cache, max_cost_usd=max_cost_usd)
 
-    class LensLLM(base):  # type: ignore[misc, valid-type]  # base imported at run time
+    class LensLLM(base):  # base imported at run time
         def __init__(self) -> None:
             self.config = None
 

@@ -107,7 +107,8 @@ def has_letter(token: str) -> bool:
 def sif_weights(vocab_size: int) -> NDArray[np.float64]:
     """SIF weights ``a / (a + p)`` with ``p`` a Zipf estimate of frequency from vocabulary rank."""
     zipf = 1.0 / np.arange(1, vocab_size + 1, dtype=np.float64)
-    return SIF_A / (SIF_A + zipf / zipf.sum())
+    weights: NDArray[np.float64] = SIF_A / (SIF_A + zipf / zipf.sum())
+    return weights
 
 
 def token_weights(tokens: Sequence[str]) -> NDArray[np.float64]:

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from lens import __version__
 from lens.commands import (
     adapters,
     cache,
@@ -29,6 +28,7 @@ from lens.commands import (
     view,
 )
 from lens.core import logs
+from lens.core.distribution import version as lens_version
 from lens.core.errors import UserError
 from lens.core.redact import register_env_secrets, scrub_standard_streams
 
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lens", description="Evaluate AI memory systems over time."
     )
-    parser.add_argument("--version", action="version", version=f"lens {__version__}")
+    parser.add_argument("--version", action="version", version=f"lens {lens_version()}")
     parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL,
                         help="which log messages reach stderr (default %(default)s; 'info' "
                              "adds model-call retries)")

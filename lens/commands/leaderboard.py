@@ -30,5 +30,5 @@ def _leaderboard(args: argparse.Namespace) -> int:
     folders = write_submission(args.run_dir, args.out, method=args.method, force=args.force)
     for folder in folders:
         print(f"wrote {folder}")
-    print(reader_note(RunStore.open(args.run_dir).manifest()))
+    print(reader_note(RunStore.open(args.run_dir).manifest().as_dict()))
     return 0

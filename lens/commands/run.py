@@ -150,7 +150,7 @@ def resume_command(config: str, run_dir: Path, overrides: Overrides | None = Non
 
 def unknown_usage(run_dir: Path) -> UnknownUsage | None:
     """The run's model calls whose usage was unreadable, from its manifest."""
-    return unknown_usage_of(RunStore(run_dir).manifest())
+    return unknown_usage_of(RunStore(run_dir).manifest_data())
 
 
 def _counts(outcome: RunOutcome) -> str:

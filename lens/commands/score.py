@@ -14,14 +14,15 @@ from lens.core import eventloop
 from lens.core.errors import ConfigError, UserError
 from lens.core.redact import register_config_secrets
 from lens.core.visible import visible
-from lens.data.config import CacheConfig, JudgeConfig, ScoringConfig
+from lens.data.config import JudgeConfig, ScoringConfig
 from lens.data.scoring_names import FACT_GRADERS, PROTOCOL_NAMES
 from lens.flow.bundle.rescore import unpack_for_rescore
-from lens.runs.store import RunStore
-from lens.scoring.judging.extra_judges import extra_judges
+from lens.runs.events import ScoringDone
+from lens.runs.manifest import RecordedConfig, RunManifest
+from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.judging.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
-from lens.scoring.plan import ScoringPlan, plan_from_settings
+from lens.scoring.plan import ScoringPlan, plan_for_config
 from lens.scoring.scorer import SCORES_FILE, score
 from lens.scoring.types import RunScores
 
@@ -73,33 +74,33 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_score)
 
 
-def judge_config(run_config: dict[str, Any], model: str | None) -> JudgeConfig | None:
+def judge_config(settings: RecordedConfig, model: str | None) -> JudgeConfig | None:
     """The judge's settings: ``--judge MODEL`` if given (keeping the run's settings for it when
     the run configured the same judge; ``MODEL#version`` names a prompt version), else the run
     config's judge, else none."""
-    configured = run_config.get("judge")
+    if model is None:
+        return settings.judge
+    for cfg in [settings.judge, *settings.judges]:
+        if cfg is not None and model in (cfg.label, cfg.model) and (
+                cfg.prompts == "lens" or "#" in model):
+            return cfg
+    base, _, version = model.partition("#")
     try:
-        if model is None:
-            return JudgeConfig.model_validate(configured) if configured else None
-        for known in [configured, *(run_config.get("judges") or [])]:
-            if known:
-                cfg = JudgeConfig.model_validate(known)
-                if model in (cfg.label, cfg.model) and (cfg.prompts == "lens" or "#" in model):
-                    return cfg
-        base, _, version = model.partition("#")
         return JudgeConfig.model_validate({"model": base, "prompts": version or "lens"})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "model"
         hint = ("prompt versions: lens, strict, lenient" if where == "prompts"
                 else "use provider/model, e.g. openai/gpt-4o-mini")
-        raise ConfigError(f"judge model {model or configured!r}: field '{where}': "
+        raise ConfigError(f"judge model {model!r}: field '{where}': "
                           f"{first['msg']} ({hint})") from None
 
 
-def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
-    raw = dict(run_config.get("scoring") or {})
-    weights = raw.get("weights")
+def recorded_settings(manifest: RunManifest, source: Path) -> RecordedConfig:
+    """The run config's scoring sections, read once through the config's models. A weight on a
+    metric that has since left the composite is dropped with a note rather than refused."""
+    config = manifest.config
+    weights = (config.get("scoring") or {}).get("weights")
     never = unweighted()
     if isinstance(weights, dict) and any(weights.get(m) for m in never):
         # A run configured before such a metric left the composite: re-score it without that
@@ -107,31 +108,10 @@ def scoring_config(run_config: dict[str, Any]) -> ScoringConfig:
         for name in sorted(m for m in never if weights.get(m)):
             print(f"note: the run's config weights {name}; it is reported beside the "
                   "composite, never in it, so that weight is ignored")
-        raw["weights"] = {k: v for k, v in weights.items() if k not in never}
-    try:
-        return ScoringConfig.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"run manifest: field 'config.scoring."
-                          f"{'.'.join(str(x) for x in first['loc'])}': {first['msg']}") from None
-
-
-def _cache_config(run_config: dict[str, Any]) -> CacheConfig:
-    try:
-        return CacheConfig.model_validate(run_config.get("cache") or {})
-    except ValidationError:
-        return CacheConfig()
-
-
-def _configured_judges(run_config: dict[str, Any]) -> list[JudgeConfig]:
-    """The run config's ``judges:`` (readable ones), the primary first."""
-    out = []
-    for raw in run_config.get("judges") or []:
-        try:
-            out.append(JudgeConfig.model_validate(raw))
-        except ValidationError:
-            continue
-    return out
+        scoring = {**config["scoring"],
+                   "weights": {k: v for k, v in weights.items() if k not in never}}
+        manifest = manifest.model_copy(update={"config": {**config, "scoring": scoring}})
+    return manifest.settings(source)
 
 
 def _primary_label(run_dir: Path) -> str | None:
@@ -174,38 +154,34 @@ def _score_bundle(bundle: Path, args: argparse.Namespace) -> int:
 def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
                errata: Path | None) -> int:
     manifest = RunStore.open(run_dir).manifest()
-    run_config = manifest.get("config") or {}
-    register_config_secrets(run_config)  # the judge's key, by the variable the run named
-    scoring = scoring_config(run_config)
-    # The judge is read only when a tier needs it, so `--tier 1` never fails on its settings.
-    cfg = judge_config(run_config, args.judge) if args.tier > 1 else None
-    cache = _cache_config(run_config)
+    register_config_secrets(manifest.config)  # the judge's key, by the variable the run named
+    settings = recorded_settings(manifest, run_dir / MANIFEST)
+    # The judge is asked only when a tier needs it.
+    cfg = judge_config(settings, args.judge) if args.tier > 1 else None
     primary = _primary_label(run_dir)
     adding = bool(cfg is not None and args.judge and not args.primary
                   and primary not in (None, cfg.label))
-    # Each flag given overrides the run config's setting.
+    # Each flag given overrides the run config's setting; the run is over when its manifest
+    # says so (run_finished=None).
     overrides: dict[str, Any] = dict(
-        tiers=set(range(1, args.tier + 1)),
+        judge_config=cfg, tiers=set(range(1, args.tier + 1)),
         fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
         concurrency=args.concurrency, protocol=args.protocol, errata=errata,
         subset=args.subset, dataset_path=dataset, judge_prompt_file=args.judge_prompt_file,
-        agent_model=str((run_config.get("agent") or {}).get("model", "")))
+        run_finished=None)
     if adding:
         # The run keeps its primary judge; this one is added beside it.
         assert cfg is not None
-        plan = plan_from_settings(scoring, cfg, cache, target="judge_scores", **overrides)
+        plan = plan_for_config(settings, target="judge_scores", **overrides)
         return _add_judge(run_dir, plan, cfg, primary)
     if cfg is not None and args.primary and primary not in (None, cfg.label):
         # The judge it replaces stays one of the run's judges; its own extra scores go.
-        _keep_as_extra(run_dir, run_config, primary)
+        _keep_as_extra(run_dir, settings, primary)
         judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
-    panel = (extra_judges(cfg.label, _configured_judges(run_config)[1:], run_dir)
-             if cfg is not None else [])
-    plan = plan_from_settings(scoring, cfg, cache, extra_judges=panel, **overrides)
+    plan = plan_for_config(settings, panel_of=run_dir, **overrides)
     result = eventloop.run(lambda: score(run_dir, plan))
     scores, more = result.scores, result.extras
-    done = [e for e in RunStore.open(run_dir).events() if e.get("kind") == "scoring_done"]
-    print(render_summary(scores, done[-1] if done else {}))
+    print(render_summary(scores, result.done))
     print(f"scores: {run_dir / SCORES_FILE}")
     if more:
         print(render_judge_ranges(scores, [m.scores for m in more]))
@@ -215,8 +191,8 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
     return exit_status(run_dir, args.fail_on)
 
 
-def _keep_as_extra(run_dir: Path, run_config: dict[str, Any], label: str) -> None:
-    old = judge_config(run_config, label)
+def _keep_as_extra(run_dir: Path, settings: RecordedConfig, label: str) -> None:
+    old = judge_config(settings, label)
     if old is not None:
         scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text("utf-8"))
         write_judge_scores(run_dir, old, scores)
@@ -265,7 +241,7 @@ def _fmt(v: float | None) -> str:
     return "  -  " if v is None else f"{v:5.3f}"
 
 
-def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str:
+def render_summary(scores: RunScores, last: ScoringDone | None = None) -> str:
     """A plain-text table of the per-adapter aggregates, judge noise and notes."""
     if "protocol" in scores.settings:
         return render_protocol_summary(scores)
@@ -283,10 +259,10 @@ def render_summary(scores: RunScores, last: dict[str, Any] | None = None) -> str
     j = scores.judge
     if j.model:
         rate = "unknown" if j.disagreement_rate is None else f"{j.disagreement_rate:.3f}"
-        last = last or {}
+        calls = "?" if last is None else last.new_judge_calls
+        reused = "?" if last is None else last.reused_verdicts
         lines.append(f"judge {visible(j.model)}: {j.verdicts} verdict(s) "
-                     f"({last.get('new_judge_calls', '?')} new call(s), "
-                     f"{last.get('reused_verdicts', '?')} reused), {j.errors} failed, "
+                     f"({calls} new call(s), {reused} reused), {j.errors} failed, "
                      f"{j.invalid} unreadable; "
                      f"position-swap disagreement {rate} over {j.pairs} pairs")
     else:

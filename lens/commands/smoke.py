@@ -74,7 +74,7 @@ def run_smoke() -> list[str]:
         if null is None or null.retrieved_refs:
             failures.append("the null adapter returned something")
         manifest = RunStore(outcome.run_dir).manifest()
-        if manifest.get("status") != "complete" or len(manifest.get("condition_hash", "")) != 64:
+        if manifest.status != "complete" or len(manifest.condition_hash or "") != 64:
             failures.append("manifest incomplete")
     return failures
 

@@ -14,6 +14,7 @@ import tomllib
 from functools import cache
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 DISTRIBUTION = "lens-memory-eval"
@@ -22,7 +23,7 @@ _SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 @cache
-def _checkout_pyproject() -> dict | None:
+def _checkout_pyproject() -> dict[str, Any] | None:
     """The pyproject of the checkout lens is imported from, when it is lens's own."""
     try:
         data = tomllib.loads((_SOURCE_ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -28,7 +28,8 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # generi
     made: a stream swapped later (a test's capture, a redirect) is followed, and a closed one is
     never written to."""
 
-    @property  # type: ignore[override]  # a property over the base's attribute, on purpose
+    # A property over the base's attribute, on purpose.
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 

@@ -46,7 +46,7 @@ def _same_key(node: yaml.Node, part: Any) -> bool:
         return False
     if isinstance(part, bool):
         return _as_bool(node) is part
-    return node.value == str(part)
+    return bool(node.value == str(part))
 
 
 def _as_bool(node: yaml.ScalarNode) -> bool | None:
@@ -58,7 +58,7 @@ def _as_bool(node: yaml.ScalarNode) -> bool | None:
 def spelled(node: yaml.Node | None) -> str | None:
     """The value as written in the file, when it is a plain scalar."""
     if isinstance(node, yaml.ScalarNode):
-        return node.value
+        return str(node.value)
     return None
 
 

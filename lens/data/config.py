@@ -426,7 +426,7 @@ class _NoAliasLoader(yaml.SafeLoader):
     """A safe loader that refuses anchors/aliases: they are the vector of 'billion laughs'."""
 
     # The arguments pass through to the loader's own method.
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]  # stubs narrower
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise ConfigError(

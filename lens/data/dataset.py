@@ -153,7 +153,7 @@ class GroundTruth(_Model):
     @model_serializer(mode="wrap")
     def _drop_absent_conclusion(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Ground truth without a conclusion dumps (and hashes) as it always did.
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if data.get("conclusion") is None:
             data.pop("conclusion", None)
         return data
@@ -200,7 +200,7 @@ class Question(_Model):
     @model_serializer(mode="wrap")
     def _drop_absent_timing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A question without a time dumps (and hashes) as it always did.
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if data.get("asked_at") is None:
             data.pop("asked_at", None)
         if not data.get("allow_later_episodes"):

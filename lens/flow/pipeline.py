@@ -36,6 +36,7 @@ from lens.report import ReportPaths, write_reports
 from lens.runner.gateway.plan import needs_gateway
 from lens.runner.orchestrator import Runner, RunProgress, RunSummary
 from lens.runs.condition import condition, condition_hash, package_versions
+from lens.runs.manifest import MANIFEST_VERSION, RunManifest
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.errata import load_errata
 from lens.scoring.judging.judge_panel import with_prompts
@@ -253,16 +254,18 @@ def check_run(config: RunConfig, config_file: str, overrides: Overrides | None, 
     models' providers, the dataset (read once, as the run will read it), the adapters, the
     executor and a certified subset. ``lens plan CONFIG`` prices only what passes these."""
     check_models(config, config_file, agent_given=agent_given)
+    return check_dataset_and_arms(config, config_file, overrides, drop_invalid=drop_invalid)
+
+
+def check_dataset_and_arms(config: RunConfig, config_file: str, overrides: Overrides | None, *,
+                           drop_invalid: bool = False
+                           ) -> tuple[Dataset, list[DroppedQuestion]]:
+    """The dataset (read once, as the run will read it), the adapters, the executor and a
+    certified subset."""
     dataset, dropped = prepare_dataset(config, config_file, drop_invalid=drop_invalid)
     check_adapters(config, config_file, overrides)
     check_executor(config, config_file)
-    if config.scoring.enabled and config.scoring.subset == "certified":
-        from lens.runs.certification import load_certification
-
-        try:
-            load_certification(config.dataset.path)
-        except UserError as exc:
-            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
+    check_certified_subset(config, config_file)
     return dataset, dropped
 
 
@@ -285,9 +288,10 @@ def new_run_id() -> str:
 
 def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
                    dropped: list[DroppedQuestion] | None = None,
-                   overrides: Overrides | None = None) -> dict[str, object]:
+                   overrides: Overrides | None = None) -> RunManifest:
     cond = condition(config, dataset)
     manifest: dict[str, object] = {
+        "manifest_version": MANIFEST_VERSION,
         "run_id": run_id,
         "created_at": now_iso(),
         "status": "running",
@@ -314,7 +318,7 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
     if overrides:
         # What the command line changed in the config file (``config`` has it applied).
         manifest["overrides"] = overrides.as_args()
-    return manifest
+    return RunManifest.model_validate(manifest)
 
 
 # How often a run in flight records its model usage (when it changed) for `lens view`.
@@ -328,7 +332,9 @@ def usage_brief(usage: dict[str, Any]) -> dict[str, Any]:
     by_role = {role: {k: u.get(k) for k in keep}
                for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
     # Endpoints are named by URL, and a URL may carry a password.
-    return redact({"by_role": by_role, "rate_limited": usage.get("rate_limited") or {}})
+    brief: dict[str, Any] = redact({"by_role": by_role,
+                                    "rate_limited": usage.get("rate_limited") or {}})
+    return brief
 
 
 async def log_usage(store: RunStore, runtime: ModelRuntime,
@@ -364,61 +370,25 @@ def execute(
     its ``stopping`` section stopped and answers the rest."""
     config_file = str(config_path)
     stage = stages.stage if stages is not None else (lambda name: None)
-    config = load_run_config(config_file, overrides)
-    register_env_secrets()
-    register_config_secrets(config.model_dump(mode="json"))
-    check_scoring(config, config_file)
-    check_stopping(config, config_file)
-    if continue_past_stop and resume is None:
-        raise UserError("--continue-past-stop needs --resume RUN_DIR (the stopped run)")
-    check_paths(config, config_file, out, resume is not None)
-    dataset, dropped = check_run(config, config_file, overrides, agent_given=model is not None,
-                                 drop_invalid=drop_invalid)
+    config = validate(config_file, overrides, out=out, resume=resume, model=model,
+                      continue_past_stop=continue_past_stop)
+    dataset, dropped = check_dataset_and_arms(config, config_file, overrides,
+                                              drop_invalid=drop_invalid)
     run_id = new_run_id()
     runtime = ModelRuntime.for_run(config, run_id)
-    try:
-        client = model or runtime.client(config.agent)
-    except ConfigError as exc:
-        raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
-    try:
-        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
-                 if config.judge is not None else None)
-    except ConfigError as exc:
-        raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
+    client, judge = run_clients(config, config_file, runtime, model)
     gateway = model_gateway(config, config_file, runtime)
     if resume is not None:
-        store = RunStore.open(resume)
-        manifest = store.manifest()
-        expected = condition(config, dataset)
-        if manifest.get("condition_hash") != condition_hash(expected):
-            old = manifest.get("condition", {})
-            fields = sorted(k for k in expected if old.get(k) != expected[k])
-            raise UserError(
-                f"{resume}: cannot resume: the config or dataset differ from the run's condition "
-                f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
-            )
-        adapter_changes = resume_check(manifest, config, resume, accept_adapter_change)
-        manifest["status"] = "running"
-        manifest.setdefault("resumed_at", []).append(now_iso())
-        store.write_manifest(manifest)
-        for label, diff in sorted(adapter_changes.items()):
-            store.append_event(ACCEPTED_EVENT, arm=label, changes=diff)
+        store = reopen_run(resume, config, dataset, accept_adapter_change)
     else:
-        manifest = build_manifest(config, dataset, run_id, dropped, overrides)
-        store = RunStore.create(out or config.out_dir, config.name, run_id, manifest)
+        store = RunStore.create(out or config.out_dir, config.name, run_id,
+                                build_manifest(config, dataset, run_id, dropped, overrides))
     if on_run_dir is not None:
         on_run_dir(store.root)
-
-    stopper = None
-    if config.stopping is not None and continue_past_stop:
-        store.append_event(OVERRIDE_EVENT, reason="--continue-past-stop: every unit is answered")
-    elif config.stopping is not None:
-        stopper = RunStopper(config, store, scope_order(dataset),
-                             questions_total=len(dataset.questions) * len(config.adapters)
-                             * config.repeats)
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway,
-                                   stop_rule=stopper)
+                                   stop_rule=run_stopper(config, store, dataset,
+                                                         continue_past_stop))
     # The runner holds the only copy, released before scoring loads the dataset again: a large
     # dataset is never in memory twice.
     del dataset
@@ -427,14 +397,7 @@ def execute(
         nonlocal runner
         try:
             assert runner is not None
-            if gateway is not None:
-                await gateway.start()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(log_usage, store, runtime)
-                summary = await runner.run()
-                tg.cancel_scope.cancel()
-            if gateway is not None:
-                await gateway.aclose()
+            summary = await answer_all(runner, store, runtime, gateway)
             runner = None
             store.close()
             if config.scoring.enabled:
@@ -450,23 +413,128 @@ def execute(
             await runtime.aclose()
 
     status = "interrupted"
+    summary: RunSummary | None = None
     try:
         summary = eventloop.run(main)
         status = "complete" if summary.units_failed == 0 else "complete_with_errors"
     finally:
-        store.close()
-        manifest = store.manifest()
-        # Usage is keyed by endpoint, and an endpoint's URL may carry a password.
-        manifest["usage"] = redact(runtime.usage())
-        manifest["status"] = status
-        manifest["finished_at"] = now_iso()
-        if config.stopping is not None:
-            # Whether the last session stopped early (its verdict settled) or answered all.
-            manifest["stopped_early"] = status != "interrupted" and summary.stopped
-        store.write_manifest(manifest)
+        finish_manifest(store, config, runtime, status, summary)
+    assert summary is not None  # eventloop.run returned
     reports = None
     if config.report and config.scoring.enabled:
         stage("writing the reports")
         reports = write_reports(store.root)
     stage(None)
     return RunOutcome(run_dir=store.root, summary=summary, reports=reports)
+
+
+def validate(config_file: str, overrides: Overrides | None, *, out: Path | None,
+             resume: Path | None, model: ModelClient | None,
+             continue_past_stop: bool) -> RunConfig:
+    """The config, its secrets registered for redaction, and every check that needs no
+    dataset: all before anything is written."""
+    config = load_run_config(config_file, overrides)
+    register_env_secrets()
+    register_config_secrets(config.model_dump(mode="json"))
+    check_scoring(config, config_file)
+    check_stopping(config, config_file)
+    if continue_past_stop and resume is None:
+        raise UserError("--continue-past-stop needs --resume RUN_DIR (the stopped run)")
+    check_paths(config, config_file, out, resume is not None)
+    check_models(config, config_file, agent_given=model is not None)
+    return config
+
+
+def check_certified_subset(config: RunConfig, config_file: str) -> None:
+    if config.scoring.enabled and config.scoring.subset == "certified":
+        from lens.runs.certification import load_certification
+
+        try:
+            load_certification(config.dataset.path)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field 'scoring.subset': {exc.args[0]}") from None
+
+
+def run_clients(config: RunConfig, config_file: str, runtime: ModelRuntime,
+                model: ModelClient | None) -> tuple[ModelClient, ModelClient | None]:
+    """The agent's client (``model`` when given) and the primary judge's, if any."""
+    try:
+        client = model or runtime.client(config.agent)
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
+    try:
+        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
+                 if config.judge is not None else None)
+    except ConfigError as exc:
+        raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
+    return client, judge
+
+
+def reopen_run(resume: Path, config: RunConfig, dataset: Dataset,
+               accept_adapter_change: bool = False) -> RunStore:
+    """The run directory to resume, refused when the config or dataset changed its
+    condition or an arm's adapter changed (unless accepted, which the events record); its
+    manifest marks it running again."""
+    store = RunStore.open(resume)
+    manifest = store.manifest()
+    expected = condition(config, dataset)
+    if manifest.condition_hash != condition_hash(expected):
+        old = manifest.condition
+        fields = sorted(k for k in expected if old.get(k) != expected[k])
+        raise UserError(
+            f"{resume}: cannot resume: the config or dataset differ from the run's condition "
+            f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
+        )
+    # The arms block is one of the manifest's open fields (kept as an extra).
+    extra = manifest.model_extra if manifest.model_extra is not None else {}
+    adapter_changes = resume_check(extra, config, resume, accept_adapter_change)
+    manifest.status = "running"
+    manifest.resumed_at = [*manifest.resumed_at, now_iso()]
+    store.write_manifest(manifest)
+    for label, diff in sorted(adapter_changes.items()):
+        store.append_event(ACCEPTED_EVENT, arm=label, changes=diff)
+    return store
+
+
+def run_stopper(config: RunConfig, store: RunStore, dataset: Dataset,
+                continue_past_stop: bool) -> RunStopper | None:
+    """The rule that stops the run once its verdict is known (the ``stopping`` section), or
+    None; a run continued past its stop records that it was."""
+    if config.stopping is None:
+        return None
+    if continue_past_stop:
+        store.append_event(OVERRIDE_EVENT, reason="--continue-past-stop: every unit is answered")
+        return None
+    return RunStopper(config, store, scope_order(dataset),
+                      questions_total=len(dataset.questions) * len(config.adapters)
+                      * config.repeats)
+
+
+async def answer_all(runner: Runner, store: RunStore, runtime: ModelRuntime,
+                     gateway: ModelGateway | None) -> RunSummary:
+    """Every unit's questions, with the gateway up and the usage logged while they run."""
+    if gateway is not None:
+        await gateway.start()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(log_usage, store, runtime)
+        summary = await runner.run()
+        tg.cancel_scope.cancel()
+    if gateway is not None:
+        await gateway.aclose()
+    return summary
+
+
+def finish_manifest(store: RunStore, config: RunConfig, runtime: ModelRuntime, status: str,
+                    summary: RunSummary | None) -> None:
+    """The manifest's end of the run: usage, status, when, and whether it stopped early."""
+    store.close()
+    manifest = store.manifest()
+    # Usage is keyed by endpoint, and an endpoint's URL may carry a password.
+    manifest.usage = redact(runtime.usage())
+    manifest.status = status
+    manifest.finished_at = now_iso()
+    if config.stopping is not None:
+        # Whether the last session stopped early (its verdict settled) or answered all.
+        manifest.stopped_early = status != "interrupted" and summary is not None \
+            and summary.stopped
+    store.write_manifest(manifest)

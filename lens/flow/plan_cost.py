@@ -131,7 +131,8 @@ class CostPlan:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(asdict(self)))
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))
+        return data
 
 
 def _search_shape(adapter: AdapterConfig, scope: Scope, question: Question,

@@ -227,22 +227,27 @@ class ThreadedAdapter(MemoryAdapter):
     async def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        return await self._call(self.inner.search, query, filters, limit)
+        results: list[SearchResult] = await self._call(self.inner.search, query, filters, limit)
+        return results
 
     async def retrieve(self, ref_id: str) -> Document | None:
-        return await self._call(self.inner.retrieve, ref_id)
+        doc: Document | None = await self._call(self.inner.retrieve, ref_id)
+        return doc
 
     async def get_capabilities(self) -> CapabilityManifest:
-        return await self._call(self.inner.get_capabilities)
+        caps: CapabilityManifest = await self._call(self.inner.get_capabilities)
+        return caps
 
     async def call_extended_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return await self._call(self.inner.call_extended_tool, name, arguments)
 
     async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
-        return await self._call(self.inner.standing_context, scope_id, checkpoint)
+        text: str | None = await self._call(self.inner.standing_context, scope_id, checkpoint)
+        return text
 
     async def model_usage(self) -> dict[str, Any] | None:
-        return await self._call(self.inner.model_usage)
+        usage: dict[str, Any] | None = await self._call(self.inner.model_usage)
+        return usage
 
     async def aclose(self) -> None:
         await self._call(self.inner.close)

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from lens import __version__
+from lens.core.distribution import version as lens_version
 
 # Far above any chat completion (a 128k-token answer is under 1 MiB of JSON), far below memory
 # trouble.
@@ -120,7 +120,7 @@ class JSONPoster:
 def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The headers of every JSON POST, with the caller's (credentials) on top."""
     return {"Content-Type": "application/json", "Accept": "application/json",
-            "User-Agent": f"lens/{__version__}", **headers}
+            "User-Agent": f"lens/{lens_version()}", **headers}
 
 
 def env_proxy(url: str) -> str | None:

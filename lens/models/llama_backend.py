@@ -94,7 +94,7 @@ def shared_model(settings: LlamaSettings) -> LoadedModel:
 def _gbnf(schema_json: str) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    return json_schema_to_gbnf(schema_json)
+    return str(json_schema_to_gbnf(schema_json))
 
 
 class LlamaCppClient:

@@ -157,5 +157,5 @@ def _marker_matches(marker: Path, target: Path, spec: LocalModel) -> bool:
     except (OSError, ValueError):
         return False
     st = target.stat()
-    return (data.get("sha256") == spec.sha256 and data.get("size") == st.st_size == spec.size
+    return bool(data.get("sha256") == spec.sha256 and data.get("size") == st.st_size == spec.size
             and data.get("mtime_ns") == st.st_mtime_ns)

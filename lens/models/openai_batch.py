@@ -81,7 +81,7 @@ class OpenAIBatchAPI:
         data = await self._json("file upload", "POST", "/files", data=form)
         if not isinstance(data.get("id"), str):
             raise ModelError("batch API file upload: the reply has no file id")
-        return data["id"]
+        return str(data["id"])
 
     async def create(self, input_file_id: str, *, endpoint: str = CHAT_ENDPOINT,
                      window: str = "24h", metadata: dict[str, str] | None = None

@@ -42,7 +42,7 @@ class _Wait:
         after = getattr(exc, "retry_after_s", None) if isinstance(exc, ProviderError) else None
         if after is not None:
             # The server said when; a little jitter keeps many clients from returning together.
-            return after + self.rng.uniform(0, min(1.0, self.policy.base_wait_s))
+            return float(after) + self.rng.uniform(0, min(1.0, self.policy.base_wait_s))
         ceiling = min(self.policy.max_wait_s,
                       self.policy.base_wait_s * 2 ** (state.attempt_number - 1))
         return self.rng.uniform(0, ceiling)

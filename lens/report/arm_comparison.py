@@ -77,7 +77,8 @@ def arm_estimates(arm: Arm, metrics: Sequence[str], confidence: float = 0.95
 
 
 def _group_results(a: Arm, b: Arm, common: list[tuple[str, str, int]], metrics: Sequence[str],
-                   rows_a: dict, rows_b: dict, confidence: float) -> dict[str, PairedResult]:
+                   rows_a: dict[Any, Any], rows_b: dict[Any, Any], confidence: float
+                   ) -> dict[str, PairedResult]:
     """Paired group bootstrap for the composite and longitudinal_advantage."""
     wanted = [m for m in metrics if m in registry.interval_group_metrics()]
     if not wanted or a.run.scores is None or b.run.scores is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from lens.core.errors import UserError
 from lens.report.data import RunData
@@ -51,7 +51,7 @@ class Choice(Generic[T]):
     pairs: list[tuple[T, T]]
 
 
-def options_hash(run: RunData | dict, label: str) -> str:
+def options_hash(run: RunData | dict[str, Any], label: str) -> str:
     """The options hash the run's condition records for the arm ``label`` ('' when absent)."""
     cond = run.condition if isinstance(run, RunData) else run
     for a in cond.get("adapters") or []:

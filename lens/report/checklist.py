@@ -23,6 +23,7 @@ from lens.report.estimates import question_values, repeat_reducer
 from lens.report.memory_cost import memory_model_usage
 from lens.report.parity import adapter_names, context_parity_checks
 from lens.report.shapes import Check, Status
+from lens.runs.manifest import DatasetBlock, dataset_block
 from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 
@@ -526,26 +527,26 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
                         "declared synthetic prefix")
 
 
+def _dataset_blocks(runs: Sequence[RunData]) -> list[tuple[str, DatasetBlock]]:
+    """Each run's dataset block, after the run's name where a line speaks of several runs."""
+    return [(f"{run.run_id}: " if len(runs) > 1 else "", dataset_block(run.manifest))
+            for run in runs]
+
+
+def _dropped_line(name: str, recorded: DatasetBlock) -> str:
+    dropped, asked = recorded.dropped, recorded.questions_asked
+    total = f" of {asked + len(dropped)}" if asked is not None else ""
+    shown = "; ".join(f"{d.question_id}: {_clip(d.reason, 160)}" for d in dropped[:3])
+    more = f"; and {len(dropped) - 3} more (manifest.json)" if len(dropped) > 3 else ""
+    return f"{name}{len(dropped)}{total} question(s) dropped as invalid: {shown}{more}"
+
+
 def check_dropped_questions(runs: Sequence[RunData]) -> Check:
     """WARN when questions of the dataset file were left out of the run (``--drop-invalid-
     questions`` or an errata file's exclusions): the result covers the questions asked, not the
     published dataset whole."""
-    parts: list[str] = []
-    for run in runs:
-        recorded = run.manifest.get("dataset")
-        if not isinstance(recorded, dict):
-            continue
-        dropped = recorded.get("dropped")
-        if not dropped:
-            continue
-        asked = recorded.get("questions_asked")
-        total = f" of {int(asked) + len(dropped)}" if isinstance(asked, int) else ""
-        name = f"{run.run_id}: " if len(runs) > 1 else ""
-        shown = "; ".join(f"{d.get('question_id')}: {_clip(str(d.get('reason')), 160)}"
-                          for d in dropped[:3] if isinstance(d, dict))
-        more = f"; and {len(dropped) - 3} more (manifest.json)" if len(dropped) > 3 else ""
-        parts.append(f"{name}{len(dropped)}{total} question(s) dropped as invalid: "
-                     f"{shown}{more}")
+    parts = [_dropped_line(name, recorded) for name, recorded in _dataset_blocks(runs)
+             if recorded.dropped]
     title = "every question of the dataset asked"
     if parts:
         return Check(id="dropped_questions", title=title, status="warn", value="; ".join(parts),
@@ -563,18 +564,10 @@ def check_evidence_after_question(runs: Sequence[RunData]) -> Check | None:
     ``asked_at`` (kept by a benchmark's importer under ``allow_later_episodes``, as LongMemEval's
     official generation keeps them): a question about time may read "now" as earlier than the
     evidence. Absent when no run has such questions."""
-    parts: list[str] = []
-    for run in runs:
-        recorded = run.manifest.get("dataset")
-        if not isinstance(recorded, dict):
-            continue
-        late = recorded.get("evidence_after_asked_at")
-        if not late:
-            continue
-        asked = recorded.get("questions_asked")
-        total = f" of {asked}" if isinstance(asked, int) else ""
-        name = f"{run.run_id}: " if len(runs) > 1 else ""
-        parts.append(f"{name}{len(late)}{total} in {recorded.get('id')}")
+    parts = [f"{name}{len(recorded.evidence_after_asked_at)}"
+             f"{'' if recorded.questions_asked is None else f' of {recorded.questions_asked}'}"
+             f" in {recorded.id}"
+             for name, recorded in _dataset_blocks(runs) if recorded.evidence_after_asked_at]
     if not parts:
         return None
     return Check(id="evidence_after_question",

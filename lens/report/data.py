@@ -220,7 +220,7 @@ def load_run(run_dir: str | Path) -> RunData:
         raise UserError(f"{root}: not a lens run directory (no {MANIFEST})")
     store = RunStore(root)
     try:
-        manifest = store.manifest()
+        manifest = store.manifest_data()
     except ValueError as exc:
         raise UserError(f"{root / MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):

@@ -15,6 +15,7 @@ from lens.report.document import (
     Block,
     Bullets,
     Cell,
+    Format,
     Heading,
     Para,
     Parts,
@@ -41,7 +42,7 @@ HOW_TO_READ = (
     "either arm's margin of error, below the judge-noise floor, or not significant after "
     "Holm's correction, and borderline when its p-value is within its Monte Carlo error of 0.05."
 )
-HTML_ONLY: frozenset = frozenset({"html"})
+HTML_ONLY: frozenset[Format] = frozenset({"html"})
 
 
 def header(s: ReportSummary) -> list[Block]:

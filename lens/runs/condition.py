@@ -8,7 +8,7 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from lens import __version__
+from lens.core.distribution import version as lens_version
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.data.prompts import prompts_hash
@@ -24,7 +24,7 @@ def stable_hash(obj: Any) -> str:
 
 
 def package_versions() -> dict[str, str]:
-    out = {"python": platform.python_version(), "lens": __version__}
+    out = {"python": platform.python_version(), "lens": lens_version()}
     for name in _PACKAGES:
         try:
             out[name] = version(name.replace("_", "-"))
@@ -47,7 +47,7 @@ def answerer(config: RunConfig) -> dict[str, Any] | None:
 def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
     agent = config.agent
     cond = {
-        "lens_version": __version__,
+        "lens_version": lens_version(),
         "dataset_id": dataset.dataset_id,
         "dataset_hash": dataset.content_hash(),
         "adapters": [

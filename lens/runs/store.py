@@ -33,6 +33,7 @@ from typing import Any
 
 from lens.core.errors import UserError
 from lens.core.redact import scrub, scrub_bytes
+from lens.runs.manifest import RunManifest
 from lens.runs.records import QuestionRecord
 
 EVENTS = "events.jsonl"
@@ -131,7 +132,7 @@ class RunStore:
     # -- creation -----------------------------------------------------------------------------
     @classmethod
     def create(cls, out_dir: Path, name: str, run_id: str,
-               manifest: dict[str, Any] | None = None) -> RunStore:
+               manifest: RunManifest | dict[str, Any] | None = None) -> RunStore:
         """A new run directory, born complete: it is assembled under a hidden name and renamed
         into place, so a crash never leaves a run directory without its manifest."""
         root = out_dir / f"{_safe(name)}-{run_id}"
@@ -144,8 +145,8 @@ class RunStore:
             raise UserError(f"{out_dir}: cannot create the run directory here "
                             f"({exc.strerror}); choose another out_dir or --out") from None
         (staging / EVENTS).touch()
-        atomic_write_text(staging / MANIFEST, json.dumps(manifest or {}, indent=2,
-                                                         sort_keys=True))
+        data = manifest.as_dict() if isinstance(manifest, RunManifest) else manifest or {}
+        atomic_write_text(staging / MANIFEST, json.dumps(data, indent=2, sort_keys=True))
         os.replace(staging, root)
         return cls(root)
 
@@ -159,11 +160,25 @@ class RunStore:
         return store
 
     # -- manifest -----------------------------------------------------------------------------
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write_text(self.root / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+    def write_manifest(self, manifest: RunManifest | dict[str, Any]) -> None:
+        data = manifest.as_dict() if isinstance(manifest, RunManifest) else manifest
+        atomic_write_text(self.root / MANIFEST, json.dumps(data, indent=2, sort_keys=True))
 
-    def manifest(self) -> dict[str, Any]:
-        return json.loads((self.root / MANIFEST).read_text(encoding="utf-8"))
+    def manifest_data(self) -> dict[str, Any]:
+        """The manifest as the JSON the file holds (the report and the viewer show whatever a
+        run directory holds); anything else reads :meth:`manifest`."""
+        data: dict[str, Any] = json.loads((self.root / MANIFEST).read_text(encoding="utf-8"))
+        return data
+
+    def manifest(self) -> RunManifest:
+        """The manifest, migrated from an earlier lens's shape and checked: a UserError names
+        the file and every field that does not fit."""
+        path = self.root / MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise UserError(f"{path}: not valid JSON ({exc})") from None
+        return RunManifest.load(data, path)
 
     # -- events -------------------------------------------------------------------------------
     def _repair_tail(self) -> None:
@@ -286,7 +301,7 @@ class RunStore:
     def _read_record(self, event: dict[str, Any], handles: dict[str, Any]) -> bytes:
         path = self.root / event["record"]
         if "offset" not in event:
-            return path.read_bytes()
+            return Path(path).read_bytes()
         fh = handles.get(event["record"])
         if fh is None:
             fh = handles[event["record"]] = open(path, "rb")  # noqa: SIM115

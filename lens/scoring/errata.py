@@ -21,7 +21,7 @@ ceiling they imply for scores against the uncorrected gold.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,10 +142,13 @@ class ErrataReport(BaseModel):
         return text
 
 
-def apply_errata(questions: Iterable[Question], errata: Errata, *, dataset_id: str | None
+def apply_errata(questions: Iterable[Question], errata: Errata, *, dataset_id: str | None,
+                 dropped: Collection[str] = ()
                  ) -> tuple[dict[tuple[str, str], Question | None], ErrataReport]:
     """Each question by (scope, question id) after the errata: corrected, or None when
-    excluded. Questions the errata do not name are returned unchanged."""
+    excluded. Questions the errata do not name are returned unchanged. ``dropped``: the
+    questions the run left out (its manifest's ``dataset.dropped``), which are not in the
+    dataset it scores; an entry naming one matched before the run, and counts as excluded."""
     if errata.dataset and dataset_id and errata.dataset != dataset_id:
         raise UserError(f"{errata.path}: field 'dataset': these errata are for dataset "
                         f"{errata.dataset!r}, but the run's dataset is {dataset_id!r}; give "
@@ -172,6 +175,9 @@ def apply_errata(questions: Iterable[Question], errata: Errata, *, dataset_id: s
                                       "source": e.source}}
         out[key] = q.model_copy(update={"ground_truth": gt, "meta": meta})
         report.corrected.append(q.question_id)
-    report.unmatched = sorted(set(errata.entries) - seen)
+    left_out = sorted((set(dropped) & set(errata.entries)) - seen)
+    report.unmatched = sorted(set(errata.entries) - seen - set(left_out))
+    report.excluded.extend(left_out)
+    report.questions += len(left_out)
     return out, report
 

@@ -21,7 +21,9 @@ import lens.scoring.grading.fact_grader as grading
 from lens.core.errors import UserError
 from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
+from lens.runs.manifest import RecordedConfig
 from lens.scoring.grading.offline_grader import OfflineGrader
+from lens.scoring.judging.extra_judges import extra_judges
 from lens.scoring.measures.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
 from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import RunScores
@@ -158,11 +160,23 @@ def plan_from_settings(scoring: ScoringConfig, judge_config: JudgeConfig | None,
         extra_judges=tuple(extra_judges) if judged else (), **settings)
 
 
-def plan_for_config(config: RunConfig, *, judge: ModelClient | None = None,
-                    extra_judges: Sequence[JudgeConfig] = ()) -> ScoringPlan:
-    """The plan ``lens run`` scores a finished run under: its config's settings, its judge
-    (``judge``, a client the caller owns, else one made from ``config.judge``) and the other
-    judges of its panel (``extra_judges``)."""
-    return plan_from_settings(config.scoring, config.judge, config.cache, judge=judge,
-                              dataset_path=config.dataset.path, run_finished=True,
-                              agent_model=config.agent.model, extra_judges=extra_judges)
+def plan_for_config(config: RunConfig | RecordedConfig, *, judge: ModelClient | None = None,
+                    panel_of: Path | None = None, **overrides: Any) -> ScoringPlan:
+    """The plan a run config says, for ``lens run`` at the end of a run and ``lens score`` over
+    a stored one (``config``: the run's config, or the sections its manifest recorded): its
+    judge (``judge``, a client the caller owns, else one made from ``judge_config``, by default
+    the config's), and the keywords of :func:`plan_from_settings` given in ``overrides``
+    (``lens score``'s flags). With ``panel_of`` (the run directory) the panel's other judges
+    score beside the primary: the config's judges after the first, then every judge added to
+    the run before."""
+    settings: dict[str, Any] = {"judge_config": config.judge,
+                                "dataset_path": config.dataset.path, "run_finished": True,
+                                "agent_model": config.agent.model}
+    settings.update(overrides)
+    if settings["dataset_path"] is None:
+        settings["dataset_path"] = config.dataset.path
+    judge_config = settings.pop("judge_config")
+    panel = (extra_judges(judge_config.label, list(config.judges or [])[1:], panel_of)
+             if panel_of is not None and judge_config is not None else [])
+    return plan_from_settings(config.scoring, judge_config, config.cache, judge=judge,
+                              extra_judges=panel, **settings)

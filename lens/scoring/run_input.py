@@ -15,8 +15,9 @@ from lens.core.errors import UserError
 from lens.data.dataset import Dataset, Question
 from lens.data.dataset_load import load_dataset_dropping
 from lens.data.sample import limit_questions
+from lens.runs.manifest import RunManifest
 from lens.runs.records import QuestionRecord, is_scored
-from lens.runs.store import RunStore
+from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.text.claims import ScopeText
 from lens.scoring.text.refs import episode_of
 
@@ -53,7 +54,7 @@ class ScoringItem:
 class RunInput:
     run_dir: Path
     store: RunStore
-    manifest: dict[str, Any]
+    manifest: RunManifest
     dataset: Dataset
     items: list[ScoringItem]
 
@@ -67,34 +68,30 @@ def unit_capabilities(store: RunStore) -> dict[str, dict[str, Any]]:
     return caps
 
 
-def _dataset_for(manifest: dict[str, Any], run_dir: Path, override: Path | None) -> Dataset:
-    config = manifest.get("config") or {}
-    ds_cfg = config.get("dataset") or {}
-    path = override or (Path(ds_cfg["path"]) if ds_cfg.get("path") else None)
+def _dataset_for(manifest: RunManifest, run_dir: Path, override: Path | None) -> Dataset:
+    source = run_dir / MANIFEST
+    ds_cfg = manifest.dataset_config(source)
+    path = override or ds_cfg.path
     if path is None:
-        raise UserError(f"{run_dir / 'manifest.json'}: field 'config.dataset.path' is missing; "
+        raise UserError(f"{source}: field 'config.dataset.path' is missing; "
                         "pass the dataset with --dataset PATH")
     if not path.exists():
-        raise UserError(f"{run_dir / 'manifest.json'}: the run's dataset {path} does not exist "
+        raise UserError(f"{source}: the run's dataset {path} does not exist "
                         "here; pass its current location with --dataset PATH")
-    recorded = manifest.get("dataset") or {}
+    recorded = manifest.dataset
     # The questions the run left out (the dataset gets them wrong) are left out again.
-    dropped = [str(d.get("question_id")) for d in recorded.get("dropped") or ()
-               if isinstance(d, dict)]
-    dataset, _ = load_dataset_dropping(path, drop=dropped)
-    scopes = ds_cfg.get("scopes")
-    if scopes:
+    dataset, _ = load_dataset_dropping(path, drop=[d.question_id for d in recorded.dropped])
+    if ds_cfg.scopes:
         known = {s.scope_id for s in dataset.scopes}
-        missing = [s for s in scopes if s not in known]
+        missing = [s for s in ds_cfg.scopes if s not in known]
         if missing:
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
-        dataset = dataset.select_scopes(list(scopes))
-    limit = ds_cfg.get("limit")
-    if isinstance(limit, int) and not isinstance(limit, bool):
-        dataset = limit_questions(dataset, limit)
-    condition = manifest.get("condition") or {}
-    expected = condition.get("dataset_hash") or recorded.get("content_hash")
-    run_id = condition.get("dataset_id") or recorded.get("id")
+        dataset = dataset.select_scopes(list(ds_cfg.scopes))
+    if ds_cfg.limit is not None:
+        dataset = limit_questions(dataset, ds_cfg.limit)
+    condition = manifest.condition
+    expected = condition.get("dataset_hash") or recorded.content_hash
+    run_id = condition.get("dataset_id") or recorded.id
     # Hashed once: a pass over the whole dataset, and the id is not part of the hash.
     actual = dataset.content_hash() if expected else ""
     if expected and actual != expected and run_id and run_id != dataset.dataset_id:

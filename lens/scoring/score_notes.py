@@ -31,7 +31,7 @@ def scoring_notes(run: RunInput, rows: list[QuestionScores], aggregates: Aggrega
 def coverage_notes(run: RunInput, rows: list[QuestionScores], tiers: set[int]) -> list[str]:
     """What part of the run and which tiers the scores cover."""
     notes = []
-    status = run.manifest.get("status")
+    status = run.manifest.status
     if status not in (None, "complete"):
         notes.append(f"the run's status is {status!r}: these scores cover the {len(rows)} "
                      "question(s) stored so far")

@@ -20,10 +20,11 @@ from lens.core import eventloop
 from lens.data.config import RunConfig
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
-from lens.runs.store import RunStore, atomic_write_text
+from lens.runs.events import ScoringDone
+from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
-from lens.scoring.judging.extra_judges import ExtraJudgeResult, extra_judges
+from lens.scoring.judging.extra_judges import ExtraJudgeResult
 from lens.scoring.judging.judge_panel import write_judge_scores
 from lens.scoring.plan import (
     ALL_TIERS,
@@ -49,6 +50,8 @@ class ScoringResult:
     path: Path | None
     new_verdicts: int = 0
     extras: list[ExtraJudgeResult] = field(default_factory=list)
+    # The ``scoring_done`` event written with scores.json (None when it was not written).
+    done: ScoringDone | None = None
 
 
 async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
@@ -63,7 +66,7 @@ async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
         one = await _score_one(run_dir, plan.for_extra_judge(cfg))
         assert one.path is not None
         extras.append(ExtraJudgeResult(cfg.label, one.scores, one.path, one.new_verdicts))
-    return ScoringResult(result.scores, result.path, result.new_verdicts, extras)
+    return ScoringResult(result.scores, result.path, result.new_verdicts, extras, result.done)
 
 
 async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
@@ -81,7 +84,8 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
         if own is not None:
             await own.aclose()
     if plan.target == "scores":
-        return ScoringResult(outcome.scores, run_dir / SCORES_FILE)
+        return ScoringResult(outcome.scores, run_dir / SCORES_FILE,
+                             done=ScoringDone.model_validate(outcome.event))
     if plan.target == "none":
         return ScoringResult(outcome.scores, None)
     # One more judge of the panel: its scores go to its own file; scores.json is left as it is.
@@ -97,7 +101,7 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
 async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
     run = load_run(run_dir, dataset_path=plan.dataset_path)
     if plan.run_finished:
-        run.manifest = {**run.manifest, "status": "complete"}
+        run.manifest = run.manifest.model_copy(update={"status": "complete"})
     try:
         notes = _apply_subset(run, plan)
         errata = load_errata(plan.errata) if plan.errata is not None else None
@@ -109,7 +113,7 @@ async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
         run.store.close()
     if plan.target == "scores":
         # Scenario plugins grade the run now, so a report only ever reads the run.
-        after_scoring(run.run_dir, run.manifest)
+        after_scoring(run.run_dir, run.manifest.as_dict())
     return outcome
 
 
@@ -120,7 +124,8 @@ def _write_scores(run: RunInput, outcome: ScoringOutcome) -> None:
     for rel, doc in outcome.sections.items():
         (run.run_dir / rel).parent.mkdir(exist_ok=True)
         atomic_write_text(run.run_dir / rel, json.dumps(doc, indent=1))
-    run.store.append_event("scoring_done", SCORES_FILE, **outcome.event)
+    done = ScoringDone.model_validate(outcome.event)
+    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **done.payload())
 
 
 def _verdicts_of(run_dir: Path, label: str | None) -> int:
@@ -134,7 +139,8 @@ def _apply_subset(run: RunInput, plan: ScoringPlan) -> list[str]:
         return []
     from lens.runs.certification import load_certification
 
-    path = plan.dataset_path or Path((run.manifest.get("config") or {})["dataset"]["path"])
+    path = plan.dataset_path or run.manifest.dataset_config(run.run_dir / MANIFEST).path
+    assert path is not None  # load_run refuses a run without its dataset's path
     cert = load_certification(path)
     keep = cert.certified()
     run.items = [it for it in run.items
@@ -177,8 +183,6 @@ async def score_for_config(run_dir: Path, config: RunConfig, *,
     and closed afterwards; tier 1 only when the config names no judge."""
     if not config.scoring.enabled:
         return None
-    panel = (extra_judges(config.judge.label, config.all_judges()[1:], Path(run_dir))
-             if config.judge is not None else [])
     result = await score(Path(run_dir), plan_for_config(config, judge=judge,
-                                                        extra_judges=panel))
+                                                        panel_of=Path(run_dir)))
     return result.scores

@@ -163,7 +163,8 @@ def _ts(value: object) -> float | None:
 
 def _int(value: object) -> int | None:
     try:
-        return int(value)  # type: ignore[call-overload]  # any value: int() refusing it is caught
+        number: int = int(value)  # type: ignore[call-overload]  # int() refusing it is caught
+        return number
     except (TypeError, ValueError):
         return None
 

@@ -36,7 +36,7 @@ def _scored_run(tmp_path: Path, agent: dict[str, Any]) -> Path:
                {"mixed": 1.0, "faithful": 3.0})
     store = RunStore.open(run)
     manifest = store.manifest()
-    manifest["config"]["agent"] = agent
+    manifest.config["agent"] = agent
     store.write_manifest(manifest)
     store.close()
     score_run_sync(run, judge=PolicyJudge("openai/gpt-5.2", judge_policy),

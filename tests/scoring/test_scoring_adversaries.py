@@ -62,7 +62,7 @@ def _store_arm(source: Path, parent: Path, name: str,
                records: list[QuestionRecord]) -> Path:
     """A run directory holding ``records`` under the source run's manifest (same condition)."""
     src = RunStore.open(source)
-    manifest = src.manifest()
+    manifest = src.manifest_data()
     store = RunStore.create(parent, name, name)
     store.write_manifest({**manifest, "run_id": name})
     for unit in dict.fromkeys(r.unit_key for r in records):
@@ -269,7 +269,7 @@ def test_compare_refuses_another_fact_grading(tmp_path: Path) -> None:
     for name, grader in (("a", "matcher"), ("b", "judge")):
         root = build_run(tmp_path / name, ds, recs)
         store = RunStore.open(root)
-        store.write_manifest({**store.manifest(), "run_id": f"run-{name}"})
+        store.write_manifest({**store.manifest_data(), "run_id": f"run-{name}"})
         store.close()
         score_run_sync(root, judge=ScriptedJudge("scripted/judge", fair), fact_grader=grader)
         runs.append(root)
@@ -316,7 +316,7 @@ def test_lens_score_ignores_a_longitudinal_weight_an_old_run_configured(tmp_path
     root = build_run(tmp_path / "old", ds, [record("s1_q01_longitudinal", "Latency rose.")])
     store = RunStore.open(root)
     manifest = store.manifest()
-    manifest["config"]["scoring"] = {"weights": {"longitudinal_advantage": 0.15}}
+    manifest.config["scoring"] = {"weights": {"longitudinal_advantage": 0.15}}
     store.write_manifest(manifest)
     store.close()
     proc = _lens("score", str(root), "--tier", "1")

@@ -11,8 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from lens import __version__
 from lens.core.distribution import DISTRIBUTION
+from lens.core.distribution import version as lens_version
 from lens.core.errors import UserError
 from lens.core.redact import register_config_secrets, register_env_secrets, scrub_bytes
 from lens.data.dataset import Dataset
@@ -43,7 +43,7 @@ def package_versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             out[name] = None
     # A checkout run from its folder has no installed metadata; its version is still known.
-    out[DISTRIBUTION] = __version__
+    out[DISTRIBUTION] = lens_version()
     return out
 
 
@@ -155,10 +155,10 @@ def export_bundle(run_dir: Path, out: Path | None = None, *, dataset_path: Path 
     files["prompts.json"] = scrub_bytes(dumps({"prompts_hash": prompts_hash(),
                                                "templates": all_templates()}))
     # "lens": the version that wrote the bundle, which BUNDLE.json's lens_version claims.
-    files["versions.json"] = dumps({**package_versions(), "lens": __version__})
+    files["versions.json"] = dumps({**package_versions(), "lens": lens_version()})
     entries = {p: FileEntry(sha256=sha256(b), bytes=len(b)) for p, b in files.items()}
     manifest = BundleManifest(
-        run_id=run.run_id, created_at=now_iso(), lens_version=__version__,
+        run_id=run.run_id, created_at=now_iso(), lens_version=lens_version(),
         dataset_file=dataset_file,
         dataset_hash=(run.manifest.get("dataset") or {}).get("content_hash"),
         judges=load_panel(run.root, run.scores).labels, files=entries,

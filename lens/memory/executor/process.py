@@ -122,7 +122,8 @@ class ProcessAdapter(RemoteAdapter):
                 raise AdapterWorkerLost(f"the adapter's process sent a {size}-byte reply "
                                         f"(limit {MAX_REPLY_BYTES}); it was stopped")
             body = await self._reader.receive_exactly(size)
-            return json.loads(body)
+            reply: dict[str, Any] = json.loads(body)
+            return reply
         except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError,
                 anyio.ClosedResourceError):
             raise AdapterWorkerLost(self._death()) from None

@@ -74,7 +74,8 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
         # As in-process: what cannot be written as JSON fails this call, not the unit.
         return {"error": "the memory system returned a result that cannot be sent as JSON "
                          f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
-    return json.loads(encoded)
+    reply: dict[str, Any] = json.loads(encoded)
+    return reply
 
 
 def tool_result(result: Any) -> Any:
@@ -143,7 +144,8 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
         if len(header) < _HEADER.size:
             return None
         (size,) = _HEADER.unpack(header)
-        return json.loads(reader.read(size))
+        message: dict[str, Any] = json.loads(reader.read(size))
+        return message
 
     write_lock = anyio.Lock()
 

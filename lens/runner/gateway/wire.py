@@ -155,7 +155,7 @@ def _tool_choice(value: str | dict[str, Any] | None) -> str:
         return value
     fn = value.get("function")
     if value.get("type") == "function" and isinstance(fn, dict) and isinstance(fn.get("name"), str):
-        return fn["name"]
+        return str(fn["name"])
     raise WireError("tool_choice: an object must be {type: function, function: {name: ...}}")
 
 

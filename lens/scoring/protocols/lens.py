@@ -178,16 +178,8 @@ def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: 
 def _with_errata(run: RunInput, errata: Errata) -> tuple[str, int]:
     """Apply the errata to the ground truth of ``run``'s items (dropping the questions they
     exclude); return the errata's note and how many entries touched the run."""
-    fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id)
-    # Questions the run left out (invalid, excluded here) are not in the dataset it scores:
-    # their entries matched, before the run.
-    recorded = run.manifest.get("dataset")
-    dropped = {str(d.get("question_id")) for d in (recorded or {}).get("dropped") or ()
-               if isinstance(d, dict)} if isinstance(recorded, dict) else set()
-    left_out = sorted(dropped & set(errata.entries))
-    report.unmatched = [q for q in report.unmatched if q not in dropped]
-    report.excluded.extend(left_out)
-    report.questions += len(left_out)
+    fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id,
+                                 dropped=[d.question_id for d in run.manifest.dataset.dropped])
     items = []
     for item in run.items:
         q = fixed.get((item.question.scope_id, item.question.question_id), item.question)

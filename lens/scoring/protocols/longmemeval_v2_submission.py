@@ -54,7 +54,7 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
     ``out_dir``; returns them. A UserError names every problem."""
     scores = _scores(run_dir)
     run = load_run(run_dir)
-    agent = (run.manifest.get("config") or {}).get("agent") or {}
+    agent = run.manifest.config.get("agent") or {}
     by_key = {q.key: q for q in scores.questions}
     groups: dict[tuple[str, str], list[tuple[Question, dict[str, Any]]]] = {}
     problems: list[str] = []
@@ -97,7 +97,7 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
             _write(tmp, run, rows, {
                 "domain": domain, "tier": tier, "method": name,
                 "model": agent.get("model"), "evaluator_model": scores.judge.model,
-                "lens_run_id": run.manifest.get("run_id"),
+                "lens_run_id": run.manifest.run_id,
                 "lens_reader_mode": agent.get("mode", "tool_agent"),
                 "leaderboard_reader": uses_leaderboard_reader(agent.get("model"),
                                                               agent.get("mode", "tool_agent")),

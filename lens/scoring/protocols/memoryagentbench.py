@@ -149,7 +149,8 @@ def judge_json(text: str) -> object | None:
     fenced = re.findall(r"(?:```json)(.+)(?:```)", text, re.S)
     for candidate in (objects[-1], *fenced[-1:]):
         try:
-            return json.loads(candidate)
+            parsed: object = json.loads(candidate)
+            return parsed
         except (ValueError, RecursionError):
             continue
     return None

@@ -97,8 +97,10 @@ async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
     fixed: dict[tuple[str, str], Question | None] | None = None
     report: ErrataReport | None = None
     if errata is not None:
+        # Questions the run left out count as the lens protocol counts them.
         fixed, report = apply_errata(run.dataset.questions, errata,
-                                     dataset_id=run.dataset.dataset_id)
+                                     dataset_id=run.dataset.dataset_id,
+                                     dropped=[d.question_id for d in run.manifest.dataset.dropped])
     judge = plan.judge
     rows = _question_rows(run, protocol, fixed, judged=judge is not None)
     pj: ProtocolJudge | None = None
@@ -117,7 +119,7 @@ async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
                        aggregates=_aggregates(protocol,
                                               [r for r in rows if r.question is not None]),
                        notes=[*notes, *_notes(protocol, model, report, pj, rows),
-                              *protocol.run_notes(run.manifest),
+                              *protocol.run_notes(run.manifest.as_dict()),
                               *protocol.score_notes(
                                   [(r.scores.detail["protocol"]["group"], r.scores.metrics)
                                    for r in rows if r.question is not None])],
