@@ -29,6 +29,7 @@ from lens.memory.oracle import OracleMemory, is_oracle
 from lens.memory.run_cache import wants_run_cache
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.runner.agent import Agent, tool_specs
+from lens.runner.memory_state import UnitPlace, after_questions, before_questions
 from lens.runner.reader import FixedReader
 from lens.runs.batch_save import BatchSaver
 from lens.runs.records import QuestionRecord, question_key, session_status, unit_key
@@ -381,23 +382,45 @@ class Runner:
             self.store.append_event("ingest_segment", unit.key, first=first, upto=ingested,
                                     seconds=round(time.perf_counter() - seg_start, 4),
                                     episode_seconds=per_episode)
-            t0 = time.perf_counter()
+            t0 = ingest_ended = time.perf_counter()
             with _deadline(adapter, timeout):
                 await adapter.prepare(unit.scope.scope_id, checkpoint)
             standing = await self._standing_context(unit, adapter, caps, checkpoint, timeout)
             self.store.append_event("prepare_done", unit.key, checkpoint=checkpoint,
                                     seconds=round(time.perf_counter() - t0, 4),
                                     standing_context_bytes=len((standing or "").encode()))
+            state = await self._memory_state(unit, adapter, caps, checkpoint, ingested,
+                                             ingest_ended, timeout)
             await self._record_model_usage(unit, adapter, timeout)
             # "Now" of a question without its own time: the last episode it was given.
             now = episodes[ingested - 1].timestamp if ingested else None
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
                     tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
-                                  standing, now)
+                                  standing, now, state)
+            if state is not None:
+                with _deadline(adapter, timeout):
+                    await after_questions(self.store, self._place(unit), adapter, checkpoint,
+                                          state)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
+
+    @staticmethod
+    def _place(unit: Unit) -> UnitPlace:
+        return UnitPlace(unit.key, unit.adapter.display, unit.scope.scope_id, unit.repeat)
+
+    async def _memory_state(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
+                            checkpoint: int, ingested: int, ingest_ended: float,
+                            timeout: float) -> str | None:
+        """The digest of the state this checkpoint's questions are answered from, recorded with
+        its listing (lens/runner/memory_state.py); None when the adapter does not list. The
+        oracle arm's agent reads lens's evidence, not the stand-in's memory."""
+        if not caps.memory_listing or is_oracle(unit.adapter):
+            return None
+        with _deadline(adapter, timeout):
+            return await before_questions(self.store, self._place(unit), adapter, checkpoint,
+                                          ingested, ingest_ended)
 
     async def _standing_context(self, unit: Unit, adapter: MemoryAdapter,
                                 caps: CapabilityManifest, checkpoint: int,
@@ -444,7 +467,8 @@ class Runner:
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       tools: list[ToolSpec], q: Question, ingested: int,
                       standing: str | None = None,
-                      checkpoint_time: datetime | None = None) -> None:
+                      checkpoint_time: datetime | None = None,
+                      state: str | None = None) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
@@ -476,7 +500,7 @@ class Runner:
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
                         question_id=q.question_id, checkpoint=q.checkpoint_after,
                         started_at=started_at, episodes_ingested=ingested,
-                        expected_answer=q.ground_truth.canonical_answer)
+                        expected_answer=q.ground_truth.canonical_answer, memory_state=state)
             try:
                 result = await agent.answer(q.for_agent(checkpoint_time))
             except AdapterWorkerLost:

@@ -1,0 +1,80 @@
+"""The checklist row of the memory states that answered (lens/runner/memory_state.py).
+
+FAIL, and the run exits 1 (lens/report/gate.py), when an arm's memory changed while its
+questions were being answered, or was still changing when they started (its listing never
+settled): its answers did not come from one state, a memory that learns from the questions
+carries one question's words into the next, and a score over them is not a score of the memory
+the checkpoint left. Absent when no arm lists its memory.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from lens.report.data import RunData
+from lens.report.shapes import Check, Status
+from lens.runner.memory_states import CheckpointState, checkpoint_states
+
+
+def arm_states(run: RunData) -> dict[str, list[CheckpointState]]:
+    """The recorded checkpoint states of each arm that lists its memory."""
+    out: dict[str, list[CheckpointState]] = {}
+    for state in checkpoint_states(run.events):
+        out.setdefault(state.adapter, []).append(state)
+    return out
+
+
+def ready_text(states: Sequence[CheckpointState]) -> str:
+    """The median time from the last ingest to a settled listing, and the slowest."""
+    times = [s.ready_s for s in states if s.ready_s is not None]
+    if not times:
+        return "ready time unknown"
+    return f"ready {statistics.median(times):.3g} s median, {max(times):.3g} s at most"
+
+
+def _arm(states: Sequence[CheckpointState]) -> tuple[Status, str]:
+    changed = [s for s in states if s.changed]
+    unsettled = [s for s in states if s.settled is False]
+    unread = sum(1 for s in states if s.changed is None)
+    parts = [f"{len(states)} checkpoint(s)"]
+    if changed:
+        first = changed[0]
+        parts.append(f"{len(changed)} changed while questioned (first: scope {first.scope_id} "
+                     f"checkpoint {first.checkpoint}, {first.before} -> {first.after})")
+    if unsettled:
+        parts.append(f"{len(unsettled)} still changing when questions started")
+    if unread:
+        parts.append(f"{unread} not read after the questions (unit failed)")
+    parts.append(ready_text(states))
+    return ("fail" if changed or unsettled else "pass"), ", ".join(parts)
+
+
+def check_memory_state(runs: Sequence[RunData]) -> Check | None:
+    each: dict[str, Status] = {}
+    parts: list[str] = []
+    unlisted: list[str] = []
+    for run in runs:
+        states = arm_states(run)
+        for adapter in run.adapters:
+            name = f"{run.run_id}:{adapter}" if len(runs) > 1 else adapter
+            if adapter not in states:
+                unlisted.append(name)
+                continue
+            status, text = _arm(states[adapter])
+            each[name] = status
+            parts.append(f"{name}: {text}")
+    if not each:
+        return None
+    if unlisted:
+        parts.append(f"unknown for {', '.join(unlisted)} (no memory listing)")
+    failing = [a for a, s in each.items() if s == "fail"]
+    return Check(id="memory_state", title="memory state fixed while questioned (per arm)",
+                 status="fail" if failing else "pass", failing=failing,
+                 value="; ".join(parts),
+                 detail="the memory's listing is read when prepare returns (until two readings "
+                        "agree) and again after the checkpoint's last question; a state that "
+                        "changed in between learned from the questions or was still being "
+                        "written, so its answers do not measure one memory (the run exits 1); "
+                        "the digests are in events.jsonl (memory_state) and each record's "
+                        "memory_state")

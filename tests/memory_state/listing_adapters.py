@@ -1,0 +1,46 @@
+"""Adapters for the memory-state tests: real SQLite stores whose listing behaves in one way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.adapters.sqlite_fts import SqliteFtsAdapter
+from lens.data.dataset import Episode
+from lens.memory.adapter import CapabilityManifest, SearchResult
+from lens.memory.listing import MemoryItem, MemoryListing
+
+
+class LearnsFromQuestions(SqliteFtsAdapter):
+    """Writes every query it is asked into its memory: a memory that changes while questioned."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.queries: list[str] = []
+
+    def reset(self, scope_id: str) -> None:
+        super().reset(scope_id)
+        self.queries = []
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        self.queries.append(query)
+        return super().search(query, filters, limit)
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        stored = super().list_memory(scope_id, checkpoint)
+        learned = [MemoryItem(item_id=f"query:{i}", text=q) for i, q in enumerate(self.queries)]
+        return MemoryListing(items=[*stored.items, *learned])
+
+
+class VerbatimStore(SqliteFtsAdapter):
+    """Stores every episode as it came (the shipped store, named for the write-side tests)."""
+
+
+class StoresNothing(SqliteFtsAdapter):
+    """Searches like a store but holds nothing: it forgets each episode as it arrives."""
+
+    def ingest(self, episode: Episode) -> None:
+        return None
+
+    def get_capabilities(self) -> CapabilityManifest:
+        return super().get_capabilities().model_copy(update={"description": "stores nothing"})
