@@ -44,3 +44,25 @@ class StoresNothing(SqliteFtsAdapter):
 
     def get_capabilities(self) -> CapabilityManifest:
         return super().get_capabilities().model_copy(update={"description": "stores nothing"})
+
+
+class Invents(SqliteFtsAdapter):
+    """Stores every episode, and at each checkpoint writes a note of figures no episode gives."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.notes: list[str] = []
+
+    def reset(self, scope_id: str) -> None:
+        super().reset(scope_id)
+        self.notes = []
+
+    def prepare(self, scope_id: str, checkpoint: int) -> None:
+        super().prepare(scope_id, checkpoint)
+        self.notes.append(f"Note {checkpoint}: the p99 latency peaked at 98765 ms, "
+                          f"{checkpoint * 1000 + 4321} requests failed.")
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        stored = super().list_memory(scope_id, checkpoint)
+        notes = [MemoryItem(item_id=f"note:{i}", text=t) for i, t in enumerate(self.notes)]
+        return MemoryListing(items=[*notes, *stored.items])

@@ -1,0 +1,72 @@
+"""The report's section of what the memory wrote (lens/scoring/measures/write_side.py), beside
+how long each arm's memory took to be ready (lens/runner/memory_state.py)."""
+
+from __future__ import annotations
+
+from lens.report.data import RunData
+from lens.report.memory_state_check import arm_states, ready_text
+from lens.report.sections import Section, render_json_section
+from lens.scoring.measures.write_side import ArmFigure, WriteSide, read_write_side
+
+SECTION_ID = "write_side"
+TITLE = "What the memory wrote"
+COLUMNS = [("extraction recall", "extraction_recall", True),
+           ("false memories", "false_memory_rate", True),
+           ("items / episode", "items_per_episode", False),
+           ("bytes / episode", "bytes_per_episode", False)]
+
+
+def figure(f: ArmFigure | None, share: bool) -> str:
+    """A figure with its interval; "unknown" when it cannot be computed."""
+    if f is None or f.mean is None:
+        return "unknown"
+    if not share:
+        return f"{f.mean:.3g}"
+    text = f"{f.mean:.1%}"
+    if f.low is not None and f.high is not None:
+        text += f" [{f.low:.1%}, {f.high:.1%}]"
+    return text
+
+
+def rows(ws: WriteSide, run: RunData) -> list[list[str]]:
+    states = arm_states(run)
+    out = []
+    for arm, figs in ws.arms.items():
+        out.append([arm, *(figure(figs.get(key), share) for _, key, share in COLUMNS),
+                    ready_text(states.get(arm, []))])
+    out.extend([arm, *("unknown" for _ in COLUMNS), "no memory listing"] for arm in ws.unlisted)
+    return out
+
+
+def write_side_section(run: RunData) -> Section | None:
+    ws = read_write_side(run.root)
+    if ws is None:
+        return None
+    doc = {"title": TITLE, "tables": [{
+        "title": "Per arm, the mean over checkpoints (95% interval clustered by scope)",
+        "columns": ["adapter", *(c for c, _, _ in COLUMNS), "ready after the last ingest"],
+        "rows": rows(ws, run)}], "notes": [
+        "extraction recall: the key facts of the questions asked so far that one stored item "
+        "states (lens's fact matcher, which reads answers: a lower bound on raw reports); "
+        "false memories: the share of items stating a figure no episode ingested so far states; "
+        "size: the listing's items and bytes per episode ingested (docs/scoring.md)",
+        f"updates: {ws.updates}",
+        "an arm without a memory listing has every figure unknown, never 0",
+    ]}
+    base = render_json_section(SECTION_ID, doc)
+    return Section(id=SECTION_ID, title=TITLE, markdown=base.markdown, html=base.html,
+                   data=ws.model_dump(mode="json", exclude={"checkpoints"}))
+
+
+def console_lines(run: RunData) -> list[str]:
+    """The terminal's lines of what each arm's memory wrote (none when no arm lists)."""
+    ws = read_write_side(run.root)
+    if ws is None:
+        return []
+    lines = [f"{TITLE} (per arm, mean over checkpoints):"]
+    for row in rows(ws, run):
+        arm, *figs, ready = row
+        lines.append(f"  {arm}: " + ", ".join(f"{name} {value}" for (name, _, _), value
+                                              in zip(COLUMNS, figs, strict=True))
+                     + f"; {ready}")
+    return lines

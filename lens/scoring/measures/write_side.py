@@ -1,0 +1,167 @@
+"""What the memory wrote, scored at every checkpoint from its listing and the dataset.
+
+For each unit and checkpoint whose listing was recorded (lens/runner/memory_states.py):
+
+- ``extraction_recall``: of the key facts stated so far (those of the scope's questions asked
+  at or before this checkpoint), the share some single item holds, by lens's fact matcher;
+- ``false_memory_rate``: of the items, the share that state a figure no episode ingested so far
+  states (a figure the memory made up or garbled);
+- ``items_per_episode`` and ``bytes_per_episode``: the listing's size over the episodes ingested.
+
+Each is unknown (None) when it cannot be computed: no listing (the adapter does not list), no key
+facts stated yet, no items to judge. An arm's figure is the mean over its checkpoints with an
+interval clustered by scope. ``updates`` (current value only, stale only, both, neither) needs the
+dataset to say which figures a later episode superseded; datasets that do not record it leave it
+unknown, and this module says so rather than guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lens.data.dataset import Dataset, Scope
+from lens.memory.listing import MemoryListing, listing_bytes
+from lens.runner.memory_states import ListingLine, load_listings
+from lens.runs.store import atomic_write_text
+from lens.scoring.text.facts import AnswerText, fact_subjects, match_fact
+from lens.scoring.text.numbers import extract_numbers, numbers_match
+from lens.stats.intervals import clustered_estimate
+
+FILE = "write_side.json"
+METRICS = ("extraction_recall", "false_memory_rate", "items_per_episode", "bytes_per_episode")
+# Two figures are the same figure within this relative tolerance (rounding in a note).
+FIGURE_TOL = 0.005
+UPDATES_UNKNOWN = ("the dataset does not record which figures a later episode superseded, so "
+                   "how the memory handled updates is unknown")
+
+
+class CheckpointScore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    unit_key: str
+    adapter: str
+    scope_id: str
+    checkpoint: int
+    episodes_ingested: int
+    items: int
+    bytes: int
+    facts: int
+    facts_held: int
+    false_items: list[str] = Field(default_factory=list)
+    extraction_recall: float | None
+    false_memory_rate: float | None
+    items_per_episode: float | None
+    bytes_per_episode: float | None
+
+
+class ArmFigure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    scopes: int
+
+
+class WriteSide(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arms: dict[str, dict[str, ArmFigure]] = Field(default_factory=dict)
+    # Arms of the run without a recorded listing: every figure unknown.
+    unlisted: list[str] = Field(default_factory=list)
+    checkpoints: list[CheckpointScore] = Field(default_factory=list)
+    updates: str = UPDATES_UNKNOWN
+
+
+def facts_so_far(dataset: Dataset, scope_id: str, checkpoint: int) -> list[str]:
+    """The key facts of the scope's questions asked at or before ``checkpoint`` (distinct)."""
+    facts = [f for q in dataset.questions
+             if q.scope_id == scope_id and q.checkpoint_after <= checkpoint
+             for f in q.ground_truth.key_facts]
+    return list(dict.fromkeys(facts))
+
+
+def held_facts(facts: Sequence[str], listing: MemoryListing) -> list[bool]:
+    """For each fact, whether one item of the listing states it (lens's fact matcher)."""
+    texts = [AnswerText(i.text) for i in listing.items if i.text.strip()]
+    rivals = fact_subjects(facts)
+    return [any(match_fact(f, t, rivals=rivals).matched for t in texts) for f in facts]
+
+
+def false_items(listing: MemoryListing, episodes_text: str) -> list[str]:
+    """The items stating a figure (not a date or an id) that no ingested episode states."""
+    said = extract_numbers(episodes_text, words=False)
+    out = []
+    for item in listing.items:
+        for n in extract_numbers(item.text, words=False):
+            if not any(numbers_match(n, s, FIGURE_TOL) for s in said):
+                out.append(item.item_id)
+                break
+    return out
+
+
+def _ratio(a: float, b: int) -> float | None:
+    return a / b if b else None
+
+
+def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset) -> CheckpointScore:
+    episodes = scope.ordered_episodes()[:line.episodes_ingested]
+    facts = facts_so_far(dataset, scope.scope_id, line.checkpoint)
+    held = held_facts(facts, line.listing) if facts else []
+    invented = false_items(line.listing, "\n".join(e.text for e in episodes))
+    items = len(line.listing.items)
+    size = listing_bytes(line.listing)
+    return CheckpointScore(
+        unit_key=line.unit_key, adapter=line.adapter, scope_id=line.scope_id,
+        checkpoint=line.checkpoint, episodes_ingested=line.episodes_ingested, items=items,
+        bytes=size, facts=len(facts), facts_held=sum(held), false_items=invented[:20],
+        extraction_recall=_ratio(sum(held), len(facts)),
+        false_memory_rate=_ratio(len(invented), items),
+        items_per_episode=_ratio(items, line.episodes_ingested),
+        bytes_per_episode=_ratio(size, line.episodes_ingested))
+
+
+def _figure(rows: Sequence[CheckpointScore], metric: str) -> ArmFigure:
+    pairs = [(v, r.scope_id) for r in rows if (v := getattr(r, metric)) is not None]
+    if not pairs:
+        return ArmFigure(mean=None, low=None, high=None, n=0, scopes=0)
+    est = clustered_estimate([v for v, _ in pairs], [s for _, s in pairs])
+    return ArmFigure(mean=est.mean, low=est.low, high=est.high, n=est.n, scopes=est.clusters)
+
+
+def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
+    """Every recorded listing of the run scored against the dataset, and each arm's figures."""
+    scopes = {s.scope_id: s for s in dataset.scopes}
+    rows = [score_checkpoint(line, scopes[line.scope_id], dataset)
+            for (_, _), line in sorted(load_listings(run_dir).items())
+            if line.scope_id in scopes]
+    listed = {r.adapter for r in rows}
+    out = WriteSide(checkpoints=rows, unlisted=[a for a in arms if a not in listed])
+    for arm in [a for a in arms if a in listed] + sorted(listed - set(arms)):
+        mine = [r for r in rows if r.adapter == arm]
+        out.arms[arm] = {m: _figure(mine, m) for m in METRICS}
+    return out
+
+
+def write_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide | None:
+    """Score and write ``RUN_DIR/write_side.json``; nothing when no unit recorded a listing."""
+    if not (run_dir / "memory").is_dir():
+        return None
+    result = score_write_side(run_dir, dataset, arms)
+    atomic_write_text(run_dir / FILE, result.model_dump_json(indent=1))
+    return result
+
+
+def read_write_side(run_dir: Path) -> WriteSide | None:
+    path = run_dir / FILE
+    if not path.is_file():
+        return None
+    try:
+        return WriteSide.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except ValueError:
+        return None

@@ -1,0 +1,64 @@
+"""The write-side metrics through ``lens run`` on the shipped (generated) quickstart scope, each
+with its adversary: a memory that stores every episode verbatim holds key facts stated so far
+and invents nothing; one that stores nothing holds none (known: it lists, and its list is
+empty), with no items to judge; one that invents figures is caught by the false-memory rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lens.scoring.measures.write_side import read_write_side
+from tests.cli.runs import QUICKSTART
+from tests.support.cli import Lens, cli_runner
+
+ADAPTERS = "tests.memory_state.listing_adapters"
+
+
+@pytest.fixture
+def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str]) -> Lens:
+    return cli_runner(tmp_path, monkeypatch, capsys)
+
+
+def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
+                                                                  tmp_path: Path) -> None:
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(json.dumps({
+        "name": "writes", "dataset": {"path": str(QUICKSTART)},
+        "adapters": [{"name": "sqlite_fts", "label": "verbatim"},
+                     {"name": f"{ADAPTERS}:StoresNothing", "label": "nothing"},
+                     {"name": f"{ADAPTERS}:Invents", "label": "invents"},
+                     {"name": "oracle", "label": "oracle"}],
+        "agent": {"model": "scripted/policy"}, "out_dir": str(tmp_path / "runs")}))
+    res = lens("run", str(cfg))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    ws = read_write_side(run_dir)
+    assert ws is not None, res.stdout + res.stderr
+    verbatim, nothing, invents = (ws.arms[a] for a in ("verbatim", "nothing", "invents"))
+    # The matcher reads answers, not raw reports: a verbatim store's recall is a lower bound,
+    # but above a memory that holds nothing, and no lower for a memory that adds to it.
+    assert (verbatim["extraction_recall"].mean or 0) > 0
+    assert verbatim["false_memory_rate"].mean == 0.0
+    assert verbatim["items_per_episode"].mean == 1.0
+    assert nothing["extraction_recall"].mean == 0.0
+    assert nothing["false_memory_rate"].mean is None  # no items to judge: unknown, not 0
+    assert nothing["items_per_episode"].mean == 0.0
+    assert invents["extraction_recall"].mean == verbatim["extraction_recall"].mean
+    assert (invents["false_memory_rate"].mean or 0) > 0
+    assert all(r.false_items and r.false_items[0].startswith("note:")
+               for r in ws.checkpoints if r.adapter == "invents")
+    # The oracle arm lists nothing: every figure unknown, said so.
+    assert ws.unlisted == ["oracle"]
+    assert "unknown" in ws.updates
+    # Beside the answer-level metrics: the console, the report.
+    assert "What the memory wrote" in res.stdout
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "## What the memory wrote" in report
+    section = report.split("## What the memory wrote", 1)[1]
+    row = next(line for line in section.splitlines() if line.startswith("| invents"))
+    assert row.count("%") >= 2 and "ready" in row
+    oracle = next(line for line in section.splitlines() if line.startswith("| oracle"))
+    assert "unknown" in oracle and "no memory listing" in oracle
