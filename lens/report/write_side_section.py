@@ -12,6 +12,7 @@ SECTION_ID = "write_side"
 TITLE = "What the memory wrote"
 COLUMNS = [("extraction recall", "extraction_recall", True),
            ("false memories", "false_memory_rate", True),
+           ("updates held current", "update_current", True),
            ("items / episode", "items_per_episode", False),
            ("bytes / episode", "bytes_per_episode", False)]
 
@@ -28,13 +29,21 @@ def figure(f: ArmFigure | None, share: bool) -> str:
     return text
 
 
+def kinds_text(kinds: dict[str, int]) -> str:
+    """How the superseded figures were held, e.g. "2 current, 1 both"; "none yet" without."""
+    shown = [f"{n} {kind}" for kind, n in kinds.items() if n]
+    return ", ".join(shown) or "none yet"
+
+
 def rows(ws: WriteSide, run: RunData) -> list[list[str]]:
     states = arm_states(run)
     out = []
     for arm, figs in ws.arms.items():
         out.append([arm, *(figure(figs.get(key), share) for _, key, share in COLUMNS),
+                    kinds_text(ws.update_kinds.get(arm, {})),
                     ready_text(states.get(arm, []))])
-    out.extend([arm, *("unknown" for _ in COLUMNS), "no memory listing"] for arm in ws.unlisted)
+    out.extend([arm, *("unknown" for _ in COLUMNS), "unknown", "no memory listing"]
+               for arm in ws.unlisted)
     return out
 
 
@@ -44,12 +53,15 @@ def write_side_section(run: RunData) -> Section | None:
         return None
     doc = {"title": TITLE, "tables": [{
         "title": "Per arm, the mean over checkpoints (95% interval clustered by scope)",
-        "columns": ["adapter", *(c for c, _, _ in COLUMNS), "ready after the last ingest"],
+        "columns": ["adapter", *(c for c, _, _ in COLUMNS), "updates (checkpoint × figure)",
+                    "ready after the last ingest"],
         "rows": rows(ws, run)}], "notes": [
         "extraction recall: the key facts of the questions asked so far that one stored item "
         "states (lens's fact matcher, which reads answers: a lower bound on raw reports); "
         "false memories: the share of items stating a figure no episode ingested so far states; "
-        "size: the listing's items and bytes per episode ingested (docs/scoring.md)",
+        "size: the listing's items and bytes per episode ingested; updates held current: of "
+        "the figures a later episode corrected, the share the memory holds as corrected "
+        "(docs/scoring.md)",
         f"updates: {ws.updates}",
         "an arm without a memory listing has every figure unknown, never 0",
     ]}
@@ -65,8 +77,8 @@ def console_lines(run: RunData) -> list[str]:
         return []
     lines = [f"{TITLE} (per arm, mean over checkpoints):"]
     for row in rows(ws, run):
-        arm, *figs, ready = row
+        arm, *figs, kinds, ready = row
         lines.append(f"  {arm}: " + ", ".join(f"{name} {value}" for (name, _, _), value
                                               in zip(COLUMNS, figs, strict=True))
-                     + f"; {ready}")
+                     + f"; updates {kinds}; {ready}")
     return lines

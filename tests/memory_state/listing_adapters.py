@@ -66,3 +66,11 @@ class Invents(SqliteFtsAdapter):
         stored = super().list_memory(scope_id, checkpoint)
         notes = [MemoryItem(item_id=f"note:{i}", text=t) for i, t in enumerate(self.notes)]
         return MemoryListing(items=[*notes, *stored.items])
+
+
+class MissesCorrections(SqliteFtsAdapter):
+    """Stores every episode but the ones that correct an earlier report: it keeps stale figures."""
+
+    def ingest(self, episode: Episode) -> None:
+        if "Correction to the" not in episode.text:
+            super().ingest(episode)

@@ -31,6 +31,7 @@ def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
         "adapters": [{"name": "sqlite_fts", "label": "verbatim"},
                      {"name": f"{ADAPTERS}:StoresNothing", "label": "nothing"},
                      {"name": f"{ADAPTERS}:Invents", "label": "invents"},
+                     {"name": f"{ADAPTERS}:MissesCorrections", "label": "stale"},
                      {"name": "oracle", "label": "oracle"}],
         "agent": {"model": "scripted/policy"}, "out_dir": str(tmp_path / "runs")}))
     res = lens("run", str(cfg))
@@ -50,6 +51,12 @@ def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
     assert (invents["false_memory_rate"].mean or 0) > 0
     assert all(r.false_items and r.false_items[0].startswith("note:")
                for r in ws.checkpoints if r.adapter == "invents")
+    # The corrected misreport: held as corrected, as reported, or not at all.
+    assert verbatim["update_current"].mean == 1.0
+    assert ws.update_kinds["verbatim"] == {"current": 3, "both": 0, "stale": 0, "neither": 0}
+    assert ws.update_kinds["stale"] == {"current": 0, "both": 0, "stale": 3, "neither": 0}
+    assert ws.arms["stale"]["update_current"].mean == 0.0
+    assert ws.update_kinds["nothing"]["neither"] == 3
     # The oracle arm lists nothing: every figure unknown, said so.
     assert ws.unlisted == ["oracle"]
     assert "unknown" in ws.updates

@@ -6,13 +6,17 @@ For each unit and checkpoint whose listing was recorded (lens/runner/memory_stat
   at or before this checkpoint), the share some single item holds, by lens's fact matcher;
 - ``false_memory_rate``: of the items, the share that state a figure no episode ingested so far
   states (a figure the memory made up or garbled);
+- ``update_current``: of the figures a later episode superseded so far (a generated scope's
+  corrected misreport, lens/data/datagen/updates.py), the share the memory holds as it now is:
+  the current figure, with the stale one nowhere or beside it in an item that states both (a
+  correction). Each update is one of ``current`` (that), ``both`` (current and stale in separate
+  items, nothing saying which holds), ``stale`` (only the superseded figure) or ``neither``;
 - ``items_per_episode`` and ``bytes_per_episode``: the listing's size over the episodes ingested.
 
 Each is unknown (None) when it cannot be computed: no listing (the adapter does not list), no key
 facts stated yet, no items to judge. An arm's figure is the mean over its checkpoints with an
-interval clustered by scope. ``updates`` (current value only, stale only, both, neither) needs the
-dataset to say which figures a later episode superseded; datasets that do not record it leave it
-unknown, and this module says so rather than guessing.
+interval clustered by scope. ``update_current`` needs the dataset to say which figures a later
+episode superseded: scopes that do not (any source but lens's generator) leave it unknown.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.data.datagen.updates import Update, updates_of
 from lens.data.dataset import Dataset, Scope
 from lens.memory.listing import MemoryListing, listing_bytes
 from lens.runner.memory_states import ListingLine, load_listings
@@ -32,11 +38,13 @@ from lens.scoring.text.numbers import extract_numbers, numbers_match
 from lens.stats.intervals import clustered_estimate
 
 FILE = "write_side.json"
-METRICS = ("extraction_recall", "false_memory_rate", "items_per_episode", "bytes_per_episode")
+METRICS = ("extraction_recall", "false_memory_rate", "update_current", "items_per_episode",
+           "bytes_per_episode")
+UpdateKind = Literal["current", "both", "stale", "neither"]
 # Two figures are the same figure within this relative tolerance (rounding in a note).
 FIGURE_TOL = 0.005
-UPDATES_UNKNOWN = ("the dataset does not record which figures a later episode superseded, so "
-                   "how the memory handled updates is unknown")
+UPDATES_NOTE = ("updates are read from a generated scope's corrected misreport; scopes of other "
+                "sources record no superseded figures, and their update figure is unknown")
 
 
 class CheckpointScore(BaseModel):
@@ -52,8 +60,10 @@ class CheckpointScore(BaseModel):
     facts: int
     facts_held: int
     false_items: list[str] = Field(default_factory=list)
+    updates: list[UpdateKind] = Field(default_factory=list)
     extraction_recall: float | None
     false_memory_rate: float | None
+    update_current: float | None
     items_per_episode: float | None
     bytes_per_episode: float | None
 
@@ -74,8 +84,10 @@ class WriteSide(BaseModel):
     arms: dict[str, dict[str, ArmFigure]] = Field(default_factory=dict)
     # Arms of the run without a recorded listing: every figure unknown.
     unlisted: list[str] = Field(default_factory=list)
+    # Per arm, how many (checkpoint, update) pairs fell in each kind.
+    update_kinds: dict[str, dict[str, int]] = Field(default_factory=dict)
     checkpoints: list[CheckpointScore] = Field(default_factory=list)
-    updates: str = UPDATES_UNKNOWN
+    updates: str = UPDATES_NOTE
 
 
 def facts_so_far(dataset: Dataset, scope_id: str, checkpoint: int) -> list[str]:
@@ -105,6 +117,24 @@ def false_items(listing: MemoryListing, episodes_text: str) -> list[str]:
     return out
 
 
+def _states(text: str, figure: str) -> bool:
+    wanted = extract_numbers(figure, words=False)
+    said = extract_numbers(text, words=False)
+    return bool(wanted) and all(any(numbers_match(w, n, FIGURE_TOL) for n in said)
+                                for w in wanted)
+
+
+def update_kind(update: Update, listing: MemoryListing) -> UpdateKind:
+    """How the memory holds one superseded figure (see the module docstring)."""
+    current = [_states(i.text, update.current) for i in listing.items]
+    stale = [_states(i.text, update.stale) for i in listing.items]
+    resolved = any(c and s for c, s in zip(current, stale, strict=True))
+    stale_alone = any(s and not c for c, s in zip(current, stale, strict=True))
+    if any(current):
+        return "both" if stale_alone and not resolved else "current"
+    return "stale" if any(stale) else "neither"
+
+
 def _ratio(a: float, b: int) -> float | None:
     return a / b if b else None
 
@@ -114,14 +144,17 @@ def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset) -> Check
     facts = facts_so_far(dataset, scope.scope_id, line.checkpoint)
     held = held_facts(facts, line.listing) if facts else []
     invented = false_items(line.listing, "\n".join(e.text for e in episodes))
+    kinds = [update_kind(u, line.listing) for u in updates_of(scope)
+             if u.at < line.episodes_ingested]
     items = len(line.listing.items)
     size = listing_bytes(line.listing)
     return CheckpointScore(
         unit_key=line.unit_key, adapter=line.adapter, scope_id=line.scope_id,
         checkpoint=line.checkpoint, episodes_ingested=line.episodes_ingested, items=items,
         bytes=size, facts=len(facts), facts_held=sum(held), false_items=invented[:20],
-        extraction_recall=_ratio(sum(held), len(facts)),
+        updates=kinds, extraction_recall=_ratio(sum(held), len(facts)),
         false_memory_rate=_ratio(len(invented), items),
+        update_current=_ratio(kinds.count("current"), len(kinds)),
         items_per_episode=_ratio(items, line.episodes_ingested),
         bytes_per_episode=_ratio(size, line.episodes_ingested))
 
@@ -145,6 +178,8 @@ def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> Wr
     for arm in [a for a in arms if a in listed] + sorted(listed - set(arms)):
         mine = [r for r in rows if r.adapter == arm]
         out.arms[arm] = {m: _figure(mine, m) for m in METRICS}
+        out.update_kinds[arm] = {k: sum(r.updates.count(k) for r in mine)
+                                 for k in ("current", "both", "stale", "neither")}
     return out
 
 
