@@ -39,9 +39,9 @@ def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
     ws = read_write_side(run_dir)
     assert ws is not None, res.stdout + res.stderr
     verbatim, nothing, invents = (ws.arms[a] for a in ("verbatim", "nothing", "invents"))
-    # The matcher reads answers, not raw reports: a verbatim store's recall is a lower bound,
-    # but above a memory that holds nothing, and no lower for a memory that adds to it.
-    assert (verbatim["extraction_recall"].mean or 0) > 0
+    # Every figure the reports give is held; only what the reports leave to be concluded (the
+    # date the figure crossed its threshold) is not.
+    assert 0.8 < (verbatim["extraction_recall"].mean or 0) < 1
     assert verbatim["false_memory_rate"].mean == 0.0
     assert verbatim["items_per_episode"].mean == 1.0
     assert nothing["extraction_recall"].mean == 0.0

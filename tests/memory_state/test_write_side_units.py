@@ -48,3 +48,15 @@ def test_every_shipped_generated_scope_records_its_correction() -> None:
                                     if e.episode_id == update.stale_episode)
     bare = Scope(scope_id="x", episodes=ds.scopes[0].episodes[:3])
     assert updates_of(bare) == []
+
+
+def test_a_record_line_holds_a_fact_under_its_short_label() -> None:
+    from lens.scoring.measures.write_side import held_facts
+
+    facts = ["notifications p99 latency: 215 ms", "auth p99: 273 ms",
+             "DEP-5266: 2024-09-30", "checkout p99 latency: 215 ms"]
+    record = listing("### Dependencies\n- auth: p99 287 ms\n- notifications: p99 215 ms\n"
+                     "- DEP-5266 rolled out on 2024-09-30")
+    # The figure beside the subject's words; another subject's figure, or another figure of
+    # this subject, is not held.
+    assert held_facts(facts, record) == [True, False, True, False]

@@ -22,6 +22,7 @@ episode superseded: scopes that do not (any source but lens's generator) leave i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -30,10 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lens.data.datagen.updates import Update, updates_of
 from lens.data.dataset import Dataset, Scope
+from lens.data.ground_truth_text import fact_subject
 from lens.memory.listing import MemoryListing, listing_bytes
 from lens.runner.memory_states import ListingLine, load_listings
 from lens.runs.store import atomic_write_text
 from lens.scoring.text.facts import AnswerText, fact_subjects, match_fact
+from lens.scoring.text.lexicon import content_stems, fold, normalise
 from lens.scoring.text.numbers import extract_numbers, numbers_match
 from lens.stats.intervals import clustered_estimate
 
@@ -98,11 +101,45 @@ def facts_so_far(dataset: Dataset, scope_id: str, checkpoint: int) -> list[str]:
     return list(dict.fromkeys(facts))
 
 
+# A value that is one token with a dash or a letter (an id such as CHG-9437, a date such as
+# 2024-09-30) is found as written; any other value by its figures.
+_TOKEN_VALUE = re.compile(r"^(?=.*[-A-Za-z])[\w.:/-]+$")
+
+
+def _line_holds(subject: str, value: str, line: str) -> bool:
+    """Whether one line of a record puts the fact's value beside at least half of its subject's
+    words ("- notifications: p99 215 ms" for "notifications p99 latency: 215 ms")."""
+    if _TOKEN_VALUE.match(value):
+        if fold(value) not in fold(line):
+            return False
+    else:
+        wanted = extract_numbers(value, words=False)
+        said = extract_numbers(line, words=False)
+        if not wanted or not all(any(numbers_match(w, n, FIGURE_TOL) for n in said)
+                                 for w in wanted):
+            return False
+    words = set(content_stems(normalise(subject)))
+    present = words & set(content_stems(normalise(line)))
+    return bool(words) and 2 * len(present) >= len(words)
+
+
+def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str]) -> bool:
+    """Whether one item states ``fact``: lens's fact matcher on the item, or, for a fact in
+    subject form, one line of it giving the value beside the subject (records list figures
+    under short labels that an answer would spell out)."""
+    if match_fact(fact, text, rivals=rivals).matched:
+        return True
+    subject, value = fact_subject(fact)
+    if not subject or not value:
+        return False
+    return any(_line_holds(subject, value, line) for line in raw.splitlines())
+
+
 def held_facts(facts: Sequence[str], listing: MemoryListing) -> list[bool]:
-    """For each fact, whether one item of the listing states it (lens's fact matcher)."""
-    texts = [AnswerText(i.text) for i in listing.items if i.text.strip()]
+    """For each fact, whether one item of the listing states it (:func:`item_holds`)."""
+    items = [(AnswerText(i.text), i.text) for i in listing.items if i.text.strip()]
     rivals = fact_subjects(facts)
-    return [any(match_fact(f, t, rivals=rivals).matched for t in texts) for f in facts]
+    return [any(item_holds(f, t, raw, rivals) for t, raw in items) for f in facts]
 
 
 def false_items(listing: MemoryListing, episodes_text: str) -> list[str]:
