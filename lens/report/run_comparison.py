@@ -51,6 +51,7 @@ from lens.report.shapes import (
     ManyArms,
     SequentialOut,
 )
+from lens.report.write_side_section import arm_row, compare_columns
 from lens.stats import condition_differences
 
 
@@ -77,6 +78,8 @@ class CompareSummary(BaseModel):
     sequential: SequentialOut | None = None
     # Which pairs were compared: they are the confirmatory family (``--arms``, ``--baseline``).
     pairs_chosen: str = "every pair of arms"
+    # What each arm's memory wrote (lens.report.write_side_section), when any arm lists it.
+    write_side: list[list[str]] = []
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                              checklist=checks, comparisons=comps,
                              pairs_chosen=_pairs_chosen(choice.pairs[0][0].name
                                                         if baseline else None),
+                             write_side=_write_side(chosen),
                              many_arms=many_arms(chosen, metrics), judges=list(by_judge),
                              judge_notes=judge_notes,
                              frontier=arms_frontier(chosen, metrics[0] if metrics else None,
@@ -255,6 +259,9 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         Table(["metric", *arms], [[m, *(fmt.est(s.arms[a].get(m)) for a in arms)]
                                   for m in s.metrics], table_id="arms"),
         *floor_ceiling_blocks(s.floor_ceiling, label),
+        *([Heading("What the memory wrote"), *label,
+           Table(compare_columns(), s.write_side, table_id="write_side")]
+          if s.write_side else []),
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
@@ -276,6 +283,11 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
         out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
                                                       for c in fails), "fail"))
     return out
+
+
+def _write_side(arms: Sequence[Arm]) -> list[list[str]]:
+    rows = [arm_row(a.run, a.adapter, a.name) for a in arms]
+    return rows if any(r[-1] != "no memory listing" for r in rows) else []
 
 
 def _pairs_chosen(baseline: str | None) -> str:

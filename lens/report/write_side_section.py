@@ -82,3 +82,18 @@ def console_lines(run: RunData) -> list[str]:
                                               in zip(COLUMNS, figs, strict=True))
                      + f"; updates {kinds}; {ready}")
     return lines
+
+
+def compare_columns() -> list[str]:
+    return ["arm", *(c for c, _, _ in COLUMNS), "updates (checkpoint × figure)",
+            "ready after the last ingest"]
+
+
+def arm_row(run: RunData, adapter: str, name: str) -> list[str]:
+    """One arm's write-side figures as a row of ``lens compare`` (unknown without a listing)."""
+    ws = read_write_side(run.root)
+    if ws is not None:
+        for row in rows(ws, run):
+            if row[0] == adapter:
+                return [name, *row[1:]]
+    return [name, *("unknown" for _ in COLUMNS), "unknown", "no memory listing"]

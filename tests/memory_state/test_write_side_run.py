@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from lens.runs.store import RunStore
 from lens.scoring.measures.write_side import read_write_side
 from tests.cli.runs import QUICKSTART
 from tests.support.cli import Lens, cli_runner
+from tests.view.server import lens_view, require_view_extra, wait_ready
 
 ADAPTERS = "tests.memory_state.listing_adapters"
 
@@ -69,3 +72,17 @@ def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
     assert row.count("%") >= 2 and "ready" in row
     oracle = next(line for line in section.splitlines() if line.startswith("| oracle"))
     assert "unknown" in oracle and "no memory listing" in oracle
+    # lens compare: the same figures per arm beside the answer-level ones.
+    compared = lens("compare", str(run_dir), "--arms", "verbatim,invents,oracle")
+    assert compared.returncode == 0, compared.stderr
+    table = compared.stdout.split("## What the memory wrote", 1)[1].split("##", 1)[0]
+    assert "| invents |" in table and "| oracle | unknown" in table
+    # lens view: the run page carries the section, a question page its memory state.
+    require_view_extra()
+    record = next(r for r in RunStore.open(run_dir).load_records() if r.adapter == "verbatim")
+    with lens_view(run_dir.parent) as base:
+        page = wait_ready(f"{base}/runs/{run_dir.name}")
+        assert "What the memory wrote" in page
+        question = wait_ready(f"{base}/runs/{run_dir.name}/question?key="
+                              + quote(record.key))
+        assert f"memory state {record.memory_state}" in question
