@@ -21,6 +21,7 @@ episode superseded: scopes that do not (any source but lens's generator) leave i
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ from lens.runner.memory_states import ListingLine, load_listings
 from lens.runs.store import atomic_write_text
 from lens.scoring.text.facts import AnswerText, fact_subjects, match_fact
 from lens.scoring.text.lexicon import content_stems, fold, normalise
-from lens.scoring.text.numbers import extract_numbers, numbers_match
+from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
 from lens.stats.intervals import clustered_estimate
 
 FILE = "write_side.json"
@@ -135,23 +136,87 @@ def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str]) -> 
     return any(_line_holds(subject, value, line) for line in raw.splitlines())
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _may_hold(fact_digits: list[str], text: str) -> bool:
+    """A cheap necessary condition: every run of digits of the fact is in the item (both the
+    matcher and the line rule need the fact's figures, ids and dates)."""
+    return all(d in text for d in fact_digits)
+
+
+class FactReader:
+    """Whether items hold facts, remembered by text: a memory's items recur from checkpoint to
+    checkpoint, and each (fact, item) pair is read once per run."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, AnswerText] = {}
+        self._held: dict[tuple[str, str, tuple[str, ...]], bool] = {}
+        self._numbers: dict[str, list[Number]] = {}
+
+    def numbers(self, text: str) -> list[Number]:
+        """The figures of an episode's text, read once."""
+        if text not in self._numbers:
+            self._numbers[text] = extract_numbers(text, words=False)
+        return self._numbers[text]
+
+    def holds(self, fact: str, text: str, rivals: tuple[str, ...]) -> bool:
+        key = (fact, text, rivals)
+        if key not in self._held:
+            prepared = self._texts.get(text)
+            if prepared is None:
+                prepared = self._texts[text] = AnswerText(text)
+            self._held[key] = item_holds(fact, prepared, text, rivals)
+        return self._held[key]
+
+    def held_facts(self, facts: Sequence[str], listing: MemoryListing) -> list[bool]:
+        """For each fact, whether one item of the listing states it (:func:`item_holds`)."""
+        texts = [i.text.replace(",", "") for i in listing.items if i.text.strip()]
+        raw = [i.text for i in listing.items if i.text.strip()]
+        rivals = tuple(fact_subjects(facts))
+        out = []
+        for fact in facts:
+            digits = _DIGITS.findall(fact.replace(",", ""))
+            out.append(any(self.holds(fact, r, rivals) for r, t in zip(raw, texts, strict=True)
+                           if _may_hold(digits, t)))
+        return out
+
+
 def held_facts(facts: Sequence[str], listing: MemoryListing) -> list[bool]:
     """For each fact, whether one item of the listing states it (:func:`item_holds`)."""
-    items = [(AnswerText(i.text), i.text) for i in listing.items if i.text.strip()]
-    rivals = fact_subjects(facts)
-    return [any(item_holds(f, t, raw, rivals) for t, raw in items) for f in facts]
+    return FactReader().held_facts(facts, listing)
 
 
-def false_items(listing: MemoryListing, episodes_text: str) -> list[str]:
+class Figures:
+    """The figures some episodes state, found by dimension and value: a figure written as an
+    episode wrote it is found at once, any other only among those of its dimension within 10%."""
+
+    def __init__(self, numbers: Sequence[Number]) -> None:
+        self.exact = {(n.dimension, n.value) for n in numbers}
+        self.by_dim: dict[str, list[tuple[float, Number]]] = {}
+        for n in numbers:
+            self.by_dim.setdefault(n.dimension, []).append((n.value, n))
+        for values in self.by_dim.values():
+            values.sort(key=lambda p: p[0])
+
+    def states(self, n: Number) -> bool:
+        if (n.dimension, n.value) in self.exact:
+            return True
+        values = self.by_dim.get(n.dimension, [])
+        span = 0.1 * abs(n.value) + n.precision
+        lo = bisect.bisect_left(values, n.value - span, key=lambda p: p[0])
+        hi = bisect.bisect_right(values, n.value + span, key=lambda p: p[0])
+        return any(numbers_match(n, said, FIGURE_TOL) for _, said in values[lo:hi])
+
+
+def false_items(listing: MemoryListing, episodes_text: str | Figures,
+                reader: FactReader | None = None) -> list[str]:
     """The items stating a figure (not a date or an id) that no ingested episode states."""
-    said = extract_numbers(episodes_text, words=False)
-    out = []
-    for item in listing.items:
-        for n in extract_numbers(item.text, words=False):
-            if not any(numbers_match(n, s, FIGURE_TOL) for s in said):
-                out.append(item.item_id)
-                break
-    return out
+    said = (episodes_text if isinstance(episodes_text, Figures)
+            else Figures(extract_numbers(episodes_text, words=False)))
+    numbers = (reader or FactReader()).numbers
+    return [item.item_id for item in listing.items
+            if any(not said.states(n) for n in numbers(item.text))]
 
 
 def _states(text: str, figure: str) -> bool:
@@ -176,11 +241,14 @@ def _ratio(a: float, b: int) -> float | None:
     return a / b if b else None
 
 
-def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset) -> CheckpointScore:
+def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset,
+                     reader: FactReader | None = None) -> CheckpointScore:
+    reader = reader or FactReader()
     episodes = scope.ordered_episodes()[:line.episodes_ingested]
     facts = facts_so_far(dataset, scope.scope_id, line.checkpoint)
-    held = held_facts(facts, line.listing) if facts else []
-    invented = false_items(line.listing, "\n".join(e.text for e in episodes))
+    held = reader.held_facts(facts, line.listing) if facts else []
+    invented = false_items(line.listing, Figures(
+        [n for e in episodes for n in reader.numbers(e.text)]), reader)
     kinds = [update_kind(u, line.listing) for u in updates_of(scope)
              if u.at < line.episodes_ingested]
     items = len(line.listing.items)
@@ -207,7 +275,8 @@ def _figure(rows: Sequence[CheckpointScore], metric: str) -> ArmFigure:
 def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
     """Every recorded listing of the run scored against the dataset, and each arm's figures."""
     scopes = {s.scope_id: s for s in dataset.scopes}
-    rows = [score_checkpoint(line, scopes[line.scope_id], dataset)
+    reader = FactReader()
+    rows = [score_checkpoint(line, scopes[line.scope_id], dataset, reader)
             for (_, _), line in sorted(load_listings(run_dir).items())
             if line.scope_id in scopes]
     listed = {r.adapter for r in rows}
