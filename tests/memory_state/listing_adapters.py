@@ -74,3 +74,17 @@ class MissesCorrections(SqliteFtsAdapter):
     def ingest(self, episode: Episode) -> None:
         if "Correction to the" not in episode.text:
             super().ingest(episode)
+
+
+class NeverSettles(SqliteFtsAdapter):
+    """A memory still writing in the background: every reading of it finds one more note."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.readings = 0
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        self.readings += 1
+        stored = super().list_memory(scope_id, checkpoint)
+        return MemoryListing(items=[*stored.items, MemoryItem(
+            item_id="extracting", text=f"{self.readings} notes extracted so far")])

@@ -90,3 +90,22 @@ def test_a_fixed_memory_passes_and_an_unlisted_one_is_unknown(lens: Lens,
     assert row["status"] == "pass", row
     assert "unknown for oracle (no memory listing)" in row["value"]
     assert "memory state fixed while questioned" not in res.stderr
+
+
+def test_a_memory_still_writing_when_questions_start_fails(lens: Lens, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    import lens.runner.memory_state as memory_state
+
+    # Its listing never settles: give up at once rather than after the real waits.
+    monkeypatch.setattr(memory_state, "FIRST_WAIT_S", 0.0)
+    cfg = _config(tmp_path, [{"name": "tests.memory_state.listing_adapters:NeverSettles",
+                              "label": "busy", "isolation": "none"}])
+    res = lens("run", str(cfg))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert res.returncode == 1, res.stdout + res.stderr
+    row = _checklist(run_dir)["memory_state"]
+    assert row["status"] == "fail"
+    assert "2 still changing when questions started" in row["value"]
+    states = checkpoint_states(RunStore.open(run_dir).events())
+    assert [s.settled for s in states] == [False, False]
