@@ -12,7 +12,7 @@ last ingest of the checkpoint to the settled reading is the memory's time to be 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -35,6 +35,8 @@ class UnitPlace:
     adapter: str
     scope_id: str
     repeat: int
+    # The item keys this unit's listing file holds already (each item is written once).
+    written: set[str] = field(default_factory=set, compare=False, hash=False)
 
 
 async def _read(adapter: MemoryAdapter, scope_id: str, checkpoint: int) -> MemoryListing:
@@ -71,7 +73,7 @@ async def before_questions(store: RunStore, place: UnitPlace, adapter: MemoryAda
     append_listing(store.root, ListingLine(
         unit_key=place.key, adapter=place.adapter, scope_id=place.scope_id, repeat=place.repeat,
         checkpoint=checkpoint, episodes_ingested=episodes_ingested, digest=digest,
-        listing=listing))
+        listing=listing), place.written)
     store.append_event(STATE_EVENT, place.key, phase="before", adapter=place.adapter,
                        scope_id=place.scope_id, checkpoint=checkpoint, digest=digest,
                        items=len(listing.items), bytes=listing_bytes(listing),

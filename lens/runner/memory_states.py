@@ -6,15 +6,20 @@ adapter that lists its memory (``CapabilityManifest.memory_listing``):
 - ``memory_state`` events in ``events.jsonl``: the state's digest before the first question
   (``phase: before``, with the time from the last ingest to the memory being ready and whether
   its listing settled) and after the last (``phase: after``, with ``changed``);
-- ``RUN_DIR/memory/<unit>.jsonl``: the listing itself as it stood before the first question, one
-  line per checkpoint, which the write-side metrics score (lens/scoring/measures/write_side.py).
+- ``RUN_DIR/memory/<unit>.jsonl``: the listing itself as it stood before the first question,
+  which the write-side metrics score (lens/scoring/measures/write_side.py). Each item is written
+  once per unit (``{"key": ..., "item": {...}}``, keyed by a hash of its content) and each
+  checkpoint is one line naming its items' keys, so a store that grows by a few items per
+  checkpoint adds those items and a list of keys, not a copy of itself.
 
 A unit run again (``--resume``) appends again; the last line of a checkpoint wins, and a line a
-crash tore is skipped.
+crash tore is skipped (a checkpoint naming an item whose line was torn is left out).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +28,38 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lens.core.redact import scrub_bytes
-from lens.memory.listing import MemoryListing
+from lens.memory.listing import MemoryItem, MemoryListing
 from lens.runs.store import _error_name
 
 FOLDER = "memory"
 STATE_EVENT = "memory_state"
+
+
+class ItemLine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    item: MemoryItem
+
+
+class CheckpointLine(BaseModel):
+    """One checkpoint's listing of one unit, as stored: its items by key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    unit_key: str
+    adapter: str
+    scope_id: str
+    repeat: int
+    checkpoint: int
+    episodes_ingested: int
+    digest: str
+    listing_digest: str | None = None
+    items: list[str]
+
+
+def item_key(item: MemoryItem) -> str:
+    return hashlib.sha256(item.model_dump_json().encode("utf-8")).hexdigest()[:32]
 
 
 class ListingLine(BaseModel):
@@ -49,23 +81,43 @@ def listing_file(root: Path, unit_key: str) -> Path:
     return root / FOLDER / f"{_error_name(unit_key)}.jsonl"
 
 
-def append_listing(root: Path, line: ListingLine) -> None:
-    """Append one checkpoint's listing to its unit's file and make it durable."""
+def append_listing(root: Path, line: ListingLine, written: set[str]) -> None:
+    """Append one checkpoint's listing to its unit's file: the items not in ``written`` (the
+    keys this unit already wrote, updated here), then the checkpoint's line."""
     path = listing_file(root, line.unit_key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = scrub_bytes((line.model_dump_json() + "\n").encode("utf-8"))
+    keys = [item_key(i) for i in line.listing.items]
+    out = []
+    for key, item in zip(keys, line.listing.items, strict=True):
+        if key not in written:
+            out.append(ItemLine(key=key, item=item).model_dump_json())
+            written.add(key)
+    out.append(CheckpointLine(
+        items=keys, listing_digest=line.listing.digest,
+        **line.model_dump(exclude={"listing"})).model_dump_json())
     with open(path, "ab") as fh:
-        fh.write(data)
+        fh.write(scrub_bytes(("\n".join(out) + "\n").encode("utf-8")))
         fh.flush()
 
 
 def _lines(path: Path) -> Iterator[ListingLine]:
+    items: dict[str, MemoryItem] = {}
     with open(path, encoding="utf-8", errors="replace") as fh:
         for text in fh:
             try:
-                yield ListingLine.model_validate_json(text)
+                raw = json.loads(text)
+                if isinstance(raw, dict) and "item" in raw:
+                    entry = ItemLine.model_validate(raw)
+                    items[entry.key] = entry.item
+                    continue
+                line = CheckpointLine.model_validate(raw)
             except (ValidationError, ValueError):
                 continue  # a line torn by a crash: that checkpoint was not finished
+            if all(k in items for k in line.items):
+                yield ListingLine(
+                    listing=MemoryListing(items=[items[k] for k in line.items],
+                                          digest=line.listing_digest),
+                    **line.model_dump(exclude={"items", "listing_digest"}))
 
 
 def load_listings(root: Path) -> dict[tuple[str, int], ListingLine]:

@@ -367,6 +367,7 @@ class Runner:
             return
         episodes = unit.scope.ordered_episodes()
         tools = tool_specs(caps)
+        place = self._place(unit)
         last = max(by_checkpoint)
         ingested = 0
         for checkpoint in sorted(by_checkpoint):
@@ -389,7 +390,7 @@ class Runner:
             self.store.append_event("prepare_done", unit.key, checkpoint=checkpoint,
                                     seconds=round(time.perf_counter() - t0, 4),
                                     standing_context_bytes=len((standing or "").encode()))
-            state = await self._memory_state(unit, adapter, caps, checkpoint, ingested,
+            state = await self._memory_state(unit, place, adapter, caps, checkpoint, ingested,
                                              ingest_ended, timeout)
             await self._record_model_usage(unit, adapter, timeout)
             # "Now" of a question without its own time: the last episode it was given.
@@ -400,8 +401,7 @@ class Runner:
                                   standing, now, state)
             if state is not None:
                 with _deadline(adapter, timeout):
-                    await after_questions(self.store, self._place(unit), adapter, checkpoint,
-                                          state)
+                    await after_questions(self.store, place, adapter, checkpoint, state)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
@@ -410,17 +410,17 @@ class Runner:
     def _place(unit: Unit) -> UnitPlace:
         return UnitPlace(unit.key, unit.adapter.display, unit.scope.scope_id, unit.repeat)
 
-    async def _memory_state(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
-                            checkpoint: int, ingested: int, ingest_ended: float,
-                            timeout: float) -> str | None:
+    async def _memory_state(self, unit: Unit, place: UnitPlace, adapter: MemoryAdapter,
+                            caps: CapabilityManifest, checkpoint: int, ingested: int,
+                            ingest_ended: float, timeout: float) -> str | None:
         """The digest of the state this checkpoint's questions are answered from, recorded with
         its listing (lens/runner/memory_state.py); None when the adapter does not list. The
         oracle arm's agent reads lens's evidence, not the stand-in's memory."""
         if not caps.memory_listing or is_oracle(unit.adapter):
             return None
         with _deadline(adapter, timeout):
-            return await before_questions(self.store, self._place(unit), adapter, checkpoint,
-                                          ingested, ingest_ended)
+            return await before_questions(self.store, place, adapter, checkpoint, ingested,
+                                          ingest_ended)
 
     async def _standing_context(self, unit: Unit, adapter: MemoryAdapter,
                                 caps: CapabilityManifest, checkpoint: int,
