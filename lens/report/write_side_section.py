@@ -22,7 +22,7 @@ def figure(f: ArmFigure | None, share: bool) -> str:
     if f is None or f.mean is None:
         return "unknown"
     if not share:
-        return f"{f.mean:.3g}"
+        return f"{f.mean:,.0f}" if abs(f.mean) >= 100 else f"{f.mean:.3g}"
     text = f"{f.mean:.1%}"
     if f.low is not None and f.high is not None:
         text += f" [{f.low:.1%}, {f.high:.1%}]"
