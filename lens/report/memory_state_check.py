@@ -30,7 +30,7 @@ def ready_text(states: Sequence[CheckpointState]) -> str:
     times = [s.ready_s for s in states if s.ready_s is not None]
     if not times:
         return "ready time unknown"
-    return f"ready {statistics.median(times):.3g} s median, {max(times):.3g} s at most"
+    return f"ready {statistics.median(times):.4f}s median, {max(times):.4f}s at most"
 
 
 def _arm(states: Sequence[CheckpointState]) -> tuple[Status, str]:
