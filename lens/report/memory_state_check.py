@@ -25,12 +25,28 @@ def arm_states(run: RunData) -> dict[str, list[CheckpointState]]:
     return out
 
 
+def prepare_times(run: RunData) -> dict[str, list[float]]:
+    """Per arm, the seconds ``prepare`` took at each checkpoint (from the last ingest to its
+    return): the time to be ready of a memory that does not list."""
+    arm_of = {e.get("key"): e.get("adapter") for e in run.events
+              if e.get("kind") == "unit_started"}
+    out: dict[str, list[float]] = {}
+    for e in run.events:
+        seconds = e.get("seconds")
+        if e.get("kind") == "prepare_done" and isinstance(seconds, int | float):
+            out.setdefault(str(arm_of.get(e.get("key"))), []).append(float(seconds))
+    return out
+
+
+def times_text(times: Sequence[float], what: str = "ready") -> str:
+    if not times:
+        return f"{what} time unknown"
+    return f"{what} {statistics.median(times):.4f}s median, {max(times):.4f}s at most"
+
+
 def ready_text(states: Sequence[CheckpointState]) -> str:
     """The median time from the last ingest to a settled listing, and the slowest."""
-    times = [s.ready_s for s in states if s.ready_s is not None]
-    if not times:
-        return "ready time unknown"
-    return f"ready {statistics.median(times):.4f}s median, {max(times):.4f}s at most"
+    return times_text([s.ready_s for s in states if s.ready_s is not None])
 
 
 def _arm(states: Sequence[CheckpointState]) -> tuple[Status, str]:

@@ -287,7 +287,7 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
 
 def _write_side(arms: Sequence[Arm]) -> list[list[str]]:
     rows = [arm_row(a.run, a.adapter, a.name) for a in arms]
-    return rows if any(r[-1] != "no memory listing" for r in rows) else []
+    return rows if any(not r[-1].startswith("no memory listing") for r in rows) else []
 
 
 def _pairs_chosen(baseline: str | None) -> str:

@@ -4,7 +4,7 @@ how long each arm's memory took to be ready (lens/runner/memory_state.py)."""
 from __future__ import annotations
 
 from lens.report.data import RunData
-from lens.report.memory_state_check import arm_states, ready_text
+from lens.report.memory_state_check import arm_states, prepare_times, ready_text, times_text
 from lens.report.sections import Section, render_json_section
 from lens.scoring.measures.write_side import ArmFigure, WriteSide, read_write_side
 
@@ -35,6 +35,11 @@ def kinds_text(kinds: dict[str, int]) -> str:
     return ", ".join(shown) or "none yet"
 
 
+def unlisted_ready(prepared: dict[str, list[float]], arm: str) -> str:
+    """An arm without a listing is ready when its prepare returns."""
+    return f"no memory listing; {times_text(prepared.get(arm, []), 'prepared in')}"
+
+
 def rows(ws: WriteSide, run: RunData) -> list[list[str]]:
     states = arm_states(run)
     out = []
@@ -42,7 +47,8 @@ def rows(ws: WriteSide, run: RunData) -> list[list[str]]:
         out.append([arm, *(figure(figs.get(key), share) for _, key, share in COLUMNS),
                     kinds_text(ws.update_kinds.get(arm, {})),
                     ready_text(states.get(arm, []))])
-    out.extend([arm, *("unknown" for _ in COLUMNS), "unknown", "no memory listing"]
+    prepared = prepare_times(run)
+    out.extend([arm, *("unknown" for _ in COLUMNS), "unknown", unlisted_ready(prepared, arm)]
                for arm in ws.unlisted)
     return out
 
@@ -96,4 +102,5 @@ def arm_row(run: RunData, adapter: str, name: str) -> list[str]:
         for row in rows(ws, run):
             if row[0] == adapter:
                 return [name, *row[1:]]
-    return [name, *("unknown" for _ in COLUMNS), "unknown", "no memory listing"]
+    return [name, *("unknown" for _ in COLUMNS), "unknown",
+            unlisted_ready(prepare_times(run), adapter)]
