@@ -52,7 +52,8 @@ def ready_text(states: Sequence[CheckpointState]) -> str:
 def _arm(states: Sequence[CheckpointState]) -> tuple[Status, str]:
     changed = [s for s in states if s.changed]
     unsettled = [s for s in states if s.settled is False]
-    unread = sum(1 for s in states if s.changed is None)
+    failed = [s for s in states if s.error]
+    unread = sum(1 for s in states if s.changed is None and not s.error)
     parts = [f"{len(states)} checkpoint(s)"]
     if changed:
         first = changed[0]
@@ -60,10 +61,12 @@ def _arm(states: Sequence[CheckpointState]) -> tuple[Status, str]:
                      f"checkpoint {first.checkpoint}, {first.before} -> {first.after})")
     if unsettled:
         parts.append(f"{len(unsettled)} still changing when questions started")
+    if failed:
+        parts.append(f"listing failed at {len(failed)} (first: {failed[0].error})")
     if unread:
         parts.append(f"{unread} not read after the questions (unit failed)")
     parts.append(ready_text(states))
-    return ("fail" if changed or unsettled else "pass"), ", ".join(parts)
+    return ("fail" if changed or unsettled or failed else "pass"), ", ".join(parts)
 
 
 def check_memory_state(runs: Sequence[RunData]) -> Check | None:
@@ -92,5 +95,6 @@ def check_memory_state(runs: Sequence[RunData]) -> Check | None:
                         "agree) and again after the checkpoint's last question; a state that "
                         "changed in between learned from the questions or was still being "
                         "written, so its answers do not measure one memory (the run exits 1); "
+                        "a listing that raised fails the row too (its traceback in errors/); "
                         "the digests are in events.jsonl (memory_state) and each record's "
                         "memory_state")

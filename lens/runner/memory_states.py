@@ -146,6 +146,8 @@ class CheckpointState:
     settled: bool | None = None
     items: int | None = None
     bytes: int | None = None
+    # The listing raised at this checkpoint (before or after the questions): the message.
+    error: str | None = None
 
     @property
     def changed(self) -> bool | None:
@@ -172,6 +174,11 @@ def checkpoint_states(events: Iterable[dict[str, Any]]) -> list[CheckpointState]
                 items=_int(e.get("items")), bytes=_int(e.get("bytes")))
         elif phase == "after" and key in found:
             found[key].after = _str(e.get("digest"))
+        elif phase == "error":
+            state = found.setdefault(key, CheckpointState(
+                unit_key=key[0], adapter=str(e.get("adapter")), scope_id=str(e.get("scope_id")),
+                checkpoint=key[1]))
+            state.error = _str(e.get("error")) or "the listing failed"
     return list(found.values())
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
@@ -126,6 +126,7 @@ def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
 
 
 AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
+T = TypeVar("T")
 
 
 # Reading a usage counter takes no time: an adapter that cannot answer within this as its unit
@@ -400,8 +401,8 @@ class Runner:
                     tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
                                   standing, now, state)
             if state is not None:
-                with _deadline(adapter, timeout):
-                    await after_questions(self.store, place, adapter, checkpoint, state)
+                await self._listing_call(unit, checkpoint, "after", after_questions(
+                    self.store, place, adapter, checkpoint, state), adapter, timeout)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
@@ -418,9 +419,28 @@ class Runner:
         oracle arm's agent reads lens's evidence, not the stand-in's memory."""
         if not caps.memory_listing or is_oracle(unit.adapter):
             return None
-        with _deadline(adapter, timeout):
-            return await before_questions(self.store, place, adapter, checkpoint, ingested,
-                                          ingest_ended)
+        return await self._listing_call(unit, checkpoint, "before", before_questions(
+            self.store, place, adapter, checkpoint, ingested, ingest_ended), adapter, timeout)
+
+    async def _listing_call(self, unit: Unit, checkpoint: int, phase: str,
+                            call: Coroutine[Any, Any, T], adapter: MemoryAdapter,
+                            timeout: float) -> T | None:
+        """A reading of the memory's listing; one that raises is recorded (its traceback in
+        errors/, a ``memory_state`` event the checklist fails) and the questions go on: the
+        listing is an optional capability, the answers are not."""
+        try:
+            with _deadline(adapter, timeout):
+                return await call
+        except AdapterWorkerLost:
+            raise
+        except Exception as exc:
+            tb = self.store.save_error(f"{unit.key}.list_memory{checkpoint}",
+                                       traceback.format_exc())
+            self.store.append_event("memory_state", unit.key, phase="error",
+                                    adapter=unit.adapter.display,
+                                    scope_id=unit.scope.scope_id, checkpoint=checkpoint,
+                                    when=phase, error=f"{type(exc).__name__}: {exc} (see {tb})")
+            return None
 
     async def _standing_context(self, unit: Unit, adapter: MemoryAdapter,
                                 caps: CapabilityManifest, checkpoint: int,

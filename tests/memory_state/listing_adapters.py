@@ -88,3 +88,10 @@ class NeverSettles(SqliteFtsAdapter):
         stored = super().list_memory(scope_id, checkpoint)
         return MemoryListing(items=[*stored.items, MemoryItem(
             item_id="extracting", text=f"{self.readings} notes extracted so far")])
+
+
+class ListingRaises(SqliteFtsAdapter):
+    """Declares a listing it cannot give."""
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        raise RuntimeError("the listing endpoint is down")

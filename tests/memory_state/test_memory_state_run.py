@@ -109,3 +109,19 @@ def test_a_memory_still_writing_when_questions_start_fails(lens: Lens, tmp_path:
     assert "2 still changing when questions started" in row["value"]
     states = checkpoint_states(RunStore.open(run_dir).events())
     assert [s.settled for s in states] == [False, False]
+
+
+def test_a_listing_that_raises_fails_the_row_and_the_questions_go_on(lens: Lens,
+                                                                     tmp_path: Path) -> None:
+    cfg = _config(tmp_path, [{"name": "tests.memory_state.listing_adapters:ListingRaises",
+                              "label": "broken"}])
+    res = lens("run", str(cfg))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert res.returncode == 1, res.stdout + res.stderr
+    row = _checklist(run_dir)["memory_state"]
+    assert row["status"] == "fail"
+    assert "listing failed at 2 (first: " in row["value"]
+    assert "RuntimeError: the listing endpoint is down" in row["value"]
+    records = RunStore.open(run_dir).load_records()
+    assert records and all(r.status == "answered" and r.memory_state is None for r in records)
+    assert any("list_memory" in p.name for p in (run_dir / "errors").iterdir())
