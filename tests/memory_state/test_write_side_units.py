@@ -60,3 +60,15 @@ def test_a_record_line_holds_a_fact_under_its_short_label() -> None:
     # The figure beside the subject's words; another subject's figure, or another figure of
     # this subject, is not held.
     assert held_facts(facts, record) == [True, False, True, False]
+
+
+def test_a_distractors_figure_under_the_targets_name_is_a_false_memory() -> None:
+    from lens.scoring.measures.write_side import FactReader, misattributed_items
+
+    episodes = ["- auth: p99 287 ms\n- notifications: p99 215 ms",
+                "- auth: p99 291 ms\n- notifications: p99 230 ms"]
+    memory = listing("notifications p99 latency rose from 215 ms to 230 ms",
+                     "notifications p99 latency was 291 ms",  # auth's figure, misfiled
+                     "auth p99 latency was 291 ms")
+    assert misattributed_items(memory, episodes, "notifications p99 latency",
+                               FactReader()) == ["1"]

@@ -35,6 +35,14 @@ class Update:
     at: int
 
 
+def target_of(scope: Scope) -> str | None:
+    """The figure a generated scope's storyline follows ("auth p99 latency"); None for a scope
+    of any other source."""
+    story = scope.meta.get("storyline")
+    target = story.get("target") if isinstance(story, dict) else None
+    return target if isinstance(target, str) and target.strip() else None
+
+
 def _periods(scope: Scope) -> tuple[int, int] | None:
     story = scope.meta.get("storyline")
     periods = story.get("periods") if isinstance(story, dict) else None

@@ -5,7 +5,9 @@ For each unit and checkpoint whose listing was recorded (lens/runner/memory_stat
 - ``extraction_recall``: of the key facts stated so far (those of the scope's questions asked
   at or before this checkpoint), the share some single item holds, by lens's fact matcher;
 - ``false_memory_rate``: of the items, the share that state a figure no episode ingested so far
-  states (a figure the memory made up or garbled);
+  states (a figure the memory made up or garbled), or, in a generated scope, give the target's
+  name a figure the episodes give only to another entity (a distractor's figure filed under the
+  target);
 - ``update_current``: of the figures a later episode superseded so far (a generated scope's
   corrected misreport, lens/data/datagen/updates.py), the share the memory holds as it now is:
   the current figure, with the stale one nowhere or beside it in an item that states both (a
@@ -30,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.data.datagen.updates import Update, updates_of
+from lens.data.datagen.updates import Update, target_of, updates_of
 from lens.data.dataset import Dataset, Scope
 from lens.data.ground_truth_text import fact_subject
 from lens.memory.listing import MemoryListing, listing_bytes
@@ -219,6 +221,37 @@ def false_items(listing: MemoryListing, episodes_text: str | Figures,
             if any(not said.states(n) for n in numbers(item.text))]
 
 
+def _names(entity: str, line: str) -> bool:
+    return entity in content_stems(normalise(line))
+
+
+def misattributed_items(listing: MemoryListing, episodes: Sequence[str], target: str,
+                        reader: FactReader) -> list[str]:
+    """Items with a line naming ``target`` beside a figure the episodes state, but never on a
+    line naming the target: another entity's figure under the target's name."""
+    # The target's entity is its first word ("notifications" of "notifications p99 latency"):
+    # its measure's words ("p99 latency") are shared with every other entity's.
+    words = content_stems(normalise(target))
+    if not words:
+        return []
+    entity = words[0]
+    own: list[Number] = []
+    for text in episodes:
+        for line in text.splitlines():
+            if _names(entity, line):
+                own.extend(reader.numbers(line))
+    mine = Figures(own)
+    anywhere = Figures([n for text in episodes for n in reader.numbers(text)])
+    out = []
+    for item in listing.items:
+        for line in item.text.splitlines():
+            if _names(entity, line) and any(anywhere.states(n) and not mine.states(n)
+                                           for n in reader.numbers(line)):
+                out.append(item.item_id)
+                break
+    return out
+
+
 def _states(text: str, figure: str) -> bool:
     wanted = extract_numbers(figure, words=False)
     said = extract_numbers(text, words=False)
@@ -249,6 +282,10 @@ def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset,
     held = reader.held_facts(facts, line.listing) if facts else []
     invented = false_items(line.listing, Figures(
         [n for e in episodes for n in reader.numbers(e.text)]), reader)
+    target = target_of(scope)
+    if target is not None:
+        misfiled = misattributed_items(line.listing, [e.text for e in episodes], target, reader)
+        invented += [i for i in misfiled if i not in invented]
     kinds = [update_kind(u, line.listing) for u in updates_of(scope)
              if u.at < line.episodes_ingested]
     items = len(line.listing.items)
