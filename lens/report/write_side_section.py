@@ -64,7 +64,8 @@ def write_side_section(run: RunData) -> Section | None:
         "rows": rows(ws, run)}], "notes": [
         "extraction recall: the key facts of the questions asked so far that one stored item "
         "states (lens's fact matcher, or one line giving the figure beside its subject); "
-        "false memories: the share of items stating a figure no episode ingested so far states; "
+        "false memories: the share of items stating a figure no episode ingested so far states, "
+        "or another entity's figure under the target's name; "
         "size: the listing's items and bytes per episode ingested; updates held current: of "
         "the figures a later episode corrected, the share the memory holds as corrected "
         "(docs/scoring.md)",
