@@ -3,7 +3,8 @@
 For each unit and checkpoint whose listing was recorded (lens/runner/memory_states.py):
 
 - ``extraction_recall``: of the key facts stated so far (those of the scope's questions asked
-  at or before this checkpoint), the share some single item holds, by lens's fact matcher;
+  at or before this checkpoint), the share some single item holds (:func:`item_holds`: lens's
+  fact matcher, or one line giving the fact's value beside its subject's words);
 - ``false_memory_rate``: of the items, the share that state a figure no episode ingested so far
   states (a figure the memory made up or garbled), or, in a generated scope, give the target's
   name a figure the episodes give only to another entity (a distractor's figure filed under the
