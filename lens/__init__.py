@@ -22,6 +22,9 @@ _EXPORTS: dict[str, str] = {
     "Document": "lens.memory.adapter",
     "CapabilityManifest": "lens.memory.adapter",
     "ExtraTool": "lens.memory.adapter",
+    # An adapter that lists what it stores (lens/memory/listing.py)
+    "MemoryItem": "lens.memory.listing",
+    "MemoryListing": "lens.memory.listing",
     # Memory systems that call models through the run's metering gateway
     "GatewayAccess": "lens.memory.gateway_access",
     "GatewayOptions": "lens.memory.gateway_access",
@@ -77,6 +80,8 @@ __all__ = [
     "GatewayOptions",
     "GroundTruth",
     "MemoryAdapter",
+    "MemoryItem",
+    "MemoryListing",
     "ModelConfig",
     "Question",
     "QuestionRecord",
@@ -146,6 +151,7 @@ if TYPE_CHECKING:
         register_adapter,
     )
     from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+    from lens.memory.listing import MemoryItem, MemoryListing
     from lens.memory.run_cache import RunCacheOptions
     from lens.report import build_summary, write_reports
     from lens.report.run_comparison import compare_runs

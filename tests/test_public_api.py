@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 LENS_API = [
     "AdapterNotFound", "CapabilityManifest", "ConfigError", "Dataset", "DatasetError",
     "Document", "Episode", "ExtraTool", "GatewayAccess", "GatewayOptions", "GroundTruth",
-    "MemoryAdapter", "ModelConfig",
+    "MemoryAdapter", "MemoryItem", "MemoryListing", "ModelConfig",
     "Question", "QuestionRecord", "QuestionType", "RunCacheOptions", "RunConfig", "RunOutcome",
     "RunScores",
     "RunStore", "Scope", "SearchResult", "Section", "SyncMemoryAdapter", "UserError",

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
+from lens.adapters.chunking import (
+    Unit,
+    episode_document,
+    episode_units,
+    split_ref,
+    unit_items,
+)
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.core.distribution import install_hint
@@ -29,6 +35,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 DEFAULT_CHUNK_CHARS = 1200
 
@@ -146,11 +153,15 @@ class Bm25sAdapter(SyncMemoryAdapter):
             return None
         return Document(ref_id=ref_id, text=unit.text, metadata=_meta(unit))
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        with self._lock:
+            return unit_items(list(self._units))
+
     def get_capabilities(self) -> CapabilityManifest:
         unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword"], filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=f"BM25 keyword search (bm25s) over {unit}",
         )
 

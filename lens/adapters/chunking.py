@@ -14,6 +14,7 @@ from datetime import datetime
 
 from lens.data.dataset import Episode
 from lens.memory.adapter import Document
+from lens.memory.listing import MemoryItem, MemoryListing
 
 CHUNK_SEPARATOR = "#c"
 _CHUNK_REF = re.compile(r"^(?P<episode>.+)#c(?P<n>\d+)$")
@@ -84,3 +85,11 @@ def episode_document(episodes: dict[str, Episode], ref_id: str) -> Document | No
         return None
     return Document(ref_id=ref_id, text=episode.text,
                     metadata={"timestamp": episode.timestamp.isoformat()})
+
+
+def unit_items(units: list[Unit]) -> MemoryListing:
+    """The listing of a store of units: each unit as it is stored, from its episode, written at
+    the episode's time (a store never changes a unit; a re-ingested episode replaces its)."""
+    return MemoryListing(items=[MemoryItem(item_id=u.ref_id, text=u.text,
+                                           source_episodes=[u.episode_id],
+                                           changed_at=u.timestamp) for u in units])

@@ -18,6 +18,7 @@ spend. The model is named in the options (``model: llama_cpp/default``, ``openai
 from __future__ import annotations
 
 from abc import abstractmethod
+from datetime import datetime
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -34,6 +35,7 @@ from lens.memory.adapter import (
     ThreadedAdapter,
 )
 from lens.memory.gateway_access import ModelChoice
+from lens.memory.listing import MemoryItem, MemoryListing
 from lens.memory.run_cache import RunCacheOptions
 from lens.models.base import CompletionRequest, Message, ModelClient
 
@@ -74,6 +76,10 @@ class ConsolidatingAdapter(MemoryAdapter):
         self._usage = ModelUsage(cost_usd=0.0)
         self.pending: list[Episode] = []
         self.memory = ""
+        # The episodes folded into the memory so far, and the newest one's time: the notes'
+        # sources and change time in the listing.
+        self.folded: list[str] = []
+        self.folded_at: datetime | None = None
         # (fold name, episode ids it saw), in call order: what each model call was shown.
         self.fold_log: list[tuple[str, list[str]]] = []
 
@@ -112,6 +118,7 @@ class ConsolidatingAdapter(MemoryAdapter):
         await self.store.reset(scope_id)
         self.pending = []
         self.memory = ""
+        self.folded, self.folded_at = [], None
         self.on_reset()
 
     def on_reset(self) -> None:
@@ -127,9 +134,23 @@ class ConsolidatingAdapter(MemoryAdapter):
         self.pending = []
         if new:
             await self.consolidate(new)
+            self.folded.extend(e.episode_id for e in new)
+            self.folded_at = new[-1].timestamp
 
     async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
         return self.memory or None
+
+    def notes(self) -> dict[str, str]:
+        """The model-written notes by name (the standing memory; a subclass adds its own)."""
+        return {"memory": self.memory} if self.memory else {}
+
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """The notes (``note:<name>``, from every episode folded so far) and the raw episodes
+        the agent can also search."""
+        notes = [MemoryItem(item_id=f"note:{name}", text=text, source_episodes=list(self.folded),
+                            changed_at=self.folded_at) for name, text in self.notes().items()]
+        stored = await self.store.list_memory(scope_id, checkpoint)
+        return MemoryListing(items=[*notes, *(stored.items if stored else [])])
 
     async def model_usage(self) -> dict[str, Any] | None:
         return self._usage.model_dump()
@@ -144,7 +165,7 @@ class ConsolidatingAdapter(MemoryAdapter):
     async def get_capabilities(self) -> CapabilityManifest:
         caps = await self.store.get_capabilities()
         return caps.model_copy(update={
-            "standing_context": True,
+            "standing_context": True, "memory_listing": True,
             "description": f"{self.kind} memory written by {self.opts.model} (standing "
                            f"context) over {caps.description}",
         })

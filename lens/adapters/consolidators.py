@@ -69,6 +69,11 @@ class FacetedAdapter(ConsolidatingAdapter):
     def on_reset(self) -> None:
         self.facet_memory: dict[str, str] = {}
 
+    def notes(self) -> dict[str, str]:
+        facets = {f"facet:{name}": text for name, text in
+                  getattr(self, "facet_memory", {}).items() if text}
+        return {**super().notes(), **facets}
+
     async def consolidate(self, episodes: list[Episode]) -> None:
         o = self.opts
         facets: dict[str, str] = o.facets

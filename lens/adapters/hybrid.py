@@ -28,6 +28,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 DEFAULT_CHUNK_CHARS = 1000
 
@@ -110,13 +111,17 @@ class HybridAdapter(SyncMemoryAdapter):
     def retrieve(self, ref_id: str) -> Document | None:
         return self.keyword.retrieve(ref_id)
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        # Both legs hold the same units; the keyword store lists them in insertion order.
+        return self.keyword.list_memory(scope_id, checkpoint)
+
     def get_capabilities(self) -> CapabilityManifest:
         chunked = self.opts.chunk_chars is not None
         unit = "chunks (refs episode_id#cN)" if chunked else "whole episodes"
         return CapabilityManifest(
             search_modes=["keyword", "semantic", "hybrid"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=f"reciprocal-rank fusion (k={self.opts.rrf_k}) of BM25 and "
                         f"{self.semantic.embedder.label} cosine over {unit}",
         )

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import episode_document
+from lens.adapters.chunking import Unit, episode_document, unit_items
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
@@ -28,6 +28,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 
 class FullContextOptions(BaseModel):
@@ -78,6 +79,11 @@ class _Timeline(SyncMemoryAdapter):
         with self._lock:
             return episode_document(self._by_id, ref_id)
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        with self._lock:
+            return unit_items([Unit(e.episode_id, e.episode_id, e.timestamp, e.text)
+                               for e in self._episodes])
+
 
 def _result(ep: Episode, text: str | None = None) -> SearchResult:
     meta: dict[str, Any] = {"timestamp": ep.timestamp.isoformat()}
@@ -115,7 +121,7 @@ class FullContextAdapter(_Timeline):
         return CapabilityManifest(
             search_modes=["recency"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=(f"full-context baseline: search ignores the query and returns every "
                          f"episode, newest first, up to {self.opts.max_chars} characters"),
         )
@@ -138,7 +144,7 @@ class RecencyAdapter(_Timeline):
         return CapabilityManifest(
             search_modes=["recency"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.n,
+            max_results=self.opts.n, memory_listing=True,
             description=(f"recency baseline: search ignores the query and returns the latest "
                          f"{self.opts.n} episodes, newest first"),
         )

@@ -47,6 +47,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MAX_ITEMS, MemoryItem, MemoryListing
 from lens.memory.run_cache import RunCacheOptions
 
 SYNTHETIC_PREFIX = "mem0:"
@@ -297,6 +298,23 @@ class Mem0Adapter(SyncMemoryAdapter):
             meta.pop("episode_id")
         return Document(ref_id=ref_id, text=str(item.get("memory", "")), metadata=meta)
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """mem0's own listing (``Memory.get_all`` for the scope's user): the extracted facts, or
+        the raw units in raw mode, each from the episode its metadata names, changed when mem0
+        last updated it (mem0's clock)."""
+        with self._lock:
+            found = self.memory.get_all(user_id=self._scope, limit=MAX_ITEMS)
+        rows = found.get("results", []) if isinstance(found, dict) else list(found or [])
+        items = []
+        for row in rows:
+            meta = row.get("metadata") or {}
+            when = row.get("updated_at") or row.get("created_at") or meta.get("timestamp")
+            items.append(MemoryItem(
+                item_id=self._ref(row), text=str(row.get("memory", "")),
+                source_episodes=[str(meta["episode_id"])] if meta.get("episode_id") else [],
+                changed_at=parse_timestamp(str(when)) if when else None))
+        return MemoryListing(items=items)
+
     def get_capabilities(self) -> CapabilityManifest:
         mode = "LLM-extracted facts" if self.extract else "raw episodes (infer=False)"
         if not self.extract and self.opts.chunk_chars:
@@ -304,7 +322,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         return CapabilityManifest(
             search_modes=["semantic"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX] if self.extract else [],
             description=f"mem0 Memory (local Qdrant, {self.embedder.label}) over {mode}",
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.listing import MemoryListing
 
 
 class NullAdapter(MemoryAdapter):
@@ -23,6 +24,9 @@ class NullAdapter(MemoryAdapter):
     async def retrieve(self, ref_id: str) -> Document | None:
         return None
 
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        return MemoryListing()
+
     async def get_capabilities(self) -> CapabilityManifest:
-        return CapabilityManifest(search_modes=[], max_results=1,
+        return CapabilityManifest(search_modes=[], max_results=1, memory_listing=True,
                                   description="remembers nothing")

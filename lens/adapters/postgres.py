@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
@@ -44,6 +44,7 @@ from lens.memory.adapter import (
     SearchResult,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 if TYPE_CHECKING:
     import asyncpg
@@ -274,6 +275,13 @@ class PostgresAdapter(MemoryAdapter):
             meta["episode_id"] = split_ref(ref_id)[0]
         return Document(ref_id=ref_id, text=row["text"], metadata=meta)
 
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every stored unit in the order it was written."""
+        pool = await self._db()
+        rows = await pool.fetch(
+            f"SELECT ref_id, episode_id, ts, text FROM {self.schema}.units ORDER BY ts, ref_id")
+        return unit_items([Unit(r["ref_id"], r["episode_id"], r["ts"], r["text"]) for r in rows])
+
     async def get_capabilities(self) -> CapabilityManifest:
         modes = {"keyword": ["keyword"], "vector": ["semantic"],
                  "hybrid": ["keyword", "semantic", "hybrid"]}[self.opts.search]
@@ -288,7 +296,7 @@ class PostgresAdapter(MemoryAdapter):
         return CapabilityManifest(
             search_modes=modes,
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=f"PostgreSQL {how} over {unit}",
         )
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lens.adapters.chunking import Unit, episode_units, split_ref
+from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items
 from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.snippet import TOKEN, best_window, query_terms
 from lens.data.dataset import Episode, parse_timestamp
@@ -33,6 +33,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 DEFAULT_CHUNK_CHARS = 1200
 # FTS5's default tokenizer, named so that a store's schema says what it was built with.
@@ -267,6 +268,14 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             meta["episode_id"] = episode_id
         return Document(ref_id=ref_id, text=row[2], metadata=meta)
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every stored unit (episode or chunk) in insertion order."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT ref_id, episode_id, ts, text FROM units ORDER BY rowid").fetchall()
+        return unit_items([Unit(ref, eid, parse_timestamp(ts), text)
+                           for ref, eid, ts, text in rows])
+
     def episode_count(self) -> int:
         with self._lock:
             return int(self.db.execute("SELECT count(*) FROM episodes").fetchone()[0])
@@ -276,7 +285,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         return CapabilityManifest(
             search_modes=["keyword"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=f"SQLite FTS5 keyword search with BM25 ranking over {unit}",
         )
 

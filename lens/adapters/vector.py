@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from lens.adapters.chunking import Unit, episode_document, episode_units, split_ref
+from lens.adapters.chunking import (
+    Unit,
+    episode_document,
+    episode_units,
+    split_ref,
+    unit_items,
+)
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
@@ -34,6 +40,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryListing
 
 DEFAULT_CHUNK_CHARS = 1000
 
@@ -208,12 +215,17 @@ class VectorAdapter(SyncMemoryAdapter):
                 return None
             return Document(ref_id=ref_id, text=unit.text, metadata=unit_meta(unit))
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every stored unit, embedded or waiting for its batch (both answer searches)."""
+        with self._lock:
+            return unit_items(list(self._units.values()))
+
     def get_capabilities(self) -> CapabilityManifest:
         unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
         return CapabilityManifest(
             search_modes=["semantic"],
             filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results,
+            max_results=self.opts.max_results, memory_listing=True,
             description=f"dense retrieval ({self.embedder.label}, cosine) over {unit}",
         )
 

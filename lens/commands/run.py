@@ -17,8 +17,9 @@ from lens.data.overrides import Overrides
 from lens.flow.pipeline import RunOutcome, execute
 from lens.report.arm_selection import parse_names
 from lens.report.console import one_line, result_lines
-from lens.report.data import unknown_usage_of
+from lens.report.data import load_run, unknown_usage_of
 from lens.report.shapes import UnknownUsage
+from lens.report.write_side_section import console_lines
 from lens.runs.store import RunStore
 
 
@@ -182,7 +183,8 @@ def _result(outcome: RunOutcome) -> list[str]:
         return [*lines, f"no report written (the config turns reports or scoring off); "
                         f"write one with: lens score {outcome.run_dir} && "
                         f"lens report {outcome.run_dir}"]
-    return [*lines, *result_lines(outcome.reports.summary_data, outcome.reports.html)]
+    return [*lines, *result_lines(outcome.reports.summary_data, outcome.reports.html),
+            *console_lines(load_run(outcome.run_dir))]
 
 
 def _quiet_line(outcome: RunOutcome) -> list[str]:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lens.core import plugins
 from lens.core.errors import AdapterNotFound, ConfigError, Problem, did_you_mean
 from lens.data.dataset import Episode
+from lens.memory.listing import MemoryListing
 
 if TYPE_CHECKING:
     from lens.models.base import Completion
@@ -72,6 +73,9 @@ class CapabilityManifest(BaseModel):
     # The adapter supplies a standing-context block (``standing_context``) that the agent
     # reads before any tool call; lens only asks adapters that declare it.
     standing_context: bool = False
+    # The adapter lists what it stores (``list_memory``): lens fixes the state that answered by
+    # it and scores what the memory wrote; without it those figures are unknown.
+    memory_listing: bool = False
     description: str = ""
 
 
@@ -155,6 +159,13 @@ class MemoryAdapter(ABC):
         completion_tokens, cost_usd), or None when it calls no model."""
         return None
 
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
+        """Everything stored for ``scope_id`` now (``lens.memory.listing``), or None when the
+        system cannot list. Asked when the capabilities declare ``memory_listing``, after
+        ``prepare`` and again after the checkpoint's last question; it must not change the
+        state it lists."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027
         """Release files, connections and threads."""
 
@@ -191,6 +202,9 @@ class SyncMemoryAdapter(ABC):
         return None
 
     def model_usage(self) -> dict[str, Any] | None:
+        return None
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
         return None
 
     def close(self) -> None:  # noqa: B027
@@ -248,6 +262,9 @@ class ThreadedAdapter(MemoryAdapter):
     async def model_usage(self) -> dict[str, Any] | None:
         usage: dict[str, Any] | None = await self._call(self.inner.model_usage)
         return usage
+
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
+        return await self._call(self.inner.list_memory, scope_id, checkpoint)
 
     async def aclose(self) -> None:
         await self._call(self.inner.close)

@@ -17,11 +17,14 @@ from lens.report.retrieval_section import retrieval_section
 from lens.report.sections import Section, collect_sections, register_section_provider
 from lens.report.shapes import ReportSummary
 from lens.report.summary import summarize
+from lens.report.write_side_section import write_side_section
 from lens.runs.store import atomic_write_text
 
 # lens's own extra sections: memory cost and latency, retrieval quality.
 register_section_provider(memory_cost_section)
 register_section_provider(retrieval_section)
+# What the memory wrote, for arms that list their memory.
+register_section_provider(write_side_section)
 
 REPORT_FILES = ("report.md", "report.html", "summary.json", "questions.csv")
 

@@ -21,6 +21,7 @@ from lens.memory.oracle import FLOOR
 from lens.report.data import RunData
 from lens.report.estimates import question_values, repeat_reducer
 from lens.report.memory_cost import memory_model_usage
+from lens.report.memory_state_check import check_memory_state
 from lens.report.parity import adapter_names, context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.runs.manifest import DatasetBlock, dataset_block
@@ -704,6 +705,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_adapter_lost([run]),
         check_future_leak([run]),
         check_unknown_refs([run]),
+        *_present(check_memory_state([run])),
         check_dropped_questions([run]),
         *_present(check_evidence_after_question([run])),
         check_empty_answers([run]),
@@ -729,6 +731,7 @@ def compare_checklist(runs: Sequence[RunData],
         check_adapter_lost(runs),
         check_future_leak(runs),
         check_unknown_refs(runs),
+        *_present(check_memory_state(runs)),
         check_dropped_questions(runs),
         *_present(check_evidence_after_question(runs)),
         check_empty_answers(runs),

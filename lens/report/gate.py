@@ -35,7 +35,7 @@ DEFAULT_FAIL_ON = "never"
 # The checklist rows whose FAIL means the run itself failed (exit 1 whatever --fail-on says):
 # the adapter contract (memory_calls, unknown_refs, future_leak) and lost or unanswered work.
 RUN_FAILURE_CHECKS = frozenset({"failures", "adapter_lost", "no_memory", "memory_calls",
-                                "unknown_refs", "future_leak"})
+                                "unknown_refs", "future_leak", "memory_state"})
 _LEVELS = {"fail": ("fail",), "warn": ("fail", "warn"), "never": ()}
 
 

@@ -52,6 +52,7 @@ from lens.report.shapes import (
     ManyArms,
     SequentialOut,
 )
+from lens.report.write_side_section import arm_row, compare_columns
 from lens.stats import condition_differences
 
 
@@ -81,6 +82,8 @@ class CompareSummary(BaseModel):
     # Per arm: the adapter's distribution, version, source digest and libraries, as its run
     # recorded them (lens.memory.adapter_identity); absent for runs that recorded none.
     adapter_versions: dict[str, str] = {}
+    # What each arm's memory wrote (lens.report.write_side_section), when any arm lists it.
+    write_side: list[list[str]] = []
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                              checklist=checks, comparisons=comps,
                              pairs_chosen=_pairs_chosen(choice.pairs[0][0].name
                                                         if baseline else None),
+                             write_side=_write_side(chosen),
                              many_arms=many_arms(chosen, metrics), judges=list(by_judge),
                              judge_notes=judge_notes,
                              frontier=arms_frontier(chosen, metrics[0] if metrics else None,
@@ -261,6 +265,9 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
                                   for m in s.metrics], table_id="arms"),
         *_version_blocks(s),
         *floor_ceiling_blocks(s.floor_ceiling, label),
+        *([Heading("What the memory wrote"), *label,
+           Table(compare_columns(), s.write_side, table_id="write_side")]
+          if s.write_side else []),
         *layout.many_arms(s.many_arms, label),
         *_frontier_blocks(s, label),
         Heading("Paired comparisons"),
@@ -300,6 +307,11 @@ def _version_blocks(s: CompareSummary) -> list[Block]:
                  "the source files, the libraries they import):", "meta"),
             Bullets([f"{name}: {brief}" for name, brief in s.adapter_versions.items()],
                     style="meta")]
+
+
+def _write_side(arms: Sequence[Arm]) -> list[list[str]]:
+    rows = [arm_row(a.run, a.adapter, a.name) for a in arms]
+    return rows if any(not r[-1].startswith("no memory listing") for r in rows) else []
 
 
 def _pairs_chosen(baseline: str | None) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
@@ -30,6 +30,7 @@ from lens.memory.oracle import OracleMemory, is_oracle
 from lens.memory.run_cache import wants_run_cache
 from lens.models.base import ModelClient, ModelError, ToolSpec
 from lens.runner.agent import Agent, tool_specs
+from lens.runner.memory_state import UnitPlace, after_questions, before_questions
 from lens.runner.reader import FixedReader
 from lens.runs.batch_save import BatchSaver
 from lens.runs.records import QuestionRecord, question_key, session_status, unit_key
@@ -126,6 +127,7 @@ def plan_units(config: RunConfig, dataset: Dataset) -> list[Unit]:
 
 
 AdapterFactory = Callable[[AdapterConfig], MemoryAdapter]
+T = TypeVar("T")
 
 
 # Reading a usage counter takes no time: an adapter that cannot answer within this as its unit
@@ -365,6 +367,7 @@ class Runner:
             return
         episodes = unit.scope.ordered_episodes()
         tools = tool_specs(caps)
+        place = self._place(unit)
         last = max(by_checkpoint)
         ingested = 0
         for checkpoint in sorted(by_checkpoint):
@@ -380,23 +383,63 @@ class Runner:
             self.store.append_event("ingest_segment", unit.key, first=first, upto=ingested,
                                     seconds=round(time.perf_counter() - seg_start, 4),
                                     episode_seconds=per_episode)
-            t0 = time.perf_counter()
+            t0 = ingest_ended = time.perf_counter()
             with _deadline(adapter, timeout):
                 await adapter.prepare(unit.scope.scope_id, checkpoint)
             standing = await self._standing_context(unit, adapter, caps, checkpoint, timeout)
             self.store.append_event("prepare_done", unit.key, checkpoint=checkpoint,
                                     seconds=round(time.perf_counter() - t0, 4),
                                     standing_context_bytes=len((standing or "").encode()))
+            state = await self._memory_state(unit, place, adapter, caps, checkpoint, ingested,
+                                             ingest_ended, timeout)
             await self._record_model_usage(unit, adapter, timeout)
             # "Now" of a question without its own time: the last episode it was given.
             now = episodes[ingested - 1].timestamp if ingested else None
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
                     tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
-                                  standing, now)
+                                  standing, now, state)
+            if state is not None:
+                await self._listing_call(unit, checkpoint, "after", after_questions(
+                    self.store, place, adapter, checkpoint, state), adapter, timeout)
             self.store.append_event("checkpoint_done", unit.key, checkpoint=checkpoint)
             if checkpoint == last:
                 break
+
+    @staticmethod
+    def _place(unit: Unit) -> UnitPlace:
+        return UnitPlace(unit.key, unit.adapter.display, unit.scope.scope_id, unit.repeat)
+
+    async def _memory_state(self, unit: Unit, place: UnitPlace, adapter: MemoryAdapter,
+                            caps: CapabilityManifest, checkpoint: int, ingested: int,
+                            ingest_ended: float, timeout: float) -> str | None:
+        """The digest of the state this checkpoint's questions are answered from, recorded with
+        its listing (lens/runner/memory_state.py); None when the adapter does not list. The
+        oracle arm's agent reads lens's evidence, not the stand-in's memory."""
+        if not caps.memory_listing or is_oracle(unit.adapter):
+            return None
+        return await self._listing_call(unit, checkpoint, "before", before_questions(
+            self.store, place, adapter, checkpoint, ingested, ingest_ended), adapter, timeout)
+
+    async def _listing_call(self, unit: Unit, checkpoint: int, phase: str,
+                            call: Coroutine[Any, Any, T], adapter: MemoryAdapter,
+                            timeout: float) -> T | None:
+        """A reading of the memory's listing; one that raises is recorded (its traceback in
+        errors/, a ``memory_state`` event the checklist fails) and the questions go on: the
+        listing is an optional capability, the answers are not."""
+        try:
+            with _deadline(adapter, timeout):
+                return await call
+        except AdapterWorkerLost:
+            raise
+        except Exception as exc:
+            tb = self.store.save_error(f"{unit.key}.list_memory{checkpoint}",
+                                       traceback.format_exc())
+            self.store.append_event("memory_state", unit.key, phase="error",
+                                    adapter=unit.adapter.display,
+                                    scope_id=unit.scope.scope_id, checkpoint=checkpoint,
+                                    when=phase, error=f"{type(exc).__name__}: {exc} (see {tb})")
+            return None
 
     async def _standing_context(self, unit: Unit, adapter: MemoryAdapter,
                                 caps: CapabilityManifest, checkpoint: int,
@@ -442,7 +485,8 @@ class Runner:
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       tools: list[ToolSpec], q: Question, ingested: int,
                       standing: str | None = None,
-                      checkpoint_time: datetime | None = None) -> None:
+                      checkpoint_time: datetime | None = None,
+                      state: str | None = None) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
@@ -475,7 +519,7 @@ class Runner:
                         scope_id=unit.scope.scope_id, repeat=unit.repeat,
                         question_id=q.question_id, checkpoint=q.checkpoint_after,
                         started_at=started_at, episodes_ingested=ingested,
-                        expected_answer=q.ground_truth.canonical_answer)
+                        expected_answer=q.ground_truth.canonical_answer, memory_state=state)
             try:
                 result = await agent.answer(q.for_agent(checkpoint_time))
             except AdapterWorkerLost:

@@ -112,6 +112,10 @@ class QuestionRecord(_Record):
     # system message): bytes charged to the payload budget, and whether lens cut it to fit.
     standing_context_bytes: int = 0
     standing_context_truncated: bool = False
+    # The digest of the memory state the question was answered from (read before the
+    # checkpoint's first question; lens/runner/memory_state.py), or None when the adapter
+    # does not list its memory.
+    memory_state: str | None = None
 
     @property
     def key(self) -> str:

@@ -26,6 +26,7 @@ from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
 from lens.scoring.judging.extra_judges import ExtraJudgeResult
 from lens.scoring.judging.judge_panel import write_judge_scores
+from lens.scoring.measures.write_side import write_write_side
 from lens.scoring.plan import (
     ALL_TIERS,
     ScoringOutcome,
@@ -109,12 +110,19 @@ async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
         outcome = await scorer(run, plan, errata, notes)
         if plan.target == "scores":
             _write_scores(run, outcome)
+            # What the memory wrote, from its recorded listings (absent when none listed).
+            write_write_side(run.run_dir, run.dataset, _arms(run.manifest))
     finally:
         run.store.close()
     if plan.target == "scores":
         # Scenario plugins grade the run now, so a report only ever reads the run.
         after_scoring(run.run_dir, run.manifest.as_dict())
     return outcome
+
+
+def _arms(manifest: dict[str, Any]) -> list[str]:
+    adapters = (manifest.get("condition") or {}).get("adapters") or []
+    return [str(a.get("label") or a.get("name")) for a in adapters if isinstance(a, dict)]
 
 
 def _write_scores(run: RunInput, outcome: ScoringOutcome) -> None:

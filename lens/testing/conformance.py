@@ -33,6 +33,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     ThreadedAdapter,
 )
+from lens.memory.listing import MemoryListing, read_listing, state_digest
 
 AdapterFactory = Callable[[], MemoryAdapter | SyncMemoryAdapter]
 Status = Literal["passed", "failed", "skipped"]
@@ -440,6 +441,66 @@ async def check_standing_context(factory: AdapterFactory) -> None:
         await adapter.aclose()
 
 
+async def _listing(adapter: MemoryAdapter, scope_id: str, checkpoint: int) -> MemoryListing:
+    raw = await adapter.list_memory(scope_id, checkpoint)
+    assert raw is not None, ("list_memory returned None but the capabilities declare "
+                             "memory_listing: return a MemoryListing (empty when nothing is "
+                             "stored)")
+    try:
+        listing = read_listing(raw)
+    except ValueError as exc:
+        raise AssertionError(f"list_memory returned a malformed listing: {exc}") from None
+    assert listing is not None
+    json.dumps(listing.model_dump(mode="json"))
+    ids = [i.item_id for i in listing.items]
+    assert len(ids) == len(set(ids)), "item ids repeat in the listing: each item needs its own id"
+    return listing
+
+
+async def check_memory_listing(factory: AdapterFactory) -> None:
+    """A declared memory listing is a MemoryListing with unique item ids, names only episodes
+    already ingested, holds nothing of a later episode, reads the same twice (listing does not
+    change the memory) and nothing of a previous scope after reset; an undeclared one is None."""
+    episodes = corpus(SCOPE_A, prefix="list")
+    half = len(episodes) // 2
+    adapter = as_async(factory())
+    try:
+        await adapter.reset(SCOPE_A)
+        caps = await _caps(adapter)
+        for ep in episodes[:half]:
+            await adapter.ingest(ep)
+        await adapter.prepare(SCOPE_A, half)
+        if not caps.memory_listing:
+            assert await adapter.list_memory(SCOPE_A, half) is None, (
+                "list_memory returned a listing but the capabilities do not declare "
+                "memory_listing: lens would never read it")
+            raise Skip("declares no memory listing")
+        first = await _listing(adapter, SCOPE_A, half)
+        given = {ep.episode_id for ep in episodes[:half]}
+        unknown = sorted({s for i in first.items for s in i.source_episodes} - given)
+        assert not unknown, f"items name episodes never ingested: {unknown[:5]}"
+        text = " ".join(i.text for i in first.items).lower()
+        later = [_phrase(ep) for ep in episodes[half:] if _phrase(ep).lower() in text]
+        assert not later, f"the listing holds episodes not yet ingested: {later}"
+        again = await _listing(adapter, SCOPE_A, half)
+        assert state_digest(again) == state_digest(first), (
+            "two listings in a row differ: listing (or something running in the background) "
+            "changed the memory; list_memory must read the state, never write it")
+        await adapter.reset(SCOPE_B)
+        fresh = corpus(SCOPE_B, prefix="listb")[half:half + 1]
+        for ep in fresh:
+            await adapter.ingest(ep)
+        await adapter.prepare(SCOPE_B, len(fresh))
+        after = await _listing(adapter, SCOPE_B, len(fresh))
+        stale = sorted({s for i in after.items for s in i.source_episodes} & given)
+        shown = " ".join(i.text for i in after.items).lower()
+        leaked = [_phrase(ep) for ep in episodes[:half] if _phrase(ep).lower() in shown]
+        assert not stale and not leaked, (
+            f"after reset the listing still holds the previous scope: {stale or leaked}")
+    finally:
+        await adapter.aclose()
+
+
 # Valid queries an agent writes, which a search engine's own query language may choke on: the
 # operators and syntax of FTS5, Lucene, tantivy and Elasticsearch, unbalanced quotes and
 # brackets, non-ASCII text and a 10 kB query. The agent's words are a query, never a program.
@@ -517,6 +578,7 @@ CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {
     "declared_filters_work": check_filters,
     "concurrent_searches_safe": check_concurrent_search,
     "standing_context_well_formed": check_standing_context,
+    "memory_listing_well_formed": check_memory_listing,
     "aclose_releases_resources": check_aclose,
 }
 

@@ -463,6 +463,7 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
         f"status {record.status}", f"tool calls {len(record.tool_calls)} "
         f"({record.tool_errors} errors)", f"agent tokens {record.tokens('agent'):,}",
         f"cost {fmt.money(row.cost)}", f"wall {record.wall_s:.2f} s",
+        f"memory state {record.memory_state or 'unknown (the adapter does not list)'}",
     ]
     if s is None:
         metric_rows = [[e("(not scored)"), e("unknown"), e("no scores.json entry")]]

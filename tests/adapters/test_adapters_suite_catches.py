@@ -11,6 +11,7 @@ import pytest
 
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult
+from lens.memory.listing import MemoryItem, MemoryListing
 from lens.testing import run_check, run_conformance
 
 
@@ -21,6 +22,33 @@ class _Base(SqliteFtsAdapter):
 class LeaksAcrossReset(_Base):
     def reset(self, scope_id: str) -> None:  # forgets to forget
         return None
+
+
+class ListingChangesState(_Base):
+    """Each listing writes a note: the memory changes by being looked at."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.looks = 0
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        self.looks += 1
+        listed = super().list_memory(scope_id, checkpoint)
+        return MemoryListing(items=[*listed.items,
+                                    MemoryItem(item_id="looks", text=f"looked {self.looks}")])
+
+
+class ListingFromTheFuture(_Base):
+    """Names an episode it was never given as an item's source."""
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        return MemoryListing(items=[MemoryItem(item_id="n", text="a note",
+                                               source_episodes=["never_given"])])
+
+
+class ListsUndeclared(_Base):
+    def get_capabilities(self) -> CapabilityManifest:
+        return super().get_capabilities().model_copy(update={"memory_listing": False})
 
 
 class IgnoresLimit(_Base):
@@ -91,6 +119,10 @@ class RawQuerySyntax(_Base):
 
 @pytest.mark.parametrize(("cls", "check", "message"), [
     (LeaksAcrossReset, "reset_isolates_scopes", "survived reset"),
+    (LeaksAcrossReset, "memory_listing_well_formed", "still holds the previous scope"),
+    (ListingChangesState, "memory_listing_well_formed", "two listings in a row differ"),
+    (ListingFromTheFuture, "memory_listing_well_formed", "never ingested: ['never_given']"),
+    (ListsUndeclared, "memory_listing_well_formed", "do not declare memory_listing"),
     (IgnoresLimit, "limit_respected", "limit=1"),
     (RaisesOnUnknownRef, "unknown_ref_is_none", "KeyError"),
     (DeclaresFilterItIgnores, "declared_filters_work", "let through"),
@@ -111,6 +143,8 @@ def test_suite_fails_the_broken_rule(cls: type, check: str, message: str) -> Non
 
 def test_whole_suite_reports_every_check() -> None:
     results = anyio.run(run_conformance, LeaksAcrossReset)
-    assert [r.name for r in results if r.status == "failed"] == ["reset_isolates_scopes"]
+    # Its listing keeps the previous scope too, which the listing's own check says.
+    assert [r.name for r in results if r.status == "failed"] == [
+        "reset_isolates_scopes", "memory_listing_well_formed"]
     with pytest.raises(ValueError, match="unknown check"):
         anyio.run(run_conformance, _Base, ["nope"])

@@ -79,6 +79,8 @@ def _answers(run: RunData, ds: Dataset) -> bytes:
             "retrieved_context": context,
             "transcript": [m.model_dump(mode="json") for m in r.transcript],
             "scores": row.scores.metrics if row.scores else None,
+            # The memory state the answer came from (lens/runner/memory_state.py).
+            "memory_state": r.memory_state,
         }, ensure_ascii=False, sort_keys=True))
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 

@@ -23,6 +23,7 @@ import anyio
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.memory.executor.worker import handling
+from lens.memory.listing import MemoryListing, read_listing
 
 # A reply larger than this is a protocol violation, not a result (the agent's payload budget is
 # tens of kilobytes; this only stops a runaway adapter from exhausting the driver's memory).
@@ -198,6 +199,14 @@ class RemoteAdapter(MemoryAdapter):
     async def model_usage(self) -> dict[str, Any] | None:
         usage = await self._call("model_usage")
         return usage if isinstance(usage, dict) else None
+
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
+        raw = await self._call("list_memory", scope_id, checkpoint)
+        try:
+            return read_listing(raw)
+        except ValueError as exc:
+            raise AdapterCallError("the memory system returned a malformed memory listing: "
+                                   f"{str(exc)[:300]}") from None
 
     async def aclose(self) -> None:
         try:

@@ -32,7 +32,7 @@ from lens.memory.contract import ContractBreach, check_result
 _HEADER = struct.Struct(">I")
 _METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
                       "get_capabilities", "call_extended_tool", "standing_context",
-                      "model_usage", "aclose"})
+                      "model_usage", "list_memory", "aclose"})
 
 
 def to_jsonable(value: Any) -> Any:
@@ -108,7 +108,8 @@ def handling(method: str, args: list[Any]) -> str:
             "search": f"searching for {str(arg(0))[:200]!r} (filters {arg(1)!r})",
             "retrieve": f"retrieving {str(arg(0))[:200]!r}",
             "call_extended_tool": f"running its tool {arg(0)!r}",
-            "standing_context": f"writing the standing context of scope {arg(0)!r}"}
+            "standing_context": f"writing the standing context of scope {arg(0)!r}",
+            "list_memory": f"listing the memory of scope {arg(0)!r} at checkpoint {arg(1)!r}"}
     return f"while {what.get(method, f'answering {method}')}:"
 
 
