@@ -61,7 +61,7 @@ class Figure:
 
 def item_credit(item: ClaimItem, runs: RunRule) -> float | None:
     known = [v for v in item.verdicts if v is not None]
-    if not known or len(known) < len(item.verdicts) and runs != "mean":
+    if not known or (len(known) < len(item.verdicts) and runs != "mean"):
         return None
     if runs == "majority":
         return 1.0 if sum(known) * 2 > len(known) else 0.0

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Literal
 
 from lens.claims.arithmetic import (
-    Arithmetic,
     Figure,
     Gap,
     RunRule,

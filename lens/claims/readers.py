@@ -93,7 +93,7 @@ def read_longmemeval(files: Sequence[Path]) -> ClaimSet:
         gold=text(known[i.id].get("answer")), answer=i.answer,
         category=text(known[i.id].get("question_type")), verdicts=i.verdicts)
         for i in log.items)
-    return ClaimSet("longmemeval", items, log.inputs + (hash_file(files[1]),), "longmemeval")
+    return ClaimSet("longmemeval", items, (*log.inputs, hash_file(files[1])), "longmemeval")
 
 
 READERS: dict[str, Callable[[Sequence[Path]], ClaimSet]] = {

@@ -72,8 +72,7 @@ def figure_blocks(r: CheckResult) -> list[Block]:
                                                                            else ""),
                  share(f.overall),
                  _verdict(None if pub_overall is None else
-                          r.tried and any(t.figure is f and t.overall_reproduced
-                                          for t in r.tried))])
+                          any(t.figure is f and bool(t.overall_reproduced) for t in r.tried))])
     for cat, s in f.categories.items():
         cols = [c for c, ks in r.columns.items() if cat in ks]
         published = ", ".join(f"{row[c]:.2f}%" for c in cols) or "-"

@@ -90,7 +90,7 @@ def build(items: Sequence[ClaimItem], everything: Sequence[ClaimItem],
     """One wrong answer of each kind per item where the data allows it; ``everything`` is the
     whole file (other golds and names come from it), ``seed`` the hash of its content."""
     names = sorted({n for i in everything for n in _names(i.gold)} - set(MONTHS))
-    out = []
+    out: list[WrongAnswer] = []
     for item in items:
         built = {"vague": vague(item), "specific": specific(item, seed, names),
                  "other_gold": other_gold(item, everything, seed)}

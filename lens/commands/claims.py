@@ -115,7 +115,7 @@ def _judges(args: argparse.Namespace) -> tuple[Judge, ...]:
                for p in (args.judge_prompt or ["lens"])]
     cache = (CacheConfig(path=args.work / "judge-cache.sqlite") if args.work is not None
              else CacheConfig())
-    out = []
+    out: list[Judge] = []
     for model in args.judge:
         config = _model_config(model, args)
 
