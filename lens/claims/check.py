@@ -20,7 +20,7 @@ from lens.claims.arithmetic import (
     rounds_to,
 )
 from lens.claims.assign import columns_of
-from lens.claims.items import ClaimItem, ClaimSet
+from lens.claims.items import ClaimItem, ClaimSet, hash_file
 from lens.claims.leniency import Leniency, as_items, leniency
 from lens.claims.mapping import load_mapping, read_mapped
 from lens.claims.published import OVERALL, PublishedTable
@@ -103,7 +103,8 @@ def read_claims(files: Sequence[Path], reader: str | None, mapping: Path | None)
         raise UserError([f"{f}: no such file; give the publisher's results file" for f in
                          missing])
     if mapping is not None:
-        return read_mapped(files[0], load_mapping(mapping), source=str(mapping))
+        claims = read_mapped(files[0], load_mapping(mapping), source=str(mapping))
+        return replace(claims, mapping=hash_file(mapping))
     if reader not in READERS:
         raise UserError(f"--reader {reader!r} is not a reader lens has; the readers are "
                         f"{', '.join(READERS)}, or write a --mapping file")

@@ -42,6 +42,8 @@ class ClaimSet:
     notes: tuple[str, ...] = ()
     # The publisher's own label of each category, where their code or README names them.
     labels: dict[str, str] = field(default_factory=dict)
+    # The mapping file the items were read with (None for a built-in reader).
+    mapping: InputFile | None = None
 
     @property
     def runs(self) -> int:

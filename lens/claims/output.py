@@ -25,6 +25,7 @@ def as_json(r: CheckResult) -> dict[str, Any]:
         "format": FORMAT, "lens_version": __version__, "reader": r.claims.reader,
         "benchmark": r.claims.benchmark,
         "inputs": [asdict(i) for i in r.claims.inputs],
+        "mapping": None if r.claims.mapping is None else asdict(r.claims.mapping),
         "items": len(r.claims.items), "judge_runs": r.claims.runs,
         "published": None if r.published is None else {
             "source": r.published.source, "row": r.published_name,
@@ -54,6 +55,23 @@ def as_json(r: CheckResult) -> dict[str, Any]:
         "wrong_answers": r.wrong_answers,
         "notes": list(r.claims.notes) + r.notes,
     }
+
+
+def is_claims_dir(path: Path) -> bool:
+    """A folder ``lens claims check --out`` wrote (not a run directory)."""
+    return (path / "claims.json").is_file() and not (path / "manifest.json").exists()
+
+
+def claims_condition(path: Path) -> str:
+    """What a claims folder's figures were scored under, in one line."""
+    try:
+        data = json.loads((path / "claims.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return "its claims.json is unreadable"
+    inputs = ", ".join(f"{Path(i['path']).name} (sha256 {i['sha256'][:12]})"
+                       for i in data.get("inputs", []))
+    scorers = "; ".join(f"{s['name']}" for s in data.get("scorers", []))
+    return f"reader {data.get('reader')} on {inputs}, scored by {scorers}"
 
 
 def html_page(r: CheckResult) -> str:

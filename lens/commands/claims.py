@@ -27,6 +27,7 @@ from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import ConfigError, UserError
 from lens.data.config import CacheConfig, ModelConfig
+from lens.flow.bundle.claims_bundle import export_claims
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
 from lens.report.document import to_markdown
@@ -74,6 +75,9 @@ def register(sub: Any) -> None:
                         "stopped check resumes")
     c.add_argument("--out", type=Path, metavar="DIR",
                    help="write report.md, report.html and claims.json here")
+    c.add_argument("--bundle", action="store_true",
+                   help="with --out: also write claims-bundle.tar.gz (the reports, claims.json "
+                        "and the publisher's files, hashed) for lens verify")
     c.set_defaults(handler=_check)
     a = claims_sub.add_parser(
         "assign", help="which assignment of a per-category table's columns to the benchmark's "
@@ -139,6 +143,8 @@ def _judges(args: argparse.Namespace) -> tuple[Judge, ...]:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.bundle and args.out is None:
+        raise UserError("--bundle needs --out DIR: the bundle is written there")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1 (got {args.limit})")
     if args.work is not None:
@@ -154,6 +160,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.out is not None:
         for path in write(result, args.out):
             print(f"wrote {path}")
+        if args.bundle:
+            print(f"wrote {export_claims(result, args.out)}")
     failed = [s for s in result.scored if s.notes and s.unknown]
     # A scorer whose verdicts are partly unknown is shown in the table; the status says so too.
     return 1 if failed else 0
