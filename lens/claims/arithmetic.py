@@ -28,7 +28,7 @@ class Arithmetic:
     category5: bool | None
 
     def describe(self, n_runs: int) -> str:
-        how = {"stored": "verdicts as stored (one judge run)",
+        how = {"stored": "verdicts as stored (one per answer)",
                "mean": f"mean of the {n_runs} runs' accuracies",
                "majority": f"majority vote per answer over {n_runs} runs (a tie counts wrong)"}
         five = ("" if self.category5 is None else

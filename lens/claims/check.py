@@ -172,7 +172,7 @@ def rescore(result: CheckResult, opts: Options) -> None:
     result.publisher_on_sample = replace(stored, name="publisher's verdicts",
                                          condition={"scorer": "publisher", "verdicts": "stored"})
     if opts.f1:
-        say("LoCoMo F1")
+        say("F1")
         result.scored.append(locomo_f1(claims, items))
     if opts.grader == "matcher":
         say("fact matcher")

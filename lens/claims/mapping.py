@@ -141,8 +141,11 @@ def verdict(value: Any) -> bool | None:
 
 
 def text(value: Any) -> str:
+    """A field as text: a list of accepted answers (``golds``) joined by " | "."""
     if value is None:
         return ""
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return " | ".join(str(v) for v in value)
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 

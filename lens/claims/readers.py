@@ -30,10 +30,12 @@ MEM0 = Mapping(items="*", fields=Fields(question="question", gold="answer", answ
 LONGMEMEVAL = Mapping(format="jsonl", fields=Fields(
     id="question_id", question="question_id", gold="question_id", answer="hypothesis",
     verdicts=["autoeval_label.label"]), benchmark="longmemeval")
-# MemoryAgentBench predictions (tfatykhov/nous-memoryAgentBench reports/): no verdicts, the
-# official metrics are mechanical; re-scoring only.
-MAB = Mapping(format="jsonl", fields=Fields(question="prompt", gold="golds", answer="answer",
-                                            category="source"), benchmark="memoryagentbench")
+# MemoryAgentBench predictions as tfatykhov/nous-memoryAgentBench publishes them (reports/): one
+# JSON line per question; "correct" is the benchmark's own metric as the publisher scored it,
+# "judge_correct" a judge's regrade kept beside it.
+MAB = Mapping(format="jsonl", fields=Fields(
+    id="qa_pair_id", question="prompt", gold="golds", answer="answer", category="source",
+    verdicts=["correct"], scores=["judge_correct", "score"]), benchmark="memoryagentbench")
 
 
 def read_zep(files: Sequence[Path]) -> ClaimSet:

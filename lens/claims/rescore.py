@@ -93,8 +93,12 @@ def locomo_f1(claims: ClaimSet, items: Sequence[ClaimItem]) -> Scored:
         cat = _locomo_category(item) if claims.benchmark == "locomo" else None
         values.append(category_f1(cat, item.answer, item.gold) if cat is not None
                       else token_f1(item.answer, item.gold))
-    return _scored("LoCoMo F1", {"scorer": "locomo-f1", "rules": "task_eval/evaluation.py"},
-                   items, values, binary=False)
+    if claims.benchmark == "locomo":
+        return _scored("LoCoMo F1", {"scorer": "locomo-f1", "rules": "task_eval/evaluation.py"},
+                       items, values, binary=False)
+    # Not the benchmark's own metric: LoCoMo's token F1 read as a plain overlap measure.
+    return _scored("token F1", {"scorer": "token-f1", "rules": "LoCoMo's tokenizer"}, items,
+                   values, binary=False)
 
 
 def matcher_grades(items: Sequence[ClaimItem]) -> Scored:

@@ -123,7 +123,7 @@ def summary_blocks(r: CheckResult) -> list[Block]:
     everyone: list[Scored] = ([r.publisher_on_sample] if r.publisher_on_sample else []) \
         + r.scored
     for s in everyone:
-        is_f1 = s.condition.get("scorer") == "locomo-f1"
+        is_f1 = s.condition.get("scorer") in ("locomo-f1", "token-f1")
         kappa = s.agreement.kappa if s.agreement else None
         rows.append([s.name + (" (mean F1 x 100)" if is_f1 else ""), interval(s.estimate),
                      str(len(s.ids) - s.unknown),
