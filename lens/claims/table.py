@@ -67,12 +67,17 @@ def figure_blocks(r: CheckResult) -> list[Block]:
     rows: list[list[str | Styled]] = []
     pub_overall = row.get(OVERALL)
     note = r.published.notes.get(OVERALL, "") if r.published else ""
+    exact = None if pub_overall is None else any(t.figure is f and bool(t.overall_reproduced)
+                                                   for t in r.tried)
+    margin = r.published.margins.get(OVERALL) if r.published else None
+    verdict = _verdict(exact)
+    if exact is False and margin is not None and pub_overall is not None and \
+            f.overall.percent is not None and abs(f.overall.percent - pub_overall) <= margin:
+        verdict = Styled(f"no; within the printed ±{margin:g}", "warn", badge=True)
     rows.append(["overall", "", "", str(f.overall.n),
                  "-" if pub_overall is None else f"{pub_overall:.2f}%" + (f" ({note})" if note
                                                                            else ""),
-                 share(f.overall),
-                 _verdict(None if pub_overall is None else
-                          any(t.figure is f and bool(t.overall_reproduced) for t in r.tried))])
+                 share(f.overall), verdict])
     for cat, s in f.categories.items():
         cols = [c for c, ks in r.columns.items() if cat in ks]
         published = ", ".join(f"{row[c]:.2f}%" for c in cols) or "-"

@@ -145,3 +145,34 @@ def test_a_results_file_that_is_not_json(lens: Lens, tmp_path: Path) -> None:
     assert r.returncode == 2 and "missing.json: no such file" in r.stderr
     r = lens("claims", "check", "res.json")
     assert r.returncode == 2 and "--reader" in r.stderr
+
+
+TABLE = """\
+source: the mem0 paper's Table 1, LLM-judge column
+columns: [Single-Hop, Multi-Hop, Open Domain, Temporal]
+rows:
+  Mem0: {Single-Hop: 67.13, Multi-Hop: 51.15, Open Domain: 72.93, Temporal: 55.51, overall: 66.88}
+  Mem0-Graph: {Single-Hop: 65.71, Multi-Hop: 47.19, Open Domain: 75.71, Temporal: 58.13,
+               overall: 68.44}
+  LangMem: {Single-Hop: 62.23, Multi-Hop: 47.92, Open Domain: 71.12, Temporal: 23.43,
+            overall: 58.10}
+  Zep: {Single-Hop: 61.70, Multi-Hop: 41.35, Open Domain: 76.60, Temporal: 49.31, overall: 65.99}
+  OpenAI: {Single-Hop: 63.79, Multi-Hop: 42.92, Open Domain: 62.29, Temporal: 21.71,
+           overall: 52.90}
+"""
+
+
+def test_a_published_table_file_and_its_one_assignment(lens: Lens, tmp_path: Path) -> None:
+    (tmp_path / "table.yaml").write_text(TABLE)
+    r = lens("claims", "assign", "table.yaml")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("reproduces every row") == 1
+    assert "Single-Hop = category 1, Multi-Hop = category 3, Open Domain = category 4, " \
+           "Temporal = category 2 (not LoCoMo's own assignment)" in r.stdout
+    (tmp_path / "bad.yaml").write_text(TABLE.replace("Temporal]", "Temporal, Adversarial]")
+                                       .replace("source:", "sauce:"))
+    bad = lens("claims", "assign", "bad.yaml")
+    assert bad.returncode == 2
+    assert "field 'source'" in bad.stderr and "field 'sauce'" in bad.stderr
+    wrong = lens("claims", "assign", "nothing.yaml")
+    assert wrong.returncode == 2 and "neither a built-in table" in wrong.stderr

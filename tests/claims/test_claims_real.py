@@ -43,6 +43,7 @@ def test_zeps_figure_is_1157_of_1540_and_its_four_categories(lens: Lens, tmp_pat
         assert figure in line and f"{label} (their table)" in line and locomo in line
     # Zep's README prints 75.14 +/- .17: no count of these 1,540 answers prints as 75.14.
     assert "no whole count of 1540 answers prints as 75.14" in r.stdout
+    assert "**no; within the printed ±0.17**" in r.stdout
     assert "1540 graded answers match the responses file" in r.stdout
     data = json.loads((tmp_path / "out" / "claims.json").read_text())
     assert data["reproduced"]["overall"]["correct"] == 1157
