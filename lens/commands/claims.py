@@ -112,6 +112,15 @@ def _model_config(model: str, args: argparse.Namespace) -> ModelConfig:
     return config
 
 
+def _probe(config: ModelConfig) -> None:
+    """Build the judge's client once before any scoring: a missing key or an unknown setting
+    is named before the check reads a file (exit 2), not after the other scorers ran."""
+    async def build() -> None:
+        await create_client(config, cache=CacheConfig(enabled=False)).aclose()
+
+    eventloop.run(build)
+
+
 def _judges(args: argparse.Namespace) -> tuple[Judge, ...]:
     if args.judge_prompt and not args.judge:
         raise UserError("--judge-prompt needs a --judge MODEL to ask")
@@ -122,6 +131,7 @@ def _judges(args: argparse.Namespace) -> tuple[Judge, ...]:
     out: list[Judge] = []
     for model in args.judge:
         config = _model_config(model, args)
+        _probe(config)
 
         def ask(prompt: JudgePrompt, items: Sequence[ClaimItem],
                 config: ModelConfig = config) -> tuple[list[bool | None], list[str]]:

@@ -112,3 +112,14 @@ def test_zeps_own_judge_prompt_by_file(lens: Lens, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "Generated answer: " in sent and "{response}" not in sent
     assert "judge openai/fake-judge (zep_prompt.txt)" in r.stdout
+
+
+def test_a_judge_without_its_key_stops_before_any_scoring(lens: Lens,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAIMS_TEST_KEY")
+    r = lens("claims", "check", str(EXCERPT), "--reader", "memobase", "--judge",
+             "openai/fake-judge", "--base-url", "http://127.0.0.1:9", "--api-key-env",
+             "CLAIMS_TEST_KEY", "--out", "out")
+    assert r.returncode == 2
+    assert "CLAIMS_TEST_KEY, which is not set" in r.stderr
+    assert "lens claims:" not in r.stdout and "sk-test" not in r.stderr + r.stdout
