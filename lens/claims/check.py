@@ -17,6 +17,7 @@ from lens.claims.arithmetic import (
     candidates,
     compute,
     gap,
+    item_credit,
     rounds_to,
 )
 from lens.claims.assign import columns_of
@@ -24,7 +25,7 @@ from lens.claims.items import ClaimItem, ClaimSet, hash_file
 from lens.claims.leniency import Leniency, as_items, leniency
 from lens.claims.mapping import load_mapping, read_mapped
 from lens.claims.published import OVERALL, PublishedTable
-from lens.claims.readers import READERS
+from lens.claims.readers import FILES, READERS
 from lens.claims.rescore import (
     JudgePrompt,
     Scored,
@@ -102,6 +103,12 @@ def read_claims(files: Sequence[Path], reader: str | None, mapping: Path | None)
     if missing:
         raise UserError([f"{f}: no such file; give the publisher's results file" for f in
                          missing])
+    most = 1 if mapping is not None else FILES.get(reader or "", 1)
+    if len(files) > most:
+        raise UserError(f"{len(files)} files given, but {'a mapping' if mapping else reader} "
+                        f"reads {most}: {', '.join(str(f) for f in files[most:])} would be "
+                        "left unread; give only the results file"
+                        + (" and its companion" if most > 1 else ""))
     if mapping is not None:
         claims = read_mapped(files[0], load_mapping(mapping), source=str(mapping))
         return replace(claims, mapping=hash_file(mapping))
@@ -188,8 +195,6 @@ def rescore(result: CheckResult, opts: Options) -> None:
 
 
 def _credit(item: ClaimItem) -> float | None:
-    from lens.claims.arithmetic import item_credit
-
     return item_credit(item, "majority")
 
 

@@ -101,3 +101,5 @@ def read_longmemeval(files: Sequence[Path]) -> ClaimSet:
 READERS: dict[str, Callable[[Sequence[Path]], ClaimSet]] = {
     "zep": read_zep, "memobase": read_mem0, "mem0": read_mem0, "longmemeval": read_longmemeval,
     "mab": read_mab}
+# How many files each reader takes (the results file first): more would go unread.
+FILES = {"zep": 2, "longmemeval": 2}

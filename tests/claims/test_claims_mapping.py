@@ -145,6 +145,8 @@ def test_a_results_file_that_is_not_json(lens: Lens, tmp_path: Path) -> None:
     assert r.returncode == 2 and "missing.json: no such file" in r.stderr
     r = lens("claims", "check", "res.json")
     assert r.returncode == 2 and "--reader" in r.stderr
+    r = lens("claims", "check", str(EXCERPT), str(EXCERPT), "--reader", "memobase")
+    assert r.returncode == 2 and "memobase reads 1" in r.stderr and "left unread" in r.stderr
 
 
 TABLE = """\
