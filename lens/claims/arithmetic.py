@@ -119,6 +119,8 @@ class Gap:
     direction: str
     # The items that could be flipped (up to a few named).
     candidates: tuple[str, ...]
+    # For a category column: the category it was measured against (by the publisher's label).
+    category: str | None = None
 
     def describe(self, n: int) -> str:
         diff = "unknown" if self.reproduced is None else f"{self.reproduced - self.published:+.2f}"

@@ -20,7 +20,7 @@ from lens.claims.arithmetic import (
     item_credit,
     rounds_to,
 )
-from lens.claims.assign import columns_of
+from lens.claims.assign import columns_of, label_key
 from lens.claims.items import ClaimItem, ClaimSet, hash_file
 from lens.claims.leniency import Leniency, as_items, leniency
 from lens.claims.mapping import load_mapping, read_mapped
@@ -160,8 +160,21 @@ def reproduce(claims: ClaimSet, opts: Options) -> CheckResult:
             result.gaps[OVERALL] = gap(f.overall, f.items, f.credit, row[OVERALL], pub.decimals)
         for col, cats in result.columns.items():
             if not cats:
-                result.gaps[col] = Gap(row[col], None, (), None, "", ())
+                result.gaps[col] = _column_gap(claims, f, col, row[col], pub.decimals)
     return result
+
+
+def _column_gap(claims: ClaimSet, f: Figure, column: str, published: float,
+                decimals: int) -> Gap:
+    """A published column no category reproduces: measured against the category the
+    publisher's own code gives that label, where it names one."""
+    named = [k for k, label in claims.labels.items() if label_key(label) == label_key(column)]
+    if not named or named[0] not in f.categories:
+        return Gap(published, None, (), None, "", ())
+    k = named[0]
+    pairs = [(i, c) for i, c in zip(f.items, f.credit, strict=True) if (i.category or "") == k]
+    g = gap(f.categories[k], [i for i, _ in pairs], [c for _, c in pairs], published, decimals)
+    return replace(g, category=k)
 
 
 def rescore(result: CheckResult, opts: Options) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lens.claims.arithmetic import LOCOMO_NAMES, Share
+from lens.claims.arithmetic import LOCOMO_NAMES, Gap, Share
 from lens.claims.check import CheckResult
 from lens.claims.leniency import Leniency
 from lens.claims.published import OVERALL
@@ -95,8 +95,8 @@ def figure_blocks(r: CheckResult) -> list[Block]:
         n = f.overall.n
         blocks.append(Bullets([f"{k}: published {g.published:.2f}%, {g.describe(n)}"
                                for k, g in r.gaps.items() if k == OVERALL]
-                              + [f"{k}: published {g.published:.2f}%, no category's figure "
-                                 "prints as it" for k, g in r.gaps.items() if k != OVERALL],
+                              + [_column_gap(k, g, r) for k, g in r.gaps.items()
+                                 if k != OVERALL],
                               "warn"))
     if len(r.tried) > 1:
         blocks.append(Table(["arithmetic tried", "overall", "reproduces overall",
@@ -106,6 +106,14 @@ def figure_blocks(r: CheckResult) -> list[Block]:
                               str(t.categories_reproduced)] for t in r.tried],
                             "claims-arithmetic"))
     return blocks
+
+
+def _column_gap(column: str, g: Gap, r: CheckResult) -> str:
+    if g.category is None:
+        return f"{column}: published {g.published:.2f}%, no category's figure prints as it"
+    n = r.figure.categories[g.category].n
+    return (f"{column}: published {g.published:.2f}%; category {g.category}, which the "
+            f"publisher's code calls {r.claims.labels.get(g.category)}, {g.describe(n)}")
 
 
 def _lenient(lens: Sequence[Leniency], name: str) -> str:

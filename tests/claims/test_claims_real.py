@@ -83,6 +83,10 @@ def test_a_version_that_does_not_reproduce_says_by_how_much(lens: Lens) -> None:
     assert "differs by +4.87 points; 75 answer(s) would have to flip from correct to wrong" \
         in r.stdout
     assert "Published columns no category reproduces" in r.stdout
+    # Each missed column against the category memobase's code gives its label.
+    assert ("Temporal: published 80.37%; category 2, which the publisher's code calls temporal, "
+            "differs by +4.68 points; 15 answer(s) would have to flip from correct to wrong"
+            in r.stdout)
 
 
 def test_the_mem0_tables_columns_are_not_locomos_categories(lens: Lens) -> None:
