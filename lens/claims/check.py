@@ -245,6 +245,7 @@ def _leniency(result: CheckResult, items: Sequence[ClaimItem], opts: Options,
         result.leniency.append(leniency("offline grader", wrong, list(
             _local_grades(wrong_items, opts, say).values)))
     for j in opts.judges:
+        say(f"leniency: judge {j.model} ({j.prompt.name}) on {len(wrong_items)} wrong answer(s)")
         verdicts, _errors = j.ask(j.prompt, wrong_items)
         result.leniency.append(leniency(f"judge {j.model} ({j.prompt.name})", wrong,
                                         [None if v is None else float(v) for v in verdicts]))
