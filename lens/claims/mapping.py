@@ -176,7 +176,7 @@ def _records(path: Path, mapping: Mapping) -> list[tuple[str, Any]]:
             return [("", loads_guarded(line, what=f"{path} line {n}"))
                     for n, line in enumerate(lines, 1) if line.strip()]
         doc = loads_guarded(raw, what=str(path), max_bytes=MAX_RESULTS_BYTES)
-    except (JsonRefused, UnicodeDecodeError) as exc:
+    except (JsonRefused, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"{path}: {exc}; give the {fmt} file the publisher released, or set "
                         "'format' in the mapping") from None
     return list(_walk(doc, mapping.items.split(".") if mapping.items else [], ""))
