@@ -19,6 +19,8 @@ class Leniency:
     overall: Estimate
     # The wrong answers accepted, for reading: (id, kind, answer).
     accepted: tuple[tuple[str, str, str], ...]
+    # Wrong answers the scorer gave no verdict on (failed or unreadable): left out, never 0.
+    unknown: int = 0
 
 
 def as_items(wrong: Sequence[WrongAnswer]) -> list[ClaimItem]:
@@ -38,4 +40,4 @@ def leniency(scorer: str, wrong: Sequence[WrongAnswer],
     known = [(w, v) for w, v in zip(wrong, accepted, strict=True) if v is not None]
     by_kind = {k: est([(w, v) for w, v in known if w.kind == k]) for k in KINDS}
     taken = tuple((w.item.id, w.kind, w.answer) for w, v in known if v >= 0.5)
-    return Leniency(scorer, by_kind, est(known), taken)
+    return Leniency(scorer, by_kind, est(known), taken, len(wrong) - len(known))

@@ -48,7 +48,7 @@ def as_json(r: CheckResult) -> dict[str, Any]:
                      "values": dict(zip(s.ids, s.values, strict=True)), "notes": list(s.notes)}
                     for s in ([r.publisher_on_sample] if r.publisher_on_sample else [])
                     + r.scored],
-        "leniency": [{"scorer": x.scorer, "overall": x.overall.as_dict(),
+        "leniency": [{"scorer": x.scorer, "overall": x.overall.as_dict(), "unknown": x.unknown,
                       "by_kind": {k: e.as_dict() for k, e in x.by_kind.items()},
                       "accepted": [{"id": i, "kind": k, "answer": a} for i, k, a in x.accepted]}
                      for x in r.leniency],

@@ -158,9 +158,10 @@ def detail_blocks(r: CheckResult) -> list[Block]:
         blocks.append(Heading("Leniency by kind of wrong answer"))
         blocks.append(Para("vague: on topic, no value; specific: the gold's shape with another "
                            "value of its kind; other_gold: another question's gold answer."))
-        blocks.append(Table(["scorer", *KINDS, "all"],
+        blocks.append(Table(["scorer", *KINDS, "all", "unknown"],
                             [[x.scorer, *(interval(x.by_kind[k]) for k in KINDS),
-                              interval(x.overall)] for x in r.leniency], "claims-leniency"))
+                              interval(x.overall), str(x.unknown)] for x in r.leniency],
+                            "claims-leniency"))
     for s in r.scored:
         if not s.disagreements:
             continue

@@ -173,8 +173,9 @@ def _check(args: argparse.Namespace) -> int:
         if args.bundle:
             print(f"wrote {export_claims(result, args.out)}")
     failed = [s for s in result.scored if s.notes and s.unknown]
+    failed_leniency = [x for x in result.leniency if x.unknown]
     # A scorer whose verdicts are partly unknown is shown in the table; the status says so too.
-    return 1 if failed else 0
+    return 1 if failed or failed_leniency else 0
 
 
 def _assign(args: argparse.Namespace) -> int:

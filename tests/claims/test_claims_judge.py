@@ -84,6 +84,15 @@ def test_unreadable_verdicts_are_unknown_and_the_status_says_so(lens: Lens) -> N
     with FakeOpenAI(lambda _req: Reply.text("I cannot decide.")) as server:
         r = lens("claims", "check", str(EXCERPT), "--reader", "memobase", "--limit", "5",
                  "--no-leniency", *_judge_args(server))
+        lenient = lens("claims", "check", str(EXCERPT), "--reader", "memobase", "--limit", "2",
+                       *_judge_args(server))
+    assert lenient.returncode == 1
+    lines = lenient.stdout.splitlines()
+    start = lines.index("| scorer | vague | specific | other_gold | all | unknown |")
+    row = next(x for x in lines[start:] if x.startswith("| judge openai"))
+    # Every wrong answer's verdict is unknown: counted in its own column, not as accepted.
+    assert row.endswith(f"| unknown | {int(row.split('|')[-2])} |")
+    assert int(row.split("|")[-2]) > 0
     assert r.returncode == 1
     assert "5 verdict(s) unknown (failed or unreadable)" in r.stdout
     line = next(x for x in r.stdout.splitlines() if x.startswith("| judge openai"))
