@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
     ("viewer", ("lens.view",)),
+    ("claims", ("lens.claims",)),
     ("run pipeline", ("lens.flow", "lens.plugin_api")),
     ("interface", ("lens.commands", "lens.__main__")),
 ]

@@ -13,6 +13,7 @@ from types import ModuleType
 from lens.commands import (
     adapters,
     cache,
+    claims,
     compare,
     datasets,
     export,
@@ -35,8 +36,9 @@ from lens.core.redact import register_env_secrets, scrub_standard_streams
 EXIT_USER_ERROR = 2
 
 # Every subcommand, in the order ``lens --help`` lists them.
-COMMANDS: tuple[ModuleType, ...] = (adapters, cache, compare, datasets, export, facts, judge,
-                                    leaderboard, plan, report, run, score, smoke, verify, view)
+COMMANDS: tuple[ModuleType, ...] = (adapters, cache, claims, compare, datasets, export, facts,
+                                    judge, leaderboard, plan, report, run, score, smoke, verify,
+                                    view)
 
 
 def build_parser() -> argparse.ArgumentParser:

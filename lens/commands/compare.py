@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lens.claims.output import claims_condition, is_claims_dir
 from lens.core.errors import UserError
 from lens.report.arm_selection import parse_names
 from lens.report.run_comparison import compare_runs
@@ -51,6 +52,7 @@ def register(sub: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    refuse_claims(args.run_dirs)
     sequential = None
     if args.sequential:
         problems = []
@@ -74,3 +76,15 @@ def _compare(args: argparse.Namespace) -> int:
                                      ensure_ascii=False, default=str))
     print(result.markdown, end="")
     return 0
+
+
+def refuse_claims(dirs: list[Path]) -> None:
+    """A re-scored published claim is not a run: its answers are a publisher's file, scored
+    under the conditions it records, so it is never set beside a run's figures."""
+    claims = [d for d in dirs if is_claims_dir(d)]
+    if claims:
+        raise UserError([f"{d}: a re-scored published claim (lens claims check), not a run: "
+                         f"{claims_condition(d)}. Its figures are not comparable with a run's "
+                         "(another system's answers, another dataset file, other scorers); "
+                         "compare claims by checking both files with the same scorers"
+                         for d in claims])

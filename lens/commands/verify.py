@@ -9,12 +9,14 @@ from typing import Any
 
 from lens.core.errors import MAX_MESSAGE_CHARS, MAX_PROBLEMS_SHOWN, bounded
 from lens.core.visible import visible
+from lens.flow.bundle.claims_bundle import ClaimsVerification, verify_claims_bundle
 from lens.flow.bundle.verify import verify_bundle
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("verify", help="check a results bundle (lens export): content hashes, "
-                                      "completeness, the dataset's hash")
+    p = sub.add_parser("verify", help="check a results bundle (lens export, or lens claims check "
+                                      "--bundle): content hashes, completeness, the dataset's "
+                                      "hash")
     p.add_argument("bundle", type=Path, metavar="BUNDLE", help="a .tar.gz or .zip bundle")
     p.add_argument("--digest", metavar="HEX", default=None,
                    help="the digest published with the result: the bundle must carry it")
@@ -22,6 +24,9 @@ def register(sub: Any) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    claims = verify_claims_bundle(args.bundle, args.digest)
+    if claims is not None:
+        return _claims_verdict(args.bundle, claims)
     result = verify_bundle(args.bundle, args.digest)
     m = result.manifest
     if result.ok and m is not None:
@@ -39,6 +44,19 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"  {_shown(problem, MAX_MESSAGE_CHARS)}")
     if len(result.problems) > MAX_PROBLEMS_SHOWN:
         print(f"  … and {len(result.problems) - MAX_PROBLEMS_SHOWN} more")
+    return 1
+
+
+def _claims_verdict(path: Path, result: ClaimsVerification) -> int:
+    m = result.manifest
+    if result.ok and m is not None:
+        print(f"claims bundle OK: reader {_shown(m.reader)}, {len(m.files)} files; the bundled "
+              f"inputs give the recorded figure ({result.recomputed})")
+        print(f"digest: {m.digest}")
+        return 0
+    print(f"claims bundle FAILED: {len(result.problems)} problem(s) in {_shown(str(path))}")
+    for problem in result.problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"  {_shown(problem, MAX_MESSAGE_CHARS)}")
     return 1
 
 

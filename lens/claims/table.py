@@ -1,0 +1,193 @@
+"""The check as one report: the published figure beside the reproduced one (with the arithmetic
+and the category labels), lens's scorers on the same answers with their intervals and agreement,
+and each scorer's leniency; rendered by lens's report blocks to Markdown and HTML alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lens.claims.arithmetic import LOCOMO_NAMES, Gap, Share
+from lens.claims.check import CheckResult
+from lens.claims.leniency import Leniency
+from lens.claims.published import OVERALL
+from lens.claims.rescore import Scored
+from lens.claims.wrong_answers import KINDS
+from lens.report.document import Block, Bullets, Heading, Para, Styled, Table
+from lens.stats.intervals import Estimate
+
+# Disagreements listed in the report per scorer; claims.json keeps them all.
+SHOWN_DISAGREEMENTS = 20
+
+
+def pct(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.2f}%"
+
+
+def share(s: Share) -> str:
+    count = f"{s.correct:g}" if s.correct == int(s.correct) else f"{s.correct:.2f}"
+    extra = f", {s.unreadable} unreadable" if s.unreadable else ""
+    return f"{pct(s.percent)} ({count} of {s.n}{extra})"
+
+
+def interval(e: Estimate, scale: float = 100.0) -> str:
+    if e.mean is None:
+        return "unknown"
+    if e.low is None or e.high is None:
+        return f"{e.mean * scale:.1f}"
+    return f"{e.mean * scale:.1f} [{e.low * scale:.1f}, {e.high * scale:.1f}]"
+
+
+def _verdict(ok: bool | None) -> Styled:
+    if ok is None:
+        return Styled("-")
+    return Styled("yes", "pass", badge=True) if ok else Styled("no", "fail", badge=True)
+
+
+def _publisher_label(result: CheckResult, category: str) -> str:
+    labels = [c for c, ks in result.columns.items() if category in ks]
+    written = result.claims.labels.get(category)
+    parts = ([f"{written} (their code)"] if written else []) + [f"{c} (their table)"
+                                                              for c in labels]
+    return "; ".join(parts) or "-"
+
+
+def figure_blocks(r: CheckResult) -> list[Block]:
+    f = r.figure
+    runs = r.claims.runs
+    how = {"named": "as named on the command line",
+           "inferred": "inferred: the only one that reproduces the published figures",
+           "ambiguous": "several reproduce the published figures equally; the first is shown",
+           "default": "no published figure to match: verdicts as stored"}[r.how]
+    blocks: list[Block] = [Heading("The publisher's figure"),
+                           Para(f"Arithmetic: {f.arithmetic.describe(runs)} ({how}). "
+                                f"Denominator: {f.overall.n} answers with a readable verdict."
+                                + (f" Published: {r.published.source}, row {r.published_name}."
+                                   if r.published is not None else ""))]
+    row = r.published_row
+    rows: list[list[str | Styled]] = []
+    pub_overall = row.get(OVERALL)
+    note = r.published.notes.get(OVERALL, "") if r.published else ""
+    exact = None if pub_overall is None else any(t.figure is f and bool(t.overall_reproduced)
+                                                   for t in r.tried)
+    margin = r.published.margins.get(OVERALL) if r.published else None
+    verdict = _verdict(exact)
+    if exact is False and margin is not None and pub_overall is not None and \
+            f.overall.percent is not None and abs(f.overall.percent - pub_overall) <= margin:
+        verdict = Styled(f"no; within the printed ±{margin:g}", "warn", badge=True)
+    rows.append(["overall", "", "", str(f.overall.n),
+                 "-" if pub_overall is None else f"{pub_overall:.2f}%" + (f" ({note})" if note
+                                                                           else ""),
+                 share(f.overall), verdict])
+    for cat, s in f.categories.items():
+        cols = [c for c, ks in r.columns.items() if cat in ks]
+        published = ", ".join(f"{row[c]:.2f}%" for c in cols) or "-"
+        rows.append([cat or "(none)", _publisher_label(r, cat),
+                     LOCOMO_NAMES.get(cat, "-") if r.claims.benchmark == "locomo" else "-",
+                     str(s.n), published, share(s), _verdict(True if cols else None)])
+    blocks.append(Table(["category as written", "publisher's label",
+                         "LoCoMo's code (task_eval/evaluation.py)", "n", "published",
+                         "reproduced", "reproduces"], rows, "claims-figure"))
+    unmatched = [c for c, ks in r.columns.items() if not ks]
+    if unmatched:
+        blocks.append(Para("Published columns no category reproduces: " + ", ".join(
+            f"{c} ({row[c]:.2f}%)" for c in unmatched), "fail"))
+    if r.gaps:
+        n = f.overall.n
+        blocks.append(Bullets([f"{k}: published {g.published:.2f}%, {g.describe(n)}"
+                               for k, g in r.gaps.items() if k == OVERALL]
+                              + [_column_gap(k, g, r) for k, g in r.gaps.items()
+                                 if k != OVERALL],
+                              "warn"))
+    if len(r.tried) > 1:
+        blocks.append(Table(["arithmetic tried", "overall", "reproduces overall",
+                             "categories reproduced"],
+                            [[t.figure.arithmetic.describe(runs), share(t.figure.overall),
+                              _verdict(t.overall_reproduced),
+                              str(t.categories_reproduced)] for t in r.tried],
+                            "claims-arithmetic"))
+    return blocks
+
+
+def _column_gap(column: str, g: Gap, r: CheckResult) -> str:
+    if g.category is None:
+        return f"{column}: published {g.published:.2f}%, no category's figure prints as it"
+    n = r.figure.categories[g.category].n
+    return (f"{column}: published {g.published:.2f}%; category {g.category}, which the "
+            f"publisher's code calls {r.claims.labels.get(g.category)}, {g.describe(n)}")
+
+
+def _lenient(lens: Sequence[Leniency], name: str) -> str:
+    for x in lens:
+        if x.scorer == name:
+            return interval(x.overall)
+    return "-"
+
+
+def summary_blocks(r: CheckResult) -> list[Block]:
+    """The one table: published | reproduced | each lens scorer | leniency."""
+    f = r.figure
+    pub = r.published_row.get(OVERALL)
+    n_sample = len(r.sampled)
+    rows: list[list[str | Styled]] = [
+        ["published", "-" if pub is None else f"{pub:.2f}", "-", "-", "-", "-"],
+        ["reproduced (publisher's verdicts, all answers)",
+         "unknown" if f.overall.percent is None else f"{f.overall.percent:.2f}",
+         str(f.overall.n), "-", "-", "-"]]
+    everyone: list[Scored] = ([r.publisher_on_sample] if r.publisher_on_sample else []) \
+        + r.scored
+    for s in everyone:
+        is_f1 = s.condition.get("scorer") in ("locomo-f1", "token-f1")
+        kappa = s.agreement.kappa if s.agreement else None
+        rows.append([s.name + (" (mean F1 x 100)" if is_f1 else ""), interval(s.estimate),
+                     str(len(s.ids) - s.unknown),
+                     "-" if kappa is None else f"{kappa:.2f}",
+                     "-" if s.agreement is None else str(len(s.disagreements)),
+                     _lenient(r.leniency, s.name)])
+    return [Heading("Published, reproduced, re-scored"),
+            Para(f"Figures in percent with 95% intervals clustered by conversation. lens's "
+                 f"scorers read {n_sample} answer(s). kappa: Cohen's kappa against the "
+                 "publisher's verdicts on the same answers. Leniency: the share of lens's wrong "
+                 f"answers ({r.wrong_answers}) the scorer accepts."),
+            Table(["figure", "value", "n", "kappa vs publisher", "disagreements", "leniency"],
+                  rows, "claims-summary")]
+
+
+def detail_blocks(r: CheckResult) -> list[Block]:
+    blocks: list[Block] = []
+    if r.leniency:
+        blocks.append(Heading("Leniency by kind of wrong answer"))
+        blocks.append(Para("vague: on topic, no value; specific: the gold's shape with another "
+                           "value of its kind; other_gold: another question's gold answer."))
+        blocks.append(Table(["scorer", *KINDS, "all", "unknown"],
+                            [[x.scorer, *(interval(x.by_kind[k]) for k in KINDS),
+                              interval(x.overall), str(x.unknown)] for x in r.leniency],
+                            "claims-leniency"))
+    for s in r.scored:
+        if not s.disagreements:
+            continue
+        blocks.append(Heading(f"Where {s.name} and the publisher disagree", 3))
+        shown = s.disagreements[:SHOWN_DISAGREEMENTS]
+        blocks.append(Bullets([f"{i}: publisher {'correct' if p else 'wrong'}, lens "
+                               f"{'correct' if v else 'wrong'}" for i, p, v in shown]
+                              + ([f"... and {len(s.disagreements) - len(shown)} more in "
+                                  "claims.json"] if len(s.disagreements) > len(shown) else [])))
+    return blocks
+
+
+def input_blocks(r: CheckResult) -> list[Block]:
+    c = r.claims
+    lines = [f"{f.path}: sha256 {f.sha256}, {f.bytes} bytes" for f in c.inputs]
+    lines += [f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.condition.items())
+              for s in r.scored]
+    lines += list(c.notes) + r.notes
+    for s in r.scored:
+        lines += [f"{s.name}: {n}" for n in s.notes]
+    return [Heading("Inputs and conditions"),
+            Para(f"reader {c.reader}, benchmark {c.benchmark}, {len(c.items)} answers, "
+                 f"{c.runs} judge run(s) stored"),
+            Bullets(lines)]
+
+
+def blocks(r: CheckResult) -> list[Block]:
+    return [Heading("Reproducing a published claim", 1), *summary_blocks(r), *figure_blocks(r),
+            *detail_blocks(r), *input_blocks(r)]
