@@ -103,7 +103,7 @@ def candidates(claims: ClaimSet) -> list[Arithmetic]:
 def rounds_to(value: float | None, published: float, decimals: int) -> bool:
     if value is None:
         return False
-    return abs(value - published) <= 0.5 * 10 ** -decimals + 1e-9
+    return bool(abs(value - published) <= 0.5 * 10 ** -decimals + 1e-9)
 
 
 @dataclass(frozen=True)

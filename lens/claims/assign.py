@@ -35,7 +35,7 @@ def row_reproduced(row: Mapping[str, float], assignment: Mapping[str, str],
         return True
     total = sum(counts[assignment[c]] for c in cols)
     weighted = sum(row[c] * counts[assignment[c]] for c in cols) / total
-    return abs(weighted - row[OVERALL]) <= 10 ** -decimals + 1e-9
+    return bool(abs(weighted - row[OVERALL]) <= 10 ** -decimals + 1e-9)
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ def parse_label(text: str) -> bool | None:
             if isinstance(obj, dict) and isinstance(obj.get(key), str):
                 word = obj[key].strip().upper()
                 if word in ("CORRECT", "WRONG"):
-                    return word == "CORRECT"
+                    return bool(word == "CORRECT")
     words = _LABEL.findall(text)
     return None if not words else words[-1].upper() == "CORRECT"
 

@@ -264,7 +264,9 @@ class ThreadedAdapter(MemoryAdapter):
         return usage
 
     async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
-        return await self._call(self.inner.list_memory, scope_id, checkpoint)
+        listing: MemoryListing | None = await self._call(self.inner.list_memory, scope_id,
+                                                         checkpoint)
+        return listing
 
     async def aclose(self) -> None:
         await self._call(self.inner.close)

@@ -21,6 +21,7 @@ from lens.data.config import RunConfig
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
 from lens.runs.events import ScoringDone
+from lens.runs.manifest import RunManifest
 from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.errata import load_errata
@@ -120,8 +121,8 @@ async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
     return outcome
 
 
-def _arms(manifest: dict[str, Any]) -> list[str]:
-    adapters = (manifest.get("condition") or {}).get("adapters") or []
+def _arms(manifest: RunManifest) -> list[str]:
+    adapters = manifest.condition.get("adapters") or []
     return [str(a.get("label") or a.get("name")) for a in adapters if isinstance(a, dict)]
 
 
