@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lens import __version__
+from lens.core.distribution import version as lens_version
 from lens.claims.check import CheckResult
 from lens.claims.table import blocks
 from lens.report.document import to_html, to_markdown
@@ -22,7 +22,7 @@ FORMAT = "lens.claims/1"
 def as_json(r: CheckResult) -> dict[str, Any]:
     f = r.figure
     return {
-        "format": FORMAT, "lens_version": __version__, "reader": r.claims.reader,
+        "format": FORMAT, "lens_version": lens_version(), "reader": r.claims.reader,
         "benchmark": r.claims.benchmark,
         "inputs": [asdict(i) for i in r.claims.inputs],
         "mapping": None if r.claims.mapping is None else asdict(r.claims.mapping),

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lens import __version__
+from lens.core.distribution import version as lens_version
 from lens.claims.arithmetic import Arithmetic, compute
 from lens.claims.check import CheckResult, read_claims
 from lens.core.errors import UserError
@@ -54,7 +54,7 @@ def export_claims(result: CheckResult, out_dir: Path) -> Path:
     entries = {p: FileEntry(sha256=sha256(b), bytes=len(b)) for p, b in files.items()}
     digest = files_digest(entries)
     manifest = ClaimsBundleManifest(created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                                    lens_version=__version__, reader=result.claims.reader,
+                                    lens_version=lens_version(), reader=result.claims.reader,
                                     files=entries, digest=digest)
     top = f"lens-claims-{digest[:12]}"
     members = {f"{top}/{p}": b for p, b in files.items()}
