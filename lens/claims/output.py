@@ -9,9 +9,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lens.core.distribution import version as lens_version
 from lens.claims.check import CheckResult
 from lens.claims.table import blocks
+from lens.core.distribution import version as lens_version
 from lens.report.document import to_html, to_markdown
 from lens.report.html import CSP, CSS
 from lens.runs.store import atomic_write_text

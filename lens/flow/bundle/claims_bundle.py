@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lens.core.distribution import version as lens_version
 from lens.claims.arithmetic import Arithmetic, compute
 from lens.claims.check import CheckResult, read_claims
+from lens.core.distribution import version as lens_version
 from lens.core.errors import UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.flow.bundle.archive import read_archive, write_archive
