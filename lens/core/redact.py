@@ -45,11 +45,16 @@ def redact_text(text: str) -> str:
     return _URL_PASSWORD.sub(lambda m: m.group("lead") + m.group("head") + MASK, text)
 
 
-def quoted(value: object, limit: int = 60) -> str:
-    """``value`` as an error message may quote it: URL passwords and registered secrets masked,
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` as an error message may show it: URL passwords and registered secrets masked,
     control characters made visible, cut at ``limit`` characters."""
     text = visible(scrub(redact_text(str(value))))
-    return repr(text if len(text) <= limit else text[:limit] + "…")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """:func:`shown`, in quotes."""
+    return repr(shown(value, limit))
 
 
 def redact(value: Any) -> Any:

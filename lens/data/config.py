@@ -22,6 +22,7 @@ from pydantic import (
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.core.redact import SECRET_KEY
+from lens.core.yamlguard import GuardedLoader, YamlRefused
 from lens.data.overrides import COMMAND_LINE, Overrides, apply, origin
 from lens.data.scoring_names import JUDGE_GRADERS, FactGraderName, ProtocolName
 
@@ -416,20 +417,6 @@ class RunConfig(_Section):
         return self
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """A safe loader that refuses anchors/aliases: they are the vector of 'billion laughs'."""
-
-    # The arguments pass through to the loader's own method.
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]  # stubs narrower
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise ConfigError(
-                f"line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed in "
-                "lens configs; write the value out"
-            )
-        return super().compose_node(parent, index)
-
-
 def _loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(x) for x in loc) or "(top level)"
 
@@ -568,9 +555,9 @@ def load_config(path: str | Path, overrides: Overrides | None = None) -> RunConf
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
     try:
-        data = yaml.load(text, Loader=_NoAliasLoader)
-    except ConfigError as exc:
-        raise ConfigError(f"{p}: {exc.args[0]}") from None
+        data = yaml.load(text, Loader=GuardedLoader)  # a SafeLoader
+    except YamlRefused as exc:
+        raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
