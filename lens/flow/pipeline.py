@@ -26,7 +26,7 @@ from lens.data.dataset_load import DroppedQuestion, load_dataset_dropping
 from lens.data.overrides import Overrides
 from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
-from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
+from lens.flow.stopping import OVERRIDE_EVENT, STOP_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
@@ -377,11 +377,17 @@ def execute(
         expected = condition(config, dataset)
         if manifest.get("condition_hash") != condition_hash(expected):
             old = manifest.get("condition", {})
-            fields = sorted(k for k in expected if old.get(k) != expected[k])
+            old = old if isinstance(old, dict) else {}
+            # A section removed from the config is a field of the old condition only.
+            fields = sorted(k for k in {*expected, *old} if old.get(k) != expected.get(k))
             raise UserError(
                 f"{resume}: cannot resume: the config or dataset differ from the run's condition "
                 f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
             )
+        if continue_past_stop and not any(e.get("kind") == STOP_EVENT for e in store.events()):
+            raise UserError(f"{resume}: --continue-past-stop: this run did not stop early (its "
+                            "events hold no run_stopped); resume it without "
+                            "--continue-past-stop, and its stop rule reads on")
         manifest["status"] = "running"
         manifest.setdefault("resumed_at", []).append(now_iso())
         store.write_manifest(manifest)
