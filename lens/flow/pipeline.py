@@ -37,6 +37,7 @@ from lens.runner.orchestrator import Runner, RunProgress, RunSummary
 from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.errata import load_errata
+from lens.scoring.judging.batch_judge import batch_api_key
 from lens.scoring.judging.judge_panel import with_prompts
 from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import judge_only_metrics, question_metrics
@@ -366,8 +367,13 @@ def execute(
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
     try:
-        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
-                 if config.judge is not None else None)
+        judge = None
+        if config.judge is not None and config.judge.batch:
+            # Scoring makes the batch client itself (it keeps its batches in the run
+            # directory); its key is checked now, before any answer is paid for.
+            batch_api_key(config.judge)
+        elif config.judge is not None:
+            judge = with_prompts(runtime.client(config.judge), config.judge.prompts)
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
     gateway = model_gateway(config, config_file, runtime)

@@ -156,3 +156,36 @@ def test_malformed_batch_results_leave_verdicts_unknown(tmp_path: Path, lens: Le
         assert (run / "scores.json").is_file() and _accuracy(run) is None
         state = json.loads((run / STATE_FILE).read_text())["batches"]
         assert state[0]["done"] and state[0]["succeeded"] == 0
+
+
+# -- 6. lens run with judge.batch batches its judge calls too ----------------------------------
+
+def test_lens_run_with_a_batch_judge_sends_its_calls_in_batches(tmp_path: Path, lens: Lens) -> None:
+    from tests.cli.runs import write_config
+
+    with FakeAnthropic(answer=lambda _p: message('{"score": 1}')) as server:
+        judge = {"model": MODEL, "base_url": server.base_url, "batch": True,
+                 "batch_poll_s": 0.01, "api_key_env": "LENS_TEST_ANTHROPIC_KEY",
+                 "price_input_per_mtok": 1.0, "price_output_per_mtok": 5.0}
+        cfg = write_config(tmp_path, "b", ["sqlite_fts"], judge=judge,
+                           cache={"enabled": False})
+        r = lens("run", str(cfg), "--quiet", "--limit", "3", "--fail-on", "never")
+        out = r.stdout + r.stderr
+        assert r.returncode == 0, out
+        assert server.created() >= 1, [x.path for x in server.requests]
+        assert not [x for x in server.requests if x.path.rstrip("/").endswith("/messages")]
+        (run,) = (tmp_path / "runs").iterdir()
+        assert json.loads((run / STATE_FILE).read_text())["batches"][0]["done"]
+
+
+def test_lens_run_with_a_batch_judge_and_no_key_answers_nothing(
+        tmp_path: Path, lens: Lens, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.cli.runs import write_config
+
+    monkeypatch.delenv("LENS_TEST_ANTHROPIC_KEY")
+    judge = {"model": MODEL, "base_url": "http://127.0.0.1:9", "batch": True,
+             "api_key_env": "LENS_TEST_ANTHROPIC_KEY"}
+    cfg = write_config(tmp_path, "b", ["sqlite_fts"], judge=judge)
+    r = lens("run", str(cfg), "--quiet", "--limit", "3")
+    assert r.returncode == 2 and "LENS_TEST_ANTHROPIC_KEY" in r.stderr
+    assert not (tmp_path / "runs").exists()

@@ -527,6 +527,13 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
         from lens.models.factory import create_client
 
         return with_prompts(create_client(config, cache=cache), config.prompts)
+    return with_prompts(BatchJudgeClient(config, run_dir, api_key=batch_api_key(config),
+                                         cache=cache), config.prompts)
+
+
+def batch_api_key(config: JudgeConfig) -> str:
+    """The API key of a batch judge; a ConfigError when the judge has no batch API or no key
+    (checked before a run starts, so that no answer is paid for in vain)."""
     anthropic = is_anthropic(config)
     if config.provider != "openai" and not anthropic:
         raise ConfigError(f"judge.batch: batch APIs are OpenAI's (openai/ judges) and "
@@ -537,5 +544,4 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
     if not key:
         raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "
                           f"{env} (or name another one with 'api_key_env')")
-    return with_prompts(BatchJudgeClient(config, run_dir, api_key=key, cache=cache),
-                        config.prompts)
+    return key
