@@ -129,6 +129,18 @@ def check_paths(config: RunConfig, config_file: str, out: Path | None, resuming:
 def check_scoring(config: RunConfig, config_file: str) -> None:
     if not config.scoring.enabled:
         return
+    prompt_file = config.scoring.judge_prompt_file
+    if prompt_file is not None:
+        # Read now, not after every question is answered and paid for.
+        from lens.scoring.protocols import get_protocol
+
+        try:
+            if config.scoring.protocol == "lens":
+                raise UserError("scoring.judge_prompt_file: it applies to a published "
+                                "protocol's judge prompts; remove it or set scoring.protocol")
+            get_protocol(config.scoring.protocol).with_prompt_file(prompt_file)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field {exc.args[0]}") from None
     try:
         weights = resolve_weights(config.scoring.weights)
     except ConfigError as exc:
@@ -434,7 +446,11 @@ def execute(
             if config.scoring.enabled:
                 stage("scoring the answers")
                 # The primary judge, then the panel's other judges, under one plan.
-                await score_for_config(store.root, config, judge=judge)
+                try:
+                    await score_for_config(store.root, config, judge=judge)
+                except UserError as exc:
+                    raise UserError(f"{exc.args[0]}; the answers are kept: fix this and score "
+                                    f"them with `lens score {store.root}`") from None
             return summary
         finally:
             if model is not None:

@@ -83,3 +83,24 @@ def test_an_oversized_prompt_file_is_refused(lens: Lens, tmp_path: Path) -> None
                     + "x" * 2_000_000 + "'\n")
     out = _score(lens, tmp_path, path)
     assert "byte" in out
+
+
+# -- 8. lens run reads its judge prompt file before answering anything -------------------------
+
+@pytest.mark.parametrize("problem", ["missing", "not_yaml"])
+def test_lens_run_refuses_a_bad_prompt_file_before_any_answer(lens: Lens, tmp_path: Path,
+                                                               problem: str) -> None:
+    from tests.cli.runs import write_config
+
+    prompt_file = tmp_path / "official.yaml"
+    if problem == "not_yaml":
+        prompt_file.write_text(f"{SECRET}: {{unclosed\n")
+    cfg = write_config(tmp_path, "p", ["sqlite_fts"], judge={"model": "scripted/judge.yaml"},
+                       scoring={"protocol": "longmemeval",
+                                "judge_prompt_file": str(prompt_file)})
+    r = lens("run", str(cfg), "--quiet", "--limit", "2")
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, out
+    assert "scoring.judge_prompt_file" in out and "Traceback" not in out
+    assert SECRET not in out
+    assert not (tmp_path / "runs").exists()
