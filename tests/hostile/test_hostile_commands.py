@@ -1,0 +1,56 @@
+"""Careless arguments to ``lens adapters new``, ``lens compare`` and ``lens facts grade``: each
+is refused with one message and exit 2, no traceback, and nothing written where the user did not
+point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Lens, cli_runner
+
+
+@pytest.fixture
+def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str]) -> Lens:
+    return cli_runner(tmp_path, monkeypatch, capsys)
+
+
+def _refused(r: object) -> str:
+    out = r.stdout + r.stderr  # type: ignore[attr-defined]
+    assert r.returncode == 2, out  # type: ignore[attr-defined]
+    assert "Traceback" not in out
+    return out
+
+
+# -- 10. a package named like lens's own distribution -------------------------------------------
+
+def test_adapters_new_refuses_lens_own_distribution_name(lens: Lens, tmp_path: Path) -> None:
+    out = _refused(lens("adapters", "new", "memory_eval"))
+    assert "lens-memory-eval" in out and "replace" in out
+    assert not (tmp_path / "lens-memory-eval").exists()
+
+
+# -- 18. --out that cannot be a new folder -----------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["dangling", "under_a_file", "long_name", "under_dangling"])
+def test_adapters_new_out_that_cannot_be_written(lens: Lens, tmp_path: Path,
+                                                 shape: str) -> None:
+    before = sorted(tmp_path.rglob("*"))
+    if shape == "dangling":
+        out = tmp_path / "link"
+        out.symlink_to(tmp_path / "nowhere")
+    elif shape == "under_a_file":
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "pkg"
+    elif shape == "under_dangling":
+        (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+        out = tmp_path / "gone" / "pkg"
+    else:
+        out = tmp_path / ("p" * 300)
+    before = sorted(tmp_path.rglob("*"))
+    msg = _refused(lens("adapters", "new", "my_hostile_memory", "--out", str(out)))
+    assert "--out" in msg
+    assert sorted(tmp_path.rglob("*")) == before
+    assert not (tmp_path / "nowhere").exists()
