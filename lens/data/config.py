@@ -333,6 +333,11 @@ class ScoringConfig(_Section):
         return self.fact_grader or ("judge" if self.fact_judge else None)
 
 
+# The smallest error rate lens takes (stopping.alpha, lens plan --alpha): below it an α shared
+# among pairs, or the quantile it needs, is no longer a float.
+MIN_ALPHA = 1e-12
+
+
 class StoppingConfig(_Section):
     """Sequential stopping (docs/runs.md, "Stopping early"): the scope blocks are answered in a
     seeded order, and the run stops answering once every pair of arms has a settled verdict on
@@ -340,7 +345,8 @@ class StoppingConfig(_Section):
 
     metric: str | None = None
     # The family's error rate, shared by every pair of arms (Bonferroni).
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    # At least MIN_ALPHA: a smaller α (5e-324) divided among the pairs is 0.0.
+    alpha: float = Field(default=0.05, ge=MIN_ALPHA, lt=1)
     # Equivalence margin on the metric's difference; 0: a tie never settles (it runs to the end).
     margin: float = Field(default=0.0, ge=0, lt=1)
     # Read the verdicts after every K scope blocks.

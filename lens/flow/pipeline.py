@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import yaml
 
 from lens.core import eventloop, yamlhints
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError, DatasetError, Problem, UserError
 from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
+from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.config import MAX_CONFIG_BYTES, ModelConfig, RunConfig, load_config
 from lens.data.dataset import Dataset
 from lens.data.dataset_check import evidence_after_asked_at
@@ -221,8 +221,8 @@ def load_run_config(config_file: str, overrides: Overrides | None = None) -> Run
         # load_config refused those) is read again for its adapters.
         source = _source(config_file) if "invalid config" in exc.lines[0] else None
         try:
-            data = yaml.safe_load(source) if source is not None else None
-        except (yaml.YAMLError, RecursionError, ValueError):
+            data = load_yaml(source) if source is not None else None
+        except YamlRefused:
             raise exc from None
         raw = data.get("adapters") if isinstance(data, dict) else None
         entries = raw if isinstance(raw, list) else []
