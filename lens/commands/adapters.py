@@ -23,6 +23,7 @@ from lens.core import plugins
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import ConfigError, UserError
 from lens.core.redact import shown
+from lens.core.safenames import new_folder_problems
 from lens.data.config import CacheConfig
 from lens.memory.adapter import (
     BUILTIN_ADAPTERS,
@@ -171,7 +172,7 @@ def _new(args: argparse.Namespace) -> int:
     elif _installed(project):
         problems.append(f"NAME {name!r}: a distribution {project} is installed already; "
                         "installing this package would replace it; choose another")
-    problems += _out_problems(out)
+    problems += new_folder_problems(out, "--out")
     if problems:
         raise UserError(["cannot write the adapter package:", *(f"  - {p}" for p in problems)])
     cls = "".join(part.capitalize() for part in name.split("_") if part) or "Memory"
@@ -210,23 +211,6 @@ def _installed(project: str) -> bool:
     except importlib.metadata.PackageNotFoundError:
         return False
     return True
-
-
-def _out_problems(out: Path) -> list[str]:
-    """Why the package cannot be written at ``out`` (it must be a new folder, under a folder)."""
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
-        return [f"--out {shown(out, 200)}: a part of the path is over 255 bytes; give a shorter "
-                "name"]
-    if out.is_symlink() or out.exists():
-        return [f"--out {shown(out, 200)}: exists already (a dangling link counts); give a new "
-                "folder"]
-    for parent in out.parents:
-        if parent.is_symlink() and not parent.exists():
-            return [f"--out {shown(out, 200)}: {shown(parent, 200)} is a dangling link"]
-        if parent.exists():
-            return [] if parent.is_dir() else [
-                f"--out {shown(out, 200)}: {shown(parent, 200)} is a file, not a folder"]
-    return []
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lens.core.redact import quoted
+from lens.core.redact import quoted, shown
 
 # One file-name component: letters, digits, "_", "-" and ".", not starting with "." (no "..",
 # no hidden file), at most this many characters (file systems allow 255 bytes; a hash suffix
@@ -52,3 +52,52 @@ def _refuse(name: str, what: str) -> str:
 def child(folder: Path, name: object, what: str, suffix: str = "") -> Path:
     """``folder / (name + suffix)`` for a checked ``name``."""
     return folder / f"{checked_name(name, what)}{suffix}"
+
+
+def new_folder_problems(out: Path, flag: str) -> list[str]:
+    """Why ``out`` cannot be made as a new folder: it exists (a dangling link counts), a part
+    of it is over 255 bytes, or a folder above it is a file or a dangling link."""
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
+        return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
+                "shorter name"]
+    if out.is_symlink() or out.exists():
+        return [f"{flag} {shown(out, 200)}: exists already (a dangling link counts); give a new "
+                "folder"]
+    return _above(out, flag)
+
+
+def folder_problems(out: Path, flag: str) -> list[str]:
+    """Why files cannot be written into the folder ``out`` (made when missing): it is a file
+    or a dangling link, a part of it is over 255 bytes, or a folder above it is a file."""
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
+        return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
+                "shorter name"]
+    if out.is_symlink() and not out.exists():
+        return [f"{flag} {shown(out, 200)}: a dangling link; give a folder"]
+    if out.exists():
+        return [] if out.is_dir() else [f"{flag} {shown(out, 200)}: is a file, not a folder; "
+                                        "give a folder"]
+    return _above(out, flag)
+
+
+def file_problems(out: Path, flag: str) -> list[str]:
+    """Why a file cannot be written at ``out`` (replacing a file there): it is a folder or a
+    dangling link, a part of it is over 255 bytes, or a folder above it is a file."""
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
+        return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
+                "shorter name"]
+    if out.is_symlink() and not out.exists():
+        return [f"{flag} {shown(out, 200)}: a dangling link; give a file path"]
+    if out.is_dir():
+        return [f"{flag} {shown(out, 200)}: is a folder; give a file path"]
+    return _above(out, flag)
+
+
+def _above(out: Path, flag: str) -> list[str]:
+    for parent in out.parents:
+        if parent.is_symlink() and not parent.exists():
+            return [f"{flag} {shown(out, 200)}: {shown(parent, 200)} is a dangling link"]
+        if parent.exists():
+            return [] if parent.is_dir() else [
+                f"{flag} {shown(out, 200)}: {shown(parent, 200)} is a file, not a folder"]
+    return []

@@ -89,6 +89,10 @@ def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool =
         if not dataset.questions:
             raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
                               "have no questions; nothing would be asked")
+    if config.dataset.limit is not None and config.dataset.limit >= len(dataset.questions):
+        # A limit that keeps every question is no sample: the run is the whole dataset, under
+        # the whole dataset's condition (comparable with a run without --limit).
+        config.dataset.limit = None
     return limit_questions(dataset, config.dataset.limit), dropped
 
 

@@ -4,6 +4,7 @@ point."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,37 @@ def test_adapters_new_out_that_cannot_be_written(lens: Lens, tmp_path: Path,
     assert "--out" in msg
     assert sorted(tmp_path.rglob("*")) == before
     assert not (tmp_path / "nowhere").exists()
+
+
+# -- 17, 20. lens compare: levels, --out, --arms, and a limit that keeps every question ---------
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    from tests.cli.runs import real_run
+
+    whole = real_run(tmp_path / "whole", "w", ["sqlite_fts", "null"])
+    big = real_run(tmp_path / "big", "w", ["sqlite_fts", "null"], "--limit", "100000")
+    return whole, big
+
+
+def test_compare_refuses_careless_arguments(lens: Lens, tmp_path: Path,
+                                            runs: tuple[Path, Path]) -> None:
+    whole, big = runs
+    for level in ("1.5", "0", "nan", "1", "-inf"):
+        msg = _refused(lens("compare", str(whole), f"--confidence={level}"))
+        assert "--confidence" in msg
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine")
+    msg = _refused(lens("compare", str(whole), "--out", str(existing)))
+    assert "--out" in msg and existing.read_text() == "mine"
+    msg = _refused(lens("compare", str(whole), "--out", str(existing / "sub")))
+    assert "--out" in msg
+    for arms in (",,,", " , ", ""):
+        msg = _refused(lens("compare", str(whole), f"--arms={arms}"))
+        assert "--arms" in msg
+    # 20. a --limit above the dataset's size is the whole dataset: comparable with it.
+    manifest = json.loads((big / "manifest.json").read_text())
+    assert "question_limit" not in manifest["condition"]
+    r = lens("compare", str(whole), str(big), "--arms",
+             f"{whole.name}:sqlite_fts,{big.name}:sqlite_fts")
+    assert r.returncode == 0, r.stdout + r.stderr
