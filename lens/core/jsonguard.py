@@ -91,6 +91,18 @@ def loads_guarded(data: bytes | str, *, what: str, max_bytes: int | None = None,
         raise JsonRefused(f"{what}: {reason}") from None
 
 
+def find_lone_surrogate(data: bytes) -> str | None:
+    """The message for the first ``\\uD800``–``\\uDFFF`` escape of ``data`` (one JSON text)
+    that is not half of a pair, or None: ``json.loads`` takes one into a string no UTF-8
+    writer can hold."""
+    if b"\\" not in data:
+        return None
+    for m in _ESCAPES.finditer(data):
+        if m.group(2) is not None:
+            return lone_surrogate_message(m.group(2).decode("ascii"), m.start())
+    return None
+
+
 def lone_surrogate_message(escape: str, at: int) -> str:
     return (f"a lone surrogate escape \\{escape} at byte {at}: half of a UTF-16 pair, not a "
             "character (UTF-8 cannot hold it); replace it with the character meant or remove "

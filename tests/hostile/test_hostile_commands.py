@@ -89,3 +89,38 @@ def test_compare_refuses_careless_arguments(lens: Lens, tmp_path: Path,
     r = lens("compare", str(whole), str(big), "--arms",
              f"{whole.name}:sqlite_fts,{big.name}:sqlite_fts")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# -- 19. lens facts grade: hostile rows and an --out under a file -------------------------------
+
+def _row(i: int, **extra: object) -> str:
+    return json.dumps({"id": f"r{i}", "question": "q?", "fact": "a dog", "answer": "a dog",
+                       **extra})
+
+
+HOSTILE_ROWS = {
+    "deep": b'{"id": "x", "question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "huge_int": b'{"id": "x", "question": ' + b"9" * 5000 + b"}",
+    "not_utf8": b'{"id": "x", "question": "caf\xe9", "fact": "f", "answer": "a"}',
+    "lone_surrogate": b'{"id": "x\\ud800", "question": "q", "fact": "f", "answer": "a"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_ROWS))
+def test_facts_grade_refuses_hostile_rows(lens: Lens, tmp_path: Path, kind: str) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(_row(1).encode() + b"\n" + HOSTILE_ROWS[kind] + b"\n")
+    out = tmp_path / "grades.jsonl"
+    msg = _refused(lens("facts", "grade", str(rows), "--out", str(out), "--grader", "matcher"))
+    assert "line 2" in msg and len(msg) < 3_000
+    assert not out.exists()
+
+
+def test_facts_grade_refuses_an_out_under_a_file(lens: Lens, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(_row(1) + "\n")
+    msg = _refused(lens("facts", "grade", str(rows), "--out", str(rows / "grades.jsonl"),
+                        "--grader", "matcher"))
+    assert "--out" in msg
+    msg = _refused(lens("facts", "grade", str(rows), "--out", str(rows), "--grader", "matcher"))
+    assert "--out" in msg and rows.read_text() == _row(1) + "\n"
