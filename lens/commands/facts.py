@@ -90,7 +90,9 @@ def _jsonl(path: Path, what: str) -> Iterator[tuple[int, Any | None, str | None]
             try:
                 yield n, loads_guarded(line, what="the line", max_bytes=MAX_ROW_BYTES), None
             except JsonRefused as exc:
-                yield n, None, str(exc)
+                why = str(exc).removeprefix("the line: ")
+                yield n, None, (f"not valid JSON ({why.removeprefix('invalid JSON at ')})"
+                                if why.startswith("invalid JSON") else why)
 
 
 def _raise_problems(path: Path, problems: list[str], fix: str) -> None:
