@@ -22,6 +22,7 @@ from lens.commands import adapter_template
 from lens.core import plugins
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import ConfigError, UserError
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.redact import shown
 from lens.core.safenames import new_folder_problems
 from lens.data.config import CacheConfig
@@ -217,9 +218,10 @@ def _check(args: argparse.Namespace) -> int:
     from lens.testing import CHECKS, run_conformance
 
     try:
-        options = json.loads(args.options)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--options: not valid JSON: {exc.msg} at char {exc.pos}") from None
+        options = loads_guarded(args.options, what="--options", max_bytes=1024 * 1024)
+    except JsonRefused as exc:
+        raise ConfigError(f"--options: not valid JSON ({str(exc).removeprefix('--options: ')})"
+                          ) from None
     if not isinstance(options, dict):
         raise ConfigError("--options: must be a JSON object such as '{\"path\": \"m.db\"}'")
     if args.only:
