@@ -13,11 +13,11 @@ from pathlib import Path
 
 from lens.core.redact import quoted, shown
 
-# One file-name component: letters, digits, "_", "-" and ".", not starting with "." (no "..",
-# no hidden file), at most this many characters (file systems allow 255 bytes; a hash suffix
-# and an extension must fit beside it).
+# One file-name component: letters, digits, "_", "-" and ".", starting with neither "." (no
+# "..", no hidden file) nor "-" (read as an option by tools), at most this many characters (file
+# systems allow 255 bytes; a hash suffix and an extension must fit beside it).
 MAX_NAME_CHARS = 200
-_PLAIN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 class UnsafeName(ValueError):
@@ -46,7 +46,7 @@ def checked_name(name: object, what: str) -> str:
 
 def _refuse(name: str, what: str) -> str:
     raise UnsafeName(f"{what} {quoted(name)} is not a plain file name (only letters, digits, "
-                     "'_', '-' and '.', not starting with '.')")
+                     "'_', '-' and '.', not starting with '.' or '-')")
 
 
 def child(folder: Path, name: object, what: str, suffix: str = "") -> Path:
