@@ -45,8 +45,8 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "scoring/protocols/memoryagentbench.py": (1, "a judge's verdict text, bounded by "
                                                  "max_tokens"),
     # Dataset readers that refuse depth, bad UTF-8 and long integers with their formats' own
-    # messages (tests/datasets/*hostile*); the whole-file dataset reader checks depth first.
-    "data/dataset_json.py": (1, "after jsonguard.check_depth, with its own duplicate-key hook"),
+    # messages (tests/datasets/*hostile*).
+    "data/dataset_json.py": (1, "depth refused (RecursionError), with its duplicate-key hook"),
     "data/importers/beam.py": (1, "depth refused (RecursionError) with BEAM's message"),
     "data/importers/memoryagentbench.py": (1, "depth refused with MemoryAgentBench's message"),
     "data/importers/longmemeval_v2_source.py": (4, "depth refused with LongMemEval-V2's "
