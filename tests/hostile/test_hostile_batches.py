@@ -189,3 +189,52 @@ def test_lens_run_with_a_batch_judge_and_no_key_answers_nothing(
     r = lens("run", str(cfg), "--quiet", "--limit", "3")
     assert r.returncode == 2 and "LENS_TEST_ANTHROPIC_KEY" in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+# -- 2, OpenAI's Batch API: a batch id or a file id that is a path -------------------------------
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("field", ["id", "output_file_id"])
+async def test_openai_batch_ids_that_are_paths_are_refused(tmp_path: Path, field: str) -> None:
+    from aiohttp import web
+
+    from lens.data.config import JudgeConfig
+    from lens.scoring.judging.batch_judge import BatchJudgeClient
+    from lens.scoring.scorer import score_run
+    from tests.protocols.test_protocols_batch import FakeBatchAPI
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    class Hostile(FakeBatchAPI):
+        async def create(self, request: web.Request) -> web.Response:
+            reply = await super().create(request)
+            if field == "id":
+                bid = next(iter(self.batches))
+                return web.json_response({**self.batches[bid], "id": str(outside / "evil")})
+            return reply
+
+        def _finish(self, b: dict[str, Any]) -> None:
+            super()._finish(b)
+            b["output_file_id"] = "../../files/file-0"
+
+    api = Hostile()
+    runner = web.AppRunner(api.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    run = stored_run(tmp_path / "runs", imported(tmp_path, "longmemeval"),
+                     {"faithful": LME_FAITHFUL})
+    client = BatchJudgeClient(JudgeConfig(model="openai/gpt-4o-2024-08-06", batch=True,
+                                          base_url=f"http://127.0.0.1:{port}/v1",
+                                          batch_poll_s=0.01),
+                              run, api_key="test-key", collect_s=0.05)
+    try:
+        scores = await score_run(run, judge=client, protocol="longmemeval")
+    finally:
+        await client.aclose()
+        await runner.cleanup()
+    assert scores.aggregates["adapter"]["faithful"]["longmemeval_accuracy"] is None
+    assert not list(outside.iterdir())
+    assert any("not a plain file name" in n for n in scores.notes), scores.notes

@@ -121,6 +121,10 @@ class OpenAIBatches:
         for key in ("output_file_id", "error_file_id"):
             fid = info.get(key)
             if isinstance(fid, str) and fid:
+                try:
+                    checked_name(fid, f"the batch's {key}")
+                except UnsafeName as exc:
+                    raise ModelError(f"batch {batch_id}: {exc}; its calls are unknown") from None
                 lines += (await self.api.content(fid)).splitlines()
         return lines
 
