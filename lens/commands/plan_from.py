@@ -67,12 +67,14 @@ def _number(value: object, path: Path, field: str, *, whole: bool = False) -> fl
     anything else (a string, a list, a number too large for a float)."""
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        if not whole or (value >= 0 and value == int(value)):
-            return float(value)
     kind = "a whole number" if whole else "a finite number"
-    raise UserError(f"{path}: field {field} is {quoted(value)}, not {kind}; rewrite the "
-                    f"summary with: lens report {path.parent}")
+    refused = UserError(f"{path}: field {field} is {quoted(value)}, not {kind}; rewrite the "
+                        f"summary with: lens report {path.parent}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise refused
+    if not math.isfinite(value) or (whole and (value < 0 or value != int(value))):
+        raise refused
+    return float(value)
 
 
 def read_run(run_dir: Path, arm: str | None = None, metric: str | None = None) -> FromRun:
