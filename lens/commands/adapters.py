@@ -5,11 +5,13 @@ conformance suite on one of them (a registered name or ``package.module:Class``)
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import itertools
 import json
 import keyword
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,9 @@ from lens.commands import adapter_template
 from lens.core import plugins
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import ConfigError, UserError
+from lens.core.jsonguard import JsonRefused, loads_guarded
+from lens.core.redact import shown
+from lens.core.safenames import new_folder_problems
 from lens.data.config import CacheConfig
 from lens.memory.adapter import (
     BUILTIN_ADAPTERS,
@@ -164,15 +169,29 @@ def _new(args: argparse.Namespace) -> int:
     elif name in adapter_names() or importlib.util.find_spec(name) is not None:
         problems.append(f"NAME {name!r}: an adapter or module of that name exists already; "
                         "choose another (configs name adapters by it)")
-    if out.exists():
-        problems.append(f"--out {out}: exists already; give a new folder")
+    if _same_distribution(project, DISTRIBUTION):
+        problems.append(f"NAME {name!r}: its package would be {project}, lens's own "
+                        "distribution, and installing it would replace lens; choose another")
+    elif _installed(project):
+        problems.append(f"NAME {name!r}: a distribution {project} is installed already; "
+                        "installing this package would replace it; choose another")
+    problems += new_folder_problems(out, "--out")
     if problems:
         raise UserError(["cannot write the adapter package:", *(f"  - {p}" for p in problems)])
     cls = "".join(part.capitalize() for part in name.split("_") if part) or "Memory"
     written = adapter_template.files(name, cls, project, DISTRIBUTION)
-    out.mkdir(parents=True)
-    for file, text in written.items():
-        (out / file).write_text(text, encoding="utf-8")
+    try:
+        out.mkdir(parents=True)
+    except OSError as exc:
+        raise UserError(f"--out {shown(out, 200)}: cannot create the folder ({exc.strerror})"
+                        ) from None
+    try:
+        for file, text in written.items():
+            (out / file).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        shutil.rmtree(out, ignore_errors=True)  # nothing half-written
+        raise UserError(f"--out {shown(out, 200)}: cannot write the package ({exc.strerror})"
+                        ) from None
     print(f"wrote {out}/: {', '.join(written)}")
     print("next, in the virtualenv where lens is installed:")
     print(f"  pip install -e {out}")
@@ -182,13 +201,29 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
+def _same_distribution(a: str, b: str) -> bool:
+    """Whether two distribution names are one (PEP 503: case, and runs of -_. alike)."""
+    def norm(n: str) -> str:
+        return re.sub(r"[-_.]+", "-", n).lower()
+    return norm(a) == norm(b)
+
+
+def _installed(project: str) -> bool:
+    try:
+        importlib.metadata.distribution(project)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def _check(args: argparse.Namespace) -> int:
     from lens.testing import CHECKS, run_conformance
 
     try:
-        options = json.loads(args.options)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--options: not valid JSON: {exc.msg} at char {exc.pos}") from None
+        options = loads_guarded(args.options, what="--options", max_bytes=1024 * 1024)
+    except JsonRefused as exc:
+        raise ConfigError(f"--options: not valid JSON ({str(exc).removeprefix('--options: ')})"
+                          ) from None
     if not isinstance(options, dict):
         raise ConfigError("--options: must be a JSON object such as '{\"path\": \"m.db\"}'")
     if args.only:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from lens.claims.output import claims_condition, is_claims_dir
 from lens.core.errors import UserError
+from lens.core.safenames import folder_problems
+from lens.data.config import MIN_ALPHA
 from lens.report.arm_selection import parse_names
 from lens.report.run_comparison import compare_runs
 from lens.report.sequential import SequentialSettings
@@ -53,6 +56,18 @@ def register(sub: Any) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     refuse_claims(args.run_dirs)
+    problems = []
+    if not (math.isfinite(args.confidence) and 0 < args.confidence < 1
+            and 1 - args.confidence >= MIN_ALPHA):
+        problems.append(f"--confidence {args.confidence}: must be a level between 0 and 1 "
+                        "(e.g. 0.95)")
+    if args.arms is not None and not parse_names(args.arms):
+        problems.append("--arms: name at least one arm (labels, or RUN:label, separated by "
+                        "commas)")
+    if args.out is not None:
+        problems += folder_problems(args.out, "--out")
+    if problems:
+        raise UserError(problems)
     sequential = None
     if args.sequential:
         problems = []

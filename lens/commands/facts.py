@@ -24,6 +24,9 @@ from typing import Any
 from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import UserError
+from lens.core.jsonguard import JsonRefused, find_lone_surrogate, loads_guarded
+from lens.core.redact import quoted
+from lens.core.safenames import file_problems
 from lens.data.scoring_names import FACT_GRADERS
 from lens.stats.fact_agreement import answer_of
 from lens.stats.fact_agreement import fact_agreement as agreement
@@ -62,18 +65,34 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=lambda _args: usage(p))
 
 
+# One row: a question, a fact and an answer are a few kilobytes.
+MAX_ROW_BYTES = 16 * 1024 * 1024
+
+
 def _jsonl(path: Path, what: str) -> Iterator[tuple[int, Any | None, str | None]]:
-    """(line number, value, problem) for each non-blank line of ``path``."""
+    """(line number, value, problem) for each non-blank line of ``path``, each read through the
+    JSON guard: strict UTF-8, bounded depth and size, no lone surrogate."""
     if not path.is_file():
         raise UserError(f"{path}: {what} file not found")
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with path.open("rb") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                yield n, json.loads(line), None
-            except json.JSONDecodeError as exc:
-                yield n, None, f"not valid JSON ({exc.msg}, column {exc.colno})"
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, None, f"not UTF-8 text (byte {exc.start} of the line); re-save as UTF-8"
+                continue
+            lone = find_lone_surrogate(line)
+            if lone is not None:
+                yield n, None, lone
+                continue
+            try:
+                yield n, loads_guarded(line, what="the line", max_bytes=MAX_ROW_BYTES), None
+            except JsonRefused as exc:
+                why = str(exc).removeprefix("the line: ")
+                yield n, None, (f"not valid JSON ({why.removeprefix('invalid JSON at ')})"
+                                if why.startswith("invalid JSON") else why)
 
 
 def _raise_problems(path: Path, problems: list[str], fix: str) -> None:
@@ -111,7 +130,7 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         if bad:
             continue
         if value["id"] in seen:
-            problems.append(f"line {n}: field 'id' {value['id']!r} repeats line "
+            problems.append(f"line {n}: field 'id' {quoted(value['id'])} repeats line "
                             f"{seen[value['id']]}")
             continue
         seen[value["id"]] = n
@@ -135,7 +154,7 @@ def read_grades(path: Path, what: str) -> dict[str, float | None]:
         if g is not None and (isinstance(g, bool) or not isinstance(g, int | float)
                               or not 0 <= g <= 1):
             problems.append(f"line {n}: field 'grade' must be a number from 0 to 1 or null "
-                            f"(got {json.dumps(g)})")
+                            f"(got {quoted(json.dumps(g))})")
             continue
         grades[value["id"]] = None if g is None else float(g)
     _raise_problems(path, problems, 'fix: every line is a JSON object {"id": "...", "grade": '
@@ -174,6 +193,13 @@ def _check_args(args: argparse.Namespace) -> str:
 
 def _grade(args: argparse.Namespace) -> int:
     grader = _check_args(args)
+    problems = file_problems(args.out, "--out")
+    if problems:
+        raise UserError(problems)
+    if args.out.exists() and args.out.resolve() in {args.rows.resolve(),
+                                                     *([args.labels.resolve()]
+                                                       if args.labels else [])}:
+        raise UserError(f"--out {args.out}: is an input file; give a file of its own")
     rows = read_rows(args.rows)
     labels = read_grades(args.labels, "labels") if args.labels else None
     done = read_grades(args.out, "grades") if args.out.exists() else {}

@@ -12,6 +12,7 @@ from typing import Any
 from lens.commands.plan_from import read_run
 from lens.commands.run import add_config_changes, overrides_of
 from lens.core.errors import UserError
+from lens.data.config import MIN_ALPHA
 from lens.stats import (
     clustered_size,
     design_effect,
@@ -79,6 +80,11 @@ def _from_run(args: argparse.Namespace) -> None:
               "questions; give --icc to plan for correlated ones", file=out)
 
 
+# The smallest difference planned for: a smaller one needs more questions than any dataset has
+# (1e-6 needs 10^12 per arm), and below it the two rates are one float.
+MIN_DELTA = 1e-6
+
+
 def _check(args: argparse.Namespace) -> None:
     missing = [f for f in ("baseline", "delta") if getattr(args, f) is None]
     if missing:
@@ -88,14 +94,14 @@ def _check(args: argparse.Namespace) -> None:
         args.icc = 0.0
     if not 0 < args.baseline < 1:
         raise UserError(f"--baseline {args.baseline}: must be a rate strictly between 0 and 1")
-    if not 0 < args.delta < 1:
-        raise UserError(f"--delta {args.delta}: must be strictly between 0 and 1")
+    if not MIN_DELTA <= args.delta < 1:
+        raise UserError(f"--delta {args.delta}: must be at least {MIN_DELTA:g} and below 1")
     if not (0 < args.baseline + args.delta < 1 or 0 < args.baseline - args.delta < 1):
         raise UserError(f"--delta {args.delta}: baseline ± delta leaves (0, 1)")
     if not 0 < args.power < 1:
         raise UserError(f"--power {args.power}: must be strictly between 0 and 1")
-    if not 0 < args.alpha < 1:
-        raise UserError(f"--alpha {args.alpha}: must be strictly between 0 and 1")
+    if not MIN_ALPHA <= args.alpha < 1:
+        raise UserError(f"--alpha {args.alpha}: must be at least {MIN_ALPHA:g} and below 1")
     if not 0 <= args.icc <= 1:
         raise UserError(f"--icc {args.icc}: must be within 0 and 1 (0: independent questions)")
     if args.per_scope is not None and args.per_scope < 1:

@@ -82,6 +82,25 @@ def loads_guarded(data: bytes | str, *, what: str, max_bytes: int | None = None,
                           f"{exc.msg}") from None
     except RecursionError:  # a hook's own recursion; the depth check bounds the parser's
         raise JsonRefused(too_deep_message(max_depth)) from None
+    except JsonRefused:
+        raise
+    except ValueError as exc:
+        # An integer over Python's 4,300-digit conversion limit, or a hook's own refusal.
+        reason = ("a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
+                  else "a value cannot be read")
+        raise JsonRefused(f"{what}: {reason}") from None
+
+
+def find_lone_surrogate(data: bytes) -> str | None:
+    """The message for the first ``\\uD800``–``\\uDFFF`` escape of ``data`` (one JSON text)
+    that is not half of a pair, or None: ``json.loads`` takes one into a string no UTF-8
+    writer can hold."""
+    if b"\\" not in data:
+        return None
+    for m in _ESCAPES.finditer(data):
+        if m.group(2) is not None:
+            return lone_surrogate_message(m.group(2).decode("ascii"), m.start())
+    return None
 
 
 def lone_surrogate_message(escape: str, at: int) -> str:

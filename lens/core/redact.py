@@ -17,6 +17,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from lens.core.visible import visible
+
 SECRET_KEY = re.compile(
     r"^(api[_-]?key|.*secret.*|.*password.*|passwd|authorization|.*auth[_-]?token|"
     r"access[_-]?token|bearer|private[_-]?key|dsn|connection[_-]?string)$",
@@ -41,6 +43,18 @@ MASK = "***"
 
 def redact_text(text: str) -> str:
     return _URL_PASSWORD.sub(lambda m: m.group("lead") + m.group("head") + MASK, text)
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` as an error message may show it: URL passwords and registered secrets masked,
+    control characters made visible, cut at ``limit`` characters."""
+    text = visible(scrub(redact_text(str(value))))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """:func:`shown`, in quotes."""
+    return repr(shown(value, limit))
 
 
 def redact(value: Any) -> Any:

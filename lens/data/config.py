@@ -22,6 +22,7 @@ from pydantic import (
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.core.redact import SECRET_KEY
+from lens.core.yamlguard import GuardedLoader, YamlRefused
 from lens.data.overrides import COMMAND_LINE, Overrides, apply, origin
 from lens.data.scoring_names import JUDGE_GRADERS, FactGraderName, ProtocolName
 
@@ -338,6 +339,11 @@ class ScoringConfig(_Section):
         return self.fact_grader or ("judge" if self.fact_judge else None)
 
 
+# The smallest error rate lens takes (stopping.alpha, lens plan --alpha): below it an α shared
+# among pairs, or the quantile it needs, is no longer a float.
+MIN_ALPHA = 1e-12
+
+
 class StoppingConfig(_Section):
     """Sequential stopping (docs/runs.md, "Stopping early"): the scope blocks are answered in a
     seeded order, and the run stops answering once every pair of arms has a settled verdict on
@@ -345,7 +351,8 @@ class StoppingConfig(_Section):
 
     metric: str | None = None
     # The family's error rate, shared by every pair of arms (Bonferroni).
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    # At least MIN_ALPHA: a smaller α (5e-324) divided among the pairs is 0.0.
+    alpha: float = Field(default=0.05, ge=MIN_ALPHA, lt=1)
     # Equivalence margin on the metric's difference; 0: a tie never settles (it runs to the end).
     margin: float = Field(default=0.0, ge=0, lt=1)
     # Read the verdicts after every K scope blocks.
@@ -420,20 +427,6 @@ class RunConfig(_Section):
                 "section (judge: {model: openai/gpt-4o-mini}) or set scoring.fact_grader: "
                 "matcher")
         return self
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """A safe loader that refuses anchors/aliases: they are the vector of 'billion laughs'."""
-
-    # The arguments pass through to the loader's own method.
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise ConfigError(
-                f"line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed in "
-                "lens configs; write the value out"
-            )
-        return super().compose_node(parent, index)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -574,9 +567,9 @@ def load_config(path: str | Path, overrides: Overrides | None = None) -> RunConf
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
     try:
-        data = yaml.load(text, Loader=_NoAliasLoader)
-    except ConfigError as exc:
-        raise ConfigError(f"{p}: {exc.args[0]}") from None
+        data = yaml.load(text, Loader=GuardedLoader)  # a SafeLoader
+    except YamlRefused as exc:
+        raise ConfigError(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""

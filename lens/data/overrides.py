@@ -11,12 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from lens.core.errors import Problem
+from lens.core.redact import quoted
+from lens.core.yamlguard import YamlRefused, YamlSyntaxError, load_yaml
 
 COMMAND_LINE = "command line"
+# One --set value: a list of labels or a prompt is a few kilobytes.
+MAX_SET_BYTES = 64 * 1024
+
+
+def named(change: str) -> str:
+    """How a message names one ``--set FIELD=VALUE``: the field only, since the value may be a
+    key or a URL with a password."""
+    key, eq, _ = change.partition("=")
+    return f"--set {key.strip()}" + ("=…" if eq else "")
 
 
 class Overrides(BaseModel):
@@ -48,7 +58,7 @@ class Overrides(BaseModel):
         out: dict[str, str] = {}
         for s in self.sets:
             key = s.partition("=")[0].strip()
-            out[key] = f"--set {s}"
+            out[key] = named(s)
         if self.arms is not None:
             out["adapters"] = f"--arms {','.join(self.arms)}"
         if self.limit is not None:
@@ -70,7 +80,7 @@ def _set(data: dict[str, Any], path: list[str], value: Any) -> str | None:
         if nxt is None:
             nxt = node[part] = {}
         if not isinstance(nxt, dict | list):
-            return f"{'.'.join(path[:i + 1])} is a value ({nxt!r}), not a section"
+            return f"{'.'.join(path[:i + 1])} is a value ({quoted(nxt)}), not a section"
         node = nxt
     last = path[-1]
     if isinstance(node, list):
@@ -101,15 +111,18 @@ def apply(data: Any, overrides: Overrides) -> tuple[Any, list[Problem]]:
     for s in overrides.sets:
         key, eq, raw = s.partition("=")
         key = key.strip()
-        where = f"--set {s}"
+        where = named(s)
         if not eq or not key or any(not part for part in key.split(".")):
             problems.append(Problem(COMMAND_LINE, where, "give FIELD=VALUE with a dotted field "
                                     "path, e.g. --set agent.budget.max_turns=4"))
             continue
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
+            value = load_yaml(raw, max_bytes=MAX_SET_BYTES) if raw.strip() else ""
+        except YamlSyntaxError:
+            value = raw  # not YAML: the text as given
+        except YamlRefused as exc:
+            problems.append(Problem(COMMAND_LINE, where, f"{exc}; give a plain value"))
+            continue
         why = _set(data, key.split("."), value)
         if why is not None:
             problems.append(Problem(COMMAND_LINE, where, why))

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import yaml
 
 from lens.core import eventloop, yamlhints
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError, DatasetError, Problem, UserError
 from lens.core.progress import StageProgress
 from lens.core.redact import redact, register_config_secrets, register_env_secrets
+from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.config import MAX_CONFIG_BYTES, ModelConfig, RunConfig, load_config
 from lens.data.dataset import Dataset
 from lens.data.dataset_check import evidence_after_asked_at
@@ -26,7 +26,7 @@ from lens.data.dataset_load import DroppedQuestion, load_dataset_dropping
 from lens.data.overrides import Overrides
 from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
-from lens.flow.stopping import OVERRIDE_EVENT, RunStopper, check_stopping, scope_order
+from lens.flow.stopping import OVERRIDE_EVENT, STOP_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
 from lens.memory.adapter_identity import ACCEPTED_EVENT, arm_identities, resume_check
 from lens.models.base import ModelClient
@@ -39,6 +39,7 @@ from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.manifest import MANIFEST_VERSION, RunManifest
 from lens.runs.store import RunStore, now_iso
 from lens.scoring.errata import load_errata
+from lens.scoring.judging.batch_judge import batch_api_key
 from lens.scoring.judging.judge_panel import with_prompts
 from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import judge_only_metrics, question_metrics
@@ -90,6 +91,10 @@ def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool =
         if not dataset.questions:
             raise ConfigError(f"{config_file}: field 'dataset.scopes': the selected scope(s) "
                               "have no questions; nothing would be asked")
+    if config.dataset.limit is not None and config.dataset.limit >= len(dataset.questions):
+        # A limit that keeps every question is no sample: the run is the whole dataset, under
+        # the whole dataset's condition (comparable with a run without --limit).
+        config.dataset.limit = None
     return limit_questions(dataset, config.dataset.limit), dropped
 
 
@@ -130,6 +135,18 @@ def check_paths(config: RunConfig, config_file: str, out: Path | None, resuming:
 def check_scoring(config: RunConfig, config_file: str) -> None:
     if not config.scoring.enabled:
         return
+    prompt_file = config.scoring.judge_prompt_file
+    if prompt_file is not None:
+        # Read now, not after every question is answered and paid for.
+        from lens.scoring.protocols import get_protocol
+
+        try:
+            if config.scoring.protocol == "lens":
+                raise UserError("scoring.judge_prompt_file: it applies to a published "
+                                "protocol's judge prompts; remove it or set scoring.protocol")
+            get_protocol(config.scoring.protocol).with_prompt_file(prompt_file)
+        except UserError as exc:
+            raise ConfigError(f"{config_file}: field {exc.args[0]}") from None
     try:
         weights = resolve_weights(config.scoring.weights)
     except ConfigError as exc:
@@ -210,8 +227,8 @@ def load_run_config(config_file: str, overrides: Overrides | None = None) -> Run
         # load_config refused those) is read again for its adapters.
         source = _source(config_file) if "invalid config" in exc.lines[0] else None
         try:
-            data = yaml.safe_load(source) if source is not None else None
-        except (yaml.YAMLError, RecursionError, ValueError):
+            data = load_yaml(source) if source is not None else None
+        except YamlRefused:
             raise exc from None
         raw = data.get("adapters") if isinstance(data, dict) else None
         entries = raw if isinstance(raw, list) else []
@@ -379,7 +396,7 @@ def execute(
     client, judge = run_clients(config, config_file, runtime, model)
     gateway = model_gateway(config, config_file, runtime)
     if resume is not None:
-        store = reopen_run(resume, config, dataset, accept_adapter_change)
+        store = reopen_run(resume, config, dataset, accept_adapter_change, continue_past_stop)
     else:
         store = RunStore.create(out or config.out_dir, config.name, run_id,
                                 build_manifest(config, dataset, run_id, dropped, overrides))
@@ -403,7 +420,11 @@ def execute(
             if config.scoring.enabled:
                 stage("scoring the answers")
                 # The primary judge, then the panel's other judges, under one plan.
-                await score_for_config(store.root, config, judge=judge)
+                try:
+                    await score_for_config(store.root, config, judge=judge)
+                except UserError as exc:
+                    raise UserError(f"{exc.args[0]}; the answers are kept: fix this and score "
+                                    f"them with `lens score {store.root}`") from None
             return summary
         finally:
             if model is not None:
@@ -463,15 +484,21 @@ def run_clients(config: RunConfig, config_file: str, runtime: ModelRuntime,
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'agent.model': {exc.args[0]}") from None
     try:
-        judge = (with_prompts(runtime.client(config.judge), config.judge.prompts)
-                 if config.judge is not None else None)
+        judge = None
+        if config.judge is not None and config.judge.batch:
+            # Scoring makes the batch client itself (it keeps its batches in the run
+            # directory); its key is checked now, before any answer is paid for.
+            batch_api_key(config.judge)
+        elif config.judge is not None:
+            judge = with_prompts(runtime.client(config.judge), config.judge.prompts)
     except ConfigError as exc:
         raise ConfigError(f"{config_file}: field 'judge.model': {exc.args[0]}") from None
     return client, judge
 
 
 def reopen_run(resume: Path, config: RunConfig, dataset: Dataset,
-               accept_adapter_change: bool = False) -> RunStore:
+               accept_adapter_change: bool = False,
+               continue_past_stop: bool = False) -> RunStore:
     """The run directory to resume, refused when the config or dataset changed its
     condition or an arm's adapter changed (unless accepted, which the events record); its
     manifest marks it running again."""
@@ -480,11 +507,16 @@ def reopen_run(resume: Path, config: RunConfig, dataset: Dataset,
     expected = condition(config, dataset)
     if manifest.condition_hash != condition_hash(expected):
         old = manifest.condition
-        fields = sorted(k for k in expected if old.get(k) != expected[k])
+        # A section removed from the config is a field of the old condition only.
+        fields = sorted(k for k in {*expected, *old} if old.get(k) != expected.get(k))
         raise UserError(
             f"{resume}: cannot resume: the config or dataset differ from the run's condition "
             f"(fields: {', '.join(fields) or 'unknown'}); start a new run instead"
         )
+    if continue_past_stop and not any(e.get("kind") == STOP_EVENT for e in store.events()):
+        raise UserError(f"{resume}: --continue-past-stop: this run did not stop early (its "
+                        "events hold no run_stopped); resume it without "
+                        "--continue-past-stop, and its stop rule reads on")
     # The arms block is one of the manifest's open fields (kept as an extra).
     extra = manifest.model_extra if manifest.model_extra is not None else {}
     adapter_changes = resume_check(extra, config, resume, accept_adapter_change)

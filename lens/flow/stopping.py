@@ -99,8 +99,13 @@ def scope_order(dataset: Dataset) -> list[str]:
                         for s in dataset.scopes})
 
 
+# A pair of arms by their labels (arm A, arm B): labels are free text, so a pair is never one
+# joined string.
+Pair = tuple[str, str]
+
+
 def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[str],
-                      metric: str) -> tuple[dict[str, list[float]], list[str]]:
+                      metric: str) -> tuple[dict[Pair, list[float]], list[str]]:
     """Each pair's per-block difference of ``metric`` (arm j − arm i), over the questions every
     arm answered in the block, and the blocks used (a block where some arm has no value is
     left out)."""
@@ -109,7 +114,7 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
     for row in scores.questions:
         by.setdefault((row.adapter, row.scope_id), []).append(row)
     pairs = list(combinations(range(len(arms)), 2))
-    values: dict[str, list[float]] = {f"{arms[i]}|{arms[j]}": [] for i, j in pairs}
+    values: dict[Pair, list[float]] = {(arms[i], arms[j]): [] for i, j in pairs}
     used: list[str] = []
     for block in blocks:
         rows = [by.get((a, block), []) for a in arms]
@@ -122,7 +127,7 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
         used.append(block)
         for i, j in pairs:
             diff = float(known[j]) - float(known[i])
-            values[f"{arms[i]}|{arms[j]}"].append(max(-BOUND, min(BOUND, diff)))
+            values[(arms[i], arms[j])].append(max(-BOUND, min(BOUND, diff)))
     return values, used
 
 
@@ -173,8 +178,10 @@ class RunStopper:
         if not used:
             self.looks.append((len(done), False))
             return False
-        stop = family_verdicts(values, alpha=s.alpha, margin=s.margin, method=s.method,
-                               bound=BOUND)
+        order = list(values)
+        # family_verdicts names its pairs by strings: their positions here, never the labels.
+        stop = family_verdicts({str(n): values[p] for n, p in enumerate(order)},
+                               alpha=s.alpha, margin=s.margin, method=s.method, bound=BOUND)
         settled = stop.settled
         self.looks.append((len(done), settled))
         if not settled:
@@ -182,8 +189,8 @@ class RunStopper:
         blocks = set(done)
         asked = sum(1 for r in scores.questions if r.scope_id in blocks)
         pairs = []
-        for name, seq in stop.pairs.items():
-            a, b = name.split("|", 1)
+        for n, (a, b) in enumerate(order):
+            seq = stop.pairs[str(n)]
             look = seq.look
             pairs.append({"arm_a": a, "arm_b": b, "verdict": seq.verdict,
                           "blocks": seq.blocks, "alpha": seq.alpha,

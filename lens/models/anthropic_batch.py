@@ -6,6 +6,7 @@ the headers and the routes differ."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from lens.models.base import ModelError
 from lens.models.openai_batch import OpenAIBatchAPI
@@ -34,9 +35,30 @@ class AnthropicBatchAPI(OpenAIBatchAPI):
         return await self._json("batch retrieve", "GET", f"/v1/messages/batches/{batch_id}")
 
     async def results(self, batch_id: str, results_url: str | None) -> bytes:
-        if results_url and results_url.startswith(self.base_url):
+        if results_url and same_origin(results_url, self.base_url):
             path = results_url[len(self.base_url):]
         else:
             # A results_url elsewhere is not followed (it would receive the API key).
             path = f"/v1/messages/batches/{batch_id}/results"
         return await self._call("results download", "GET", path)
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return None
+    if parts.username is not None or parts.password is not None or not parts.hostname:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port
+
+
+def same_origin(url: str, base_url: str) -> bool:
+    """Whether ``url`` lies under ``base_url``: the same scheme, host and port, no user part,
+    and the base's path as its path's prefix. A URL that merely starts with the base's text
+    (``…:4100`` for ``…:41000``, ``api.anthropic.com.evil.example``,
+    ``api.anthropic.com@evil.example``) is elsewhere."""
+    mine = _origin(base_url)
+    return (mine is not None and _origin(url) == mine
+            and url.startswith(base_url.rstrip("/") + "/"))

@@ -4,7 +4,6 @@ retrieve its status, download an output or error file. Transient failures (conne
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
@@ -15,6 +14,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.models.base import ModelError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -67,8 +67,8 @@ class OpenAIBatchAPI:
     async def _json(self, step: str, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         body = await self._call(step, method, path, **kwargs)
         try:
-            data = json.loads(body)
-        except json.JSONDecodeError:
+            data = loads_guarded(body, what=f"batch API {step} reply")
+        except JsonRefused:
             raise ModelError(f"batch API {step}: the reply is not JSON") from None
         if not isinstance(data, dict):
             raise ModelError(f"batch API {step}: the reply is not a JSON object")

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 
 from lens.core.errors import ConfigError, unknown_options
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.tokens import estimate_tokens
+from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.config import ModelConfig
 from lens.data.prompts import CURRENT_DATE_PREFIX
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, Usage
@@ -297,4 +298,8 @@ def _load_fixture(path: Path) -> Any:
             "built-in retrieval policy)"
         )
     text = path.read_text(encoding="utf-8")
-    return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    try:
+        return (loads_guarded(text, what=f"scripted/{path}") if path.suffix == ".json"
+                else load_yaml(text))
+    except (JsonRefused, YamlRefused) as exc:
+        raise ConfigError(f"scripted/{path}: not readable: {exc}") from None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core import plugins
+from lens.core.jsonguard import loads_guarded
 from lens.report.data import RunData
 from lens.report.document import (
     Block,
@@ -134,7 +135,7 @@ def _json_file_sections(run: RunData) -> list[Section]:
     out = []
     for sid, path in paths:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = loads_guarded(path.read_bytes(), what="the section")
             if not isinstance(doc, dict):
                 raise ValueError("the top level must be a JSON object")
             out.append(render_json_section(sid, doc))

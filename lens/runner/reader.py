@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from lens.data.config import BudgetConfig
-from lens.data.dataset import AgentQuestion
+from lens.data.dataset import AgentQuestion, parse_timestamp
 from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, Reading, reader_prompt
 from lens.memory.adapter import MemoryAdapter, SearchResult
 from lens.memory.contract import ContractBreach
@@ -109,11 +109,13 @@ class FixedReader:
         raw = result.metadata.get("timestamp")
         if isinstance(raw, str):
             try:
-                return datetime.fromisoformat(raw)
+                # Naive times are UTC (lens's rule), so that every date compares.
+                return parse_timestamp(raw)
             except ValueError:
                 pass
         # A chunk ref (episode_id#cN) dates from its episode.
-        return (self.episode_times or {}).get(result.ref_id.split("#", 1)[0])
+        known = (self.episode_times or {}).get(result.ref_id.split("#", 1)[0])
+        return parse_timestamp(known) if known is not None else None
 
     async def _search(self, query: str, meter: BudgetMeter, tracebacks: list[str]
                       ) -> tuple[ToolCallRecord, list[SearchResult]]:

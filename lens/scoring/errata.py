@@ -20,15 +20,15 @@ ceiling they imply for scores against the uncorrected gold.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lens.core.errors import UserError
+from lens.core.jsonguard import JsonRefused, loads_guarded
+from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.dataset import Question
 from lens.runs.condition import stable_hash
 
@@ -89,8 +89,9 @@ def load_errata(path: Path) -> Errata:
         raise UserError(f"{path}: errata file not found (scoring.errata)")
     text = path.read_text(encoding="utf-8-sig")
     try:
-        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raw = (loads_guarded(text, what=str(path)) if path.suffix == ".json"
+               else load_yaml(text))
+    except (JsonRefused, YamlRefused) as exc:
         raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
                         f"{exc}") from None
     try:

@@ -68,14 +68,14 @@ def test_bad_changes_are_all_named_and_nothing_is_written(lens: Lens, tmp_path: 
                "agent.budget.max_turns=many", "--set", "seed=1")
     assert res.returncode == 2
     err = res.stderr
-    assert "--set agent.max_turns=4: field 'agent.max_turns': unknown field" in err
-    assert "--set agent.budget.max_turns=many: field 'agent.budget.max_turns'" in err
+    assert "--set agent.max_turns=…: field 'agent.max_turns': unknown field" in err
+    assert "--set agent.budget.max_turns=…: field 'agent.budget.max_turns'" in err
     assert "seed" not in err.replace("--set seed", "")  # a good change is no problem
     assert "(line " not in err  # the values are the command line's, not the file's
     malformed = lens("run", str(cfg), "--quiet", "--set", "noequals", "--set", "name.x=1")
     assert malformed.returncode == 2
     assert "--set noequals: give FIELD=VALUE" in malformed.stderr
-    assert "--set name.x=1: name is a value" in malformed.stderr
+    assert "--set name.x=…: name is a value" in malformed.stderr
     arms = lens("run", str(cfg), "--quiet", "--arms", "sqlite_fts,no_such_memory")
     assert arms.returncode == 2
     assert "with --arms sqlite_fts,no_such_memory" in arms.stderr

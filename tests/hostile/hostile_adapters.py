@@ -96,3 +96,16 @@ class IngestRaises(SqliteFtsAdapter):
 
     def ingest_many(self, episodes: list[Episode]) -> None:
         raise RuntimeError("the disk is full")
+
+
+class NaiveTimestampAdapter(SqliteFtsAdapter):
+    """Searches honestly and dates its first result with a naive ISO time (no offset) in its
+    metadata, beside results that carry none (dated from their episodes, in UTC)."""
+
+    def search(self, query: str, filters: dict[str, Any] | None = None,
+               limit: int | None = None) -> list[SearchResult]:
+        results = super().search(query, filters, limit)
+        if results:
+            results[0] = results[0].model_copy(
+                update={"metadata": {**results[0].metadata, "timestamp": "2024-01-01T09:30:00"}})
+        return results

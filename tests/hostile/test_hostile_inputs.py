@@ -52,7 +52,7 @@ CONFIG_CASES: dict[str, str] = {
     "cfg_scopes_empty.yaml": "field 'dataset.scopes': List should have at least 1 item",
     "cfg_api_key_pasted.yaml": "field 'agent.api_key_env': must be the name of the environment",
     "cfg_api_key_bare.yaml": "field 'agent.api_key_env': must be the name of the environment",
-    "cfg_yaml_deep.yaml": "YAML nested too deeply to be a lens config",
+    "cfg_yaml_deep.yaml": "YAML nested more than 64 levels deep",
     "cfg_big_int.yaml": "a value cannot be read: a number is too long to read",
 }
 

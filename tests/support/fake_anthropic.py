@@ -51,6 +51,11 @@ class FakeAnthropic:
     # How many status polls a batch stays in_progress before it ends.
     polls_before_done: int = 1
     requests: list[Recorded] = field(default_factory=list)
+    # Hooks for hostile servers: the id a new batch gets, the results_url it reports, and the
+    # results file's bytes (from the batch's requests) in place of the answers'.
+    batch_id: Callable[[], str] | None = None
+    results_url: Callable[[str], str] | None = None
+    raw_results: Callable[[list[dict[str, Any]]], bytes] | None = None
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,11 +96,13 @@ class FakeAnthropic:
                 "processing_status": "ended" if done else "in_progress",
                 "request_counts": {"processing": 0 if done else n, "succeeded": n if done else 0,
                                    "errored": 0, "canceled": 0, "expired": 0},
-                "results_url": f"{self.base_url}/v1/messages/batches/{batch['id']}/results"
+                "results_url": (self.results_url(batch["id"]) if self.results_url else
+                                f"{self.base_url}/v1/messages/batches/{batch['id']}/results")
                 if done else None}
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        batch: dict[str, Any] = {"id": f"msgbatch_{next(_ids)}",
+        batch_id = self.batch_id() if self.batch_id else f"msgbatch_{next(_ids)}"
+        batch: dict[str, Any] = {"id": batch_id,
                                  "requests": body.get("requests") or [], "polls": 0}
         with self._lock:
             self.batches[batch["id"]] = batch
@@ -113,6 +120,8 @@ class FakeAnthropic:
         batch = self.batches.get(batch_id)
         if batch is None:
             return None
+        if self.raw_results is not None:
+            return self.raw_results(batch["requests"])
         lines = []
         for r in batch["requests"]:
             reply = self.answer(r["params"])
@@ -152,13 +161,15 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._record({})
-            parts = self.path.split("?")[0].rstrip("/").split("/")
-            if len(parts) >= 5 and parts[-3:-1] == ["messages", "batches"]:
-                view = fake.poll(parts[-1])
-                return self._json(200, view) if view else self._missing()
-            if len(parts) >= 6 and parts[-1] == "results":
-                data = fake.results(parts[-2])
+            path = self.path.split("?")[0].rstrip("/")
+            # A batch's id is whatever follows the route (a hostile id may hold slashes).
+            route = "/v1/messages/batches/"
+            if path.startswith(route) and path.endswith("/results"):
+                data = fake.results(path[len(route):-len("/results")])
                 return self._send(200, data, "application/binary") if data else self._missing()
+            if path.startswith(route):
+                view = fake.poll(path[len(route):])
+                return self._json(200, view) if view else self._missing()
             self._missing()
 
         def do_POST(self) -> None:

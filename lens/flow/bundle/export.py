@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import stat
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -15,6 +14,7 @@ from lens.core.distribution import DISTRIBUTION
 from lens.core.distribution import version as lens_version
 from lens.core.errors import UserError
 from lens.core.redact import register_config_secrets, register_env_secrets, scrub_bytes
+from lens.core.safenames import UnsafeName, checked_name
 from lens.data.dataset import Dataset
 from lens.data.dataset_load import load_dataset
 from lens.data.prompts import all_templates, prompts_hash
@@ -87,17 +87,14 @@ def _answers(run: RunData, ds: Dataset) -> bytes:
 
 # A run id names the bundle file and its folder inside the archive: one path component of
 # ordinary characters, so neither can land outside its folder.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 def bundle_id(run: RunData) -> str:
-    rid = run.run_id
-    if not _SAFE_ID.match(rid) or ".." in rid:
-        shown = rid if len(rid) <= 80 else rid[:80] + "…"
-        raise UserError(f"{run.root / 'manifest.json'}: run_id {shown!r} is not a plain name "
-                        "(letters, digits, '.', '_', '-'; at most 200 characters); a bundle is "
-                        "named by it, so it may not name another folder; repair the manifest")
-    return rid
+    try:
+        return checked_name(run.run_id, "run_id")
+    except UnsafeName as exc:
+        raise UserError(f"{run.root / 'manifest.json'}: {exc}; a bundle is named by it, so it "
+                        "may not name another folder; repair the manifest") from None
 
 
 def default_out(run: RunData) -> Path:

@@ -30,6 +30,8 @@ from typing import Any
 import anyio
 
 from lens.core.errors import ConfigError
+from lens.core.jsonguard import JsonRefused, loads_guarded
+from lens.core.safenames import UnsafeName, checked_name, child
 from lens.data.config import CacheConfig, JudgeConfig
 from lens.models.anthropic_batch import ENDED, AnthropicBatchAPI
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
@@ -119,6 +121,10 @@ class OpenAIBatches:
         for key in ("output_file_id", "error_file_id"):
             fid = info.get(key)
             if isinstance(fid, str) and fid:
+                try:
+                    checked_name(fid, f"the batch's {key}")
+                except UnsafeName as exc:
+                    raise ModelError(f"batch {batch_id}: {exc}; its calls are unknown") from None
                 lines += (await self.api.content(fid)).splitlines()
         return lines
 
@@ -138,8 +144,8 @@ class OpenAIBatches:
             return Answer(cid, error=f"batch {batch_id}: unreadable result")
         usage = body.get("usage") or {}
         return Answer(cid, text, finish, Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0)))
+            prompt_tokens=tokens(usage.get("prompt_tokens")),
+            completion_tokens=tokens(usage.get("completion_tokens"))))
 
     async def aclose(self) -> None:
         await self.api.aclose()
@@ -186,12 +192,12 @@ class AnthropicBatches:
         except (KeyError, TypeError, AttributeError):
             return Answer(cid, error=f"batch {batch_id}: unreadable result")
         u = message.get("usage") or {}
-        read = int(u.get("cache_read_input_tokens") or 0)
-        write = int(u.get("cache_creation_input_tokens") or 0)
+        read = tokens(u.get("cache_read_input_tokens"))
+        write = tokens(u.get("cache_creation_input_tokens"))
         # Anthropic counts cached tokens apart from input_tokens; lens's prompt_tokens holds all.
         return Answer(cid, text, message.get("stop_reason"), Usage(
-            prompt_tokens=int(u.get("input_tokens") or 0) + read + write,
-            completion_tokens=int(u.get("output_tokens") or 0),
+            prompt_tokens=tokens(u.get("input_tokens")) + read + write,
+            completion_tokens=tokens(u.get("output_tokens")),
             cached_prompt_tokens=read, cache_write_tokens=write))
 
     async def aclose(self) -> None:
@@ -199,6 +205,38 @@ class AnthropicBatches:
 
 
 BatchTransport = OpenAIBatches | AnthropicBatches
+
+# More tokens than any one judge call could use: a count above it is the server's fault.
+MAX_TOKENS_PER_CALL = 10**9
+# One line of a batch's results; a verdict is a few hundred bytes.
+MAX_RESULT_LINE_BYTES = 16 * 1024 * 1024
+
+
+def tokens(value: object) -> int:
+    """A token count from a batch's results: absent is 0; anything but a whole number from 0
+    to :data:`MAX_TOKENS_PER_CALL` makes the result unreadable (``ValueError``)."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and (
+            0 <= value <= MAX_TOKENS_PER_CALL):
+        return value
+    raise ValueError("a token count that is not a whole number of tokens")
+
+
+def parse_line(transport: BatchTransport, raw: bytes, batch_id: str) -> Answer | None:
+    """One line of a batch's results read through the JSON guard; ``None`` when it names no
+    call (the call it was meant for is then reported as having no result)."""
+    try:
+        line = loads_guarded(raw, what=f"batch {batch_id} result line",
+                             max_bytes=MAX_RESULT_LINE_BYTES)
+    except JsonRefused:
+        return None
+    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+        return None
+    try:
+        return transport.parse(line, batch_id)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError):
+        return Answer(line["custom_id"], error=f"batch {batch_id}: unreadable result")
 
 
 def is_anthropic(config: JudgeConfig) -> bool:
@@ -225,7 +263,39 @@ class BatchState:
         self.out_dir = run_dir / OUTPUT_DIR
         self.batches: list[dict[str, Any]] = []
         if self.path.is_file():
-            self.batches = json.loads(self.path.read_text(encoding="utf-8")).get("batches", [])
+            self.batches = self._read()
+
+    def _read(self) -> list[dict[str, Any]]:
+        """The batches of the state file, each with a plain id and a list of call ids: the file
+        is the run's, but may have been edited, and its ids become file names."""
+        fix = "restore it or remove it (its batches are then submitted again)"
+        try:
+            data = loads_guarded(self.path.read_bytes(), what=str(self.path),
+                                 max_bytes=256 * 1024 * 1024)
+        except JsonRefused as exc:
+            raise ConfigError(f"{exc}; {fix}") from None
+        batches = data.get("batches", []) if isinstance(data, dict) else None
+        if not isinstance(batches, list):
+            raise ConfigError(f"{self.path}: 'batches' is not a list; {fix}")
+        problems = []
+        for i, b in enumerate(batches):
+            if not isinstance(b, dict):
+                problems.append(f"batches[{i}] is not an object")
+                continue
+            try:
+                checked_name(b.get("id"), f"batches[{i}].id")
+            except UnsafeName as exc:
+                problems.append(str(exc))
+            ids = b.get("custom_ids")
+            if not isinstance(ids, list) or not all(isinstance(c, str) for c in ids):
+                problems.append(f"batches[{i}].custom_ids is not a list of strings")
+        if problems:
+            raise ConfigError(f"{self.path}: {'; '.join(problems)}; {fix}")
+        return batches
+
+    def output(self, batch_id: str) -> Path:
+        """Where a batch's downloaded results are kept."""
+        return child(self.out_dir, batch_id, "batch id", ".jsonl")
 
     def save(self) -> None:
         atomic_write_text(self.path, json.dumps({"batches": self.batches}, indent=1))
@@ -324,10 +394,23 @@ class BatchJudgeClient:
         deadline = time.monotonic() + self.config.batch_max_wait_s
         async with anyio.create_task_group() as tg:
             for b in pending:
-                tg.start_soon(self._wait, b, deadline)
+                tg.start_soon(self._wait_or_fail, b, deadline)
+
+    async def _wait_or_fail(self, entry: dict[str, Any], deadline: float) -> None:
+        """Wait for one batch; its failure fails its own calls, not the other batches'."""
+        try:
+            await self._wait(entry, deadline)
+        except ModelError as exc:
+            for c in entry["custom_ids"]:
+                self._errors.setdefault(c, str(exc))
 
     async def _submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
         created = await self.transport.submit(bodies)
+        try:
+            checked_name(created["id"], "the batch id the server answered")
+        except UnsafeName as exc:
+            # Its id would become a URL path and a file name: such a batch cannot be followed.
+            raise ModelError(f"batch API: {exc}; its calls are unknown") from None
         entry = {**created, "model": f"{self.provider}/{self.model}",
                  "custom_ids": list(bodies), "submitted_at": time.time(), "done": False}
         # Written before polling: a killed scoring finds this batch and polls it again.
@@ -355,7 +438,7 @@ class BatchJudgeClient:
     async def _collect(self, entry: dict[str, Any], info: dict[str, Any]) -> None:
         lines = await self.transport.results(entry["id"], info)
         self.state.out_dir.mkdir(exist_ok=True)
-        (self.state.out_dir / f"{entry['id']}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        self.state.output(entry["id"]).write_bytes(b"\n".join(lines) + b"\n")
         ok = self._load_output(entry["id"])
         missing = [c for c in entry["custom_ids"] if c not in self._results]
         for c in missing:
@@ -386,20 +469,16 @@ class BatchJudgeClient:
 
     def _load_output(self, batch_id: str) -> list[str]:
         """Read a downloaded output file into results; returns the ids answered."""
-        path = self.state.out_dir / f"{batch_id}.jsonl"
+        path = self.state.output(batch_id)
         if not path.is_file():
             return []
         ok: list[str] = []
         for raw in path.read_bytes().splitlines():
             if not raw.strip():
                 continue
-            try:
-                line = json.loads(raw)
-            except json.JSONDecodeError:
+            answer = parse_line(self.transport, raw, batch_id)
+            if answer is None:
                 continue
-            if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-                continue
-            answer = self.transport.parse(line, batch_id)
             cid = answer.custom_id
             if answer.error is not None or answer.usage is None:
                 self._errors[cid] = answer.error or f"batch {batch_id}: unreadable result"
@@ -452,6 +531,13 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
         from lens.models.factory import create_client
 
         return with_prompts(create_client(config, cache=cache), config.prompts)
+    return with_prompts(BatchJudgeClient(config, run_dir, api_key=batch_api_key(config),
+                                         cache=cache), config.prompts)
+
+
+def batch_api_key(config: JudgeConfig) -> str:
+    """The API key of a batch judge; a ConfigError when the judge has no batch API or no key
+    (checked before a run starts, so that no answer is paid for in vain)."""
     anthropic = is_anthropic(config)
     if config.provider != "openai" and not anthropic:
         raise ConfigError(f"judge.batch: batch APIs are OpenAI's (openai/ judges) and "
@@ -462,5 +548,4 @@ def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | N
     if not key:
         raise ConfigError(f"judge {config.model!r}: no API key: set the environment variable "
                           f"{env} (or name another one with 'api_key_env')")
-    return with_prompts(BatchJudgeClient(config, run_dir, api_key=key, cache=cache),
-                        config.prompts)
+    return key

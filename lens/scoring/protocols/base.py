@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lens.core.errors import UserError
+from lens.core.redact import shown
+from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.dataset import Question
 from lens.models.base import CompletionRequest, Message
 
@@ -56,6 +56,10 @@ def _fields(template: str) -> set[str]:
 def mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
+
+
+# A judge prompt file: the official evaluation scripts are tens of kilobytes.
+MAX_PROMPT_FILE_BYTES = 1024 * 1024
 
 
 class Protocol(ABC):
@@ -99,13 +103,18 @@ class Protocol(ABC):
         if not path.is_file():
             raise UserError(f"scoring.judge_prompt_file: {path}: file not found; give the path "
                             "of the official prompt file (see docs/scoring.md)")
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_PROMPT_FILE_BYTES:
+            raise UserError(f"scoring.judge_prompt_file: {path}: {size} bytes, over the "
+                            f"{MAX_PROMPT_FILE_BYTES} byte limit of a prompt file; give the "
+                            "official prompt file")
+        raw = path.read_bytes()[:MAX_PROMPT_FILE_BYTES + 1]
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise UserError(f"scoring.judge_prompt_file: {path}: not UTF-8 text") from None
         prompts = self.read_prompt_file(path, text)
-        problems = [f"{pid}: {why}" for pid, why in self._template_problems(prompts)]
+        problems = [f"{shown(pid)}: {why}" for pid, why in self._template_problems(prompts)]
         if problems:
             raise UserError(f"scoring.judge_prompt_file: {path}: " + "; ".join(problems))
         clone = copy.copy(self)
@@ -118,8 +127,9 @@ class Protocol(ABC):
         protocol's prompt ids to templates with lens's placeholders; a protocol whose official
         code keeps its prompts in a source file reads that file here."""
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+            data = load_yaml(text, max_bytes=MAX_PROMPT_FILE_BYTES)
+        except YamlRefused as exc:
+            # Line and column only: the text may be anything (a credentials file by mistake).
             raise UserError(f"scoring.judge_prompt_file: {path}: not JSON or YAML ({exc})"
                             ) from None
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):

@@ -147,6 +147,15 @@ def official_prompts(path: Path, text: str) -> dict[str, str]:
     ``{}`` become lens's ``{question}``, ``{gold}``, ``{answer}`` (the order it formats them)."""
     where = f"scoring.judge_prompt_file: {path}"
     try:
+        return _official_prompts(where, text)
+    except (RecursionError, MemoryError):
+        # CPython's parser and lens's walk of its tree recurse with the source's nesting.
+        raise UserError(f"{where}: Python source nested too deeply to be LongMemEval's "
+                        "src/evaluation/evaluate_qa.py") from None
+
+
+def _official_prompts(where: str, text: str) -> dict[str, str]:
+    try:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise UserError(f"{where}: not Python source (line {exc.lineno}): give LongMemEval's "

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
+from lens.core.safenames import UnsafeName, child
 from lens.data.dataset import Dataset, Question
 from lens.runs.store import atomic_write_text
 from lens.scoring.protocols.longmemeval_v2 import (
@@ -84,7 +85,13 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
                         f"{len(adapters)} adapters ({', '.join(adapters)}): leave --method out "
                         "(each adapter is then a method, by its label)")
     names = {key: _UNSAFE.sub("-", method or key[0]).strip("-") or "method" for key in groups}
-    folders = {key: out_dir / f"{names[key]}_{key[1]}_{tier}" for key in groups}
+    try:
+        # The domain and tier come from the dataset's question meta: checked as a file name.
+        folders = {key: child(out_dir, f"{names[key]}_{key[1]}_{tier}", "a submission folder")
+                   for key in groups}
+    except UnsafeName as exc:
+        raise UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: {exc}; the "
+                        "questions' meta.domain and meta.tier name its folders") from None
     present = sorted(str(f) for f in folders.values() if f.exists())
     if present and not force:
         raise UserError(f"{', '.join(present)}: already exist(s); pass --force to replace")
