@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lens.claims.items import ClaimItem, ClaimSet, hash_file
 from lens.core.errors import Problem, UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
+from lens.core.yamlguard import YamlRefused, load_yaml
 
 # A results file larger than this is refused before it is parsed.
 MAX_RESULTS_BYTES = 512 * 1024 * 1024
@@ -72,8 +72,8 @@ def load_mapping(path: Path) -> Mapping:
         raise UserError(f"{path}: a mapping file is a few lines; this one is {len(raw)} bytes")
     try:
         data = (loads_guarded(raw, what=str(path)) if path.suffix == ".json"
-                else yaml.safe_load(raw.decode("utf-8")))
-    except (JsonRefused, yaml.YAMLError, UnicodeDecodeError) as exc:
+                else load_yaml(raw.decode("utf-8")))
+    except (JsonRefused, YamlRefused, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable mapping: {str(exc).splitlines()[0]}; write it "
                         "as YAML or JSON (see docs/claims.md, 'A mapping file')") from None
     if not isinstance(data, dict):

@@ -12,6 +12,7 @@ from typing import Any
 from lens.claims.check import CheckResult
 from lens.claims.table import blocks
 from lens.core.distribution import version as lens_version
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.report.document import to_html, to_markdown
 from lens.report.html import CSP, CSS
 from lens.runs.store import atomic_write_text
@@ -65,8 +66,8 @@ def is_claims_dir(path: Path) -> bool:
 def claims_condition(path: Path) -> str:
     """What a claims folder's figures were scored under, in one line."""
     try:
-        data = json.loads((path / "claims.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        data = loads_guarded((path / "claims.json").read_bytes(), what="claims.json")
+    except (OSError, JsonRefused):
         return "its claims.json is unreadable"
     inputs = ", ".join(f"{Path(i['path']).name} (sha256 {i['sha256'][:12]})"
                        for i in data.get("inputs", []))

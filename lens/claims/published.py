@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lens.core.errors import Problem, UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
+from lens.core.yamlguard import YamlRefused, load_yaml
 
 OVERALL = "overall"
 
@@ -96,11 +96,11 @@ def load_published(spec: str) -> PublishedTable:
     try:
         raw = path.read_bytes()
         data = (loads_guarded(raw, what=str(path)) if path.suffix == ".json"
-                else yaml.safe_load(raw.decode("utf-8")))
+                else load_yaml(raw.decode("utf-8")))
     except OSError as exc:
         raise UserError(f"--published {spec}: neither a built-in table ({', '.join(BUILTIN)}) "
                         f"nor a readable file ({exc.strerror})") from None
-    except (JsonRefused, yaml.YAMLError, UnicodeDecodeError) as exc:
+    except (JsonRefused, YamlRefused, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable table: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: a published table is an object with source, columns and rows")

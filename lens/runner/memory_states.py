@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lens.core.redact import scrub_bytes
+from lens.core.safenames import child
 from lens.memory.listing import MemoryItem, MemoryListing
 from lens.runs.store import _error_name
 
@@ -78,7 +79,7 @@ class ListingLine(BaseModel):
 
 
 def listing_file(root: Path, unit_key: str) -> Path:
-    return root / FOLDER / f"{_error_name(unit_key)}.jsonl"
+    return child(root / FOLDER, _error_name(unit_key), "a unit's listing file", ".jsonl")
 
 
 def append_listing(root: Path, line: ListingLine, written: set[str]) -> None:

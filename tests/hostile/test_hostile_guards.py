@@ -29,8 +29,11 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "adapters/static_embedding.py": (1, "config.json of a model package shipped with lens"),
     "memory/executor/worker.py": (2, "lens's own pipe between the run and its adapter worker"),
     "memory/executor/process.py": (1, "lens's own pipe between the run and its adapter worker"),
-    "runs/store.py": (2, "the run directory's manifest and events as lens writes them; runs "
-                         "from elsewhere (bundles, the viewer) are read through the guard"),
+    "runs/store.py": (3, "the run directory's manifest (typed and plain views) and events as "
+                         "lens writes them; runs from elsewhere (bundles, the viewer) are read "
+                         "through the guard"),
+    "runner/memory_states.py": (1, "the memory listings lens wrote into the run directory, a "
+                                   "line at a time (an unreadable line is skipped)"),
     "scoring/grading/offline_grader.py": (1, "lens's own model cache"),
     # Model output: a reply's text, already read through the client's size cap; depth is
     # refused by each reader (RecursionError) as an unreadable verdict.
@@ -40,6 +43,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
                                     "refused as a malformed response"),
     "models/scripted.py": (1, "the scripted test model's own canned content"),
     "scoring/protocols/beam.py": (1, "a judge's verdict text, bounded by max_tokens"),
+    "claims/rescore.py": (1, "a judge's verdict text, bounded by max_tokens"),
     "scoring/protocols/locomo.py": (1, "a judge's verdict text, bounded by max_tokens"),
     "scoring/protocols/longmemeval_v2.py": (1, "a judge's verdict text, bounded by max_tokens"),
     "scoring/protocols/memoryagentbench.py": (1, "a judge's verdict text, bounded by "

@@ -11,7 +11,6 @@ sha256 and size of every other file, and its ``digest`` over that list), ``claim
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -131,8 +130,8 @@ def _check_files(manifest: ClaimsBundleManifest, files: dict[str, bytes],
 def _recompute(files: dict[str, bytes], out: ClaimsVerification) -> None:
     """The inputs are the files claims.json names, and give the figure it records."""
     try:
-        claims: dict[str, Any] = json.loads(files["claims.json"])
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        claims: dict[str, Any] = loads_guarded(files["claims.json"], what="claims.json")
+    except JsonRefused as exc:
         out.problems.append(f"claims.json: not readable ({exc})")
         return
     inputs = sorted((p for p in files if p.startswith("inputs/")),

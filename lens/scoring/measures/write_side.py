@@ -25,7 +25,6 @@ episode superseded: scopes that do not (any source but lens's generator) leave i
 from __future__ import annotations
 
 import bisect
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.data.datagen.updates import Update, target_of, updates_of
 from lens.data.dataset import Dataset, Scope
 from lens.data.ground_truth_text import fact_subject
@@ -341,6 +341,6 @@ def read_write_side(run_dir: Path) -> WriteSide | None:
     if not path.is_file():
         return None
     try:
-        return WriteSide.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except ValueError:
+        return WriteSide.model_validate(loads_guarded(path.read_bytes(), what=str(path)))
+    except (JsonRefused, ValueError):
         return None
