@@ -70,10 +70,11 @@ class ScopeText:
             self._live.use(self)
 
     def release(self) -> None:
-        """Drop the index; it is built again, the same, when next needed."""
+        """Drop the index (the 8-word sequences, the prepared record texts); it is built again,
+        the same, when next needed. What was worked out from it is kept: a figure list and a
+        yes or no per record asked about are small, and a later pass over the scope's
+        questions asks again."""
         self._shingles = None
-        self._atoms = {}
-        self._states = {}
         self._prepared = {}
 
     @property
