@@ -397,7 +397,7 @@ def execute(
     elif config.stopping is not None:
         stopper = RunStopper(config, store, scope_order(dataset),
                              questions_total=len(dataset.questions) * len(config.adapters)
-                             * config.repeats)
+                             * config.repeats, dataset=dataset)
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway,
                                    stop_rule=stopper)
@@ -418,6 +418,8 @@ def execute(
             if gateway is not None:
                 await gateway.aclose()
             runner = None
+            if stopper is not None:
+                stopper.release()  # its hold on the dataset, before scoring loads it again
             store.close()
             if config.scoring.enabled:
                 stage("scoring the answers")
