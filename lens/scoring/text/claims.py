@@ -55,7 +55,7 @@ class ScopeText:
     """The records of one scope, indexed for quote detection and figure support when first
     needed. With a :class:`LiveScope` the index is held for one scope of a run at a time:
     indexing another scope drops this one's, so a run's scoring holds one scope's index (its
-    8-word sequences alone take about three times the scope's text), not the dataset's."""
+    8-word sequences alone take about thirty times the scope's text), not the dataset's."""
 
     def __init__(self, texts: Mapping[str, str], live: LiveScope | None = None) -> None:
         self.texts = texts
