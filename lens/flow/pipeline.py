@@ -402,10 +402,10 @@ def execute(
                                 build_manifest(config, dataset, run_id, dropped, overrides))
     if on_run_dir is not None:
         on_run_dir(store.root)
+    stopper = run_stopper(config, store, dataset, continue_past_stop)
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway,
-                                   stop_rule=run_stopper(config, store, dataset,
-                                                         continue_past_stop))
+                                   stop_rule=stopper)
     # The runner holds the only copy, released before scoring loads the dataset again: a large
     # dataset is never in memory twice.
     del dataset
@@ -416,6 +416,8 @@ def execute(
             assert runner is not None
             summary = await answer_all(runner, store, runtime, gateway)
             runner = None
+            if stopper is not None:
+                stopper.release()  # its hold on the dataset, before scoring loads it again
             store.close()
             if config.scoring.enabled:
                 stage("scoring the answers")
@@ -539,7 +541,7 @@ def run_stopper(config: RunConfig, store: RunStore, dataset: Dataset,
         return None
     return RunStopper(config, store, scope_order(dataset),
                       questions_total=len(dataset.questions) * len(config.adapters)
-                      * config.repeats)
+                      * config.repeats, dataset=dataset)
 
 
 async def answer_all(runner: Runner, store: RunStore, runtime: ModelRuntime,

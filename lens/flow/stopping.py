@@ -7,27 +7,24 @@ A look scores the answers so far without a judge (tier 1, facts by the matcher),
 same scoring call as ``lens score``; the metric must therefore be one lens computes without a
 judge. The stop is recorded in events.jsonl (``run_stopped``) with the blocks and questions used
 and every pair's interval at that point; ``lens run --resume --continue-past-stop`` answers the
-rest.
+rest. A look scores each finished block once (:mod:`lens.flow.look_reader`).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
 import lens.scoring.metrics as registry
 from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.data.config import RunConfig, StoppingConfig
 from lens.data.dataset import Dataset
+from lens.flow.look_reader import LookReader
 from lens.report.groupstats import GroupScoring
-from lens.runs.store import EVENTS, MANIFEST, RunStore
+from lens.runs.store import RunStore
 from lens.scoring.plan import plan_from_settings
-from lens.scoring.scorer import score
 from lens.scoring.types import QuestionScores, RunScores
 from lens.stats.sequential import block_order, family_verdicts, looked_at
 
@@ -131,20 +128,6 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
     return values, used
 
 
-def snapshot(root: Path, into: Path) -> Path:
-    """A read-only view of the run directory as it stands, for scoring while the run writes:
-    its manifest, its events up to the last whole line, and links to its record files (an event
-    names a record only once the record is durable). Opening the run itself would cut an event
-    line another task is writing as if a crash had torn it."""
-    shutil.copyfile(root / MANIFEST, into / MANIFEST)
-    data = (root / EVENTS).read_bytes()
-    (into / EVENTS).write_bytes(data[:data.rfind(b"\n") + 1])
-    for records in root.glob("*.jsonl"):
-        if records.name != EVENTS:
-            (into / records.name).symlink_to(records.resolve())
-    return into
-
-
 @dataclass
 class RunStopper:
     """The runner's stop rule: the block order, and a look after each finished block."""
@@ -155,6 +138,17 @@ class RunStopper:
     questions_total: int
     # Looks taken, for the record: (blocks, settled).
     looks: list[tuple[int, bool]] = field(default_factory=list)
+    # The run's dataset as the runner holds it: a look scores against it (None: the file).
+    dataset: Dataset | None = None
+    reader: LookReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = LookReader(self.store.root, self.dataset)
+
+    def release(self) -> None:
+        """Let go of the dataset and what the looks kept, once the run's units are done."""
+        self.dataset = None
+        self.reader = LookReader(self.store.root)
 
     @property
     def arms(self) -> list[str]:
@@ -167,12 +161,11 @@ class RunStopper:
         total = len(self.order)
         if not done or len(done) >= total or not looked_at(len(done), total, s.look_every):
             return False
-        with tempfile.TemporaryDirectory(prefix="lens-look-") as tmp:
-            plan = plan_from_settings(
-                self.config.scoring, None, None, tiers={1}, fact_grader="matcher",
-                dataset_path=self.config.dataset.path, target="none",
-                agent_model=self.config.agent.model)
-            scores = (await score(snapshot(self.store.root, Path(tmp)), plan)).scores
+        plan = plan_from_settings(
+            self.config.scoring, None, None, tiers={1}, fact_grader="matcher",
+            dataset_path=self.config.dataset.path, target="none",
+            agent_model=self.config.agent.model)
+        scores = await self.reader.scores(done, plan)
         metric = stopping_metric(s)
         values, used = block_differences(scores, self.arms, done, metric)
         if not used:

@@ -7,6 +7,7 @@ it was not asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from lens.data.sample import limit_questions
 from lens.runs.manifest import RunManifest
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
-from lens.scoring.text.claims import ScopeText
+from lens.scoring.text.claims import LiveScope, ScopeText
 from lens.scoring.text.refs import episode_of
 
 
@@ -114,7 +115,10 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
     questions = {(q.scope_id, q.question_id): q for q in ds.questions}
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
-    scope_texts = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes})
+    # Each scope's index is built when its questions are scored, and dropped for the next
+    # scope's: the run holds one scope's index, not every scope's.
+    live = LiveScope()
+    scope_texts = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes}, live)
                    for s in ds.scopes}
     streams = {s.scope_id: [e.episode_id for e in s.ordered_episodes()] for s in ds.scopes}
     caps = unit_capabilities(store)
@@ -140,3 +144,13 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     # A stable order makes scores.json byte-comparable across re-scorings.
     items.sort(key=lambda it: (it.record.unit_key, it.record.checkpoint, it.record.question_id))
     return RunInput(run_dir=run_dir, store=store, manifest=manifest, dataset=ds, items=items)
+
+
+def by_scope(items: Sequence[ScoringItem]) -> list[ScoringItem]:
+    """``items`` with each scope's together (scopes in order of first appearance, items in
+    their order within a scope): a pass in this order builds each scope's text index once,
+    though the run's order visits a scope once per adapter and repeat."""
+    first: dict[str, int] = {}
+    for it in items:
+        first.setdefault(it.record.scope_id, len(first))
+    return sorted(items, key=lambda it: first[it.record.scope_id])

@@ -18,6 +18,7 @@ from typing import Any
 
 from lens.core import eventloop
 from lens.data.config import RunConfig
+from lens.data.dataset import Dataset
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
 from lens.runs.events import ScoringDone
@@ -56,22 +57,25 @@ class ScoringResult:
     done: ScoringDone | None = None
 
 
-async def score(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
+async def score(run_dir: Path, plan: ScoringPlan, *, dataset: Dataset | None = None
+                ) -> ScoringResult:
     """Score every stored question of ``run_dir`` under ``plan``, then the panel's other
     judges. Without a ``plan.judge`` client one is made from ``plan.judge_config`` (through the
     full model stack, with the cache; the batch transport when ``batch: true``) and closed
-    afterwards."""
+    afterwards. ``dataset``: the run's dataset as the run used it, already in memory (scopes
+    selected, questions left out), instead of loading and checking the file again."""
     run_dir = Path(run_dir)
-    result = await _score_one(run_dir, plan)
+    result = await _score_one(run_dir, plan, dataset)
     extras = []
     for cfg in plan.extra_judges:
-        one = await _score_one(run_dir, plan.for_extra_judge(cfg))
+        one = await _score_one(run_dir, plan.for_extra_judge(cfg), dataset)
         assert one.path is not None
         extras.append(ExtraJudgeResult(cfg.label, one.scores, one.path, one.new_verdicts))
     return ScoringResult(result.scores, result.path, result.new_verdicts, extras, result.done)
 
 
-async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
+async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None = None
+                     ) -> ScoringResult:
     own: ModelClient | None = None
     if plan.judge is None and plan.judge_config is not None and plan.judged:
         from lens.scoring.judging.batch_judge import make_judge_client
@@ -81,7 +85,7 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
     label = plan.judge_config.label if plan.judge_config else None
     before = _verdicts_of(run_dir, label) if plan.target == "judge_scores" else 0
     try:
-        outcome = await _score_run(run_dir, plan)
+        outcome = await _score_run(run_dir, plan, dataset)
     finally:
         if own is not None:
             await own.aclose()
@@ -100,8 +104,9 @@ async def _score_one(run_dir: Path, plan: ScoringPlan) -> ScoringResult:
     return ScoringResult(outcome.scores, path, new)
 
 
-async def _score_run(run_dir: Path, plan: ScoringPlan) -> ScoringOutcome:
-    run = load_run(run_dir, dataset_path=plan.dataset_path)
+async def _score_run(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None = None
+                     ) -> ScoringOutcome:
+    run = load_run(run_dir, dataset=dataset, dataset_path=plan.dataset_path)
     if plan.run_finished:
         run.manifest = run.manifest.model_copy(update={"status": "complete"})
     try:

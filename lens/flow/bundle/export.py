@@ -17,6 +17,7 @@ from lens.core.redact import register_config_secrets, register_env_secrets, scru
 from lens.core.safenames import UnsafeName, checked_name
 from lens.data.dataset import Dataset
 from lens.data.dataset_load import load_dataset
+from lens.data.dataset_stream import StreamProblem, stream_dataset
 from lens.data.prompts import all_templates, prompts_hash
 from lens.flow.bundle.archive import archive_format, write_archive
 from lens.flow.bundle.contents import (
@@ -53,7 +54,17 @@ def _dataset_of(run: RunData, dataset_path: Path | None) -> tuple[Path, Dataset]
     if path is None or not path.is_file():
         raise UserError(f"{run.root}: the run's dataset {str(path or 'unknown')!r} is not "
                         "there; pass it with --dataset PATH (re-judging needs its ground truth)")
-    return path, load_dataset(path)
+    return path, _questions_of(path)
+
+
+def _questions_of(path: Path) -> Dataset:
+    """The dataset's questions and fields without its scopes (each scope is read and dropped:
+    the bundle copies the file, and its answers need only the questions); a file the stream
+    cannot read is loaded, which raises the usual :class:`DatasetError`."""
+    try:
+        return stream_dataset(path, on_scope=lambda scope: None)
+    except (OSError, StreamProblem):
+        return load_dataset(path)
 
 
 def dataset_view(ds: Dataset, config: dict[str, Any]) -> Dataset:

@@ -9,6 +9,7 @@ fact's credit with it. :func:`_settle` is the one place a grader's value is writ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -62,12 +63,14 @@ def _settle(row: QuestionScores, graded: tuple[FactCredit, dict[str, Any]] | Non
 
 
 async def offline_grades(run: RunInput, offline: OfflineGrader | None,
-                         cache: CacheConfig | None = None
+                         cache: CacheConfig | None = None,
+                         analyses: Mapping[str, mechanical.Analysis] | None = None
                          ) -> tuple[dict[str, dict[str, FactGrade]], dict[str, Any]]:
     """The offline grader's grades of every answered question's key facts, by question key,
     read from the answer's claims (not the record text it pasted), as the judge reads them.
     Without ``offline`` one is made on the default local model with ``cache`` (lens's model
-    cache when None) and closed afterwards."""
+    cache when None) and closed afterwards. ``analyses`` are the answers' analyses by question
+    key, worked out already (those missing are worked out here)."""
     own = offline is None
     if offline is None:
         offline = OfflineGrader.with_cache(cache)
@@ -76,7 +79,8 @@ async def offline_grades(run: RunInput, offline: OfflineGrader | None,
     keyed: list[tuple[str, str, FactTask]] = []
     for item in run.items:
         if item.answered:
-            claims = mechanical.analyse(item).claims.text
+            known = analyses.get(item.key) if analyses is not None else None
+            claims = (known or mechanical.analyse(item)).claims.text
             tasks = offline_grader.fact_tasks(item.question.prompt,
                                               item.question.ground_truth.key_facts, claims)
             keyed += [(item.key, fact, task) for fact, task in tasks.items()]

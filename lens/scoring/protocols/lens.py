@@ -28,7 +28,7 @@ from lens.scoring.judging.judge_prompts import judge_prompts_hash
 from lens.scoring.measures.aggregate import aggregate
 from lens.scoring.measures.composite import composite
 from lens.scoring.plan import ScoringOutcome, ScoringPlan
-from lens.scoring.run_input import RunInput, ScoringItem
+from lens.scoring.run_input import RunInput, ScoringItem, by_scope
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.text.facts import FactMatcherSettings
 from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
@@ -126,14 +126,17 @@ def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool
     rows: dict[str, QuestionScores] = {}
     analyses: dict[str, mechanical.Analysis] = {}
     tasks = _JudgeTasks()
-    for item in run.items:
+    for item in by_scope(run.items):
         row = rows[item.key] = _row(item)
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
-        analysis = analyses[item.key] = _mechanical(item, row, plan.tiers, plan.matcher)
-        if use_judge and item.record.answer.strip():
-            _plan_judge(item, analysis, plan, tasks)
+        analyses[item.key] = _mechanical(item, row, plan.tiers, plan.matcher)
+    if use_judge:
+        # In the run's order: the judge's tasks are listed as they always were.
+        for item in run.items:
+            if item.key in analyses and item.record.answer.strip():
+                _plan_judge(item, analyses[item.key], plan, tasks)
     return rows, analyses, tasks
 
 
@@ -196,7 +199,8 @@ async def score_lens(run: RunInput, plan: ScoringPlan, errata: Errata | None,
     errata_note, touched = _with_errata(run, errata) if errata is not None else ("", 0)
     use_judge = plan.judge is not None and bool(plan.tiers & {2, 3})
     rows, analyses, tasks = _first_pass(run, plan, use_judge)
-    grades, offline_condition = (await offline_grades(run, plan.offline, plan.cache)
+    grades, offline_condition = (await offline_grades(run, plan.offline, plan.cache,
+                                                       analyses)
                                  if plan.fact_grader == "local" else ({}, None))
     extra_notes = list(notes)
     failed = sum(g.grade is None for gs in grades.values() for g in gs.values())
@@ -216,7 +220,7 @@ async def score_lens(run: RunInput, plan: ScoringPlan, errata: Errata | None,
 
     total_pairs = total_flips = 0
     after_judge = registry.computed(set(plan.tiers), after_judge=True)
-    for item in run.items:
+    for item in by_scope(run.items):
         if not item.answered:
             continue
         row = rows[item.key]

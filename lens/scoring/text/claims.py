@@ -52,17 +52,34 @@ def _words(text: str) -> list[str]:
 
 
 class ScopeText:
-    """The records of one scope, indexed once for quote detection and figure support."""
+    """The records of one scope, indexed for quote detection and figure support when first
+    needed. With a :class:`LiveScope` the index is held for one scope of a run at a time:
+    indexing another scope drops this one's, so a run's scoring holds one scope's index (its
+    8-word sequences alone take about thirty times the scope's text), not the dataset's."""
 
-    def __init__(self, texts: Mapping[str, str]) -> None:
-        self.texts = dict(texts)
+    def __init__(self, texts: Mapping[str, str], live: LiveScope | None = None) -> None:
+        self.texts = texts
+        self._live = live
         self._shingles: set[tuple[str, ...]] | None = None
         self._atoms: dict[str, Atoms] = {}
         self._states: dict[tuple[str, str, FactMatcherSettings | None], bool] = {}
         self._prepared: dict[str, AnswerText] = {}
 
+    def _use(self) -> None:
+        if self._live is not None:
+            self._live.use(self)
+
+    def release(self) -> None:
+        """Drop the index (the 8-word sequences, the prepared record texts); it is built again,
+        the same, when next needed. What was worked out from it is kept: a figure list and a
+        yes or no per record asked about are small, and a later pass over the scope's
+        questions asks again."""
+        self._shingles = None
+        self._prepared = {}
+
     @property
     def shingles(self) -> set[tuple[str, ...]]:
+        self._use()
         if self._shingles is None:
             found: set[tuple[str, ...]] = set()
             for text in self.texts.values():
@@ -79,6 +96,7 @@ class ScopeText:
         text = self.texts.get(episode, "")
         if not text:
             return False
+        self._use()
         for fact in (fact_subject(f)[1] for f in facts):
             key = (episode, fact, settings)
             if key not in self._states:
@@ -90,9 +108,23 @@ class ScopeText:
         return False
 
     def atoms_of(self, episode: str) -> Atoms:
+        self._use()
         if episode not in self._atoms:
             self._atoms[episode] = Atoms.of(self.texts.get(episode, ""))
         return self._atoms[episode]
+
+
+class LiveScope:
+    """The one :class:`ScopeText` of a run whose index is held: using another releases it."""
+
+    def __init__(self) -> None:
+        self._current: ScopeText | None = None
+
+    def use(self, scope: ScopeText) -> None:
+        if self._current is not scope:
+            if self._current is not None:
+                self._current.release()
+            self._current = scope
 
 
 # Sentences that claim nothing of their own: a footer listing where figures come from

@@ -1,0 +1,106 @@
+"""Scoring's memory is bounded by one scope, not by the dataset: the memory scoring works in
+(above the run it loaded: the dataset and the records) is about the same for 8 scopes and for
+40 scopes of the same size. Measured with tracemalloc in a process of its own (allocated
+bytes, not time): holding every scope's text index at once made the 40-scope figure about
+four times the 8-scope one."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Lens, cli_runner
+
+WORDS = ("garden recipe budget meeting dog bike paper code city music train coffee weekend "
+         "project report friend doctor camera book movie sister market river coast hotel "
+         "laptop game team class yoga bread").split()
+EPISODES = 6
+WORDS_PER_EPISODE = 1500
+# The scoring's working memory of 40 scopes may be at most this multiple of 8 scopes'. It
+# holds one scope's index and the rows of the questions (about 10 kB each, which do grow with
+# their number); an index per scope made it about 4.
+FACTOR = 1.5
+
+# Scores the run in this process with tracemalloc on, and prints the bytes the scoring
+# allocated above what the loaded run holds (its peak, less the memory held before it began).
+MEASURE = """
+import sys, tracemalloc
+from pathlib import Path
+import lens.scoring.scorer as scorer
+from lens.scoring.run_input import load_run
+run_dir = Path(sys.argv[1])
+load_run(run_dir).store.close()  # imports and first-use caches, outside the measure
+tracemalloc.start()
+loaded = load_run
+def measured(*args, **kwargs):
+    run = loaded(*args, **kwargs)
+    global base
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    return run
+scorer.load_run = measured
+scorer.score_run_sync(run_dir, write=False, fact_grader="matcher")
+print(tracemalloc.get_traced_memory()[1] - base)
+"""
+
+
+def _dataset(path: Path, scopes: int) -> None:
+    rng = random.Random(scopes)
+    out = {"version": "0.1.0", "dataset_id": f"mem{scopes}", "scopes": [], "questions": []}
+    for s in range(scopes):
+        sid = f"s{s:04d}"
+        out["scopes"].append({"scope_id": sid, "episodes": [
+            {"episode_id": f"{sid}_e{e}", "scope_id": sid,
+             "timestamp": f"2024-01-{1 + e:02d}T10:00:00",
+             "text": ". ".join(" ".join(rng.choices(WORDS, k=10))
+                               for _ in range(WORDS_PER_EPISODE // 10))}
+            for e in range(EPISODES)]})
+        out["questions"].append({
+            "question_id": f"q{s:04d}", "scope_id": sid, "checkpoint_after": EPISODES,
+            "question_type": "longitudinal", "prompt": "What did I say about the zeppelin?",
+            "ground_truth": {"canonical_answer": "garden", "key_facts": ["garden"],
+                             "required_evidence_refs": [f"{sid}_e0"]}})
+    path.write_text(json.dumps(out), encoding="utf-8")
+
+
+def _run(lens: Lens, tmp_path: Path, scopes: int) -> Path:
+    data = tmp_path / f"mem{scopes}.json"
+    _dataset(data, scopes)
+    config = tmp_path / f"mem{scopes}.yaml"
+    config.write_text(json.dumps({
+        "name": f"mem{scopes}", "dataset": {"path": str(data)},
+        "out_dir": str(tmp_path / f"runs{scopes}"), "adapters": [{"name": "sqlite_fts"}],
+        "agent": {"model": "scripted/policy"}, "scoring": {"enabled": False}, "report": False,
+        "cache": {"enabled": False}}), encoding="utf-8")
+    result = lens("run", str(config), "--quiet")
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / f"runs{scopes}").iterdir()
+    return run_dir
+
+
+def _scoring_bytes(run_dir: Path) -> int:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(run_dir)], capture_output=True,
+                          text=True, cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split()[-1])
+
+
+@pytest.fixture
+def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str]) -> Lens:
+    return cli_runner(tmp_path, monkeypatch, capsys)
+
+
+def test_scoring_memory_does_not_grow_with_the_scopes(lens: Lens, tmp_path: Path) -> None:
+    small = _scoring_bytes(_run(lens, tmp_path, 8))
+    large = _scoring_bytes(_run(lens, tmp_path, 40))
+    # One scope's index: its 9,000 words' 8-word sequences, about two megabytes.
+    assert small > 1_500_000
+    assert large < FACTOR * small, (small, large)
