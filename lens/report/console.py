@@ -59,12 +59,12 @@ def verdict_lines(summary: ReportSummary) -> list[str]:
         row = next((r for r in comp.rows if r.metric == summary.primary_metric), None)
         if row is None:
             continue
-        rule = f" ({row.rule} rule)" if row.rule != "none" else ""
         caveat = (f" [{fmt.not_comparable_label(comp.not_comparable)}]"
                   if comp.not_comparable else "")
         lines.append(f"compared: {visible(comp.arm_b)} vs {visible(comp.arm_a)} on {row.metric}: "
                      f"Δ {fmt.est(row.delta)}, "
-                     f"{visible(fmt.verdict(row, comp.arm_a, comp.arm_b))}{rule}{caveat}")
+                     f"{visible(fmt.verdict(row, comp.arm_a, comp.arm_b))}: "
+                     f"{visible(row.reason)}{caveat}")
     return lines
 
 
