@@ -85,6 +85,7 @@ def question_values(rng: np.random.Generator, offsets: Sequence[float],
     spread = float(o.max() - o.min())
     eta = max(0.0, min(NOISE, (1 - spread) / 2))
     low, high = max(0.0, eta - float(o.min())), min(1.0, 1 - eta - float(o.max()))
+    high = max(low, high)  # a spread of exactly 1 leaves one point (up to rounding)
     base = rng.uniform(low, high, questions)
     noise = rng.uniform(-eta, eta, (questions, len(o)))
     noise[:, 0] = 0.0
