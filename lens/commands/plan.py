@@ -11,7 +11,6 @@ from typing import Any
 
 from lens.commands.plan_from import read_run
 from lens.core.errors import UserError
-from lens.stats.bounded import scopes_needed
 from lens.stats import (
     clustered_size,
     design_effect,
@@ -19,6 +18,7 @@ from lens.stats import (
     planning_table,
     sample_size_two_proportions,
 )
+from lens.stats.bounded import scopes_needed
 
 REFERENCE_DELTAS = (0.05, 0.10, 0.15)
 MARGIN_SIZES = (20, 50, 100, 200, 500, 1000)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -222,7 +222,8 @@ def compare_pairs(
         rows = []
         for res in res_list:
             p_adj, b_adj, test = next(adjusted), next(bounded_adjusted), next(tests)
-            family = CONFIRMATORY if res.metric == primary else EXPLORATORY
+            family: Literal["confirmatory", "exploratory"] = (
+                CONFIRMATORY if res.metric == primary else EXPLORATORY)
             ma, mb = own[a.name][res.metric].half_width, own[b.name][res.metric].half_width
             floor = noise_floor if is_judge_metric(res.metric) else None
             ci = ((res.delta.low, res.delta.high)
