@@ -233,7 +233,7 @@ def compare_pairs(
                 delta=res.delta.mean, margins=(ma, mb), floor=floor, p_holm=p_adj, alpha=alpha,
                 interval=ci, mc_error=mc, bounded_p_holm=b_adj,
                 scopes=test.scopes if test else 0, alpha_each=alpha / size[family],
-                bound=bound_of(res.metric)))
+                bound=bound_of(res.metric), family_size=size[family]))
             rows.append(ComparisonRow(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,

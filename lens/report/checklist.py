@@ -233,9 +233,9 @@ def check_judge(runs: Sequence[RunData]) -> Check:
                             else "fail")
     return Check(id="judge", title=title, status=worst(list(each.values())),
                  **(blame(each) if len(runs) > 1 else {}), value="; ".join(parts),
-                 detail=f"the judge-noise floor: differences below it are ties; warns above "
-                        f"{JUDGE_WARN:.0%}, fails above {JUDGE_FAIL:.0%}; without a judge, "
-                        "tier-2 metrics are unknown")
+                 detail="the judge-noise floor: differences below it are smaller than the "
+                        f"margin; warns above {JUDGE_WARN:.0%}, fails above "
+                        f"{JUDGE_FAIL:.0%}; without a judge, tier-2 metrics are unknown")
 
 
 def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:

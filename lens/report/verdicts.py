@@ -34,7 +34,8 @@ class Evidence:
     """What a verdict is decided on. ``p_holm``: the family's Holm-corrected test of the pair;
     ``interval``: the scope-clustered interval of Δ; ``bounded_p_holm``: the bounded-mean
     test's p-value over ``scopes`` scope differences, Holm-corrected over the same family;
-    ``alpha_each``: the level the bounded test's stakes were tuned to (α over the family)."""
+    ``alpha_each``: the level the bounded test's stakes were tuned to (α over the family,
+    whose size is ``family_size``)."""
 
     delta: float | None
     margins: Sequence[float | None]
@@ -47,6 +48,8 @@ class Evidence:
     scopes: int = 0
     alpha_each: float | None = None
     bound: float = 1.0
+    # Tests in the family the Holm correction runs over.
+    family_size: int = 1
 
 
 def _f(x: float) -> str:
@@ -68,12 +71,14 @@ def words(verdict: str, a: str, b: str) -> str:
 
 def _scopes_reason(e: Evidence, delta: float) -> str:
     needed = scopes_needed(delta, alpha=e.alpha_each or e.alpha, bound=e.bound)
+    family = "" if e.family_size <= 1 else f" over a family of {e.family_size} tests"
     need = ("no number of scopes settles a Δ of 0" if needed is None
-            else f"at |Δ| {_f(abs(delta))} a verdict at α={e.alpha:g} needs at least {needed} "
-            "scopes")
+            else f"at |Δ| {_f(abs(delta))} a verdict at α={e.alpha:g}{family} needs at least "
+            f"{needed} scopes")
     shown = "unknown" if e.bounded_p_holm is None else f"{e.bounded_p_holm:.3g}"
-    return (f"{e.scopes} scopes cannot rule out a minority of scopes far behind offsetting the "
-            f"rest (bounded-mean test p (Holm) {shown}); {need}")
+    scopes = f"{e.scopes} scope" + ("" if e.scopes == 1 else "s")
+    return (f"{scopes} cannot rule out a minority of scopes far behind offsetting the rest "
+            f"(bounded-mean test p (Holm) {shown}); {need}")
 
 
 def decide(e: Evidence) -> tuple[FixedVerdict, str, str]:

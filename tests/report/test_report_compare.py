@@ -369,3 +369,28 @@ def test_refusal_shows_where_long_values_differ(tmp_path: Path,
     budget = next(ln for ln in err.splitlines() if ln.strip().startswith("budget:"))
     assert '{"max_turns": 4}' in budget and '{"max_turns": 6}' in budget
     assert "max_tool_calls" not in budget
+
+
+def test_verdict_words_and_reasons_in_compare_and_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lens.report import write_reports
+
+    def lifted(adapter: str, scope: str, qid: str, rep: int) -> dict[str, float | None]:
+        return shifted(0.2 if adapter == "good" else 0.0)(adapter, scope, qid, rep)
+
+    spec = RunSpec(name="w", adapters=("base", "good"), scopes=50, questions_per_scope=4,
+                   metrics=lifted)
+    run = make_run(tmp_path, spec)
+    out = tmp_path / "cmp"
+    assert main(["compare", str(run), "--out", str(out)]) == 0
+    md = capsys.readouterr().out
+    row = next(line for line in md.splitlines() if line.startswith("| fact_recall |"))
+    # The verdict in words, its rule and its reason in one cell of one line.
+    assert "| good better than base (significance rule): p (Holm) " in row
+    assert "bounded-mean test over 50 scopes" in row and "beyond the margin of error" in row
+    html = (out / "compare.html").read_text()
+    assert ">good better than base</span> (significance rule): p (Holm) " in html
+    report = write_reports(run)
+    text = (run / "report.md").read_text()
+    assert "good better than base (significance rule)" in text
+    assert report.summary_data.comparisons[0].rows[0].verdict == "better"
