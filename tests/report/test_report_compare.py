@@ -384,7 +384,8 @@ def test_verdict_words_and_reasons_in_compare_and_report(
     out = tmp_path / "cmp"
     assert main(["compare", str(run), "--out", str(out)]) == 0
     md = capsys.readouterr().out
-    row = next(line for line in md.splitlines() if line.startswith("| fact_recall |"))
+    row = next(line for line in md.splitlines()
+               if line.startswith("| fact_recall | exploratory |"))
     # The verdict in words, its rule and its reason in one cell of one line.
     assert "| good better than base (significance rule): p (Holm) " in row
     assert "bounded-mean test over 50 scopes" in row and "beyond the margin of error" in row
