@@ -28,6 +28,7 @@ from lens.report.shapes import (
 )
 from lens.report.verdicts import bound_of, sequential_reason
 from lens.stats.sequential import (
+    ASSUMES,
     METHODS,
     Method,
     block_order,
@@ -152,7 +153,8 @@ def sequential_blocks(s: SequentialOut) -> list[Block]:
              "—" if p.agrees is None else ("yes" if p.agrees else "NO")] for p in s.pairs]
     return [
         Heading("Sequential verdict"),
-        Para(f"{SEQUENTIAL_NOTE} Metric {s.metric}, {s.method} sequence, α={s.alpha:g}, "
+        Para(f"{SEQUENTIAL_NOTE} Metric {s.metric}, {s.method} sequence "
+             f"({ASSUMES.get(s.method, 'unknown')}), α={s.alpha:g}, "
              f"margin ±{s.margin:g}, a look every {s.look_every} block(s).", "meta"),
         Para(f"Stop: {stopped}; {spend}."),
         Table(["pair (B vs A)", "sequential verdict", "blocks", "Δ [interval] at stop",
@@ -210,7 +212,8 @@ def run_stop_blocks(s: RunStopOut | None) -> list[Block]:
     return [
         Heading("Stopped early"),
         Para(f"{RUN_STOP_NOTE} Metric {s.metric} (graded by the {s.graded_by} during the run), "
-             f"{s.method} sequence, α={s.alpha:g}, margin ±{s.margin:g}.", "meta"),
+             f"{s.method} sequence ({ASSUMES.get(s.method, 'unknown')}), α={s.alpha:g}, "
+             f"margin ±{s.margin:g}.", "meta"),
         Para(head),
         Table(["pair (B vs A)", "verdict at the stop", "Δ [interval] at the stop",
                "α per pair"], rows, table_id="run-stop"),

@@ -118,6 +118,14 @@ _EFFECT_PRIOR = 1.0
 Method = Literal["symmetric", "t-mixture", "betting"]
 METHODS: tuple[Method, ...] = ("betting", "symmetric", "t-mixture")
 DEFAULT_METHOD: Method = "betting"
+# What each sequence assumes of the scope differences, as reports state it.
+ASSUMES: dict[str, str] = {
+    "betting": "valid for any scope differences within the bound, however skewed",
+    "symmetric": "assumes scope differences symmetric about their mean (not the default: "
+                 "wrong more often than α when they are skewed)",
+    "t-mixture": "assumes normal scope differences (not the default: wrong more often than α "
+                 "when they are skewed)",
+}
 
 
 def _log_t_mixture(u: float, n: int, g: float) -> float:
