@@ -27,6 +27,8 @@ Everything at α 0.05. A rate is within simulation error of α when it is at mos
 errors of a proportion α over the comparisons.
 
     python -m bench.null_suite [--reps 300] [--fixed-reps 40] [--small] [--out FILE]
+        [--shapes A,B] [--cells FILE.jsonl]    # a part, each cell kept as it is measured
+    python -m bench.null_suite --table-from FILE.jsonl ...   # the table of parts
 
 Error counts, not timings: machine load does not change them.
 """
@@ -34,9 +36,11 @@ Error counts, not timings: machine load does not change them.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -197,16 +201,20 @@ def gate_cell(shape: str, n: int, reps: int) -> Cell:
 
 
 def suite(*, reps: int, fixed_reps: int, shapes: Sequence[str], scopes: Sequence[int],
-          methods: Sequence[Method] = METHODS, family: bool = True) -> list[Cell]:
+          methods: Sequence[Method] = METHODS, family: bool = True,
+          done: Callable[[Sequence[Cell]], None] | None = None) -> list[Cell]:
+    """Every cell; ``done`` gets each group of cells as soon as it is measured."""
     cells: list[Cell] = []
     for shape in shapes:
         for n in scopes:
-            cells.extend(fixed_cells(shape, n, fixed_reps, 2))
-            cells.append(gate_cell(shape, n, 4 * reps))
-            cells.extend(sequential_cells(shape, n, reps, 2, methods))
+            group = [*fixed_cells(shape, n, fixed_reps, 2), gate_cell(shape, n, 4 * reps),
+                     *sequential_cells(shape, n, reps, 2, methods)]
             if family:
-                cells.extend(fixed_cells(shape, n, max(1, fixed_reps // 2), 3))
-                cells.extend(sequential_cells(shape, n, max(1, reps // 2), 3, methods))
+                group += [*fixed_cells(shape, n, max(1, fixed_reps // 2), 3),
+                          *sequential_cells(shape, n, max(1, reps // 2), 3, methods)]
+            if done is not None:
+                done(group)
+            cells.extend(group)
     return cells
 
 
@@ -242,12 +250,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--small", action="store_true",
                    help="three shapes at 8 and 40 scopes, 60 comparisons a cell")
     p.add_argument("--out", help="also write the table to this file")
+    p.add_argument("--shapes", help="a comma-separated part of the shapes (default all)")
+    p.add_argument("--cells", help="append each cell to this JSON-lines file as it is measured")
+    p.add_argument("--table-from", nargs="+", metavar="CELLS",
+                   help="print the table of cells measured before (JSON-lines files), no run")
     args = p.parse_args(argv)
-    if args.small:
-        cells = suite(reps=60, fixed_reps=10, shapes=SMALL_SHAPES, scopes=SMALL_SCOPES)
+    shapes = args.shapes.split(",") if args.shapes else list(SHAPES)
+    unknown = [x for x in shapes if x not in SHAPES]
+    if unknown:
+        p.error(f"unknown shape(s) {', '.join(unknown)}; the shapes: {', '.join(SHAPES)}")
+
+    def keep(group: Sequence[Cell]) -> None:
+        if args.cells:
+            with open(args.cells, "a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(asdict(c)) + "\n" for c in group)
+
+    if args.table_from:
+        cells = [Cell(**json.loads(line)) for path in args.table_from
+                 for line in Path(path).read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    elif args.small:
+        cells = suite(reps=60, fixed_reps=10, shapes=SMALL_SHAPES, scopes=SMALL_SCOPES,
+                      done=keep)
     else:
-        cells = suite(reps=args.reps, fixed_reps=args.fixed_reps, shapes=list(SHAPES),
-                      scopes=SCOPES)
+        cells = suite(reps=args.reps, fixed_reps=args.fixed_reps, shapes=shapes, scopes=SCOPES,
+                      done=keep)
     lines = [machine_line(), f"α {ALPHA}, {QUESTIONS} questions per scope; ✗: above α + 2 "
              "standard errors", "", *table(cells)]
     print("\n".join(lines))
