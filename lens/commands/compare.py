@@ -47,10 +47,10 @@ def register(sub: Any) -> None:
                         "(default 0: equivalence is never declared)")
     p.add_argument("--look-every", type=int, default=1, metavar="K",
                    help="with --sequential: read the verdicts every K scope blocks (default 1)")
-    p.add_argument("--sequential-method", choices=METHODS, default="symmetric",
-                   help="with --sequential: the confidence sequence (default symmetric; "
-                        "t-mixture assumes normal scope differences, betting only that "
-                        "scores lie in [0, 1]; see docs/reports.md)")
+    p.add_argument("--sequential-method", choices=METHODS, default="betting",
+                   help="with --sequential: the confidence sequence (default betting: valid "
+                        "for any scope differences within [-1, 1]; symmetric assumes "
+                        "symmetric ones, t-mixture normal ones; see docs/reports.md)")
     p.set_defaults(handler=_compare)
 
 

@@ -20,6 +20,7 @@ from lens.stats import (
     planning_table,
     sample_size_two_proportions,
 )
+from lens.stats.bounded import scopes_needed
 
 REFERENCE_DELTAS = (0.05, 0.10, 0.15)
 MARGIN_SIZES = (20, 50, 100, 200, 500, 1000)
@@ -145,10 +146,11 @@ def _plan(args: argparse.Namespace) -> int:
     sizes = sorted({*MARGIN_SIZES, needed} - {0})
     margins = margin_table(args.baseline, sizes, icc=icc, per_scope=m)
     deff = design_effect(icc, m) if m is not None else 1.0
+    verdict_scopes = scopes_needed(args.delta, alpha=args.alpha)
     if args.json:
         print(json.dumps({"alpha": args.alpha, "power": args.power, "icc": icc, "per_scope": m,
                           "design_effect": deff, "rows": rows, "reference": reference,
-                          "margins": margins}, indent=2))
+                          "margins": margins, "verdict_scopes": verdict_scopes}, indent=2))
         return 0
     clustered = icc > 0
     print(f"Questions per arm to detect a difference (two-sided alpha {args.alpha:g}, "
@@ -174,6 +176,13 @@ def _plan(args: argparse.Namespace) -> int:
     for ref in reference:
         print(f"  {ref['delta'] * 100:>4.0f} points ({ref['low']:.0%} vs {ref['high']:.0%}): "
               f"{ref['per_arm']} per arm{_in_scopes(ref['scopes'])}")
+    shown = verdict_scopes if verdict_scopes is not None else "more than 100,000"
+    print(f"\nScopes a better/worse verdict needs at Δ {args.delta:g} (alpha {args.alpha:g}, one "
+          f"pair): at least {shown}, however many questions each holds.")
+    print("  lens names a winner only when a bounded-mean test over the scopes agrees (valid\n"
+          "  however skewed the scope differences are); on fewer scopes it cannot rule out a\n"
+          "  minority of scopes far behind, and says undecided. That is the best case (every\n"
+          "  scope differing alike): spread across scopes needs more.")
     title = "Margin of error (Wilson, 95%"
     title += f", at the effective n under ICC {icc:g})" if clustered else ")"
     print(f"\n{title} at a rate of {args.baseline:.2f}:")

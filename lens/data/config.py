@@ -357,7 +357,9 @@ class StoppingConfig(_Section):
     margin: float = Field(default=0.0, ge=0, lt=1)
     # Read the verdicts after every K scope blocks.
     look_every: int = Field(default=1, ge=1)
-    method: Literal["symmetric", "t-mixture", "betting"] = "symmetric"
+    # The confidence sequence (lens.stats.sequential): betting holds for any bounded scope
+    # differences; symmetric and t-mixture assume symmetric or normal ones.
+    method: Literal["betting", "symmetric", "t-mixture"] = "betting"
 
 
 class RunConfig(_Section):

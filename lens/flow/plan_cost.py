@@ -29,6 +29,7 @@ from lens.data.dataset import Dataset, Question, QuestionType, Scope
 from lens.data.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS, question_message
 from lens.memory.oracle import evidence_episodes, is_oracle
 from lens.models.pricing import Pricing, pricing_for, why_unpriced
+from lens.stats.bounded import scopes_needed
 from lens.stats.sequential import expected_share, family_alpha, fewest_blocks
 
 # Hits a search returns when the adapter's options do not say.
@@ -265,12 +266,33 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
             comparisons=pairs, look_every=s.look_every, method=s.method, simulations=200)
         best = fewest_blocks(alpha=s.alpha, comparisons=pairs, method=s.method)
         plan.stop_best_share = min(1.0, best / plan.blocks) if best else 1.0
-        plan.notes.append(
-            f"sequential stopping: expected {plan.stop_expected_share:.0%} of the run at an "
-            f"assumed Δ {ASSUMED_DELTA} (spread {ASSUMED_SD} across scopes), at best "
-            f"{plan.stop_best_share:.0%}; a tie or a close call uses the whole run (worst "
-            f"case); α per pair {family_alpha(s.alpha, pairs):.3g}")
+        if best is None or best >= plan.blocks:
+            plan.notes.append(
+                f"sequential stopping cannot save anything on {plan.blocks} scope blocks: the "
+                f"{s.method} sequence settles a pair at the earliest after "
+                f"{best if best is not None else 'more than 200'} blocks (every block +0.5 "
+                f"apart, α per pair {family_alpha(s.alpha, pairs):.3g}), so every block is "
+                "answered; remove 'stopping' or use a dataset with more scopes")
+        else:
+            plan.notes.append(
+                f"sequential stopping: expected {plan.stop_expected_share:.0%} of the run at "
+                f"an assumed Δ {ASSUMED_DELTA} (spread {ASSUMED_SD} across scopes), at best "
+                f"{plan.stop_best_share:.0%} (after {best} blocks); a tie or a close call uses "
+                f"the whole run (worst case); α per pair {family_alpha(s.alpha, pairs):.3g}")
+    if len(config.adapters) > 1 and plan.blocks:
+        plan.notes.append(verdict_scopes_note(plan.blocks, len(config.adapters)))
     return plan
+
+
+def verdict_scopes_note(blocks: int, arms: int, alpha: float = 0.05) -> str:
+    """How many scopes a better/worse verdict needs (the bounded-mean test every one passes),
+    beside the dataset's."""
+    pairs = arms * (arms - 1) // 2
+    each = family_alpha(alpha, pairs)
+    need = ", ".join(f"{scopes_needed(d, alpha=each)} at |Δ| {d:g}" for d in (0.5, 0.2, 0.1))
+    return (f"verdicts: a better/worse verdict at α={alpha:g} over {pairs} pair(s) needs at "
+            f"least {need} (every scope differing alike; more with spread), and the dataset "
+            f"has {blocks} scopes; below that lens says undecided")
 
 
 def _money(cost: float | None) -> str:

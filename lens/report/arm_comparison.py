@@ -5,9 +5,10 @@ confirmatory family: Holm's correction runs over the pairs of arms on it alone. 
 metric, the first search's retrieval ranking (MRR, NDCG@10) included, is exploratory, with
 Holm's correction over the pairs × those metrics. A difference is only called a win when it is
 larger than either arm's own margin of error (the margin rule), at least the judge-noise floor
-(for judge-based metrics), significant after its family's Holm correction, and its
-scope-clustered interval excludes 0. A p-value within its Monte Carlo error of α is
-"borderline". Anything else is a tie, and every verdict names the rule that decided it. Every
+(for judge-based metrics), significant after its family's Holm correction, its scope-clustered
+interval excludes 0, and the bounded-mean test over scopes (valid however skewed the scope
+differences are; Holm over the same family) agrees. The words and their rules are
+lens.report.verdicts's; every verdict names the rule that decided it and its reason. Every
 resampling is seeded by the data compared, so renaming or reordering the runs changes nothing
 but the names.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from lens.report.data import RETRIEVAL_COMPARED, QuestionRow, RunData, is_judge_
 from lens.report.estimates import estimates, question_values, repeat_reducer
 from lens.report.groupstats import GroupScoring, paired_group
 from lens.report.shapes import Comparison, ComparisonRow, EstimateOut, ManyArms
+from lens.report.verdicts import Evidence, bound_of, decide
 from lens.stats import (
     TEST_RESAMPLES,
     Clustered,
@@ -44,6 +46,7 @@ from lens.stats import (
     unknown,
     weighted_means,
 )
+from lens.stats.bounded import BoundedTest, bounded_test
 
 
 @dataclass(frozen=True)
@@ -168,46 +171,6 @@ CONFIRMATORY: Final = "confirmatory"
 EXPLORATORY: Final = "exploratory"
 
 
-def _verdict(
-    delta: float | None, margins: Sequence[float | None], floor: float | None,
-    p_holm: float | None, alpha: float, interval: tuple[float, float] | None = None,
-    mc_error: float | None = None,
-) -> tuple[str, str, str]:
-    """The verdict, the rule that decided it (margin, noise floor, significance, interval,
-    or none when nothing could be tested) and the reason."""
-    if delta is None:
-        return "unknown", "none", "no paired values"
-    significant = (p_holm is not None and p_holm < alpha
-                   and not (mc_error and abs(p_holm - alpha) <= mc_error))
-    # A tie decided before the test is read says what the test alone would have said, so that
-    # "tie" is never mistaken for "no evidence of a difference".
-    test_said = (f"; the test alone would call it (p (Holm) {p_holm:.3g} is below α={alpha:g})"
-                 if significant and p_holm is not None else "")
-    known = [m for m in margins if m is not None]
-    margin = max(known) if known else None
-    if margin is None:
-        return "tie", "margin", "margin of error unknown (too few questions)" + test_said
-    if abs(delta) <= margin:
-        return "tie", "margin", (f"|Δ| {_fmt(abs(delta))} within margin of error "
-                                 f"±{_fmt(margin)}{test_said}")
-    if floor is not None and abs(delta) < floor:
-        return "tie", "noise floor", (f"|Δ| {_fmt(abs(delta))} below judge-noise floor "
-                                      f"{_fmt(floor)}{test_said}")
-    if p_holm is None:
-        return "tie", "significance", "no test possible"
-    if mc_error and abs(p_holm - alpha) <= mc_error:
-        return "borderline", "significance", (
-            f"p (Holm) {p_holm:.3g} is within its Monte Carlo error ±{mc_error:.2g} of "
-            f"α={alpha:g}")
-    if p_holm >= alpha:
-        return "tie", "significance", f"not significant after Holm (p={p_holm:.3g})"
-    # McNemar treats questions as independent; the interval resamples scopes. Both must agree
-    # before a difference is called.
-    if interval is not None and interval[0] <= 0 <= interval[1]:
-        return "tie", "interval", ("the scope-clustered 95% interval of Δ includes 0" + test_said)
-    return ("b" if delta > 0 else "a"), "significance", f"significant after Holm (p={p_holm:.3g})"
-
-
 def compared_metrics(arms: Sequence[Arm], metrics: Sequence[str]) -> list[str]:
     """``metrics`` and the first search's ranking metrics that some arm has values for."""
     extra = [m for m in RETRIEVAL_COMPARED if m not in metrics
@@ -243,7 +206,14 @@ def compare_pairs(
     flat = [r for res, _ in results for r in res]
     primary = metrics[0] if metrics else None
     families = [CONFIRMATORY if r.metric == primary else EXPLORATORY for r in flat]
+    size = {f: families.count(f) for f in families}
+    owners = [pair for pair, (res, _) in zip(pairs, results, strict=True) for _ in res]
+    bounded = [_bounded(a, b, r.metric, alpha / size[f])
+               for (a, b), r, f in zip(owners, flat, families, strict=True)]
     adjusted = iter(holm_by_family([r.p_value for r in flat], families))
+    bounded_adjusted = iter(holm_by_family([t.p_value if t else None for t in bounded],
+                                           families))
+    tests = iter(bounded)
     paired = list({id(x): x for pair in pairs for x in pair}.values())
     if own is None or any(arm.name not in own or m not in own[arm.name]
                           for arm in paired for m in metrics):
@@ -252,26 +222,44 @@ def compare_pairs(
     for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
         rows = []
         for res in res_list:
-            p_adj = next(adjusted)
+            p_adj, b_adj, test = next(adjusted), next(bounded_adjusted), next(tests)
+            family: Literal["confirmatory", "exploratory"] = (
+                CONFIRMATORY if res.metric == primary else EXPLORATORY)
             ma, mb = own[a.name][res.metric].half_width, own[b.name][res.metric].half_width
             floor = noise_floor if is_judge_metric(res.metric) else None
             ci = ((res.delta.low, res.delta.high)
                   if res.delta.low is not None and res.delta.high is not None else None)
             mc = holm_mc_error(res.p_value, p_adj, res.p_mc_error)
-            verdict, rule, reason = _verdict(res.delta.mean, (ma, mb), floor, p_adj, alpha, ci,
-                                             mc)
+            verdict, rule, reason = decide(Evidence(
+                delta=res.delta.mean, margins=(ma, mb), floor=floor, p_holm=p_adj, alpha=alpha,
+                interval=ci, mc_error=mc, bounded_p_holm=b_adj,
+                scopes=test.scopes if test else 0, alpha_each=alpha / size[family],
+                bound=bound_of(res.metric), family_size=size[family]))
             rows.append(ComparisonRow(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
                 p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
-                verdict=verdict,  # type: ignore[arg-type]  # _verdict gives a row's verdict
-                reason=reason, rule=rule,
-                family=CONFIRMATORY if res.metric == primary else EXPLORATORY,
+                verdict=verdict, reason=reason, rule=rule, family=family,
+                scopes=test.scopes if test else None,
+                bounded_p=test.p_value if test else None, bounded_p_holm=b_adj,
             ))
         out.append(Comparison(arm_a=a.name, arm_b=b.name, pairs=counts[0],
                               unmatched_a=counts[1], unmatched_b=counts[2],
                               not_comparable=list(not_comparable), rows=rows))
     return out
+
+
+def _bounded(a: Arm, b: Arm, metric: str, alpha_each: float) -> BoundedTest | None:
+    """The bounded-mean test over the pair's scope differences of ``metric`` (None when no
+    scope has a value for both arms)."""
+    _, table = scope_table([a, b], metric)
+    if not table.size:
+        return None
+    diffs = table[:, 1] - table[:, 0]
+    diffs = diffs[np.isfinite(diffs)]
+    if not len(diffs):
+        return None
+    return bounded_test(list(diffs), alpha=alpha_each, bound=bound_of(metric))
 
 
 def compare_arms(

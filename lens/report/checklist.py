@@ -27,6 +27,7 @@ from lens.report.shapes import Check, Status
 from lens.runs.manifest import DatasetBlock, dataset_block
 from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
+from lens.stats.bounded import scopes_needed
 
 SINGLE_MIN = 100
 COMPARE_MIN = 200
@@ -170,6 +171,35 @@ def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
                  detail=detail)
 
 
+# The differences a verdict-scopes check names the scopes for (|Δ| of the primary metric).
+VERDICT_DELTAS = (0.5, 0.2, 0.1)
+
+
+def check_verdict_scopes(arm_sizes: Mapping[str, ArmSize | int],
+                         alpha: float = 0.05) -> Check | None:
+    """Whether the arms have the scopes a better/worse verdict needs at all: the bounded-mean
+    test (lens.stats.bounded) at α over the pairs of arms cannot reject on fewer scopes than
+    ``scopes_needed`` even when every scope differs alike; None with one arm."""
+    arms = len(arm_sizes)
+    if arms < 2:
+        return None
+    pairs = arms * (arms - 1) // 2
+    each_alpha = alpha / pairs
+    need = {d: scopes_needed(d, alpha=each_alpha) for d in VERDICT_DELTAS}
+    scopes = min((s.scopes if isinstance(s, ArmSize) else 0) for s in arm_sizes.values())
+    status: Status = "pass" if scopes >= (need[0.2] or 0) else "warn"
+    shown = ", ".join(f"{n} at |Δ| {d:g}" for d, n in need.items())
+    return Check(id="verdict_scopes", title="scopes enough for a better/worse verdict",
+                 status=status, failing=[] if status == "pass" else list(arm_sizes),
+                 value=f"{scopes} scopes; a verdict at α={alpha:g} over {pairs} pair(s) needs "
+                       f"at least {shown}",
+                 detail="the bounded-mean test every better/worse verdict passes holds however "
+                        "skewed the scope differences are, and so cannot rule out a minority of "
+                        "scopes far behind on fewer scopes (the best case: every scope differing "
+                        "alike); warns below what a 0.2 difference needs, where every verdict "
+                        "of a smaller one is undecided (docs/reports.md, 'Verdicts')")
+
+
 def check_seed(runs: Sequence[RunData]) -> Check:
     seeds = [r.condition.get("seed") for r in runs]
     title = "same seed"
@@ -244,9 +274,9 @@ def check_judge(runs: Sequence[RunData]) -> Check:
                             else "fail")
     return Check(id="judge", title=title, status=worst(list(each.values())),
                  **(blame(each) if len(runs) > 1 else {}), value="; ".join(parts),
-                 detail=f"the judge-noise floor: differences below it are ties; warns above "
-                        f"{JUDGE_WARN:.0%}, fails above {JUDGE_FAIL:.0%}; without a judge, "
-                        "tier-2 metrics are unknown")
+                 detail="the judge-noise floor: differences below it are smaller than the "
+                        f"margin; warns above {JUDGE_WARN:.0%}, fails above "
+                        f"{JUDGE_FAIL:.0%}; without a judge, tier-2 metrics are unknown")
 
 
 def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
@@ -694,6 +724,7 @@ def run_checklist(run: RunData) -> list[Check]:
         check_scored([run]),
         check_sample_size(run),
         check_compare_size(sizes),
+        *_present(check_verdict_scopes(sizes)),
         check_seed([run]),
         *check_retrieval([run]),
         check_judge([run]),
@@ -720,6 +751,7 @@ def compare_checklist(runs: Sequence[RunData],
     return [
         check_scored(runs),
         check_compare_size(arm_sizes),
+        *_present(check_verdict_scopes(arm_sizes)),
         check_seed(runs),
         *check_retrieval(runs),
         check_judge(runs),

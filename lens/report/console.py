@@ -13,7 +13,7 @@ from lens.core.visible import visible
 from lens.report import fmt
 from lens.report.document import STATUS_LABEL
 from lens.report.shapes import Check, ReportSummary
-from lens.report.verdicts import verdict_lines
+from lens.report.verdict_lines import verdict_lines
 
 
 def headline_metrics(summary: ReportSummary) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lens.report.shapes import Check, ComparisonRow, EstimateOut, Usage
+from lens.report.verdicts import words
 
 UNKNOWN = "unknown"
 
@@ -47,11 +48,8 @@ def pval(p: float | None, mc: float | None = None) -> str:
 
 
 def verdict(row: ComparisonRow, a: str, b: str) -> str:
-    if row.verdict == "a":
-        return f"{a} better"
-    if row.verdict == "b":
-        return f"{b} better"
-    return row.verdict
+    """The verdict in words (lens.report.verdicts), B against A."""
+    return words(row.verdict, a, b)
 
 
 def money(x: float | None) -> str:

@@ -17,6 +17,7 @@ from lens.report.data import QuestionRow, RunData, is_judge_metric
 from lens.report.estimates import estimates
 from lens.report.judge_shapes import JudgePanelOut, JudgeRange, PairAgreement
 from lens.report.shapes import Comparison
+from lens.report.verdicts import DIFFERENT
 from lens.scoring.judging.judge_panel import load_panel, verdict_units
 from lens.scoring.types import RunScores
 from lens.stats import agreement
@@ -100,8 +101,8 @@ def judge_panel(run: RunData, metrics: Sequence[str], views: dict[str, RunData],
 def hold_under_every_judge(comparisons: list[Comparison],
                            by_judge: dict[str, list[Comparison]]) -> list[Comparison]:
     """The comparisons (made under the primary judge, the first of ``by_judge``) with each
-    judge-dependent row's verdict under every judge; a win that any judge does not give
-    becomes a tie that says so. A row is judge-dependent when its metric rests on the judge
+    judge-dependent row's verdict under every judge; a difference that any judge does not
+    give becomes undecided, saying so. A row is judge-dependent when its metric rests on the judge
     or its means differ under some judge; other rows are the same under every judge and keep
     their verdict (their Holm-adjusted p-value may move with the judged rows of the family,
     which is no reason to doubt them)."""
@@ -125,9 +126,9 @@ def hold_under_every_judge(comparisons: list[Comparison],
                 continue
             update: dict[str, object] = {"by_judge": verdicts}
             dissent = [(label, v) for label, v in verdicts.items() if v != row.verdict]
-            if row.verdict in ("a", "b") and dissent:
+            if row.verdict in DIFFERENT and dissent:
                 shown = "; ".join(f"{v} under {label}" for label, v in dissent)
-                update |= {"verdict": "tie",
+                update |= {"verdict": "undecided", "rule": "judges",
                            "reason": f"judges disagree: {row.verdict} under "
                                      f"{next(iter(verdicts))} but {shown}"}
             rows.append(row.model_copy(update=update))

@@ -30,7 +30,8 @@ from lens.report.reference_blocks import context_parity, floor_ceiling
 from lens.report.sections import Section
 from lens.report.sequential import run_stop_blocks
 from lens.report.shapes import Check, Comparison, ManyArms, ReportSummary, RoleUsage
-from lens.report.verdicts import verdict_lines
+from lens.report.verdict_lines import verdict_lines
+from lens.report.verdicts import DIFFERENT
 
 HOW_TO_READ = (
     "Each value reads `mean [low, high] n=N n_eff=E`: the interval is 95% and accounts for "
@@ -191,11 +192,13 @@ FAMILIES = (
     "The primary metric (the first row) is the confirmatory comparison: its p-values are "
     "Holm-corrected over the pairs of arms on it alone. Every other metric, the first "
     "search's MRR and NDCG@10 included, is exploratory: Holm-corrected over the pairs and those "
-    "metrics, to be read as leads, not findings. Each verdict names the rule that decided it: "
-    "margin (the difference within either arm's margin of error), noise floor (judge "
-    "metrics), "
-    "significance (the family's Holm-corrected p) or interval (the scope-clustered interval "
-    "of Δ includes 0).")
+    "metrics, to be read as leads, not findings. Verdicts: better / worse (a real difference "
+    "beyond either arm's margin of error), equivalent within the margin (the interval of Δ "
+    "inside ± the margin of error), a real difference smaller than the margin, undecided "
+    "(the reason says what is missing); a difference is real when the family's "
+    "Holm-corrected test, the scope-clustered interval and the bounded-mean test over scopes "
+    "(valid however skewed the scope differences are) agree. Each verdict names the rule that "
+    "decided it and its reason. See docs/reports.md, 'Verdicts'.")
 
 
 def comparison(comp: Comparison) -> list[Block]:
@@ -207,7 +210,7 @@ def comparison(comp: Comparison) -> list[Block]:
     rows: list[list[Cell]] = []
     judged = any(r.by_judge for r in comp.rows)
     for r in comp.rows:
-        style: Style = "pass" if r.verdict in ("a", "b") else "meta"
+        style: Style = "pass" if r.verdict in DIFFERENT else "meta"
         rule = f" ({r.rule} rule)" if r.rule != "none" else ""
         verdict = Parts((Styled(fmt.verdict(r, comp.arm_a, comp.arm_b), style),
                          f"{rule}: {r.reason}"))

@@ -26,19 +26,18 @@ from lens.report.shapes import (
     SequentialOut,
     SequentialPair,
 )
+from lens.report.verdicts import bound_of, sequential_reason
 from lens.stats.sequential import (
+    ASSUMES,
     METHODS,
     Method,
     block_order,
     family_verdicts,
 )
 
-# Differences of a metric on [0, 1] lie in [−1, 1]; longitudinal_advantage is itself a
-# difference of two rates, so its differences lie in [−2, 2].
-_WIDE = {"longitudinal_advantage": 2.0}
-
-# The fixed-n verdict (winner a, b or a tie) that agrees with each sequential one.
-_AGREES = {"better": "b", "worse": "a", "equivalent": "tie"}
+# The fixed-n verdicts that agree with each sequential one.
+_AGREES = {"better": ("better",), "worse": ("worse",),
+           "equivalent": ("equivalent", "real but small")}
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class SequentialSettings:
     alpha: float = 0.05
     margin: float = 0.0
     look_every: int = 1
-    method: Method = "symmetric"
+    method: Method = "betting"
 
     def as_kwargs(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "margin": self.margin, "look_every": self.look_every,
@@ -83,7 +82,7 @@ def _spend(arms: Sequence[Arm], scopes: set[str]) -> tuple[int, int]:
 
 def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Comparison], *,
                       alpha: float = 0.05, margin: float = 0.0, look_every: int = 1,
-                      method: Method = "symmetric") -> SequentialOut | None:
+                      method: Method = "betting") -> SequentialOut | None:
     """The sequential verdicts on ``metric`` for every pair of ``arms`` (as ``compare_pairs``
     orders them), with the scopes answered in the seeded order; None with fewer than two arms,
     a ``note`` saying why when no scope has a value for every arm."""
@@ -105,7 +104,7 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
     names = list(combinations(range(len(arms)), 2))
     values = {f"{i}-{j}": [float(table[r, j] - table[r, i]) for r in rows] for i, j in names}
     stop = family_verdicts(values, alpha=alpha, margin=margin, look_every=look_every,
-                           bound=_WIDE.get(metric, 1.0), method=method)
+                           bound=bound_of(metric), method=method)
     full = {(c.arm_a, c.arm_b): next((r.verdict for r in c.rows if r.metric == metric), None)
             for c in comparisons}
     pairs = []
@@ -117,7 +116,7 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
             mean=s.look.mean if s.look else None, low=s.look.low if s.look else None,
             high=s.look.high if s.look else None, alpha=s.alpha, full_verdict=whole,
             agrees=None if s.verdict == "undecided" or whole is None
-            else _AGREES[s.verdict] == whole))
+            else whole in _AGREES[s.verdict]))
     used_q, used_t = _spend(arms, set(order[:stop.blocks]))
     all_q, all_t = _spend(arms, set(order))
     return SequentialOut(
@@ -146,13 +145,16 @@ def sequential_blocks(s: SequentialOut) -> list[Block]:
     spend = f"{s.questions_used} of {s.questions_total} questions over the arms"
     if s.tokens_share is not None:
         spend += f", {s.tokens_share:.0%} of the model tokens recorded with the answers"
-    rows = [[f"{p.arm_b} vs {p.arm_a}", p.verdict, f"{p.blocks}/{s.total_blocks}",
+    rows = [[f"{p.arm_b} vs {p.arm_a}",
+             f"{p.verdict}: {sequential_reason(p.verdict, p.blocks, p.low, p.high, s.margin)}",
+             f"{p.blocks}/{s.total_blocks}",
              f"{fmt.num(p.mean)} [{fmt.num(p.low)}, {fmt.num(p.high)}]", f"{p.alpha:.3g}",
              p.full_verdict or "unknown",
              "—" if p.agrees is None else ("yes" if p.agrees else "NO")] for p in s.pairs]
     return [
         Heading("Sequential verdict"),
-        Para(f"{SEQUENTIAL_NOTE} Metric {s.metric}, {s.method} sequence, α={s.alpha:g}, "
+        Para(f"{SEQUENTIAL_NOTE} Metric {s.metric}, {s.method} sequence "
+             f"({ASSUMES.get(s.method, 'unknown')}), α={s.alpha:g}, "
              f"margin ±{s.margin:g}, a look every {s.look_every} block(s).", "meta"),
         Para(f"Stop: {stopped}; {spend}."),
         Table(["pair (B vs A)", "sequential verdict", "blocks", "Δ [interval] at stop",
@@ -203,13 +205,15 @@ def run_stop_blocks(s: RunStopOut | None) -> list[Block]:
     if s.continued:
         head += (" A later session resumed it with --continue-past-stop: the results rest on "
                  "every question answered since.")
-    rows = [[f"{p.arm_b} vs {p.arm_a}", p.verdict,
+    rows = [[f"{p.arm_b} vs {p.arm_a}",
+             f"{p.verdict}: {sequential_reason(p.verdict, s.blocks, p.low, p.high, s.margin)}",
              f"{fmt.num(p.mean)} [{fmt.num(p.low)}, {fmt.num(p.high)}]", f"{p.alpha:.3g}"]
             for p in s.pairs]
     return [
         Heading("Stopped early"),
         Para(f"{RUN_STOP_NOTE} Metric {s.metric} (graded by the {s.graded_by} during the run), "
-             f"{s.method} sequence, α={s.alpha:g}, margin ±{s.margin:g}.", "meta"),
+             f"{s.method} sequence ({ASSUMES.get(s.method, 'unknown')}), α={s.alpha:g}, "
+             f"margin ±{s.margin:g}.", "meta"),
         Para(head),
         Table(["pair (B vs A)", "verdict at the stop", "Δ [interval] at the stop",
                "α per pair"], rows, table_id="run-stop"),

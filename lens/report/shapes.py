@@ -139,18 +139,27 @@ class ComparisonRow(_M):
     margin_a: float | None
     margin_b: float | None
     noise_floor: float | None
-    verdict: Literal["a", "b", "tie", "borderline", "unknown"]
+    # What the interval says (lens.report.verdicts): better / worse (B against A), equivalent
+    # (within the margin), real but small (a real difference smaller than the margin),
+    # undecided, unknown.
+    verdict: Literal["better", "worse", "equivalent", "real but small", "undecided", "unknown"]
     reason: str
     # The verdict under each judge of the panel (empty with one judge): a win stands only when
     # every judge gives it.
     by_judge: dict[str, str] = Field(default_factory=dict)
     # Which rule decided the verdict: "margin" (|Δ| within either arm's margin of error),
     # "noise floor", "significance" (the family's Holm-corrected test), "interval" (the
-    # scope-clustered interval includes 0) or "none".
+    # scope-clustered interval includes 0), "scopes" (the bounded-mean test over too few
+    # scopes) or "none".
     rule: str = "significance"
     # "confirmatory": the primary metric, Holm over the pairs on it alone; "exploratory": every
     # other metric, Holm over the pairs × those metrics.
     family: Literal["confirmatory", "exploratory"] = "exploratory"
+    # Scopes with a value for both arms, and the bounded-mean test over their differences
+    # (lens.stats.bounded; valid for any distribution of them), raw and Holm-corrected.
+    scopes: int | None = None
+    bounded_p: float | None = None
+    bounded_p_holm: float | None = None
 
 
 class Comparison(_M):

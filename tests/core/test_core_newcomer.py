@@ -346,10 +346,13 @@ def test_lens_run_prints_the_paired_verdict_of_the_report(tmp_path: Path) -> Non
     summary = json.loads((run_dir / "summary.json").read_text())
     (comp,) = summary["comparisons"]
     row = next(r for r in comp["rows"] if r["metric"] == "composite")
-    assert row["verdict"] == "a"  # the scripted agent with memory beats no memory
+    # The scripted agent with memory is far ahead of no memory, but on the quickstart's one
+    # scope no test valid for skewed scope differences can say so: undecided, saying why.
+    assert row["verdict"] == "undecided" and row["delta"]["mean"] < 0
     d = row["delta"]
     line = next(x for x in res.stdout.splitlines() if x.startswith("compared: "))
     assert line.startswith(f"compared: {comp['arm_b']} vs {comp['arm_a']} on composite: "
                            f"Δ {d['mean']:.3f} [{d['low']:.3f}, {d['high']:.3f}]")
-    assert f"{comp['arm_a']} better ({row['rule']} rule)" in line
+    # The verdict and its reason on the same line.
+    assert line.endswith(f", undecided: {row['reason']}")
     assert res.stdout.index("compared: ") < res.stdout.index("pre-flight:")

@@ -66,9 +66,32 @@ def test_judge_at_batch_price_and_stopping_share() -> None:
         assert arm.judge.cost_usd is not None
         assert arm.judge_batch.cost_usd == pytest.approx(arm.judge.cost_usd * BATCH_RATE)
         assert arm.agent_worst.tokens >= arm.agent.tokens
-    # Six scopes and three pairs: no sequential verdict can settle before the 8th block, so
-    # stopping saves nothing here, and the plan says so.
+    # Six scopes and three pairs: the default sequence cannot settle before the 13th block, so
+    # stopping saves nothing here, and the plan says so in as many words.
     assert plan.blocks == 6
     assert plan.stop_best_share == 1.0 and plan.stop_expected_share == 1.0
-    assert any("sequential stopping" in n for n in plan.notes)
+    assert any(n.startswith("sequential stopping cannot save anything on 6 scope blocks: the "
+                            "betting sequence settles a pair at the earliest after 13 blocks")
+               for n in plan.notes), plan.notes
+    # And how many scopes a better/worse verdict needs at all.
+    assert any(n.startswith("verdicts: a better/worse verdict at α=0.05 over 3 pair(s) needs "
+                            "at least 13 at |Δ| 0.5, 30 at |Δ| 0.2, 57 at |Δ| 0.1")
+               for n in plan.notes), plan.notes
+
+
+def test_stopping_on_many_scopes_says_what_it_may_save() -> None:
+    data = yaml.safe_load((ROOT / "configs/compare.yaml").read_text())
+    data["adapters"] = data["adapters"][:2]
+    data["stopping"] = {"metric": "fact_recall"}
+    config = RunConfig.model_validate(data)
+    standard = load_dataset(ROOT / "datasets/standard.json")
+    # 42 scope blocks: standard.json's six, seven times over (only their number matters here).
+    dataset = standard.model_copy(update={"scopes": [*standard.scopes, *(
+        scope.model_copy(update={"scope_id": f"{scope.scope_id}_c{k}"})
+        for k in range(6) for scope in standard.scopes)]})
+    plan = plan_cost(config, dataset)
+    assert plan.blocks == 42
+    assert plan.stop_best_share == pytest.approx(10 / 42)
+    note = next(n for n in plan.notes if n.startswith("sequential stopping: expected "))
+    assert "at best 24% (after 10 blocks)" in note
 

@@ -113,7 +113,9 @@ def test_same_condition_compares_without_label(tmp_path: Path,
 
 
 def test_clear_difference_is_a_win_and_uses_the_right_tests() -> None:
-    run = memory_run(RunSpec(adapters=("base", "better"), scopes=6, questions_per_scope=100,
+    # 60 scopes: a verdict on a 0.15 difference at α/2 needs at least 36 even with every scope
+    # alike (the bounded-mean test); 6 scopes of 100 questions would be undecided.
+    run = memory_run(RunSpec(adapters=("base", "better"), scopes=60, questions_per_scope=10,
                              disagreement_rate=0.02,
                              metrics=lambda a, s, q, r: shifted(0.15 if a == "better" else 0.0,
                                                                 0.3 if a == "better" else 0.0
@@ -125,36 +127,40 @@ def test_clear_difference_is_a_win_and_uses_the_right_tests() -> None:
     assert rows["budget_compliance"].test == "mcnemar-exact"
     assert rows["fact_recall"].test == "paired-bootstrap"
     for r in comp.rows:
-        assert r.verdict == "b", (r.metric, r.reason)
+        assert r.verdict == "better", (r.metric, r.reason)
+        assert r.scopes == 60 and r.bounded_p_holm is not None and r.bounded_p_holm < 0.05
         assert r.p_holm is not None and r.p_value is not None and r.p_holm >= r.p_value
         assert r.delta.low > 0  # type: ignore[operator]
     assert rows["fact_recall"].delta.mean == pytest.approx(0.15, abs=0.02)
 
 
-def test_identical_arms_tie() -> None:
+def test_identical_arms_are_equivalent_within_the_margin() -> None:
     run = memory_run(RunSpec(adapters=("x", "y"), scopes=4, questions_per_scope=60,
                              metrics=shifted(0.0)))
     arms = arms_of([run])
     comp = compare_arms(arms[0], arms[1], run.metric_names, noise_floor=None)
     for r in comp.rows:
-        assert r.verdict == "tie", (r.metric, r.reason)
+        assert r.verdict == "equivalent", (r.metric, r.reason)
+        assert "lies within the margin of error" in r.reason
 
 
-def test_difference_within_margin_is_a_tie() -> None:
-    # A 1-point shift on 60 questions: real but inside either arm's margin of error.
+def test_small_difference_on_few_questions_is_undecided() -> None:
+    # A 1-point shift on 60 questions: inside either arm's margin of error, but neither shown
+    # nor ruled out: undecided, with the test's reason.
     run = memory_run(RunSpec(adapters=("x", "y"), scopes=3, questions_per_scope=20,
                              metrics=lambda a, s, q, r: shifted(0.01 if a == "y" else 0.0)(
                                  a, s, q, r)))
     arms = arms_of([run])
     comp = compare_arms(arms[0], arms[1], ["fact_recall"], noise_floor=None)
     row = comp.rows[0]
-    assert row.verdict == "tie" and "within margin of error" in row.reason
+    assert row.verdict == "undecided" and "not significant after Holm" in row.reason
 
 
-def test_difference_below_judge_noise_floor_is_a_tie_for_judge_metrics_only() -> None:
-    # 6 points on 1,200 questions is outside the margin of error and significant, but the
-    # judge flips 10% of its verdicts: composite (judge-based) ties, fact_recall does not.
-    run = memory_run(RunSpec(adapters=("x", "y"), scopes=6, questions_per_scope=200,
+def test_difference_below_judge_noise_floor_is_real_but_small_for_judge_metrics_only() -> None:
+    # 6 points on 1,200 questions in 120 scopes is outside the margin of error and real, but
+    # the judge flips 10% of its verdicts: on composite (judge-based) it is a real difference
+    # smaller than the margin, on fact_recall a win.
+    run = memory_run(RunSpec(adapters=("x", "y"), scopes=120, questions_per_scope=10,
                              disagreement_rate=0.10,
                              metrics=lambda a, s, q, r: shifted(0.06 if a == "y" else 0.0)(
                                  a, s, q, r)))
@@ -162,9 +168,9 @@ def test_difference_below_judge_noise_floor_is_a_tie_for_judge_metrics_only() ->
     comp = compare_arms(arms[0], arms[1], ["composite", "fact_recall"],
                         noise_floor=run.judge_disagreement)
     rows = {r.metric: r for r in comp.rows}
-    assert rows["composite"].verdict == "tie"
-    assert "below judge-noise floor 0.100" in rows["composite"].reason
-    assert rows["fact_recall"].verdict == "b", rows["fact_recall"].reason
+    assert rows["composite"].verdict == "real but small"
+    assert "below the judge-noise floor 0.100" in rows["composite"].reason
+    assert rows["fact_recall"].verdict == "better", rows["fact_recall"].reason
     assert rows["fact_recall"].noise_floor is None
 
 
@@ -191,17 +197,25 @@ def test_single_run_with_two_adapters_compares(tmp_path: Path) -> None:
     assert result.summary.not_comparable == []
 
 
-def test_verdict_needs_test_and_clustered_interval_to_agree() -> None:
-    from lens.report.arm_comparison import _verdict
+def _decide(delta: float | None, margins: tuple[float | None, ...], floor: float | None,
+            p_holm: float | None, interval: tuple[float, float] | None = None,
+            mc_error: float | None = None) -> tuple[str, str, str]:
+    from lens.report.verdicts import Evidence, decide
 
+    return decide(Evidence(delta=delta, margins=margins, floor=floor, p_holm=p_holm, alpha=0.05,
+                           interval=interval, mc_error=mc_error, bounded_p_holm=0.001,
+                           scopes=50))
+
+
+def test_verdict_needs_test_and_clustered_interval_to_agree() -> None:
     # Significant by the (independent-pairs) test, but the scope-resampled interval spans 0.
-    v, rule, reason = _verdict(0.2, (0.05, 0.05), None, 0.001, 0.05, (-0.1, 0.4))
-    assert v == "tie" and rule == "interval" and "includes 0" in reason
-    assert _verdict(0.2, (0.05, 0.05), None, 0.001, 0.05, (0.1, 0.3))[0] == "b"
-    assert _verdict(-0.2, (0.05, 0.05), None, 0.001, 0.05, (-0.3, -0.1))[0] == "a"
-    assert _verdict(0.2, (0.05, None), 0.25, 0.001, 0.05, (0.1, 0.3))[0] == "tie"
-    assert _verdict(0.2, (None, None), None, 0.001, 0.05)[2].startswith("margin of error unknown")
-    assert _verdict(None, (0.1,), None, None, 0.05)[0] == "unknown"
+    v, rule, reason = _decide(0.2, (0.05, 0.05), None, 0.001, (-0.1, 0.4))
+    assert v == "undecided" and rule == "interval" and "includes 0" in reason
+    assert _decide(0.2, (0.05, 0.05), None, 0.001, (0.1, 0.3))[0] == "better"
+    assert _decide(-0.2, (0.05, 0.05), None, 0.001, (-0.3, -0.1))[0] == "worse"
+    assert _decide(0.2, (0.05, None), 0.25, 0.001, (0.1, 0.3))[0] == "real but small"
+    assert "the margin of error is unknown" in _decide(0.2, (None, None), None, 0.001)[2]
+    assert _decide(None, (0.1,), None, None)[0] == "unknown"
 
 
 def test_compare_shows_the_same_numbers_as_each_run_report(tmp_path: Path) -> None:
@@ -229,7 +243,7 @@ def test_adversary_one_scope_cannot_carry_a_win() -> None:
                              metrics=metrics))
     comp = compare_arms(*arms_of([run]), ["fact_recall"], noise_floor=None)
     row = comp.rows[0]
-    assert row.verdict == "tie", row.reason
+    assert row.verdict == "undecided", row.reason
     assert row.delta.low is not None and row.delta.low <= 0 <= row.delta.high  # type: ignore
     # Treating the 600 questions as independent would have called it a clear win.
     from scipy import stats as sps
@@ -240,19 +254,17 @@ def test_adversary_one_scope_cannot_carry_a_win() -> None:
     assert sps.ttest_1samp(deltas, 0.0).pvalue < 1e-6
 
 
-def test_p_value_near_alpha_is_borderline() -> None:
-    from lens.report.arm_comparison import _verdict
-
-    v, _, reason = _verdict(0.2, (0.05, 0.05), None, 0.051, 0.05, (0.1, 0.3), mc_error=0.002)
-    assert v == "borderline" and "Monte Carlo error" in reason
-    assert _verdict(0.2, (0.05, 0.05), None, 0.049, 0.05, (0.1, 0.3), mc_error=0.002
-                    )[0] == "borderline"
-    assert _verdict(0.2, (0.05, 0.05), None, 0.045, 0.05, (0.1, 0.3), mc_error=0.002)[0] == "b"
-    assert _verdict(0.2, (0.05, 0.05), None, 0.055, 0.05, (0.1, 0.3), mc_error=0.002
-                    )[0] == "tie"
-    # An exact test has no Monte Carlo error: never borderline.
-    assert _verdict(0.2, (0.05, 0.05), None, 0.0500001, 0.05, (0.1, 0.3), mc_error=0.0
-                    )[0] == "tie"
+def test_p_value_near_alpha_is_undecided() -> None:
+    v, _, reason = _decide(0.2, (0.05, 0.05), None, 0.051, (0.1, 0.3), mc_error=0.002)
+    assert v == "undecided" and "Monte Carlo error" in reason
+    assert "Monte Carlo error" in _decide(0.2, (0.05, 0.05), None, 0.049, (0.1, 0.3),
+                                          mc_error=0.002)[2]
+    assert _decide(0.2, (0.05, 0.05), None, 0.045, (0.1, 0.3), mc_error=0.002)[0] == "better"
+    assert "not significant" in _decide(0.2, (0.05, 0.05), None, 0.055, (0.1, 0.3),
+                                        mc_error=0.002)[2]
+    # An exact test has no Monte Carlo error: never within it.
+    assert "not significant" in _decide(0.2, (0.05, 0.05), None, 0.0500001, (0.1, 0.3),
+                                        mc_error=0.0)[2]
 
 
 def test_markdown_prints_monte_carlo_error_and_effective_n(tmp_path: Path) -> None:
@@ -357,3 +369,29 @@ def test_refusal_shows_where_long_values_differ(tmp_path: Path,
     budget = next(ln for ln in err.splitlines() if ln.strip().startswith("budget:"))
     assert '{"max_turns": 4}' in budget and '{"max_turns": 6}' in budget
     assert "max_tool_calls" not in budget
+
+
+def test_verdict_words_and_reasons_in_compare_and_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lens.report import write_reports
+
+    def lifted(adapter: str, scope: str, qid: str, rep: int) -> dict[str, float | None]:
+        return shifted(0.2 if adapter == "good" else 0.0)(adapter, scope, qid, rep)
+
+    spec = RunSpec(name="w", adapters=("base", "good"), scopes=50, questions_per_scope=4,
+                   metrics=lifted)
+    run = make_run(tmp_path, spec)
+    out = tmp_path / "cmp"
+    assert main(["compare", str(run), "--out", str(out)]) == 0
+    md = capsys.readouterr().out
+    row = next(line for line in md.splitlines()
+               if line.startswith("| fact_recall | exploratory |"))
+    # The verdict in words, its rule and its reason in one cell of one line.
+    assert "| good better than base (significance rule): p (Holm) " in row
+    assert "bounded-mean test over 50 scopes" in row and "beyond the margin of error" in row
+    html = (out / "compare.html").read_text()
+    assert ">good better than base</span> (significance rule): p (Holm) " in html
+    report = write_reports(run)
+    text = (run / "report.md").read_text()
+    assert "good better than base (significance rule)" in text
+    assert report.summary_data.comparisons[0].rows[0].verdict == "better"

@@ -96,11 +96,12 @@ def test_t_mixture_known_answer_at_two_blocks() -> None:
 
 def test_betting_known_answers() -> None:
     # One observation 0.9 (0.95 on [0, 1]) at α = 0.5: the first stake is
-    # √(2·log 4 / (¼·log 2)) = 4, capped at ½/m; the upward bettor's wealth 1 + λ(0.95 − m)
-    # reaches 2/(½) = 4 for every m up to 0.475/3.5, so the interval starts there (one grid
-    # step outward) and keeps the top of the range.
+    # √(2·log 4 / (¼·log 2)) = 4, capped at 0.9/m (below m = 0.225 the cap does not bind); the
+    # upward bettor's wealth 1 + 4(0.95 − m) reaches 2/(½) = 4 for every m up to 0.2 (above
+    # 0.225 the capped wealth 0.1 + 0.855/m stays below 4), so the interval starts there (one
+    # grid step outward) and keeps the top of the range.
     first = confidence_sequence([0.9], alpha=0.5)[0]
-    assert first.low == pytest.approx(2 * 0.475 / 3.5 - 1, abs=2.1e-3)
+    assert first.low == pytest.approx(2 * 0.2 - 1, abs=2.1e-3)
     assert first.high == 1.0
     # Twenty blocks all at +1: the lower bound rises and passes 0.
     lows = [look.low for look in confidence_sequence([1.0] * 20, alpha=0.05)]
@@ -144,7 +145,7 @@ def test_settle_rule() -> None:
 
 
 def test_verdict_stops_at_the_first_settling_look() -> None:
-    xs = [0.3, 0.32, 0.28, 0.31, 0.29, 0.3, 0.33, 0.27, 0.3, 0.31] * 2
+    xs = [0.3, 0.32, 0.28, 0.31, 0.29, 0.3, 0.33, 0.27, 0.3, 0.31] * 4
     seq = sequential_verdict(xs, alpha=0.05, margin=0.05)
     assert seq.verdict == "better" and seq.blocks < len(xs)
     assert seq.look is not None and seq.look.low > 0
@@ -161,12 +162,12 @@ def test_family_splits_alpha_and_stops_at_the_last_pair() -> None:
     assert family_alpha(0.05, 3) == pytest.approx(0.05 / 3)
     with pytest.raises(ValueError):
         family_alpha(0.05, 0)
-    clear = [0.3, 0.32, 0.28, 0.31, 0.29, 0.3, 0.33, 0.27, 0.3, 0.31] * 2
-    slower = [0.12, 0.2, 0.1, 0.18, 0.09, 0.15, 0.2, 0.11, 0.14, 0.16] * 2
+    clear = [0.3, 0.32, 0.28, 0.31, 0.29, 0.3, 0.33, 0.27, 0.3, 0.31] * 6
+    slower = [0.12, 0.2, 0.1, 0.18, 0.09, 0.15, 0.2, 0.11, 0.14, 0.16] * 6
     stop = family_verdicts({"x": clear, "y": slower}, alpha=0.05, margin=0.02)
     assert stop.pairs["x"].alpha == pytest.approx(0.025)
     assert stop.blocks == max(s.blocks for s in stop.pairs.values())
-    assert stop.settled and stop.share == stop.blocks / 20
+    assert stop.settled and stop.share == stop.blocks / 60
     # Alone at the full α, the clear pair settles no later than in the family.
     alone = sequential_verdict(clear, alpha=0.05, margin=0.02)
     assert alone.blocks <= stop.pairs["x"].blocks
@@ -188,10 +189,16 @@ def test_expected_share_is_seeded_and_falls_with_the_effect() -> None:
 
 
 def test_fewest_blocks_is_the_sign_test_bound() -> None:
+    # Betting (the default): every block +0.5 settles after 10 blocks, 13 for three pairs.
+    # No test valid for every distribution within [−1, 1] can do better: a mean of 0 with a
+    # third of the scopes at −1 and the rest at +0.5 gives 9 blocks all at +0.5 with probability
+    # (2/3)^9 > 0.025.
+    assert fewest_blocks(alpha=0.05) == 10
+    assert fewest_blocks(alpha=0.05, comparisons=3) == 13
     # Symmetric: ½·1.8·1.9^(t−1) passes 1/α at t = 6 for one pair (α = 0.05) and t = 8 for
     # three (α/3); no test valid under symmetry alone can do better than 6 signs in a row
     # (2·2⁻⁶ < 0.05 ≤ 2·2⁻⁵).
-    assert fewest_blocks(alpha=0.05) == 6
-    assert fewest_blocks(alpha=0.05, comparisons=3) == 8
+    assert fewest_blocks(alpha=0.05, method="symmetric") == 6
+    assert fewest_blocks(alpha=0.05, comparisons=3, method="symmetric") == 8
     # Lai's mixture: ((n−1)/2)·log(1+n) must pass log(60): n = 6.
     assert fewest_blocks(alpha=0.05, comparisons=3, method="t-mixture") == 6

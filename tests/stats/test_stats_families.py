@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from lens.commands.cli import main
-from lens.report.arm_comparison import _verdict, arms_of, compare_pairs
+from lens.report.arm_comparison import arms_of, compare_pairs
+from lens.report.verdicts import Evidence, decide
 from lens.stats import holm, holm_by_family
 from tests.report.runfactory import RunSpec, make_run, memory_run
 
@@ -28,23 +29,43 @@ def test_holm_runs_within_each_family() -> None:
         holm_by_family([0.1], [])
 
 
+def _decide(delta: float | None, margins: tuple[float, ...], floor: float | None,
+            p_holm: float | None, interval: tuple[float, float] | None = None,
+            mc: float | None = None, bounded: float | None = 0.001,
+            scopes: int = 40) -> tuple[str, str, str]:
+    return decide(Evidence(delta=delta, margins=margins, floor=floor, p_holm=p_holm,
+                           alpha=0.05, interval=interval, mc_error=mc, bounded_p_holm=bounded,
+                           scopes=scopes))
+
+
 def test_each_verdict_names_its_rule() -> None:
-    # Significant after Holm, yet within the margin of error: a tie by the margin rule, and
-    # the reason says what the test alone would have said.
-    verdict, rule, reason = _verdict(0.01, (0.02, 0.015), None, 7.6e-07, 0.05)
-    assert (verdict, rule) == ("tie", "margin")
-    assert reason == ("|Δ| 0.010 within margin of error ±0.020; the test alone would call it "
-                      "(p (Holm) 7.6e-07 is below α=0.05)")
-    assert _verdict(0.1, (0.02, 0.02), 0.15, 0.001, 0.05)[:2] == ("tie", "noise floor")
-    assert _verdict(0.1, (0.02, 0.02), None, 0.2, 0.05) == (
-        "tie", "significance", "not significant after Holm (p=0.2)")
-    assert _verdict(0.1, (0.02, 0.02), None, 0.001, 0.05, (-0.01, 0.2))[:2] == (
-        "tie", "interval")
-    assert _verdict(-0.1, (0.02, 0.02), None, 0.001, 0.05, (-0.2, -0.05)) == (
-        "a", "significance", "significant after Holm (p=0.001)")
-    assert _verdict(0.1, (0.02, 0.02), None, 0.052, 0.05, None, 0.003)[:2] == (
-        "borderline", "significance")
-    assert _verdict(None, (), None, None, 0.05)[:2] == ("unknown", "none")
+    # A real difference (every test below α) within the margin of error: real but small, and
+    # the reason gives both tests.
+    verdict, rule, reason = _decide(0.01, (0.02, 0.015), None, 7.6e-07)
+    assert (verdict, rule) == ("real but small", "margin")
+    assert reason == ("p (Holm) 7.6e-07, bounded-mean test over 40 scopes p (Holm) 0.001, both "
+                      "below α=0.05; |Δ| 0.010 within the margin of error ±0.020")
+    assert _decide(0.1, (0.02, 0.02), 0.15, 0.001)[:2] == ("real but small", "noise floor")
+    assert _decide(0.1, (0.02, 0.02), None, 0.2) == (
+        "undecided", "significance", "not significant after Holm (p (Holm) 0.2 ≥ α=0.05)")
+    assert _decide(0.1, (0.02, 0.02), None, 0.001, (-0.01, 0.2))[:2] == (
+        "undecided", "interval")
+    assert _decide(-0.1, (0.02, 0.02), None, 0.001, (-0.2, -0.05)) == (
+        "worse", "significance", "p (Holm) 0.001, bounded-mean test over 40 scopes p (Holm) "
+        "0.001, both below α=0.05; |Δ| 0.100 beyond the margin of error ±0.020")
+    assert _decide(0.1, (0.02, 0.02), None, 0.052, None, 0.003)[:2] == (
+        "undecided", "significance")
+    assert _decide(None, (), None, None)[:2] == ("unknown", "none")
+    # The interval inside ± the margin of error, no real difference: equivalent.
+    assert _decide(0.005, (0.05, 0.04), None, 0.6, (-0.02, 0.03))[:2] == (
+        "equivalent", "margin")
+    # Significant by the bootstrap, but 8 scopes cannot rule out a skewed null: undecided,
+    # saying how many scopes a verdict on a difference this size needs.
+    verdict, rule, reason = _decide(0.1, (0.02, 0.02), None, 0.001, (0.05, 0.15),
+                                    bounded=0.4, scopes=8)
+    assert (verdict, rule) == ("undecided", "scopes")
+    assert reason.startswith("8 scopes cannot rule out a minority of scopes far behind")
+    assert "at |Δ| 0.100 a verdict at α=0.05 needs at least 44 scopes" in reason
 
 
 def shifted(shift: float):

@@ -148,6 +148,11 @@ def test_side_by_side_and_refusal(served) -> None:
     assert "alpha-id:null" not in body.split("id='verdicts'")[0]
     assert "class='differs'" in body
     assert "Paired comparisons" in body  # lens compare's verdicts
+    # Each verdict in words, with the rule and reason beside it in the same cell.
+    verdicts = body.split("id='verdicts'", 1)[1]
+    assert re.search(r"(better than|worse than|equivalent within the margin|a real difference "
+                     r"smaller than the margin|undecided)</span> \([a-z ]+ rule\): [^<]+</td>",
+                     verdicts), verdicts[:2000]
     diff_only = get(url + "&only=diff")[2].split("id='sbs'", 1)[1].split("</table>", 1)[0]
     assert diff_only.count("<tr class='differs'>") == len(re.findall(r"<tr[ >]", diff_only)) - 1
     assert diff_only.count("<tr class='differs'>") > 0
