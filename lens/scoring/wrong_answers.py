@@ -90,18 +90,38 @@ def _day_text(d: date, style: int) -> str:
     return f"{_WEEKDAYS[d.weekday()]}, {d.day} {_MONTHS[d.month - 1]} {d.year}"
 
 
+_VERDICT = re.compile(r"^\W*(?:likely\s+)?(yes|no)\b", re.I)
+
+
 def shape(gold: str) -> str:
-    """The kind of value a gold is: ``date`` (a day or a period), ``figure``, ``name`` or
-    ``phrase``."""
+    """The kind of value a gold is: ``verdict`` (yes or no), ``date`` (a day or a period),
+    ``figure``, ``name`` (it has a proper name, or is one capitalised word) or ``phrase``."""
     text = fold_text(gold)
-    if gold_period(gold) is not None or any(
-            f.period.single_day and not f.period.yearless for f in find_periods(text)):
+    if _VERDICT.match(gold):
+        return "verdict"
+    if gold_period(gold) is not None or any(f.period.single_day for f in find_periods(text)):
         return "date"
     if _FIGURE.search(gold) or any(w in _WORD_NUMBERS for w in re.findall(r"[a-z]+", text)):
         return "figure"
-    if _NAME.search(gold[1:]) or (gold[:1].isupper() and len(gold.split()) <= 3):
+    words = gold.strip(" .").split()
+    if _NAME.search(gold.strip()[1:]) or (len(words) == 1 and gold.strip()[:1].isupper()):
         return "name"
     return "phrase"
+
+
+# The kinds of gold whose wrong values are told apart by the value alone: for these the
+# ``specific`` and ``hedge`` answers are built (a phrase's "other value" is another question's
+# gold, which ``other_gold`` already is).
+VALUE_SHAPES = ("verdict", "date", "figure", "name")
+
+
+def _as_said(value: str) -> str:
+    """A value inside "It was …": a phrase loses its capital; a name, a date or a figure keeps
+    it."""
+    value = value.strip().rstrip(".")
+    if shape(value) != "phrase" or value[1:2].isupper():
+        return value
+    return value[:1].lower() + value[1:]
 
 
 def _gold_days(gold: str) -> tuple[date, date] | None:
@@ -116,7 +136,11 @@ def _gold_days(gold: str) -> tuple[date, date] | None:
 def _wrong_date(gold: str, rng: random.Random) -> str | None:
     span = _gold_days(gold)
     if span is None:
-        return None
+        yearless = [f.period for f in find_periods(fold_text(gold)) if f.period.single_day]
+        if not yearless:
+            return None
+        moved = yearless[0].first + timedelta(days=rng.choice((-1, 1)) * rng.randint(9, 40))
+        return f"{_MONTHS[moved.month - 1]} {moved.day}"
     first, last = span
     length = (last - first).days
     if length >= 300:  # a year: another year
@@ -160,6 +184,10 @@ def wrong_value(q: GoldQuestion, pool: Sequence[GoldQuestion], salt: str) -> str
     answer of the same kind from the same conversation."""
     rng = rng_for(q.id, q.gold, salt)
     kind = shape(q.gold)
+    if kind == "verdict":
+        verdict = _VERDICT.match(q.gold)
+        assert verdict is not None
+        return "No" if verdict.group(1).lower() == "yes" else "Yes"
     made = (_wrong_date(q.gold, rng) if kind == "date"
             else _wrong_figure(q.gold, rng) if kind == "figure" else None)
     if made is not None and not _overlaps(made, q.gold):
@@ -169,15 +197,25 @@ def wrong_value(q: GoldQuestion, pool: Sequence[GoldQuestion], salt: str) -> str
 
 
 def _subject(q: GoldQuestion) -> str:
+    """Who the question is about: its first name, or "you" for a question asked in the first
+    person (LongMemEval's)."""
+    if re.search(r"\b(?:I|my|me|I'm|I've)\b", q.question):
+        return "you"
     names = [n for n in _NAME.findall(q.question)
              if n.split()[0] not in ("What", "When", "Where", "Who", "Which", "How", "Why", "Did",
                                      "Does", "Is", "Was", "Do", "In", "On", "The", "I")]
     return names[0] if names else "they"
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def vague(q: GoldQuestion) -> str:
     """On topic, committing to nothing the gold states."""
     rng = rng_for(q.id, q.gold, "vague")
+    if shape(q.gold) == "verdict":
+        return rng.choice(("It's hard to say either way.", "It could go either way."))
     if shape(q.gold) == "date":
         span = _gold_days(q.gold)
         if span is not None and (span[1] - span[0]).days < 300:
@@ -188,7 +226,7 @@ def vague(q: GoldQuestion) -> str:
     return rng.choice((
         f"It had to do with something {who} mentioned, but the conversations do not make the "
         "details clear.",
-        f"{who} talked about this at some point; it was something personal to them.",
+        f"{_cap(who)} talked about this at some point; it was something personal.",
         f"Something related to what {who} was doing around that time."))
 
 
@@ -205,9 +243,10 @@ def paraphrase(q: GoldQuestion) -> str:
     span = _gold_days(q.gold)
     if span is not None and span[0] == span[1]:
         return f"It was on {_day_text(span[0], rng.randrange(2))}."
+    if shape(q.gold) == "verdict":
+        return q.gold.strip()
     who = _subject(q)
-    gold = q.gold.strip().rstrip(".")
-    lead = gold if gold[:1].isupper() and shape(q.gold) == "name" else gold[:1].lower() + gold[1:]
+    lead = _as_said(q.gold)
     return rng.choice((f"From what {who} said, it was {lead}.",
                        f"The answer is {lead}, as {who} mentioned."))
 
@@ -217,21 +256,24 @@ def build(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> list[BuiltAnswer]:
     gold's kind to use is left out)."""
     out: dict[str, str] = {"gold": q.gold.strip(), "paraphrase": paraphrase(q),
                            "vague": vague(q)}
-    specific = wrong_value(q, pool, "specific")
+    value_shaped = shape(q.gold) in VALUE_SHAPES
+    specific = wrong_value(q, pool, "specific") if value_shaped else None
     if specific is not None:
-        out["specific"] = f"It was {specific.strip().rstrip('.')}."
+        out["specific"] = f"It was {_as_said(specific)}."
     others = sorted(p.gold for p in pool if p.group == q.group and p.id != q.id
                     and not _overlaps(p.gold, q.gold))
     if others:
         other = rng_for(q.id, q.gold, "other_gold").choice(others)
-        out["other_gold"] = f"It was {other.strip().rstrip('.')}."
-    first = wrong_value(q, pool, "hedge-1")
-    second = wrong_value(q, pool, "hedge-2")
-    if first and second and not _overlaps(first, second):
-        names = [first.strip().rstrip("."), q.gold.strip().rstrip("."),
-                 second.strip().rstrip(".")]
-        rng_for(q.id, q.gold, "hedge").shuffle(names)
-        out["hedge"] = f"It was either {names[0]}, {names[1]} or {names[2]}."
+        out["other_gold"] = f"It was {_as_said(other)}."
+    if shape(q.gold) == "verdict":
+        out["hedge"] = "It could be yes or no."
+    elif value_shaped:
+        first = wrong_value(q, pool, "hedge-1")
+        second = wrong_value(q, pool, "hedge-2")
+        if first and second and not _overlaps(first, second):
+            names = [_as_said(first), _as_said(q.gold), _as_said(second)]
+            rng_for(q.id, q.gold, "hedge").shuffle(names)
+            out["hedge"] = f"It was either {names[0]}, {names[1]} or {names[2]}."
     return [BuiltAnswer(f"{q.id}#{kind}", q.id, kind, text) for kind, text in out.items()]
 
 

@@ -237,8 +237,18 @@ class Sentence:
     view: SentenceView | None = None
 
 
+# A hedge that names several answers states none of them: "either X, Y or Z" (to the end of
+# its clause), and a list of short items closed by "or" ("3, 4 or 5", "Paris, Rome or Oslo").
+_EITHER = re.compile(r"\beither\b[^;:]*?\bor\b[^;:]*", re.I)
+_ITEM = r"[\w$€£'.-]+(?:\s+[\w$€£'.-]+){0,3}"
+_OR_LIST = re.compile(rf"(?:\b{_ITEM},\s+)+{_ITEM}?\s+or\s+{_ITEM}", re.I)
+
+
 def _blank_alternatives(text: str) -> str:
-    return _ALTERNATIVE.sub(lambda m: " " * len(m.group(0)), text)
+    def blank(m: re.Match[str]) -> str:
+        return " " * len(m.group(0))
+
+    return _ALTERNATIVE.sub(blank, _OR_LIST.sub(blank, _EITHER.sub(blank, text)))
 
 
 def _sentences(text: str) -> list[Sentence]:
