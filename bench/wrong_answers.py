@@ -13,7 +13,8 @@ and asks each grader whether the answer states the gold:
 
     python -m bench.wrong_answers [--graders matcher,local,judge-local,official]
         [--per-kind 10] [--judge-per-kind 4] [--work runs/wrong_answers]
-        [--locomo FILE] [--longmemeval FILE] [--mem0-prompt FILE] [--zep-prompt FILE] [--longmemeval-prompt FILE]
+        [--locomo FILE] [--longmemeval FILE] [--mem0-prompt FILE] [--zep-prompt FILE]
+        [--longmemeval-prompt FILE]
 
 The matcher reads every answer; the model graders a sample of ``--per-kind`` answers of each
 kind and source, chosen by a hash of the answer's id (the same every run). Grades are kept in
@@ -54,12 +55,20 @@ LONGMEMEVAL_PROMPT = THIRDPARTY / "longmemeval" / "evaluate_qa.py"
 WRONG_GOAL, RIGHT_GOAL = 0.05, 0.80
 
 
+def _short(gold: str) -> bool:
+    """A gold lens imports as a key fact (lens.data.importers.common.short_facts): a longer one
+    is a rubric for a judge, with no value to get wrong."""
+    from lens.data.importers.common import short_facts
+
+    return bool(short_facts(gold))
+
+
 def load_locomo(path: Path) -> list[GoldQuestion]:
-    """LoCoMo's questions with a gold answer (category 5, adversarial, has none)."""
+    """LoCoMo's questions with a short gold answer (category 5, adversarial, has none)."""
     out = []
     for conv in json.loads(path.read_text(encoding="utf-8")):
         for n, qa in enumerate(conv.get("qa", [])):
-            if qa.get("category") == 5 or "answer" not in qa:
+            if qa.get("category") == 5 or "answer" not in qa or not _short(str(qa["answer"])):
                 continue
             out.append(GoldQuestion(f"locomo/{conv['sample_id']}/{n}", qa["question"],
                                     str(qa["answer"]), conv["sample_id"], "locomo"))
@@ -67,12 +76,12 @@ def load_locomo(path: Path) -> list[GoldQuestion]:
 
 
 def load_longmemeval(path: Path) -> list[GoldQuestion]:
-    """LongMemEval's questions (abstention items left out: their gold is no answer); a
-    question shares wrong values with the others of its type."""
+    """LongMemEval's questions with a short gold (abstention items left out: their gold is no
+    answer); a question shares wrong values with the others of its type."""
     items = json.loads(path.read_text(encoding="utf-8"))
     return [GoldQuestion(f"longmemeval/{i['question_id']}", i["question"], str(i["answer"]),
                          i["question_type"], "longmemeval")
-            for i in items if "_abs" not in str(i["question_id"])]
+            for i in items if "_abs" not in str(i["question_id"]) and _short(str(i["answer"]))]
 
 
 def sample(answers: Sequence[BuiltAnswer], per_kind: int) -> list[BuiltAnswer]:

@@ -29,6 +29,7 @@ from the gold as written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -93,6 +94,7 @@ def _day_text(d: date, style: int) -> str:
 _VERDICT = re.compile(r"^\W*(?:likely\s+)?(yes|no)\b", re.I)
 
 
+@functools.lru_cache(maxsize=65536)
 def shape(gold: str) -> str:
     """The kind of value a gold is: ``verdict`` (yes or no), ``date`` (a day or a period),
     ``figure``, ``name`` (it has a proper name, or is one capitalised word) or ``phrase``."""

@@ -7,6 +7,7 @@ answer (LoCoMo's golds and answers written the way its readers write)."""
 
 from __future__ import annotations
 
+import time
 from datetime import date
 
 import pytest
@@ -114,3 +115,15 @@ def test_two_days_joined_by_and_are_two_days_not_a_range() -> None:
 
 def test_the_condition_records_the_matcher_version_with_these_readings() -> None:
     assert FactMatcherSettings().as_condition()["matcher_version"] == MATCHER_VERSION >= 6
+
+
+@pytest.mark.parametrize("text", ["19 July " * 20000, "the violin, " * 20000,
+                                  "on 5 November 2022 or " * 5000, "a, b or c " * 20000])
+def test_long_answers_are_read_in_linear_time(text: str) -> None:
+    """Every date or case of an answer is checked against its clause; a check that read the
+    clause again for each of them took minutes on inputs like these."""
+    start = time.perf_counter()
+    answer = AnswerText(text)
+    for gold in ("March, 2023", "The Saturday before 7 November, 2022", "an instrument"):
+        match_fact(gold, answer)
+    assert time.perf_counter() - start < 20

@@ -239,16 +239,49 @@ class Sentence:
 
 # A hedge that names several answers states none of them: "either X, Y or Z" (to the end of
 # its clause), and a list of short items closed by "or" ("3, 4 or 5", "Paris, Rome or Oslo").
-_EITHER = re.compile(r"\beither\b[^;:]*?\bor\b[^;:]*", re.I)
-_ITEM = r"[\w$€£'.-]+(?:\s+[\w$€£'.-]+){0,3}"
-_OR_LIST = re.compile(rf"(?:\b{_ITEM},\s+)+{_ITEM}?\s+or\s+{_ITEM}", re.I)
+# Both are bounded in length so that a long answer is read in linear time.
+_EITHER = re.compile(r"\beither\b[^;:]{0,300}?\bor\b[^;:,.]{0,80}", re.I)
+_OR = re.compile(r"\bor\b", re.I)
+# "or so", "or something", "or not": no alternative named.
+_OR_IDIOM = re.compile(r"\s+(?:so|something|not|else|other)\b", re.I)
+_LIST_ITEM_WORDS = 4
+_LIST_REACH = 200
+
+
+def _or_lists(text: str) -> list[tuple[int, int]]:
+    """Spans of the lists of short items closed by "or": at least two items before it, each
+    of at most four words, separated by commas."""
+    spans = []
+    for m in _OR.finditer(text):
+        if _OR_IDIOM.match(text, m.end()):
+            continue
+        left_start = max(0, m.start() - _LIST_REACH)
+        left = re.split(r"[;:!?\n]", text[left_start:m.start()])[-1]
+        pieces = left.split(",")
+        if len(pieces) < 2 or len(pieces[-1].split()) > _LIST_ITEM_WORDS:
+            continue
+        items = 1
+        for piece in reversed(pieces[:-1]):
+            if not piece.strip() or len(piece.split()) > _LIST_ITEM_WORDS:
+                break
+            items += 1
+        if items < 2:
+            continue
+        start = m.start() - len(",".join(pieces[-items:]))
+        right = re.match(r"[^,;:.!?\n]{0,60}", text[m.end():])
+        end = m.end() + (right.end() if right else 0)
+        if len(text[m.end():end].split()) <= _LIST_ITEM_WORDS:
+            spans.append((start, end))
+    return spans
 
 
 def _blank_alternatives(text: str) -> str:
     def blank(m: re.Match[str]) -> str:
         return " " * len(m.group(0))
 
-    return _ALTERNATIVE.sub(blank, _OR_LIST.sub(blank, _EITHER.sub(blank, text)))
+    text = _EITHER.sub(blank, text)
+    text = _mask(text, _or_lists(text))
+    return _ALTERNATIVE.sub(blank, text)
 
 
 def _sentences(text: str) -> list[Sentence]:

@@ -24,6 +24,7 @@ a word of uncertainty ("maybe", "possibly"), asserts nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,10 +54,17 @@ class SentenceView:
     text: str
     clauses: tuple[tuple[int, int, bool], ...]
 
+    @functools.cached_property
+    def _asserting(self) -> tuple[tuple[int, int, bool], ...]:
+        # Read once per clause: asked for every date of a long answer, a per-call read of the
+        # clause would grow with the square of its length.
+        return tuple((start, end, asserted and not _HEDGE.search(fold(self.text[start:end])))
+                     for start, end, asserted in self.clauses)
+
     def asserted_at(self, pos: int) -> bool:
-        for start, end, asserted in self.clauses:
+        for start, end, asserted in self._asserting:
             if start <= pos < end:
-                return asserted and not _HEDGE.search(fold(self.text[start:end]))
+                return asserted
         return False
 
 
