@@ -110,10 +110,12 @@ def test_the_script_names_a_missing_source_and_an_unknown_grader(tmp_path: Path)
     out = subprocess.run(
         [sys.executable, "-m", "bench.grader_agreement", "--graders", "matcher",
          "--sources", str(tmp_path / "none"), "--lens-v2", str(tmp_path / "none"),
+         "--zep", str(tmp_path / "none"), "--memobase", str(tmp_path / "none"),
          "--work", str(tmp_path / "w")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2
     assert "source missing: lens-v2:" in out.stdout and "memobase-locomo" in out.stdout
+    assert "zep-locomo" in out.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "bench.grader_agreement", "--graders", "oracle"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
