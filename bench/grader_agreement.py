@@ -44,7 +44,15 @@ import numpy as np
 
 from bench.common import md_table
 from bench.fact_grading import half
-from bench.grader_sources import LENS_V2_DIR, SOURCES_DIR, GradedFact, load_all, sample
+from bench.grader_sources import (
+    LENS_V2_DIR,
+    MEMOBASE_DIR,
+    SOURCES_DIR,
+    ZEP_DIR,
+    GradedFact,
+    load_all,
+    sample,
+)
 from bench.grader_variants import VARIANTS, variant
 from lens.scoring.grading.offline_grader import PRESENT_AT as SHIPPED_PRESENT_AT
 from lens.stats.fact_agreement import FactAgreement, fact_agreement
@@ -322,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("runs/grader_agreement"))
     ap.add_argument("--sources", type=Path, default=SOURCES_DIR)
     ap.add_argument("--lens-v2", type=Path, default=LENS_V2_DIR)
+    ap.add_argument("--zep", type=Path, default=ZEP_DIR,
+                    help="the folder of Zep's zep_locomo_grades.json")
+    ap.add_argument("--memobase", type=Path, default=MEMOBASE_DIR,
+                    help="Memobase's published folder, when --sources has no memobase-locomo")
     ap.add_argument("--only", default="",
                     help="comma-separated source names to grade and report (default: all)")
     ap.add_argument("--subset-of", metavar="GRADER",
@@ -337,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--graders: unknown {', '.join(unknown)}; choose from "
               f"{', '.join([*GRADE_FNS, *VARIANTS])}")
         return 2
-    found, missing = load_all(args.sources, args.lens_v2)
+    found, missing = load_all(args.sources, args.lens_v2, args.zep, args.memobase)
     for line in missing:
         print(f"source missing: {line}")
     if not found:

@@ -11,6 +11,9 @@ judge's grade.
 - ``mab-longmemeval`` and ``mab-ruler-qa``: MemoryAgentBench answers of a memory agent on
   LongMemEval_s and RULER QA questions, each judged right or wrong by gpt-4o and again by gpt-5
   (``judge4o_results_*.jsonl`` and ``judge_results_*.jsonl``).
+- ``zep-locomo``: Zep's LoCoMo answers graded CORRECT/WRONG by Zep's own judge (getzep/zep-papers
+  ``zep_locomo_grades.json``, 1,540 answers; CC BY-NC-SA: read beside the project, never
+  copied into it).
 - ``memobase-locomo``: Memobase's LoCoMo answers with the mem0 evaluation's LLM judge score
   ``llm_score`` (0/1), two runs (``memobase_eval_*.json``); where both runs gave the very same
   response to a question, the second run's score is the second judge's.
@@ -40,6 +43,10 @@ def _beside(*parts: str) -> Path:
 
 SOURCES_DIR = _beside("thirdparty", "grader-sources")
 LENS_V2_DIR = _beside("shared", "lens-v2-grades")
+ZEP_DIR = _beside("thirdparty", "zep-locomo")
+# Memobase's published folder as laid beside the project (memodb-io/memobase
+# docs/experiments/locomo-benchmark), when the grader-sources folder has no copy.
+MEMOBASE_DIR = _beside("thirdparty", "memobase-locomo", "fixture", "memobase")
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,21 @@ def load_memobase(folder: Path) -> list[GradedFact]:
     return out
 
 
+def load_zep(folder: Path) -> list[GradedFact]:
+    """Zep's graded LoCoMo answers; category 5 (adversarial: no gold answer) left out."""
+    path = folder / "zep_locomo_grades.json"
+    out = []
+    for user, items in json.loads(path.read_text(encoding="utf-8")).items():
+        for n, r in enumerate(items):
+            if r.get("category") == 5:
+                continue
+            rid = f"zep-{user.rsplit('_', 1)[-1]}-{n}"
+            out.append(GradedFact("zep-locomo", rid, rid, r["question"],
+                                  str(r["golden_answer"]), str(r["answer"]),
+                                  1.0 if r["grade"] else 0.0))
+    return out
+
+
 def sample(rows: list[GradedFact], n: int) -> list[GradedFact]:
     """At most ``n`` answers of a source, chosen by a hash of their ids (the same every run)."""
     answers = sorted({r.answer_id for r in rows},
@@ -147,7 +169,8 @@ def sample(rows: list[GradedFact], n: int) -> list[GradedFact]:
     return [r for r in rows if r.answer_id in keep]
 
 
-def load_all(base: Path = SOURCES_DIR, lens_v2: Path = LENS_V2_DIR
+def load_all(base: Path = SOURCES_DIR, lens_v2: Path = LENS_V2_DIR, zep: Path = ZEP_DIR,
+             memobase_published: Path = MEMOBASE_DIR
              ) -> tuple[dict[str, list[GradedFact]], list[str]]:
     """Every source found, by name, and a line for each one missing (naming its path)."""
     found: dict[str, list[GradedFact]] = {}
@@ -165,9 +188,16 @@ def load_all(base: Path = SOURCES_DIR, lens_v2: Path = LENS_V2_DIR
         else:
             missing.append(f"mab {part}: {mab / f'judge4o_results_{part}.jsonl'} is absent")
     memobase = base / "memobase-locomo"
+    if not list(memobase.glob("memobase_eval_*.json")):
+        memobase = memobase_published
     rows = load_memobase(memobase) if memobase.is_dir() else []
     if rows:
         found["memobase-locomo"] = rows
     else:
-        missing.append(f"memobase-locomo: no memobase_eval_*.json in {memobase}")
+        missing.append(f"memobase-locomo: no memobase_eval_*.json in {base / 'memobase-locomo'}"
+                       f" or {memobase_published}")
+    if (zep / "zep_locomo_grades.json").is_file():
+        found["zep-locomo"] = load_zep(zep)
+    else:
+        missing.append(f"zep-locomo: {zep / 'zep_locomo_grades.json'} is absent")
     return found, missing

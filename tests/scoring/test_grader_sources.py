@@ -13,14 +13,24 @@ from typing import Any
 import pytest
 
 from bench.grader_agreement import choose_threshold, measured, with_intervals
-from bench.grader_sources import LENS_V2_DIR, SOURCES_DIR, GradedFact, load_all, sample
+from bench.grader_sources import (
+    LENS_V2_DIR,
+    MEMOBASE_DIR,
+    SOURCES_DIR,
+    ZEP_DIR,
+    GradedFact,
+    load_all,
+    sample,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _need_sources() -> None:
-    for path in (SOURCES_DIR / "mab", SOURCES_DIR / "memobase-locomo",
-                 LENS_V2_DIR / "grading_tasks.jsonl"):
+    memobase = (SOURCES_DIR / "memobase-locomo" if (SOURCES_DIR / "memobase-locomo").exists()
+                else MEMOBASE_DIR)
+    for path in (SOURCES_DIR / "mab", memobase, LENS_V2_DIR / "grading_tasks.jsonl",
+                 ZEP_DIR / "zep_locomo_grades.json"):
         if not path.exists():
             pytest.skip(f"the graded third-party sources are not beside the project ({path})")
 
@@ -31,7 +41,8 @@ def test_every_source_loads_with_its_verdicts_and_second_judge() -> None:
     assert missing == []
     sizes = {name: len(rows) for name, rows in found.items()}
     assert sizes == {"lens-v2": 422, "mab-longmemeval": 60, "mab-ruler-qa": 200,
-                     "memobase-locomo": 1540}
+                     "memobase-locomo": 1540, "zep-locomo": 1540}
+    assert {r.label for r in found["zep-locomo"]} == {0.0, 1.0}
     # gpt-5 graded every MemoryAgentBench answer again; Memobase's second run gave 377 of its
     # answers word for word, and those carry its second verdict.
     assert all(r.label2 is not None for r in found["mab-ruler-qa"])
@@ -99,10 +110,12 @@ def test_the_script_names_a_missing_source_and_an_unknown_grader(tmp_path: Path)
     out = subprocess.run(
         [sys.executable, "-m", "bench.grader_agreement", "--graders", "matcher",
          "--sources", str(tmp_path / "none"), "--lens-v2", str(tmp_path / "none"),
+         "--zep", str(tmp_path / "none"), "--memobase", str(tmp_path / "none"),
          "--work", str(tmp_path / "w")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2
     assert "source missing: lens-v2:" in out.stdout and "memobase-locomo" in out.stdout
+    assert "zep-locomo" in out.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "bench.grader_agreement", "--graders", "oracle"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)

@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "12637d32787cb8e735b6ac9f716d35b449fce851518d53cebb4d2a6fc2f6c419",
-    "judged": "23b730d646c2109bbb492f2e56c6178e5c0e309446f7dafd379cba19e9c2f952",
-    "rescored": "23b730d646c2109bbb492f2e56c6178e5c0e309446f7dafd379cba19e9c2f952",
-    "tier1": "79f760a64d641053f8cd86c1b7095443ec605ca2dc53834d375b282c59498154",
+    "plain": "3939e3f8accadaef104ee7eaeb9017e0fe88d8fe809471d871601c9bc68f6a7a",
+    "judged": "9c204ba21c98f3ba8435521c07d100d4971b4ef0dc50328bfe8792538db1c78b",
+    "rescored": "9c204ba21c98f3ba8435521c07d100d4971b4ef0dc50328bfe8792538db1c78b",
+    "tier1": "8f858a2b07e61a180617744173209cc9bbc1506f60ef670b89513c02eb84087f",
 }
 
 

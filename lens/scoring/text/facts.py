@@ -72,8 +72,10 @@ from lens.scoring.text.lexicon import (
     normalise,
     stem,
 )
+from lens.scoring.text.narrower import SentenceView, narrower_match
 from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
 from lens.scoring.text.numwords import words_to_digits
+from lens.scoring.text.periods import gold_period
 
 __all__ = ["MATCHER_VERSION", "AnswerText", "FactMatch", "FactMatcherSettings", "fact_subjects",
            "has_negation", "match_fact", "match_facts", "normalise", "stem"]
@@ -231,10 +233,55 @@ def _names(text: str, sentence_start: bool) -> set[str]:
 class Sentence:
     clauses: list[Clause]
     after_bare_no: bool  # follows a sentence that is just "No."
+    # Its text and each clause's span in it, for the readings of lens.scoring.text.narrower.
+    view: SentenceView | None = None
+
+
+# A hedge that names several answers states none of them: "either X, Y or Z" (to the end of
+# its clause), and a list of short items closed by "or" ("3, 4 or 5", "Paris, Rome or Oslo").
+# Both are bounded in length so that a long answer is read in linear time.
+_EITHER = re.compile(r"\beither\b[^;:]{0,300}?\bor\b[^;:,.]{0,80}", re.I)
+_OR = re.compile(r"\bor\b", re.I)
+# "or so", "or something", "or not": no alternative named.
+_OR_IDIOM = re.compile(r"\s+(?:so|something|not|else|other)\b", re.I)
+_LIST_ITEM_WORDS = 4
+_LIST_REACH = 200
+
+
+def _or_lists(text: str) -> list[tuple[int, int]]:
+    """Spans of the lists of short items closed by "or": at least two items before it, each
+    of at most four words, separated by commas."""
+    spans = []
+    for m in _OR.finditer(text):
+        if _OR_IDIOM.match(text, m.end()):
+            continue
+        left_start = max(0, m.start() - _LIST_REACH)
+        left = re.split(r"[;:!?\n]", text[left_start:m.start()])[-1]
+        pieces = left.split(",")
+        if len(pieces) < 2 or len(pieces[-1].split()) > _LIST_ITEM_WORDS:
+            continue
+        items = 1
+        for piece in reversed(pieces[:-1]):
+            if not piece.strip() or len(piece.split()) > _LIST_ITEM_WORDS:
+                break
+            items += 1
+        if items < 2:
+            continue
+        start = m.start() - len(",".join(pieces[-items:]))
+        right = re.match(r"[^,;:.!?\n]{0,60}", text[m.end():])
+        end = m.end() + (right.end() if right else 0)
+        if len(text[m.end():end].split()) <= _LIST_ITEM_WORDS:
+            spans.append((start, end))
+    return spans
 
 
 def _blank_alternatives(text: str) -> str:
-    return _ALTERNATIVE.sub(lambda m: " " * len(m.group(0)), text)
+    def blank(m: re.Match[str]) -> str:
+        return " " * len(m.group(0))
+
+    text = _EITHER.sub(blank, text)
+    text = _mask(text, _or_lists(text))
+    return _ALTERNATIVE.sub(blank, text)
 
 
 def _sentences(text: str) -> list[Sentence]:
@@ -264,14 +311,19 @@ def _sentences(text: str) -> list[Sentence]:
             doubted = doubted or bool(SENTENCE_DOUBT.search(normalise(part)))
             denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
             clause.denied = denied or doubted
-        out.append(Sentence(clauses, previous_no))
+        spans, pos = [], 0
+        for (_, part), clause in zip(parts, clauses, strict=True):
+            start = raw.find(part, pos)
+            pos = start + len(part)
+            spans.append((start, pos, not (clause.negated or clause.denied)))
+        out.append(Sentence(clauses, previous_no, SentenceView(raw, tuple(spans))))
         previous_no = False
     return out
 
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 5
+MATCHER_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -323,6 +375,10 @@ class AnswerText:
         self.raw = answer
         self.sentences = _sentences(with_context(answer))
         self._windows: dict[int, list[tuple[list[Clause], bool]]] = {}
+
+    @functools.cached_property
+    def views(self) -> list[SentenceView]:
+        return [s.view for s in self.sentences if s.view is not None]
 
     def windows(self, size: int) -> list[tuple[list[Clause], bool]]:
         """The clauses of every run of ``size`` consecutive sentences (all if fewer), each
@@ -873,6 +929,12 @@ def match_fact(fact: str, answer: AnswerText,
     if not items and not f.numbers and not f.dates:
         # A fact with no content words and no figures cannot be checked mechanically.
         return FactMatch(fact, False, 0.0, reason="nothing to check")
+    narrow = narrower_match(fact, answer.views)
+    if narrow is not None and (narrow.matched or gold_period(fact) is not None):
+        # A period gold is the period reading's alone; a kind also meets the matcher's words.
+        return FactMatch(fact, narrow.matched, 1.0 if narrow.matched else 0.0,
+                         words_missing=[] if narrow.matched else items,
+                         reason=narrow.reason)
     numbers_missing = _values_missing(fact, f, answer, s)
     matched, best, reason = _scan(f, answer, s, others)
     if reason == "not stated" and numbers_missing:

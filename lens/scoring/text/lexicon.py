@@ -160,3 +160,25 @@ def has_negation(text: str) -> bool:
     if any(p in t for p in NEGATION_PHRASES):
         return True
     return any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(t))
+
+# Kinds a short gold may name in general ("an instrument") and the cases of each that state
+# it ("the violin"): a case of the kind is a right answer to a question whose gold names only
+# the kind. Plurals are read by lens.scoring.text.narrower.
+KINDS: dict[str, frozenset[str]] = {
+    "instrument": frozenset(
+        "violin viola cello fiddle guitar ukulele piano keyboard drums drum flute clarinet "
+        "saxophone sax trumpet trombone harp banjo mandolin harmonica accordion oboe tuba "
+        "xylophone synthesizer organ bagpipes bass".split()),
+    "pet": frozenset([
+        *"dog puppy pup cat kitten turtle tortoise hamster rabbit bunny parrot budgie goldfish "
+         "ferret snake lizard gecko".split(), "guinea pig"]),
+    "sport": frozenset(
+        "soccer football basketball tennis baseball volleyball hockey golf rugby cricket "
+        "badminton swimming cycling skiing snowboarding surfing boxing wrestling".split()),
+    "language": frozenset(
+        "spanish french german italian portuguese japanese chinese mandarin korean arabic "
+        "russian hindi dutch greek latin".split()),
+}
+KIND_NAMES = {"instrument": "instrument", "instruments": "instrument", "pet": "pet",
+              "pets": "pet", "sport": "sport", "sports": "sport", "language": "language",
+              "languages": "language"}

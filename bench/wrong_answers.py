@@ -1,0 +1,375 @@
+"""The share of answers known to be wrong, and known to be right, that each grader accepts.
+
+Builds, from real LoCoMo and LongMemEval questions, the answers of
+lens.scoring.wrong_answers (wrong: vague, specific, other_gold, hedge; right: gold, paraphrase)
+and asks each grader whether the answer states the gold:
+
+- ``matcher``: lens's fact matcher (every answer; no model);
+- ``local``: the offline grader (the local model reads what the matcher leaves open);
+- ``judge-local``: lens's per-fact judge prompt with the local model as the judge;
+- ``official``: the benchmark's own judge prompt read from its file, with the local model as the
+  judge: LoCoMo's under mem0's prompt (Memobase's ``metrics/llm_judge.py``) and Zep's
+  (``zep_locomo_eval.py``), LongMemEval's under ``src/evaluation/evaluate_qa.py``.
+
+    python -m bench.wrong_answers [--graders matcher,local,judge-local,official]
+        [--per-kind 10] [--judge-per-kind 4] [--work runs/wrong_answers]
+        [--locomo FILE] [--longmemeval FILE] [--mem0-prompt FILE] [--zep-prompt FILE]
+        [--longmemeval-prompt FILE]
+
+The matcher reads every answer; the model graders a sample of ``--per-kind`` answers of each
+kind and source, chosen by a hash of the answer's id (the same every run). Grades are kept in
+``--work`` (one JSON line per answer and grader) and a re-run resumes. Printed: per source and
+grader, the share of each kind accepted, the share of wrong answers accepted (goal: at most 5%)
+and of right answers (goal: at least 80%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import md_table
+from bench.grader_sources import _beside
+from lens.scoring.wrong_answers import (
+    RIGHT_KINDS,
+    WRONG_KINDS,
+    BuiltAnswer,
+    GoldQuestion,
+    build_all,
+)
+
+THIRDPARTY = _beside("thirdparty")
+LOCOMO = THIRDPARTY / "zep-locomo" / "locomo.json"
+LONGMEMEVAL = THIRDPARTY / "longmemeval" / "longmemeval_oracle.json"
+MEM0_PROMPT = THIRDPARTY / "memobase-locomo" / "metrics" / "llm_judge.py"
+ZEP_PROMPT = THIRDPARTY / "zep-locomo" / "zep_locomo_eval.py"
+LONGMEMEVAL_PROMPT = THIRDPARTY / "longmemeval" / "evaluate_qa.py"
+WRONG_GOAL, RIGHT_GOAL = 0.05, 0.80
+
+
+def _short(gold: str) -> bool:
+    """A gold lens imports as a key fact (lens.data.importers.common.short_facts): a longer one
+    is a rubric for a judge, with no value to get wrong."""
+    from lens.data.importers.common import short_facts
+
+    return bool(short_facts(gold))
+
+
+def load_locomo(path: Path) -> list[GoldQuestion]:
+    """LoCoMo's questions with a short gold answer (category 5, adversarial, has none)."""
+    out = []
+    for conv in json.loads(path.read_text(encoding="utf-8")):
+        for n, qa in enumerate(conv.get("qa", [])):
+            if qa.get("category") == 5 or "answer" not in qa or not _short(str(qa["answer"])):
+                continue
+            out.append(GoldQuestion(f"locomo/{conv['sample_id']}/{n}", qa["question"],
+                                    str(qa["answer"]), conv["sample_id"], "locomo"))
+    return out
+
+
+def load_longmemeval(path: Path) -> list[GoldQuestion]:
+    """LongMemEval's questions with a short gold (abstention items left out: their gold is no
+    answer); a question shares wrong values with the others of its type."""
+    items = json.loads(path.read_text(encoding="utf-8"))
+    return [GoldQuestion(f"longmemeval/{i['question_id']}", i["question"], str(i["answer"]),
+                         i["question_type"], "longmemeval")
+            for i in items if "_abs" not in str(i["question_id"]) and _short(str(i["answer"]))]
+
+
+def sample(answers: Sequence[BuiltAnswer], per_kind: int) -> list[BuiltAnswer]:
+    """At most ``per_kind`` answers of each (source, kind), chosen by a hash of their ids."""
+    picked: dict[tuple[str, str], list[BuiltAnswer]] = {}
+    for a in sorted(answers, key=lambda a: hashlib.sha256(a.id.encode()).hexdigest()):
+        group = picked.setdefault((a.id.split("/")[0], a.kind), [])
+        if len(group) < per_kind:
+            group.append(a)
+    return [a for group in picked.values() for a in group]
+
+
+# --- official prompts, read from their files ------------------------------------------------
+
+@dataclass(frozen=True)
+class OfficialPrompt:
+    name: str
+    template: str  # str.format placeholders: question, gold, answer
+    system: str | None
+    schema: dict[str, Any]
+    label_key: str
+
+
+def _constant_assign(tree: ast.AST, name: str) -> ast.expr | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            return node.value
+    return None
+
+
+def _template(value: ast.expr | None, rename: dict[str, str]) -> str:
+    """A prompt assigned as a plain string or an f-string, as a str.format template with the
+    placeholders renamed (``rename``: the file's name -> ours)."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        text = value.value
+        for old, new in rename.items():
+            text = text.replace("{" + old + "}", "{" + new + "}")
+        return text
+    if isinstance(value, ast.JoinedStr):
+        parts = []
+        for v in value.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value).replace("{", "{{").replace("}", "}}"))
+            elif isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name):
+                parts.append("{" + rename.get(v.value.id, v.value.id) + "}")
+        return "".join(parts)
+    raise ValueError("no ACCURACY_PROMPT string found")
+
+
+_LABEL = {"type": "string", "enum": ["CORRECT", "WRONG"]}
+
+
+def mem0_prompt(path: Path) -> OfficialPrompt:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    template = _template(_constant_assign(tree, "ACCURACY_PROMPT"),
+                         {"gold_answer": "gold", "generated_answer": "answer"})
+    return OfficialPrompt("official (mem0's prompt)", template, None,
+                          {"type": "object", "properties": {"label": _LABEL},
+                           "required": ["label"]}, "label")
+
+
+def zep_prompt(path: Path) -> OfficialPrompt:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    template = _template(_constant_assign(tree, "ACCURACY_PROMPT"),
+                         {"gold_answer": "gold", "response": "answer"})
+    system = _constant_assign(tree, "system_prompt")
+    # Zep's script parses its reply into Grade(is_correct, reasoning).
+    return OfficialPrompt("official (Zep's prompt)", template,
+                          " ".join(system.value.split()) if isinstance(system, ast.Constant)
+                          else None,
+                          {"type": "object", "properties": {"is_correct": _LABEL,
+                                                            "reasoning": {"type": "string"}},
+                           "required": ["is_correct", "reasoning"]}, "is_correct")
+
+
+# --- graders --------------------------------------------------------------------------------
+
+Grades = dict[str, float | None]
+
+
+def _resume(path: Path) -> Grades:
+    if not path.exists():
+        return {}
+    return {r["id"]: r["accepted"] for r in map(json.loads, path.read_text().splitlines()) if r}
+
+
+def _append(path: Path, rows: list[tuple[str, float | None]]) -> None:
+    with path.open("a") as out:
+        for rid, accepted in rows:
+            out.write(json.dumps({"id": rid, "accepted": accepted}) + "\n")
+
+
+def grade_matcher(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion],
+                  path: Path, args: argparse.Namespace) -> None:
+    from lens.scoring.text.facts import AnswerText, match_fact
+
+    path.write_text("")
+    _append(path, [(a.id, 1.0 if match_fact(questions[a.question_id].gold,
+                                            AnswerText(a.answer)).matched else 0.0)
+                   for a in answers])
+
+
+def grade_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion],
+                path: Path, args: argparse.Namespace) -> None:
+    from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
+
+    done = _resume(path)
+    grader = OfflineGrader(n_threads=args.threads)
+    for n, a in enumerate([a for a in answers if a.id not in done], 1):
+        q = questions[a.question_id]
+        (g,) = grader.grade([FactTask(q.question, q.gold, a.answer)])
+        _append(path, [(a.id, None if g.grade is None else float(g.grade >= 0.5))])
+        if n % 10 == 0:
+            print(f"local: {n} answers", flush=True)
+
+
+def grade_judge_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion],
+                      path: Path, args: argparse.Namespace) -> None:
+    from bench.fact_grading import grade_judge_local as run_judge
+
+    raw = path.with_suffix(".raw.jsonl")
+    rows = [{"id": a.id, "answer_id": a.id, "question": questions[a.question_id].question,
+             "fact": questions[a.question_id].gold, "answer": a.answer} for a in answers]
+    run_judge(rows, raw, args.threads)
+    graded = {r["id"]: r["grade"] for r in map(json.loads, raw.read_text().splitlines()) if r}
+    path.write_text("")
+    _append(path, [(rid, None if g is None else float(g >= 0.5)) for rid, g in graded.items()])
+
+
+def _official_verdict(text: str, key: str) -> float | None:
+    with_json = re.findall(r"\{[^{}]*\}", text)
+    for chunk in reversed(with_json):
+        try:
+            value = str(json.loads(chunk).get(key, "")).strip().upper()
+        except (ValueError, AttributeError):
+            continue
+        if value in ("CORRECT", "WRONG"):
+            return 1.0 if value == "CORRECT" else 0.0
+    words = set(re.findall(r"\b(CORRECT|WRONG)\b", text.upper()))
+    return (1.0 if words == {"CORRECT"} else 0.0) if len(words) == 1 else None
+
+
+def grade_official(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion],
+                   path: Path, args: argparse.Namespace) -> None:
+    """Each LoCoMo answer under mem0's prompt and Zep's, each LongMemEval answer under its
+    official prompt, with the local model as the judge (lens's model stack and cache)."""
+    import anyio
+
+    from bench.judge_prompt_agreement import question as lme_question
+    from lens.data.config import CacheConfig, ModelConfig
+    from lens.models.base import CompletionRequest, Message
+    from lens.models.factory import create_client
+    from lens.scoring.protocols.longmemeval import LongMemEvalProtocol
+
+    done = _resume(path)
+    prompts = [mem0_prompt(args.mem0_prompt), zep_prompt(args.zep_prompt)]
+    lme = LongMemEvalProtocol().with_prompt_file(args.longmemeval_prompt)
+    items = {f"longmemeval/{i['question_id']}": i
+             for i in json.loads(args.longmemeval.read_text(encoding="utf-8"))}
+
+    async def run() -> None:
+        client = create_client(ModelConfig(model=args.judge), cache=CacheConfig(enabled=True))
+        try:
+            for n, a in enumerate(answers, 1):
+                q = questions[a.question_id]
+                if q.source == "longmemeval":
+                    rid = f"{a.id}@longmemeval"
+                    if rid in done:
+                        continue
+                    (task,) = lme.tasks(lme_question(items[q.id]), a.answer).values()
+                    reply = await client.complete(task.request(task.key(args.judge)))
+                    _append(path, [(rid, lme.parse(task.prompt_id, reply.text or ""))])
+                    continue
+                for p in prompts:
+                    rid = f"{a.id}@{p.name}"
+                    if rid in done:
+                        continue
+                    messages = ([Message(role="system", content=p.system)] if p.system else [])
+                    messages.append(Message(role="user", content=p.template.format(
+                        question=q.question, gold=q.gold, answer=a.answer)))
+                    seed = int(hashlib.sha256(rid.encode()).hexdigest()[:8], 16)
+                    reply = await client.complete(CompletionRequest(
+                        messages=messages, response_schema=p.schema, temperature=0.0,
+                        max_tokens=200, seed=seed, role="judge"))
+                    _append(path, [(rid, _official_verdict(reply.text or "", p.label_key))])
+                if n % 10 == 0:
+                    print(f"official: {n}/{len(answers)} answers", flush=True)
+        finally:
+            await client.aclose()
+
+    anyio.run(run)
+
+
+GRADERS: dict[str, Callable[[list[BuiltAnswer], dict[str, GoldQuestion], Path,
+                             argparse.Namespace], None]] = {
+    "matcher": grade_matcher, "local": grade_local, "judge-local": grade_judge_local,
+    "official": grade_official}
+
+
+# --- the table ------------------------------------------------------------------------------
+
+def _share(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.0%} ({int(sum(values))}/{len(values)})" if values else "-"
+
+
+def table(answers: list[BuiltAnswer], graded: dict[str, Grades]) -> str:
+    """One row per source and grader (the official grader one row per prompt)."""
+    by_id = {a.id: a for a in answers}
+    rows = []
+    for source in ("locomo", "longmemeval"):
+        for grader, grades in graded.items():
+            readings: dict[str, dict[str, float | None]] = {}
+            for rid, accepted in grades.items():
+                base, _, prompt = rid.partition("@")
+                a = by_id.get(base)
+                if a is None or not a.id.startswith(source + "/"):
+                    continue
+                name = grader if not prompt else (
+                    "official (LongMemEval's prompt)" if prompt == "longmemeval" else prompt)
+                readings.setdefault(name, {})[base] = accepted
+            for name, read in readings.items():
+                per_kind = {k: [v for rid, v in read.items()
+                                if v is not None and by_id[rid].kind == k]
+                            for k in (*WRONG_KINDS, *RIGHT_KINDS)}
+                wrong = [v for k in WRONG_KINDS for v in per_kind[k]]
+                right = [v for k in RIGHT_KINDS for v in per_kind[k]]
+                unread = sum(v is None for v in read.values())
+                w = sum(wrong) / len(wrong) if wrong else None
+                r = sum(right) / len(right) if right else None
+                met = ("yes" if w is not None and r is not None and w <= WRONG_GOAL
+                       and r >= RIGHT_GOAL else "no" if w is not None and r is not None else "-")
+                rows.append([source, name, *(_share(per_kind[k]) for k in WRONG_KINDS),
+                             _share(wrong), *(_share(per_kind[k]) for k in RIGHT_KINDS),
+                             _share(right), str(unread), met])
+    return md_table(["source", "grader", *WRONG_KINDS, "wrong accepted", *RIGHT_KINDS,
+                     "right accepted", "unreadable", "goal met"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graders", default="matcher")
+    ap.add_argument("--per-kind", type=int, default=10,
+                    help="answers of each kind and source the model graders read")
+    ap.add_argument("--judge-per-kind", type=int, default=None,
+                    help="answers of each kind and source the judges (judge-local, official) "
+                         "read (default: --per-kind); they write a verdict, the slowest graders")
+    ap.add_argument("--work", type=Path, default=Path("runs/wrong_answers"))
+    ap.add_argument("--locomo", type=Path, default=LOCOMO)
+    ap.add_argument("--longmemeval", type=Path, default=LONGMEMEVAL)
+    ap.add_argument("--mem0-prompt", type=Path, default=MEM0_PROMPT)
+    ap.add_argument("--zep-prompt", type=Path, default=ZEP_PROMPT)
+    ap.add_argument("--longmemeval-prompt", type=Path, default=LONGMEMEVAL_PROMPT)
+    ap.add_argument("--judge", default="llama_cpp/default")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    names = [g for g in args.graders.split(",") if g]
+    problems = [f"--graders: unknown {g}; choose from {', '.join(GRADERS)}" for g in names
+                if g not in GRADERS]
+    files = [("--locomo", args.locomo), ("--longmemeval", args.longmemeval)]
+    if "official" in names:
+        files += [("--mem0-prompt", args.mem0_prompt), ("--zep-prompt", args.zep_prompt),
+                  ("--longmemeval-prompt", args.longmemeval_prompt)]
+    problems += [f"{flag}: {path} is absent" for flag, path in files if not path.is_file()]
+    if problems:
+        print("\n".join(problems))
+        return 2
+    questions = load_locomo(args.locomo) + load_longmemeval(args.longmemeval)
+    by_id = {q.id: q for q in questions}
+    answers = build_all([q for q in questions if q.source == "locomo"]) + build_all(
+        [q for q in questions if q.source == "longmemeval"])
+    print(f"{len(questions)} questions, {len(answers)} answers built")
+    args.work.mkdir(parents=True, exist_ok=True)
+    graded: dict[str, Grades] = {}
+    for name in names:
+        per_kind = (args.judge_per_kind if name in ("judge-local", "official")
+                    and args.judge_per_kind is not None else args.per_kind)
+        chosen = answers if name == "matcher" else sample(answers, per_kind)
+        path = args.work / f"{name}.jsonl"
+        started = time.process_time()
+        if not args.report_only:
+            GRADERS[name](chosen, by_id, path, args)
+        print(f"{name}: {len(chosen)} answers, {time.process_time() - started:.0f} CPU s")
+        graded[name] = _resume(path)
+    print(table(answers, graded))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

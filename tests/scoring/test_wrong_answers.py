@@ -1,0 +1,88 @@
+"""Answers known to be wrong (vague, specific, another question's gold, a hedge naming the gold
+among others) and known to be right (the gold, a faithful paraphrase), built from questions
+with a short gold: each kind is built deterministically from the data, and the matcher accepts
+the right ones and refuses the wrong ones; on real LoCoMo and LongMemEval questions, through
+the bench's command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lens.scoring.text.facts import AnswerText, match_fact
+from lens.scoring.wrong_answers import RIGHT_KINDS, WRONG_KINDS, GoldQuestion, build, build_all
+from tests.support.beside import ROOT, require_beside
+
+QUESTIONS = [
+    GoldQuestion("c1/0", "When did Caroline go to the support group?", "7 May 2023", "c1"),
+    GoldQuestion("c1/1", "When did Nate win a big Valorant tourney?",
+                 "The Saturday before 7 November, 2022", "c1"),
+    GoldQuestion("c1/2", "What is the name of Melanie's dog?", "Oliver", "c1"),
+    GoldQuestion("c1/3", "Which city did Jon visit?", "Rome", "c1"),
+    GoldQuestion("c1/4", "Which city did Gina move to?", "Seattle", "c1"),
+    GoldQuestion("c1/5", "How many cats does Melanie have?", "2", "c1"),
+    GoldQuestion("c1/6", "When did Jon start going to the gym?", "March, 2023", "c1"),
+    GoldQuestion("c1/7", "Did Caroline enjoy the parade?", "Yes", "c1"),
+    GoldQuestion("c2/0", "What did Tim start learning?", "an instrument", "c2"),
+]
+
+
+def test_every_kind_is_built_and_the_same_data_builds_the_same_answers() -> None:
+    first, second = build_all(QUESTIONS), build_all(list(QUESTIONS))
+    assert first == second
+    kinds = {a.kind for a in first}
+    assert kinds == set(WRONG_KINDS) | set(RIGHT_KINDS)
+    for a in first:
+        q = next(q for q in QUESTIONS if q.id == a.question_id)
+        if a.kind in ("specific", "other_gold"):
+            assert q.gold.lower() not in a.answer.lower(), a
+        if a.kind == "hedge":
+            assert q.gold.rstrip(".").lower() in a.answer.lower() and " or " in a.answer, a
+
+
+def test_the_gold_of_another_question_comes_from_the_same_conversation() -> None:
+    (other,) = [a for a in build(QUESTIONS[3], QUESTIONS) if a.kind == "other_gold"]
+    golds = {q.gold for q in QUESTIONS if q.group == "c1" and q.id != "c1/3"}
+    assert any(g.rstrip(".").lower() in other.answer.lower() for g in golds)
+
+
+def test_the_matcher_accepts_the_right_answers_and_refuses_the_wrong_ones() -> None:
+    accepted: dict[str, list[bool]] = {}
+    for a in build_all(QUESTIONS):
+        q = next(q for q in QUESTIONS if q.id == a.question_id)
+        accepted.setdefault(a.kind, []).append(match_fact(q.gold, AnswerText(a.answer)).matched)
+    for kind in WRONG_KINDS:
+        assert not any(accepted[kind]), kind
+    # "Yes" is a verdict, no key fact the matcher reads; every other gold is accepted.
+    assert sum(accepted["gold"]) >= len(QUESTIONS) - 1
+    assert sum(accepted["paraphrase"]) >= len(QUESTIONS) - 1
+
+
+def test_the_bench_measures_the_matcher_on_real_locomo_and_longmemeval(tmp_path: Path) -> None:
+    locomo = require_beside("thirdparty", "zep-locomo", "locomo.json", what="LoCoMo's data")
+    lme = require_beside("thirdparty", "longmemeval", "longmemeval_oracle.json",
+                         what="LongMemEval's oracle set")
+    small_locomo = tmp_path / "locomo.json"
+    small_locomo.write_text(json.dumps(json.loads(locomo.read_text(encoding="utf-8"))[:1]))
+    small_lme = tmp_path / "lme.json"
+    small_lme.write_text(json.dumps(json.loads(lme.read_text(encoding="utf-8"))[:40]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.wrong_answers", "--graders", "matcher", "--work",
+         str(tmp_path / "work"), "--locomo", str(small_locomo), "--longmemeval", str(small_lme)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| locomo | matcher")
+            or line.startswith("| longmemeval | matcher")]
+    assert len(rows) == 2, proc.stdout
+
+
+def test_the_bench_names_every_missing_file(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.wrong_answers", "--graders", "matcher,nope", "--locomo",
+         str(tmp_path / "a.json"), "--longmemeval", str(tmp_path / "b.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    for name in ("nope", "a.json", "b.json"):
+        assert name in proc.stdout
