@@ -183,7 +183,7 @@ def _rerun_blocks(reruns: Sequence[Mapping[str, Any]]) -> list[str]:
     if not reruns:
         return []
     items = [f"rerun {e(r.get('name'))}: {e(r.get('path'))}, condition <code>"
-             f"{e(r.get('condition_hash'))}</code>, adapters {e(r.get('adapters'))}; "
+             f"{e(r.get('condition_hash'))}</code>, adapter {e(r.get('adapter'))}; "
              f"{e(r.get('matched'))} of the publisher's questions matched, "
              f"{e(r.get('unmatched_publisher'))} unmatched, {e(r.get('unmatched_run'))} of the "
              "run's questions unmatched" for r in reruns]
