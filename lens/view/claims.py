@@ -175,7 +175,10 @@ def _published_source(data: Mapping[str, Any]) -> str:
 def _rerun_value(rerun: Mapping[str, Any], scorer: str) -> str:
     for sc in _dicts(rerun.get("scorers")):
         if sc.get("name") == scorer:
-            return interval(sc.get("estimate"))
+            values = sc.get("values")
+            known = (sum(v is not None for v in values.values())
+                     if isinstance(values, dict) else 0)
+            return f"{interval(sc.get('estimate'))} (n={known})"
     return "-"
 
 
@@ -185,6 +188,7 @@ def _rerun_blocks(reruns: Sequence[Mapping[str, Any]]) -> list[str]:
     items = [f"rerun {e(r.get('name'))}: {e(r.get('path'))}, condition <code>"
              f"{e(r.get('condition_hash'))}</code>, adapter {e(r.get('adapter'))}; "
              f"{e(r.get('matched'))} of the publisher's questions matched, "
+             f"{e(r.get('not_scored'))} of them not finished by the run, "
              f"{e(r.get('unmatched_publisher'))} unmatched, {e(r.get('unmatched_run'))} of the "
              "run's questions unmatched" for r in reruns]
     return ["<h2>Reruns</h2><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"]

@@ -15,6 +15,7 @@ import yaml
 from tests.protocols.builders import locomo_source, write_source
 from tests.support.cli import Lens, cli_runner
 from tests.support.extras import missing_reason
+from tests.view.server import get, lens_view, require_view_extra
 
 
 @pytest.fixture
@@ -94,6 +95,13 @@ def test_rerun_column_from_a_fixed_reader_run(lens: Lens, tmp_path: Path) -> Non
                           if line.startswith("| fact matcher"))
     assert manifest["condition_hash"] in r.stdout and "1 unmatched" in r.stdout
     assert "not the publisher's system" in r.stdout
+    # lens view shows the same column, with the run's condition hash.
+    require_view_extra()
+    with lens_view(tmp_path) as base:
+        status, _, page = get(base + "/claims/out")
+    assert status == 200
+    assert f"rerun {run.name}" in page and manifest["condition_hash"] in page
+    assert "(n=4)" in page and "50.0" in page
 
 
 def test_rerun_refused_when_not_a_run_or_no_shared_question(lens: Lens,
