@@ -39,6 +39,9 @@ def read_claims_json(folder: Path, name: str) -> dict[str, Any]:
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise Unreadable(f"{name!r} is not a claims folder of {folder}")
     root = folder / name
+    if not root.resolve().is_relative_to(folder.resolve()):
+        raise Unreadable(f"{name} is a link to a folder outside {folder}; the viewer reads only "
+                         "the folders inside the folder it was given")
     data = read_json(inside(root, CLAIMS))
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise Unreadable(f"{name}/{CLAIMS} is not a file lens claims wrote (format "

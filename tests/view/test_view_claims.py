@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,10 @@ def test_claims_folder_listed_beside_runs_and_shown(lens: Lens, tmp_path: Path) 
     broken = folder / "broken-check"
     broken.mkdir()
     (broken / "claims.json").write_text("{not json", encoding="utf-8")
+    # A link to a claims folder outside the served folder is named, never read.
+    (folder / "linked-check").symlink_to(folder / "memobase-check")
+    outside = shutil.copytree(folder / "memobase-check", tmp_path / "elsewhere")
+    (folder / "outside-check").symlink_to(outside)
     with lens_view(folder) as base:
         status, _, body = get(base + "/")
         assert status == 200
@@ -46,7 +51,7 @@ def test_claims_folder_listed_beside_runs_and_shown(lens: Lens, tmp_path: Path) 
         assert "Published claims checked" in body and "broken-check: cannot be read" in body
         status, _, api = get(base + "/api/runs")
         listed = json.loads(api)
-        assert [c["name"] for c in listed["claims"]] == ["memobase-check"]
+        assert [c["name"] for c in listed["claims"]] == ["linked-check", "memobase-check"]
         assert listed["claims"][0]["reproduced"] == \
             f"{data['reproduced']['overall']['percent']:.2f}"
         status, headers, page = get(base + "/claims/memobase-check")
@@ -64,5 +69,8 @@ def test_claims_folder_listed_beside_runs_and_shown(lens: Lens, tmp_path: Path) 
         assert f"{data['reproduced']['overall']['percent']:.2f}" in text
         assert "75.78" in text  # the published figure beside it
         assert get(base + "/claims/broken-check")[0] == 422
+        assert "outside-check: cannot be read" in body and "outside" in body
+        status, _, page = get(base + "/claims/outside-check")
+        assert status == 422 and "outside" in page and "75.78" not in page
         assert get(base + "/claims/nothing-here")[0] == 404
         assert get(base + "/claims/" + run.name)[0] == 404  # a run is not a claims folder
