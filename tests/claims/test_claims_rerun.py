@@ -141,3 +141,27 @@ def test_rerun_with_the_local_model(lens: Lens, tmp_path: Path) -> None:
     for s in rerun["scorers"]:
         assert len(s["values"]) == 4 - rerun["not_scored"]
         assert all(v is not None for v in s["values"].values())
+
+
+def test_a_question_asked_in_two_conversations_is_paired_within_its_own() -> None:
+    from lens.claims.items import ClaimItem
+    from lens.claims.rerun import RunAnswer, RunAnswers, match
+
+    def item(i: str, q: str, group: str) -> ClaimItem:
+        return ClaimItem(i, q, "gold", "theirs", "1", (True,), group=group)
+
+    def ans(scope: str, qid: str, q: str) -> RunAnswer:
+        return RunAnswer(scope, qid, q, f"ours {scope}", "answered")
+
+    items = [item("a1", "Where does Ann live?", "0"), item("a2", "What is her job?", "0"),
+             item("b1", "Who is Bo's friend?", "1"), item("b2", "What is her job?", "1"),
+             item("c1", "What is her job?", "2")]  # conversation 2 has no unique question
+    run = RunAnswers("r", "r", "sqlite_fts", "h", (
+        ans("conv-7", "q1", "where does ann  live?"), ans("conv-7", "q2", "What is her job?"),
+        ans("conv-9", "q1", "Who is Bo's friend?"), ans("conv-9", "q2", "What is her job?"),
+        ans("conv-9", "q3", "Asked only here?")))
+    m = match(items, run)
+    assert {k: (a.scope, a.question_id) for k, a in m.matched.items()} == {
+        "a1": ("conv-7", "q1"), "a2": ("conv-7", "q2"), "b1": ("conv-9", "q1"),
+        "b2": ("conv-9", "q2")}
+    assert m.unmatched_publisher == 1 and m.unmatched_run == 1
