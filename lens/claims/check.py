@@ -26,6 +26,7 @@ from lens.claims.leniency import Leniency, as_items, leniency
 from lens.claims.mapping import load_mapping, read_mapped
 from lens.claims.published import OVERALL, PublishedTable
 from lens.claims.readers import FILES, READERS
+from lens.claims.rerun import Rerun, RunAnswers, match, rerun_items
 from lens.claims.rescore import (
     JudgePrompt,
     Scored,
@@ -64,6 +65,8 @@ class Options:
     judges: tuple[Judge, ...] = ()
     work: Path | None = None
     progress: Callable[[str], None] | None = None
+    # Run directories' answers to the same questions (``--rerun``), each a column.
+    reruns: tuple[RunAnswers, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class CheckResult:
     leniency: list[Leniency] = field(default_factory=list)
     wrong_answers: int = 0
     notes: list[str] = field(default_factory=list)
+    reruns: list[Rerun] = field(default_factory=list)
 
 
 def read_claims(files: Sequence[Path], reader: str | None, mapping: Path | None) -> ClaimSet:
@@ -191,20 +195,40 @@ def rescore(result: CheckResult, opts: Options) -> None:
                     [None if (c := _credit(i)) is None else c >= 0.5 for i in items], [])
     result.publisher_on_sample = replace(stored, name="publisher's verdicts",
                                          condition={"scorer": "publisher", "verdicts": "stored"})
+    result.scored.extend(_scorers(claims, items, opts, say))
+    for rerun in result.reruns:
+        answers = rerun_items(items, rerun)
+        say(f"rerun {rerun.run.name}: {len(answers)} matched answer(s)")
+        if answers:
+            rerun.scorers = _scorers(claims, answers, opts, say)
+        if len(items) < len(claims.items):
+            rerun.notes.append(f"scored on the matched questions of lens's sample of "
+                               f"{len(items)} answers")
+        if rerun.not_scored:
+            rerun.notes.append(f"{rerun.not_scored} matched question(s) the run did not finish "
+                               "(error or no_memory) are left out, as lens's scoring leaves "
+                               "them out")
+    if opts.leniency:
+        _leniency(result, items, opts, say)
+
+
+def _scorers(claims: ClaimSet, items: Sequence[ClaimItem], opts: Options,
+             say: Callable[[str], None]) -> list[Scored]:
+    """Every scorer asked for, on these items (the publisher's answers, or a rerun's)."""
+    out: list[Scored] = []
     if opts.f1:
         say("F1")
-        result.scored.append(locomo_f1(claims, items))
+        out.append(locomo_f1(claims, items))
     if opts.grader == "matcher":
         say("fact matcher")
-        result.scored.append(matcher_grades(items))
+        out.append(matcher_grades(items))
     elif opts.grader == "local":
-        result.scored.append(_local_grades(items, opts, say))
+        out.append(_local_grades(items, opts, say))
     for j in opts.judges:
         say(f"judge {j.model} ({j.prompt.name}) on {len(items)} answer(s)")
         verdicts, errors = j.ask(j.prompt, items)
-        result.scored.append(judged(j.model, j.prompt, items, verdicts, errors))
-    if opts.leniency:
-        _leniency(result, items, opts, say)
+        out.append(judged(j.model, j.prompt, items, verdicts, errors))
+    return out
 
 
 def _credit(item: ClaimItem) -> float | None:
@@ -255,5 +279,19 @@ def check(files: Sequence[Path], reader: str | None, mapping: Path | None,
           opts: Options) -> CheckResult:
     claims = read_claims(files, reader, mapping)
     result = reproduce(claims, opts)
+    result.reruns = matched_reruns(claims, opts.reruns)
     rescore(result, opts)
     return result
+
+
+def matched_reruns(claims: ClaimSet, runs: Sequence[RunAnswers]) -> list[Rerun]:
+    """Each run matched to the publisher's items; a run sharing no question is refused (every
+    such run named at once) before anything is scored."""
+    out = [match(claims.items, r) for r in runs]
+    refused = [f"--rerun {r.run.path}: none of its {len(r.run.answers)} question(s) "
+               f"({r.run.adapter}) is among the {len(claims.items)} of the results file (matched "
+               "by question text); give a run that answered the same benchmark's questions"
+               for r in out if not r.matched]
+    if refused:
+        raise UserError(refused)
+    return out

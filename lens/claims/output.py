@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from lens.claims.check import CheckResult
+from lens.claims.rerun import Rerun
+from lens.claims.rescore import Scored
 from lens.claims.table import blocks
 from lens.core.distribution import version as lens_version
 from lens.core.jsonguard import JsonRefused, loads_guarded
@@ -18,6 +20,24 @@ from lens.report.html import CSP, CSS
 from lens.runs.store import atomic_write_text
 
 FORMAT = "lens.claims/1"
+
+
+def _scorer_json(s: Scored) -> dict[str, Any]:
+    return {"name": s.name, "condition": s.condition, "estimate": s.estimate.as_dict(),
+            "agreement": None if s.agreement is None else asdict(s.agreement),
+            "disagreements": [{"id": i, "publisher": p, "lens": v}
+                              for i, p, v in s.disagreements],
+            "values": dict(zip(s.ids, s.values, strict=True)), "notes": list(s.notes)}
+
+
+def _rerun_json(r: Rerun) -> dict[str, Any]:
+    return {"name": r.run.name, "path": r.run.path, "adapter": r.run.adapter,
+            "condition_hash": r.run.condition_hash,
+            "matched": len(r.matched), "unmatched_publisher": r.unmatched_publisher,
+            "unmatched_run": r.unmatched_run, "not_scored": r.not_scored,
+            "pairs": {i: f"{a.scope}/{a.question_id}" for i, a in r.matched.items()},
+            "scorers": [_scorer_json(s) for s in r.scorers],
+            "notes": list(r.run.notes) + r.notes}
 
 
 def as_json(r: CheckResult) -> dict[str, Any]:
@@ -41,14 +61,10 @@ def as_json(r: CheckResult) -> dict[str, Any]:
                            for k, s in f.categories.items()},
             "gaps": {k: asdict(g) for k, g in r.gaps.items()}},
         "sample": [i.id for i in r.sampled],
-        "scorers": [{"name": s.name, "condition": s.condition,
-                     "estimate": s.estimate.as_dict(),
-                     "agreement": None if s.agreement is None else asdict(s.agreement),
-                     "disagreements": [{"id": i, "publisher": p, "lens": v}
-                                       for i, p, v in s.disagreements],
-                     "values": dict(zip(s.ids, s.values, strict=True)), "notes": list(s.notes)}
+        "scorers": [_scorer_json(s)
                     for s in ([r.publisher_on_sample] if r.publisher_on_sample else [])
                     + r.scored],
+        "reruns": [_rerun_json(x) for x in r.reruns],
         "leniency": [{"scorer": x.scorer, "overall": x.overall.as_dict(), "unknown": x.unknown,
                       "by_kind": {k: e.as_dict() for k, e in x.by_kind.items()},
                       "accepted": [{"id": i, "kind": k, "answer": a} for i, k, a in x.accepted]}

@@ -10,6 +10,7 @@ from lens.claims.arithmetic import LOCOMO_NAMES, Gap, Share
 from lens.claims.check import CheckResult
 from lens.claims.leniency import Leniency
 from lens.claims.published import OVERALL
+from lens.claims.rerun import Rerun
 from lens.claims.rescore import Scored
 from lens.claims.wrong_answers import KINDS
 from lens.report.document import Block, Bullets, Heading, Para, Styled, Table
@@ -128,11 +129,12 @@ def summary_blocks(r: CheckResult) -> list[Block]:
     f = r.figure
     pub = r.published_row.get(OVERALL)
     n_sample = len(r.sampled)
+    dash = ["-"] * len(r.reruns)
     rows: list[list[str | Styled]] = [
-        ["published", "-" if pub is None else f"{pub:.2f}", "-", "-", "-", "-"],
+        ["published", "-" if pub is None else f"{pub:.2f}", "-", "-", "-", "-", *dash],
         ["reproduced (publisher's verdicts, all answers)",
          "unknown" if f.overall.percent is None else f"{f.overall.percent:.2f}",
-         str(f.overall.n), "-", "-", "-"]]
+         str(f.overall.n), "-", "-", "-", *dash]]
     everyone: list[Scored] = ([r.publisher_on_sample] if r.publisher_on_sample else []) \
         + r.scored
     for s in everyone:
@@ -142,14 +144,37 @@ def summary_blocks(r: CheckResult) -> list[Block]:
                      str(len(s.ids) - s.unknown),
                      "-" if kappa is None else f"{kappa:.2f}",
                      "-" if s.agreement is None else str(len(s.disagreements)),
-                     _lenient(r.leniency, s.name)])
+                     _lenient(r.leniency, s.name),
+                     *(_rerun_cell(x, s.name) for x in r.reruns)])
+    rerun_note = (" A rerun column: the same scorer on a lens run's answers to the matched "
+                  "questions (n in brackets); a run of lens's adapter, not the publisher's "
+                  "system." if r.reruns else "")
     return [Heading("Published, reproduced, re-scored"),
             Para(f"Figures in percent with 95% intervals clustered by conversation. lens's "
                  f"scorers read {n_sample} answer(s). kappa: Cohen's kappa against the "
                  "publisher's verdicts on the same answers. Leniency: the share of lens's wrong "
-                 f"answers ({r.wrong_answers}) the scorer accepts."),
-            Table(["figure", "value", "n", "kappa vs publisher", "disagreements", "leniency"],
-                  rows, "claims-summary")]
+                 f"answers ({r.wrong_answers}) the scorer accepts." + rerun_note),
+            Table(["figure", "value", "n", "kappa vs publisher", "disagreements", "leniency",
+                   *(f"rerun {x.run.name}" for x in r.reruns)], rows, "claims-summary"),
+            *rerun_blocks(r.reruns)]
+
+
+def _rerun_cell(rerun: Rerun, name: str) -> str:
+    for s in rerun.scorers:
+        if s.name == name:
+            return f"{interval(s.estimate)} (n={len(s.ids) - s.unknown})"
+    return "-"
+
+
+def rerun_blocks(reruns: Sequence[Rerun]) -> list[Block]:
+    if not reruns:
+        return []
+    lines = [f"rerun {x.run.name}: {x.run.path}, adapter {x.run.adapter}, condition "
+             f"{x.run.condition_hash}; {len(x.matched)} of the publisher's questions matched, "
+             f"{x.unmatched_publisher} unmatched; {x.unmatched_run} of the run's questions "
+             "unmatched" + "".join(f"; {n}" for n in (*x.run.notes, *x.notes))
+             for x in reruns]
+    return [Bullets(lines, "warn" if any(x.unmatched_publisher for x in reruns) else "")]
 
 
 def detail_blocks(r: CheckResult) -> list[Block]:

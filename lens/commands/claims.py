@@ -21,6 +21,7 @@ from lens.claims.items import ClaimItem
 from lens.claims.output import write
 from lens.claims.published import load_published
 from lens.claims.readers import READERS
+from lens.claims.rerun import RunAnswers, read_run
 from lens.claims.rescore import JudgePrompt, judge_verdicts, lens_prompt, load_prompt
 from lens.claims.table import blocks
 from lens.commands.judge import add_judge_server_arguments, usage
@@ -73,6 +74,10 @@ def register(sub: Any) -> None:
     c.add_argument("--work", type=Path, metavar="DIR",
                    help="keep model verdicts here (the local grader's and the judges'), so a "
                         "stopped check resumes")
+    c.add_argument("--rerun", type=Path, action="append", default=[], metavar="RUN_DIR",
+                   help="a `lens run` run directory that answered the same benchmark's "
+                        "questions (repeatable): its answers, matched by question text, are "
+                        "scored by the same scorers as a column of their own")
     c.add_argument("--out", type=Path, metavar="DIR",
                    help="write report.md, report.html and claims.json here")
     c.add_argument("--bundle", action="store_true",
@@ -159,12 +164,21 @@ def _check(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be at least 1 (got {args.limit})")
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
+    reruns: list[RunAnswers] = []
+    problems: list[str] = []
+    for run_dir in args.rerun:
+        try:
+            reruns.extend(read_run(run_dir))
+        except UserError as exc:
+            problems.extend(exc.lines)
+    if problems:
+        raise UserError(problems)
     opts = Options(
         published=load_published(args.published) if args.published else None, row=args.row,
         runs=args.runs, category5=None if args.category5 is None else args.category5 == "in",
         f1=not args.no_f1, grader=args.grader, limit=args.limit,
         leniency=not args.no_leniency, judges=_judges(args), work=args.work,
-        progress=lambda m: print(f"lens claims: {m}", flush=True))
+        progress=lambda m: print(f"lens claims: {m}", flush=True), reruns=tuple(reruns))
     result = check(args.files, args.reader, args.mapping, opts)
     print(to_markdown(blocks(result)))
     if args.out is not None:
@@ -172,7 +186,8 @@ def _check(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
         if args.bundle:
             print(f"wrote {export_claims(result, args.out)}")
-    failed = [s for s in result.scored if s.notes and s.unknown]
+    failed = [s for s in result.scored + [x for r in result.reruns for x in r.scorers]
+              if s.notes and s.unknown]
     failed_leniency = [x for x in result.leniency if x.unknown]
     # A scorer whose verdicts are partly unknown is shown in the table; the status says so too.
     return 1 if failed or failed_leniency else 0

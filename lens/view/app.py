@@ -29,6 +29,7 @@ from starlette.routing import Route
 import lens.view.fragments as fragments
 import lens.view.pages as pages
 from lens.runs.store import MANIFEST
+from lens.view.claims import claims_list, claims_names, claims_page, read_claims_json, summary
 from lens.view.files import MAX_FILE_BYTES, Unreadable, inside, read_bytes
 from lens.view.index import RunIndex
 from lens.view.jobs import Jobs, Piece
@@ -126,9 +127,24 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
                 continue
             except Exception as exc:  # one unreadable run must not hide the others
                 problems.append(f"{name}: cannot be read ({type(exc).__name__}: {exc})")
+        checked: list[tuple[str, dict[str, str]]] = []
+        claim_problems: list[str] = []
+        for name in claims_names(folder):
+            try:
+                checked.append((name, summary(read_claims_json(folder, name))))
+            except Unreadable as exc:
+                claim_problems.append(f"{name}: cannot be read: {exc}")
         if request.url.path.startswith("/api/"):
-            return _json({"runs": items, "problems": problems})
-        return _html(pages.run_list(items, str(folder), problems))
+            return _json({"runs": items, "problems": problems + claim_problems,
+                          "claims": [{"name": n, **s} for n, s in checked]})
+        return _html(pages.run_list(items, str(folder), problems,
+                                    claims_list(checked, claim_problems)))
+
+    def claims(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in claims_names(folder):
+            raise NotFound(f"claims folder {name!r}")
+        return _html(claims_page(name, read_claims_json(folder, name)))
 
     def report_piece(index: RunIndex) -> tuple[str, Piece]:
         job = "report:" + index.name
@@ -280,6 +296,7 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
         Route("/runs/{name}/questions", threaded(questions)),
         Route("/runs/{name}/question", threaded(question)),
         Route("/runs/{name}/errors/{file:path}", threaded(error_file)),
+        Route("/claims/{name}", threaded(claims)),
         Route("/compare", threaded(compare)),
         Route("/compare/question", threaded(compare_question)),
         Route("/api/job", threaded(job)),

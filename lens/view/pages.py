@@ -153,7 +153,9 @@ def run_list_item(index: RunIndex) -> dict[str, Any]:
             **{k: visible(v) for k, v in texts.items()}}
 
 
-def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[str]) -> str:
+def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[str],
+             beside: str = "") -> str:
+    """The index: the runs, then ``beside`` (the claims folders' section, HTML already)."""
     rows = []
     for it in items:
         name = it["name"]
@@ -174,6 +176,7 @@ def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[
                          "condition"], rows, table_id="runs")
                 + "<button type='submit'>side by side</button> <span class='meta'>two or more "
                   "runs, or one run with several adapters</span></form>")
+    body.append(beside)
     return shell("runs", "".join(body))
 
 
