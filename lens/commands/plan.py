@@ -194,7 +194,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _plan_config(args: argparse.Namespace) -> int:
-    from lens.flow.pipeline import check_run, check_scoring, load_run_config
+    from lens.flow.pipeline import check_reader, check_run, check_scoring, load_run_config
     from lens.flow.plan_cost import cost_lines, plan_cost
     from lens.flow.stopping import check_stopping
 
@@ -202,6 +202,7 @@ def _plan_config(args: argparse.Namespace) -> int:
     # config that run refuses has no price.
     overrides = overrides_of(args)
     config = load_run_config(args.config, overrides)
+    check_reader(config, args.config)
     check_scoring(config, args.config)
     check_stopping(config, args.config)
     dataset, _ = check_run(config, args.config, overrides,

@@ -188,10 +188,20 @@ class AgentConfig(ModelConfig):
     # How the fixed reader is asked to answer: step by step (LongMemEval's official default)
     # or with the answer alone (lens/data/reader_prompts.py).
     reading: Literal["step_by_step", "direct"] | None = None
+    # A publisher's reader prompt in place of lens's wording: a text template with {history},
+    # {question} and optionally {now_line} (lens/data/reader_prompts.py; read when the run is
+    # checked, its sha256 in the run's condition).
+    reader_prompt_file: Path | None = None
 
     @model_validator(mode="after")
     def _reader_settings(self) -> AgentConfig:
         problems = []
+        if self.mode == "tool_agent" and self.reader_prompt_file is not None:
+            problems.append("'reader_prompt_file' applies to mode 'fixed_reader' only; remove "
+                            "it or set mode: fixed_reader")
+        elif self.reading is not None and self.reader_prompt_file is not None:
+            problems.append("'reading' chooses one of lens's reader prompts and "
+                            "'reader_prompt_file' replaces them; remove one")
         if self.mode == "tool_agent" and self.reading is not None:
             problems.append("'reading' applies to mode 'fixed_reader' only; remove it or set "
                             "mode: fixed_reader")
@@ -545,6 +555,10 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
                 scoring[name] = (base_dir / path).resolve()
         if scoring:
             updates["scoring"] = cfg.scoring.model_copy(update=scoring)
+        reader_file = cfg.agent.reader_prompt_file
+        if reader_file is not None and not reader_file.is_absolute():
+            updates["agent"] = cfg.agent.model_copy(
+                update={"reader_prompt_file": (base_dir / reader_file).resolve()})
         cfg = cfg.model_copy(update=updates)
     return cfg
 

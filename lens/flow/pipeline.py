@@ -132,6 +132,19 @@ def check_paths(config: RunConfig, config_file: str, out: Path | None, resuming:
                               "or the file of an earlier lens cache")
 
 
+def check_reader(config: RunConfig, config_file: str) -> None:
+    """The fixed reader's prompt file, read now: a run never starts with one it cannot use."""
+    path = config.agent.reader_prompt_file
+    if path is None:
+        return
+    from lens.data.reader_prompts import load_reader_prompt
+
+    try:
+        load_reader_prompt(path)
+    except UserError as exc:
+        raise ConfigError(f"{config_file}: field {exc.args[0]}") from None
+
+
 def check_scoring(config: RunConfig, config_file: str) -> None:
     if not config.scoring.enabled:
         return
@@ -459,6 +472,7 @@ def validate(config_file: str, overrides: Overrides | None, *, out: Path | None,
     config = load_run_config(config_file, overrides)
     register_env_secrets()
     register_config_secrets(config.model_dump(mode="json"))
+    check_reader(config, config_file)
     check_scoring(config, config_file)
     check_stopping(config, config_file)
     if continue_past_stop and resume is None:

@@ -21,7 +21,7 @@ import anyio
 from lens.core.errors import AdapterNotFound
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
-from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K
+from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, load_reader_prompt
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
 from lens.memory.contract import check_result
 from lens.memory.executor import AdapterWorkerLost
@@ -198,6 +198,10 @@ class Runner:
         self._open_units: dict[str, set[str]] = {}
         self._looked = 0
         self._look_lock = anyio.Lock()
+        # A publisher's reader prompt, read once for every question of the run.
+        prompt_file = config.agent.reader_prompt_file
+        self._reader_template = (load_reader_prompt(prompt_file).template
+                                 if prompt_file is not None else None)
 
     def _load_finished(self) -> tuple[set[str], set[str]]:
         done_units = self.store.done_keys("unit_done")
@@ -502,6 +506,7 @@ class Runner:
                     model=self.model, adapter=memory, budget=agent_cfg.budget,
                     top_k=agent_cfg.top_k or DEFAULT_TOP_K,
                     reading=agent_cfg.reading or DEFAULT_READING,
+                    template=self._reader_template,
                     episode_times={e.episode_id: e.timestamp for e in unit.scope.episodes},
                     call_timeout_s=unit.adapter.call_timeout_s,
                     temperature=agent_cfg.temperature, max_tokens=agent_cfg.max_tokens,

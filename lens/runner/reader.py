@@ -54,6 +54,8 @@ class FixedReader:
     budget: BudgetConfig
     top_k: int = DEFAULT_TOP_K
     reading: Reading = DEFAULT_READING
+    # A reader prompt file's text (``agent.reader_prompt_file``), in place of lens's wording.
+    template: str | None = None
     # When each episode happened (the scope's timestamps), for results that do not carry one.
     episode_times: Mapping[str, datetime] | None = None
     call_timeout_s: float = 60.0
@@ -69,7 +71,7 @@ class FixedReader:
         sessions = [(self._date(r), r.text) for r in results]
         prompt, size, cut = reader_prompt(question.prompt, question.now, sessions,
                                           meter.remaining_payload(), TRUNCATION_MARKER,
-                                          self.reading)
+                                          self.reading, self.template)
         meter.payload_bytes += size
         search.payload_bytes, search.truncated = size, cut
         messages = [Message(role="user", content=prompt)]

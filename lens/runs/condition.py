@@ -12,7 +12,12 @@ from lens.core.distribution import version as lens_version
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.data.prompts import prompts_hash
-from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, template_hash
+from lens.data.reader_prompts import (
+    DEFAULT_READING,
+    DEFAULT_TOP_K,
+    load_reader_prompt,
+    template_hash,
+)
 
 _PACKAGES = ("anyio", "pydantic", "openai", "httpx", "aiohttp", "uvloop", "tenacity",
              "llama_cpp_python", "litellm", "numpy")
@@ -40,8 +45,14 @@ def answerer(config: RunConfig) -> dict[str, Any] | None:
     if agent.mode == "tool_agent":
         return None
     reading = agent.reading or DEFAULT_READING
-    return {"mode": agent.mode, "top_k": agent.top_k or DEFAULT_TOP_K, "reading": reading,
-            "prompt_hash": template_hash(reading)}
+    out: dict[str, Any] = {"mode": agent.mode, "top_k": agent.top_k or DEFAULT_TOP_K,
+                           "reading": reading, "prompt_hash": template_hash(reading)}
+    if agent.reader_prompt_file is not None:
+        # A publisher's prompt: its text, not lens's wording, is what the reader was asked.
+        read = load_reader_prompt(agent.reader_prompt_file)
+        out.update(reading="file", prompt_hash=template_hash(template=read.template),
+                   prompt_file={"name": read.name, "sha256": read.sha256})
+    return out
 
 
 def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
@@ -59,7 +70,7 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
             agent.model_dump(mode="json", exclude={"budget", "api_key_env", "max_concurrency",
                                                    "requests_per_minute", "tokens_per_minute",
                                                    "timeout_s", "max_retries", "mode", "top_k",
-                                                   "reading"})
+                                                   "reading", "reader_prompt_file"})
         ),
         "judge_model": config.judge.model if config.judge else None,
         "prompts_hash": prompts_hash(),

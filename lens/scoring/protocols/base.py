@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
+from lens.core.promptfile import MAX_PROMPT_FILE_BYTES, read_prompt_text
 from lens.core.redact import shown
 from lens.core.yamlguard import YamlRefused, load_yaml
 from lens.data.dataset import Question
@@ -58,8 +59,6 @@ def mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-# A judge prompt file: the official evaluation scripts are tens of kilobytes.
-MAX_PROMPT_FILE_BYTES = 1024 * 1024
 
 
 class Protocol(ABC):
@@ -100,19 +99,10 @@ class Protocol(ABC):
             raise UserError(f"scoring.judge_prompt_file: protocol {self.name} reads its judge "
                             "prompts from lens only; remove judge_prompt_file (protocols that "
                             "take one: longmemeval, longmemeval-v2, memoryagentbench)")
-        if not path.is_file():
-            raise UserError(f"scoring.judge_prompt_file: {path}: file not found; give the path "
-                            "of the official prompt file (see docs/scoring.md)")
-        size = path.stat().st_size
-        if size > MAX_PROMPT_FILE_BYTES:
-            raise UserError(f"scoring.judge_prompt_file: {path}: {size} bytes, over the "
-                            f"{MAX_PROMPT_FILE_BYTES} byte limit of a prompt file; give the "
-                            "official prompt file")
-        raw = path.read_bytes()[:MAX_PROMPT_FILE_BYTES + 1]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UserError(f"scoring.judge_prompt_file: {path}: not UTF-8 text") from None
+        text, raw = read_prompt_text(
+            path, "scoring.judge_prompt_file",
+            missing_fix="give the path of the official prompt file (see docs/scoring.md)",
+            large_fix="give the official prompt file")
         prompts = self.read_prompt_file(path, text)
         problems = [f"{shown(pid)}: {why}" for pid, why in self._template_problems(prompts)]
         if problems:
