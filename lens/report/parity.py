@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lens.core.tokens import estimate_chars_tokens
-from lens.data.reader_prompts import READER_TEMPLATE
+from lens.data.reader_prompts import READER_TEMPLATE, SESSION_TEMPLATE
 from lens.data.standing import HEADING, INTRO
 from lens.memory.oracle import ALTERNATIVE, CEILING, FLOOR
 from lens.report.data import QuestionRow, RunData
@@ -93,7 +93,7 @@ def _reader_history_chars(record: QuestionRecord) -> int | None:
     prompt = next((m.content for m in record.transcript if m.role == "user"), "")
     start = prompt.find(_HISTORY_HEAD)
     if start < 0:
-        return None
+        return _file_prompt_history_chars(record, prompt)
     start += len(_HISTORY_HEAD)
     # The block ends where the template goes on: "Current Date: …" when the question has a
     # date, else "Question: …" (the last one: the memory's text may hold the words too).
@@ -101,6 +101,23 @@ def _reader_history_chars(record: QuestionRecord) -> int | None:
     if end < start:
         end = prompt.rfind("\n\nQuestion: ")
     return max(0, (end if end >= start else len(prompt)) - start)
+
+
+_FIRST_SESSION = SESSION_TEMPLATE.split("{n}", 1)[0] + "1:"
+
+
+def _file_prompt_history_chars(record: QuestionRecord, prompt: str) -> int | None:
+    """The history's characters in a prompt of ``agent.reader_prompt_file``, whose wording is
+    the publisher's: the history starts at its first session and is as long as the search's
+    recorded payload bytes."""
+    searches = [c for c in record.tool_calls if c.name == "memory_search"]
+    if len(searches) != 1:
+        return None
+    size = searches[0].payload_bytes
+    start = prompt.find(_FIRST_SESSION)
+    if size <= 0 or start < 0:
+        return 0 if size <= 0 else None
+    return len(prompt[start:].encode("utf-8")[:size].decode("utf-8", errors="ignore"))
 
 
 def context_of(record: QuestionRecord, synthetic_prefixes: Sequence[str] = ()) -> QuestionContext:

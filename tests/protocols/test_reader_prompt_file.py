@@ -4,6 +4,8 @@ cannot use is refused before anything runs. Through ``lens run``."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ def _config(tmp_path: Path, name: str, agent: dict[str, Any]) -> Path:
         "name": name, "dataset": {"path": str(ds)}, "adapters": [{"name": "sqlite_fts"}],
         "agent": {"model": "scripted/replies.yaml", "mode": "fixed_reader", "top_k": 2,
                   **agent},
-        "scoring": {"enabled": False}, "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
+        "out_dir": str(tmp_path / "runs")}), encoding="utf-8")
     return cfg
 
 
@@ -60,6 +62,7 @@ def test_the_publishers_prompt_asks_every_question(lens: Lens, tmp_path: Path) -
     assert records
     asked = {q["question_id"]: q["prompt"] for q in
              json.loads((tmp_path / "ds.json").read_text(encoding="utf-8"))["questions"]}
+    shown: dict[str, int] = {}
     for rec in records:
         prompt = rec["transcript"][0]["content"]
         assert prompt.startswith("You are an intelligent memory assistant.\n\nMemories:\n\n")
@@ -67,6 +70,12 @@ def test_the_publishers_prompt_asks_every_question(lens: Lens, tmp_path: Path) -
                                'Answer (a JSON {"answer": ...} is fine):\n')
         assert "### Session 1:" in prompt and "History Chats" not in prompt
         assert rec["answer"] == "Paris"
+        # The report counts the memory's text in the publisher's prompt as its context.
+        history = prompt.split("Memories:\n\n", 1)[1].rsplit("\n\nQuestion: ", 1)[0]
+        shown[rec["question_id"]] = len(history)
+    rows = csv.DictReader(io.StringIO((run / "questions.csv").read_text(encoding="utf-8")))
+    assert {r["question_id"]: int(r["context_chars"]) for r in rows} == shown
+    assert all(v > 0 for v in shown.values())
     answerer = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["condition"][
         "answerer"]
     read = load_reader_prompt(prompt_file)
