@@ -10,7 +10,9 @@ The prompt has the shape of LongMemEval's reader prompt (lens's own wording): an
 date as the official generation sorts the retrieved sessions, then "Current Date" (the question's
 "now", left out when the dataset gives none) and the question. The history is cut at the
 session's payload budget (the official generation cuts it at a token limit), with a visible
-marker. The search is recorded as a ``memory_search`` tool call, so retrieval metrics read it as
+marker. ``agent.reader_prompt_file`` replaces lens's wording with a publisher's template
+(lens/data/reader_prompts.py); the history, its order and its cut stay lens's. The search is
+recorded as a ``memory_search`` tool call, so retrieval metrics read it as
 they read the agent's first search.
 """
 
