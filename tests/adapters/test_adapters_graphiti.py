@@ -57,6 +57,7 @@ def test_graphiti_through_lens_run_with_the_scripted_model(tmp_path: Path) -> No
     assert all(i.changed_at is not None for i in listing.items)
 
 
+@pytest.mark.slow
 def test_graphiti_listing_passes_the_conformance_check(tmp_path: Path) -> None:
     """`lens adapters check` with its gateway: Graphiti's listing reads only what was ingested,
     the same twice, and nothing of the previous scope after reset."""
