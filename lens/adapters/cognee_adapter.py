@@ -10,7 +10,8 @@ all in one folder per unit and emptied by ``reset``. Search is Cognee's ``CHUNKS
 (semantic search over the chunks, no model call); each result is a chunk of one episode's text,
 referenced as ``<episode_id>#<Cognee's chunk id>`` (the episode read from the chunk's node set),
 so a citation names the episode; ``retrieve`` returns the chunks search handed out and the
-episodes by id.
+episodes by id. ``list_memory`` is Cognee's own listing of its graph (the graph engine's
+``get_graph_data``): the chunks, their summaries, the entities and the relations between them.
 
 Cognee keeps its configuration process-wide, so lens gives this adapter a process of its own
 (see ``OWN_PROCESS`` in :mod:`lens.memory.adapter`); the few settings Cognee reads only from the
@@ -39,9 +40,12 @@ from lens.core.logs import get_logger
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+from lens.memory.listing import MemoryItem, MemoryListing
 
 INSTALL = install_hint("cognee")
 DATASET = "lens"
+# The kinds of node in Cognee's graph that its listing gives as items (its class names).
+CHUNK, SUMMARY, ENTITY = "DocumentChunk", "TextSummary", "Entity"
 log = get_logger("lens.adapters.cognee")
 
 # Cognee's configuration is global to the process: two live instances would share one store.
@@ -264,9 +268,62 @@ class CogneeAdapter(MemoryAdapter):
         return Document(ref_id=ref_id, text=episode.text,
                         metadata={"timestamp": episode.timestamp.isoformat()})
 
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Cognee's listing of the unit's graph: every chunk (from the episode its node set
+        names), every chunk summary and every entity (from the episodes of the chunks they were
+        made from or found in), and every relation between two entities (from the chunks that
+        hold both), each changed at the newest of those episodes' timestamps."""
+        if not self.episodes:
+            return MemoryListing()
+        from cognee.modules.graph.methods import get_formatted_graph_data
+        from cognee.modules.users.methods import get_default_user
+
+        async with _notes_to_log():
+            user = await get_default_user()
+            datasets = await self.cognee.datasets.list_datasets(user)
+            found = next((d for d in datasets if d.name == DATASET), None)
+            if found is None:
+                return MemoryListing()
+            graph = await get_formatted_graph_data(found.id, user)
+        nodes = [(n["id"], {**n["properties"], "name": n["label"], "type": n["type"]})
+                 for n in graph["nodes"]]
+        edges = [(e["source"], e["target"], e["label"]) for e in graph["edges"]]
+        props = dict(nodes)
+        kind = {nid: str(p.get("type", "")) for nid, p in nodes}
+        episodes: dict[str, set[str]] = {nid: set() for nid in props}
+        for src, dst, rel in edges:
+            name = str(props.get(dst, {}).get("name", ""))
+            if rel == "belongs_to_set" and kind.get(src) == CHUNK and name in self.episodes:
+                episodes[src].add(name)
+        for src, dst, _ in edges:
+            for node, other in ((src, dst), (dst, src)):
+                if kind.get(other) == CHUNK and kind.get(node) in (SUMMARY, ENTITY):
+                    episodes[node] |= episodes[other]
+        items = []
+        for nid, p in nodes:
+            if kind[nid] in (CHUNK, SUMMARY):
+                text = str(p.get("text", ""))
+            elif kind[nid] == ENTITY:
+                text = f"{p.get('name', '')}: {p.get('description', '')}"
+            else:
+                continue
+            items.append(self._item(nid, text, episodes[nid]))
+        for src, dst, rel in edges:
+            if kind.get(src) == ENTITY and kind.get(dst) == ENTITY:
+                both = episodes[src] & episodes[dst]
+                items.append(self._item(f"{src}>{rel}>{dst}", f"{props[src].get('name', '')} "
+                                        f"{rel} {props[dst].get('name', '')}", both))
+        return MemoryListing(items=items)
+
+    def _item(self, item_id: str, text: str, episode_ids: set[str]) -> MemoryItem:
+        return MemoryItem(item_id=f"cognee:{item_id}", text=text,
+                          source_episodes=sorted(episode_ids),
+                          changed_at=max((self.episodes[e].timestamp for e in episode_ids),
+                                         default=None))
+
     async def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
-            search_modes=["semantic"], max_results=self.opts.max_results,
+            search_modes=["semantic"], max_results=self.opts.max_results, memory_listing=True,
             description=f"Cognee chunks (SQLite, LanceDB, Kuzu graph, embedded), its graph "
                         f"and summaries extracted by {self.opts.model} through lens's model "
                         f"gateway, embedded with {self.access.embedding_model}")

@@ -8,13 +8,16 @@ the graph lives in an in-memory Kuzu database of the unit's own. Search is Graph
 search (BM25 through Kuzu's full-text index plus cosine over the fact embeddings, fused by
 reciprocal rank); each result is a fact (``graphiti:<edge uuid>``, declared synthetic) whose
 ``metadata.episode_ids`` names the episodes it was extracted from, and ``retrieve`` returns those
-episodes by id too. Graphiti's telemetry is switched off.
+episodes by id too. ``list_memory`` is Graphiti's own listing by group id: every fact
+(``EntityEdge.get_by_group_ids``) and every entity with its summary (``EntityNode``), each from the
+episodes that mention it. Graphiti's telemetry is switched off.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -25,6 +28,7 @@ from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+from lens.memory.listing import MemoryItem, MemoryListing
 
 SYNTHETIC_PREFIX = "graphiti:"
 INSTALL = install_hint("graphiti")
@@ -53,12 +57,14 @@ def _import_graphiti() -> dict[str, Any]:
             from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
             from graphiti_core.driver.driver import GraphProvider
             from graphiti_core.driver.kuzu_driver import KuzuDriver
-            from graphiti_core.edges import EntityEdge
+            from graphiti_core.edges import EntityEdge, EpisodicEdge
             from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
+            from graphiti_core.errors import GroupsEdgesNotFoundError
             from graphiti_core.graph_queries import get_fulltext_indices
+            from graphiti_core.helpers import get_default_group_id
             from graphiti_core.llm_client.config import LLMConfig
             from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
-            from graphiti_core.nodes import EpisodeType
+            from graphiti_core.nodes import EntityNode, EpisodeType
     except ImportError as exc:
         raise ConfigError(f"adapter 'graphiti' needs graphiti-core and kuzu: {INSTALL} "
                           f"({exc})") from None
@@ -67,6 +73,8 @@ def _import_graphiti() -> dict[str, Any]:
     logging.getLogger("graphiti_core").setLevel(logging.ERROR)
     return dict(kuzu=kuzu, Graphiti=Graphiti, Reranker=OpenAIRerankerClient,
                 GraphProvider=GraphProvider, KuzuDriver=KuzuDriver, EntityEdge=EntityEdge,
+                EpisodicEdge=EpisodicEdge, EntityNode=EntityNode, group_id=get_default_group_id,
+                NoEdges=GroupsEdgesNotFoundError,
                 Embedder=OpenAIEmbedder, EmbedderConfig=OpenAIEmbedderConfig,
                 fulltext=get_fulltext_indices, LLMConfig=LLMConfig,
                 LLMClient=OpenAIGenericClient, EpisodeType=EpisodeType)
@@ -162,9 +170,52 @@ class GraphitiAdapter(MemoryAdapter):
             return Document(ref_id=ref_id, text=edge.fact, metadata=self._metadata(edge))
         return episode_document(self.episodes, ref_id)
 
+    async def _by_group(self, cls: Any) -> list[Any]:
+        """Everything of ``cls`` in the graph, by Graphiti's own group-id listing (the episodes
+        were added under the driver's default group); Graphiti raises on an empty group."""
+        group = self.g["group_id"](self.driver.provider)
+        try:
+            return list(await cls.get_by_group_ids(self.driver, [group]))
+        except self.g["NoEdges"]:
+            return []
+
+    def _changed(self, episode_ids: list[str], fallback: datetime | None) -> datetime | None:
+        stamps = [self.episodes[e].timestamp for e in episode_ids if e in self.episodes]
+        return max(stamps) if stamps else fallback
+
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every fact and every entity Graphiti holds, by its group-id listings. A fact names
+        the episodes it was extracted from, an entity those that mention it; either changed at
+        the newest of those episodes' timestamps. A fact Graphiti has invalidated is listed
+        with the date it stopped being true, as Graphiti keeps it."""
+        if self.driver is None:
+            return MemoryListing()
+        items = []
+        for edge in await self._by_group(self.g["EntityEdge"]):
+            meta = self._metadata(edge)
+            text = edge.fact
+            if edge.invalid_at is not None:
+                text += f" (no longer true from {edge.invalid_at.isoformat()})"
+            items.append(MemoryItem(item_id=SYNTHETIC_PREFIX + edge.uuid, text=text,
+                                    source_episodes=meta["episode_ids"],
+                                    changed_at=self._changed(meta["episode_ids"],
+                                                             edge.created_at)))
+        mentions: dict[str, list[str]] = {}
+        for mention in await self._by_group(self.g["EpisodicEdge"]):
+            episode_id = self.episode_ids.get(mention.source_node_uuid)
+            if episode_id is not None:
+                mentions.setdefault(mention.target_node_uuid, []).append(episode_id)
+        for node in await self._by_group(self.g["EntityNode"]):
+            sources = sorted(set(mentions.get(node.uuid, [])))
+            text = f"{node.name}: {node.summary}" if node.summary else node.name
+            items.append(MemoryItem(item_id=f"{SYNTHETIC_PREFIX}entity:{node.uuid}", text=text,
+                                    source_episodes=sources,
+                                    changed_at=self._changed(sources, node.created_at)))
+        return MemoryListing(items=items)
+
     async def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
-            search_modes=["hybrid"], max_results=self.opts.max_results,
+            search_modes=["hybrid"], max_results=self.opts.max_results, memory_listing=True,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX],
             description=f"Graphiti temporal knowledge graph (embedded Kuzu), facts extracted "
                         f"by {self.opts.model} through lens's model gateway, embedded with "

@@ -10,7 +10,8 @@ the adapter's ``model`` option (the local model by default, any provider lens sp
 Search is the store's semantic search over the memories (``langmem:<key>`` refs, declared
 synthetic); each result names the episodes whose ingest wrote or updated it
 (``metadata.episode_ids``), and ``retrieve`` also returns those source episodes by id, so an
-agent can ground an answer in the record a memory came from.
+agent can ground an answer in the record a memory came from. ``list_memory`` is the store's own
+listing of the namespace (``search`` without a query): every memory LangMem holds.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.memory.gateway_access import GatewayOptions
+from lens.memory.listing import MAX_ITEMS, MemoryItem, MemoryListing
 
 SYNTHETIC_PREFIX = "langmem:"
 NAMESPACE = ("memories", "lens")
@@ -142,9 +144,22 @@ class LangMemAdapter(SyncMemoryAdapter):
                             metadata={"episode_ids": list(self.sources.get(key, []))})
         return episode_document(self.episodes, ref_id)
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every memory in LangMem's namespace (the store's listing: ``search`` without a
+        query), each from the episodes whose ingest wrote or updated it, changed at the newest
+        of those episodes' timestamps (the store's own clock for a memory no ingest claimed)."""
+        items = []
+        for it in self.store.search(NAMESPACE, limit=MAX_ITEMS):
+            sources = list(self.sources.get(it.key, []))
+            stamps = [self.episodes[e].timestamp for e in sources if e in self.episodes]
+            items.append(MemoryItem(item_id=SYNTHETIC_PREFIX + it.key,
+                                    text=self._text(it.value), source_episodes=sources,
+                                    changed_at=max(stamps) if stamps else it.updated_at))
+        return MemoryListing(items=items)
+
     def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
-            search_modes=["semantic"], max_results=self.opts.max_results,
+            search_modes=["semantic"], max_results=self.opts.max_results, memory_listing=True,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX],
             description=f"LangMem memories extracted by {self.opts.model} through lens's model "
                         f"gateway, in a LangGraph InMemoryStore indexed with "

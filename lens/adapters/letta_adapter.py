@@ -17,6 +17,8 @@ Search is Letta's semantic archival search (the agent's own ``archival_memory_se
 result is a passage (``letta:<passage id>``, declared synthetic) whose ``metadata.episode_ids``
 names the episodes whose ingest wrote it, and ``retrieve`` also returns those episodes by id. In
 agent mode the core memory blocks are the standing context the answering agent reads first.
+``list_memory`` is Letta's own listing of the agent's memory: its archival passages
+(``agents.passages.list``) and its core memory blocks (``agents.blocks.list``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +43,7 @@ from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult, SyncMemoryAdapter
 from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+from lens.memory.listing import MemoryItem, MemoryListing
 
 SYNTHETIC_PREFIX = "letta:"
 INSTALL = install_hint("letta")
@@ -213,6 +217,9 @@ class LettaAdapter(SyncMemoryAdapter):
         self.passages: dict[str, _Passage] = {}
         # Passage text -> the ids of the passages holding it (Letta's search answers with text).
         self.by_text: dict[str, list[str]] = {}
+        # Core memory block label -> its value after the last ingest and the episodes whose
+        # ingest changed it.
+        self.blocks: dict[str, tuple[str, list[str]]] = {}
 
     # -- the agent ------------------------------------------------------------------------------
     def _new_agent(self) -> str:
@@ -264,7 +271,7 @@ class LettaAdapter(SyncMemoryAdapter):
     def reset(self, scope_id: str) -> None:
         self._drop_agent()
         self.episodes, self.passages = {}, {}
-        self.by_text = {}
+        self.by_text, self.blocks = {}, {}
 
     def ingest(self, episode: Episode) -> None:
         agent_id = self._agent()
@@ -301,6 +308,42 @@ class LettaAdapter(SyncMemoryAdapter):
             if p.id not in self.passages:
                 self.passages[p.id] = _Passage(p.text, [episode.episode_id])
                 self.by_text.setdefault(p.text, []).append(p.id)
+        for block in self._memory_blocks(agent_id):
+            value, sources = self.blocks.get(block.label, ("", []))
+            if value != block.value:
+                sources = [*sources, episode.episode_id]
+            self.blocks[block.label] = (block.value, sources)
+
+    def _memory_blocks(self, agent_id: str) -> list[Any]:
+        """The agent's core memory blocks with a value (the persona is lens's instruction to the
+        agent, not a memory it wrote)."""
+        return [b for b in self.client.agents.blocks.list(agent_id)
+                if b.label != "persona" and (b.value or "").strip()]
+
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Letta's listing of the agent's memory: every archival passage (from the episode
+        whose ingest wrote it) and every core memory block with a value (from the episodes whose
+        ingest changed it), each changed at the newest of those episodes' timestamps."""
+        if self.agent_id is None:
+            return MemoryListing()
+        items = []
+        for p in self._all_passages(self.agent_id):
+            known = self.passages.get(p.id)
+            sources = list(known.episode_ids) if known else []
+            items.append(MemoryItem(item_id=SYNTHETIC_PREFIX + p.id, text=p.text,
+                                    source_episodes=sources,
+                                    changed_at=self._changed(sources, p.created_at)))
+        for block in self._memory_blocks(self.agent_id):
+            sources = list(self.blocks.get(block.label, ("", []))[1])
+            items.append(MemoryItem(item_id=f"{SYNTHETIC_PREFIX}block:{block.label}",
+                                    text=f"{block.label}: {block.value}",
+                                    source_episodes=sources,
+                                    changed_at=self._changed(sources, None)))
+        return MemoryListing(items=items)
+
+    def _changed(self, episode_ids: list[str], fallback: datetime | None) -> datetime | None:
+        stamps = [self.episodes[e].timestamp for e in episode_ids if e in self.episodes]
+        return max(stamps) if stamps else fallback
 
     def _id_for(self, text: str, taken: set[str]) -> str | None:
         return next((pid for pid in self.by_text.get(text, ()) if pid not in taken), None)
@@ -340,16 +383,15 @@ class LettaAdapter(SyncMemoryAdapter):
     def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
         if self.opts.ingest != "agent" or self.agent_id is None:
             return None
-        blocks = self.client.agents.blocks.list(self.agent_id)
-        text = "\n".join(f"<{b.label}>\n{b.value}\n</{b.label}>" for b in blocks
-                         if b.label != "persona" and (b.value or "").strip())
+        text = "\n".join(f"<{b.label}>\n{b.value}\n</{b.label}>"
+                         for b in self._memory_blocks(self.agent_id))
         return f"Letta core memory:\n{text}" if text else None
 
     def get_capabilities(self) -> CapabilityManifest:
         how = (f"written by a Letta agent with {self.opts.model}" if self.opts.ingest == "agent"
                else "holding each episode verbatim")
         return CapabilityManifest(
-            search_modes=["semantic"], max_results=self.opts.max_results,
+            search_modes=["semantic"], max_results=self.opts.max_results, memory_listing=True,
             synthetic_ref_prefixes=[SYNTHETIC_PREFIX],
             standing_context=self.opts.ingest == "agent",
             description=f"Letta archival memory {how} through lens's model gateway (its own "

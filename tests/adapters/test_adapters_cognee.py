@@ -23,6 +23,7 @@ from lens.core.errors import ConfigError
 from lens.data.config import AdapterConfig
 from lens.memory.executor import runs_isolated
 from lens.memory.gateway_access import GatewayAccess
+from lens.runner.memory_states import load_listings
 from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
 from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
@@ -68,20 +69,40 @@ def test_cognee_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None
     assert (databases / "cognee_db").is_file()
     assert any(databases.rglob("*.lance.db")) and any(databases.rglob("*.pkl"))
     assert [p for p in home.rglob("*") if not p.is_dir()] == []
+    # Cognee's own listing of its graph, read by lens once `prepare` returned: each episode's
+    # chunk and its summary from that episode, the two entities found in every chunk and the
+    # relation between them.
+    [listing] = [line.listing for line in load_listings(out).values()]
+    ingested = [f"s1_ep_{n:03d}" for n in range(1, 5)]
+    chunks = sorted((i for i in listing.items if i.text.startswith("[s1_ep_")),
+                    key=lambda i: i.text)
+    assert [c.source_episodes for c in chunks] == [[e] for e in ingested]
+    assert all(c.text.startswith(f"[{c.source_episodes[0]}] ") for c in chunks)
+    summaries = [i for i in listing.items if i.text == "A day report."]
+    assert sorted(s for i in summaries for s in i.source_episodes) == ingested
+    entities = {i.text: i.source_episodes for i in listing.items if ": " in i.text
+                and not i.text.startswith("[")}
+    assert entities == {"widget line: The line whose widgets are counted": ingested,
+                        "plant 7: Where the widgets are counted": ingested}
+    relations = [i for i in listing.items if i.text == "widget line counted_at plant 7"]
+    assert len(relations) == 1 and relations[0].source_episodes == ingested
+    assert len(listing.items) == len(chunks) + len(summaries) + len(entities) + 1
+    assert all(i.changed_at is not None for i in listing.items)
 
 
 @pytest.mark.slow
 def test_cognee_reset_forgets_the_previous_scope(tmp_path: Path) -> None:
-    """Cognee's prune at reset: nothing of a scope is found or retrieved after a reset to
-    another (the conformance check, through `lens adapters check` and the gateway)."""
+    """Cognee's prune at reset: nothing of a scope is found, retrieved or listed after a reset
+    to another (the conformance checks, through `lens adapters check` and the gateway)."""
     fixture = tmp_path / "cognee.yaml"
     fixture.write_text(yaml.safe_dump({"rules": RULES, "default": "{}"}), encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "lens", "adapters", "check", "cognee", "--options",
-         json.dumps({"model": f"scripted/{fixture}"}), "--only", "reset_isolates_scopes"],
+         json.dumps({"model": f"scripted/{fixture}"}), "--only", "reset_isolates_scopes",
+         "--only", "memory_listing_well_formed"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert "1 passed, 0 failed" in proc.stdout
+    assert "2 passed, 0 failed" in proc.stdout
 
 
 def test_cognee_gets_a_process_of_its_own_unless_told_otherwise() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lens.runner.memory_states import load_listings
 from tests.adapters.gateway_run import check_gateway_run, run_gateway_adapter, search_hits
 from tests.conftest import ROOT
 from tests.support.extras import missing_reason, skip_module_unless
@@ -37,11 +38,20 @@ def _check_run(out: Path, n_episodes: int) -> dict[str, Any]:
 
 
 def test_langmem_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
-    got = _check_run(run_langmem(tmp_path, SCRIPTED), 4)
+    out = run_langmem(tmp_path, SCRIPTED)
+    got = _check_run(out, 4)
     hits = search_hits(got["records"])
     assert hits and all(h["ref_id"].startswith("langmem:") for h in hits)
     episode_ids = {e for h in hits for e in h["metadata"]["episode_ids"]}
     assert episode_ids and all(e.startswith("s1_ep_") for e in episode_ids)
+    # LangMem's own listing of its namespace, read by lens once `prepare` returned: the
+    # memories the scripted extraction wrote, each from the episodes whose ingest wrote it.
+    [listing] = [line.listing for line in load_listings(out).values()]
+    assert listing.items and all(i.item_id.startswith("langmem:") for i in listing.items)
+    assert {i.text for i in listing.items} == {"The widget count was recorded."}
+    listed = {e for i in listing.items for e in i.source_episodes}
+    assert listed == {f"s1_ep_{n:03d}" for n in range(1, 5)}
+    assert all(i.changed_at is not None for i in listing.items)
 
 
 @pytest.mark.slow
@@ -60,13 +70,14 @@ def test_langmem_with_the_local_model(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_lens_adapters_check_opens_a_gateway_for_it(tmp_path: Path) -> None:
     """`lens adapters check` gives each instance a key to a model gateway of its own; the
-    checks that do not depend on what the model wrote pass with the scripted model."""
+    checks that do not depend on what the model wrote pass with the scripted model, the
+    listing of what LangMem stored among them."""
     proc = subprocess.run(
         [sys.executable, "-m", "lens", "adapters", "check", "langmem", "--options",
          json.dumps(SCRIPTED), "--only", "capabilities_well_formed", "--only",
          "retrieve_returns_referenced", "--only", "unknown_ref_is_none", "--only",
-         "limit_respected"],
+         "limit_respected", "--only", "memory_listing_well_formed"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 passed, 0 failed" in proc.stdout
+    assert "5 passed, 0 failed" in proc.stdout
     assert "model gateway:" in proc.stdout and "chat calls to scripted/replay" in proc.stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lens.runner.memory_states import load_listings
 from tests.adapters.gateway_run import (
     check_gateway_run,
     jsonl,
@@ -52,6 +53,19 @@ def test_letta_through_lens_run_with_the_scripted_model(tmp_path: Path) -> None:
     prompts = [m["content"] for r in got["records"] for m in r["transcript"]
                if m["role"] in ("system", "user")]
     assert any("Letta core memory" in p and NOTE in p for p in prompts)
+    # Letta's own listing of the agent's memory, read by lens once `prepare` returned: the
+    # passage each episode's ingest wrote, and the core memory block every ingest edited.
+    [listing] = [line.listing for line in load_listings(out).values()]
+    passages = [i for i in listing.items if i.item_id.startswith("letta:passage-")]
+    blocks = [i for i in listing.items if i.item_id.startswith("letta:block:")]
+    ingested = [f"s1_ep_{n:03d}" for n in range(1, 4)]
+    assert {p.text for p in passages} == {FACT}
+    assert sorted(s for p in passages for s in p.source_episodes) == ingested
+    assert {h["ref_id"] for h in hits} <= {p.item_id for p in passages}
+    [human] = blocks
+    assert human.item_id == "letta:block:human" and NOTE in human.text
+    assert sorted(human.source_episodes) == ingested
+    assert all(i.changed_at is not None for i in listing.items)
 
 
 def test_letta_archival_ingest_needs_no_chat_model(tmp_path: Path) -> None:
@@ -63,6 +77,22 @@ def test_letta_archival_ingest_needs_no_chat_model(tmp_path: Path) -> None:
     hits = search_hits(got["records"])
     assert hits and all(h["text"].startswith("[s1_ep_") for h in hits)
     assert all(h["metadata"]["episode_ids"] == [h["text"][1:10]] for h in hits)
+    # Archival ingest lists each episode's text verbatim, and no core memory.
+    [listing] = [line.listing for line in load_listings(out).values()]
+    assert sorted(i.text[1:10] for i in listing.items) == [f"s1_ep_{n:03d}" for n in (1, 2, 3)]
+    assert all(i.source_episodes == [i.text[1:10]] for i in listing.items)
+
+
+@pytest.mark.slow
+def test_letta_listing_passes_the_conformance_check() -> None:
+    """`lens adapters check` with its gateway: Letta's listing reads only what was ingested,
+    the same twice, and nothing of the previous scope after reset."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lens", "adapters", "check", "letta", "--options",
+         json.dumps(SCRIPTED), "--only", "memory_listing_well_formed"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 0 failed" in proc.stdout
 
 
 def test_a_model_that_ignores_letta_tools_fails_the_unit_visibly(tmp_path: Path) -> None:
