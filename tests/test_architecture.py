@@ -34,8 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("agent and orchestrator", ("lens.runner",)),
     ("scoring", ("lens.scoring",)),
     ("report", ("lens.report",)),
-    ("viewer", ("lens.view",)),
     ("claims", ("lens.claims",)),
+    ("viewer", ("lens.view",)),
     ("run pipeline", ("lens.flow", "lens.plugin_api")),
     ("interface", ("lens.commands", "lens.__main__")),
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,15 @@ def test_lens_score_rescores_an_old_run_to_the_same_numbers(tmp_path: Path, lens
     after = json.loads((run / "scores.json").read_text(encoding="utf-8"))
     assert after["questions"] == before["questions"]
     assert after["aggregates"] == before["aggregates"]
-    assert after["condition_hash"] == before["condition_hash"]
+    # The same scoring condition but for the matcher's version, which names the code that
+    # scored (lens's matcher moved on since that run was scored; its scores did not).
+    def without_version(cond: dict[str, Any]) -> dict[str, Any]:
+        settings = dict(cond["settings"])
+        settings["fact_matcher"] = {k: v for k, v in settings["fact_matcher"].items()
+                                    if k != "matcher_version"}
+        return {**cond, "settings": settings}
+
+    assert without_version(after["condition"]) == without_version(before["condition"])
     store = RunStore.open(run)
     done = ScoringDone.latest(store.events())
     assert done is not None and done.tiers == [1, 2, 3] and done.new_judge_calls == 0
