@@ -22,6 +22,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "data/config.py": (1, "yaml.load with the guard's own GuardedLoader (and its messages)"),
     "flow/plan_cost.py": (1, "a round trip of lens's own dataclass"),
     "flow/certify.py": (1, "scores.json that this process has just written"),
+    "flow/look_reader.py": (1, "events.jsonl that this run is writing, read at each look"),
     "models/local_models.py": (1, "lens's own marker in its model folder"),
     "models/pricing.py": (1, "litellm's installed price table"),
     "core/distribution.py": (1, "pip's direct_url.json of lens's own installation"),
