@@ -23,7 +23,7 @@ from lens.core import plugins
 from lens.core.distribution import DISTRIBUTION
 from lens.core.errors import ConfigError, UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
-from lens.core.redact import shown
+from lens.core.redact import quoted, shown
 from lens.core.safenames import new_folder_problems
 from lens.data.config import CacheConfig
 from lens.memory.adapter import (
@@ -164,17 +164,17 @@ def _new(args: argparse.Namespace) -> int:
     out: Path = args.out if args.out is not None else Path(project)
     problems = []
     if not _NEW_NAME.fullmatch(name) or keyword.iskeyword(name):
-        problems.append(f"NAME {name!r}: must be a Python module name in lowercase (a letter, "
-                        "then letters, digits or _), e.g. my_memory")
+        problems.append(f"NAME {quoted(name)}: must be a Python module name in lowercase (a "
+                        "letter, then letters, digits or _), e.g. my_memory")
     elif name in adapter_names() or importlib.util.find_spec(name) is not None:
-        problems.append(f"NAME {name!r}: an adapter or module of that name exists already; "
+        problems.append(f"NAME {quoted(name)}: an adapter or module of that name exists already; "
                         "choose another (configs name adapters by it)")
     if _same_distribution(project, DISTRIBUTION):
-        problems.append(f"NAME {name!r}: its package would be {project}, lens's own "
+        problems.append(f"NAME {quoted(name)}: its package would be {shown(project)}, lens's own "
                         "distribution, and installing it would replace lens; choose another")
     elif _installed(project):
-        problems.append(f"NAME {name!r}: a distribution {project} is installed already; "
-                        "installing this package would replace it; choose another")
+        problems.append(f"NAME {quoted(name)}: a distribution {shown(project)} is installed "
+                        "already; installing this package would replace it; choose another")
     problems += new_folder_problems(out, "--out")
     if problems:
         raise UserError(["cannot write the adapter package:", *(f"  - {p}" for p in problems)])
@@ -229,7 +229,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.only:
         unknown = [c for c in args.only if c not in CHECKS]
         if unknown:
-            raise UserError(f"--only: unknown check(s) {unknown}; known: {', '.join(CHECKS)}")
+            raise UserError(f"--only: unknown check(s) {', '.join(quoted(c) for c in unknown)}; "
+                            f"known: {', '.join(CHECKS)}")
     cls = resolve_adapter(args.adapter)
     validate_options(cls, options, "--options")
     print(f"checking {args.adapter} ({cls.__module__}:{cls.__qualname__})")

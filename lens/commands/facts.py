@@ -25,7 +25,7 @@ from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import UserError
 from lens.core.jsonguard import JsonRefused, find_lone_surrogate, loads_guarded
-from lens.core.redact import quoted
+from lens.core.redact import quoted, shown
 from lens.core.safenames import file_problems
 from lens.data.scoring_names import FACT_GRADERS
 from lens.stats.fact_agreement import answer_of
@@ -199,7 +199,8 @@ def _grade(args: argparse.Namespace) -> int:
     if args.out.exists() and args.out.resolve() in {args.rows.resolve(),
                                                      *([args.labels.resolve()]
                                                        if args.labels else [])}:
-        raise UserError(f"--out {args.out}: is an input file; give a file of its own")
+        raise UserError(f"--out {shown(args.out, 200)}: is an input file; give a file of "
+                        "its own")
     rows = read_rows(args.rows)
     labels = read_grades(args.labels, "labels") if args.labels else None
     done = read_grades(args.out, "grades") if args.out.exists() else {}

@@ -38,11 +38,21 @@ _DEPTH_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.S)
 
 class JsonRefused(ValueError):
     """JSON refused by the guard; ``status`` is the HTTP status a server answers with (413 for
-    a body over its size, 400 for the rest)."""
+    a body over its size, 400 for the rest). ``reason`` is the message without the name of what
+    was read, and ``cause`` the parser's own error (a ``UnicodeDecodeError``, a
+    ``json.JSONDecodeError``, or a hook's or ``int()``'s ``ValueError``) or None, so a reader
+    with its own format's wording can say it in that wording."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, reason: str | None = None,
+                 cause: Exception | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.reason = message if reason is None else reason
+        self.cause = cause
+
+
+class JsonTooDeep(JsonRefused):
+    """Nesting past the depth limit: caught apart by readers that name their format in it."""
 
 
 def too_deep_message(limit: int = MAX_JSON_DEPTH) -> str:
@@ -58,7 +68,7 @@ def check_depth(text: str, limit: int = MAX_JSON_DEPTH) -> None:
         if c in "[{":
             depth += 1
             if depth > limit:
-                raise JsonRefused(too_deep_message(limit))
+                raise JsonTooDeep(too_deep_message(limit))
         elif c in "]}":
             depth -= 1
 
@@ -66,29 +76,32 @@ def check_depth(text: str, limit: int = MAX_JSON_DEPTH) -> None:
 def loads_guarded(data: bytes | str, *, what: str, max_bytes: int | None = None,
                   max_depth: int = MAX_JSON_DEPTH, **kwargs: Any) -> Any:
     """``json.loads`` for untrusted input: refuses a document over ``max_bytes`` (status 413),
-    nested deeper than ``max_depth``, not UTF-8 or not JSON (status 400), naming ``what``."""
+    nested deeper than ``max_depth`` (:class:`JsonTooDeep`), not UTF-8 or not JSON (status
+    400), naming ``what``. ``kwargs`` go to ``json.loads`` (a hook that refuses raises a
+    ``ValueError``, kept as the refusal's ``cause``)."""
     size = len(data)
     if max_bytes is not None and size > max_bytes:
         raise JsonRefused(f"{what} is {size} bytes, over the {max_bytes} byte limit", 413)
     try:
         text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
     except UnicodeDecodeError as exc:
-        raise JsonRefused(f"{what} is not UTF-8 text (byte {exc.start})") from None
+        reason = f"not UTF-8 text (byte {exc.start})"
+        raise JsonRefused(f"{what} is {reason}", reason=reason, cause=exc) from None
     check_depth(text, max_depth)
     try:
         return json.loads(text, **kwargs)
     except json.JSONDecodeError as exc:
-        raise JsonRefused(f"{what}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                          f"{exc.msg}") from None
+        reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        raise JsonRefused(f"{what}: {reason}", reason=reason, cause=exc) from None
     except RecursionError:  # a hook's own recursion; the depth check bounds the parser's
-        raise JsonRefused(too_deep_message(max_depth)) from None
+        raise JsonTooDeep(too_deep_message(max_depth)) from None
     except JsonRefused:
         raise
     except ValueError as exc:
         # An integer over Python's 4,300-digit conversion limit, or a hook's own refusal.
         reason = ("a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
                   else "a value cannot be read")
-        raise JsonRefused(f"{what}: {reason}") from None
+        raise JsonRefused(f"{what}: {reason}", reason=reason, cause=exc) from None
 
 
 def find_lone_surrogate(data: bytes) -> str | None:

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from lens.core.errors import DatasetError
+from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, JsonTooDeep, loads_guarded
 
 
 class Refused(ValueError):
@@ -46,23 +47,23 @@ def parse_whole(raw: bytes, name: str) -> Any:
     """The JSON of a dataset file's bytes (a UTF-8 byte order mark allowed); raises
     :class:`DatasetError` naming the file ``name`` and what is wrong."""
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{name}: not UTF-8 text (byte {exc.start}); re-save the file as UTF-8"
-        ) from None
-    try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise DatasetError(f"{name}: JSON nested too deeply (a LENS dataset is a few levels "
-                           "deep)") from None
-    except ValueError as exc:
-        # Raised by the hooks above, or by int() for a number over Python's 4,300-digit limit.
-        message = str(exc) if isinstance(exc, Refused) else (
-            "a number is too long to read (over 4,300 digits)" if "digits" in str(exc)
-            else f"unreadable value: {str(exc)[:200]}")
-        raise DatasetError(f"{name}: invalid JSON: {message}") from None
+        return loads_guarded(raw, what=name, parse_constant=_no_constant,
+                             object_pairs_hook=_unique_keys)
+    except JsonTooDeep:
+        raise DatasetError(f"{name}: JSON nested too deeply (more than {MAX_JSON_DEPTH} levels; "
+                           "a LENS dataset is a few levels deep)") from None
+    except JsonRefused as exc:
+        raise DatasetError(f"{name}: {_refusal(exc)}") from None
+
+
+def _refusal(exc: JsonRefused) -> str:
+    cause = exc.cause
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {cause.start}); re-save the file as UTF-8"
+    if isinstance(cause, json.JSONDecodeError):
+        return f"invalid JSON at line {cause.lineno} column {cause.colno}: {cause.msg}"
+    if isinstance(cause, Refused):  # the hooks above
+        return f"invalid JSON: {cause}"
+    if cause is not None and "digits" not in str(cause):
+        return f"invalid JSON: unreadable value: {str(cause)[:200]}"
+    return f"invalid JSON: {exc.reason}"

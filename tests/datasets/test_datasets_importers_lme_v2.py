@@ -247,6 +247,25 @@ def test_cross_domain_duplicates_and_missing_files(tmp_path: Path) -> None:
         write_longmemeval_v2(empty, tmp_path / "o.json")
 
 
+def test_deep_and_long_numbered_json_is_refused_through_the_cli(tmp_path: Path) -> None:
+    # Through the guard (lens.core.jsonguard): a question line with a 5,000-digit integer is a
+    # problem of its line, and a haystack nested 100,000 deep is refused, not a traceback.
+    root = _copy(tmp_path)
+    with (root / "questions.jsonl").open("a") as fh:
+        fh.write('{"id": ' + "7" * 5_000 + "}\n")
+    out = tmp_path / "out.json"
+    proc = _lens("datasets", "import", "--format", "longmemeval-v2", str(root), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "a number is too long to read (over 4,300 digits)" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+    root = _copy(tmp_path / "deep")
+    (root / "haystacks" / "lme_v2_small.json").write_text("[" * 100_000 + "]" * 100_000)
+    proc = _lens("datasets", "import", "--format", "longmemeval-v2", str(root), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "lme_v2_small.json: JSON nested more than 64 levels deep" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+
+
 def test_eval_function_specs_read_as_the_benchmark_reads_them() -> None:
     assert parse_eval_spec("norm_phrase_set_match|lower=true|separators=,;|"
                            "require_non_empty=false") == (

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
     (b'{"context": "a \xff b."}\n', "src.jsonl: line 1: not UTF-8 text"),
     (b"[" * 100_000 + b"]" * 100_000 + b"\n", "src.jsonl: $[0]: JSON nested more than 64"),
     (b'{"x": ' * 5_000 + b"1" + b"}" * 5_000 + b"\n", "src.jsonl: line 1: JSON nested too"),
+    (b'{"context": ' + b"9" * 5_000 + b"}\n",
+     "src.jsonl: line 1: a number is too long to read (over 4,300 digits)"),
 ])
 def test_hostile_rows_are_refused(tmp_path: Path, content: bytes, message: str) -> None:
     src = tmp_path / "src.jsonl"

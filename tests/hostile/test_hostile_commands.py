@@ -33,6 +33,20 @@ def test_adapters_new_refuses_lens_own_distribution_name(lens: Lens, tmp_path: P
     assert not (tmp_path / "lens-memory-eval").exists()
 
 
+def test_adapters_new_and_check_show_a_careless_name_cut_and_visible(lens: Lens,
+                                                                      tmp_path: Path) -> None:
+    # A name is quoted through lens.core.redact: control characters visible, cut short.
+    name = "\x1b[31mBad" + "x" * 300
+    before = sorted(tmp_path.iterdir())
+    msg = _refused(lens("adapters", "new", name))
+    assert "\x1b" not in msg and "\u241b[31mBad" in msg
+    (named,) = [line for line in msg.splitlines() if "NAME" in line]
+    assert "x" * 100 not in named
+    assert sorted(tmp_path.iterdir()) == before
+    msg = _refused(lens("adapters", "check", "null", "--only", "\x1b[2Jwipe"))
+    assert "\x1b" not in msg and "\u241b[2Jwipe" in msg
+
+
 # -- 18. --out that cannot be a new folder -----------------------------------------------------
 
 @pytest.mark.parametrize("shape", ["dangling", "under_a_file", "long_name", "under_dangling"])
@@ -124,3 +138,8 @@ def test_facts_grade_refuses_an_out_under_a_file(lens: Lens, tmp_path: Path) -> 
     assert "--out" in msg
     msg = _refused(lens("facts", "grade", str(rows), "--out", str(rows), "--grader", "matcher"))
     assert "--out" in msg and rows.read_text() == _row(1) + "\n"
+    # An input named as --out is shown through lens.core.redact (control characters visible).
+    odd = tmp_path / "rows\x1b[2J.jsonl"
+    odd.write_text(_row(1) + "\n")
+    msg = _refused(lens("facts", "grade", str(odd), "--out", str(odd), "--grader", "matcher"))
+    assert "is an input file" in msg and "\x1b" not in msg

@@ -28,6 +28,17 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("stopping") / "scopes.json"
     assert main(["datasets", "generate", "--domain", DOMAINS, "--seed", "3", "--episodes", "16",
                  "--style", "short", "--plan", "compact", "--out", str(path)]) == 0
+    # Twelve blocks of one question each (the one null_hypothesis question of each scope, its
+    # episodes up to its checkpoint) keep the run to seconds: stopping looks at blocks, not at
+    # how many questions each holds.
+    data = json.loads(path.read_text(encoding="utf-8"))
+    kept = {q["scope_id"]: q for q in data["questions"]
+            if q["question_type"] == "null_hypothesis"}
+    assert len(kept) == SCOPES
+    data["questions"] = list(kept.values())
+    for scope in data["scopes"]:
+        scope["episodes"] = scope["episodes"][:kept[scope["scope_id"]]["checkpoint_after"]]
+    path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import ijson
 
 from lens.core.errors import DatasetError
-from lens.core.jsonguard import MAX_JSON_DEPTH
+from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, JsonTooDeep, loads_guarded
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, TooDeep, answer_text, guarded_events, short_facts
 from lens.data.importers.writer import StreamingDatasetWriter
@@ -348,12 +348,14 @@ def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any]
         raise DatasetError(f"{path}: file not found (each BEAM conversation folder needs "
                            f"{QUESTIONS_FILE.as_posix()})")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{path}: not valid UTF-8 JSON ({exc})") from None
-    except RecursionError:
+        data = loads_guarded(path.read_bytes(), what=str(path))
+    except JsonTooDeep:
         raise DatasetError(f"{path}: JSON nested too deeply to be BEAM probing questions; "
                            "repair the file or download it again") from None
+    except JsonRefused as exc:
+        if isinstance(exc.cause, (UnicodeDecodeError, json.JSONDecodeError)):
+            raise DatasetError(f"{path}: not valid UTF-8 JSON ({exc.cause})") from None
+        raise DatasetError(f"{path}: {exc.reason}") from None
     loc = Locator(path)
     if not isinstance(data, dict):
         raise loc.error((), "expected an object of abilities, each a list of questions")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import DatasetError, Problem
+from lens.core.jsonguard import JsonRefused, JsonTooDeep, loads_guarded
 from lens.data.dataset import MAX_ANSWER_CHARS, MAX_PROMPT_CHARS
 
 QUESTIONS_FILE = "questions.jsonl"
@@ -84,7 +85,7 @@ def _option_value(key: str, value: str) -> Any:
         return None
     if key == "separators":
         if value.startswith("[") and value.endswith("]"):
-            items = json.loads(value)
+            items = loads_guarded(value, what=f"option {key}")
             if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
                 raise ValueError(f"{key} must be a JSON list of strings")
             return items
@@ -160,14 +161,21 @@ def _jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
             if not text.strip():
                 continue
             try:
-                yield no, start, json.loads(text.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                problems.add(path, f"line {no}", f"not UTF-8 text ({exc.reason})")
-            except json.JSONDecodeError as exc:
-                problems.add(path, f"line {no}", f"invalid JSON: {exc.msg} (expected one JSON "
-                             "object a line)")
-            except RecursionError:
+                item = loads_guarded(text, what=f"line {no}")
+            except JsonTooDeep:
                 problems.add(path, f"line {no}", "JSON nested too deeply")
+                continue
+            except JsonRefused as exc:
+                cause = exc.cause
+                if isinstance(cause, UnicodeDecodeError):
+                    problems.add(path, f"line {no}", f"not UTF-8 text ({cause.reason})")
+                elif isinstance(cause, json.JSONDecodeError):
+                    problems.add(path, f"line {no}", f"invalid JSON: {cause.msg} (expected one "
+                                 "JSON object a line)")
+                else:
+                    problems.add(path, f"line {no}", exc.reason)
+                continue
+            yield no, start, item
 
 
 def _opt_str(obj: dict[str, Any], key: str) -> bool:
@@ -402,9 +410,9 @@ def read_trajectory(path: Path, entry: PoolEntry) -> Trajectory:
         raw = raw[3:]
     problems = Problems()
     try:
-        t = parse_trajectory(json.loads(raw.decode("utf-8")), path, f"line {entry.line}",
-                             problems)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        t = parse_trajectory(loads_guarded(raw, what=f"line {entry.line}"), path,
+                             f"line {entry.line}", problems)
+    except JsonRefused:
         t = None
     if t is None:
         raise DatasetError(f"{path}: line {entry.line}: the file changed while it was imported; "
@@ -415,12 +423,9 @@ def read_trajectory(path: Path, entry: PoolEntry) -> Trajectory:
 # -- haystacks ------------------------------------------------------------------------------------
 def read_haystack(path: Path, problems: Problems) -> dict[str, list[str]]:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                           f"{exc.msg}") from None
+        data = loads_guarded(path.read_bytes(), what=str(path))
+    except JsonRefused as exc:
+        raise DatasetError(f"{path}: {exc.reason}") from None
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: $: expected an object of question id -> list of "
                            "trajectory ids")

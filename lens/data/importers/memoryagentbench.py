@@ -27,6 +27,7 @@ from typing import Any
 
 from lens.core.distribution import install_hint
 from lens.core.errors import DatasetError
+from lens.core.jsonguard import JsonRefused, JsonTooDeep, loads_guarded
 from lens.core.tokens import estimate_tokens
 from lens.data.dataset import MAX_ANSWER_CHARS, QuestionType
 from lens.data.importers.common import Locator, short_facts, stream_items
@@ -123,14 +124,18 @@ def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
                 continue
             row += 1
             try:
-                yield row, json.loads(line)
-            except RecursionError:
+                item = loads_guarded(line, what=f"{path}: line {line_no}")
+            except JsonTooDeep:
                 raise DatasetError(f"{path}: line {line_no}: JSON nested too deeply to be a "
                                    "MemoryAgentBench row; repair the file or export it "
                                    "again") from None
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}: line {line_no}: invalid JSON: {exc.msg} (expected "
-                                   "one row per line, as datasets' to_json writes)") from None
+            except JsonRefused as exc:
+                if isinstance(exc.cause, json.JSONDecodeError):
+                    raise DatasetError(f"{path}: line {line_no}: invalid JSON: {exc.cause.msg} "
+                                       "(expected one row per line, as datasets' to_json "
+                                       "writes)") from None
+                raise DatasetError(f"{path}: line {line_no}: {exc.reason}") from None
+            yield row, item
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
