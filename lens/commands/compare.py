@@ -11,6 +11,7 @@ from typing import Any
 
 from lens.claims.output import claims_condition, is_claims_dir
 from lens.core.errors import UserError
+from lens.core.redact import shown
 from lens.core.safenames import folder_problems
 from lens.data.config import MIN_ALPHA
 from lens.report.arm_selection import parse_names
@@ -98,8 +99,8 @@ def refuse_claims(dirs: list[Path]) -> None:
     under the conditions it records, so it is never set beside a run's figures."""
     claims = [d for d in dirs if is_claims_dir(d)]
     if claims:
-        raise UserError([f"{d}: a re-scored published claim (lens claims check), not a run: "
-                         f"{claims_condition(d)}. Its figures are not comparable with a run's "
-                         "(another system's answers, another dataset file, other scorers); "
+        raise UserError([f"{shown(d, 300)}: a re-scored published claim (lens claims check), "
+                         f"not a run: {shown(claims_condition(d), 600)}. Its figures are not "
+                         "comparable with a run's (another system's answers, another dataset file, other scorers); "
                          "compare claims by checking both files with the same scorers"
                          for d in claims])
