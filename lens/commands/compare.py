@@ -102,5 +102,6 @@ def refuse_claims(dirs: list[Path]) -> None:
         raise UserError([f"{shown(d, 300)}: a re-scored published claim (lens claims check), "
                          f"not a run: {shown(claims_condition(d), 600)}. Its figures are not "
                          "comparable with a run's (another system's answers, another dataset "
-                         "file, other scorers); compare claims by checking both files with the same scorers"
+                         "file, other scorers); compare claims by checking both files with "
+                         "the same scorers"
                          for d in claims])
