@@ -46,6 +46,9 @@ def editable_lens(where: Path) -> Venv:
                              capture_output=True, text=True, check=True).stdout.strip()
     deps = sysconfig.get_paths()["purelib"]
     (Path(purelib) / "zz_test_dependencies.pth").write_text(deps + "\n", encoding="utf-8")
+    # Python 3.11's venv brings setuptools 65, older than the backend pyproject.toml needs (77,
+    # the dev extra's): without it the build reads the test interpreter's through the .pth line.
+    env.pip("uninstall", "--quiet", "--yes", "setuptools")
     done = env.pip("install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(ROOT))
     if done.returncode != 0:
         raise RuntimeError(f"pip install -e {ROOT} failed:\n{done.stdout}{done.stderr}")
