@@ -308,7 +308,7 @@ def scripted_run(tmp: Path) -> Path:
 
 def store_arm(source: Path, parent: Path, name: str, records: list[QuestionRecord]) -> Path:
     """A run directory holding ``records`` under the source run's manifest (same condition)."""
-    manifest = RunStore.open(source).manifest()
+    manifest = RunStore.open(source).manifest_data()
     store = RunStore.create(parent, name, name)
     store.write_manifest({**manifest, "run_id": name})
     for unit in dict.fromkeys(r.unit_key for r in records):

@@ -8,7 +8,6 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from lens.claims.arithmetic import (
     Figure,
@@ -38,8 +37,9 @@ from lens.claims.rescore import (
 )
 from lens.claims.wrong_answers import build
 from lens.core.errors import UserError
+from lens.data.scoring_names import ClaimsGraderName
 
-GraderName = Literal["none", "matcher", "local"]
+GraderName = ClaimsGraderName
 # A judge: its model name, and a function giving its verdicts on items (the command builds it
 # over a model client; tests may pass their own).
 JudgeFn = Callable[[JudgePrompt, Sequence[ClaimItem]], tuple[list[bool | None], list[str]]]

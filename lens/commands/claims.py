@@ -28,6 +28,7 @@ from lens.commands.judge import add_judge_server_arguments, usage
 from lens.core import eventloop
 from lens.core.errors import ConfigError, UserError
 from lens.data.config import CacheConfig, ModelConfig
+from lens.data.scoring_names import CLAIMS_GRADERS
 from lens.flow.bundle.claims_bundle import export_claims
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
@@ -57,7 +58,7 @@ def register(sub: Any) -> None:
     c.add_argument("--category5", choices=("in", "out"),
                    help="whether LoCoMo's category 5 counts (default: inferred)")
     c.add_argument("--no-f1", action="store_true", help="skip LoCoMo's token F1")
-    c.add_argument("--grader", choices=("none", "matcher", "local"), default="matcher",
+    c.add_argument("--grader", choices=CLAIMS_GRADERS, default="matcher",
                    help="lens's fact grader on the gold answer: the phrase matcher (default), "
                         "the offline grader with the local model (slow: needs --work), or none")
     c.add_argument("--judge", action="append", default=[], metavar="MODEL",

@@ -19,3 +19,7 @@ FactGraderName = Literal["matcher", "local", "judge", "both"]
 FACT_GRADERS: tuple[str, ...] = get_args(FactGraderName)
 # The graders that ask the judge for each fact's grade (the others need no judge).
 JUDGE_GRADERS: frozenset[str] = frozenset({"judge", "both"})
+# The fact graders `lens claims check --grader` offers on a publisher's answers (its judges are
+# given apart, by --judge), or none.
+ClaimsGraderName = Literal["none", "matcher", "local"]
+CLAIMS_GRADERS: tuple[str, ...] = get_args(ClaimsGraderName)

@@ -32,7 +32,7 @@ def test_list_text_form(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_passes_a_good_adapter(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["adapters", "check", "sqlite_fts"]) == 0
     out = capsys.readouterr().out
-    assert "11 passed, 0 failed, 1 skipped" in out  # no standing context
+    assert "12 passed, 0 failed, 1 skipped" in out  # no standing context
 
 
 def test_check_by_module_path_and_failure_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,7 +50,7 @@ def test_check_by_module_path_and_failure_exit_code(capsys: pytest.CaptureFixtur
     (["adapters", "check", "sqlite_fts", "--options", "[1]"], "must be a JSON object"),
     (["adapters", "check", "sqlite_fts", "--options", '{"max_results": 0}'],
      "--options.max_results"),
-    (["adapters", "check", "sqlite_fts", "--only", "bogus"], "unknown check(s) ['bogus']"),
+    (["adapters", "check", "sqlite_fts", "--only", "bogus"], "unknown check(s) 'bogus'"),
 ])
 def test_check_user_errors_exit_2(argv: list[str], message: str,
                                   capsys: pytest.CaptureFixture[str]) -> None:

@@ -173,13 +173,14 @@ def test_compare_never_calls_a_gaming_arm_better(
     result = compare_runs([arms["canonical"][0], arms[arm][0]])
     assert not result.summary.not_comparable
     (comp,) = result.summary.comparisons
-    verdicts = {row.metric: row.verdict for row in comp.rows}
-    assert "b" not in verdicts.values(), verdicts
-    if arm in GAMING:
-        assert verdicts["composite"] == "a"
-        assert verdicts["fact_recall"] == "a"
-    else:
-        assert verdicts["citation_precision"] == "a"
+    rows = {row.metric: row for row in comp.rows}
+    assert "better" not in {row.verdict for row in rows.values()}, rows
+    # Δ = gaming − canonical: the gaming arm is worse, or, where these scopes are too few for
+    # the bounded-mean test every verdict of a difference needs, undecided by that rule alone.
+    for metric in (("composite", "fact_recall") if arm in GAMING else ("citation_precision",)):
+        row = rows[metric]
+        assert row.verdict == "worse" or (row.verdict == "undecided" and row.rule == "scopes"), \
+            (metric, row.verdict, row.rule, row.reason)
 
 
 # Point 4: the controls.
