@@ -7,7 +7,6 @@ answer (LoCoMo's golds and answers written the way its readers write)."""
 
 from __future__ import annotations
 
-import time
 from datetime import date
 
 import pytest
@@ -117,13 +116,14 @@ def test_the_condition_records_the_matcher_version_with_these_readings() -> None
     assert FactMatcherSettings().as_condition()["matcher_version"] == MATCHER_VERSION >= 6
 
 
+# No wall-clock assertion (the suite shares its machine): a quadratic reading of these inputs
+# takes minutes and meets pytest-timeout's bound instead.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("text", ["19 July " * 20000, "the violin, " * 20000,
                                   "on 5 November 2022 or " * 5000, "a, b or c " * 20000])
 def test_long_answers_are_read_in_linear_time(text: str) -> None:
     """Every date or case of an answer is checked against its clause; a check that read the
     clause again for each of them took minutes on inputs like these."""
-    start = time.perf_counter()
     answer = AnswerText(text)
     for gold in ("March, 2023", "The Saturday before 7 November, 2022", "an instrument"):
-        match_fact(gold, answer)
-    assert time.perf_counter() - start < 20
+        assert match_fact(gold, answer) is not None
