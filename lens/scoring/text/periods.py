@@ -165,7 +165,9 @@ _SEASON = re.compile(
     rf"(?![\w])")
 _YEAR_ALONE = re.compile(rf"(?<![\w$€£.,-])(?P<y>{_YEAR})(?![\w%-]|[.,]\d)")
 # A month alone ("in March"); "may" only after a word that makes it a month ("in may").
-_MONTH_ALONE = re.compile(rf"(?<![\w])(?P<pre>in|of|early|late|mid|since|until|by|during)?\s*"
+# The words before a month sit in one optional group with their spaces: a bare ``\s*`` before the
+# month was retried from every space of a long blank run, quadratic in its length.
+_MONTH_ALONE = re.compile(rf"(?<![\w])(?:(?P<pre>in|of|early|late|mid|since|until|by|during)\s*)?"
                           rf"(?P<m>{_MONTH_WORD})(?![\w])")
 # A period relative to a day: "the Saturday before 7 November, 2022", "two weekends before 17
 # July 2023", "The week of 23 August 2023", "a few days before November 2023".
