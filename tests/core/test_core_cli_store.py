@@ -123,9 +123,12 @@ def test_sigkill_mid_run_then_resume_answers_each_question_once(tmp_path: Path) 
     # mid-run (12 of 72 answered, more in flight) however fast or loaded the machine is.
     gate = tmp_path / "gate"
     gate.mkdir()
+    # A held search must not time out while the other unit catches up on a loaded machine: that
+    # would record an error, not a kill.
     cfg = write_config(tmp_path / "c.yaml", ds,
                        adapters=[{"name": "tests.isolation.hostile_adapters:HeldHonest",
-                                  "options": {"gate": str(gate), "hold_after": 6}}],
+                                  "options": {"gate": str(gate), "hold_after": 6},
+                                  "call_timeout_s": 900}],
                        concurrency={"units": 2, "questions": 2})
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "lens", "run", str(cfg), "--quiet",
