@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from lens.claims.assign import LOCOMO_COUNTS, assignments, reproducing
 from lens.claims.check import Judge, Options, check, read_claims
 from lens.claims.items import ClaimItem
@@ -24,14 +22,13 @@ from lens.claims.readers import READERS
 from lens.claims.rerun import RunAnswers, read_run
 from lens.claims.rescore import JudgePrompt, judge_verdicts, lens_prompt, load_prompt
 from lens.claims.table import blocks
-from lens.commands.judge import add_judge_server_arguments, usage
+from lens.commands.judge import add_judge_server_arguments, judge_model_config, usage
 from lens.core import eventloop
-from lens.core.errors import ConfigError, UserError
+from lens.core.errors import UserError
 from lens.data.config import CacheConfig, ModelConfig
 from lens.data.scoring_names import CLAIMS_GRADERS
 from lens.flow.bundle.claims_bundle import export_claims
 from lens.models.factory import create_client
-from lens.models.providers import unknown_provider
 from lens.report.document import to_markdown
 
 
@@ -100,24 +97,6 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=lambda _args: usage(p))
 
 
-def _model_config(model: str, args: argparse.Namespace) -> ModelConfig:
-    base: dict[str, Any] = {"model": model}
-    if args.base_url:
-        base["base_url"] = args.base_url
-    if args.api_key_env:
-        base["api_key_env"] = args.api_key_env
-    try:
-        config = ModelConfig.model_validate(base)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"--judge {model!r}: {first['msg'].removeprefix('Value error, ')}"
-                          ) from None
-    problem = unknown_provider(config.provider)
-    if problem is not None:
-        raise ConfigError(f"--judge {model!r}: {problem}")
-    return config
-
-
 def _probe(config: ModelConfig) -> None:
     """Build the judge's client once before any scoring: a missing key or an unknown setting
     is named before the check reads a file (exit 2), not after the other scorers ran."""
@@ -136,7 +115,7 @@ def _judges(args: argparse.Namespace) -> tuple[Judge, ...]:
              else CacheConfig())
     out: list[Judge] = []
     for model in args.judge:
-        config = _model_config(model, args)
+        config = judge_model_config(model, {"model": model}, args)
         _probe(config)
 
         def ask(prompt: JudgePrompt, items: Sequence[ClaimItem],

@@ -69,6 +69,28 @@ def usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
+def judge_model_config(model: str, base: dict[str, Any], args: argparse.Namespace, *,
+                       source: str = "--judge") -> ModelConfig:
+    """A judge's model settings: ``base`` with the command line's server and secret, checked,
+    its provider named before any dataset is read or judge call made."""
+    settings = {**base}
+    if args.base_url:
+        settings["base_url"] = args.base_url
+    if args.api_key_env:
+        settings["api_key_env"] = args.api_key_env
+    try:
+        config = ModelConfig.model_validate(settings)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "model"
+        raise ConfigError(f"--judge {model!r}: field '{where}': "
+                          f"{first['msg'].removeprefix('Value error, ')}") from None
+    problem = unknown_provider(config.provider)
+    if problem is not None:
+        raise ConfigError(f"{source} {model!r}: {problem}")
+    return config
+
+
 def _judge_settings(args: argparse.Namespace) -> tuple[ModelConfig, CacheConfig]:
     configured: ModelConfig | None = None
     cache = CacheConfig()
@@ -82,22 +104,8 @@ def _judge_settings(args: argparse.Namespace) -> tuple[ModelConfig, CacheConfig]
     # The model's own settings; calibration asks synchronously whatever the run's batch setting.
     base = (configured.model_dump(include=set(ModelConfig.model_fields))
             if configured is not None and configured.model == model else {"model": model})
-    if args.base_url:
-        base["base_url"] = args.base_url
-    if args.api_key_env:
-        base["api_key_env"] = args.api_key_env
-    try:
-        config = ModelConfig.model_validate(base)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "model"
-        raise ConfigError(f"--judge {model!r}: field '{where}': "
-                          f"{first['msg'].removeprefix('Value error, ')}") from None
-    problem = unknown_provider(config.provider)
-    if problem is not None:
-        # Named before the dataset is read or any judge call is made.
-        source = "--judge" if args.judge else f"{args.config}: field 'judge.model'"
-        raise ConfigError(f"{source} {model!r}: {problem}")
+    source = "--judge" if args.judge else f"{args.config}: field 'judge.model'"
+    config = judge_model_config(model, base, args, source=source)
     return config, cache
 
 

@@ -43,10 +43,8 @@ class ItemLine(BaseModel):
     item: MemoryItem
 
 
-class CheckpointLine(BaseModel):
-    """One checkpoint's listing of one unit, as stored: its items by key."""
-
-    model_config = ConfigDict(extra="forbid")
+class _CheckpointOfUnit(BaseModel):
+    """Which unit and checkpoint a stored line belongs to, and the digest of its state."""
 
     unit_key: str
     adapter: str
@@ -55,6 +53,13 @@ class CheckpointLine(BaseModel):
     checkpoint: int
     episodes_ingested: int
     digest: str
+
+
+class CheckpointLine(_CheckpointOfUnit):
+    """One checkpoint's listing of one unit, as stored: its items by key."""
+
+    model_config = ConfigDict(extra="forbid")
+
     listing_digest: str | None = None
     items: list[str]
 
@@ -63,18 +68,11 @@ def item_key(item: MemoryItem) -> str:
     return hashlib.sha256(item.model_dump_json().encode("utf-8")).hexdigest()[:32]
 
 
-class ListingLine(BaseModel):
+class ListingLine(_CheckpointOfUnit):
     """One checkpoint's listing of one unit, as stored."""
 
     model_config = ConfigDict(extra="ignore")
 
-    unit_key: str
-    adapter: str
-    scope_id: str
-    repeat: int
-    checkpoint: int
-    episodes_ingested: int
-    digest: str
     listing: MemoryListing
 
 

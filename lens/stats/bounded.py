@@ -55,17 +55,24 @@ def _log_wealth(units: np.ndarray, alpha: float) -> float:
     return float(np.logaddexp(math.log(0.5) + up, math.log(0.5) + down))
 
 
-def bounded_test(values: Sequence[float], *, alpha: float, bound: float = 1.0) -> BoundedTest:
-    """The test of a mean of 0 for ``values`` (one per scope, each in [−bound, bound]); the
-    stakes are tuned to ``alpha`` (the level the p-value will be read at), and the scopes are
-    read in an order seeded by their values, never by their names."""
+def finite_values(values: Sequence[float], alpha: float, bound: float, what: str
+                  ) -> np.ndarray:
+    """``values`` as an array, once the level, the bound and every value are checked."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if bound <= 0:
         raise ValueError(f"bound must be above 0, got {bound}")
     xs = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(xs)):
-        raise ValueError("every scope difference must be a finite number")
+        raise ValueError(f"{what} must be a finite number")
+    return xs
+
+
+def bounded_test(values: Sequence[float], *, alpha: float, bound: float = 1.0) -> BoundedTest:
+    """The test of a mean of 0 for ``values`` (one per scope, each in [−bound, bound]); the
+    stakes are tuned to ``alpha`` (the level the p-value will be read at), and the scopes are
+    read in an order seeded by their values, never by their names."""
+    xs = finite_values(values, alpha, bound, "every scope difference")
     if len(xs) == 0:
         return BoundedTest(0, math.nan, 1.0)
     xs = np.clip(xs, -bound, bound)

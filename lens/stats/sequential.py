@@ -35,6 +35,7 @@ from typing import Literal
 
 import numpy as np
 
+from lens.stats.bounded import finite_values
 from lens.stats.resample import digest_of, rng_from
 
 # Candidate means over the range of the observations: a step of 1/800 of it (0.0025 for
@@ -223,13 +224,7 @@ def symmetric_sequence(values: Sequence[float], *, alpha: float, bound: float = 
 
 
 def _check(values: Sequence[float], alpha: float, bound: float) -> None:
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if bound <= 0:
-        raise ValueError(f"bound must be above 0, got {bound}")
-    xs = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(xs)):
-        raise ValueError("every observation must be a finite number")
+    xs = finite_values(values, alpha, bound, "every observation")
     if np.any(np.abs(xs) > bound + 1e-12):
         raise ValueError(f"observations must lie within [-{bound}, {bound}]")
 
