@@ -129,8 +129,8 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
     """The suite for an adapter whose memory system calls models: each instance gets a key of
     its own to a model gateway opened for the check, with the chat model its options name, or
     the embedding model alone when its options declare embeddings only."""
+    from lens.adapters.embedding import INSTALL_HINT
     from lens.models.runtime import ModelRuntime
-    from lens.runner.gateway.embeddings import INSTALL
     from lens.runner.gateway.server import ModelGateway
     from lens.testing import run_conformance
 
@@ -141,7 +141,7 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
     if model is None and not gateway.has_embeddings():
         await runtime.aclose()
         raise UserError(f"{args.adapter}: it embeds through lens's model gateway, which has no "
-                        f"embedding model: {INSTALL}")
+                        f"embedding model: {INSTALL_HINT}")
     await gateway.start()
     made = itertools.count()
 

@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from lens.adapters.embedding import INSTALL_HINT
 from lens.core.errors import ConfigError, UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.logs import get_logger
@@ -36,12 +37,7 @@ from lens.models.base import ModelClient, ModelError
 from lens.models.errors import CostLimitReached
 from lens.models.runtime import ModelRuntime
 from lens.models.usage import UsageTotals
-from lens.runner.gateway.embeddings import (
-    INSTALL,
-    NOT_INSTALLED,
-    LocalEmbeddings,
-    embeddings_installed,
-)
+from lens.runner.gateway.embeddings import NOT_INSTALLED, LocalEmbeddings, embeddings_installed
 from lens.runner.gateway.plan import gateway_options
 from lens.runner.gateway.wire import (
     ChatBody,
@@ -126,7 +122,7 @@ class ModelGateway:
             if isinstance(opts, EmbeddingGatewayOptions) and not self.has_embeddings():
                 raise ConfigError(f"{config_file}: field 'adapters.{i}': adapter "
                                   f"{cfg.display!r} embeds through lens's model gateway, which "
-                                  f"has no embedding model: {INSTALL}")
+                                  f"has no embedding model: {INSTALL_HINT}")
             if config.executor.kind == "ray" and config.executor.address is not None:
                 # The gateway listens on this machine's loopback only: an actor on another
                 # node could not reach it.
