@@ -158,6 +158,28 @@ def test_adapters_check_refuses_a_model_option_for_an_embedding_memory(
     assert "--options" in done.stderr and "model" in done.stderr
 
 
+def test_without_the_embedding_model_check_and_run_stop_with_the_install_hint(
+        lens: Lens, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("lens.runner.gateway.server.embeddings_installed", lambda: False)
+    _write_adapter(tmp_path)
+    check = lens("adapters", "check", ADAPTER)
+    assert check.returncode == 2, (check.stdout, check.stderr)
+    assert f"{ADAPTER}: it embeds through lens's model gateway, which has no embedding " \
+        "model: install the vector extra" in check.stderr
+    assert "PASS" not in check.stdout
+    ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=3, checkpoints=(3,),
+                                                       questions_per_checkpoint=1))
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({
+        "name": "emb", "dataset": {"path": str(ds)}, "agent": {"model": "scripted/policy"},
+        "adapters": [{"name": ADAPTER}], "out_dir": str(tmp_path / "runs"),
+        "cache": {"enabled": False}}), encoding="utf-8")
+    run = lens("run", "cfg.yaml", "--quiet")
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    assert "cfg.yaml: field 'adapters.0': adapter 'embedding_memory:EmbeddingMemory' embeds " \
+        "through lens's model gateway, which has no embedding model" in run.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
 def _guide_check_block() -> list[str]:
     """The guide's `lens adapters check` output for this adapter, its lines after the command."""
     text = GUIDE.read_text(encoding="utf-8")
