@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     # Memory systems that call models through the run's metering gateway
     "GatewayAccess": "lens.memory.gateway_access",
     "GatewayOptions": "lens.memory.gateway_access",
+    "EmbeddingGatewayAccess": "lens.memory.gateway_access",
+    "EmbeddingGatewayOptions": "lens.memory.gateway_access",
     # Adapters that build their own model client follow the run's cache section
     "RunCacheOptions": "lens.memory.run_cache",
     "register_adapter": "lens.memory.adapter",
@@ -74,6 +76,8 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Document",
+    "EmbeddingGatewayAccess",
+    "EmbeddingGatewayOptions",
     "Episode",
     "ExtraTool",
     "GatewayAccess",
@@ -150,7 +154,12 @@ if TYPE_CHECKING:
         create_adapter,
         register_adapter,
     )
-    from lens.memory.gateway_access import GatewayAccess, GatewayOptions
+    from lens.memory.gateway_access import (
+        EmbeddingGatewayAccess,
+        EmbeddingGatewayOptions,
+        GatewayAccess,
+        GatewayOptions,
+    )
     from lens.memory.listing import MemoryItem, MemoryListing
     from lens.memory.run_cache import RunCacheOptions
     from lens.report import build_summary, write_reports

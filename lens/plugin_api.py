@@ -1,4 +1,5 @@
-"""What a scenario or report-section plugin may build on, beside :mod:`lens` and :mod:`lens.models`.
+"""What a plugin (an adapter, a scenario, a report section) may build on, beside :mod:`lens` and
+:mod:`lens.models`.
 
 A plugin imports lens only through public names (docs/architecture.md names the worked example): the
 adapter and dataset types from :mod:`lens`, the model contract from :mod:`lens.models`, the
@@ -9,13 +10,15 @@ list and checks that the shipped scenario plugin imports nothing else.
 Report sections return a :class:`Section` built of blocks (``Heading``, ``Para``, ``Table``)
 that lens renders to Markdown and HTML alike; ``RunStore``, ``QuestionRecord`` and
 ``is_scored`` read a run directory; ``create_client`` builds a model client from a
-``ModelConfig`` with lens's retries, limits and cache; ``run_async`` runs a coroutine on the
-event loop lens uses; ``add_entry_points`` declares entry points for a program that cannot
-install package metadata.
+``ModelConfig`` with lens's retries, limits and cache; ``LocalEmbedder`` embeds texts with lens's
+local embedding model in the caller's process (for an adapter that wants vectors without the
+model gateway); ``run_async`` runs a coroutine on the event loop lens uses;
+``add_entry_points`` declares entry points for a program that cannot install package metadata.
 """
 
 from __future__ import annotations
 
+from lens.adapters.embedder import LocalEmbedder
 from lens.core.eventloop import run as run_async
 from lens.core.plugins import add_entry_points
 from lens.core.tokens import estimate_tokens
@@ -29,6 +32,7 @@ from lens.runs.store import RunStore, atomic_write_text
 __all__ = [
     "Block",
     "Heading",
+    "LocalEmbedder",
     "Para",
     "QuestionRecord",
     "RunData",

@@ -15,7 +15,8 @@ from tests.conftest import ROOT
 
 LENS_API = [
     "AdapterNotFound", "CapabilityManifest", "ConfigError", "Dataset", "DatasetError",
-    "Document", "Episode", "ExtraTool", "GatewayAccess", "GatewayOptions", "GroundTruth",
+    "Document", "EmbeddingGatewayAccess", "EmbeddingGatewayOptions", "Episode", "ExtraTool",
+    "GatewayAccess", "GatewayOptions", "GroundTruth",
     "MemoryAdapter", "MemoryItem", "MemoryListing", "ModelConfig",
     "Question", "QuestionRecord", "QuestionType", "RunCacheOptions", "RunConfig", "RunOutcome",
     "RunScores",
@@ -34,7 +35,8 @@ METRICS_API = ["COMPOSITE", "MetricInput", "MetricSpec", "all_metrics", "get_met
 PUBLIC_MODULES = {"lens", "lens.testing", "lens.stats", "lens.models", "lens.plugin_api",
                   "lens.scoring.metrics"}
 PLUGIN_API = [
-    "Block", "Heading", "Para", "QuestionRecord", "RunData", "RunStore", "Section", "Table",
+    "Block", "Heading", "LocalEmbedder", "Para", "QuestionRecord", "RunData", "RunStore",
+    "Section", "Table",
     "add_entry_points",
     "atomic_write_text", "create_client", "estimate_tokens", "is_scored", "run_async", "to_html",
     "to_markdown",

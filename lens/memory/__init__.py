@@ -4,6 +4,7 @@ reaches the model gateway (``gateway_access``), how one with a model client of i
 run's cache (``run_cache``), the oracle arm's evidence and scenario hooks.
 
 Public through ``lens``: ``MemoryAdapter``, ``SyncMemoryAdapter``, ``SearchResult``,
-``Document``, ``CapabilityManifest``, ``GatewayOptions``, ``GatewayAccess``, ``RunCacheOptions``.
+``Document``, ``CapabilityManifest``, ``GatewayOptions``, ``GatewayAccess``,
+``EmbeddingGatewayOptions``, ``EmbeddingGatewayAccess``, ``RunCacheOptions``.
 The rest is internal.
 """

@@ -1,12 +1,19 @@
 """How an adapter reaches lens's model gateway: the options it declares and what lens fills in.
 
-An adapter whose memory system makes model calls of its own (fact extraction, graph building,
-embeddings) declares options that subclass :class:`GatewayOptions`. For each unit the runner
-fills the ``gateway`` option with a :class:`GatewayAccess`: the address of lens's
-OpenAI-compatible endpoint on loopback and a key of that unit's own. The adapter hands both to its
-system's OpenAI client (``base_url=access.base_url, api_key=access.api_key``); every call is then
-made by lens with the model named in ``model`` and metered as that unit's memory cost. The options
-travel as JSON, so the same works for an adapter in a process of its own.
+An adapter whose memory system makes model calls of its own declares options that subclass one
+of two bases, by what the system calls:
+
+- :class:`GatewayOptions` for a system that chats (fact extraction, graph building, summaries)
+  and may embed: its options carry ``model`` and ``model_options``, the chat model lens calls
+  for it, and the runner fills ``gateway`` with a :class:`GatewayAccess`.
+- :class:`EmbeddingGatewayOptions` for a system that only embeds: its options carry nothing
+  but ``gateway``, filled with an :class:`EmbeddingGatewayAccess`; the gateway has no chat
+  model for such a unit and refuses its chat calls.
+
+An access is the address of lens's OpenAI-compatible endpoint on loopback and a key of that unit's
+own. The adapter hands both to its system's OpenAI client (``base_url=access.base_url,
+api_key=access.api_key``); every call is then made by lens and metered as that unit's memory
+cost. The options travel as JSON, so the same works for an adapter in a process of its own.
 """
 
 from __future__ import annotations
@@ -23,8 +30,20 @@ class NoGateway(RuntimeError):
     """A gateway adapter was created outside a run, without its gateway access."""
 
 
+class EmbeddingGatewayAccess(BaseModel):
+    """One unit's way to the gateway's embedding model; valid for the run that issued it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(description="the OpenAI-compatible base URL, http://127.0.0.1:PORT/v1")
+    api_key: str = Field(min_length=16, description="this unit's bearer token")
+    embedding_model: str = Field(description="the embedding model's name")
+    embedding_dim: int = Field(ge=1, description="the length of its vectors")
+
+
 class GatewayAccess(BaseModel):
-    """One unit's way into the gateway; valid for the run that issued it."""
+    """One unit's way into the gateway, chat and embeddings; valid for the run that issued
+    it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -87,11 +106,20 @@ class ModelChoice(BaseModel):
         return check_model_settings(value)
 
 
-class GatewayOptions(ModelChoice):
-    """Subclass this for an adapter's ``Options`` to be given the gateway."""
+_SET_BY_LENS = "set by lens for each unit; a value in the config is replaced"
 
-    gateway: GatewayAccess | None = Field(
-        default=None, description="set by lens for each unit; a value in the config is replaced")
+
+def _no_gateway(access_class: str) -> NoGateway:
+    return NoGateway("this adapter calls models through lens's model gateway, which lens opens "
+                     "for each unit of `lens run` and `lens adapters check`; it was created "
+                     f"without one (pass gateway={access_class}(...) to use it on its own)")
+
+
+class GatewayOptions(ModelChoice):
+    """Subclass this for an adapter's ``Options`` to be given the gateway, for a memory system
+    that chats (and may embed) with the model named in ``model``."""
+
+    gateway: GatewayAccess | None = Field(default=None, description=_SET_BY_LENS)
 
     def model_config_for_gateway(self) -> ModelConfig:
         return ModelConfig.model_validate({**self.model_options, "model": self.model})
@@ -99,13 +127,31 @@ class GatewayOptions(ModelChoice):
     def access(self) -> GatewayAccess:
         """The unit's gateway access, or a clear error when the adapter runs outside lens."""
         if self.gateway is None:
-            raise NoGateway("this adapter calls models through lens's model gateway, which "
-                               "lens opens for each unit of `lens run`; it was created without "
-                               "one (pass gateway=GatewayAccess(...) to use it on its own)")
+            raise _no_gateway("GatewayAccess")
         return self.gateway
 
 
+class EmbeddingGatewayOptions(BaseModel):
+    """Subclass this for an adapter's ``Options`` to be given the gateway's embedding model,
+    for a memory system that embeds and never chats: no chat model to name, so no ``model``
+    option."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gateway: EmbeddingGatewayAccess | None = Field(default=None, description=_SET_BY_LENS)
+
+    def access(self) -> EmbeddingGatewayAccess:
+        """The unit's gateway access, or a clear error when the adapter runs outside lens."""
+        if self.gateway is None:
+            raise _no_gateway("EmbeddingGatewayAccess")
+        return self.gateway
+
+
+AnyGatewayOptions = GatewayOptions | EmbeddingGatewayOptions
+
+
 def wants_gateway(cls: type) -> bool:
-    """Whether an adapter class declares gateway options."""
+    """Whether an adapter class declares gateway options (either kind)."""
     options = getattr(cls, "Options", None)
-    return isinstance(options, type) and issubclass(options, GatewayOptions)
+    return isinstance(options, type) and issubclass(options, (GatewayOptions,
+                                                              EmbeddingGatewayOptions))

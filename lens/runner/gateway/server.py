@@ -2,7 +2,8 @@
 
 During a run whose adapters declare gateway options (:mod:`lens.memory.gateway_access`), lens serves
 ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models`` on 127.0.0.1 at
-an ephemeral port (aiohttp). Each unit gets a key of its own; a call with it goes through the
+an ephemeral port (aiohttp). Each unit gets a key of its own; a unit whose adapter declares
+embeddings only has no chat model, and its chat calls are refused. A chat call goes through the
 run's model stack (:class:`~lens.models.runtime.ModelRuntime`: the response cache, the endpoint
 limits, retries, the usage meter and the run's cost cap) as role ``adapter`` with the unit's
 repeat index, and its calls, tokens, latency and cost are added to that unit's memory cost. The
@@ -20,13 +21,18 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from lens.adapters.embedding import INSTALL_HINT
 from lens.core.errors import ConfigError, UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.logs import get_logger
 from lens.core.redact import register_secret
 from lens.data.config import AdapterConfig, ModelConfig, RunConfig
 from lens.memory.adapter import ModelUsage
-from lens.memory.gateway_access import GatewayAccess
+from lens.memory.gateway_access import (
+    EmbeddingGatewayAccess,
+    EmbeddingGatewayOptions,
+    GatewayAccess,
+)
 from lens.models.base import ModelClient, ModelError
 from lens.models.errors import CostLimitReached
 from lens.models.runtime import ModelRuntime
@@ -50,12 +56,17 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
+class _Chat:
+    model: str
+    client: ModelClient
+
+
+@dataclass
 class _Grant:
     arm: str
     unit: str
     repeat: int
-    model: str
-    client: ModelClient
+    chat: _Chat | None  # None for a unit whose adapter only embeds
 
 
 GRANT = web.RequestKey("grant", _Grant)
@@ -108,6 +119,10 @@ class ModelGateway:
             opts = gateway_options(cfg)
             if opts is None:
                 continue
+            if isinstance(opts, EmbeddingGatewayOptions) and not self.has_embeddings():
+                raise ConfigError(f"{config_file}: field 'adapters.{i}': adapter "
+                                  f"{cfg.display!r} embeds through lens's model gateway, which "
+                                  f"has no embedding model: {INSTALL_HINT}")
             if config.executor.kind == "ray" and config.executor.address is not None:
                 # The gateway listens on this machine's loopback only: an actor on another
                 # node could not reach it.
@@ -116,6 +131,8 @@ class ModelGateway:
                     "models through lens's model gateway, which listens on this machine only; "
                     "run it with the local executor or a Ray instance on this machine (no "
                     "address)")
+            if isinstance(opts, EmbeddingGatewayOptions):
+                continue
             try:
                 self._client(opts.model_config_for_gateway())
             except (ConfigError, UserError) as exc:
@@ -133,22 +150,45 @@ class ModelGateway:
         opts = gateway_options(cfg)
         if opts is None:
             return cfg
-        access = self.grant(cfg.display, unit_key, repeat, opts.model_config_for_gateway())
+        access: GatewayAccess | EmbeddingGatewayAccess
+        if isinstance(opts, EmbeddingGatewayOptions):
+            access = self.grant_embeddings(cfg.display, unit_key, repeat)
+        else:
+            access = self.grant(cfg.display, unit_key, repeat, opts.model_config_for_gateway())
         return cfg.model_copy(update={"options": {**cfg.options,
                                                   "gateway": access.model_dump()}})
 
+    def has_embeddings(self) -> bool:
+        """Whether the gateway serves embeddings (before ``start``: whether it will)."""
+        return self._want_embeddings and embeddings_installed()
+
     def grant(self, arm: str, unit_key: str, repeat: int, model: ModelConfig) -> GatewayAccess:
-        """A new key for ``unit_key``: its calls go to ``model`` and count as the unit's."""
-        if self._runner is None:
-            raise RuntimeError("the model gateway is not started")
-        key = "lens-gw-" + secrets.token_urlsafe(24)
-        register_secret(key)
-        self._grants[key] = _Grant(arm, unit_key, repeat, model.model, self._client(model))
-        self._usage.setdefault(unit_key, _UnitUsage(UsageTotals()))
+        """A new key for ``unit_key``: its chat calls go to ``model``, and its calls count as the
+        unit's."""
+        key = self._new_key(_Grant(arm, unit_key, repeat, _Chat(model.model, self._client(model))))
         emb = self.embeddings
         return GatewayAccess(base_url=self.base_url, api_key=key, chat_model=model.model,
                              embedding_model=emb.name if emb else None,
                              embedding_dim=emb.dim if emb else None)
+
+    def grant_embeddings(self, arm: str, unit_key: str, repeat: int) -> EmbeddingGatewayAccess:
+        """A new key for ``unit_key`` to the embedding model alone; its calls count as the
+        unit's."""
+        emb = self.embeddings
+        if emb is None or emb.dim is None:
+            raise RuntimeError(NOT_INSTALLED)
+        key = self._new_key(_Grant(arm, unit_key, repeat, None))
+        return EmbeddingGatewayAccess(base_url=self.base_url, api_key=key,
+                                      embedding_model=emb.name, embedding_dim=emb.dim)
+
+    def _new_key(self, grant: _Grant) -> str:
+        if self._runner is None:
+            raise RuntimeError("the model gateway is not started")
+        key = "lens-gw-" + secrets.token_urlsafe(24)
+        register_secret(key)
+        self._grants[key] = grant
+        self._usage.setdefault(grant.unit, _UnitUsage(UsageTotals()))
+        return key
 
     def revoke(self, unit_key: str) -> None:
         """End the unit's keys: a call its memory system still makes (a thread abandoned after
@@ -161,6 +201,11 @@ class ModelGateway:
         usage = self._usage.get(unit_key)
         return usage.as_model_usage() if usage is not None else None
 
+    def embedding_totals(self) -> tuple[int, int]:
+        """The embedding calls and their input tokens, over every unit so far."""
+        return (sum(u.embedding_calls for u in self._usage.values()),
+                sum(u.embedding_tokens for u in self._usage.values()))
+
     def with_unit_usage(self, unit_key: str, reported: dict[str, Any] | None
                         ) -> dict[str, Any] | None:
         """What the adapter reports of its own model calls plus what the gateway metered."""
@@ -168,7 +213,7 @@ class ModelGateway:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        if self._want_embeddings and embeddings_installed():
+        if self.has_embeddings():
             self.embeddings = LocalEmbeddings(cache=self.runtime.cache_config.enabled)
             await self.embeddings.load()
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._auth])
@@ -232,23 +277,29 @@ class ModelGateway:
             lens_request = completion_request(body, repeat=grant.repeat)
         except (WireError, ValueError) as exc:
             return _error(getattr(exc, "status", 400), str(exc), "invalid_request_error")
+        chat = grant.chat
+        if chat is None:
+            return _error(403, "this unit's adapter declares embeddings only "
+                          "(EmbeddingGatewayOptions), so the gateway has no chat model for it: "
+                          "subclass GatewayOptions instead and name the model in its 'model' "
+                          "option", "permission_denied", "chat_not_declared")
         usage = self._usage[grant.unit]
         try:
-            completion = await grant.client.complete(lens_request)
+            completion = await chat.client.complete(lens_request)
         except CostLimitReached as exc:
             usage.chat.errors += 1
             return _error(402, str(exc), "insufficient_quota", "cost_limit_reached")
         except ModelError as exc:
             usage.chat.errors += 1
             log.warning("a memory system's model call failed", unit=grant.unit,
-                        model=grant.model, error=str(exc))
+                        model=chat.model, error=str(exc))
             status = exc.status if exc.status in (400, 413, 422) else 502
-            return _error(status, f"{grant.model}: {exc}", "model_error")
+            return _error(status, f"{chat.model}: {exc}", "model_error")
         usage.chat.add(completion.model_copy(
             update={"latency_s": time.perf_counter() - started}))
         if not completion.cached:
             usage.chat.cache_misses += 1
-        return web.json_response(chat_response(completion, grant.model))
+        return web.json_response(chat_response(completion, chat.model))
 
     async def _embed(self, request: web.Request) -> web.StreamResponse:
         grant = request[GRANT]
@@ -273,7 +324,8 @@ class ModelGateway:
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         grant = request[GRANT]
-        names = [grant.model] + ([self.embeddings.name] if self.embeddings else [])
+        names = ([grant.chat.model] if grant.chat else []) + \
+            ([self.embeddings.name] if self.embeddings else [])
         return web.json_response({"object": "list", "data": [
             {"id": n, "object": "model", "created": 0, "owned_by": "lens"} for n in names]})
 
