@@ -117,8 +117,13 @@ def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, plan: ScoringP
         tasks.action[item.key] = pairwise.comparisons(item, action=True)
 
 
-# Every question's row, each answered question's analysis, the judge tasks to run.
-_FirstPass = tuple[dict[str, QuestionScores], dict[str, mechanical.Analysis], _JudgeTasks]
+@dataclasses.dataclass(frozen=True)
+class _FirstPass:
+    """Every question's row, each answered question's analysis, and the judge tasks to run."""
+
+    rows: dict[str, QuestionScores]
+    analyses: dict[str, mechanical.Analysis]
+    tasks: _JudgeTasks
 
 
 def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool) -> _FirstPass:
@@ -138,7 +143,7 @@ def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool) -> _FirstPass
         for item in run.items:
             if item.key in analyses and item.record.answer.strip():
                 _plan_judge(item, analyses[item.key], plan, tasks)
-    return rows, analyses, tasks
+    return _FirstPass(rows, analyses, tasks)
 
 
 def _judge_metrics(item: ScoringItem, row: QuestionScores, plan: ScoringPlan, use_judge: bool,
@@ -209,7 +214,7 @@ def _second_pass(run: RunInput, plan: ScoringPlan, first: _FirstPass, grades: Gr
                  verdicts: dict[str, Verdict]) -> tuple[int, int]:
     """Each answered question's judged metrics, fact grades, metrics computed after the judge
     and composite; return the (pairs, disagreements) counted over the run."""
-    rows, analyses, tasks = first
+    rows, analyses, tasks = first.rows, first.analyses, first.tasks
     model = judge.model if judge else ""
     total_pairs = total_flips = 0
     after_judge = registry.computed(set(plan.tiers), after_judge=True)
@@ -253,13 +258,13 @@ class LensProtocol(ScoringProtocol):
         run = dataclasses.replace(scoring.run, items=scoring.kept())
         use_judge = plan.judge is not None and bool(plan.tiers & {2, 3})
         first = _first_pass(run, plan, use_judge)
-        grades, offline_condition, offline_notes = await _offline(run, plan, first[1])
-        judge, verdicts = (await _ask_judge(run, plan, first[2]) if use_judge
+        grades, offline_condition, offline_notes = await _offline(run, plan, first.analyses)
+        judge, verdicts = (await _ask_judge(run, plan, first.tasks) if use_judge
                            else (None, {}))
         pairs, flips = _second_pass(run, plan, first, grades, offline_condition, judge,
                                     verdicts)
         tiers = set(plan.tiers)
-        ordered = [first[0][it.key] for it in run.items]
+        ordered = [first.rows[it.key] for it in run.items]
         aggregates, agg_detail = aggregate(ordered, weights=plan.weights,
                                            gate_threshold=plan.gate_threshold, tiers=tiers)
         judged = (JudgeRun(judge.model, judge.usage, list(verdicts.values()), pairs, flips,
