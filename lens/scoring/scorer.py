@@ -36,7 +36,7 @@ from lens.scoring.plan import (
     make_plan,
     plan_for_config,
 )
-from lens.scoring.protocols import protocol_scorer
+from lens.scoring.protocols import score_protocol, scoring_protocol
 from lens.scoring.run_input import RunInput, load_run
 from lens.scoring.types import SCORES_FILE, RunScores
 
@@ -112,8 +112,8 @@ async def _score_run(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
     try:
         notes = _apply_subset(run, plan)
         errata = load_errata(plan.errata) if plan.errata is not None else None
-        scorer = protocol_scorer(plan.protocol, plan.judge_prompt_file)
-        outcome = await scorer(run, plan, errata, notes)
+        protocol = scoring_protocol(plan.protocol, plan.judge_prompt_file)
+        outcome = await score_protocol(run, protocol, plan, errata, notes)
         if plan.target == "scores":
             _write_scores(run, outcome)
             # What the memory wrote, from its recorded listings (absent when none listed).

@@ -14,7 +14,7 @@ from lens.data.config import ScoringConfig
 from lens.data.importers import IMPORTERS, STREAMING_IMPORTERS
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, PROTOCOL_NAMES
 from lens.scoring.grading.fact_grader import GRADERS
-from lens.scoring.protocols import PROTOCOLS, protocol_scorer
+from lens.scoring.protocols import PROTOCOLS, ScoringProtocol, scoring_protocol
 from lens.scoring.protocols.lens import NAME as LENS
 from tests.conftest import ROOT
 
@@ -36,11 +36,12 @@ def _literal_args(field: str) -> tuple[str, ...]:
     return typing.get_args(literal)
 
 
-def test_every_protocol_name_has_one_scorer() -> None:
+def test_every_protocol_name_has_one_protocol() -> None:
     assert PROTOCOL_NAMES[0] == LENS
     assert set(PROTOCOL_NAMES) == {LENS, *PROTOCOLS} and len(PROTOCOL_NAMES) == len(PROTOCOLS) + 1
     for name in PROTOCOL_NAMES:
-        assert callable(protocol_scorer(name))
+        protocol = scoring_protocol(name)
+        assert isinstance(protocol, ScoringProtocol) and protocol.name == name
     assert _literal_args("protocol") == PROTOCOL_NAMES
     assert _choices("score", "--protocol") == PROTOCOL_NAMES
     # Each benchmark's data imports under its protocol's name.

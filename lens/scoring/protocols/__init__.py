@@ -1,21 +1,18 @@
 """Scoring protocols: lens's own metrics, or a published benchmark's, exactly as published.
 
-``scoring.protocol`` names one of :data:`PROTOCOL_NAMES`. Each protocol scores a run on one
-path (:func:`protocol_scorer`), called by :func:`lens.scoring.scorer.score`. A protocol's name,
-version and judge prompts enter the scoring condition, so ``lens compare`` refuses to put
-numbers of two protocols side by side.
+``scoring.protocol`` names one of :data:`PROTOCOL_NAMES`; :func:`scoring_protocol` gives the
+protocol of a name, and every protocol scores a run on one path
+(:func:`lens.scoring.protocols.run.score_protocol`, called by :func:`lens.scoring.scorer.score`).
+A protocol's name, version and judge prompts enter the scoring condition, so ``lens compare``
+refuses to put numbers of two protocols side by side.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from lens.core.errors import UserError
 from lens.data.scoring_names import PROTOCOL_NAMES
-from lens.scoring.errata import Errata
-from lens.scoring.plan import ScoringOutcome, ScoringPlan
 from lens.scoring.protocols import lens as lens_protocol
 from lens.scoring.protocols.base import Protocol
 from lens.scoring.protocols.beam import BeamProtocol
@@ -23,8 +20,7 @@ from lens.scoring.protocols.locomo import LocomoProtocol
 from lens.scoring.protocols.longmemeval import LongMemEvalProtocol
 from lens.scoring.protocols.longmemeval_v2 import LongMemEvalV2Protocol
 from lens.scoring.protocols.memoryagentbench import MemoryAgentBenchProtocol
-from lens.scoring.protocols.run import score_protocol
-from lens.scoring.run_input import RunInput
+from lens.scoring.protocols.run import PublishedProtocol, ScoringProtocol, score_protocol
 
 # The published protocols, by the name scoring.protocol gives them; lens's own is the other.
 PROTOCOLS: dict[str, type[Protocol]] = {"locomo": LocomoProtocol,
@@ -32,8 +28,6 @@ PROTOCOLS: dict[str, type[Protocol]] = {"locomo": LocomoProtocol,
                                         "beam": BeamProtocol,
                                         "memoryagentbench": MemoryAgentBenchProtocol,
                                         "longmemeval-v2": LongMemEvalV2Protocol}
-ProtocolScorer = Callable[[RunInput, ScoringPlan, Errata | None, Sequence[str]],
-                          Awaitable[ScoringOutcome]]
 
 
 def get_protocol(name: str) -> Protocol:
@@ -44,20 +38,16 @@ def get_protocol(name: str) -> Protocol:
                         f"{', '.join(PROTOCOL_NAMES)}") from None
 
 
-def protocol_scorer(name: str, judge_prompt_file: Path | None = None) -> ProtocolScorer:
-    """How protocol ``name`` scores a run: lens's own metrics, or a published protocol (its
-    judge given the prompts of ``judge_prompt_file`` when named)."""
+def scoring_protocol(name: str, judge_prompt_file: Path | None = None) -> ScoringProtocol:
+    """Protocol ``name``: lens's own metrics, or a published protocol (its judge given the
+    prompts of ``judge_prompt_file`` when named)."""
     if name == lens_protocol.NAME:
-        return lens_protocol.score_lens
+        return lens_protocol.LensProtocol()
     chosen = get_protocol(name)
     if judge_prompt_file is not None:
         chosen = chosen.with_prompt_file(judge_prompt_file)
-    return functools.partial(_published, chosen)
+    return PublishedProtocol(chosen)
 
 
-async def _published(protocol: Protocol, run: RunInput, plan: ScoringPlan,
-                     errata: Errata | None, notes: Sequence[str]) -> ScoringOutcome:
-    return await score_protocol(run, protocol, plan, errata, notes)
-
-
-__all__ = ["PROTOCOLS", "PROTOCOL_NAMES", "Protocol", "get_protocol", "protocol_scorer"]
+__all__ = ["PROTOCOLS", "PROTOCOL_NAMES", "Protocol", "ScoringProtocol", "get_protocol",
+           "score_protocol", "scoring_protocol"]

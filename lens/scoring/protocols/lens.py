@@ -1,5 +1,7 @@
 """lens's own protocol: tiers 1-3 per question (the metric registry's computed metrics, the
-judge's pairwise metrics and fact grades), aggregates and the composite.
+judge's pairwise metrics and fact grades), aggregates and the composite. It scores on the one
+path of :mod:`lens.scoring.protocols.run`, as the published protocols do: the errata, the rows,
+the judge summary, the condition and ``scoring_done`` are the path's.
 
 Every number is a function of the stored records, the dataset's ground truth and the judge's
 verdicts (kept in the run's events), so a run can be re-scored, with another judge too, without
@@ -9,7 +11,6 @@ re-running any agent; re-scoring with the same judge makes no new model call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 import lens.scoring.grading.fact_grader as grading
@@ -19,30 +20,28 @@ import lens.scoring.measures.retrieval as retrieval
 import lens.scoring.metrics as registry
 from lens.data.dataset import QuestionType
 from lens.data.scoring_names import JUDGE_GRADERS
-from lens.runs.condition import stable_hash
-from lens.scoring.condition import scoring_condition
-from lens.scoring.errata import Errata, apply_errata
 from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline, offline_grades
-from lens.scoring.judging.judge import Judge, JudgeTask, Verdict, verdict_totals
+from lens.scoring.grading.offline_grader import FactGrade
+from lens.scoring.judging.judge import Judge, JudgeTask, Verdict
 from lens.scoring.judging.judge_prompts import judge_prompts_hash
 from lens.scoring.measures.aggregate import aggregate
 from lens.scoring.measures.composite import composite
-from lens.scoring.plan import ScoringOutcome, ScoringPlan
+from lens.scoring.plan import ScoringPlan
+from lens.scoring.protocols.run import (
+    JudgeRun,
+    Scored,
+    Scoring,
+    ScoringProtocol,
+    judge_summary,
+    question_row,
+)
 from lens.scoring.run_input import RunInput, ScoringItem, by_scope
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
+from lens.scoring.types import QuestionScores
 
 NAME = "lens"
 ACTION = QuestionType.ACTION_RECOMMENDATION.value
-
-
-def _row(item: ScoringItem) -> QuestionScores:
-    r = item.record
-    return QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter, scope_id=r.scope_id,
-                          repeat=r.repeat, question_id=r.question_id,
-                          question_type=item.question.question_type.value,
-                          checkpoint=r.checkpoint, status=r.status)
 
 
 class _JudgeTasks:
@@ -118,16 +117,23 @@ def _plan_judge(item: ScoringItem, analysis: mechanical.Analysis, plan: ScoringP
         tasks.action[item.key] = pairwise.comparisons(item, action=True)
 
 
-def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool
-                ) -> tuple[dict[str, QuestionScores], dict[str, mechanical.Analysis],
-                           _JudgeTasks]:
+@dataclasses.dataclass(frozen=True)
+class _FirstPass:
+    """Every question's row, each answered question's analysis, and the judge tasks to run."""
+
+    rows: dict[str, QuestionScores]
+    analyses: dict[str, mechanical.Analysis]
+    tasks: _JudgeTasks
+
+
+def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool) -> _FirstPass:
     """Every question's row with its mechanical metrics, each answered question's analysis,
     and the judge tasks to run."""
     rows: dict[str, QuestionScores] = {}
     analyses: dict[str, mechanical.Analysis] = {}
     tasks = _JudgeTasks()
     for item in by_scope(run.items):
-        row = rows[item.key] = _row(item)
+        row = rows[item.key] = question_row(item)
         if not item.answered:
             row.detail["error"] = item.record.error or "error"
             continue
@@ -137,7 +143,7 @@ def _first_pass(run: RunInput, plan: ScoringPlan, use_judge: bool
         for item in run.items:
             if item.key in analyses and item.record.answer.strip():
                 _plan_judge(item, analyses[item.key], plan, tasks)
-    return rows, analyses, tasks
+    return _FirstPass(rows, analyses, tasks)
 
 
 def _judge_metrics(item: ScoringItem, row: QuestionScores, plan: ScoringPlan, use_judge: bool,
@@ -178,108 +184,96 @@ def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: 
                                "renormalised": comp.renormalised}
 
 
-def _with_errata(run: RunInput, errata: Errata) -> tuple[str, int]:
-    """Apply the errata to the ground truth of ``run``'s items (dropping the questions they
-    exclude); return the errata's note and how many entries touched the run."""
-    fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id,
-                                 dropped=[d.question_id for d in run.manifest.dataset.dropped])
-    items = []
-    for item in run.items:
-        q = fixed.get((item.question.scope_id, item.question.question_id), item.question)
-        if q is not None:
-            items.append(dataclasses.replace(item, question=q))
-    run.items = items
-    return report.note(), report.touched
+Grades = dict[str, dict[str, FactGrade]]
 
 
-async def score_lens(run: RunInput, plan: ScoringPlan, errata: Errata | None,
-                     notes: Sequence[str] = ()) -> ScoringOutcome:
-    """Score ``run`` under lens's own metrics. ``plan.judge`` is the judge client (None: the
-    judged metrics are unknown); ``notes`` go first among the scores' notes."""
-    errata_note, touched = _with_errata(run, errata) if errata is not None else ("", 0)
-    use_judge = plan.judge is not None and bool(plan.tiers & {2, 3})
-    rows, analyses, tasks = _first_pass(run, plan, use_judge)
-    grades, offline_condition = (await offline_grades(run, plan.offline, plan.cache,
-                                                       analyses)
-                                 if plan.fact_grader == "local" else ({}, None))
-    extra_notes = list(notes)
-    failed = sum(g.grade is None for gs in grades.values() for g in gs.values())
-    if failed:
-        first = next(g.reason for gs in grades.values() for g in gs.values()
-                     if g.grade is None)
-        extra_notes.append(f"{failed} offline fact grade(s) failed: the questions concerned "
-                           f"have no fact_recall; run lens score again to retry (first error: "
-                           f"{first})")
-    verdicts: dict[str, Verdict] = {}
-    judge_runner: Judge | None = None
-    if use_judge:
-        assert plan.judge is not None
-        judge_runner = Judge(plan.judge, run.store, concurrency=plan.judge_concurrency())
-        verdicts = await judge_runner.run(tasks.tasks())
-    model = judge_runner.model if judge_runner else ""
+async def _offline(run: RunInput, plan: ScoringPlan, analyses: dict[str, mechanical.Analysis]
+                   ) -> tuple[Grades, dict[str, Any] | None, list[str]]:
+    """The offline grader's fact grades (when it grades the facts), its condition, and the note
+    saying how many grades failed."""
+    if plan.fact_grader != "local":
+        return {}, None, []
+    grades, condition = await offline_grades(run, plan.offline, plan.cache, analyses)
+    failed = [g for gs in grades.values() for g in gs.values() if g.grade is None]
+    if not failed:
+        return grades, condition, []
+    return grades, condition, [
+        f"{len(failed)} offline fact grade(s) failed: the questions concerned have no "
+        f"fact_recall; run lens score again to retry (first error: {failed[0].reason})"]
 
+
+async def _ask_judge(run: RunInput, plan: ScoringPlan, tasks: _JudgeTasks
+                     ) -> tuple[Judge, dict[str, Verdict]]:
+    assert plan.judge is not None
+    judge = Judge(plan.judge, run.store, concurrency=plan.judge_concurrency())
+    return judge, await judge.run(tasks.tasks())
+
+
+def _second_pass(run: RunInput, plan: ScoringPlan, first: _FirstPass, grades: Grades,
+                 offline_condition: dict[str, Any] | None, judge: Judge | None,
+                 verdicts: dict[str, Verdict]) -> tuple[int, int]:
+    """Each answered question's judged metrics, fact grades, metrics computed after the judge
+    and composite; return the (pairs, disagreements) counted over the run."""
+    rows, analyses, tasks = first.rows, first.analyses, first.tasks
+    model = judge.model if judge else ""
     total_pairs = total_flips = 0
     after_judge = registry.computed(set(plan.tiers), after_judge=True)
     for item in by_scope(run.items):
         if not item.answered:
             continue
         row = rows[item.key]
-        pairs, flips = _judge_metrics(item, row, plan, use_judge, tasks, verdicts, model)
+        pairs, flips = _judge_metrics(item, row, plan, judge is not None, tasks, verdicts,
+                                      model)
         if item.key in grades:
             apply_offline(row, grades[item.key], offline_condition or {})
         _compute(after_judge, item, plan.matcher, analyses[item.key], row)
         _finish_row(row, plan.weights, plan.gate_threshold, pairs, flips)
         total_pairs += pairs
         total_flips += flips
+    return total_pairs, total_flips
 
-    tiers = set(plan.tiers)
-    ordered = [rows[it.key] for it in run.items]
-    aggregates, agg_detail = aggregate(ordered, weights=plan.weights,
-                                       gate_threshold=plan.gate_threshold, tiers=tiers)
-    summary = _judge_summary(judge_runner, verdicts, total_pairs, total_flips,
-                             plan.fact_grader != "matcher")
+
+def _settings(plan: ScoringPlan, judged: bool, offline_condition: dict[str, Any] | None
+              ) -> dict[str, Any]:
     # Every field of the matcher's settings, whatever fields it grows, and its rules' version:
     # each is a condition; so are the fact grader and the judge's prompts.
     settings: dict[str, Any] = {"fact_matcher": plan.matcher.as_condition(),
                                 "fact_grader": plan.fact_grader,
-                                "judge_prompts": judge_prompts_hash() if judge_runner else None,
+                                "judge_prompts": judge_prompts_hash() if judged else None,
                                 "subset": plan.subset}
     if offline_condition is not None:
         # The offline grader's model, prompt and threshold: another grades differently.
         settings["offline_grader"] = offline_condition
-    if errata is not None:
-        settings["errata"] = errata.condition()
-    cond = scoring_condition(tiers=tiers, weights=plan.weights,
-                             gate_threshold=plan.gate_threshold, judge_model=model or None,
-                             settings=settings)
-    scores = RunScores(
-        run_dir=str(run.run_dir), tiers=sorted(tiers), questions=ordered, judge=summary,
-        weights=plan.weights, gate_threshold=plan.gate_threshold, aggregates=aggregates,
-        aggregate_detail=agg_detail,
-        notes=[*extra_notes,
-               *scoring_notes(run, ordered, aggregates, agg_detail, tiers, judge_runner, summary,
-                              plan.fact_grader),
-               *([errata_note] if errata is not None else [])],
-        settings=settings, condition=cond, condition_hash=stable_hash(cond),
-    )
-    usage = judge_runner.usage if judge_runner else None
-    event: dict[str, Any] = {
-        "tiers": sorted(tiers), "judge": model or None,
-        "new_judge_calls": usage.calls if usage else 0,
-        "reused_verdicts": usage.reused if usage else 0,
-        "failed_judge_calls": usage.errors if usage else 0}
-    if errata is not None:
-        event.update(errata=errata.path.name, errata_touched=touched)
-    return ScoringOutcome(scores, event)
+    return settings
 
 
-def _judge_summary(judge: Judge | None, verdicts: dict[str, Verdict], pairs: int, flips: int,
-                   graded_facts: bool) -> JudgeSummary:
-    if judge is None:
-        return JudgeSummary()
-    totals = verdict_totals(verdicts.values())
-    return JudgeSummary(
-        model=judge.model, pairs=pairs, disagreements=flips,
-        disagreement_rate=flips / pairs if pairs else None,
-        errors=judge.usage.errors, fact_checks=graded_facts, **totals,
-    )
+class LensProtocol(ScoringProtocol):
+    """lens's own metrics: tiers 1-3 per question, aggregates and the composite. A question the
+    errata exclude leaves the scores altogether."""
+
+    name = NAME
+
+    async def score_questions(self, scoring: Scoring) -> Scored:
+        plan = scoring.plan
+        run = dataclasses.replace(scoring.run, items=scoring.kept())
+        use_judge = plan.judge is not None and bool(plan.tiers & {2, 3})
+        first = _first_pass(run, plan, use_judge)
+        grades, offline_condition, offline_notes = await _offline(run, plan, first.analyses)
+        judge, verdicts = (await _ask_judge(run, plan, first.tasks) if use_judge
+                           else (None, {}))
+        pairs, flips = _second_pass(run, plan, first, grades, offline_condition, judge,
+                                    verdicts)
+        tiers = set(plan.tiers)
+        ordered = [first.rows[it.key] for it in run.items]
+        aggregates, agg_detail = aggregate(ordered, weights=plan.weights,
+                                           gate_threshold=plan.gate_threshold, tiers=tiers)
+        judged = (JudgeRun(judge.model, judge.usage, list(verdicts.values()), pairs, flips,
+                           fact_checks=plan.fact_grader != "matcher") if judge else None)
+        notes = [*offline_notes,
+                 *scoring_notes(run, ordered, aggregates, agg_detail, tiers, judge,
+                                judge_summary(judged), plan.fact_grader),
+                 *([scoring.report.note()] if scoring.report is not None else [])]
+        return Scored(questions=ordered, aggregates=aggregates,
+                      settings=_settings(plan, judge is not None, offline_condition),
+                      notes=notes, judge=judged, tiers=frozenset(tiers), weights=plan.weights,
+                      gate_threshold=plan.gate_threshold, aggregate_detail=agg_detail)

@@ -20,10 +20,11 @@ every question.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,32 @@ COMBINED = {"static": ("static", "static-abs"), "dynamic": ("dynamic", "dynamic-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+# Each (adapter, domain)'s questions with their per_question.jsonl rows.
+Groups = dict[tuple[str, str], list[tuple[Question, dict[str, Any]]]]
+
+
 def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
                      force: bool = False) -> list[Path]:
     """The leaderboard's run folders of a scored run, one per (adapter, domain), under
     ``out_dir``; returns them. A UserError names every problem."""
     scores = _scores(run_dir)
     run = load_run(run_dir)
-    agent = run.manifest.config.get("agent") or {}
+    groups, tier = _groups(run_dir, run, scores)
+    folders = _folders(run_dir, out_dir, groups, tier, method, force)
+    written = []
+    for (adapter, domain), rows in sorted(groups.items()):
+        name, folder = folders[(adapter, domain)]
+        args = _run_args(domain, tier, name, run, scores)
+        _replace(folder, functools.partial(_write, run=run, rows=rows, run_args=args))
+        written.append(folder)
+    return written
+
+
+def _groups(run_dir: Path, run: RunInput, scores: RunScores) -> tuple[Groups, str]:
+    """The scored questions of the run's first repeat by (adapter, domain), and their one tier;
+    a UserError naming every question without a score and a mix of tiers."""
     by_key = {q.key: q for q in scores.questions}
-    groups: dict[tuple[str, str], list[tuple[Question, dict[str, Any]]]] = {}
+    groups: Groups = {}
     problems: list[str] = []
     for item in run.items:
         if item.record.repeat != 0:
@@ -78,7 +96,13 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
                         f"{len(problems)} problem(s): " + "; ".join(problems[:10])
                         + ("; re-run lens score to retry failed judge calls"
                            if any("no score" in p for p in problems) else ""))
-    tier = tiers.pop()
+    return groups, tiers.pop()
+
+
+def _folders(run_dir: Path, out_dir: Path, groups: Groups, tier: str, method: str | None,
+             force: bool) -> dict[tuple[str, str], tuple[str, Path]]:
+    """Each group's method name and run folder; a UserError when ``method`` names one of several
+    adapters, a folder name is unsafe, or a folder exists (without ``force``)."""
     adapters = sorted({a for a, _ in groups})
     if method is not None and len(adapters) > 1:
         raise UserError(f"{run_dir}: --method names one method, and the run has "
@@ -95,27 +119,33 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
     present = sorted(str(f) for f in folders.values() if f.exists())
     if present and not force:
         raise UserError(f"{', '.join(present)}: already exist(s); pass --force to replace")
-    written = []
-    for (adapter, domain), rows in sorted(groups.items()):
-        name, folder = names[(adapter, domain)], folders[(adapter, domain)]
-        tmp = folder.with_name(folder.name + ".tmp")
+    return {key: (names[key], folders[key]) for key in groups}
+
+
+def _run_args(domain: str, tier: str, method: str, run: RunInput, scores: RunScores
+              ) -> dict[str, Any]:
+    """run_args.json: the leaderboard's fields, then lens's (the reader's mode, and whether the
+    reader and the judge are the leaderboard's)."""
+    agent = run.manifest.config.get("agent") or {}
+    mode = agent.get("mode", "tool_agent")
+    return {"domain": domain, "tier": tier, "method": method, "model": agent.get("model"),
+            "evaluator_model": scores.judge.model, "lens_run_id": run.manifest.run_id,
+            "lens_reader_mode": mode,
+            "leaderboard_reader": uses_leaderboard_reader(agent.get("model"), mode),
+            "leaderboard_judge": LEADERBOARD_JUDGE in str(scores.judge.model).lower()}
+
+
+def _replace(folder: Path, write: Callable[[Path], None]) -> None:
+    """``folder`` written whole by ``write`` into a folder beside it, then put in its place."""
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        write(tmp)
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            _write(tmp, run, rows, {
-                "domain": domain, "tier": tier, "method": name,
-                "model": agent.get("model"), "evaluator_model": scores.judge.model,
-                "lens_run_id": run.manifest.run_id,
-                "lens_reader_mode": agent.get("mode", "tool_agent"),
-                "leaderboard_reader": uses_leaderboard_reader(agent.get("model"),
-                                                              agent.get("mode", "tool_agent")),
-                "leaderboard_judge": LEADERBOARD_JUDGE in str(scores.judge.model).lower()})
-            if folder.exists():
-                shutil.rmtree(folder)
-            tmp.rename(folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        written.append(folder)
-    return written
 
 
 def _scores(run_dir: Path) -> RunScores:

@@ -1,17 +1,27 @@
-"""Score a stored run under a published protocol: per-question metrics, per-group tables, the
-protocol's headline figures, errata, and the report section that shows them.
+"""The one path every scoring protocol goes through, lens's own metrics and the published ones
+alike: the ground truth after the gold errata, a question's row, then (from what the protocol
+scored) the judge summary, the settings and the scoring condition, ``scores.json``'s numbers and
+the ``scoring_done`` event's fields, built here for every protocol.
 
-The protocol's numbers replace lens's own metrics in ``scores.json`` (a run scored under a
-protocol is compared only with runs scored under the same protocol and version). Judge verdicts
-are kept in the run's events by the same judge engine as lens's own
+A protocol (:class:`ScoringProtocol`) scores the questions it is handed and nothing else: lens's
+own metrics (:mod:`lens.scoring.protocols.lens`) or a published benchmark's
+(:class:`PublishedProtocol`, over the task shape of :mod:`lens.scoring.protocols.base`). The
+questions a run dropped (its manifest's ``dataset.dropped``) are not in the dataset it is scored
+against, so no protocol scores them, and an erratum naming one counts as an exclusion.
+
+Under a published protocol its numbers replace lens's own metrics in ``scores.json`` (a run
+scored under a protocol is compared only with runs scored under the same protocol and version).
+Judge verdicts are kept in the run's events by one judge engine
 (:mod:`lens.scoring.judging.judge_engine`), so re-scoring makes no new call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +29,7 @@ from lens.core.errors import UserError
 from lens.data.dataset import Question
 from lens.models.base import ModelClient
 from lens.runs.condition import stable_hash
+from lens.runs.events import ScoringDone
 from lens.runs.store import RunStore
 from lens.scoring.condition import scoring_condition
 from lens.scoring.errata import Errata, ErrataReport, apply_errata
@@ -31,6 +42,158 @@ from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 
 SECTION_FILE = Path("sections") / "protocol.json"
 _VALUES = {1.0: "correct", 0.0: "wrong"}
+
+Aggregates = dict[str, dict[str, dict[str, float | None]]]
+
+
+@dataclass
+class Scoring:
+    """What the path hands a protocol: the run, the plan, every stored question with its ground
+    truth after the errata (in the run's order), the keys of those the errata exclude, and what
+    the errata did (None: no errata)."""
+
+    run: RunInput
+    plan: ScoringPlan
+    items: list[ScoringItem]
+    excluded: frozenset[str] = frozenset()
+    report: ErrataReport | None = None
+
+    def kept(self) -> list[ScoringItem]:
+        """The questions the errata leave in the score."""
+        return [it for it in self.items if it.key not in self.excluded]
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    """What the judge did for one scoring: its model, its usage, the verdicts the scores rest
+    on, and (for pairwise metrics) the position-swapped pairs and how many flipped."""
+
+    model: str
+    usage: JudgeUsage
+    verdicts: list[Verdict]
+    pairs: int = 0
+    disagreements: int = 0
+    fact_checks: bool = False
+
+
+@dataclass
+class Scored:
+    """What a protocol scored: a row per question (in the run's order), the aggregates, its own
+    settings (the path adds the errata's and the subset's), its notes, the judge (None: none
+    asked) and the figures of the condition it scored under."""
+
+    questions: list[QuestionScores]
+    aggregates: Aggregates
+    settings: dict[str, Any]
+    notes: list[str]
+    judge: JudgeRun | None
+    tiers: frozenset[int] = frozenset({1})
+    weights: dict[str, float] = field(default_factory=dict)
+    gate_threshold: float = 0.0
+    aggregate_detail: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+class ScoringProtocol(ABC):
+    """A way of scoring a run's questions: lens's own metrics, or a published benchmark's."""
+
+    name: str
+
+    @abstractmethod
+    async def score_questions(self, scoring: Scoring) -> Scored:
+        """Every question of ``scoring`` scored (the judge is ``scoring.plan.judge``; None: the
+        judged metrics are unknown)."""
+
+    def sections(self, scores: RunScores, report: ErrataReport | None
+                 ) -> dict[Path, dict[str, Any]]:
+        """The report sections to write beside ``scores.json`` (relative path -> document);
+        none by default."""
+        return {}
+
+
+def question_row(item: ScoringItem) -> QuestionScores:
+    """A question's row before any metric: which question, asked of whom, and how it ended."""
+    r = item.record
+    return QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter, scope_id=r.scope_id,
+                          repeat=r.repeat, question_id=r.question_id,
+                          question_type=item.question.question_type.value,
+                          checkpoint=r.checkpoint, status=r.status)
+
+
+def judge_summary(judge: JudgeRun | None) -> JudgeSummary:
+    """The scores' account of the judge: its verdicts' totals, failures and noise."""
+    if judge is None:
+        return JudgeSummary()
+    return JudgeSummary(
+        model=judge.model, pairs=judge.pairs, disagreements=judge.disagreements,
+        disagreement_rate=judge.disagreements / judge.pairs if judge.pairs else None,
+        errors=judge.usage.errors, fact_checks=judge.fact_checks,
+        **verdict_totals(judge.verdicts))
+
+
+def _with_errata(run: RunInput, plan: ScoringPlan, errata: Errata | None) -> Scoring:
+    """The run's questions with the errata applied to their ground truth. An erratum naming a
+    question the run dropped counts as excluded, whatever the protocol."""
+    if errata is None:
+        return Scoring(run, plan, list(run.items))
+    fixed, report = apply_errata(run.dataset.questions, errata, dataset_id=run.dataset.dataset_id,
+                                 dropped=[d.question_id for d in run.manifest.dataset.dropped])
+    items: list[ScoringItem] = []
+    excluded: set[str] = set()
+    for item in run.items:
+        q = fixed.get((item.question.scope_id, item.question.question_id), item.question)
+        if q is None:
+            excluded.add(item.key)
+            items.append(item)
+        else:
+            items.append(dataclasses.replace(item, question=q))
+    return Scoring(run, plan, items, frozenset(excluded), report)
+
+
+def _settings(scored: Scored, errata: Errata | None, subset: str) -> dict[str, Any]:
+    settings = dict(scored.settings)
+    if errata is not None:
+        settings["errata"] = errata.condition()
+    if subset != "all":
+        # Recorded when it narrows the questions (a protocol may record it always), so the
+        # condition of a scoring of every question keeps the hash it had before the subset was
+        # recorded.
+        settings.setdefault("subset", subset)
+    return settings
+
+
+def _done(protocol: ScoringProtocol, scores: RunScores, judge: JudgeRun | None,
+          errata: Errata | None, report: ErrataReport | None) -> ScoringDone:
+    """The ``scoring_done`` event of a scoring: the same fields for every protocol."""
+    fields: dict[str, Any] = {
+        "protocol": protocol.name, "tiers": scores.tiers, "judge": judge.model if judge else None,
+        "new_judge_calls": judge.usage.calls if judge else 0,
+        "reused_verdicts": judge.usage.reused if judge else 0,
+        "failed_judge_calls": judge.usage.errors if judge else 0}
+    if errata is not None and report is not None:
+        fields.update(errata=errata.path.name, errata_touched=report.touched)
+    return ScoringDone.model_validate(fields)
+
+
+async def score_protocol(run: RunInput, protocol: ScoringProtocol, plan: ScoringPlan,
+                         errata: Errata | None, notes: Sequence[str] = ()) -> ScoringOutcome:
+    """Score ``run`` under ``protocol``. ``plan.judge`` is the judge client (None: the judged
+    metrics are unknown); ``plan.subset`` names the questions the scorer kept (``run.items``
+    holds only them) and ``notes`` (what it left out) go first among the scores' notes."""
+    scoring = _with_errata(run, plan, errata)
+    scored = await protocol.score_questions(scoring)
+    settings = _settings(scored, errata, plan.subset)
+    model = scored.judge.model if scored.judge else None
+    cond = scoring_condition(tiers=scored.tiers, weights=scored.weights,
+                             gate_threshold=scored.gate_threshold, judge_model=model,
+                             settings=settings)
+    scores = RunScores(
+        run_dir=str(run.run_dir), tiers=sorted(scored.tiers), questions=scored.questions,
+        judge=judge_summary(scored.judge), weights=scored.weights,
+        gate_threshold=scored.gate_threshold, aggregates=scored.aggregates,
+        aggregate_detail=scored.aggregate_detail, notes=[*notes, *scored.notes],
+        settings=settings, condition=cond, condition_hash=stable_hash(cond))
+    done = _done(protocol, scores, scored.judge, errata, scoring.report)
+    return ScoringOutcome(scores, done.payload(), protocol.sections(scores, scoring.report))
 
 
 class ProtocolJudge:
@@ -89,65 +252,53 @@ def _value(verdict: Verdict | None) -> float | None:
         return None
 
 
-async def score_protocol(run: RunInput, protocol: Protocol, plan: ScoringPlan,
-                         errata: Errata | None, notes: Sequence[str] = ()) -> ScoringOutcome:
-    """Score ``run`` under a published ``protocol``. ``plan.judge`` is the judge client (None:
-    the judged metrics are unknown); ``plan.subset`` names the questions the scorer kept
-    (``run.items`` holds only them) and ``notes`` say what it left out."""
-    fixed: dict[tuple[str, str], Question | None] | None = None
-    report: ErrataReport | None = None
-    if errata is not None:
-        # Questions the run left out count as the lens protocol counts them.
-        fixed, report = apply_errata(run.dataset.questions, errata,
-                                     dataset_id=run.dataset.dataset_id,
-                                     dropped=[d.question_id for d in run.manifest.dataset.dropped])
-    judge = plan.judge
-    rows = _question_rows(run, protocol, fixed, judged=judge is not None)
-    pj: ProtocolJudge | None = None
-    verdicts: dict[str, Verdict] = {}
-    if judge is not None:
-        pj = ProtocolJudge(judge, protocol, run.store, concurrency=plan.judge_concurrency())
-        verdicts = await pj.run(t for row in rows for t in row.tasks.values())
-    model = pj.model if pj else None
-    _apply_verdicts(rows, protocol, model, verdicts)
-    settings = _settings(protocol, errata, plan.subset)
-    cond = scoring_condition(tiers={1}, weights={}, gate_threshold=0.0, judge_model=model,
-                             settings=settings)
-    scores = RunScores(run_dir=str(run.run_dir), tiers=[1], questions=[r.scores for r in rows],
-                       judge=_judge_summary(pj, verdicts, rows), weights={},
-                       gate_threshold=0.0,
-                       aggregates=_aggregates(protocol,
-                                              [r for r in rows if r.question is not None]),
-                       notes=[*notes, *_notes(protocol, model, report, pj, rows),
-                              *protocol.run_notes(run.manifest.as_dict()),
-                              *protocol.score_notes(
-                                  [(r.scores.detail["protocol"]["group"], r.scores.metrics)
-                                   for r in rows if r.question is not None])],
-                       settings=settings, condition=cond, condition_hash=stable_hash(cond))
-    event = {"protocol": protocol.name, "judge": pj.model if pj else None,
-             "new_judge_calls": pj.usage.calls if pj else 0,
-             "reused_verdicts": pj.usage.reused if pj else 0,
-             "failed_judge_calls": pj.usage.errors if pj else 0}
-    return ScoringOutcome(scores, event,
-                          {SECTION_FILE: protocol_section(protocol, scores, report)})
+class PublishedProtocol(ScoringProtocol):
+    """A published benchmark's protocol on the one path: per-question metrics (mechanical, or a
+    judge call each with the protocol's own prompt), its per-group tables and headline figures,
+    and its report section."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol
+        self.name = protocol.name
+
+    async def score_questions(self, scoring: Scoring) -> Scored:
+        protocol, judge = self.protocol, scoring.plan.judge
+        rows = _question_rows(scoring, protocol, judged=judge is not None)
+        pj: ProtocolJudge | None = None
+        verdicts: dict[str, Verdict] = {}
+        if judge is not None:
+            pj = ProtocolJudge(judge, protocol, scoring.run.store,
+                               concurrency=scoring.plan.judge_concurrency())
+            verdicts = await pj.run(t for row in rows for t in row.tasks.values())
+        model = pj.model if pj else None
+        _apply_verdicts(rows, protocol, model, verdicts)
+        scored = [r for r in rows if r.question is not None]
+        notes = [*_notes(protocol, model, scoring.report, pj, rows),
+                 *protocol.run_notes(scoring.run.manifest.as_dict()),
+                 *protocol.score_notes([(r.scores.detail["protocol"]["group"], r.scores.metrics)
+                                        for r in scored])]
+        return Scored(questions=[r.scores for r in rows], aggregates=_aggregates(protocol, scored),
+                      settings={"protocol": protocol.condition()}, notes=notes,
+                      judge=_judge_run(pj, verdicts, rows))
+
+    def sections(self, scores: RunScores, report: ErrataReport | None
+                 ) -> dict[Path, dict[str, Any]]:
+        return {SECTION_FILE: protocol_section(self.protocol, scores, report)}
 
 
-def _question_rows(run: RunInput, protocol: Protocol,
-                   fixed: dict[tuple[str, str], Question | None] | None, *, judged: bool
-                   ) -> list[_Row]:
+def _question_rows(scoring: Scoring, protocol: Protocol, *, judged: bool) -> list[_Row]:
     """One row per stored question, its mechanical metrics filled in; a UserError when the
     protocol cannot score some question."""
     rows: list[_Row] = []
     problems: list[str] = []
-    for item in run.items:
-        asked = item.question
-        q = asked if fixed is None else fixed.get((asked.scope_id, asked.question_id), asked)
+    for item in scoring.items:
+        q = None if item.key in scoring.excluded else item.question
         row, problem = _question_row(item, q, protocol, judged)
         rows.append(row)
         if problem:
             problems.append(problem)
     if problems:
-        raise UserError(f"{run.run_dir}: protocol {protocol.name} cannot score "
+        raise UserError(f"{scoring.run.run_dir}: protocol {protocol.name} cannot score "
                         f"{len(problems)} question(s): {problems[0]}")
     return rows
 
@@ -157,10 +308,7 @@ def _question_row(item: ScoringItem, q: Question | None, protocol: Protocol, jud
     """The row of one question (``q``: its ground truth after errata, None if excluded) and
     why the protocol cannot score it ("" when it can)."""
     r = item.record
-    scores = QuestionScores(key=r.key, unit_key=r.unit_key, adapter=r.adapter,
-                            scope_id=r.scope_id, repeat=r.repeat, question_id=r.question_id,
-                            question_type=item.question.question_type.value,
-                            checkpoint=r.checkpoint, status=r.status)
+    scores = question_row(item)
     row = _Row(item, q, scores, {})
     if q is None:
         scores.detail["errata"] = "excluded by the gold errata"
@@ -206,24 +354,13 @@ def _apply_verdicts(rows: list[_Row], protocol: Protocol, model: str | None,
             row.scores.metrics.setdefault(metric, None)
 
 
-def _judge_summary(pj: ProtocolJudge | None, verdicts: dict[str, Verdict], rows: list[_Row]
-                   ) -> JudgeSummary:
+def _judge_run(pj: ProtocolJudge | None, verdicts: dict[str, Verdict], rows: list[_Row]
+               ) -> JudgeRun | None:
     if pj is None:
-        return JudgeSummary()
+        return None
     used = [verdicts[t.key(pj.model)] for r in rows for t in r.tasks.values()
             if t.key(pj.model) in verdicts]
-    return JudgeSummary(model=pj.model, errors=pj.usage.errors, **verdict_totals(used))
-
-
-def _settings(protocol: Protocol, errata: Errata | None, subset: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {"protocol": protocol.condition()}
-    if errata is not None:
-        settings["errata"] = errata.condition()
-    if subset != "all":
-        # Recorded only when it narrows the questions, so the condition of a protocol scoring
-        # of every question keeps the hash it had before the subset was recorded.
-        settings["subset"] = subset
-    return settings
+    return JudgeRun(pj.model, pj.usage, used)
 
 
 def _aggregates(protocol: Protocol, rows: list[_Row]
