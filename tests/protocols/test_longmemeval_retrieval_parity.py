@@ -57,8 +57,11 @@ def test_session_turns_read_back_the_importer_text() -> None:
 
 
 def _official() -> Official:
-    return Official(require_beside("thirdparty", "longmemeval-code",
-                                   what="the official LongMemEval code (xiaowu0162/LongMemEval)"))
+    # The retrieval code, not only the folder: a copy holding only src/evaluation skips too.
+    retrieval = require_beside("thirdparty", "longmemeval-code", "src", "retrieval",
+                               what="the official LongMemEval retrieval code "
+                                    "(xiaowu0162/LongMemEval, src/retrieval)")
+    return Official(retrieval.parents[1])
 
 
 @pytest.mark.parametrize("granularity", ["session", "turn"])
