@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from goldevidence.config import PRESETS, Profile, StateMode, preset
 from goldevidence.generate import generate
-from goldevidence.lensrun import LensJob
+from goldevidence.lensrun import CellLabels, LensJob
+from goldevidence.rows import Row
 from goldevidence.selectors import RERANKERS
 from lens import ConfigError
 
@@ -86,7 +87,7 @@ def parse_spec(data: dict[str, Any], where: str, base: Path | None = None) -> Sw
 
 
 def sweep_job(spec: SweepSpec) -> LensJob:
-    cells: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    cells: dict[str, tuple[CellLabels, list[Row]]] = {}
     for mode, profile, seed in itertools.product(spec.state_modes, spec.profiles, spec.seeds):
         cfg = preset(spec.preset, **{**spec.generator, "state_mode": mode,
                                      "distractor_profile": profile})
