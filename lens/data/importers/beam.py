@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import ijson
 
@@ -37,6 +37,7 @@ from lens.core.errors import DatasetError
 from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, JsonTooDeep, loads_guarded
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, TooDeep, answer_text, guarded_events, short_facts
+from lens.data.importers.records import QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 ABILITIES: dict[str, QuestionType] = {
@@ -200,7 +201,7 @@ def _build(pending: list[tuple[str, Any]], events: Iterator[tuple[str, str, Any]
     return builder.value
 
 
-def _turns(batch: Any, where: str) -> tuple[list[list[dict[str, Any]]], str | None]:
+def _turns(batch: Any, where: str) -> tuple[list[list[Message]], str | None]:
     """A batch's turns and its time anchor. A flat list of messages (the Hugging Face column)
     is cut into turns at each main question."""
     if isinstance(batch, dict):
@@ -233,6 +234,16 @@ def _turns(batch: Any, where: str) -> tuple[list[list[dict[str, Any]]], str | No
     return turns, anchor if isinstance(anchor, str) else None
 
 
+class Message(TypedDict, total=False):
+    """One message of a BEAM chat, as ``_turns`` has checked it."""
+
+    role: Required[str]
+    content: Required[str]
+    id: int
+    time_anchor: str
+    question_type: str  # "main_question" opens a turn in a flat list of messages
+
+
 @dataclass
 class _Stream:
     """What writing a conversation's turns learnt: message id -> episode, the count, and the
@@ -249,7 +260,7 @@ class _Batch:
     where: str
     plan: str | None
     index: int
-    turns: list[list[dict[str, Any]]]
+    turns: list[list[Message]]
     anchor_text: str | None
     anchor: datetime | None
 
@@ -342,7 +353,7 @@ def _chat_ids(value: Any) -> list[int]:
     return [value] if isinstance(value, int) and not isinstance(value, bool) else []
 
 
-def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any], str]]:
+def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[QuestionJson, str]]:
     path = conv.folder / QUESTIONS_FILE
     if not path.is_file():
         raise DatasetError(f"{path}: file not found (each BEAM conversation folder needs "
@@ -370,7 +381,7 @@ def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any]
 
 
 def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: int,
-              item: Any) -> dict[str, Any]:
+              item: Any) -> QuestionJson:
     qloc: tuple[int | str, ...] = (ability, qi)
     prompt = loc.field(item, "question", str, qloc)
     rubric = loc.field(item, "rubric", list, qloc)

@@ -17,6 +17,13 @@ from typing import Any
 
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, answer_text, answer_truth, read_source
+from lens.data.importers.records import (
+    DatasetJson,
+    EpisodeJson,
+    GroundTruthJson,
+    QuestionJson,
+    ScopeJson,
+)
 
 CATEGORIES: dict[int, tuple[str, QuestionType]] = {
     1: ("multi-hop", QuestionType.LONGITUDINAL),
@@ -98,13 +105,13 @@ class _EvidenceMap:
         return refs, missing
 
 
-def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
+def import_locomo(path: Path, prefix: str = "locomo") -> DatasetJson:
     data = read_source(path)
     loc = Locator(path)
     if not isinstance(data, list):
         raise loc.error((), "expected a JSON list of LoCoMo samples")
-    scopes: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
+    scopes: list[ScopeJson] = []
+    questions: list[QuestionJson] = []
     unresolved = 0
     for si, sample in enumerate(data):
         scope, qs, missing = _sample(loc, sample, si, prefix)
@@ -118,7 +125,7 @@ def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
 
 
 def _sample(loc: Locator, sample: Any, si: int, prefix: str
-            ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+            ) -> tuple[ScopeJson, list[QuestionJson], int]:
     """One sample: its scope, its questions and how many evidence ids did not resolve."""
     conv = loc.field(sample, "conversation", dict, (si,))
     qa = loc.field(sample, "qa", list, (si,))
@@ -129,7 +136,7 @@ def _sample(loc: Locator, sample: Any, si: int, prefix: str
                 if (ep := _episode(loc, conv, si, n, key, scope_id, evidence)) is not None]
     if not episodes:
         raise loc.error((si, "conversation"), "no non-empty session_N found")
-    scope = {"scope_id": scope_id, "episodes": episodes,
+    scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "locomo", "sample_id": sample_id,
                       "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}}
     questions = []
@@ -148,7 +155,7 @@ def _sessions(conv: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scope_id: str,
-             evidence: _EvidenceMap) -> dict[str, Any] | None:
+             evidence: _EvidenceMap) -> EpisodeJson | None:
     """Session ``n`` as an episode (None when it has no turns), its dialogue ids recorded."""
     turns = loc.field(conv, key, list, (si, "conversation"))
     if not turns:
@@ -178,7 +185,7 @@ def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scop
 
 def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id: str,
               scope_id: str, checkpoint: int, evidence_map: _EvidenceMap
-              ) -> tuple[dict[str, Any], int]:
+              ) -> tuple[QuestionJson, int]:
     """One QA item as a question asked after the last session, and its unresolved ids."""
     prompt = loc.field(item, "question", str, qloc)
     category = loc.field(item, "category", int, qloc)
@@ -195,8 +202,8 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
     if missing:
         meta["unresolved_evidence"] = missing
     answer, facts, conclusion = _answer(loc, item, qloc, category, meta)
-    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
     return {

@@ -23,6 +23,13 @@ from lens.core.errors import DatasetError
 from lens.data.dataset import QuestionType
 from lens.data.dataset_check import validate_raw
 from lens.data.importers.common import Locator, answer_text, answer_truth, stream_items
+from lens.data.importers.records import (
+    DatasetJson,
+    EpisodeJson,
+    GroundTruthJson,
+    QuestionJson,
+    ScopeJson,
+)
 
 QUESTION_TYPES: dict[str, QuestionType] = {
     "single-session-user": QuestionType.NULL_HYPOTHESIS,
@@ -50,7 +57,7 @@ def parse_lme_date(text: str) -> datetime:
 
 
 def _convert(ii: int, item: Any, loc: Locator, prefix: str
-             ) -> tuple[dict[str, Any], dict[str, Any]]:
+             ) -> tuple[ScopeJson, QuestionJson]:
     """One LongMemEval item as (scope, question)."""
     qid = str(loc.field(item, "question_id", (str, int), (ii,)))
     qtype_name = loc.field(item, "question_type", str, (ii,))
@@ -76,7 +83,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     except ValueError as exc:
         raise loc.error((ii, "question_date"), str(exc)) from None
     scope_id = f"{prefix}_{qid}"
-    episodes: list[dict[str, Any]] = []
+    episodes: list[EpisodeJson] = []
     by_session: dict[str, str] = {}
     for k, (sid, dt, turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
         if not isinstance(dt, str):
@@ -112,7 +119,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     abstention = "_abs" in qid
     answer = answer_text(item["answer"])
     qtype = QuestionType.EVIDENCE_SUFFICIENCY if abstention else QUESTION_TYPES[qtype_name]
-    scope = {"scope_id": scope_id, "episodes": episodes,
+    scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "longmemeval", "question_id": qid}}
     qmeta: dict[str, Any] = {"source": "longmemeval", "question_type": qtype_name,
                              "abstention": abstention, "question_date": date_text,
@@ -121,11 +128,11 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     if missing:
         qmeta["unresolved_evidence"] = missing
     facts, conclusion = ([], None) if abstention else answer_truth(answer)
-    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
-    question = {
+    question: QuestionJson = {
         "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
         "scope_id": scope_id,
         "checkpoint_after": len(episodes),
@@ -140,7 +147,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     return scope, question
 
 
-def evidence_is_late(question: dict[str, Any], scope: dict[str, Any]) -> bool:
+def evidence_is_late(question: QuestionJson, scope: ScopeJson) -> bool:
     """Whether an imported question's evidence holds a session dated after its question date."""
     times = {e["episode_id"]: e["timestamp"] for e in scope["episodes"]}
     return any(times[r] > question["asked_at"] for r in
@@ -148,7 +155,7 @@ def evidence_is_late(question: dict[str, Any], scope: dict[str, Any]) -> bool:
 
 
 def iter_longmemeval(path: Path, prefix: str = "lme"
-                     ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+                     ) -> Iterator[tuple[ScopeJson, QuestionJson]]:
     """(scope, question) per item, parsing the file one item at a time: a multi-gigabyte
     ``_m`` file never sits in memory whole."""
     loc = Locator(path)
@@ -156,9 +163,9 @@ def iter_longmemeval(path: Path, prefix: str = "lme"
         yield _convert(ii, item, loc, prefix)
 
 
-def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:
-    scopes: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
+def import_longmemeval(path: Path, prefix: str = "lme") -> DatasetJson:
+    scopes: list[ScopeJson] = []
+    questions: list[QuestionJson] = []
     late = 0
     for scope, question in iter_longmemeval(path, prefix):
         scopes.append(scope)
@@ -179,7 +186,7 @@ def write_longmemeval(path: Path, out: Path, prefix: str = "lme") -> dict[str, i
     never the dataset. Written to ``out``'s temporary sibling and moved into place only once
     complete. Returns counts of scopes, episodes, questions and the questions whose evidence
     is dated after their question date."""
-    questions: list[dict[str, Any]] = []
+    questions: list[QuestionJson] = []
     seen: set[str] = set()
     episodes = 0
     late = 0

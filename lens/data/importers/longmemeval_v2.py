@@ -38,6 +38,7 @@ from lens.data.importers.longmemeval_v2_source import (
     QuestionRow,
     State,
     Trajectory,
+    V2Question,
     cross_check,
     find_source,
     index_trajectories,
@@ -46,6 +47,7 @@ from lens.data.importers.longmemeval_v2_source import (
     read_questions,
     read_trajectory,
 )
+from lens.data.importers.records import GroundTruthJson, QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 LENS_TYPES: dict[str, QuestionType] = {
@@ -159,7 +161,7 @@ def _facts(q: QuestionRow) -> tuple[list[str], str | None]:
     return (facts if len(facts) == len(pieces) else []), None
 
 
-def _prompt(row: dict[str, Any]) -> str:
+def _prompt(row: V2Question) -> str:
     parts = [DOMAIN_FRAMES[row["domain"]], ANSWER_FORMAT]
     if row.get("image"):
         parts.append(IMAGE_NOTE)
@@ -172,13 +174,13 @@ _KNOWN_FIELDS = ("id", "domain", "environment", "question_type", "question", "im
 
 
 def _question(q: QuestionRow, qid: str, scope_id: str, checkpoint: int, tier: str | None,
-              haystack_size: int) -> dict[str, Any]:
+              haystack_size: int) -> QuestionJson:
     row = q.row
     category = CATEGORIES[row["question_type"]]
     premise = category.endswith("-abs")
     facts, conclusion = ([], None) if premise else _facts(q)
-    truth: dict[str, Any] = {"canonical_answer": row["answer"], "required_evidence_refs": [],
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": row["answer"], "required_evidence_refs": [],
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
     meta: dict[str, Any] = {

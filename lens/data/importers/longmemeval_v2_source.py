@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from lens.core.errors import DatasetError, Problem
 from lens.core.jsonguard import JsonRefused, JsonTooDeep, loads_guarded
@@ -178,15 +178,29 @@ def _jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
             yield no, start, item
 
 
-def _opt_str(obj: dict[str, Any], key: str) -> bool:
+def _opt_str(obj: Mapping[str, object], key: str) -> bool:
     return obj.get(key) is None or isinstance(obj.get(key), str)
 
 
 # -- questions ------------------------------------------------------------------------------------
+class V2Question(TypedDict, total=False):
+    """A question line of the benchmark, as ``read_questions`` has checked it (fields it does
+    not know are kept)."""
+
+    id: Required[str]
+    domain: Required[str]
+    question_type: Required[str]
+    question: Required[str]
+    answer: Required[str]
+    eval_function: Required[str]
+    image: str | None
+    environment: str | None
+
+
 @dataclass
 class QuestionRow:
     line: int
-    row: dict[str, Any]
+    row: V2Question
     eval_name: str
     eval_options: dict[str, Any]
 
@@ -248,7 +262,8 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
                              f"flawed-premise questions only; question_type {qtype!r} is not "
                              "one (an -abs type)")
         if len(problems.items) == before and isinstance(qid, str):
-            out[qid] = QuestionRow(no, row, name, options)
+            # No problem was added: every field V2Question names is checked above.
+            out[qid] = QuestionRow(no, cast(V2Question, row), name, options)
         elif isinstance(qid, str):
             flawed.add(qid)
     return out
@@ -330,7 +345,7 @@ def _parse_state(st: Any, i: int, at: str, nested: bool, path: Path, problems: P
                  step if isinstance(step, int) and not isinstance(step, bool) else i), shots
 
 
-def _goal_and_start(row: dict[str, Any], nested: bool, states: list[State], path: Path,
+def _goal_and_start(row: Mapping[str, object], nested: bool, states: list[State], path: Path,
                     where: str, problems: Problems) -> tuple[str | None, str]:
     """The task's goal and start page: the collection tools' shape keeps the goal in its
     metadata and starts at the first state; the released shape names both."""

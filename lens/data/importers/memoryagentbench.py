@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lens.core.distribution import install_hint
 from lens.core.errors import DatasetError
@@ -32,6 +32,7 @@ from lens.core.tokens import estimate_tokens
 from lens.data.dataset import MAX_ANSWER_CHARS, QuestionType
 from lens.data.importers.common import Locator, short_facts, stream_items
 from lens.data.importers.longmemeval import parse_lme_date
+from lens.data.importers.records import QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 DEFAULT_CHUNK_TOKENS = 4096
@@ -174,8 +175,16 @@ def _answers(value: Any) -> list[str]:
     return out
 
 
+class _ScopeStub(TypedDict):
+    """What a row's scope needs besides its chunks: its id and where it came from."""
+
+    scope_id: str
+    source: str
+    competency: str
+
+
 def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
-             ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+             ) -> tuple[_ScopeStub, list[str], list[QuestionJson]]:
     """One row as (scope stub, its chunks, its questions)."""
     context = loc.field(row, "context", str, (ri,))
     meta = row.get("metadata") or {}
@@ -238,7 +247,7 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
             # The whole answer stays in meta.answers, which the protocol scores against.
             qmeta["canonical_answer_truncated_from"] = len(canonical)
             canonical = canonical[:MAX_ANSWER_CHARS]
-        q: dict[str, Any] = {
+        q: QuestionJson = {
             "question_id": f"{scope_id}_q{qi + 1:04d}",
             "scope_id": scope_id,
             "checkpoint_after": len(chunks),
@@ -250,10 +259,10 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         }
         _set_asked_at(q, qmeta.get("question_date"), len(chunks))
         qs.append(q)
-    return {"scope_id": scope_id, "source": source, "competency": competency}, chunks, qs
+    return _ScopeStub(scope_id=scope_id, source=source, competency=competency), chunks, qs
 
 
-def _set_asked_at(question: dict[str, Any], date: Any, chunks: int) -> None:
+def _set_asked_at(question: QuestionJson, date: Any, chunks: int) -> None:
     """The question's own time where the row gives one (the LongMemEval sub-sets' question
     dates), told to the agent as "now". The chunks' times are invented (a minute apart from
     _EPOCH), so they may fall after it: the question is then marked to allow that."""

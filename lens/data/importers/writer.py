@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from lens.core.errors import DatasetError, UserError
 from lens.data.dataset import Episode, Question
+from lens.data.importers.records import EpisodeJson, QuestionJson
 
 
 def check_out(out: Path, sources: list[Path]) -> None:
@@ -46,7 +47,8 @@ def remove_parents(created: list[Path]) -> None:
             break
 
 
-def _check(model: type[Episode] | type[Question], obj: dict[str, Any], where: str) -> None:
+def _check(model: type[Episode] | type[Question], obj: EpisodeJson | QuestionJson,
+           where: str) -> None:
     try:
         model.model_validate(obj)
     except ValidationError as exc:
@@ -66,7 +68,7 @@ class StreamingDatasetWriter:
         self.tmp = out.with_name(out.name + ".tmp")
         self.dataset_id = dataset_id
         self.scopes = self.episodes = 0
-        self.questions: list[dict[str, Any]] = []
+        self.questions: list[QuestionJson] = []
         self._fh: IO[str] | None = None
         self._in_scope = False
         self._scope_episodes = 0
@@ -102,7 +104,7 @@ class StreamingDatasetWriter:
         self._in_scope = True
         self._scope_episodes = 0
 
-    def episode(self, ep: dict[str, Any], where: str) -> None:
+    def episode(self, ep: EpisodeJson, where: str) -> None:
         _check(Episode, ep, where)
         self.fh.write(("," if self._scope_episodes else "") + "\n   "
                       + json.dumps(ep, ensure_ascii=False))
@@ -115,7 +117,7 @@ class StreamingDatasetWriter:
         self._in_scope = False
         return self._scope_episodes
 
-    def question(self, q: dict[str, Any], where: str) -> None:
+    def question(self, q: QuestionJson, where: str) -> None:
         _check(Question, q, where)
         self.questions.append(q)
 
