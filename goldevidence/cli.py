@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from pydantic import ValidationError
@@ -26,7 +26,7 @@ from goldevidence.grade import METRICS, GradeResult, grade
 from goldevidence.io import read_jsonl_objects, read_predictions, read_rows, write_jsonl
 from goldevidence.retrieval import RetrievalAnswerer, RetrievalOptions, build_candidates
 from goldevidence.rows import PredictionLine, Row
-from goldevidence.selectors import RERANKERS, export_record, train_linear
+from goldevidence.selectors import RERANKERS, CandidateExport, export_record, train_linear
 from lens import UserError
 from lens.plugin_api import run_async
 
@@ -39,7 +39,8 @@ _KNOBS: dict[str, type] = {
 
 
 def _gen_config(args: argparse.Namespace) -> GenConfig:
-    over: dict[str, Any] = {k: getattr(args, k) for k in _KNOBS if getattr(args, k) is not None}
+    over: dict[str, int | float | str | bool] = {k: getattr(args, k) for k in _KNOBS
+                                                 if getattr(args, k) is not None}
     if args.state_mode:
         over["state_mode"] = args.state_mode
     if args.distractor_profile:
@@ -293,7 +294,8 @@ def cmd_train_selector(args: argparse.Namespace) -> int:
     import numpy as np
 
     if args.from_export:
-        records = [r for _, r in _jsonl(Path(args.from_export))]
+        # An export this command wrote: export_record's objects, read back.
+        records = [cast(CandidateExport, r) for _, r in _jsonl(Path(args.from_export))]
     else:
         if not args.data:
             raise UserError("give --data (rows to export candidate sets from) or --from-export")

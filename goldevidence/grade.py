@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from goldevidence.grammar import Entry, parse_updates
 from goldevidence.predictions import Prediction, norm_value, parse_prediction
@@ -214,8 +214,43 @@ def twin_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
     return pairs
 
 
-def _twin_metrics(rows: list[Row], preds: dict[str, Prediction]
-                  ) -> dict[str, float | None]:
+class _TwinMetrics(TypedDict):
+    twin_consistency: float | None
+    twin_flip_rate: float | None
+
+
+class _CitationMetrics(TypedDict):
+    cite_precision: float | None
+    cite_recall: float | None
+    cite_f1: float | None
+    support_bloat: float | None
+    entailment_rate: float | None
+    answer_correct_given_selected: float | None
+
+
+class _InstructionMetrics(TypedDict):
+    instr_acc: float | None
+    clean_acc: float | None
+    instr_gap: float | None
+    instr_override_rate: float | None
+    instr_conflict_present_rate: float | None
+    instr_conflict_present_count: int | None
+    state_integrity_rate: float | None
+
+
+class _PresenceMetrics(TypedDict):
+    gold_present_rate: float | None
+    selection_rate: float | None
+    accuracy_when_gold_present: float | None
+
+
+class _UsageMetrics(TypedDict):
+    tokens_per_query: float | None
+    passes_per_query: float | None
+    wall_s_per_query: float | None
+
+
+def _twin_metrics(rows: list[Row], preds: dict[str, Prediction]) -> _TwinMetrics:
     consistent: list[bool] = []
     flipped: list[bool] = []
     for b, t in twin_pairs(rows):
@@ -229,7 +264,7 @@ def _twin_metrics(rows: list[Row], preds: dict[str, Prediction]
     return {"twin_consistency": _mean(consistent), "twin_flip_rate": _mean(flipped)}
 
 
-def _citation_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
+def _citation_metrics(grades: list[RowGrade]) -> _CitationMetrics:
     cite = [g for g in grades if g.requires_citation]
     return {"cite_precision": _mean(g.cite_precision for g in cite),
             "cite_recall": _mean(g.cite_recall for g in cite),
@@ -250,7 +285,7 @@ def _instruction_conflicts(rows: list[Row]) -> tuple[int, list[Row]]:
 
 
 def _instruction_metrics(rows: list[Row], grades: list[RowGrade],
-                         preds: dict[str, Prediction]) -> dict[str, float | int | None]:
+                         preds: dict[str, Prediction]) -> _InstructionMetrics:
     instr = [g for r, g in zip(rows, grades, strict=True)
              if r.get("meta", {}).get("has_instruction")]
     clean = [g for r, g in zip(rows, grades, strict=True)
@@ -270,7 +305,7 @@ def _instruction_metrics(rows: list[Row], grades: list[RowGrade],
     }
 
 
-def _presence_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
+def _presence_metrics(grades: list[RowGrade]) -> _PresenceMetrics:
     present = [g for g in grades if g.gold_present]
     return {"gold_present_rate": _mean(g.gold_present for g in grades),
             "selection_rate": _mean(g.selected for g in present),
@@ -278,7 +313,7 @@ def _presence_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
             if any(g.gold_present is not None for g in grades) else None}
 
 
-def _usage_metrics(given: list[Prediction]) -> dict[str, float | None]:
+def _usage_metrics(given: list[Prediction]) -> _UsageMetrics:
     return {"tokens_per_query": _mean(p.tokens for p in given),
             "passes_per_query": _mean(p.passes for p in given),
             "wall_s_per_query": _mean(p.wall_s for p in given)}
@@ -327,14 +362,13 @@ def grade(rows: list[Row], raw_preds: Mapping[str, Mapping[str, object]], *,
     for g in grades:
         errors.update(g.errors)
     value_acc = _mean(g.value_ok for g in grades)
-    parts: dict[str, Any] = {
-        "n": len(rows), "value_acc": value_acc, "accuracy": value_acc,
-        "exact_acc": _mean(g.exact_ok for g in grades),
+    return GradeResult(
+        n=len(rows), value_acc=value_acc, accuracy=value_acc,
+        exact_acc=_mean(g.exact_ok for g in grades),
         **_citation_metrics(grades), **_twin_metrics(rows, preds),
         **_instruction_metrics(rows, grades, preds), **_presence_metrics(grades),
         **_usage_metrics([preds[r["id"]] for r in rows if r["id"] in raw_preds]),
-        "errors": dict(sorted(errors.items())),
-        "rows_with_errors": sum(1 for g in grades if g.errors),
-        "slices": _slices(rows, grades),
-    }
-    return GradeResult(**parts)
+        errors=dict(sorted(errors.items())),
+        rows_with_errors=sum(1 for g in grades if g.errors),
+        slices=_slices(rows, grades),
+    )

@@ -19,7 +19,7 @@ import yaml
 from goldevidence.grade import METRICS, grade, grade_row
 from goldevidence.policy_client import Policy, SelectionPolicyClient
 from goldevidence.predictions import parse_prediction
-from goldevidence.rows import PredictionLine, Row
+from goldevidence.rows import CellLabels, PredictionLine, Row
 from goldevidence.scenario import (
     Granularity,
     record_to_prediction,
@@ -32,8 +32,6 @@ from lens.plugin_api import RunStore, atomic_write_text
 from lens.stats import wilson
 
 POLICY_PROVIDER = "goldevidence-policy"
-# The grid values a cell of rows stands for (state mode, profile, seed), by name.
-CellLabels = dict[str, str | int]
 CI_METRICS = ("value_acc", "exact_acc")
 
 

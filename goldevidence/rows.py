@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Required, TypedDict
 
+# The grid values a cell of rows stands for (state mode, profile, seed), by name.
+CellLabels = dict[str, str | int]
+
 
 class Gold(TypedDict, total=False):
     value: Required[str | None]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from goldevidence.grammar import UID_RE, line_step, log_lines
 from goldevidence.predictions import extract_json_object
-from goldevidence.rows import PredictionLine, Row, RowMeta
+from goldevidence.rows import CellLabels, PredictionLine, Row, RowMeta
 from lens import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
 from lens.plugin_api import QuestionRecord, is_scored
 
@@ -83,7 +83,7 @@ def scope_episodes(scope_id: str, document: str, granularity: Granularity
 
 def rows_to_dataset(rows: list[Row], *, prefix: str = "",
                     granularity: Granularity = "line", dataset_id: str = "goldevidence",
-                    cells: dict[str, dict[str, Any]] | None = None) -> Dataset:
+                    cells: dict[str, CellLabels] | None = None) -> Dataset:
     """A lens Dataset from rows. ``prefix`` keeps scopes of several grids cells apart; ``cells``
     maps a prefix to the grid values it stands for (kept in scope meta for reports)."""
     by_episode: dict[str, list[Row]] = {}
