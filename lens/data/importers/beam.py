@@ -244,6 +244,26 @@ class Message(TypedDict, total=False):
     question_type: str  # "main_question" opens a turn in a flat list of messages
 
 
+class _TurnMeta(TypedDict, total=False):
+    batch: Required[int]
+    turn: Required[int]
+    message_ids: Required[list[int]]
+    plan: str
+    time_anchor: str
+    time_anchor_out_of_order: bool
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    ability: Required[str]
+    tier: Required[str]
+    rubric: Required[list[str]]
+    answer_field: Required[str]
+    source_chat_ids: Required[list[int]]
+    beam: Required[dict[str, object]]  # the item's other fields, as the file gives them
+    unresolved_evidence: list[int]
+
+
 @dataclass
 class _Stream:
     """What writing a conversation's turns learnt: message id -> episode, the count, and the
@@ -324,8 +344,7 @@ def _write_chat(conv: Conversation, w: StreamingDatasetWriter) -> _Stream:
             ids = [m["id"] for m in turn if isinstance(m.get("id"), int)]
             for mid in ids:
                 st.by_message.setdefault(mid, eid)
-            meta: dict[str, Any] = {"batch": batch.index + 1, "turn": ti + 1,
-                                    "message_ids": ids}
+            meta: _TurnMeta = {"batch": batch.index + 1, "turn": ti + 1, "message_ids": ids}
             if batch.plan:
                 meta["plan"] = batch.plan
             if batch.anchor_text:
@@ -393,7 +412,7 @@ def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: i
     answer = answer_text(item[key])
     ids = _chat_ids(item.get("source_chat_ids"))
     refs = list(dict.fromkeys(st.by_message[i] for i in ids if i in st.by_message))
-    meta: dict[str, Any] = {"source": "beam", "ability": ability, "tier": conv.tier,
+    meta: _QuestionMeta = {"source": "beam", "ability": ability, "tier": conv.tier,
                             "rubric": list(rubric), "answer_field": key,
                             "source_chat_ids": ids,
                             "beam": {k: v for k, v in item.items()
@@ -427,7 +446,8 @@ def write_beam(src: Path, out: Path) -> dict[str, Any]:
             set_aside += st.anchors_set_aside
             for q, where in _questions(conv, st):
                 w.question(q, where)
-                unresolved += len(q["meta"].get("unresolved_evidence", []))
+                missing = q["meta"].get("unresolved_evidence", [])
+                unresolved += len(missing) if isinstance(missing, list) else 0
         counts: dict[str, Any] = w.finish({"source": {
             "format": "beam", "path": src.name, "conversations": len(convs), "tiers": tiers,
             "truncated_chats": truncated, "time_anchors_out_of_order": set_aside,

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, answer_text, answer_truth, read_source
@@ -69,7 +69,18 @@ def parse_locomo_date(text: str) -> datetime:
                          "'1:47 pm on 18 May, 2023')") from None
 
 
-def _turn_text(turn: dict[str, Any]) -> str:
+class _Turn(TypedDict, total=False):
+    """A turn of a session, as ``_episode`` has checked it."""
+
+    speaker: Required[str]
+    text: Required[str]
+    # Unchecked, as the file gives them: the dialogue id ("D<session>:<turn>", what the QA
+    # evidence names) and a shared photo, in words.
+    dia_id: object
+    blip_caption: object
+
+
+def _turn_text(turn: _Turn) -> str:
     text = str(turn.get("text", "")).strip()
     caption = turn.get("blip_caption")
     if caption:
@@ -176,11 +187,20 @@ def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scop
         dia = turn.get("dia_id")
         if isinstance(dia, str):
             evidence.by_dialogue[dia] = eid
-        lines.append(_turn_text(turn))
+        lines.append(_turn_text(cast(_Turn, turn)))  # speaker and text checked above
     evidence.by_session[n] = eid
     return {"episode_id": eid, "scope_id": scope_id,
             "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"), "text": "\n".join(lines),
             "meta": {"session": n, "turns": len(turns)}}
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    category: Required[int]
+    category_name: Required[str]
+    evidence: Required[list[Any]]  # the item's dialogue ids, as the file gives them
+    unresolved_evidence: list[str]
+    adversarial_answer: str  # category 5: the answer planted in the question
 
 
 def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id: str,
@@ -197,8 +217,8 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
     if not isinstance(evidence, list):
         raise loc.error((*qloc, "evidence"), "expected a list of dialogue ids")
     refs, missing = evidence_map.refs(evidence)
-    meta: dict[str, Any] = {"source": "locomo", "category": category,
-                            "category_name": name, "evidence": evidence}
+    meta: _QuestionMeta = {"source": "locomo", "category": category, "category_name": name,
+                           "evidence": evidence}
     if missing:
         meta["unresolved_evidence"] = missing
     answer, facts, conclusion = _answer(loc, item, qloc, category, meta)
@@ -218,7 +238,7 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
 
 
 def _answer(loc: Locator, item: Any, qloc: tuple[int | str, ...], category: int,
-            meta: dict[str, Any]) -> tuple[str, list[str], str | None]:
+            meta: _QuestionMeta) -> tuple[str, list[str], str | None]:
     """The canonical answer, key facts and conclusion (a yes/no answer's verdict); an
     adversarial item's answer is that the conversation does not say (its planted answer is
     kept in ``meta``)."""

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from lens.core.errors import DatasetError
 from lens.data.dataset import QuestionType
@@ -54,6 +54,20 @@ def parse_lme_date(text: str) -> datetime:
     except ValueError:
         raise ValueError(f"unrecognised date {text!r} (expected e.g. "
                          "'2023/05/20 (Sat) 02:21')") from None
+
+
+class _SessionMeta(TypedDict, total=False):
+    session_id: Required[str]
+    answer_turns: list[int]  # the turns marked has_answer
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    question_type: Required[str]
+    abstention: Required[bool]
+    question_date: Required[str]
+    answer_session_ids: Required[list[str]]
+    unresolved_evidence: list[str]
 
 
 def _convert(ii: int, item: Any, loc: Locator, prefix: str
@@ -105,7 +119,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
                 answer_turns.append(t)
         eid = f"{scope_id}_{k + 1:03d}"
         by_session.setdefault(str(sid), eid)
-        meta: dict[str, Any] = {"session_id": str(sid)}
+        meta: _SessionMeta = {"session_id": str(sid)}
         if answer_turns:
             meta["answer_turns"] = answer_turns
         episodes.append({"episode_id": eid, "scope_id": scope_id,
@@ -121,7 +135,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     qtype = QuestionType.EVIDENCE_SUFFICIENCY if abstention else QUESTION_TYPES[qtype_name]
     scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "longmemeval", "question_id": qid}}
-    qmeta: dict[str, Any] = {"source": "longmemeval", "question_type": qtype_name,
+    qmeta: _QuestionMeta = {"source": "longmemeval", "question_type": qtype_name,
                              "abstention": abstention, "question_date": date_text,
                              "answer_session_ids": [str(a) for a in answer_ids]}
     missing = [str(a) for a in answer_ids if str(a) not in by_session]
@@ -175,7 +189,7 @@ def import_longmemeval(path: Path, prefix: str = "lme") -> DatasetJson:
             "questions": questions, "meta": source_meta(path, late)}
 
 
-def source_meta(path: Path, evidence_after_question: int) -> dict[str, Any]:
+def source_meta(path: Path, evidence_after_question: int) -> dict[str, dict[str, str | int]]:
     return {"source": {"format": "longmemeval", "file": path.name,
                        "evidence_after_question": evidence_after_question}}
 

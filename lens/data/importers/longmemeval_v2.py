@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from lens.core.errors import DatasetError
 from lens.data.dataset import MAX_EPISODE_CHARS, MAX_ID_CHARS, QuestionType
@@ -152,7 +152,9 @@ def _facts(q: QuestionRow) -> tuple[list[str], str | None]:
     answer = q.row["answer"]
     if q.eval_name not in ("norm_phrase_set_match", "norm_phrase_set_match_ordered"):
         return [], None
-    seps = q.eval_options.get("separators", [",", ";"]) or []
+    given = q.eval_options.get("separators", [",", ";"])
+    # parse_eval_spec reads separators as a list (or none, for null).
+    seps = given if isinstance(given, list) else []
     pieces = re.split("|".join(re.escape(s) for s in seps), answer) if seps else [answer]
     pieces = [p.strip() for p in pieces if p.strip()]
     if len(pieces) == 1:
@@ -173,6 +175,22 @@ _KNOWN_FIELDS = ("id", "domain", "environment", "question_type", "question", "im
                  "eval_function")
 
 
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    question_id: Required[str]
+    question_type: Required[str]
+    category: Required[str]
+    domain: Required[str]
+    environment: Required[str | None]
+    eval_function: Required[str]
+    image: Required[str | None]
+    raw_question: Required[str]
+    abstention: Required[bool]
+    tier: Required[str | None]
+    haystack_size: Required[int]
+    lme_v2: dict[str, object]  # the line's fields the import does not know, as given
+
+
 def _question(q: QuestionRow, qid: str, scope_id: str, checkpoint: int, tier: str | None,
               haystack_size: int) -> QuestionJson:
     row = q.row
@@ -183,7 +201,7 @@ def _question(q: QuestionRow, qid: str, scope_id: str, checkpoint: int, tier: st
                               "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
-    meta: dict[str, Any] = {
+    meta: _QuestionMeta = {
         "source": "longmemeval-v2", "question_id": row["id"],
         "question_type": row["question_type"], "category": category,
         "domain": row["domain"], "environment": row.get("environment"),

@@ -50,7 +50,11 @@ EVAL_FUNCTIONS: dict[str, frozenset[str] | None] = {
 JUDGED_FUNCTIONS = frozenset({"llm_abstention_checker", "llm_gotchas_checker"})
 
 # -- eval_function specs --------------------------------------------------------------------------
-def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
+# An option of a grading spec, read as the benchmark reads it.
+EvalOption = bool | int | float | str | list[str] | None
+
+
+def parse_eval_spec(spec: str) -> tuple[str, dict[str, EvalOption]]:
     """``"norm_phrase_set_match|lower=true|separators=,;"`` -> (name, options), values read as
     the benchmark reads them: true/false, none/null, numbers, separators as a list of
     characters (or a JSON list). A ValueError says what is wrong."""
@@ -59,7 +63,7 @@ def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
     if name not in EVAL_FUNCTIONS:
         raise ValueError(f"unknown grading function {name!r}; known: "
                          f"{', '.join(EVAL_FUNCTIONS)}")
-    options: dict[str, Any] = {}
+    options: dict[str, EvalOption] = {}
     for part in parts[1:]:
         if not part:
             continue
@@ -77,7 +81,7 @@ def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, options
 
 
-def _option_value(key: str, value: str) -> Any:
+def _option_value(key: str, value: str) -> EvalOption:
     low = value.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -202,7 +206,7 @@ class QuestionRow:
     line: int
     row: V2Question
     eval_name: str
-    eval_options: dict[str, Any]
+    eval_options: dict[str, EvalOption]
 
 
 def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str, QuestionRow]:
@@ -247,7 +251,7 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
             problems.add(path, f"{where}: environment", "expected a string")
         spec = row.get("eval_function")
         name: str = ""
-        options: dict[str, Any] = {}
+        options: dict[str, EvalOption] = {}
         if not isinstance(spec, str) or not spec.strip():
             problems.add(path, f"{where}: eval_function", "required: a grading spec such as "
                          "'norm_phrase_set_match|separators=,;'")

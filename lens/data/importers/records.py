@@ -9,6 +9,7 @@ format as in the models.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Required, TypedDict
 
 
@@ -17,7 +18,7 @@ class EpisodeJson(TypedDict):
     scope_id: str
     timestamp: str  # ISO 8601
     text: str
-    meta: dict[str, Any]
+    meta: Mapping[str, object]
 
 
 class GroundTruthJson(TypedDict, total=False):
@@ -34,7 +35,7 @@ class QuestionJson(TypedDict, total=False):
     question_type: Required[str]
     prompt: Required[str]
     ground_truth: Required[GroundTruthJson]
-    meta: dict[str, Any]
+    meta: Mapping[str, object]
     asked_at: str  # ISO 8601
     allow_later_episodes: bool
 
@@ -42,7 +43,7 @@ class QuestionJson(TypedDict, total=False):
 class ScopeJson(TypedDict):
     scope_id: str
     episodes: list[EpisodeJson]
-    meta: dict[str, Any]
+    meta: Mapping[str, object]
 
 
 class DatasetJson(TypedDict):

@@ -5,9 +5,10 @@ the file appears under its name only once complete."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 from pydantic import ValidationError
 
@@ -111,7 +112,7 @@ class StreamingDatasetWriter:
         self._scope_episodes += 1
         self.episodes += 1
 
-    def end_scope(self, meta: dict[str, Any]) -> int:
+    def end_scope(self, meta: Mapping[str, object]) -> int:
         """Closes the scope; returns how many episodes it has."""
         self.fh.write("\n  ], \"meta\": " + json.dumps(meta, ensure_ascii=False) + "}")
         self._in_scope = False
@@ -121,7 +122,7 @@ class StreamingDatasetWriter:
         _check(Question, q, where)
         self.questions.append(q)
 
-    def finish(self, meta: dict[str, Any]) -> dict[str, int]:
+    def finish(self, meta: Mapping[str, object]) -> dict[str, int]:
         assert not self._in_scope
         self.fh.write('\n ],\n "questions": [\n')
         self.fh.write(",\n".join(json.dumps(q, ensure_ascii=False) for q in self.questions))
