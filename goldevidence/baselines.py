@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from goldevidence.grammar import (
     LEDGER_HEADER,
@@ -14,6 +13,7 @@ from goldevidence.grammar import (
     parse_book_ledger,
     parse_updates,
 )
+from goldevidence.rows import PredictionLine, Row
 from goldevidence.state import answer, query_from_meta, replay
 
 PROTOCOLS = ("open_book", "closed_book")
@@ -21,7 +21,7 @@ BASELINES = ("naive", "ledger")
 _ASSIGN = re.compile(r"(?P<key>tag\.\d{2})\s*=\s*(?P<value>[A-Za-z0-9][A-Za-z0-9,_-]*)")
 
 
-def predict_ledger(row: dict[str, Any], protocol: str = "open_book") -> dict[str, Any]:
+def predict_ledger(row: Row, protocol: str = "open_book") -> PredictionLine:
     meta = row.get("meta", {})
     mode = meta.get("state_mode") or row.get("state_mode") or "kv"
     if protocol == "open_book":
@@ -34,7 +34,7 @@ def predict_ledger(row: dict[str, Any], protocol: str = "open_book") -> dict[str
     return {"id": row["id"], "value": value, "support_ids": support}
 
 
-def predict_naive(row: dict[str, Any], protocol: str = "open_book") -> dict[str, Any]:
+def predict_naive(row: Row, protocol: str = "open_book") -> PredictionLine:
     meta = row.get("meta", {})
     key = meta.get("key")
     text = row["document"] if protocol == "open_book" else row["book"]
@@ -70,15 +70,16 @@ def predict_naive(row: dict[str, Any], protocol: str = "open_book") -> dict[str,
     return {"id": row["id"], "value": value, "support_ids": [support] if support else []}
 
 
-def predictions(rows: Iterable[dict[str, Any]], baseline: str,
-                protocol: str = "open_book") -> Iterator[dict[str, Any]]:
+def predictions(rows: Iterable[Row], baseline: str,
+                protocol: str = "open_book") -> Iterator[PredictionLine]:
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
     fn = predict_ledger if baseline == "ledger" else predict_naive
     for row in rows:
         if protocol == "closed_book":
             # The closed-book reader must never see the log: take it away before predicting.
-            row = {**row, "document": None}
+            row = row.copy()
+            row.pop("document", None)
         pred = fn(row, protocol)
         # What was in front of the reader: the whole log or the whole book.
         source = row["document"] if protocol == "open_book" else row["book"]

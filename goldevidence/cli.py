@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from pydantic import ValidationError
@@ -25,7 +25,8 @@ from goldevidence.generate import iter_rows
 from goldevidence.grade import METRICS, GradeResult, grade
 from goldevidence.io import read_jsonl_objects, read_predictions, read_rows, write_jsonl
 from goldevidence.retrieval import RetrievalAnswerer, RetrievalOptions, build_candidates
-from goldevidence.selectors import RERANKERS, export_record, train_linear
+from goldevidence.rows import PredictionLine, Row
+from goldevidence.selectors import RERANKERS, CandidateExport, export_record, train_linear
 from lens import UserError
 from lens.plugin_api import run_async
 
@@ -38,7 +39,8 @@ _KNOBS: dict[str, type] = {
 
 
 def _gen_config(args: argparse.Namespace) -> GenConfig:
-    over: dict[str, Any] = {k: getattr(args, k) for k in _KNOBS if getattr(args, k) is not None}
+    over: dict[str, int | float | str | bool] = {k: getattr(args, k) for k in _KNOBS
+                                                 if getattr(args, k) is not None}
     if args.state_mode:
         over["state_mode"] = args.state_mode
     if args.distractor_profile:
@@ -80,8 +82,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _shown(v: float | int | None) -> str:
-    return "unknown" if v is None else (str(v) if isinstance(v, int) else f"{v:.4f}")
+def _shown(v: object) -> str:
+    return "unknown" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
 
 
 def _print_result(title: str, g: GradeResult, as_json: bool) -> None:
@@ -109,12 +111,12 @@ def _retrieval_options(args: argparse.Namespace) -> RetrievalOptions:
         raise UserError(f"--{err['loc'][0]}: {err['msg']}") from None
 
 
-async def _answer_all(answerer: RetrievalAnswerer, rows: list[dict[str, Any]],
-                      concurrency: int) -> list[dict[str, Any]]:
+async def _answer_all(answerer: RetrievalAnswerer, rows: list[Row],
+                      concurrency: int) -> list[PredictionLine]:
     limiter = anyio.CapacityLimiter(concurrency)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PredictionLine] = {}
 
-    async def one(row: dict[str, Any]) -> None:
+    async def one(row: Row) -> None:
         async with limiter:
             out[row["id"]] = await answerer.answer(row)
 
@@ -179,7 +181,7 @@ def _check_grade_options(args: argparse.Namespace) -> None:
         raise UserError(f"--max-support-k {args.max_support_k}: give 1 or more")
 
 
-def _note_unmatched(preds: dict[str, Any], rows: list[dict[str, Any]], data: Path) -> None:
+def _note_unmatched(preds: Mapping[str, object], rows: list[Row], data: Path) -> None:
     unknown = sorted(set(preds) - {r["id"] for r in rows})
     if unknown:
         print(f"note: {len(unknown)} prediction(s) name no row of {data} "
@@ -187,10 +189,9 @@ def _note_unmatched(preds: dict[str, Any], rows: list[dict[str, Any]], data: Pat
 
 
 def _grade_compat(args: argparse.Namespace) -> int:
-    read_rows(args.data)  # the same checks of the data file as lens's mode
-    # Graded as written: read_rows fills row defaults in, and the original skips prediction
+    # Graded as written: lens's mode fills row defaults in, and the original skips prediction
     # lines without an id where lens's reader rejects the file.
-    rows = read_jsonl_objects(args.data, "data")
+    rows = read_rows(args.data, defaults=False)
     preds = prediction_index(read_jsonl_objects(args.pred, "predictions"))
     _note_unmatched(preds, rows, args.data)
     opts = GradeOptions(citations=args.citations, support_metric=args.support_metric,
@@ -293,7 +294,8 @@ def cmd_train_selector(args: argparse.Namespace) -> int:
     import numpy as np
 
     if args.from_export:
-        records = [r for _, r in _jsonl(Path(args.from_export))]
+        # An export this command wrote: export_record's objects, read back.
+        records = [cast(CandidateExport, r) for _, r in _jsonl(Path(args.from_export))]
     else:
         if not args.data:
             raise UserError("give --data (rows to export candidate sets from) or --from-export")

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from goldevidence.grade import SHARED_FIELDS, GradeResult, twin_pairs
+from goldevidence.rows import Row, RowMeta
 
 MODE = "compat-original"
 
@@ -28,6 +30,21 @@ _KEY = r"[A-Za-z][A-Za-z0-9_.:-]*"
 _LINE = re.compile(
     rf"^- \[(?P<uid>{_UID})\] UPDATE step=(?P<step>\d+) "
     rf"(?:(?P<op>SET|NOTE) (?P<key>{_KEY}) = (?P<value>.+)|CLEAR (?P<ckey>{_KEY}))$")
+
+
+class OriginalPrediction(TypedDict, total=False):
+    """The fields of a prediction the original reads, as found (any JSON value)."""
+
+    value: object
+    support_id: object
+    support_ids: object
+
+
+class LogUpdate(TypedDict):
+    step: int
+    op: str  # SET | NOTE | CLEAR
+    key: str
+    value: str | None
 
 
 # Every metric the original grader reports, in its order.
@@ -53,7 +70,7 @@ def support_list(v: Any) -> list[str]:
     return [s for s in (str(x).strip() for x in items if x is not None) if s]
 
 
-def _json_in_text(text: str) -> dict[str, Any]:
+def _json_in_text(text: str) -> dict[str, object]:
     """The whole text as a JSON object, else the span from its first ``{`` to its last ``}``."""
     text = text.strip()
     start, end = text.find("{"), text.rfind("}")
@@ -67,31 +84,33 @@ def _json_in_text(text: str) -> dict[str, Any]:
     return {}
 
 
-def prediction_index(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def prediction_index(lines: Sequence[Mapping[str, object]]) -> dict[str, OriginalPrediction]:
     """Predictions by id in file order, as the original indexes them: a line with none of
     value/support fields is read from its ``output``/``text``/``completion`` JSON, and a line
     with neither is skipped (it does not replace an earlier line of the same id)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, OriginalPrediction] = {}
     for line in lines:
         rid = line.get("id")
         if not rid:
             continue
-        body: dict[str, Any] | None = None
+        body: Mapping[str, object] | None = None
         if any(f in line for f in ("value", "support_id", "support_ids")):
             body = line
         else:
             text = line.get("output") or line.get("text") or line.get("completion")
             body = _json_in_text(text) if isinstance(text, str) else None
         if body is not None:
-            out[rid] = {f: body.get(f) for f in ("value", "support_id", "support_ids")}
+            out[str(rid)] = OriginalPrediction(value=body.get("value"),
+                                               support_id=body.get("support_id"),
+                                               support_ids=body.get("support_ids"))
     return out
 
 
-def log_updates(document: str) -> dict[str, dict[str, Any]]:
+def log_updates(document: str) -> dict[str, LogUpdate]:
     """UPDATE lines after the ``## Episode Log`` header (none without it), by id."""
     lines = document.splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == "## Episode Log"]
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, LogUpdate] = {}
     for line in lines[starts[0] + 1:] if starts else []:
         m = _LINE.match(line)
         if m is None:
@@ -113,7 +132,7 @@ def _parse(mode: str, raw: str | None) -> Any:
     return set(raw.split(",")) if mode == "set" else raw
 
 
-def _last_for_key(entries: list[dict[str, Any]], key: Any, mode: str) -> tuple[Any, str | None]:
+def _last_for_key(entries: list[LogUpdate], key: Any, mode: str) -> tuple[Any, str | None]:
     implied: Any = None
     last_op: str | None = None
     for e in sorted(entries, key=lambda e: e["step"]):
@@ -133,7 +152,7 @@ def _derived(op: Any, raw: Any, last_op: str | None) -> str | None:
     return str(len(raw)) if last_op != "CLEAR" and isinstance(raw, set) else None
 
 
-def implied_value(meta: dict[str, Any], entries: list[dict[str, Any]]) -> str | None:
+def implied_value(meta: RowMeta, entries: list[LogUpdate]) -> str | None:
     """What the cited entries imply, by the original's rules (no as-of step; a ``reports``
     query collects every cited line whose value is the manager, NOTE and stale ones too)."""
     mode = meta.get("state_mode", "kv")
@@ -195,7 +214,7 @@ class GradeOptions:
     entailment_check: bool = True
 
 
-def _cited_ok(t: _Totals, row: dict[str, Any], pv: str | None, scored: list[str],
+def _cited_ok(t: _Totals, row: Row, pv: str | None, scored: list[str],
               gold_ids: list[str], opts: GradeOptions) -> bool:
     """Score one citation row into the totals; True when its citations pass exact accuracy."""
     t.cite += 1
@@ -216,7 +235,7 @@ def _cited_ok(t: _Totals, row: dict[str, Any], pv: str | None, scored: list[str]
     return ok and entails
 
 
-def _instruction(t: _Totals, meta: dict[str, Any], pv: str | None, gv: str | None,
+def _instruction(t: _Totals, meta: RowMeta, pv: str | None, gv: str | None,
                  exact: bool) -> None:
     if not meta.get("has_instruction"):
         t.clean += 1
@@ -233,7 +252,7 @@ def _instruction(t: _Totals, meta: dict[str, Any], pv: str | None, gv: str | Non
             t.override += pv == iv
 
 
-def _score_row(t: _Totals, row: dict[str, Any], pred: dict[str, Any],
+def _score_row(t: _Totals, row: Row, pred: OriginalPrediction,
                opts: GradeOptions) -> None:
     gold = row["gold"]
     pv, gv = value(pred.get("value")), value(gold.get("value"))
@@ -255,9 +274,9 @@ def _score_row(t: _Totals, row: dict[str, Any], pred: dict[str, Any],
     _instruction(t, meta, pv, gv, exact)
 
 
-def _twins(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]]
+def _twins(rows: list[Row], preds: Mapping[str, OriginalPrediction]
            ) -> tuple[float | None, float | None]:
-    def pv(r: dict[str, Any]) -> str | None:
+    def pv(r: Row) -> str | None:
         return value(preds.get(r["id"], {}).get("value"))
 
     ok = flipped = differ = 0
@@ -271,7 +290,7 @@ def _twins(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]]
     return _ratio(ok, len(pairs)), _ratio(flipped, differ)
 
 
-def grade_original(rows: list[dict[str, Any]], preds: dict[str, dict[str, Any]],
+def grade_original(rows: list[Row], preds: Mapping[str, OriginalPrediction],
                    opts: GradeOptions | None = None) -> GradeResult:
     """Grade as the original does. ``preds`` is ``prediction_index`` of the prediction lines."""
     opts = opts or GradeOptions()

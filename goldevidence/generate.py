@@ -17,6 +17,7 @@ from typing import Any
 from goldevidence.book import render_book
 from goldevidence.config import GenConfig
 from goldevidence.grammar import Entry
+from goldevidence.rows import KeyStats, Row, RowMeta, TwinInfo
 from goldevidence.seeding import derive, rng_for
 from goldevidence.state import Query, answer, format_value, parse_value, replay
 
@@ -236,7 +237,7 @@ class QuerySpec:
     position: str  # "end" | "mid"
 
 
-def _key_stats(d: Draft, key: str, as_of: int) -> dict[str, Any]:
+def _key_stats(d: Draft, key: str, as_of: int) -> KeyStats:
     """Recency statistics of ``key`` within the lines visible at ``as_of``."""
     tokens = 0
     last_tokens = None
@@ -330,18 +331,18 @@ def plan_queries(cfg: GenConfig, d: Draft, flip_key: str | None) -> list[QuerySp
 
 
 def rows_for(cfg: GenConfig, d: Draft, specs: list[QuerySpec], *, user_seed: int,
-             twin: dict[str, Any] | None) -> list[dict[str, Any]]:
+             twin: TwinInfo | None) -> list[Row]:
     document = render_document(d)
     book = render_draft_book(d)
     entries = d.entries()
-    rows = []
+    rows: list[Row] = []
     for spec in specs:
         st = replay(cfg.state_mode, entries, spec.as_of_step)
         value, support = answer(st, spec.query)
         q = spec.query
         report_keys = value.split(",") if q.derived_op == "reports" and value else [q.key]
         has_instr, instr_value, instr_variant = _instruction(d, report_keys, spec.as_of_step)
-        meta: dict[str, Any] = {
+        meta: RowMeta = {
             "seed": user_seed,
             "episode_seed": d.seed,
             "steps": cfg.steps,
@@ -408,7 +409,7 @@ def make_twin(cfg: GenConfig, d: Draft) -> tuple[Draft, str, str] | None:
     return twin, key, old.uid
 
 
-def episode_rows(cfg: GenConfig, *, seed: int, index: int) -> list[dict[str, Any]]:
+def episode_rows(cfg: GenConfig, *, seed: int, index: int) -> list[Row]:
     episode_id = f"E{index + 1:04d}"
     ep_seed = derive("goldevidence", seed, index)
     d = draft_episode(cfg, seed=ep_seed, episode_id=episode_id)
@@ -418,15 +419,18 @@ def episode_rows(cfg: GenConfig, *, seed: int, index: int) -> list[dict[str, Any
     if twin is None:
         return rows_for(cfg, d, specs, user_seed=seed, twin=None)
     tdraft, key, uid = twin
-    info = {"twin_group": episode_id, "twin_flip_uid": uid, "twin_flip_key": key}
-    return [*rows_for(cfg, d, specs, user_seed=seed, twin={**info, "twin_variant": "base"}),
-            *rows_for(cfg, tdraft, specs, user_seed=seed, twin={**info, "twin_variant": "twin"})]
+    def info(variant: str) -> TwinInfo:
+        return TwinInfo(twin_group=episode_id, twin_flip_uid=uid, twin_flip_key=key,
+                        twin_variant=variant)
+
+    return [*rows_for(cfg, d, specs, user_seed=seed, twin=info("base")),
+            *rows_for(cfg, tdraft, specs, user_seed=seed, twin=info("twin"))]
 
 
-def iter_rows(cfg: GenConfig, *, seed: int) -> Iterator[dict[str, Any]]:
+def iter_rows(cfg: GenConfig, *, seed: int) -> Iterator[Row]:
     for i in range(cfg.episodes):
         yield from episode_rows(cfg, seed=seed, index=i)
 
 
-def generate(cfg: GenConfig, *, seed: int) -> list[dict[str, Any]]:
+def generate(cfg: GenConfig, *, seed: int) -> list[Row]:
     return list(iter_rows(cfg, seed=seed))

@@ -10,13 +10,14 @@ None, never 0 or 1.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from goldevidence.grammar import Entry, parse_updates
 from goldevidence.predictions import Prediction, norm_value, parse_prediction
+from goldevidence.rows import Gold, Row, RowMeta
 from goldevidence.state import implied_by
 
 DEFAULT_MAX_SUPPORT_K = 3
@@ -44,7 +45,7 @@ def _id_list(v: Any) -> list[str]:
     return [s for s in (str(x).strip() for x in items if x is not None) if s]
 
 
-def gold_support(gold: dict[str, Any]) -> list[str]:
+def gold_support(gold: Gold) -> list[str]:
     """The gold support ids as listed (``support_id`` when the list is absent or empty)."""
     return _id_list(gold.get("support_ids")) or _id_list(gold.get("support_id"))
 
@@ -60,15 +61,15 @@ def _prf(pred: list[str], gold: list[str]) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r)) if p + r else 0.0
 
 
-def _mode(row: dict[str, Any]) -> str:
+def _mode(row: Row) -> str:
     return row.get("meta", {}).get("state_mode") or row.get("state_mode") or "kv"
 
 
-def _support_k(meta: dict[str, Any], override: int | None) -> int:
+def _support_k(meta: RowMeta, override: int | None) -> int:
     return override or int(meta.get("max_support_k") or DEFAULT_MAX_SUPPORT_K)
 
 
-def _requires_citation(meta: dict[str, Any], citations: str) -> bool:
+def _requires_citation(meta: RowMeta, citations: str) -> bool:
     return bool(meta.get("requires_citation")) if citations == "auto" else citations == "on"
 
 
@@ -81,7 +82,7 @@ def _citation_errors(cited: list[str], k: int, entries: dict[str, Entry]) -> lis
     return errors
 
 
-def _entailed(row: dict[str, Any], pred: Prediction, scored: list[str],
+def _entailed(row: Row, pred: Prediction, scored: list[str],
               entries: dict[str, Entry]) -> bool:
     """Replaying only the cited lines (up to the row's as-of step) implies the answer."""
     if pred.value_missing or any(c not in entries for c in scored):
@@ -90,7 +91,7 @@ def _entailed(row: dict[str, Any], pred: Prediction, scored: list[str],
     return norm_value(implied) == pred.value
 
 
-def _grade_citation(g: RowGrade, row: dict[str, Any], pred: Prediction, scored: list[str],
+def _grade_citation(g: RowGrade, row: Row, pred: Prediction, scored: list[str],
                     gold_ids: list[str], entries: dict[str, Entry]) -> None:
     g.cite_precision, g.cite_recall, g.cite_f1 = _prf(scored, gold_ids)
     # The scored list (first k ids, repeats kept) longer than the gold list is bloat.
@@ -102,7 +103,7 @@ def _grade_citation(g: RowGrade, row: dict[str, Any], pred: Prediction, scored: 
     g.exact_ok = g.value_ok and cite_ok and g.entails
 
 
-def grade_row(row: dict[str, Any], pred: Prediction, *, citations: str = "auto",
+def grade_row(row: Row, pred: Prediction, *, citations: str = "auto",
               max_support_k: int | None = None,
               entries: dict[str, Entry] | None = None) -> RowGrade:
     meta = row.get("meta", {})
@@ -174,7 +175,7 @@ class GradeResult:
     slices: dict[str, dict[str, float | None]] = field(default_factory=dict)
     mode: str = "lens"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         d = asdict(self)
         mode = d.pop("mode")
         if mode == "lens":
@@ -194,10 +195,10 @@ METRICS = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
            "selection_rate", "accuracy_when_gold_present", "accuracy")
 
 
-def twin_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def twin_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
     """(base, twin) for every (twin_group, q_index) holding exactly two rows, as the original
     pairs them: the row marked base (else the first) and the row marked twin (else the last)."""
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, int], list[Row]] = {}
     for r in rows:
         m = r.get("meta", {})
         if m.get("twin_group") is not None and m.get("q_index") is not None:
@@ -213,8 +214,43 @@ def twin_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[st
     return pairs
 
 
-def _twin_metrics(rows: list[dict[str, Any]], preds: dict[str, Prediction]
-                  ) -> dict[str, float | None]:
+class _TwinMetrics(TypedDict):
+    twin_consistency: float | None
+    twin_flip_rate: float | None
+
+
+class _CitationMetrics(TypedDict):
+    cite_precision: float | None
+    cite_recall: float | None
+    cite_f1: float | None
+    support_bloat: float | None
+    entailment_rate: float | None
+    answer_correct_given_selected: float | None
+
+
+class _InstructionMetrics(TypedDict):
+    instr_acc: float | None
+    clean_acc: float | None
+    instr_gap: float | None
+    instr_override_rate: float | None
+    instr_conflict_present_rate: float | None
+    instr_conflict_present_count: int | None
+    state_integrity_rate: float | None
+
+
+class _PresenceMetrics(TypedDict):
+    gold_present_rate: float | None
+    selection_rate: float | None
+    accuracy_when_gold_present: float | None
+
+
+class _UsageMetrics(TypedDict):
+    tokens_per_query: float | None
+    passes_per_query: float | None
+    wall_s_per_query: float | None
+
+
+def _twin_metrics(rows: list[Row], preds: dict[str, Prediction]) -> _TwinMetrics:
     consistent: list[bool] = []
     flipped: list[bool] = []
     for b, t in twin_pairs(rows):
@@ -228,7 +264,7 @@ def _twin_metrics(rows: list[dict[str, Any]], preds: dict[str, Prediction]
     return {"twin_consistency": _mean(consistent), "twin_flip_rate": _mean(flipped)}
 
 
-def _citation_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
+def _citation_metrics(grades: list[RowGrade]) -> _CitationMetrics:
     cite = [g for g in grades if g.requires_citation]
     return {"cite_precision": _mean(g.cite_precision for g in cite),
             "cite_recall": _mean(g.cite_recall for g in cite),
@@ -238,7 +274,7 @@ def _citation_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
             "answer_correct_given_selected": _mean(g.value_ok for g in grades if g.gold_cited)}
 
 
-def _instruction_conflicts(rows: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+def _instruction_conflicts(rows: list[Row]) -> tuple[int, list[Row]]:
     """(rows where both the ordered and the gold value are known, those whose values differ)."""
     known = [r for r in rows if r.get("meta", {}).get("has_instruction")
              and norm_value(r["meta"].get("instruction_value")) is not None
@@ -248,8 +284,8 @@ def _instruction_conflicts(rows: list[dict[str, Any]]) -> tuple[int, list[dict[s
     return len(known), conflict
 
 
-def _instruction_metrics(rows: list[dict[str, Any]], grades: list[RowGrade],
-                         preds: dict[str, Prediction]) -> dict[str, float | int | None]:
+def _instruction_metrics(rows: list[Row], grades: list[RowGrade],
+                         preds: dict[str, Prediction]) -> _InstructionMetrics:
     instr = [g for r, g in zip(rows, grades, strict=True)
              if r.get("meta", {}).get("has_instruction")]
     clean = [g for r, g in zip(rows, grades, strict=True)
@@ -269,7 +305,7 @@ def _instruction_metrics(rows: list[dict[str, Any]], grades: list[RowGrade],
     }
 
 
-def _presence_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
+def _presence_metrics(grades: list[RowGrade]) -> _PresenceMetrics:
     present = [g for g in grades if g.gold_present]
     return {"gold_present_rate": _mean(g.gold_present for g in grades),
             "selection_rate": _mean(g.selected for g in present),
@@ -277,17 +313,18 @@ def _presence_metrics(grades: list[RowGrade]) -> dict[str, float | None]:
             if any(g.gold_present is not None for g in grades) else None}
 
 
-def _usage_metrics(given: list[Prediction]) -> dict[str, float | None]:
+def _usage_metrics(given: list[Prediction]) -> _UsageMetrics:
     return {"tokens_per_query": _mean(p.tokens for p in given),
             "passes_per_query": _mean(p.passes for p in given),
             "wall_s_per_query": _mean(p.wall_s for p in given)}
 
 
-def _slices(rows: list[dict[str, Any]], grades: list[RowGrade]
+def _slices(rows: list[Row], grades: list[RowGrade]
             ) -> dict[str, dict[str, float | None]]:
     slices: dict[str, dict[str, float | None]] = {}
-    for name, field_name in (("position", "query_position"), ("query_type", "query_type"),
-                             ("state_mode", "state_mode")):
+    sliced_by: tuple[tuple[str, Literal["query_position", "query_type", "state_mode"]], ...] = (
+        ("position", "query_position"), ("query_type", "query_type"), ("state_mode", "state_mode"))
+    for name, field_name in sliced_by:
         groups: dict[str, list[RowGrade]] = {}
         for r, g in zip(rows, grades, strict=True):
             label = r.get("meta", {}).get(field_name)
@@ -300,7 +337,7 @@ def _slices(rows: list[dict[str, Any]], grades: list[RowGrade]
     return slices
 
 
-def _grade_rows(rows: list[dict[str, Any]], preds: dict[str, Prediction], citations: str,
+def _grade_rows(rows: list[Row], preds: dict[str, Prediction], citations: str,
                 max_support_k: int | None) -> list[RowGrade]:
     # Rows of one episode share a document: parse each log once.
     parsed: dict[str, dict[str, Entry]] = {}
@@ -314,7 +351,7 @@ def _grade_rows(rows: list[dict[str, Any]], preds: dict[str, Prediction], citati
     return grades
 
 
-def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
+def grade(rows: list[Row], raw_preds: Mapping[str, Mapping[str, object]], *,
           citations: str = "auto", max_support_k: int | None = None) -> GradeResult:
     """Grade predictions (keyed by row id) against rows; a row without one counts as an error."""
     if citations not in ("auto", "on", "off"):
@@ -325,14 +362,13 @@ def grade(rows: list[dict[str, Any]], raw_preds: dict[str, dict[str, Any]], *,
     for g in grades:
         errors.update(g.errors)
     value_acc = _mean(g.value_ok for g in grades)
-    parts: dict[str, Any] = {
-        "n": len(rows), "value_acc": value_acc, "accuracy": value_acc,
-        "exact_acc": _mean(g.exact_ok for g in grades),
+    return GradeResult(
+        n=len(rows), value_acc=value_acc, accuracy=value_acc,
+        exact_acc=_mean(g.exact_ok for g in grades),
         **_citation_metrics(grades), **_twin_metrics(rows, preds),
         **_instruction_metrics(rows, grades, preds), **_presence_metrics(grades),
         **_usage_metrics([preds[r["id"]] for r in rows if r["id"] in raw_preds]),
-        "errors": dict(sorted(errors.items())),
-        "rows_with_errors": sum(1 for g in grades if g.errors),
-        "slices": _slices(rows, grades),
-    }
-    return GradeResult(**parts)
+        errors=dict(sorted(errors.items())),
+        rows_with_errors=sum(1 for g in grades if g.errors),
+        slices=_slices(rows, grades),
+    )

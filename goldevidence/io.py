@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from goldevidence.rows import Row
 from lens import DatasetError, UserError
 
 REQUIRED_ROW_FIELDS = ("id", "question", "gold", "meta")
@@ -30,10 +31,11 @@ def _read_jsonl(path: Path, what: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows in GoldEvidenceBench format (ours or the original tool's)."""
+def read_rows(path: str | Path, *, defaults: bool = True) -> list[Row]:
+    """Rows in GoldEvidenceBench format (ours or the original tool's); without ``defaults``,
+    as written (a missing ``meta.state_mode`` is not filled in from the row)."""
     p = Path(path)
-    rows = []
+    rows: list[Row] = []
     seen: set[str] = set()
     for n, row in _read_jsonl(p, "data"):
         missing = [f for f in REQUIRED_ROW_FIELDS if f not in row]
@@ -49,8 +51,9 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
         meta = row["meta"]
         if not isinstance(meta, dict) or "key" not in meta:
             raise DatasetError(f"{p}: line {n}: field 'meta' must be an object with 'key'")
-        meta.setdefault("state_mode", row.get("state_mode", "kv"))
-        rows.append(row)
+        if defaults:
+            meta.setdefault("state_mode", row.get("state_mode", "kv"))
+        rows.append(cast(Row, row))  # its required fields are checked above
     if not rows:
         raise DatasetError(f"{p}: no rows")
     return rows
@@ -73,7 +76,7 @@ def read_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def write_jsonl(path: str | Path, items: Iterable[dict[str, Any]]) -> int:
+def write_jsonl(path: str | Path, items: Iterable[Mapping[str, object]]) -> int:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")

@@ -12,13 +12,14 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
 from goldevidence.grade import METRICS, grade, grade_row
 from goldevidence.policy_client import Policy, SelectionPolicyClient
 from goldevidence.predictions import parse_prediction
+from goldevidence.rows import CellLabels, PredictionLine, Row
 from goldevidence.scenario import (
     Granularity,
     record_to_prediction,
@@ -37,7 +38,7 @@ CI_METRICS = ("value_acc", "exact_acc")
 @dataclass
 class LensJob:
     name: str
-    cells: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]  # prefix -> (labels, rows)
+    cells: dict[str, tuple[CellLabels, list[Row]]]  # prefix -> (labels, rows)
     adapters: list[dict[str, Any]]
     agent: dict[str, Any]
     out: Path
@@ -46,14 +47,12 @@ class LensJob:
     concurrency: dict[str, int] = field(default_factory=lambda: {"units": 4, "questions": 8})
 
     def dataset(self) -> Dataset:
-        rows_all: list[dict[str, Any]] = []
         scopes, questions = [], []
         for prefix, (_labels, rows) in self.cells.items():
             ds = rows_to_dataset(rows, prefix=prefix, granularity=self.granularity,
                                  cells={prefix: _labels})
             scopes += ds.scopes
             questions += ds.questions
-            rows_all += rows
         return Dataset(dataset_id=f"goldevidence-{self.name}", scopes=scopes,
                        questions=questions,
                        meta={"scenario": "goldevidence", "granularity": self.granularity})
@@ -101,6 +100,28 @@ def run_job(job: LensJob, *, resume: Path | None = None, progress: Any = None) -
     return outcome.run_dir
 
 
+class GroupGrades(TypedDict):
+    """The grades of one adapter on one cell of rows (``prefix`` "*" pools every cell)."""
+
+    adapter: str
+    adapter_name: str | None
+    adapter_options: dict[str, Any]  # the adapter's own options, as configured
+    cell: CellLabels
+    prefix: str
+    repeat: int
+    metrics: dict[str, object]  # GradeResult.as_dict()
+    intervals: dict[str, tuple[float | None, float | None]]
+
+
+class GradesReport(TypedDict):
+    """``RUN_DIR/goldevidence/grades.json``."""
+
+    run_dir: str
+    agent_model: str
+    groups: list[GroupGrades]
+    pooled: list[GroupGrades]
+
+
 def _interval(results: list[bool]) -> tuple[float | None, float | None]:
     est = wilson(sum(results), len(results))
     return est.low, est.high
@@ -110,7 +131,7 @@ def is_goldevidence_run(manifest: dict[str, Any]) -> bool:
     return str((manifest.get("dataset") or {}).get("id") or "").startswith("goldevidence")
 
 
-def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
+def grade_run(run_dir: Path, *, write: bool = True) -> GradesReport:
     """Grade every (adapter, cell) group of a lens run; with ``write``, into
     ``RUN_DIR/goldevidence/grades.json`` and ``summary.csv``."""
     # Reading for a report must not touch the run: open() repairs a torn events tail.
@@ -121,7 +142,7 @@ def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
     uids = uid_index(ds)
     cell_of = {s.scope_id: s.meta.get("goldevidence", {}) for s in ds.scopes}
     adapter_opts = {a.get("label") or a["name"]: a for a in manifest.config["adapters"]}
-    groups: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, int], dict[str, PredictionLine]] = {}
     for rec in store.load_records():
         if rec.question_id not in rows:
             continue
@@ -129,20 +150,20 @@ def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         groups.setdefault((rec.adapter, prefix, rec.repeat), {})[rec.question_id] = \
             record_to_prediction(rec, uids[rec.scope_id])
     store.close()
-    def entry(adapter: str, prefix: str, repeat: int, preds: dict[str, dict[str, Any]],
-              cell: dict[str, Any]) -> dict[str, Any]:
+    def entry(adapter: str, prefix: str, repeat: int, preds: dict[str, PredictionLine],
+              cell: CellLabels) -> GroupGrades:
         group_rows = [r for qid, r in rows.items() if qid in preds]
         result = grade(group_rows, preds)
         per_row = [grade_row(r, parse_prediction(preds[r["id"]])) for r in group_rows]
         opts = adapter_opts.get(adapter, {})
-        return {"adapter": adapter, "adapter_name": opts.get("name"),
-                "adapter_options": opts.get("options", {}), "cell": cell, "prefix": prefix,
-                "repeat": repeat, "metrics": result.as_dict(),
-                "intervals": {"value_acc": _interval([g.value_ok for g in per_row]),
-                              "exact_acc": _interval([g.exact_ok for g in per_row])}}
+        return GroupGrades(adapter=adapter, adapter_name=opts.get("name"),
+                           adapter_options=opts.get("options", {}), cell=cell, prefix=prefix,
+                           repeat=repeat, metrics=result.as_dict(),
+                           intervals={"value_acc": _interval([g.value_ok for g in per_row]),
+                                      "exact_acc": _interval([g.exact_ok for g in per_row])})
 
     out_groups = []
-    pooled_preds: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    pooled_preds: dict[tuple[str, int], dict[str, PredictionLine]] = {}
     for (adapter, prefix, repeat), preds in sorted(groups.items()):
         scope = rows[next(iter(preds))]["episode_id"]
         cell = {k: v for k, v in cell_of.get(scope, {}).items()
@@ -155,8 +176,8 @@ def grade_run(run_dir: Path, *, write: bool = True) -> dict[str, Any]:
         for (adapter, repeat), preds in sorted(pooled_preds.items()):
             pooled.append(entry(adapter, "*", repeat, preds,
                                 {"state_mode": "all", "profile": "all", "seed": "all"}))
-    report = {"run_dir": str(run_dir), "agent_model": manifest.config["agent"]["model"],
-              "groups": out_groups, "pooled": pooled}
+    report = GradesReport(run_dir=str(run_dir), agent_model=manifest.config["agent"]["model"],
+                          groups=out_groups, pooled=pooled)
     if not write:
         return report
     target = Path(run_dir) / "goldevidence"
@@ -170,11 +191,11 @@ SUMMARY_FIELDS = ("adapter", "agent_model", "k", "order", "rerank", "wrong_type"
                   "profile", "seed", "repeat", "n")
 
 
-def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def summary_rows(report: GradesReport) -> list[dict[str, object]]:
     out = []
     for g in [*report.get("pooled", []), *report["groups"]]:
         opts, cell, m = g["adapter_options"], g["cell"], g["metrics"]
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "adapter": g["adapter"], "agent_model": report["agent_model"],
             "k": opts.get("k"), "order": opts.get("order"), "rerank": opts.get("rerank"),
             "wrong_type": opts.get("wrong_type"), "state_mode": cell.get("state_mode"),
@@ -194,7 +215,7 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def write_summary_csv(report: dict[str, Any], path: Path) -> None:
+def write_summary_csv(report: GradesReport, path: Path) -> None:
     rows = summary_rows(report)
     fields = [*SUMMARY_FIELDS, *METRICS, *[f"{m}_{b}" for m in CI_METRICS for b in ("low", "high")],
               "tokens_per_query", "passes_per_query", "wall_s_per_query", "rows_with_errors"]
@@ -203,6 +224,6 @@ def write_summary_csv(report: dict[str, Any], path: Path) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else
-                            (round(r[k], 4) if isinstance(r[k], float) else r[k]))
+            w.writerow({k: ("" if (v := r.get(k)) is None else
+                            (round(v, 4) if isinstance(v, float) else v))
                         for k in fields})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Literal
+from typing import Literal, Required, TypedDict
 
 from goldevidence.grammar import KEY_RE, UID_RE, parse_log_line
 from goldevidence.seeding import rng_for
@@ -20,6 +20,13 @@ from lens.models import Completion, CompletionRequest, ToolCall, Usage
 from lens.plugin_api import estimate_tokens
 
 Policy = Literal["first", "latest_step", "random"]
+
+
+class _Hit(TypedDict, total=False):
+    """A result of lens's ``memory_search`` tool, as its tool message lists it."""
+
+    ref_id: Required[str]
+    text: str
 
 
 class SelectionPolicyClient:
@@ -56,7 +63,7 @@ class SelectionPolicyClient:
 
     def _answer(self, question: str, payload: str) -> str:
         try:
-            hits: list[dict[str, Any]] = json.loads(payload).get("results", [])
+            hits: list[_Hit] = json.loads(payload).get("results", [])
         except (json.JSONDecodeError, AttributeError):
             hits = []
         parsed = [(h, parse_log_line(str(h.get("text", "")).splitlines()[0] if h.get("text")

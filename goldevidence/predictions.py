@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +72,11 @@ class Prediction:
 _WRAPPERS = ("output", "text", "completion")
 
 
-def _answer_body(raw: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+def _answer_body(raw: Mapping[str, object], errors: list[str]) -> Mapping[str, object]:
     """The object holding value and ids: the prediction itself, or the JSON in its text."""
     if any(f in raw for f in ("value", "support_ids", "support_id")):
         return raw
-    text = next((raw[f] for f in _WRAPPERS if isinstance(raw.get(f), str) and raw[f]), None)
+    text = next((t for f in _WRAPPERS if isinstance(t := raw.get(f), str) and t), None)
     if text is None:
         return raw
     found = extract_json_object(text)
@@ -85,7 +86,7 @@ def _answer_body(raw: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     return found
 
 
-def _support_ids(body: dict[str, Any], errors: list[str]) -> list[str]:
+def _support_ids(body: Mapping[str, object], errors: list[str]) -> list[str]:
     """Cited ids in the order given. Repeats are kept (they lengthen the scored list, which is
     what support bloat measures) and counted as an error."""
     ids = body.get("support_ids")
@@ -103,7 +104,7 @@ def _support_ids(body: dict[str, Any], errors: list[str]) -> list[str]:
     return out
 
 
-def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
+def parse_prediction(raw: Mapping[str, object] | None) -> Prediction:
     """Normalise one prediction; problems become ``errors``, never exceptions."""
     if raw is None:
         return Prediction(value_missing=True, errors=["missing_prediction"])
@@ -124,13 +125,13 @@ def parse_prediction(raw: dict[str, Any] | None) -> Prediction:
     return p
 
 
-def _read_usage(raw: dict[str, Any], p: Prediction) -> None:
+def _read_usage(raw: Mapping[str, object], p: Prediction) -> None:
     usage = raw.get("usage")
     if isinstance(usage, dict):
         p.tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
-    elif isinstance(raw.get("tokens"), int):
-        p.tokens = raw["tokens"]
-    if isinstance(raw.get("passes"), int):
-        p.passes = raw["passes"]
-    if isinstance(raw.get("wall_s"), int | float):
-        p.wall_s = float(raw["wall_s"])
+    elif isinstance(tokens := raw.get("tokens"), int):
+        p.tokens = tokens
+    if isinstance(passes := raw.get("passes"), int):
+        p.passes = passes
+    if isinstance(wall_s := raw.get("wall_s"), int | float):
+        p.wall_s = float(wall_s)

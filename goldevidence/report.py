@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from goldevidence.lensrun import grade_run, is_goldevidence_run
+from goldevidence.lensrun import GradesReport, grade_run, is_goldevidence_run
 from lens.plugin_api import (
     Block,
     Heading,
@@ -34,11 +34,11 @@ SHOWN = ("value_acc", "exact_acc", "answer_correct_given_selected", "cite_f1",
          "accuracy_when_gold_present")
 
 
-def load_grades(run_dir: str | Path) -> dict[str, Any] | None:
+def load_grades(run_dir: str | Path) -> GradesReport | None:
     root = Path(run_dir)
     path = root / "goldevidence" / "grades.json"
     if path.is_file():
-        grades: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        grades: GradesReport = json.loads(path.read_text(encoding="utf-8"))
         return grades
     manifest = root / "manifest.json"
     if not manifest.is_file():
@@ -52,7 +52,7 @@ def _fmt(v: Any) -> str:
     return "unknown" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
-def _table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _table(report: GradesReport) -> tuple[list[str], list[list[str]]]:
     head = ["adapter", "cell", "n", "value_acc [95% CI]", *SHOWN[1:]]
     body = []
     for g in [*report.get("pooled", []), *report["groups"]]:
@@ -72,7 +72,7 @@ INTRO = ("Decomposition: gold_present_rate → selection_rate → accuracy_when_
          "means the metric has no rows to stand on.")
 
 
-def blocks(report: dict[str, Any]) -> list[Block]:
+def blocks(report: GradesReport) -> list[Block]:
     """The section as lens report blocks: one content, rendered to Markdown and to HTML."""
     head, body = _table(report)
     out: list[Block] = [Heading("GoldEvidence"),
@@ -103,4 +103,4 @@ def section(run: RunData) -> Section | None:
         return None
     parts = blocks(report)
     return Section(id="goldevidence", title="GoldEvidence", markdown=to_markdown(parts),
-                   html=to_html(parts), data=report)
+                   html=to_html(parts), data=dict(report))

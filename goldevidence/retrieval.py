@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from goldevidence.grammar import UID_RE, Entry, parse_book_ledger, parse_updates
 from goldevidence.predictions import extract_json_object
+from goldevidence.rows import PredictionLine, Row, Usage
 from goldevidence.seeding import rng_for
 from goldevidence.selectors import LinearSelector, rerank
 from goldevidence.state import format_value, parse_value
@@ -53,10 +54,10 @@ class CandidateSet:
     entries: list[Entry]
     gold_uid: str | None
     dropped: bool = False
-    diag: dict[str, Any] = field(default_factory=dict)
+    diag: dict[str, int | bool | None] = field(default_factory=dict)
 
 
-def _gold_uid(row: dict[str, Any]) -> str | None:
+def _gold_uid(row: Row) -> str | None:
     ids = row.get("gold", {}).get("support_ids") or []
     return ids[0] if len(ids) == 1 else None
 
@@ -91,7 +92,7 @@ def _ordered(chosen: list[Entry], gold: str | None, opts: RetrievalOptions,
     return rest[: len(rest) // 2] + g + rest[len(rest) // 2:]
 
 
-def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSet:
+def build_candidates(row: Row, opts: RetrievalOptions) -> CandidateSet:
     meta = row.get("meta", {})
     as_of = meta.get("as_of_step")
     pool = (parse_book_ledger(row["book"], include_notes=True) if opts.source == "book"
@@ -116,7 +117,7 @@ def build_candidates(row: dict[str, Any], opts: RetrievalOptions) -> CandidateSe
     })
 
 
-def value_from_entry(row: dict[str, Any], e: Entry | None) -> str | None:
+def value_from_entry(row: Row, e: Entry | None) -> str | None:
     """The answer a single entry implies for the row's query."""
     if e is None or e.op != "SET":
         return None
@@ -150,7 +151,7 @@ SYSTEM = ("You track the state of tags in a log. Only UPDATE lines marked SET or
           "JSON only.")
 
 
-def _prompt(row: dict[str, Any], cands: list[Entry], opts: RetrievalOptions,
+def _prompt(row: Row, cands: list[Entry], opts: RetrievalOptions,
             instruction: str) -> str:
     lines = "\n".join(e.ledger_line() for e in cands) or "(no candidate lines)"
     parts = [row["question"], "", "Candidate ledger lines:", lines, "", instruction]
@@ -170,12 +171,12 @@ class RetrievalAnswerer:
         if client is None and not (opts.selector_only and opts.rerank != "none"):
             raise ValueError("without a model, set selector_only and a reranker other than none")
 
-    async def answer(self, row: dict[str, Any]) -> dict[str, Any]:
+    async def answer(self, row: Row) -> PredictionLine:
         started = time.perf_counter()
         cs = build_candidates(row, self.opts)
         cands = cs.entries
         pick = rerank(self.opts.rerank, cands, row["question"], self.linear)
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        usage = Usage(prompt_tokens=0, completion_tokens=0)
         passes = 0
         if pick is not None and self.opts.selector_only:
             e = cands[pick]
@@ -200,8 +201,8 @@ class RetrievalAnswerer:
                 "presented_ids": [e.uid for e in cands], "usage": usage, "passes": passes,
                 "wall_s": round(time.perf_counter() - started, 4), "retrieval": cs.diag}
 
-    async def _ask(self, row: dict[str, Any], cands: list[Entry], instruction: str,
-                   schema: dict[str, Any], usage: dict[str, int]) -> dict[str, Any] | None:
+    async def _ask(self, row: Row, cands: list[Entry], instruction: str,
+                   schema: dict[str, Any], usage: Usage) -> dict[str, Any] | None:
         assert self.client is not None
         req = CompletionRequest(
             messages=[Message(role="system", content=SYSTEM),
@@ -220,5 +221,5 @@ def _loose(text: str) -> dict[str, Any] | None:
     return {"support_id": ids[0], "support_ids": ids[:1]} if ids else None
 
 
-def dumps(pred: dict[str, Any]) -> str:
+def dumps(pred: PredictionLine) -> str:
     return json.dumps(pred, ensure_ascii=False)

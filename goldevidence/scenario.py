@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from goldevidence.grammar import UID_RE, line_step, log_lines
 from goldevidence.predictions import extract_json_object
+from goldevidence.rows import CellLabels, PredictionLine, Row, RowMeta
 from lens import Dataset, Episode, GroundTruth, Question, QuestionType, Scope
 from lens.plugin_api import QuestionRecord, is_scored
 
@@ -37,7 +38,7 @@ def _ts(step: int, j: int) -> datetime:
     return BASE_TIME + timedelta(minutes=step, seconds=j)
 
 
-def _qtype(meta: dict[str, Any]) -> QuestionType:
+def _qtype(meta: RowMeta) -> QuestionType:
     if meta.get("query_position") == "mid":
         return QuestionType.TEMPORAL
     if meta.get("has_instruction"):
@@ -80,12 +81,12 @@ def scope_episodes(scope_id: str, document: str, granularity: Granularity
     return episodes, uid_to_ep
 
 
-def rows_to_dataset(rows: list[dict[str, Any]], *, prefix: str = "",
+def rows_to_dataset(rows: list[Row], *, prefix: str = "",
                     granularity: Granularity = "line", dataset_id: str = "goldevidence",
-                    cells: dict[str, dict[str, Any]] | None = None) -> Dataset:
+                    cells: dict[str, CellLabels] | None = None) -> Dataset:
     """A lens Dataset from rows. ``prefix`` keeps scopes of several grids cells apart; ``cells``
     maps a prefix to the grid values it stands for (kept in scope meta for reports)."""
-    by_episode: dict[str, list[dict[str, Any]]] = {}
+    by_episode: dict[str, list[Row]] = {}
     for r in rows:
         by_episode.setdefault(str(r.get("episode_id") or r["id"].rsplit("-Q", 1)[0]), []
                               ).append(r)
@@ -100,7 +101,7 @@ def rows_to_dataset(rows: list[dict[str, Any]], *, prefix: str = "",
                             meta={"goldevidence": {"episode_id": episode_id, "prefix": prefix,
                                                    **((cells or {}).get(prefix, {}))}}))
         for r in ep_rows:
-            meta = dict(r["meta"])
+            meta = r["meta"].copy()
             as_of = meta.get("as_of_step")
             checkpoint = (sum(1 for s in steps if s <= int(as_of)) if as_of is not None
                           else len(episodes))
@@ -122,7 +123,7 @@ def rows_to_dataset(rows: list[dict[str, Any]], *, prefix: str = "",
                    meta={"scenario": "goldevidence", "granularity": granularity})
 
 
-def rows_from_dataset(ds: Dataset) -> dict[str, dict[str, Any]]:
+def rows_from_dataset(ds: Dataset) -> dict[str, Row]:
     """Rows (keyed by lens question id) rebuilt from a scenario dataset, for grading."""
     docs: dict[str, str] = {}
     for s in ds.scopes:
@@ -133,9 +134,9 @@ def rows_from_dataset(ds: Dataset) -> dict[str, dict[str, Any]]:
         info = q.meta.get("goldevidence")
         if not info:
             continue
-        out[q.question_id] = {"id": q.question_id, "episode_id": q.scope_id,
-                              "document": docs[q.scope_id], "book": "", "question": q.prompt,
-                              "gold": info["gold"], "meta": info["meta"]}
+        out[q.question_id] = Row(id=q.question_id, episode_id=q.scope_id,
+                                 document=docs[q.scope_id], book="", question=q.prompt,
+                                 gold=info["gold"], meta=info["meta"])
     return out
 
 
@@ -166,10 +167,10 @@ def _to_uids(refs: list[str], eps: dict[str, list[str]]) -> list[str]:
     return list(out)
 
 
-def record_to_prediction(rec: QuestionRecord, eps: dict[str, list[str]]) -> dict[str, Any]:
+def record_to_prediction(rec: QuestionRecord, eps: dict[str, list[str]]) -> PredictionLine:
     """The prediction a lens answer makes: JSON {value, support_ids} in the text; cited
     ``[ref]`` ids stand in for support ids when the JSON has none."""
-    pred: dict[str, Any] = {"id": rec.question_id}
+    pred = PredictionLine(id=rec.question_id)
     body = None
     if rec.status == "answered":
         body = extract_json_object(rec.answer) or extract_json_object(

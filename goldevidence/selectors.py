@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -124,8 +124,18 @@ def rerank(name: str, cands: Sequence[Entry], question: str,
     raise ValueError(f"unknown reranker {name!r}; known: {', '.join(RERANKERS)}")
 
 
+class CandidateExport(TypedDict):
+    """One candidate set of ``train-selector --export``: its features and the gold's place."""
+
+    id: str
+    candidates: list[str]  # the candidates' uids, in the order shown
+    features: list[list[float]]  # one row per candidate, columns in ``feature_order``
+    gold_index: int  # -1 when the gold line is not among the candidates
+    feature_order: list[str]
+
+
 def export_record(row_id: str, cands: Sequence[Entry], question: str,
-                  gold_uid: str | None) -> dict[str, Any]:
+                  gold_uid: str | None) -> CandidateExport:
     uids = [c.uid for c in cands]
     return {"id": row_id, "candidates": uids,
             "features": features(cands, question).tolist() if cands else [],

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goldevidence.grammar import Entry
+from goldevidence.rows import RowMeta
 
 STATE_MODES = ("kv", "kv_commentary", "counter", "set", "relational")
 
@@ -96,7 +97,7 @@ def answer(state: State, q: Query) -> tuple[str | None, list[str]]:
     return value, support
 
 
-def query_from_meta(meta: dict[str, Any]) -> Query:
+def query_from_meta(meta: RowMeta) -> Query:
     return Query(
         key=str(meta.get("key") or ""),
         query_type=str(meta.get("query_type") or "direct"),
@@ -105,7 +106,7 @@ def query_from_meta(meta: dict[str, Any]) -> Query:
     )
 
 
-def implied_by(mode: str, entries: Iterable[Entry], meta: dict[str, Any]) -> str | None:
+def implied_by(mode: str, entries: Iterable[Entry], meta: RowMeta) -> str | None:
     """The answer that replaying only ``entries`` implies for the query in ``meta``."""
     st = replay(mode, entries, meta.get("as_of_step"))
     return answer(st, query_from_meta(meta))[0]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from goldevidence.config import PRESETS, Profile, StateMode, preset
 from goldevidence.generate import generate
 from goldevidence.lensrun import LensJob
+from goldevidence.rows import CellLabels, Row
 from goldevidence.selectors import RERANKERS
 from lens import ConfigError
 
@@ -31,7 +32,8 @@ class SweepSpec(BaseModel):
 
     name: str = Field(default="goldevidence-sweep", pattern=r"^[A-Za-z0-9_.-]+$")
     preset: Literal["smoke", "quick", "standard"] = "quick"
-    generator: dict[str, Any] = Field(default_factory=dict)
+    # GenConfig's fields, over the preset's.
+    generator: dict[str, int | float | bool | str] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     state_modes: list[StateMode] = Field(default_factory=lambda: list[StateMode](["kv"]),
                                          min_length=1)
@@ -86,7 +88,7 @@ def parse_spec(data: dict[str, Any], where: str, base: Path | None = None) -> Sw
 
 
 def sweep_job(spec: SweepSpec) -> LensJob:
-    cells: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    cells: dict[str, tuple[CellLabels, list[Row]]] = {}
     for mode, profile, seed in itertools.product(spec.state_modes, spec.profiles, spec.seeds):
         cfg = preset(spec.preset, **{**spec.generator, "state_mode": mode,
                                      "distractor_profile": profile})
@@ -96,7 +98,8 @@ def sweep_job(spec: SweepSpec) -> LensJob:
     adapters: list[dict[str, Any]] = []
     for k, order, rr, wrong in itertools.product(spec.k, spec.orders, spec.reranks,
                                                  spec.wrong_types):
-        opts: dict[str, Any] = {"k": k, "order": order, "rerank": rr, "wrong_type": wrong}
+        opts: dict[str, int | str | None] = {"k": k, "order": order, "rerank": rr,
+                                             "wrong_type": wrong}
         if rr == "linear":
             opts["selector_path"] = spec.selector_path
         label = f"k{k}-{order}-{rr}" + ("" if wrong == "none" else f"-{wrong}")

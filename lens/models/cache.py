@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lens.core.errors import UserError
 from lens.core.redact import scrub
@@ -150,6 +150,27 @@ def _stamp(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
+class ModelEntries(TypedDict):
+    model: str  # provider/model
+    entries: int
+    bytes: int
+
+
+class RunCounts(TypedDict):
+    run_id: str
+    hits: int
+    misses: int
+    updated: float  # seconds since the epoch
+
+
+class CacheStats(TypedDict):
+    path: str
+    entries: int
+    bytes_on_disk: int
+    models: list[ModelEntries]
+    runs: list[RunCounts]
+
+
 class ModelCache:
     """One SQLite file shared by concurrent calls (and processes: WAL plus a busy timeout).
 
@@ -218,7 +239,7 @@ class ModelCache:
             )
             self.hits = self.misses = 0
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> CacheStats:
         with self._lock:
             rows = self._db.execute(
                 "SELECT provider, model, COUNT(*), SUM(LENGTH(completion)) FROM completions "

@@ -18,7 +18,7 @@ import math
 import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import openai
 
@@ -30,6 +30,7 @@ from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
 from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
+from lens.models.openai_json import ChatMessageJson, ToolJson, tool_call_json
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _OPTIONS = ("extra_body", "token_limit_param", "transport", "max_response_bytes",
@@ -79,30 +80,26 @@ def resolve_api_key(config: ModelConfig) -> str | None:
     return None
 
 
-def openai_message(m: Message) -> dict[str, Any]:
+def openai_message(m: Message) -> ChatMessageJson:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
     if m.role == "assistant":
         # "" rather than None: some compatible servers reject a null content.
-        msg: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+        msg: ChatMessageJson = {"role": "assistant", "content": m.content or ""}
         if m.tool_calls:
-            msg["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
-                for c in m.tool_calls
-            ]
+            msg["tool_calls"] = [tool_call_json(c.id, c.name, c.arguments) for c in m.tool_calls]
         return msg
     return {"role": m.role, "content": m.content}
 
 
-def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+def openai_tools(tools: Sequence[ToolSpec]) -> list[ToolJson]:
     return [{"type": "function",
              "function": {"name": t.name, "description": t.description,
                           "parameters": t.parameters}}
             for t in tools]
 
 
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: list[Message]) -> list[ChatMessageJson]:
     return [openai_message(m) for m in messages]
 
 
@@ -402,7 +399,19 @@ def _cache_counts(raw: Mapping[str, Any], unknown: list[str]) -> tuple[int, int]
     return counts[0], counts[1]
 
 
-def _usage_mapping(usage: Any) -> dict[str, Any]:
+class _CachedTokens(TypedDict):
+    cached_tokens: object
+
+
+class _CacheUsage(TypedDict):
+    """The cache fields of a usage block, unchecked (``_usage`` reads them)."""
+
+    prompt_tokens_details: _CachedTokens
+    cache_read_input_tokens: object
+    cache_creation_input_tokens: object
+
+
+def _usage_mapping(usage: Any) -> _CacheUsage:
     """The cache fields of an SDK (openai or litellm) usage object, as the JSON reply has them."""
     details = getattr(usage, "prompt_tokens_details", None)
     cached = details.get("cached_tokens") if isinstance(details, Mapping) \

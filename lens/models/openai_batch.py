@@ -4,7 +4,7 @@ retrieve its status, download an output or error file. Transient failures (conne
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import aiohttp
 from tenacity import (
@@ -27,6 +27,13 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, aiohttp.ClientConnectionError | TimeoutError):
         return True
     return isinstance(exc, ModelError) and exc.retryable
+
+
+class _BatchCreate(TypedDict):
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    metadata: NotRequired[dict[str, str]]
 
 
 class OpenAIBatchAPI:
@@ -86,8 +93,8 @@ class OpenAIBatchAPI:
     async def create(self, input_file_id: str, *, endpoint: str = CHAT_ENDPOINT,
                      window: str = "24h", metadata: dict[str, str] | None = None
                      ) -> dict[str, Any]:
-        payload: dict[str, Any] = {"input_file_id": input_file_id, "endpoint": endpoint,
-                                   "completion_window": window}
+        payload: _BatchCreate = {"input_file_id": input_file_id, "endpoint": endpoint,
+                                 "completion_window": window}
         if metadata:
             payload["metadata"] = metadata
         data = await self._json("batch create", "POST", "/batches", json=payload)

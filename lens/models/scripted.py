@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 import anyio
 
@@ -118,7 +119,7 @@ class ScriptedClient:
         if opts:
             raise ConfigError("scripted model: " + unknown_options(
                 opts, ["delay_s", "retrieve_k", "answer_sentences", "search_limit", "replies"]))
-        self.replies: list[dict[str, Any]] | None = None
+        self.replies: list[_Reply] | None = None
         self.rules: list[tuple[str, str | None, str]] | None = None
         self.default_reply = ""
         if name not in ("policy", "replay"):
@@ -196,7 +197,7 @@ class ScriptedClient:
         tool_msgs = [m for m in request.messages if m.role == "tool"]
         turn = sum(1 for m in request.messages if m.role == "assistant")
         if not tool_msgs and "memory_search" in tools:
-            args: dict[str, Any] = {"query": question}
+            args: dict[str, str | int] = {"query": question}
             if self.search_limit:
                 args["limit"] = int(self.search_limit)
             return "", [
@@ -260,25 +261,53 @@ def _tool_json(m: Message) -> Any:
         return None
 
 
-def _search_hits(tool_msgs: list[Message]) -> list[dict[str, Any]]:
-    hits: list[dict[str, Any]] = []
+class _ReplyCall(TypedDict, total=False):
+    name: Required[str]
+    arguments: object  # a JSON object, or its text
+
+
+class _Reply(TypedDict, total=False):
+    """One turn of a replay fixture: the model's text and the tool calls it makes."""
+
+    text: str
+    tool_calls: list[_ReplyCall]
+
+
+class _Hit(TypedDict, total=False):
+    """A search result as the agent's ``memory_search`` tool message lists it."""
+
+    ref_id: Required[str]
+    text: str
+
+
+class _Fetched(TypedDict):
+    """A document as the agent's ``memory_retrieve`` tool message holds it."""
+
+    ref_id: str
+    text: str
+
+
+def _search_hits(tool_msgs: list[Message]) -> list[_Hit]:
+    hits: list[_Hit] = []
     for m in tool_msgs:
         data = _tool_json(m)
         if isinstance(data, dict) and isinstance(data.get("results"), list):
-            hits.extend(h for h in data["results"] if isinstance(h, dict) and "ref_id" in h)
+            # The agent's own JSON: an object with a ref_id is one of its hits.
+            hits.extend(cast(_Hit, h) for h in data["results"]
+                        if isinstance(h, dict) and "ref_id" in h)
     return hits
 
 
-def _documents(tool_msgs: list[Message]) -> list[dict[str, Any]]:
-    docs = []
+def _documents(tool_msgs: list[Message]) -> list[_Fetched]:
+    docs: list[_Fetched] = []
     for m in tool_msgs:
         data = _tool_json(m)
         if isinstance(data, dict) and "ref_id" in data and "text" in data:
-            docs.append(data)
+            docs.append(cast(_Fetched, data))  # the agent's own JSON of a document
     return docs
 
 
-def _rules(name: str, doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+def _rules(name: str, doc: Mapping[str, object]) -> list[tuple[str, str | None, str]]:
     rules = doc.get("rules")
     ok = isinstance(rules, list) and all(
         isinstance(r, dict) and "text" in r

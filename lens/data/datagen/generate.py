@@ -9,6 +9,7 @@ scope is drawn again under the next attempt number (deterministically) before gi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from lens.data.datagen.rendering import Style, render_other, render_signal, rend
 from lens.data.datagen.storyline import MIN_SIGNAL, build_storyline, seeded_rng
 from lens.data.dataset import Dataset
 from lens.data.dataset_check import validate_raw
+from lens.data.importers.records import DatasetJson, EpisodeJson, QuestionJson, ScopeJson
 
 GENERATOR_VERSION = "1"
 MAX_ATTEMPTS = 25
@@ -69,7 +71,7 @@ def _slots(spec: ScopeSpec, summary_day: int, rng: Any) -> list[int]:
     return counts
 
 
-def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[ScopeJson, list[QuestionJson]]:
     """One scope and its questions as LENS JSON objects."""
     spec.check()
     root = ("lens.datagen", GENERATOR_VERSION, spec.domain, spec.seed, spec.index, attempt)
@@ -80,7 +82,7 @@ def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[dict[str, Any], list
     counts = _slots(spec, story.summary_day, seeded_rng(*root, "slots"))
     sid = spec.scope_id
 
-    episodes: list[dict[str, Any]] = []
+    episodes: list[EpisodeJson] = []
     signal_ids: list[str] = []
     summary_id = ""
     period_end: list[int] = []
@@ -114,7 +116,7 @@ def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[dict[str, Any], list
     drafts = builder.plan(spec.plan)
     questions = [to_question(d, sid, i + 1, layout) for i, d in enumerate(drafts)]
     d = story.days
-    scope = {
+    scope: ScopeJson = {
         "scope_id": sid,
         "episodes": episodes,
         "meta": {
@@ -133,13 +135,13 @@ def build_scope(spec: ScopeSpec, attempt: int = 0) -> tuple[dict[str, Any], list
     return scope, questions
 
 
-def _assemble(scopes: list[dict[str, Any]], questions: list[dict[str, Any]],
-              dataset_id: str, meta: dict[str, Any]) -> dict[str, Any]:
+def _assemble(scopes: list[ScopeJson], questions: list[QuestionJson],
+              dataset_id: str, meta: dict[str, Any]) -> DatasetJson:
     return {"version": "0.1.0", "dataset_id": dataset_id, "scopes": scopes,
             "questions": questions, "meta": meta}
 
 
-def generate_scope(spec: ScopeSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def generate_scope(spec: ScopeSpec) -> tuple[ScopeJson, list[QuestionJson]]:
     """A scope that passes validation and the strict checks."""
     last: list[str] = []
     for attempt in range(MAX_ATTEMPTS):
@@ -155,9 +157,9 @@ def generate_scope(spec: ScopeSpec) -> tuple[dict[str, Any], list[dict[str, Any]
                        f"{MAX_ATTEMPTS} attempts; last problems: {last[:5]}")
 
 
-def generate_dataset(specs: list[ScopeSpec], dataset_id: str) -> dict[str, Any]:
-    scopes: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
+def generate_dataset(specs: list[ScopeSpec], dataset_id: str) -> DatasetJson:
+    scopes: list[ScopeJson] = []
+    questions: list[QuestionJson] = []
     for spec in specs:
         scope, qs = generate_scope(spec)
         scopes.append(scope)
@@ -170,12 +172,12 @@ def generate_dataset(specs: list[ScopeSpec], dataset_id: str) -> dict[str, Any]:
     return _assemble(scopes, questions, dataset_id, meta)
 
 
-def dumps(data: dict[str, Any]) -> str:
+def dumps(data: Mapping[str, object]) -> str:
     """The canonical file text: stable key order, UTF-8, one trailing newline."""
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
-def write_dataset(data: dict[str, Any], out: Path) -> Dataset:
+def write_dataset(data: DatasetJson, out: Path) -> Dataset:
     """Validate and write atomically (nothing half-written on failure)."""
     ds, problems = validate_raw(data, str(out))
     if ds is None or problems:

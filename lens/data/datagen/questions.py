@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from lens.data.datagen.domains import Peer
 from lens.data.datagen.storyline import Storyline
 from lens.data.dataset import QuestionType as T
+from lens.data.importers.records import GroundTruthJson, QuestionJson
 
 
 @dataclass
@@ -361,15 +362,15 @@ class QuestionBuilder:
 PLANS = ("standard", "compact")
 
 
-def to_question(draft: Draft, scope_id: str, number: int, layout: Layout) -> dict[str, object]:
+def to_question(draft: Draft, scope_id: str, number: int, layout: Layout) -> QuestionJson:
     facts: list[str] = []
     refs: list[str] = []
     for fact, eps in draft.facts:
         if fact not in facts:
             facts.append(fact)
         refs.extend(e for e in eps if e not in refs)
-    truth: dict[str, object] = {"canonical_answer": draft.answer,
-                                "required_evidence_refs": refs, "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": draft.answer,
+                              "required_evidence_refs": refs, "key_facts": facts}
     if draft.conclusion:
         truth["conclusion"] = draft.conclusion
     return {

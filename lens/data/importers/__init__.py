@@ -12,8 +12,9 @@ from lens.data.importers.locomo import import_locomo
 from lens.data.importers.longmemeval import import_longmemeval, write_longmemeval
 from lens.data.importers.longmemeval_v2 import write_longmemeval_v2
 from lens.data.importers.memoryagentbench import write_memoryagentbench
+from lens.data.importers.records import DatasetJson
 
-IMPORTERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+IMPORTERS: dict[str, Callable[[Path], DatasetJson]] = {
     "lens": import_lens,
     "locomo": import_locomo,
     "longmemeval": import_longmemeval,

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import ijson
 
@@ -37,6 +37,7 @@ from lens.core.errors import DatasetError
 from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, JsonTooDeep, loads_guarded
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, TooDeep, answer_text, guarded_events, short_facts
+from lens.data.importers.records import QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 ABILITIES: dict[str, QuestionType] = {
@@ -200,7 +201,7 @@ def _build(pending: list[tuple[str, Any]], events: Iterator[tuple[str, str, Any]
     return builder.value
 
 
-def _turns(batch: Any, where: str) -> tuple[list[list[dict[str, Any]]], str | None]:
+def _turns(batch: Any, where: str) -> tuple[list[list[Message]], str | None]:
     """A batch's turns and its time anchor. A flat list of messages (the Hugging Face column)
     is cut into turns at each main question."""
     if isinstance(batch, dict):
@@ -233,6 +234,36 @@ def _turns(batch: Any, where: str) -> tuple[list[list[dict[str, Any]]], str | No
     return turns, anchor if isinstance(anchor, str) else None
 
 
+class Message(TypedDict, total=False):
+    """One message of a BEAM chat, as ``_turns`` has checked it."""
+
+    role: Required[str]
+    content: Required[str]
+    id: int
+    time_anchor: str
+    question_type: str  # "main_question" opens a turn in a flat list of messages
+
+
+class _TurnMeta(TypedDict, total=False):
+    batch: Required[int]
+    turn: Required[int]
+    message_ids: Required[list[int]]
+    plan: str
+    time_anchor: str
+    time_anchor_out_of_order: bool
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    ability: Required[str]
+    tier: Required[str]
+    rubric: Required[list[str]]
+    answer_field: Required[str]
+    source_chat_ids: Required[list[int]]
+    beam: Required[dict[str, object]]  # the item's other fields, as the file gives them
+    unresolved_evidence: list[int]
+
+
 @dataclass
 class _Stream:
     """What writing a conversation's turns learnt: message id -> episode, the count, and the
@@ -249,7 +280,7 @@ class _Batch:
     where: str
     plan: str | None
     index: int
-    turns: list[list[dict[str, Any]]]
+    turns: list[list[Message]]
     anchor_text: str | None
     anchor: datetime | None
 
@@ -313,8 +344,7 @@ def _write_chat(conv: Conversation, w: StreamingDatasetWriter) -> _Stream:
             ids = [m["id"] for m in turn if isinstance(m.get("id"), int)]
             for mid in ids:
                 st.by_message.setdefault(mid, eid)
-            meta: dict[str, Any] = {"batch": batch.index + 1, "turn": ti + 1,
-                                    "message_ids": ids}
+            meta: _TurnMeta = {"batch": batch.index + 1, "turn": ti + 1, "message_ids": ids}
             if batch.plan:
                 meta["plan"] = batch.plan
             if batch.anchor_text:
@@ -342,7 +372,7 @@ def _chat_ids(value: Any) -> list[int]:
     return [value] if isinstance(value, int) and not isinstance(value, bool) else []
 
 
-def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any], str]]:
+def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[QuestionJson, str]]:
     path = conv.folder / QUESTIONS_FILE
     if not path.is_file():
         raise DatasetError(f"{path}: file not found (each BEAM conversation folder needs "
@@ -370,7 +400,7 @@ def _questions(conv: Conversation, st: _Stream) -> Iterator[tuple[dict[str, Any]
 
 
 def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: int,
-              item: Any) -> dict[str, Any]:
+              item: Any) -> QuestionJson:
     qloc: tuple[int | str, ...] = (ability, qi)
     prompt = loc.field(item, "question", str, qloc)
     rubric = loc.field(item, "rubric", list, qloc)
@@ -382,7 +412,7 @@ def _question(loc: Locator, conv: Conversation, st: _Stream, ability: str, qi: i
     answer = answer_text(item[key])
     ids = _chat_ids(item.get("source_chat_ids"))
     refs = list(dict.fromkeys(st.by_message[i] for i in ids if i in st.by_message))
-    meta: dict[str, Any] = {"source": "beam", "ability": ability, "tier": conv.tier,
+    meta: _QuestionMeta = {"source": "beam", "ability": ability, "tier": conv.tier,
                             "rubric": list(rubric), "answer_field": key,
                             "source_chat_ids": ids,
                             "beam": {k: v for k, v in item.items()
@@ -416,7 +446,8 @@ def write_beam(src: Path, out: Path) -> dict[str, Any]:
             set_aside += st.anchors_set_aside
             for q, where in _questions(conv, st):
                 w.question(q, where)
-                unresolved += len(q["meta"].get("unresolved_evidence", []))
+                missing = q["meta"].get("unresolved_evidence", [])
+                unresolved += len(missing) if isinstance(missing, list) else 0
         counts: dict[str, Any] = w.finish({"source": {
             "format": "beam", "path": src.name, "conversations": len(convs), "tiers": tiers,
             "truncated_chats": truncated, "time_anchors_out_of_order": set_aside,

@@ -13,10 +13,17 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from lens.data.dataset import QuestionType
 from lens.data.importers.common import Locator, answer_text, answer_truth, read_source
+from lens.data.importers.records import (
+    DatasetJson,
+    EpisodeJson,
+    GroundTruthJson,
+    QuestionJson,
+    ScopeJson,
+)
 
 CATEGORIES: dict[int, tuple[str, QuestionType]] = {
     1: ("multi-hop", QuestionType.LONGITUDINAL),
@@ -62,7 +69,18 @@ def parse_locomo_date(text: str) -> datetime:
                          "'1:47 pm on 18 May, 2023')") from None
 
 
-def _turn_text(turn: dict[str, Any]) -> str:
+class _Turn(TypedDict, total=False):
+    """A turn of a session, as ``_episode`` has checked it."""
+
+    speaker: Required[str]
+    text: Required[str]
+    # Unchecked, as the file gives them: the dialogue id ("D<session>:<turn>", what the QA
+    # evidence names) and a shared photo, in words.
+    dia_id: object
+    blip_caption: object
+
+
+def _turn_text(turn: _Turn) -> str:
     text = str(turn.get("text", "")).strip()
     caption = turn.get("blip_caption")
     if caption:
@@ -98,13 +116,13 @@ class _EvidenceMap:
         return refs, missing
 
 
-def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
+def import_locomo(path: Path, prefix: str = "locomo") -> DatasetJson:
     data = read_source(path)
     loc = Locator(path)
     if not isinstance(data, list):
         raise loc.error((), "expected a JSON list of LoCoMo samples")
-    scopes: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
+    scopes: list[ScopeJson] = []
+    questions: list[QuestionJson] = []
     unresolved = 0
     for si, sample in enumerate(data):
         scope, qs, missing = _sample(loc, sample, si, prefix)
@@ -118,7 +136,7 @@ def import_locomo(path: Path, prefix: str = "locomo") -> dict[str, Any]:
 
 
 def _sample(loc: Locator, sample: Any, si: int, prefix: str
-            ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+            ) -> tuple[ScopeJson, list[QuestionJson], int]:
     """One sample: its scope, its questions and how many evidence ids did not resolve."""
     conv = loc.field(sample, "conversation", dict, (si,))
     qa = loc.field(sample, "qa", list, (si,))
@@ -129,7 +147,7 @@ def _sample(loc: Locator, sample: Any, si: int, prefix: str
                 if (ep := _episode(loc, conv, si, n, key, scope_id, evidence)) is not None]
     if not episodes:
         raise loc.error((si, "conversation"), "no non-empty session_N found")
-    scope = {"scope_id": scope_id, "episodes": episodes,
+    scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "locomo", "sample_id": sample_id,
                       "speakers": [conv.get("speaker_a"), conv.get("speaker_b")]}}
     questions = []
@@ -148,7 +166,7 @@ def _sessions(conv: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scope_id: str,
-             evidence: _EvidenceMap) -> dict[str, Any] | None:
+             evidence: _EvidenceMap) -> EpisodeJson | None:
     """Session ``n`` as an episode (None when it has no turns), its dialogue ids recorded."""
     turns = loc.field(conv, key, list, (si, "conversation"))
     if not turns:
@@ -169,16 +187,25 @@ def _episode(loc: Locator, conv: dict[str, Any], si: int, n: int, key: str, scop
         dia = turn.get("dia_id")
         if isinstance(dia, str):
             evidence.by_dialogue[dia] = eid
-        lines.append(_turn_text(turn))
+        lines.append(_turn_text(cast(_Turn, turn)))  # speaker and text checked above
     evidence.by_session[n] = eid
     return {"episode_id": eid, "scope_id": scope_id,
             "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"), "text": "\n".join(lines),
             "meta": {"session": n, "turns": len(turns)}}
 
 
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    category: Required[int]
+    category_name: Required[str]
+    evidence: Required[list[Any]]  # the item's dialogue ids, as the file gives them
+    unresolved_evidence: list[str]
+    adversarial_answer: str  # category 5: the answer planted in the question
+
+
 def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id: str,
               scope_id: str, checkpoint: int, evidence_map: _EvidenceMap
-              ) -> tuple[dict[str, Any], int]:
+              ) -> tuple[QuestionJson, int]:
     """One QA item as a question asked after the last session, and its unresolved ids."""
     prompt = loc.field(item, "question", str, qloc)
     category = loc.field(item, "category", int, qloc)
@@ -190,13 +217,13 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
     if not isinstance(evidence, list):
         raise loc.error((*qloc, "evidence"), "expected a list of dialogue ids")
     refs, missing = evidence_map.refs(evidence)
-    meta: dict[str, Any] = {"source": "locomo", "category": category,
-                            "category_name": name, "evidence": evidence}
+    meta: _QuestionMeta = {"source": "locomo", "category": category, "category_name": name,
+                           "evidence": evidence}
     if missing:
         meta["unresolved_evidence"] = missing
     answer, facts, conclusion = _answer(loc, item, qloc, category, meta)
-    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
     return {
@@ -211,7 +238,7 @@ def _question(loc: Locator, item: Any, qloc: tuple[int | str, ...], question_id:
 
 
 def _answer(loc: Locator, item: Any, qloc: tuple[int | str, ...], category: int,
-            meta: dict[str, Any]) -> tuple[str, list[str], str | None]:
+            meta: _QuestionMeta) -> tuple[str, list[str], str | None]:
     """The canonical answer, key facts and conclusion (a yes/no answer's verdict); an
     adversarial item's answer is that the conversation does not say (its planted answer is
     kept in ``meta``)."""

@@ -17,12 +17,19 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from lens.core.errors import DatasetError
 from lens.data.dataset import QuestionType
 from lens.data.dataset_check import validate_raw
 from lens.data.importers.common import Locator, answer_text, answer_truth, stream_items
+from lens.data.importers.records import (
+    DatasetJson,
+    EpisodeJson,
+    GroundTruthJson,
+    QuestionJson,
+    ScopeJson,
+)
 
 QUESTION_TYPES: dict[str, QuestionType] = {
     "single-session-user": QuestionType.NULL_HYPOTHESIS,
@@ -49,8 +56,22 @@ def parse_lme_date(text: str) -> datetime:
                          "'2023/05/20 (Sat) 02:21')") from None
 
 
+class _SessionMeta(TypedDict, total=False):
+    session_id: Required[str]
+    answer_turns: list[int]  # the turns marked has_answer
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    question_type: Required[str]
+    abstention: Required[bool]
+    question_date: Required[str]
+    answer_session_ids: Required[list[str]]
+    unresolved_evidence: list[str]
+
+
 def _convert(ii: int, item: Any, loc: Locator, prefix: str
-             ) -> tuple[dict[str, Any], dict[str, Any]]:
+             ) -> tuple[ScopeJson, QuestionJson]:
     """One LongMemEval item as (scope, question)."""
     qid = str(loc.field(item, "question_id", (str, int), (ii,)))
     qtype_name = loc.field(item, "question_type", str, (ii,))
@@ -76,7 +97,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     except ValueError as exc:
         raise loc.error((ii, "question_date"), str(exc)) from None
     scope_id = f"{prefix}_{qid}"
-    episodes: list[dict[str, Any]] = []
+    episodes: list[EpisodeJson] = []
     by_session: dict[str, str] = {}
     for k, (sid, dt, turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
         if not isinstance(dt, str):
@@ -98,7 +119,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
                 answer_turns.append(t)
         eid = f"{scope_id}_{k + 1:03d}"
         by_session.setdefault(str(sid), eid)
-        meta: dict[str, Any] = {"session_id": str(sid)}
+        meta: _SessionMeta = {"session_id": str(sid)}
         if answer_turns:
             meta["answer_turns"] = answer_turns
         episodes.append({"episode_id": eid, "scope_id": scope_id,
@@ -112,20 +133,20 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     abstention = "_abs" in qid
     answer = answer_text(item["answer"])
     qtype = QuestionType.EVIDENCE_SUFFICIENCY if abstention else QUESTION_TYPES[qtype_name]
-    scope = {"scope_id": scope_id, "episodes": episodes,
+    scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "longmemeval", "question_id": qid}}
-    qmeta: dict[str, Any] = {"source": "longmemeval", "question_type": qtype_name,
+    qmeta: _QuestionMeta = {"source": "longmemeval", "question_type": qtype_name,
                              "abstention": abstention, "question_date": date_text,
                              "answer_session_ids": [str(a) for a in answer_ids]}
     missing = [str(a) for a in answer_ids if str(a) not in by_session]
     if missing:
         qmeta["unresolved_evidence"] = missing
     facts, conclusion = ([], None) if abstention else answer_truth(answer)
-    truth: dict[str, Any] = {"canonical_answer": answer, "required_evidence_refs": refs,
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
-    question = {
+    question: QuestionJson = {
         "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
         "scope_id": scope_id,
         "checkpoint_after": len(episodes),
@@ -140,7 +161,7 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     return scope, question
 
 
-def evidence_is_late(question: dict[str, Any], scope: dict[str, Any]) -> bool:
+def evidence_is_late(question: QuestionJson, scope: ScopeJson) -> bool:
     """Whether an imported question's evidence holds a session dated after its question date."""
     times = {e["episode_id"]: e["timestamp"] for e in scope["episodes"]}
     return any(times[r] > question["asked_at"] for r in
@@ -148,7 +169,7 @@ def evidence_is_late(question: dict[str, Any], scope: dict[str, Any]) -> bool:
 
 
 def iter_longmemeval(path: Path, prefix: str = "lme"
-                     ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+                     ) -> Iterator[tuple[ScopeJson, QuestionJson]]:
     """(scope, question) per item, parsing the file one item at a time: a multi-gigabyte
     ``_m`` file never sits in memory whole."""
     loc = Locator(path)
@@ -156,9 +177,9 @@ def iter_longmemeval(path: Path, prefix: str = "lme"
         yield _convert(ii, item, loc, prefix)
 
 
-def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:
-    scopes: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
+def import_longmemeval(path: Path, prefix: str = "lme") -> DatasetJson:
+    scopes: list[ScopeJson] = []
+    questions: list[QuestionJson] = []
     late = 0
     for scope, question in iter_longmemeval(path, prefix):
         scopes.append(scope)
@@ -168,7 +189,7 @@ def import_longmemeval(path: Path, prefix: str = "lme") -> dict[str, Any]:
             "questions": questions, "meta": source_meta(path, late)}
 
 
-def source_meta(path: Path, evidence_after_question: int) -> dict[str, Any]:
+def source_meta(path: Path, evidence_after_question: int) -> dict[str, dict[str, str | int]]:
     return {"source": {"format": "longmemeval", "file": path.name,
                        "evidence_after_question": evidence_after_question}}
 
@@ -179,7 +200,7 @@ def write_longmemeval(path: Path, out: Path, prefix: str = "lme") -> dict[str, i
     never the dataset. Written to ``out``'s temporary sibling and moved into place only once
     complete. Returns counts of scopes, episodes, questions and the questions whose evidence
     is dated after their question date."""
-    questions: list[dict[str, Any]] = []
+    questions: list[QuestionJson] = []
     seen: set[str] = set()
     episodes = 0
     late = 0

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from lens.core.errors import DatasetError
 from lens.data.dataset import MAX_EPISODE_CHARS, MAX_ID_CHARS, QuestionType
@@ -38,6 +38,7 @@ from lens.data.importers.longmemeval_v2_source import (
     QuestionRow,
     State,
     Trajectory,
+    V2Question,
     cross_check,
     find_source,
     index_trajectories,
@@ -46,6 +47,7 @@ from lens.data.importers.longmemeval_v2_source import (
     read_questions,
     read_trajectory,
 )
+from lens.data.importers.records import GroundTruthJson, QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 LENS_TYPES: dict[str, QuestionType] = {
@@ -150,7 +152,9 @@ def _facts(q: QuestionRow) -> tuple[list[str], str | None]:
     answer = q.row["answer"]
     if q.eval_name not in ("norm_phrase_set_match", "norm_phrase_set_match_ordered"):
         return [], None
-    seps = q.eval_options.get("separators", [",", ";"]) or []
+    given = q.eval_options.get("separators", [",", ";"])
+    # parse_eval_spec reads separators as a list (or none, for null).
+    seps = given if isinstance(given, list) else []
     pieces = re.split("|".join(re.escape(s) for s in seps), answer) if seps else [answer]
     pieces = [p.strip() for p in pieces if p.strip()]
     if len(pieces) == 1:
@@ -159,7 +163,7 @@ def _facts(q: QuestionRow) -> tuple[list[str], str | None]:
     return (facts if len(facts) == len(pieces) else []), None
 
 
-def _prompt(row: dict[str, Any]) -> str:
+def _prompt(row: V2Question) -> str:
     parts = [DOMAIN_FRAMES[row["domain"]], ANSWER_FORMAT]
     if row.get("image"):
         parts.append(IMAGE_NOTE)
@@ -171,17 +175,33 @@ _KNOWN_FIELDS = ("id", "domain", "environment", "question_type", "question", "im
                  "eval_function")
 
 
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    question_id: Required[str]
+    question_type: Required[str]
+    category: Required[str]
+    domain: Required[str]
+    environment: Required[str | None]
+    eval_function: Required[str]
+    image: Required[str | None]
+    raw_question: Required[str]
+    abstention: Required[bool]
+    tier: Required[str | None]
+    haystack_size: Required[int]
+    lme_v2: dict[str, object]  # the line's fields the import does not know, as given
+
+
 def _question(q: QuestionRow, qid: str, scope_id: str, checkpoint: int, tier: str | None,
-              haystack_size: int) -> dict[str, Any]:
+              haystack_size: int) -> QuestionJson:
     row = q.row
     category = CATEGORIES[row["question_type"]]
     premise = category.endswith("-abs")
     facts, conclusion = ([], None) if premise else _facts(q)
-    truth: dict[str, Any] = {"canonical_answer": row["answer"], "required_evidence_refs": [],
-                             "key_facts": facts}
+    truth: GroundTruthJson = {"canonical_answer": row["answer"], "required_evidence_refs": [],
+                              "key_facts": facts}
     if conclusion is not None:
         truth["conclusion"] = conclusion
-    meta: dict[str, Any] = {
+    meta: _QuestionMeta = {
         "source": "longmemeval-v2", "question_id": row["id"],
         "question_type": row["question_type"], "category": category,
         "domain": row["domain"], "environment": row.get("environment"),

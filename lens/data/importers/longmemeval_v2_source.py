@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from lens.core.errors import DatasetError, Problem
 from lens.core.jsonguard import JsonRefused, JsonTooDeep, loads_guarded
@@ -50,7 +50,11 @@ EVAL_FUNCTIONS: dict[str, frozenset[str] | None] = {
 JUDGED_FUNCTIONS = frozenset({"llm_abstention_checker", "llm_gotchas_checker"})
 
 # -- eval_function specs --------------------------------------------------------------------------
-def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
+# An option of a grading spec, read as the benchmark reads it.
+EvalOption = bool | int | float | str | list[str] | None
+
+
+def parse_eval_spec(spec: str) -> tuple[str, dict[str, EvalOption]]:
     """``"norm_phrase_set_match|lower=true|separators=,;"`` -> (name, options), values read as
     the benchmark reads them: true/false, none/null, numbers, separators as a list of
     characters (or a JSON list). A ValueError says what is wrong."""
@@ -59,7 +63,7 @@ def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
     if name not in EVAL_FUNCTIONS:
         raise ValueError(f"unknown grading function {name!r}; known: "
                          f"{', '.join(EVAL_FUNCTIONS)}")
-    options: dict[str, Any] = {}
+    options: dict[str, EvalOption] = {}
     for part in parts[1:]:
         if not part:
             continue
@@ -77,7 +81,7 @@ def parse_eval_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, options
 
 
-def _option_value(key: str, value: str) -> Any:
+def _option_value(key: str, value: str) -> EvalOption:
     low = value.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -178,17 +182,31 @@ def _jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
             yield no, start, item
 
 
-def _opt_str(obj: dict[str, Any], key: str) -> bool:
+def _opt_str(obj: Mapping[str, object], key: str) -> bool:
     return obj.get(key) is None or isinstance(obj.get(key), str)
 
 
 # -- questions ------------------------------------------------------------------------------------
+class V2Question(TypedDict, total=False):
+    """A question line of the benchmark, as ``read_questions`` has checked it (fields it does
+    not know are kept)."""
+
+    id: Required[str]
+    domain: Required[str]
+    question_type: Required[str]
+    question: Required[str]
+    answer: Required[str]
+    eval_function: Required[str]
+    image: str | None
+    environment: str | None
+
+
 @dataclass
 class QuestionRow:
     line: int
-    row: dict[str, Any]
+    row: V2Question
     eval_name: str
-    eval_options: dict[str, Any]
+    eval_options: dict[str, EvalOption]
 
 
 def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str, QuestionRow]:
@@ -233,7 +251,7 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
             problems.add(path, f"{where}: environment", "expected a string")
         spec = row.get("eval_function")
         name: str = ""
-        options: dict[str, Any] = {}
+        options: dict[str, EvalOption] = {}
         if not isinstance(spec, str) or not spec.strip():
             problems.add(path, f"{where}: eval_function", "required: a grading spec such as "
                          "'norm_phrase_set_match|separators=,;'")
@@ -248,7 +266,8 @@ def read_questions(path: Path, problems: Problems, flawed: set[str]) -> dict[str
                              f"flawed-premise questions only; question_type {qtype!r} is not "
                              "one (an -abs type)")
         if len(problems.items) == before and isinstance(qid, str):
-            out[qid] = QuestionRow(no, row, name, options)
+            # No problem was added: every field V2Question names is checked above.
+            out[qid] = QuestionRow(no, cast(V2Question, row), name, options)
         elif isinstance(qid, str):
             flawed.add(qid)
     return out
@@ -330,7 +349,7 @@ def _parse_state(st: Any, i: int, at: str, nested: bool, path: Path, problems: P
                  step if isinstance(step, int) and not isinstance(step, bool) else i), shots
 
 
-def _goal_and_start(row: dict[str, Any], nested: bool, states: list[State], path: Path,
+def _goal_and_start(row: Mapping[str, object], nested: bool, states: list[State], path: Path,
                     where: str, problems: Problems) -> tuple[str | None, str]:
     """The task's goal and start page: the collection tools' shape keeps the goal in its
     metadata and starts at the first state; the released shape names both."""

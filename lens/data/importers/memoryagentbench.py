@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from lens.core.distribution import install_hint
 from lens.core.errors import DatasetError
@@ -32,6 +32,7 @@ from lens.core.tokens import estimate_tokens
 from lens.data.dataset import MAX_ANSWER_CHARS, QuestionType
 from lens.data.importers.common import Locator, short_facts, stream_items
 from lens.data.importers.longmemeval import parse_lme_date
+from lens.data.importers.records import QuestionJson
 from lens.data.importers.writer import StreamingDatasetWriter
 
 DEFAULT_CHUNK_TOKENS = 4096
@@ -67,8 +68,30 @@ FAMILIES: dict[str, tuple[str, QuestionType, str]] = {
 }
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _EPOCH = datetime(2024, 1, 1)
-_PER_QUESTION = ("qa_pair_ids", "uuids", "question_ids", "question_types", "question_dates",
-                 "previous_events")
+_PerQuestion = Literal["qa_pair_id", "question_id", "question_type", "question_date",
+                       "previous_event"]
+# Lists in a row's metadata with one entry per question, and the question meta field of each.
+_PER_QUESTION: tuple[tuple[str, _PerQuestion], ...] = (
+    ("qa_pair_ids", "qa_pair_id"), ("uuids", "qa_pair_id"), ("question_ids", "question_id"),
+    ("question_types", "question_type"), ("question_dates", "question_date"),
+    ("previous_events", "previous_event"))
+
+
+class _QuestionMeta(TypedDict, total=False):
+    source: Required[str]
+    sub_dataset: Required[str]
+    family: Required[str]
+    competency: Required[str]
+    answers: Required[list[str]]  # every accepted answer
+    raw_question: Required[str]
+    # One entry each of the row's per-question lists, as the file gives it.
+    qa_pair_id: object
+    question_id: object
+    question_type: object
+    question_date: object
+    previous_event: object
+    keypoints: list[str]
+    canonical_answer_truncated_from: int
 
 
 def family(source: str) -> str | None:
@@ -174,8 +197,16 @@ def _answers(value: Any) -> list[str]:
     return out
 
 
+class _ScopeStub(TypedDict):
+    """What a row's scope needs besides its chunks: its id and where it came from."""
+
+    scope_id: str
+    source: str
+    competency: str
+
+
 def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
-             ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+             ) -> tuple[_ScopeStub, list[str], list[QuestionJson]]:
     """One row as (scope stub, its chunks, its questions)."""
     context = loc.field(row, "context", str, (ri,))
     meta = row.get("metadata") or {}
@@ -224,13 +255,13 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         accepted = _answers(answer)
         if not accepted:
             raise loc.error((ri, "answers", qi), "no answer for this question")
-        qmeta: dict[str, Any] = {"source": "memoryagentbench", "sub_dataset": source,
+        qmeta: _QuestionMeta = {"source": "memoryagentbench", "sub_dataset": source,
                                  "family": fam, "competency": competency, "answers": accepted,
                                  "raw_question": question}
-        for name in _PER_QUESTION:
+        for name, field_name in _PER_QUESTION:
             values = _as_list(meta.get(name, row.get(name)))
             if qi < len(values):
-                qmeta["qa_pair_id" if name == "uuids" else name[:-1]] = values[qi]
+                qmeta[field_name] = values[qi]
         if isinstance(meta.get("keypoints"), list):
             qmeta["keypoints"] = [str(k) for k in meta["keypoints"]]
         canonical = accepted[0]
@@ -238,7 +269,7 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
             # The whole answer stays in meta.answers, which the protocol scores against.
             qmeta["canonical_answer_truncated_from"] = len(canonical)
             canonical = canonical[:MAX_ANSWER_CHARS]
-        q: dict[str, Any] = {
+        q: QuestionJson = {
             "question_id": f"{scope_id}_q{qi + 1:04d}",
             "scope_id": scope_id,
             "checkpoint_after": len(chunks),
@@ -250,10 +281,10 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         }
         _set_asked_at(q, qmeta.get("question_date"), len(chunks))
         qs.append(q)
-    return {"scope_id": scope_id, "source": source, "competency": competency}, chunks, qs
+    return _ScopeStub(scope_id=scope_id, source=source, competency=competency), chunks, qs
 
 
-def _set_asked_at(question: dict[str, Any], date: Any, chunks: int) -> None:
+def _set_asked_at(question: QuestionJson, date: Any, chunks: int) -> None:
     """The question's own time where the row gives one (the LongMemEval sub-sets' question
     dates), told to the agent as "now". The chunks' times are invented (a minute apart from
     _EPOCH), so they may fall after it: the question is then marked to allow that."""

@@ -5,14 +5,16 @@ the file appears under its name only once complete."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 from pydantic import ValidationError
 
 from lens.core.errors import DatasetError, UserError
 from lens.data.dataset import Episode, Question
+from lens.data.importers.records import EpisodeJson, QuestionJson
 
 
 def check_out(out: Path, sources: list[Path]) -> None:
@@ -46,7 +48,8 @@ def remove_parents(created: list[Path]) -> None:
             break
 
 
-def _check(model: type[Episode] | type[Question], obj: dict[str, Any], where: str) -> None:
+def _check(model: type[Episode] | type[Question], obj: EpisodeJson | QuestionJson,
+           where: str) -> None:
     try:
         model.model_validate(obj)
     except ValidationError as exc:
@@ -66,7 +69,7 @@ class StreamingDatasetWriter:
         self.tmp = out.with_name(out.name + ".tmp")
         self.dataset_id = dataset_id
         self.scopes = self.episodes = 0
-        self.questions: list[dict[str, Any]] = []
+        self.questions: list[QuestionJson] = []
         self._fh: IO[str] | None = None
         self._in_scope = False
         self._scope_episodes = 0
@@ -102,24 +105,24 @@ class StreamingDatasetWriter:
         self._in_scope = True
         self._scope_episodes = 0
 
-    def episode(self, ep: dict[str, Any], where: str) -> None:
+    def episode(self, ep: EpisodeJson, where: str) -> None:
         _check(Episode, ep, where)
         self.fh.write(("," if self._scope_episodes else "") + "\n   "
                       + json.dumps(ep, ensure_ascii=False))
         self._scope_episodes += 1
         self.episodes += 1
 
-    def end_scope(self, meta: dict[str, Any]) -> int:
+    def end_scope(self, meta: Mapping[str, object]) -> int:
         """Closes the scope; returns how many episodes it has."""
         self.fh.write("\n  ], \"meta\": " + json.dumps(meta, ensure_ascii=False) + "}")
         self._in_scope = False
         return self._scope_episodes
 
-    def question(self, q: dict[str, Any], where: str) -> None:
+    def question(self, q: QuestionJson, where: str) -> None:
         _check(Question, q, where)
         self.questions.append(q)
 
-    def finish(self, meta: dict[str, Any]) -> dict[str, int]:
+    def finish(self, meta: Mapping[str, object]) -> dict[str, int]:
         assert not self._in_scope
         self.fh.write('\n ],\n "questions": [\n')
         self.fh.write(",\n".join(json.dumps(q, ensure_ascii=False) for q in self.questions))

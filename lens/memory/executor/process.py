@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
 from lens.memory.contract import ContractBreach
+from lens.memory.executor.frames import CallOutcome, CallRequest, Reply, WorkerInit
 from lens.memory.executor.remote import (
     MAX_REPLY_BYTES,
     AdapterCallError,
@@ -76,7 +77,7 @@ class ProcessAdapter(RemoteAdapter):
         self.max_memory_mb = max_memory_mb
         self._process: Process | None = None
         self._reader: BufferedByteReceiveStream | None = None
-        self._pending: dict[int, MemoryObjectSendStream[dict[str, Any]]] = {}
+        self._pending: dict[int, MemoryObjectSendStream[CallOutcome]] = {}
         self._next_id = 1
         self._write_lock = anyio.Lock()
         self._reader_done = anyio.Event()
@@ -105,7 +106,7 @@ class ProcessAdapter(RemoteAdapter):
         # task group of the runner's, so the task is the event loop's own; it never raises.
         self._read_task = asyncio.get_running_loop().create_task(self._read_replies())
 
-    async def _write(self, message: dict[str, Any]) -> None:
+    async def _write(self, message: WorkerInit | CallRequest) -> None:
         assert self._process is not None and self._process.stdin is not None
         async with self._write_lock:
             try:
@@ -113,7 +114,7 @@ class ProcessAdapter(RemoteAdapter):
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 raise AdapterWorkerLost(self._death()) from None
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read(self) -> Reply:
         assert self._reader is not None
         try:
             header = await self._reader.receive_exactly(_HEADER.size)
@@ -122,7 +123,7 @@ class ProcessAdapter(RemoteAdapter):
                 raise AdapterWorkerLost(f"the adapter's process sent a {size}-byte reply "
                                         f"(limit {MAX_REPLY_BYTES}); it was stopped")
             body = await self._reader.receive_exactly(size)
-            reply: dict[str, Any] = json.loads(body)
+            reply: Reply = json.loads(body)
             return reply
         except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError,
                 anyio.ClosedResourceError):
@@ -166,7 +167,7 @@ class ProcessAdapter(RemoteAdapter):
             raise AdapterWorkerLost(self._death())
         call_id = self._next_id
         self._next_id += 1
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
+        send, receive = anyio.create_memory_object_stream[CallOutcome](1)
         self._pending[call_id] = send
         try:
             await self._write({"id": call_id, "method": method, "args": args})

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Any
+from typing import Any, TypedDict
 
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.memory.contract import ContractBreach
+from lens.memory.executor.frames import CallOutcome
 from lens.memory.executor.remote import (
     AdapterCallError,
     AdapterWorkerLost,
@@ -62,13 +63,25 @@ def _actor() -> Any:
 
                 self.adapter = create_adapter(name, options)
 
-            async def call(self, method: str, args: list[Any]) -> dict[str, Any]:
+            async def call(self, method: str, args: list[Any]) -> CallOutcome:
                 from lens.memory.executor.worker import dispatch
 
                 return await dispatch(self.adapter, method, args)
 
         _actor_class = ray.remote(AdapterActor)
     return _actor_class
+
+
+class ActorOptions(TypedDict, total=False):
+    """The options of ``ray.remote(...).options``: the adapter's resources, Ray's named ones
+    apart."""
+
+    max_restarts: int
+    max_concurrency: int
+    num_cpus: float
+    num_gpus: float
+    memory: float
+    resources: dict[str, float]
 
 
 class RayAdapter(RemoteAdapter):
@@ -82,13 +95,13 @@ class RayAdapter(RemoteAdapter):
         self.resources = dict(resources or {})
         self._handle: Any = None
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> ActorOptions:
         res = dict(self.resources)
-        opts: dict[str, Any] = {"max_restarts": 0, "max_concurrency": 1000}
-        for key in ("num_cpus", "num_gpus", "memory"):
-            if key in res:
-                opts[key] = res.pop(key)
-        opts.setdefault("num_cpus", 0)
+        opts = ActorOptions(max_restarts=0, max_concurrency=1000, num_cpus=res.pop("num_cpus", 0))
+        if "num_gpus" in res:
+            opts["num_gpus"] = res.pop("num_gpus")
+        if "memory" in res:
+            opts["memory"] = res.pop("memory")
         if res:
             opts["resources"] = res
         return opts

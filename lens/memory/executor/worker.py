@@ -28,6 +28,7 @@ from lens.core.redact import (
 from lens.data.dataset import Episode
 from lens.memory.adapter import MemoryAdapter, create_adapter
 from lens.memory.contract import ContractBreach, check_result
+from lens.memory.executor.frames import CallOutcome, CallRequest, Reply, WorkerInit
 
 _HEADER = struct.Struct(">I")
 _METHODS = frozenset({"ping", "reset", "ingest", "prepare", "search", "retrieve",
@@ -46,7 +47,7 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict[str, Any]:
+async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> CallOutcome:
     """One call on ``adapter``: ``{"ok": result}`` or ``{"error": ..., "traceback": ...}``."""
     if method not in _METHODS:
         return {"error": f"unknown method {method!r}", "traceback": ""}
@@ -74,7 +75,7 @@ async def dispatch(adapter: MemoryAdapter, method: str, args: list[Any]) -> dict
         # As in-process: what cannot be written as JSON fails this call, not the unit.
         return {"error": "the memory system returned a result that cannot be sent as JSON "
                          f"({type(exc).__name__}: {str(exc)[:200]})", "traceback": ""}
-    reply: dict[str, Any] = json.loads(encoded)
+    reply: CallOutcome = json.loads(encoded)
     return reply
 
 
@@ -125,7 +126,7 @@ def finite(value: Any) -> Any:
     return value
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: WorkerInit | CallRequest | Reply) -> bytes:
     body = json.dumps(message, ensure_ascii=False).encode("utf-8")
     return _HEADER.pack(len(body)) + body
 
@@ -140,22 +141,22 @@ def _apply_memory_limit(megabytes: int | None) -> None:
 
 
 async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
-    def read_frame() -> dict[str, Any] | None:
+    def read_frame() -> Any:
+        """The next frame's JSON (the init, then call requests); None once the pipe closes."""
         header = reader.read(_HEADER.size)
         if len(header) < _HEADER.size:
             return None
         (size,) = _HEADER.unpack(header)
-        message: dict[str, Any] = json.loads(reader.read(size))
-        return message
+        return json.loads(reader.read(size))
 
     write_lock = anyio.Lock()
 
-    async def reply(message: dict[str, Any]) -> None:
+    async def reply(message: Reply) -> None:
         frame = encode_frame(message)
         async with write_lock:
             await anyio.to_thread.run_sync(_write, writer, frame)
 
-    init = await anyio.to_thread.run_sync(read_frame)
+    init: WorkerInit | None = await anyio.to_thread.run_sync(read_frame)
     if init is None:
         return
     for entry in reversed(init.get("sys_path", [])):
@@ -173,13 +174,13 @@ async def _serve(reader: BinaryIO, writer: BinaryIO) -> None:
         return
     await reply({"id": 0, "ok": None})
 
-    async def handle(request: dict[str, Any]) -> None:
+    async def handle(request: CallRequest) -> None:
         out = await dispatch(adapter, request["method"], request.get("args", []))
         await reply({"id": request["id"], **out})
 
     async with anyio.create_task_group() as tg:
         while True:
-            request = await anyio.to_thread.run_sync(read_frame)
+            request: CallRequest | None = await anyio.to_thread.run_sync(read_frame)
             if request is None:
                 tg.cancel_scope.cancel()
                 return

@@ -12,12 +12,13 @@ import base64
 import json
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lens.models.base import Completion, CompletionRequest, Message, Role, ToolCall, ToolSpec
+from lens.models.openai_json import ToolCallJson, tool_call_json
 
 
 class WireError(ValueError):
@@ -189,15 +190,65 @@ def completion_request(body: ChatBody, *, repeat: int) -> CompletionRequest:
 _FINISH = {"stop", "length", "tool_calls", "content_filter"}
 
 
-def chat_response(completion: Completion, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant",
-                               "content": completion.text if completion.text or
-                               not completion.tool_calls else None}
+class AssistantMessageJson(TypedDict, total=False):
+    role: Required[Literal["assistant"]]
+    content: Required[str | None]
+    tool_calls: list[ToolCallJson]
+
+
+class ChoiceJson(TypedDict):
+    index: int
+    message: AssistantMessageJson
+    finish_reason: str
+    logprobs: None
+
+
+class UsageJson(TypedDict, total=False):
+    prompt_tokens: Required[int]
+    completion_tokens: int
+    total_tokens: Required[int]
+
+
+class ChatCompletionJson(TypedDict):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    choices: list[ChoiceJson]
+    usage: UsageJson
+
+
+class EmbeddingJson(TypedDict):
+    object: Literal["embedding"]
+    index: int
+    embedding: list[float] | str  # base64 of little-endian float32 when asked for
+
+
+class EmbeddingsJson(TypedDict):
+    object: Literal["list"]
+    data: list[EmbeddingJson]
+    model: str
+    usage: UsageJson
+
+
+class ErrorDetailJson(TypedDict):
+    message: str
+    type: str
+    code: str | None
+    param: None
+
+
+class ErrorJson(TypedDict):
+    error: ErrorDetailJson
+
+
+def chat_response(completion: Completion, model: str) -> ChatCompletionJson:
+    message: AssistantMessageJson = {"role": "assistant",
+                                     "content": completion.text if completion.text or
+                                     not completion.tool_calls else None}
     if completion.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments}}
-            for c in completion.tool_calls]
+        message["tool_calls"] = [tool_call_json(c.id, c.name, c.arguments)
+                                 for c in completion.tool_calls]
         finish = "tool_calls"
     else:
         finish = completion.finish_reason if completion.finish_reason in _FINISH else "stop"
@@ -214,15 +265,15 @@ def chat_response(completion: Completion, model: str) -> dict[str, Any]:
 
 
 def embeddings_response(vectors: np.ndarray, model: str, tokens: int,
-                        encoding: Literal["float", "base64"]) -> dict[str, Any]:
-    data = []
+                        encoding: Literal["float", "base64"]) -> EmbeddingsJson:
+    data: list[EmbeddingJson] = []
     for i, vec in enumerate(np.asarray(vectors, dtype=np.float32)):
-        value: Any = (base64.b64encode(vec.astype("<f4").tobytes()).decode("ascii")
+        value: list[float] | str = (base64.b64encode(vec.astype("<f4").tobytes()).decode("ascii")
                       if encoding == "base64" else [float(x) for x in vec])
         data.append({"object": "embedding", "index": i, "embedding": value})
     return {"object": "list", "data": data, "model": model,
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
-def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+def error_body(message: str, kind: str, code: str | None = None) -> ErrorJson:
     return {"error": {"message": message, "type": kind, "code": code, "param": None}}
