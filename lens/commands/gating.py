@@ -7,8 +7,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lens.report.gate import DEFAULT_FAIL_ON, FAIL_ON, run_gate
+from lens.report.data import scored_run
+from lens.report.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
 from lens.report.shapes import Check
+from lens.runs.manifest import RunManifest
+from lens.scoring.types import RunScores
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
@@ -23,7 +26,19 @@ def add_fail_on(p: argparse.ArgumentParser) -> None:
 def exit_status(run_dir: Path, fail_on: str, *, checklist: Sequence[Check] | None = None,
                 units_failed: int = 0) -> int:
     """The run's exit status, with its reasons on stderr when it is not 0."""
-    verdict = run_gate(run_dir, fail_on, checklist=checklist, units_failed=units_failed)
+    return _said(run_gate(run_dir, fail_on, checklist=checklist, units_failed=units_failed))
+
+
+def scored_exit_status(run_dir: Path, manifest: RunManifest, scores: RunScores,
+                       fail_on: str) -> int:
+    """:func:`exit_status` of a run just scored, from the scores the scorer returned and the
+    manifest already read: neither is read again. The question records and the events are
+    the one read, since the run-failure rows count the records' statuses, errors and tool
+    calls and the events' unit failures and memory states, which the scores do not keep."""
+    return _said(gate_run(scored_run(run_dir, manifest.as_dict(), scores), fail_on))
+
+
+def _said(verdict: Gate) -> int:
     for line in verdict.lines():
         print(line, file=sys.stderr)
     return verdict.code

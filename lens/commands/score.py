@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from lens.commands.gating import add_fail_on, exit_status
+from lens.commands.gating import add_fail_on, scored_exit_status
 from lens.core import eventloop
 from lens.core.errors import ConfigError, UserError
 from lens.core.redact import register_config_secrets
@@ -188,7 +188,7 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
         for m in more:
             print(f"judge {visible(m.label)}: {m.new_verdicts} new verdict(s); "
                   f"scores: {m.path}")
-    return exit_status(run_dir, args.fail_on)
+    return scored_exit_status(run_dir, manifest, scores, args.fail_on)
 
 
 def _keep_as_extra(run_dir: Path, settings: RecordedConfig, label: str) -> None:

@@ -746,6 +746,22 @@ def run_checklist(run: RunData) -> list[Check]:
     ]
 
 
+def run_failure_checks(run: RunData) -> list[Check]:
+    """The rows of :func:`run_checklist` whose FAIL means the run failed its purpose
+    (lens/report/gate.py ``RUN_FAILURE_CHECKS``), in the checklist's order: all the exit status
+    reads under ``--fail-on never``, without the sample sizes, the judge's calibration or the
+    transcripts' context parity."""
+    return [
+        check_failures([run]),
+        check_memory_calls([run]),
+        check_adapter_lost([run]),
+        check_future_leak([run]),
+        check_unknown_refs([run]),
+        *_present(check_memory_state([run])),
+        check_no_memory([run]),
+    ]
+
+
 def compare_checklist(runs: Sequence[RunData],
                       arm_sizes: Mapping[str, ArmSize | int]) -> list[Check]:
     return [

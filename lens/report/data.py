@@ -225,11 +225,22 @@ def load_run(run_dir: str | Path) -> RunData:
         raise UserError(f"{root / MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise UserError(f"{root / MANIFEST}: must be a JSON object")
+    return _assemble(store, manifest, _load_scores(root))
+
+
+def scored_run(run_dir: Path, manifest: dict[str, Any], scores: RunScores) -> RunData:
+    """A run just scored, from the manifest and the scores its scorer holds: only the question
+    records and the events are read (the checklist's rows read the records' statuses, errors
+    and tool calls, and the units' failures and memory states from the events)."""
+    return _assemble(RunStore(Path(run_dir)), manifest, scores)
+
+
+def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None) -> RunData:
+    root = store.root
     try:
         records = store.load_records()
     except ValidationError as exc:
         raise UserError(f"{root}: a question record is invalid: {exc.errors()[0]['msg']}") from None
-    scores = _load_scores(root)
     by_key = {q.key: q for q in scores.questions} if scores else {}
     rows = [QuestionRow(record=r, scores=by_key.get(r.key)) for r in records]
     notes: list[str] = []

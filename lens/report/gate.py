@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lens.core.visible import visible
-from lens.report.checklist import run_checklist
-from lens.report.data import load_run
+from lens.report.checklist import run_checklist, run_failure_checks
+from lens.report.data import RunData, load_run
 from lens.report.shapes import Check
 
 EXIT_OK = 0
@@ -81,5 +81,13 @@ def run_gate(run_dir: Path, fail_on: str = DEFAULT_FAIL_ON, *,
     """:func:`gate` for a run directory; its checklist is computed when not given (a run
     without reports)."""
     if checklist is None:
-        checklist = run_checklist(load_run(run_dir))
+        return gate_run(load_run(run_dir), fail_on, units_failed)
     return gate(checklist, fail_on, units_failed)
+
+
+def gate_run(run: RunData, fail_on: str = DEFAULT_FAIL_ON, units_failed: int = 0) -> Gate:
+    """:func:`gate` over the rows that can decide under ``fail_on``: under ``never`` only the
+    run-failure rows can, so only they are computed; otherwise any row can, and the whole
+    checklist is."""
+    rows = run_failure_checks(run) if _LEVELS.get(fail_on) == () else run_checklist(run)
+    return gate(rows, fail_on, units_failed)

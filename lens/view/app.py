@@ -17,6 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -32,7 +33,7 @@ from lens.runs.store import MANIFEST
 from lens.view.claims import claims_list, claims_names, claims_page, read_claims_json, summary
 from lens.view.files import MAX_FILE_BYTES, Unreadable, inside, read_bytes
 from lens.view.index import RunIndex
-from lens.view.jobs import Jobs, Piece
+from lens.view.jobs import Jobs
 from lens.view.query import QueryError, QuestionQuery, select
 from lens.view.sidebyside import (
     CompareQuery,
@@ -110,14 +111,68 @@ def _json(data: object, status: int = 200) -> JSONResponse:
 def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1") -> Starlette:
     """The viewer of the runs under ``folder``, answering requests addressed to a loopback
     name or to ``host`` (the loopback address it listens on)."""
-    runs = Runs(folder)
-    work = jobs or Jobs()
+    viewer = Viewer(folder, jobs or Jobs())
+    return Starlette(routes=viewer.routes(), lifespan=viewer.lifespan, middleware=[
+        Middleware(TrustedHostMiddleware, allowed_hosts=[
+            *LOOPBACK_HOSTS, f"[{host}]" if ":" in host and not host.startswith("[") else host])])
 
-    def run_list(request: Request) -> Response:
-        items, problems = [], []
-        for name in runs.names():
+
+class Viewer:
+    """The route handlers over one folder of runs and the worker that computes reports."""
+
+    def __init__(self, folder: Path, work: Jobs) -> None:
+        self.folder = folder
+        self.runs = Runs(folder)
+        self.work = work
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", _threaded(self.run_list)),
+            Route("/api/runs", _threaded(self.run_list)),
+            Route("/runs/{name}", _threaded(self.run_page)),
+            Route("/api/runs/{name}/progress", _threaded(self.progress)),
+            Route("/runs/{name}/questions", _threaded(self.questions)),
+            Route("/runs/{name}/question", _threaded(self.question)),
+            Route("/runs/{name}/errors/{file:path}", _threaded(self.error_file)),
+            Route("/claims/{name}", _threaded(self.claims)),
+            Route("/compare", _threaded(self.compare)),
+            Route("/compare/question", _threaded(self.compare_question)),
+            Route("/api/job", _threaded(self.job)),
+            Route("/static/{file}", _threaded(_asset)),
+        ]
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self.work.start()
+        threading.Thread(target=self.read_all, name="lens-view-read", daemon=True).start()
+        try:
+            yield
+        finally:
+            self.work.stop()
+
+    def read_all(self) -> None:
+        # Read every run once at start, so the first page asked for finds them read.
+        for name in self.runs.names():
             try:
-                index = runs.get(name)
+                self.runs.get(name)
+            except Exception:  # shown on the run list when it is asked for
+                continue
+
+    def run_list(self, request: Request) -> Response:
+        items, problems = self._run_items()
+        checked, claim_problems = self._claim_summaries()
+        if request.url.path.startswith("/api/"):
+            return _json({"runs": items, "problems": problems + claim_problems,
+                          "claims": [{"name": n, **s} for n, s in checked]})
+        return _html(pages.run_list(items, str(self.folder), problems,
+                                    claims_list(checked, claim_problems)))
+
+    def _run_items(self) -> tuple[list[dict[str, Any]], list[str]]:
+        items: list[dict[str, Any]] = []
+        problems: list[str] = []
+        for name in self.runs.names():
+            try:
+                index = self.runs.get(name)
                 if index.unreadable:
                     problems.append(f"{name}: cannot be read: {'; '.join(index.unreadable)}")
                     continue
@@ -127,61 +182,57 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
                 continue
             except Exception as exc:  # one unreadable run must not hide the others
                 problems.append(f"{name}: cannot be read ({type(exc).__name__}: {exc})")
+        return items, problems
+
+    def _claim_summaries(self) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
         checked: list[tuple[str, dict[str, str]]] = []
         claim_problems: list[str] = []
-        for name in claims_names(folder):
+        for name in claims_names(self.folder):
             try:
-                checked.append((name, summary(read_claims_json(folder, name))))
+                checked.append((name, summary(read_claims_json(self.folder, name))))
             except Unreadable as exc:
                 claim_problems.append(f"{name}: cannot be read: {exc}")
-        if request.url.path.startswith("/api/"):
-            return _json({"runs": items, "problems": problems + claim_problems,
-                          "claims": [{"name": n, **s} for n, s in checked]})
-        return _html(pages.run_list(items, str(folder), problems,
-                                    claims_list(checked, claim_problems)))
+        return checked, claim_problems
 
-    def claims(request: Request) -> Response:
+    def claims(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in claims_names(folder):
+        if name not in claims_names(self.folder):
             raise NotFound(f"claims folder {name!r}")
-        return _html(claims_page(name, read_claims_json(folder, name)))
+        return _html(claims_page(name, read_claims_json(self.folder, name)))
 
-    def report_piece(index: RunIndex) -> tuple[str, Piece]:
-        job = "report:" + index.name
-        return job, work.get(job, index.fingerprint(), fragments.report_fragment,
-                             str(index.root), wait=len(index.rows) <= SMALL_RUN)
-
-    def run_page(request: Request) -> Response:
-        index = runs.get(request.path_params["name"])
+    def run_page(self, request: Request) -> Response:
+        index = self.runs.get(request.path_params["name"])
         if index.problems:
             # The report reads the same files without these guards (a FIFO would hold the
             # worker for good, a record outside the run would be shown): it waits for a
             # readable run.
             return _html(pages.run_page(index, None, ""))
-        job, piece = report_piece(index)
+        job = "report:" + index.name
+        piece = self.work.get(job, index.fingerprint(), fragments.report_fragment,
+                              str(index.root), wait=len(index.rows) <= SMALL_RUN)
         return _html(pages.run_page(index, piece, job))
 
-    def progress(request: Request) -> Response:
-        return _json(pages.progress_data(runs.get(request.path_params["name"])))
+    def progress(self, request: Request) -> Response:
+        return _json(pages.progress_data(self.runs.get(request.path_params["name"])))
 
-    def questions(request: Request) -> Response:
-        index = runs.get(request.path_params["name"])
+    def questions(self, request: Request) -> Response:
+        index = self.runs.get(request.path_params["name"])
         query = QuestionQuery.parse(request.query_params)
         query.check(index.metric_names())
         return _html(pages.questions_page(index, query, select(index, query)))
 
-    def question(request: Request) -> Response:
-        index = runs.get(request.path_params["name"])
+    def question(self, request: Request) -> Response:
+        index = self.runs.get(request.path_params["name"])
         key = request.query_params.get("key", "")
         row = index.rows.get(key)
         if row is None:
             raise NotFound(f"question {key!r} of run {index.name}")
         return _html(pages.question_page(index, row, index.record(row)))
 
-    def error_file(request: Request) -> Response:
+    def error_file(self, request: Request) -> Response:
         # The tracebacks lens wrote into the run's errors/ folder, as plain text; nothing
         # outside that folder (links followed) is served.
-        index = runs.get(request.path_params["name"])
+        index = self.runs.get(request.path_params["name"])
         file = request.path_params["file"]
         try:
             path = inside(index.root, "errors/" + file)
@@ -192,32 +243,32 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             raise NotFound(f"errors/{file} of run {index.name}") from None
         return PlainTextResponse(raw.decode("utf-8", errors="replace"), headers=HEADERS)
 
-    def compare_inputs(request: Request) -> tuple[CompareQuery, list[RunIndex]]:
+    def _compare_inputs(self, request: Request) -> tuple[CompareQuery, list[RunIndex]]:
         params: dict[str, object] = dict(request.query_params)
         params["run"] = request.query_params.getlist("run")
         query = CompareQuery.parse(params)
-        indexes = [runs.get(n) for n in query.run]
+        indexes = [self.runs.get(n) for n in query.run]
         for index in indexes:
             if index.problems:
                 raise Unreadable(f"run {index.name}: " + "; ".join(index.problems[:3]))
         return query, indexes
 
-    def compare(request: Request) -> Response:
-        query, indexes = compare_inputs(request)
+    def compare(self, request: Request) -> Response:
+        query, indexes = self._compare_inputs(request)
         refused = refusal(indexes, arms_of(indexes))
         if refused is not None:
             return _html(pages.problem_page("side by side refused", refused), 409)
         arms = chosen_arms(indexes, query)
         job = "compare:" + "\n".join([*query.run, f"arms={query.arms}",
                                       f"baseline={query.baseline}"])
-        piece = work.get(job, tuple(i.fingerprint() for i in indexes),
-                         fragments.compare_fragment, [str(i.root) for i in indexes],
-                         [a.name for a in arms], query.baseline or None,
-                         wait=sum(len(i.rows) for i in indexes) <= SMALL_RUN)
+        piece = self.work.get(job, tuple(i.fingerprint() for i in indexes),
+                              fragments.compare_fragment, [str(i.root) for i in indexes],
+                              [a.name for a in arms], query.baseline or None,
+                              wait=sum(len(i.rows) for i in indexes) <= SMALL_RUN)
         return _html(compare_page(indexes, arms, query, piece, job))
 
-    def compare_question(request: Request) -> Response:
-        query, indexes = compare_inputs(request)
+    def compare_question(self, request: Request) -> Response:
+        query, indexes = self._compare_inputs(request)
         refused = refusal(indexes, arms_of(indexes))
         if refused is not None:
             return _html(pages.problem_page("side by side refused", refused), 409)
@@ -229,79 +280,48 @@ def build_app(folder: Path, *, jobs: Jobs | None = None, host: str = "127.0.0.1"
             raise QueryError("scope, qid and repeat (a number) name the question") from None
         return _html(question_side(arms, key))
 
-    def job(request: Request) -> Response:
-        return _json({"ready": work.ready(request.query_params.get("name", ""))})
+    def job(self, request: Request) -> Response:
+        return _json({"ready": self.work.ready(request.query_params.get("name", ""))})
 
-    def asset(request: Request) -> Response:
-        from lens.view.assets import VIEW_CSS, VIEW_JS
 
-        if request.path_params["file"] == "view.js":
-            return Response(VIEW_JS, media_type="text/javascript", headers=HEADERS)
-        if request.path_params["file"] == "view.css":
-            return Response(VIEW_CSS, media_type="text/css", headers=HEADERS)
-        raise NotFound(request.url.path)
+def _asset(request: Request) -> Response:
+    from lens.view.assets import VIEW_CSS, VIEW_JS
 
-    def threaded(fn: Callable[[Request], Response]
-                 ) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            try:
-                return await run_in_threadpool(fn, request)
-            except NotFound as exc:
-                text = f"not found: {exc.args[0] if exc.args else request.url.path}"
-                if request.url.path.startswith("/api/"):
-                    return _json({"error": text}, 404)
-                return _html(pages.problem_page("not found", text), 404)
-            except QueryError as exc:
-                if request.url.path.startswith("/api/"):
-                    return _json({"error": str(exc)}, 400)
-                return _html(pages.problem_page("bad request", str(exc)), 400)
-            except Unreadable as exc:
-                return unreadable(request, str(exc))
-            except (RecursionError, MemoryError) as exc:
-                # Guarded where the files are read; this is the last line, should a value
-                # still be too deep or too large to show.
-                return unreadable(request, f"too deeply nested or too large to show "
-                                           f"({type(exc).__name__}; files over "
-                                           f"{MAX_FILE_BYTES} bytes are not read)")
-        return endpoint
+    if request.path_params["file"] == "view.js":
+        return Response(VIEW_JS, media_type="text/javascript", headers=HEADERS)
+    if request.path_params["file"] == "view.css":
+        return Response(VIEW_CSS, media_type="text/css", headers=HEADERS)
+    raise NotFound(request.url.path)
 
-    def unreadable(request: Request, text: str) -> Response:
-        text = f"cannot be read: {text}"
-        if request.url.path.startswith("/api/"):
-            return _json({"error": text}, 422)
-        return _html(pages.problem_page("cannot be read", text), 422)
 
-    def read_all() -> None:
-        # Read every run once at start, so the first page asked for finds them read.
-        for name in runs.names():
-            try:
-                runs.get(name)
-            except Exception:  # shown on the run list when it is asked for
-                continue
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        work.start()
-        threading.Thread(target=read_all, name="lens-view-read", daemon=True).start()
+def _threaded(fn: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """``fn`` run off the event loop, its refusals answered with their status (404, 400,
+    422) as a page or, under /api/, as JSON."""
+    async def endpoint(request: Request) -> Response:
         try:
-            yield
-        finally:
-            work.stop()
+            return await run_in_threadpool(fn, request)
+        except NotFound as exc:
+            text = f"not found: {exc.args[0] if exc.args else request.url.path}"
+            if request.url.path.startswith("/api/"):
+                return _json({"error": text}, 404)
+            return _html(pages.problem_page("not found", text), 404)
+        except QueryError as exc:
+            if request.url.path.startswith("/api/"):
+                return _json({"error": str(exc)}, 400)
+            return _html(pages.problem_page("bad request", str(exc)), 400)
+        except Unreadable as exc:
+            return _unreadable(request, str(exc))
+        except (RecursionError, MemoryError) as exc:
+            # Guarded where the files are read; this is the last line, should a value
+            # still be too deep or too large to show.
+            return _unreadable(request, f"too deeply nested or too large to show "
+                                        f"({type(exc).__name__}; files over "
+                                        f"{MAX_FILE_BYTES} bytes are not read)")
+    return endpoint
 
-    routes = [
-        Route("/", threaded(run_list)),
-        Route("/api/runs", threaded(run_list)),
-        Route("/runs/{name}", threaded(run_page)),
-        Route("/api/runs/{name}/progress", threaded(progress)),
-        Route("/runs/{name}/questions", threaded(questions)),
-        Route("/runs/{name}/question", threaded(question)),
-        Route("/runs/{name}/errors/{file:path}", threaded(error_file)),
-        Route("/claims/{name}", threaded(claims)),
-        Route("/compare", threaded(compare)),
-        Route("/compare/question", threaded(compare_question)),
-        Route("/api/job", threaded(job)),
-        Route("/static/{file}", threaded(asset)),
-    ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[
-        Middleware(TrustedHostMiddleware, allowed_hosts=[
-            *LOOPBACK_HOSTS, f"[{host}]" if ":" in host and not host.startswith("[") else host])])
+
+def _unreadable(request: Request, text: str) -> Response:
+    text = f"cannot be read: {text}"
+    if request.url.path.startswith("/api/"):
+        return _json({"error": text}, 422)
+    return _html(pages.problem_page("cannot be read", text), 422)

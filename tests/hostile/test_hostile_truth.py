@@ -124,6 +124,38 @@ def test_tool_errors_are_counted_everywhere_and_gate_on_request(tmp_path: Path, 
     assert "the memory system answered its calls" in gated.stderr
 
 
+@pytest.mark.parametrize(("arms", "codes"), [
+    ([{"name": "sqlite_fts", "label": "fts"}, {"name": f"{MOD}:StrictQuerySyntax",
+                                               "label": "strict"}], [1, 1, 1]),
+    ([{"name": "sqlite_fts"}], [0, 0, 3]),  # only WARN rows (no judge): --fail-on warn gates
+])
+def test_score_decides_its_exit_status_from_its_own_scores(
+        tmp_path: Path, lens: Lens, monkeypatch: pytest.MonkeyPatch,
+        arms: list[dict[str, Any]], codes: list[int]) -> None:
+    import lens.report.data as report_data
+    import lens.report.gate as report_gate
+    from lens.runs.store import RunStore
+
+    _res, run_dir = _run(lens, tmp_path, arms, "--quiet")
+    assert lens("score", str(run_dir), "--tier", "1").returncode == codes[0]
+    # What the status was when the whole run was loaded into the report layer for it.
+    expected = {how: report_gate.run_gate(run_dir, how) for how in ("never", "fail", "warn")}
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("lens score loaded the run again for its exit status")
+
+    # No second read of the run: not load_run, not scores.json, not the manifest's raw JSON.
+    monkeypatch.setattr(report_data, "load_run", refused)
+    monkeypatch.setattr(report_gate, "load_run", refused)
+    monkeypatch.setattr(report_data, "_load_scores", refused)
+    monkeypatch.setattr(RunStore, "manifest_data", refused)
+    for (how, verdict), code in zip(expected.items(), codes, strict=True):
+        got = lens("score", str(run_dir), "--tier", "1", "--fail-on", how)
+        assert got.returncode == verdict.code == code, got.stderr
+        said = [line for line in got.stderr.splitlines() if line.startswith(("lens: exit", "  "))]
+        assert said == verdict.lines()
+
+
 def test_refs_that_name_nothing_get_a_row_naming_the_adapter(tmp_path: Path, lens: Lens) -> None:
     res, run_dir = _run(lens, tmp_path, [{"name": "sqlite_fts", "label": "fts"},
                                    {"name": f"{MOD}:RowIds", "label": "rows"}])

@@ -163,3 +163,19 @@ def test_unknown_usage_item() -> None:
     row = {c.id: c for c in compare_checklist([run, other], {"sqlite_fts": 30})}["unknown_usage"]
     assert row.status == "warn" and row.failing == [run.run_id]
     assert row.value.startswith(f"{run.run_id}: 3 model calls")
+
+
+@pytest.mark.parametrize("spec", [RunSpec(scopes=2, questions_per_scope=5),
+                                  RunSpec(scopes=2, questions_per_scope=10, error_every=2)])
+def test_run_failure_rows_are_the_checklists_own(spec: RunSpec) -> None:
+    from lens.report.checklist import run_failure_checks
+    from lens.report.gate import RUN_FAILURE_CHECKS
+
+    # The exit status under --fail-on never computes only these rows: they must be the
+    # checklist's rows of RUN_FAILURE_CHECKS, value for value and in its order.
+    run = memory_run(spec)
+    rows = run_failure_checks(run)
+    assert rows == [c for c in run_checklist(run) if c.id in RUN_FAILURE_CHECKS]
+    assert {c.id for c in rows} == RUN_FAILURE_CHECKS - {"memory_state"}  # no arm lists
+    if spec.error_every:
+        assert next(c for c in rows if c.id == "failures").status == "fail"
