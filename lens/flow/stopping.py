@@ -24,8 +24,8 @@ from lens.data.dataset import Dataset
 from lens.flow.look_reader import LookReader
 from lens.report.groupstats import GroupScoring
 from lens.runs.store import RunStore
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.plan import plan_from_settings
-from lens.scoring.types import QuestionScores, RunScores
 from lens.stats.sequential import block_order, family_verdicts, looked_at
 
 STOP_EVENT = "run_stopped"

@@ -18,10 +18,10 @@ import numpy as np
 
 import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
-from lens.scoring.measures.aggregate import aggregate_group
-from lens.scoring.measures.composite import composite, resolve_weights
+from lens.scoring.aggregation.aggregate import aggregate_group
+from lens.scoring.aggregation.composite import composite, resolve_weights
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.measures.differential import sides
-from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
     TEST_RESAMPLES,

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import lens.scoring.measures.mechanical as mechanical
 from lens.core import plugins
 from lens.core.errors import UserError
-from lens.scoring.grading.fact_recall import FactCredit, fact_recall_of
+from lens.scoring.foundations.run_input import ScoringItem
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.measures.differential import (
     longitudinal_advantage,
     longitudinal_advantage_replicates,
 )
-from lens.scoring.run_input import ScoringItem
+from lens.scoring.measures.fact_recall import FactCredit, fact_recall_of
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import QuestionScores
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,9 +81,9 @@ class MetricSpec:
     ``design_proxy`` names the per-question metrics whose scope correlation stands for its
     own (the first one the run has). ``fact_graded``: its value rests on the fact grades, so a
     judge that grades the facts moves it. ``from_grades``: for a metric made of per-item grades,
-    the one rule from a question's grades (:class:`lens.scoring.grading.fact_recall.FactCredit`) to
+    the one rule from a question's grades (:class:`lens.scoring.measures.fact_recall.FactCredit`) to
     its value, which ``compute`` applies to the matcher's grades and every fact grader to its own
-    (fact_recall's: :func:`lens.scoring.grading.fact_recall.fact_recall_of`). ``weight`` is its
+    (fact_recall's: :func:`lens.scoring.measures.fact_recall.fact_recall_of`). ``weight`` is its
     default weight in the composite; ``unweighted`` (non-empty) says why it may never be weighted.
     ``gate``: the composite is 0 when the metric is below the gate threshold. ``judged``: its
     value rests on an LLM judge, so reports compare differences against the judge's noise

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lens.report import groupstats as gs
-from lens.scoring.measures.aggregate import aggregate_group
-from lens.scoring.measures.composite import resolve_weights
+from lens.scoring.aggregation.aggregate import aggregate_group
+from lens.scoring.aggregation.composite import resolve_weights
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.metrics import question_metrics
-from lens.scoring.types import QuestionScores
 from tests.report.runfactory import unit_draw
 
 ALL = frozenset({1, 2, 3})

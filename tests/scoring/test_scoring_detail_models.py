@@ -1,4 +1,4 @@
-"""Every detail lens's scoring writes is typed: the models of lens/scoring/detail.py name each key
+"""Every detail lens's scoring writes is typed: the models of lens/scoring/foundations/detail.py name each key
 that a real run's scoring stores (lens's own metrics under each fact grader, a failing judge,
 errored questions, the published protocols), so a new key of the detail must be typed; and a
 detail no model knows (an older run's, a hand-written file's) still loads, its keys kept."""
@@ -13,11 +13,11 @@ from scoring_fixtures import ScriptedJudge, build_run, failing, fair, record, wr
 from test_scoring_run import Q1, Q2, records
 
 from lens.commands.cli import main
-from lens.scoring.detail import read_detail, untyped
+from lens.scoring.foundations.detail import read_detail, untyped
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.grading.fact_credit import apply_offline
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.scorer import score_run_sync
-from lens.scoring.types import QuestionScores, RunScores
 from tests.protocols.builders import (
     LME_FAITHFUL,
     LOCOMO_FAITHFUL,
@@ -43,7 +43,7 @@ def assert_typed(scores: RunScores) -> set[str]:
         seen |= set(q.detail)
         if left := untyped(q.details):
             problems[q.question_id] = left
-    assert not problems, f"detail keys no model of lens/scoring/detail.py names: {problems}"
+    assert not problems, f"detail keys no model of lens/scoring/foundations/detail.py names: {problems}"
     return seen
 
 

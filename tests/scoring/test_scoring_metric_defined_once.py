@@ -9,7 +9,7 @@ import pytest
 
 import lens.scoring.metrics as registry
 from lens.report import groupstats as gs
-from lens.scoring.measures.composite import resolve_weights
+from lens.scoring.aggregation.composite import resolve_weights
 from lens.scoring.measures.differential import longitudinal_advantage
 from lens.scoring.metrics import MetricSpec, register_metric, unregister_metric
 from tests.report.test_report_groupstats import rows

@@ -26,8 +26,8 @@ from lens.data.config import JudgeConfig
 from lens.data.scoring_names import JUDGE_GRADERS
 from lens.models.base import Completion, CompletionRequest, Message, ModelClient
 from lens.runs.store import atomic_write_text
+from lens.scoring.foundations.types import SCORES_FILE, RunScores
 from lens.scoring.judging.judge_prompts import JUDGE_ADDENDA, JUDGE_SYSTEM, JUDGE_SYSTEMS
-from lens.scoring.types import SCORES_FILE, RunScores
 
 JUDGE_SCORES_DIR = "judge_scores"
 # Condition fields that name the judge: everything else must match for judges to be set side
