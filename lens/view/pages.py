@@ -392,9 +392,9 @@ def questions_page(index: RunIndex, query: QuestionQuery, page: Page) -> str:
 # -- one question -----------------------------------------------------------------------------
 
 def detail_html(value: Any, depth: int = 0) -> str:
-    """A metric's detail as nested tables: a typed block of :mod:`lens.scoring.foundations.detail` shows
-    the fields it was given and its extra keys, a stored value no model names shows as it is
-    stored; every text escaped."""
+    """A metric's detail as nested tables: a typed block of
+    :mod:`lens.scoring.foundations.detail` shows the fields it was given and its extra keys, a
+    stored value no model names shows as it is stored; every text escaped."""
     match value:
         case BaseModel():
             return detail_html(shown(value), depth)

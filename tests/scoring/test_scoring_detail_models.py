@@ -1,7 +1,8 @@
-"""Every detail lens's scoring writes is typed: the models of lens/scoring/foundations/detail.py name each key
-that a real run's scoring stores (lens's own metrics under each fact grader, a failing judge,
-errored questions, the published protocols), so a new key of the detail must be typed; and a
-detail no model knows (an older run's, a hand-written file's) still loads, its keys kept."""
+"""Every detail lens's scoring writes is typed: the models of lens/scoring/foundations/detail.py
+name each key that a real run's scoring stores (lens's own metrics under each fact grader, a
+failing judge, errored questions, the published protocols), so a new key of the detail must be
+typed; and a detail no model knows (an older run's, a hand-written file's) still loads, its keys
+kept."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def assert_typed(scores: RunScores) -> set[str]:
         seen |= set(q.detail)
         if left := untyped(q.details):
             problems[q.question_id] = left
-    assert not problems, f"detail keys no model of lens/scoring/foundations/detail.py names: {problems}"
+    assert not problems, f"detail keys no model of scoring/foundations/detail.py names: {problems}"
     return seen
 
 

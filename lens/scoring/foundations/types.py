@@ -37,8 +37,8 @@ class QuestionScores(BaseModel):
 
     @functools.cached_property
     def details(self) -> QuestionDetail:
-        """``detail`` as typed models (lens.scoring.foundations.detail), read once: read it when the row
-        is complete (the scorer writes ``detail`` and never reads this)."""
+        """``detail`` as typed models (lens.scoring.foundations.detail), read once: read it
+        when the row is complete (the scorer writes ``detail`` and never reads this)."""
         return read_detail(self.detail)
 
 
