@@ -344,6 +344,13 @@ def bounds(name: str) -> tuple[float, float]:
     return spec.bounds if spec is not None else (0.0, 1.0)
 
 
+def difference_bound(name: str) -> float:
+    """How far apart two values of a metric (the composite's too) can lie, so what bounds a
+    difference between two arms: the width of its range."""
+    low, high = bounds(name)
+    return high - low
+
+
 def headline() -> tuple[str, ...]:
     """The composite, then the metrics the terminal shows after a run."""
     return (COMPOSITE, *(s.name for s in all_metrics() if s.headline))

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 import lens.scoring.metrics as registry
 from lens.core.errors import ConfigError
 
@@ -69,16 +71,49 @@ def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
     """``answered_share`` is the share of a group's questions that were answered (the others
     ended in an error and count as 0)."""
     never = registry.unweighted()
-    gates = registry.gate_metrics()
-    active = {m: w for m, w in weights.items() if w > 0 and m not in never}
-    present = {m: values[m] for m in active if values.get(m) is not None}
-    missing = [m for m in active if m not in present]
-    unchecked = [g for g in gates if values.get(g) is None]
-    if not present:
-        return Composite(None, missing, False, unchecked)
-    gated = any((v := values.get(g)) is not None and v < gate_threshold for g in gates)
-    if gated:
-        return Composite(0.0, missing, True, unchecked)
-    total = sum(active[m] * v for m, v in present.items() if v is not None)
-    return Composite(total / sum(active[m] for m in present) * answered_share, missing, False,
+    active = [m for m, w in weights.items() if w > 0 and m not in never]
+    missing = [m for m in active if values.get(m) is None]
+    unchecked = [g for g in registry.gate_metrics() if values.get(g) is None]
+    value, gated = _weighed({m: np.array([np.nan if v is None else v])
+                             for m, v in values.items()}, weights, gate_threshold,
+                            np.array([answered_share]))
+    return Composite(None if np.isnan(value[0]) else float(value[0]), missing, bool(gated[0]),
                      unchecked)
+
+
+def composite_values(values: Mapping[str, np.ndarray], weights: Mapping[str, float],
+                     gate_threshold: float = DEFAULT_GATE_THRESHOLD,
+                     answered_share: np.ndarray | float = 1.0) -> np.ndarray:
+    """The composite of many sets of values at once, e.g. every bootstrap replicate of a group:
+    ``values`` holds one array per metric (NaN where the metric is unknown); NaN where no
+    weighted metric is known. The same rule as :func:`composite`, which calls it."""
+    return _weighed(values, weights, gate_threshold, answered_share)[0]
+
+
+def _weighed(values: Mapping[str, np.ndarray], weights: Mapping[str, float],
+             gate_threshold: float, answered_share: np.ndarray | float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The composite's one rule, and where the gate zeroed it: the weighted mean of the known
+    weighted metrics (renormalised over them), scaled by the answered share; 0 where a known
+    gate metric is below the threshold and some weighted metric is known."""
+    never = registry.unweighted()
+    shape = np.broadcast_shapes(*(np.shape(v) for v in values.values()),
+                                np.shape(answered_share))
+    num = np.zeros(shape)
+    den = np.zeros(shape)
+    for m, w in weights.items():
+        v = values.get(m)
+        if w <= 0 or m in never or v is None:
+            continue
+        known = np.isfinite(v)
+        num += np.where(known, w * np.where(known, v, 0.0), 0.0)
+        den += np.where(known, w, 0.0)
+    below = np.zeros(shape, dtype=bool)
+    for g in registry.gate_metrics():
+        v = values.get(g)
+        if v is not None:
+            below |= np.isfinite(v) & (np.where(np.isfinite(v), v, 1.0) < gate_threshold)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan) * answered_share
+    gated = below & (den > 0)
+    return np.where(gated, 0.0, value), gated
