@@ -34,6 +34,7 @@ from lens.runner.agent import extract_citations
 from lens.runs.records import QuestionRecord
 from lens.runs.store import RunStore
 from lens.scoring import score_run_sync
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.calibration_answers import (
     VERDICT_LEAD,
     bare_list_answer,
@@ -42,7 +43,6 @@ from lens.scoring.judging.calibration_answers import (
 )
 from lens.scoring.text.claims import ScopeText
 from lens.scoring.text.refs import episode_of
-from lens.scoring.types import RunScores
 
 STANDARD = ROOT / "datasets" / "standard.json"
 ADAPTER = "sqlite_fts"

@@ -32,7 +32,7 @@ from lens.flow.pipeline import execute
 from lens.models.runtime import ModelRuntime
 from lens.runs.records import unit_key
 from lens.runs.store import RunStore
-from lens.scoring.run_input import load_run
+from lens.scoring.foundations.run_input import load_run
 from lens.scoring.scorer import score_run
 
 DATASET = ROOT.parent / "shared" / "lens-datasets" / "scope_01_with_distractors.json"

@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "score_run": "lens.scoring.scorer",
     "score_run_sync": "lens.scoring.scorer",
     "score_for_config": "lens.scoring.scorer",
-    "RunScores": "lens.scoring.types",
+    "RunScores": "lens.scoring.foundations.types",
     # Reports
     "write_reports": "lens.report",
     "build_summary": "lens.report",
@@ -167,5 +167,5 @@ if TYPE_CHECKING:
     from lens.report.sections import Section, register_section_provider
     from lens.runs.records import QuestionRecord
     from lens.runs.store import RunStore
+    from lens.scoring.foundations.types import RunScores
     from lens.scoring.scorer import score_for_config, score_run, score_run_sync
-    from lens.scoring.types import RunScores

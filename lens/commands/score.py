@@ -20,11 +20,11 @@ from lens.flow.bundle.rescore import unpack_for_rescore
 from lens.runs.events import ScoringDone
 from lens.runs.manifest import RecordedConfig, RunManifest
 from lens.runs.store import MANIFEST, RunStore
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
 from lens.scoring.plan import ScoringPlan, plan_for_config
 from lens.scoring.scorer import SCORES_FILE, score
-from lens.scoring.types import RunScores
 
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)

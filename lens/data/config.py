@@ -311,7 +311,7 @@ class CacheConfig(_Section):
 class ScoringConfig(_Section):
     enabled: bool = True
     # Checked against the metric registry (names, metrics never weighted) before a run starts,
-    # by lens.scoring.measures.composite.resolve_weights.
+    # by lens.scoring.aggregation.composite.resolve_weights.
     weights: dict[str, float] | None = None
     gate_threshold: float = Field(default=0.5, ge=0, le=1)
     # Who decides fact_recall: the phrase matcher, the offline grader (local: the matcher for

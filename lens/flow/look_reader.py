@@ -21,9 +21,9 @@ from pathlib import Path
 
 from lens.data.dataset import Dataset
 from lens.runs.store import EVENTS, MANIFEST
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.plan import ScoringPlan
 from lens.scoring.scorer import score
-from lens.scoring.types import QuestionScores, RunScores
 
 
 @dataclass

@@ -38,10 +38,10 @@ from lens.runner.orchestrator import Runner, RunProgress, RunSummary
 from lens.runs.condition import condition, condition_hash, package_versions
 from lens.runs.manifest import MANIFEST_VERSION, RunManifest
 from lens.runs.store import RunStore, now_iso
-from lens.scoring.errata import load_errata
+from lens.scoring.aggregation.composite import resolve_weights
+from lens.scoring.foundations.errata import load_errata
 from lens.scoring.judging.batch_judge import batch_api_key
 from lens.scoring.judging.judge_panel import with_prompts
-from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import judge_only_metrics, question_metrics
 from lens.scoring.scorer import score_for_config
 

@@ -24,14 +24,12 @@ from lens.data.dataset import Dataset
 from lens.flow.look_reader import LookReader
 from lens.report.groupstats import GroupScoring
 from lens.runs.store import RunStore
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.plan import plan_from_settings
-from lens.scoring.types import QuestionScores, RunScores
 from lens.stats.sequential import block_order, family_verdicts, looked_at
 
 STOP_EVENT = "run_stopped"
 OVERRIDE_EVENT = "stop_overridden"
-# Differences of a metric on [0, 1] lie in [−1, 1].
-BOUND = 1.0
 
 
 def stopping_metric(stopping: StoppingConfig) -> str:
@@ -113,6 +111,7 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
     pairs = list(combinations(range(len(arms)), 2))
     values: dict[Pair, list[float]] = {(arms[i], arms[j]): [] for i, j in pairs}
     used: list[str] = []
+    bound = registry.difference_bound(metric)
     for block in blocks:
         rows = [by.get((a, block), []) for a in arms]
         common = set.intersection(*({(r.question_id, r.repeat) for r in rs} for rs in rows))
@@ -124,7 +123,7 @@ def block_differences(scores: RunScores, arms: Sequence[str], blocks: Sequence[s
         used.append(block)
         for i, j in pairs:
             diff = float(known[j]) - float(known[i])
-            values[(arms[i], arms[j])].append(max(-BOUND, min(BOUND, diff)))
+            values[(arms[i], arms[j])].append(max(-bound, min(bound, diff)))
     return values, used
 
 
@@ -174,7 +173,8 @@ class RunStopper:
         order = list(values)
         # family_verdicts names its pairs by strings: their positions here, never the labels.
         stop = family_verdicts({str(n): values[p] for n, p in enumerate(order)},
-                               alpha=s.alpha, margin=s.margin, method=s.method, bound=BOUND)
+                               alpha=s.alpha, margin=s.margin, method=s.method,
+                               bound=registry.difference_bound(metric))
         settled = stop.settled
         self.looks.append((len(done), settled))
         if not settled:

@@ -27,7 +27,7 @@ from lens.report.data import RETRIEVAL_COMPARED, QuestionRow, RunData, is_judge_
 from lens.report.estimates import estimates, question_values, repeat_reducer
 from lens.report.groupstats import GroupScoring, paired_group
 from lens.report.shapes import Comparison, ComparisonRow, EstimateOut, ManyArms
-from lens.report.verdicts import Evidence, bound_of, decide
+from lens.report.verdicts import Evidence, decide
 from lens.stats import (
     TEST_RESAMPLES,
     Clustered,
@@ -234,7 +234,7 @@ def compare_pairs(
                 delta=res.delta.mean, margins=(ma, mb), floor=floor, p_holm=p_adj, alpha=alpha,
                 interval=ci, mc_error=mc, bounded_p_holm=b_adj,
                 scopes=test.scopes if test else 0, alpha_each=alpha / size[family],
-                bound=bound_of(res.metric), family_size=size[family]))
+                bound=registry.difference_bound(res.metric), family_size=size[family]))
             rows.append(ComparisonRow(
                 metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
                 delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
@@ -259,7 +259,7 @@ def _bounded(a: Arm, b: Arm, metric: str, alpha_each: float) -> BoundedTest | No
     diffs = diffs[np.isfinite(diffs)]
     if not len(diffs):
         return None
-    return bounded_test(list(diffs), alpha=alpha_each, bound=bound_of(metric))
+    return bounded_test(list(diffs), alpha=alpha_each, bound=registry.difference_bound(metric))
 
 
 def compare_arms(

@@ -25,6 +25,7 @@ from lens.report.memory_state_check import check_memory_state
 from lens.report.parity import adapter_names, context_parity_checks
 from lens.report.shapes import Check, Status
 from lens.runs.manifest import DatasetBlock, dataset_block
+from lens.scoring.foundations.detail import GroundingDetail
 from lens.scoring.judging.calibration import calibration_dir, find_calibration
 from lens.stats import Clustered
 from lens.stats.bounded import scopes_needed
@@ -512,7 +513,8 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
     leaks: dict[str, int] = {}
     for run in runs:
         for row in run.rows:
-            grounding = row.scores.details.evidence_grounding if row.scores else None
+            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
+                         if row.scores else None)
             if grounding and grounding.future_leak:
                 name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
                 leaks[name] = leaks.get(name, 0) + 1
@@ -538,7 +540,8 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
     found: dict[str, list[int | str]] = {}
     for run in runs:
         for row in run.rows:
-            grounding = row.scores.details.evidence_grounding if row.scores else None
+            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
+                         if row.scores else None)
             refs = grounding.unknown_refs if grounding else None
             if refs:
                 name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter

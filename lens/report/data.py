@@ -14,7 +14,7 @@ from lens.core.errors import UserError, bounded
 from lens.report.shapes import UnknownUsage
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
-from lens.scoring.types import QuestionScores, RunScores
+from lens.scoring.foundations.types import QuestionScores, RunScores
 
 SCORES = "scores.json"
 

@@ -18,10 +18,10 @@ import numpy as np
 
 import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
-from lens.scoring.measures.aggregate import aggregate_group
-from lens.scoring.measures.composite import composite, resolve_weights
+from lens.scoring.aggregation.aggregate import aggregate_group
+from lens.scoring.aggregation.composite import composite_values, resolve_weights
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.measures.differential import sides
-from lens.scoring.types import QuestionScores, RunScores
 from lens.stats import (
     MIN_BOOTSTRAP_N,
     TEST_RESAMPLES,
@@ -103,40 +103,6 @@ class _Matrix:
             return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _composite_vectorised(values: dict[str, np.ndarray], how: GroupScoring,
-                          size: int, share: np.ndarray | None = None) -> np.ndarray:
-    """The scorer's composite rule over every replicate at once (NaN where it is None)."""
-    never = registry.unweighted()
-    active = {m: w for m, w in how.weights.items() if w > 0 and m not in never}
-    num = np.zeros(size)
-    den = np.zeros(size)
-    for m, w in active.items():
-        v = values.get(m)
-        if v is None:
-            continue
-        ok = np.isfinite(v)
-        num += np.where(ok, w * np.where(ok, v, 0.0), 0.0)
-        den += np.where(ok, w, 0.0)
-    gated = np.zeros(size, dtype=bool)
-    for g in registry.gate_metrics():
-        v = values.get(g)
-        if v is not None:
-            gated |= np.isfinite(v) & (np.where(np.isfinite(v), v, 1.0) < how.gate_threshold)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-    if share is not None:
-        out = out * share
-    return np.where(gated & (den > 0), 0.0, out)
-
-
-def _composite_reference(values: dict[str, np.ndarray], how: GroupScoring, b: int,
-                         share: np.ndarray | None = None) -> float:
-    row = {m: (None if not np.isfinite(v[b]) else float(v[b])) for m, v in values.items()}
-    c = composite(row, how.weights, how.gate_threshold,
-                  answered_share=1.0 if share is None else float(share[b])).value
-    return np.nan if c is None else c
-
-
 def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
                 point: dict[str, float | None] | None = None) -> dict[str, np.ndarray]:
     means = matrix.means(w)
@@ -157,15 +123,7 @@ def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
             spec.group_replicates(matrix.rows, matrix.columns, matrix.defined_columns, w)
             if spec.tier in how.tiers else np.full(len(w), np.nan))
     share = (w @ matrix.answered.astype(float)) / np.maximum(w.sum(axis=1), 1e-12)
-    comp = _composite_vectorised(values, how, len(w), share)
-    # Spot-check the vectorised rule against the scorer's own function; should the scorer's
-    # rule ever change, fall back to calling it for every replicate.
-    for b in range(0, len(w), max(1, len(w) // 16)):
-        ref = _composite_reference(values, how, b, share)
-        if not (np.isnan(ref) and np.isnan(comp[b])) and not abs(ref - comp[b]) <= 1e-9:
-            comp = np.array([_composite_reference(values, how, i, share)
-                             for i in range(len(w))])
-            break
+    comp = composite_values(values, how.weights, how.gate_threshold, share)
     return {registry.COMPOSITE: comp, **group}
 
 

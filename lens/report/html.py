@@ -22,7 +22,7 @@ from lens.report.data import QuestionRow
 from lens.report.document import e, html_table, to_html
 from lens.report.sections import Section
 from lens.report.shapes import ReportSummary
-from lens.scoring.detail import QuestionDetail, shown
+from lens.scoring.foundations.detail import QuestionDetail, shown
 
 MAX_TEXT = 4000
 

@@ -18,8 +18,8 @@ from lens.report.estimates import estimates
 from lens.report.judge_shapes import JudgePanelOut, JudgeRange, PairAgreement
 from lens.report.shapes import Comparison
 from lens.report.verdicts import DIFFERENT
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge_panel import load_panel, verdict_units
-from lens.scoring.types import RunScores
 from lens.stats import agreement
 
 

@@ -10,7 +10,7 @@ import lens.report.fmt as fmt
 from lens.report.data import QuestionRow, RunData
 from lens.report.sections import Section, render_json_section
 from lens.report.shapes import EstimateOut
-from lens.scoring.detail import RetrievalDetail
+from lens.scoring.foundations.detail import RetrievalDetail
 from lens.scoring.measures.retrieval import metric_names
 from lens.stats import estimate
 

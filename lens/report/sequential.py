@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import lens.report.fmt as fmt
+import lens.scoring.metrics as registry
 from lens.report.arm_comparison import Arm, scope_table
 from lens.report.document import Block, Heading, Para, Table
 from lens.report.shapes import (
@@ -26,7 +27,7 @@ from lens.report.shapes import (
     SequentialOut,
     SequentialPair,
 )
-from lens.report.verdicts import bound_of, sequential_reason
+from lens.report.verdicts import sequential_reason
 from lens.stats.sequential import (
     ASSUMES,
     METHODS,
@@ -104,7 +105,7 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
     names = list(combinations(range(len(arms)), 2))
     values = {f"{i}-{j}": [float(table[r, j] - table[r, i]) for r in rows] for i, j in names}
     stop = family_verdicts(values, alpha=alpha, margin=margin, look_every=look_every,
-                           bound=bound_of(metric), method=method)
+                           bound=registry.difference_bound(metric), method=method)
     full = {(c.arm_a, c.arm_b): next((r.verdict for r in c.rows if r.metric == metric), None)
             for c in comparisons}
     pairs = []

@@ -129,16 +129,6 @@ def decide(e: Evidence) -> tuple[FixedVerdict, str, str]:
     return "undecided", "scopes", _scopes_reason(e, delta)
 
 
-# Differences of a metric on [0, 1] lie in [−1, 1]; longitudinal_advantage is itself a
-# difference of two rates, so its differences lie in [−2, 2].
-_WIDE: Final = {"longitudinal_advantage": 2.0}
-
-
-def bound_of(metric: str) -> float:
-    """The bound of ``metric``'s scope differences."""
-    return _WIDE.get(metric, 1.0)
-
-
 def sequential_reason(verdict: str, blocks: int, low: float | None, high: float | None,
                       margin: float) -> str:
     """Why a sequential verdict (lens.stats.sequential) reads as it does, on one line."""

@@ -24,14 +24,26 @@ from typing import TYPE_CHECKING, Any, Literal
 import lens.scoring.measures.mechanical as mechanical
 from lens.core import plugins
 from lens.core.errors import UserError
-from lens.scoring.grading.fact_recall import FactCredit, fact_recall_of
+from lens.scoring.foundations.detail import (
+    Block,
+    BudgetDetail,
+    CitationPrecisionDetail,
+    CoverageDetail,
+    FactRecallDetail,
+    GroundingDetail,
+    InsightDetail,
+    PairwiseDetail,
+    ReasoningDetail,
+    use_metric_models,
+)
+from lens.scoring.foundations.run_input import ScoringItem
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.measures.differential import (
     longitudinal_advantage,
     longitudinal_advantage_replicates,
 )
-from lens.scoring.run_input import ScoringItem
+from lens.scoring.measures.fact_recall import FactCredit, fact_recall_of
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import QuestionScores
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,15 +93,17 @@ class MetricSpec:
     ``design_proxy`` names the per-question metrics whose scope correlation stands for its
     own (the first one the run has). ``fact_graded``: its value rests on the fact grades, so a
     judge that grades the facts moves it. ``from_grades``: for a metric made of per-item grades,
-    the one rule from a question's grades (:class:`lens.scoring.grading.fact_recall.FactCredit`) to
+    the one rule from a question's grades (:class:`lens.scoring.measures.fact_recall.FactCredit`) to
     its value, which ``compute`` applies to the matcher's grades and every fact grader to its own
-    (fact_recall's: :func:`lens.scoring.grading.fact_recall.fact_recall_of`). ``weight`` is its
+    (fact_recall's: :func:`lens.scoring.measures.fact_recall.fact_recall_of`). ``weight`` is its
     default weight in the composite; ``unweighted`` (non-empty) says why it may never be weighted.
     ``gate``: the composite is 0 when the metric is below the gate threshold. ``judged``: its
     value rests on an LLM judge, so reports compare differences against the judge's noise
     floor. ``headline``: the terminal shows it after a run. ``title`` heads its column in
     ``lens score``; ``column`` and ``report_order`` place it there and in reports (None: after
     the placed ones, in registration order in the table and alphabetically in reports).
+    ``detail`` is the model (a :class:`lens.scoring.foundations.detail.Block`) of the detail it
+    writes beside its value, which reports and the viewer read it with (None: shown as stored).
     """
 
     name: str
@@ -115,6 +129,7 @@ class MetricSpec:
     # The range of its values (a widened interval is clipped to it).
     bounds: tuple[float, float] = (0.0, 1.0)
     description: str = ""
+    detail: type[Block] | None = None
 
     @property
     def column_title(self) -> str:
@@ -150,35 +165,44 @@ def _insight(m: MetricInput) -> Result:
 _BUILTIN = (
     MetricSpec("evidence_grounding", 1, lambda m: mechanical.evidence_grounding(m.item),
                weight=0.10, gate=True, title="grounding", column=1, report_order=3,
-               description="share of cited refs the agent received and that exist"),
+               description="share of cited refs the agent received and that exist",
+               detail=GroundingDetail),
     MetricSpec("fact_recall", 1,
                lambda m: mechanical.fact_recall(m.item, settings=m.matcher, analysis=m.analysis),
                weight=0.20, headline=True, title="facts", column=2, report_order=2,
                fact_graded=True, from_grades=fact_recall_of,
-               description="share of the key facts the answer states as claims"),
+               description="share of the key facts the answer states as claims",
+               detail=FactRecallDetail),
     MetricSpec("citation_precision", 1,
                lambda m: mechanical.citation_precision(m.item, settings=m.matcher),
                weight=0.10, title="cit.prec", column=3,
-               description="share of cited refs that are grounded and relevant"),
+               description="share of cited refs that are grounded and relevant",
+               detail=CitationPrecisionDetail),
     MetricSpec("evidence_coverage", 1, lambda m: mechanical.evidence_coverage(m.item),
                weight=0.10, headline=True, title="coverage", column=4, report_order=4,
-               description="share of the required evidence episodes the agent received"),
+               description="share of the required evidence episodes the agent received",
+               detail=CoverageDetail),
     MetricSpec("budget_compliance", 1, lambda m: mechanical.budget_compliance(m.item),
                weight=0.05, gate=True, title="budget", column=5, report_order=5,
-               description="1 when the agent stayed within its budget, else 0"),
+               description="1 when the agent stayed within its budget, else 0",
+               detail=BudgetDetail),
     MetricSpec("answer_quality", 2, weight=0.20, judged=True, headline=True, title="quality",
                column=6, report_order=1,
-               description="the judge's pairwise preference against the canonical answer"),
+               description="the judge's pairwise preference against the canonical answer",
+               detail=PairwiseDetail),
     MetricSpec("insight_depth", 2, _insight, after_judge=True, weight=0.10, title="depth",
                column=7, report_order=6, fact_graded=True,
-               description="fact credit times the share of two relevant sources cited"),
+               description="fact credit times the share of two relevant sources cited",
+               detail=InsightDetail),
     MetricSpec("reasoning_quality", 2,
                lambda m: mechanical.reasoning_quality(m.item, m.analysis),
                weight=0.10, title="reasoning", column=8, report_order=7,
-               description="share of the answer's stated figures found in what it received"),
+               description="share of the answer's stated figures found in what it received",
+               detail=ReasoningDetail),
     MetricSpec("action_quality", 3, weight=0.05, judged=True, title="action", column=10,
                report_order=8,
-               description="the judge's pairwise preference on action_recommendation questions"),
+               description="the judge's pairwise preference on action_recommendation questions",
+               detail=PairwiseDetail),
     MetricSpec("longitudinal_advantage", 3, aggregation="group",
                group_compute=longitudinal_advantage,
                group_replicates=longitudinal_advantage_replicates,
@@ -344,6 +368,18 @@ def bounds(name: str) -> tuple[float, float]:
     return spec.bounds if spec is not None else (0.0, 1.0)
 
 
+def difference_bound(name: str) -> float:
+    """How far apart two values of a metric (the composite's too) can lie, so what bounds a
+    difference between two arms: the width of its range."""
+    low, high = bounds(name)
+    return high - low
+
+
+def detail_models() -> dict[str, type[Block]]:
+    """The model each metric's detail is read with, by metric name (``MetricSpec.detail``)."""
+    return {s.name: s.detail for s in all_metrics() if s.detail is not None}
+
+
 def headline() -> tuple[str, ...]:
     """The composite, then the metrics the terminal shows after a run."""
     return (COMPOSITE, *(s.name for s in all_metrics() if s.headline))
@@ -354,3 +390,8 @@ def computed(tiers: Iterable[int], *, after_judge: bool) -> tuple[MetricSpec, ..
     scored = set(tiers)
     return tuple(s for s in all_metrics() if s.compute is not None and s.tier in scored
                  and s.after_judge == after_judge)
+
+
+# Every question's detail is read with the models the specs name (lens.scoring.foundations.detail
+# sits below the registry, so it is handed them).
+use_metric_models(detail_models)

@@ -22,11 +22,11 @@ from lens.core.errors import UserError
 from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
 from lens.runs.manifest import RecordedConfig
+from lens.scoring.aggregation.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.grading.offline_grader import OfflineGrader
 from lens.scoring.judging.extra_judges import extra_judges
-from lens.scoring.measures.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import RunScores
 
 ALL_TIERS = frozenset({1, 2, 3})
 # Where a scoring's numbers go: the run's scores.json (its primary judge), the judge's own file

@@ -10,9 +10,9 @@ from typing import Any
 
 import lens.scoring.grading.fact_grader as grading
 from lens.runs.records import is_scored
+from lens.scoring.foundations.run_input import RunInput
+from lens.scoring.foundations.types import JudgeSummary, QuestionScores
 from lens.scoring.judging.judge import Judge
-from lens.scoring.run_input import RunInput
-from lens.scoring.types import JudgeSummary, QuestionScores
 
 # A note names at most this many groups, then says how many more.
 SHOWN_GROUPS = 12

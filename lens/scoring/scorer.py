@@ -24,8 +24,10 @@ from lens.models.base import ModelClient
 from lens.runs.events import ScoringDone
 from lens.runs.manifest import RunManifest
 from lens.runs.store import MANIFEST, RunStore, atomic_write_text
-from lens.scoring.condition import SCORING_PROTOCOL, scoring_condition
-from lens.scoring.errata import load_errata
+from lens.scoring.foundations.condition import SCORING_PROTOCOL, scoring_condition
+from lens.scoring.foundations.errata import load_errata
+from lens.scoring.foundations.run_input import RunInput, load_run
+from lens.scoring.foundations.types import SCORES_FILE, RunScores
 from lens.scoring.judging.extra_judges import ExtraJudgeResult
 from lens.scoring.judging.judge_panel import write_judge_scores
 from lens.scoring.measures.write_side import write_write_side
@@ -37,8 +39,6 @@ from lens.scoring.plan import (
     plan_for_config,
 )
 from lens.scoring.protocols import score_protocol, scoring_protocol
-from lens.scoring.run_input import RunInput, load_run
-from lens.scoring.types import SCORES_FILE, RunScores
 
 __all__ = ["ALL_TIERS", "SCORES_FILE", "SCORING_PROTOCOL", "ScoringResult", "score",
            "score_for_config", "score_run", "score_run_sync", "scoring_condition"]

@@ -29,9 +29,9 @@ from pydantic import ValidationError
 
 from lens.runs.records import QuestionRecord, question_key
 from lens.runs.store import EVENTS, MANIFEST
-from lens.scoring.detail import QuestionDetail, read_detail
+from lens.scoring.foundations.detail import QuestionDetail, read_detail
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.metrics import report_order
-from lens.scoring.types import RunScores
 from lens.view.files import Unreadable, inside, parse_json, read_bytes, read_json
 
 SCORES = "scores.json"

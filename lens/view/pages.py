@@ -19,8 +19,8 @@ from lens.report.data import QuestionRow
 from lens.report.document import e
 from lens.report.html import clip, question_body
 from lens.runs.records import QuestionRecord
-from lens.scoring.detail import read_detail, shown
-from lens.scoring.types import QuestionScores
+from lens.scoring.foundations.detail import read_detail, shown
+from lens.scoring.foundations.types import QuestionScores
 from lens.view.index import Progress, Row, RunIndex, Scored
 from lens.view.jobs import Piece
 from lens.view.query import FIELD_SORTS, STATUS_FILTERS, Page, QuestionQuery
@@ -392,9 +392,9 @@ def questions_page(index: RunIndex, query: QuestionQuery, page: Page) -> str:
 # -- one question -----------------------------------------------------------------------------
 
 def detail_html(value: Any, depth: int = 0) -> str:
-    """A metric's detail as nested tables: a typed block of :mod:`lens.scoring.detail` shows
-    the fields it was given and its extra keys, a stored value no model names shows as it is
-    stored; every text escaped."""
+    """A metric's detail as nested tables: a typed block of
+    :mod:`lens.scoring.foundations.detail` shows the fields it was given and its extra keys, a
+    stored value no model names shows as it is stored; every text escaped."""
     match value:
         case BaseModel():
             return detail_html(shown(value), depth)

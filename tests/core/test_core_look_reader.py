@@ -12,9 +12,9 @@ import pytest
 from lens.core import eventloop
 from lens.data.dataset_load import load_dataset
 from lens.flow.look_reader import LookReader
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.plan import make_plan
 from lens.scoring.scorer import score_run_sync
-from lens.scoring.types import RunScores
 from tests.support.cli import Lens, cli_runner
 
 SCOPES = 8

@@ -22,8 +22,8 @@ from lens.data.prompts import TOOL_REMINDER
 from lens.models.base import Completion, CompletionRequest
 from lens.runner.agent import Agent
 from lens.runs.records import is_scored, session_status
-from lens.scoring.measures.aggregate import aggregate_group
-from lens.scoring.types import QuestionScores
+from lens.scoring.aggregation.aggregate import aggregate_group
+from lens.scoring.foundations.types import QuestionScores
 from tests.core.test_core_agent import DOCS, FakeMemory, Q, replay, search
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 

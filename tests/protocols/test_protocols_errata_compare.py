@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lens.core.errors import UserError
-from lens.scoring.errata import load_errata
+from lens.scoring.foundations.errata import load_errata
 from lens.scoring.scorer import score_run_sync
 from tests.protocols.builders import LOCOMO_FAITHFUL, imported, stored_run
 

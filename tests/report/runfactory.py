@@ -19,7 +19,7 @@ from lens.runs.records import (
     unit_key,
 )
 from lens.runs.store import RunStore
-from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
+from lens.scoring.foundations.types import JudgeSummary, QuestionScores, RunScores
 
 TYPES = ("longitudinal", "null_hypothesis", "temporal", "paraphrase", "negative")
 

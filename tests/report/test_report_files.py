@@ -285,7 +285,7 @@ def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), reported
     before and after scores exist: the retrieval checks measure real tool use."""
     from lens.flow.pipeline import execute
-    from lens.scoring.types import QuestionScores, RunScores
+    from lens.scoring.foundations.types import QuestionScores, RunScores
 
     root = Path(__file__).resolve().parents[2]
     outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)

@@ -1,5 +1,5 @@
 """Intervals for the scorer's group statistics (composite, longitudinal_advantage): the point
-is the scorer's own aggregate, and the vectorised replicate rule equals the scorer's rule."""
+is the scorer's own aggregate, and the replicates' composite is the scorer's rule on each."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lens.report import groupstats as gs
-from lens.scoring.measures.aggregate import aggregate_group
-from lens.scoring.measures.composite import resolve_weights
+from lens.scoring.aggregation.aggregate import aggregate_group
+from lens.scoring.aggregation.composite import composite, composite_values, resolve_weights
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.metrics import question_metrics
-from lens.scoring.types import QuestionScores
 from tests.report.runfactory import unit_draw
 
 ALL = frozenset({1, 2, 3})
@@ -60,7 +60,7 @@ def test_point_is_the_scorers_aggregate(control_facts: bool) -> None:
         assert e.low is not None and e.high is not None and e.low <= e.mean <= e.high
 
 
-def test_vectorised_composite_equals_the_scorer_rule_everywhere() -> None:
+def test_the_replicates_composite_is_the_scorers_rule_for_each() -> None:
     rng = np.random.default_rng(0)
     size = 4000
     values = {}
@@ -68,15 +68,21 @@ def test_vectorised_composite_equals_the_scorer_rule_everywhere() -> None:
         v = rng.uniform(-0.2 if m == "longitudinal_advantage" else 0.0, 1.0, size)
         v[rng.random(size) < 0.15] = np.nan  # missing metrics renormalise the weights
         values[m] = v
+    for v in values.values():
+        v[:5] = np.nan  # and a few replicates know no metric at all
+    share = rng.uniform(0.5, 1.0, size)
     for how in (HOW, gs.GroupScoring(weights={"fact_recall": 1.0, "evidence_grounding": 0.0,
                                               "answer_quality": 2.0},
                                      gate_threshold=0.3, tiers=ALL)):
-        fast = gs._composite_vectorised(values, how, size)
-        slow = np.array([gs._composite_reference(values, how, b) for b in range(size)])
-        assert np.array_equal(np.isnan(fast), np.isnan(slow))
-        ok = ~np.isnan(slow)
-        assert np.allclose(fast[ok], slow[ok], atol=1e-12)
-        assert (slow == 0.0).sum() > 0  # the gate was exercised
+        at_once = composite_values(values, how.weights, how.gate_threshold, share)
+        each = [composite({m: None if np.isnan(v[b]) else float(v[b])
+                           for m, v in values.items()},
+                          how.weights, how.gate_threshold, float(share[b])).value
+                for b in range(size)]
+        one_by_one = np.array([np.nan if c is None else c for c in each])
+        assert np.array_equal(at_once, one_by_one, equal_nan=True)
+        assert (one_by_one == 0.0).sum() > 0  # the gate was exercised
+        assert np.isnan(one_by_one).sum() > 0  # and a replicate with no weighted metric
 
 
 def test_gate_near_threshold_widens_the_interval() -> None:

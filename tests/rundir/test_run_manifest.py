@@ -136,7 +136,7 @@ def test_lens_score_rescores_an_old_run_to_the_same_numbers(tmp_path: Path, lens
 
 def test_an_erratum_naming_a_dropped_question_counts_as_excluded_for_every_protocol() -> None:
     from lens.data.dataset_load import load_dataset_dropping
-    from lens.scoring.errata import apply_errata, load_errata
+    from lens.scoring.foundations.errata import apply_errata, load_errata
 
     dataset, dropped = load_dataset_dropping(OLD_RUN / "dataset.json", drop_invalid=True)
     assert [d.question_id for d in dropped] == ["ops_s7_01_q04_negative"]

@@ -21,6 +21,7 @@ from lens.commands.cli import main
 from lens.core.errors import ConfigError
 from lens.data.config import parse_config
 from lens.models.base import Completion, CompletionRequest, Message, Usage
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge_panel import (
     JUDGE_SCORES_DIR,
     PromptVersionClient,
@@ -28,7 +29,6 @@ from lens.scoring.judging.judge_panel import (
     with_prompts,
 )
 from lens.scoring.judging.judge_prompts import JUDGE_SYSTEM, STRICT_ADDENDUM, STRICT_SYSTEM
-from lens.scoring.types import RunScores
 from tests.core.helpers import make_dataset, write_json
 
 ROOT = Path(__file__).resolve().parents[2]

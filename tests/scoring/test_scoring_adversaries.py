@@ -28,9 +28,9 @@ from lens.report.summary import summarize
 from lens.runs.records import QuestionRecord
 from lens.runs.store import RunStore
 from lens.scoring import SCORES_FILE, score_run_sync
-from lens.scoring.measures.composite import composite, resolve_weights
+from lens.scoring.aggregation.composite import composite, resolve_weights
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import RunScores
 from lens.stats import cluster_bootstrap_weights
 
 ROOT = Path(__file__).resolve().parents[2]

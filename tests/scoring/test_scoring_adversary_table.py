@@ -31,7 +31,7 @@ from bench.adversary_table import (
 )
 from lens.data.dataset_load import load_dataset
 from lens.scoring import score_run_sync
-from lens.scoring.types import RunScores
+from lens.scoring.foundations.types import RunScores
 
 # How far below the canonical answer a reversed conclusion must land on the composite.
 REVERSED_MARGIN = 0.10

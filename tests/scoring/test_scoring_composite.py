@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lens.core.errors import ConfigError
-from lens.scoring.measures.composite import composite, resolve_weights
+from lens.scoring.aggregation.composite import composite, resolve_weights
 from lens.scoring.metrics import default_weights
 
 DEFAULT_WEIGHTS = default_weights()

@@ -136,8 +136,8 @@ def test_a_bare_verdict_earns_nothing_without_backing() -> None:
     conclusion half the time: a verdict counts only when a key fact or the conclusion's own
     claim backs it (the quickstart's null arm out-scored sqlite_fts on fact recall before)."""
     from lens.data.dataset import Dataset, Question
+    from lens.scoring.foundations.run_input import ScoringItem
     from lens.scoring.measures.mechanical import fact_recall
-    from lens.scoring.run_input import ScoringItem
 
     ds = Dataset.model_validate(dataset_dict())
     base = ds.questions[0]

@@ -1,7 +1,8 @@
-"""Every detail lens's scoring writes is typed: the models of lens/scoring/detail.py name each key
-that a real run's scoring stores (lens's own metrics under each fact grader, a failing judge,
-errored questions, the published protocols), so a new key of the detail must be typed; and a
-detail no model knows (an older run's, a hand-written file's) still loads, its keys kept."""
+"""Every detail lens's scoring writes is typed: the models of lens/scoring/foundations/detail.py,
+each metric's named by its spec, name each key that a real run's scoring stores (lens's own
+metrics under each fact grader, a failing judge, errored questions, the published protocols, a
+plugin metric with its own model), so a new key of the detail must be typed; and a detail no
+model knows (an older run's, a hand-written file's) still loads, its keys kept."""
 
 from __future__ import annotations
 
@@ -12,12 +13,21 @@ import yaml
 from scoring_fixtures import ScriptedJudge, build_run, failing, fair, record, write_dataset
 from test_scoring_run import Q1, Q2, records
 
+import lens.scoring.metrics as registry
 from lens.commands.cli import main
-from lens.scoring.detail import read_detail, untyped
+from lens.scoring.foundations.detail import (
+    Block,
+    FactRecallDetail,
+    GroundingDetail,
+    PairwiseDetail,
+    QuestionDetail,
+    read_detail,
+    untyped,
+)
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.grading.fact_credit import apply_offline
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.scorer import score_run_sync
-from lens.scoring.types import QuestionScores, RunScores
 from tests.protocols.builders import (
     LME_FAITHFUL,
     LOCOMO_FAITHFUL,
@@ -43,7 +53,7 @@ def assert_typed(scores: RunScores) -> set[str]:
         seen |= set(q.detail)
         if left := untyped(q.details):
             problems[q.question_id] = left
-    assert not problems, f"detail keys no model of lens/scoring/detail.py names: {problems}"
+    assert not problems, f"detail keys no model of scoring/foundations/detail.py names: {problems}"
     return seen
 
 
@@ -64,13 +74,14 @@ def test_a_real_run_and_its_rescoring_write_only_typed_detail(tmp_path: Path) ->
     seen = assert_typed(judged)
     assert {"fact_recall", "evidence_grounding", "answer_quality", "retrieval", "judge",
             "composite"} <= seen
-    assert any(f.grade for q in judged.questions if q.details.fact_recall
-               for f in q.details.fact_recall.facts)
+    facts = [q.details.block("fact_recall", FactRecallDetail) for q in judged.questions]
+    assert any(f.grade for d in facts if d for f in d.facts)
     for grader in ("both", "matcher"):
         assert main(["score", str(run), "--fact-grader", grader]) == 0
         rescored = _scores(run)
         assert_typed(rescored)
-        facts = [q.details.fact_recall for q in rescored.questions if q.details.fact_recall]
+        facts = [d for q in rescored.questions
+                 if (d := q.details.block("fact_recall", FactRecallDetail))]
         assert facts and all(f.grader == (grader if grader == "both" else None) for f in facts)
 
 
@@ -81,8 +92,10 @@ def test_a_failing_judge_and_errored_questions_write_only_typed_detail(tmp_path:
     scores = score_run_sync(run, judge=ScriptedJudge("judge-x", failing), fact_grader="judge")
     assert_typed(scores)
     q1 = next(q for q in scores.questions if q.question_id == Q1 and q.adapter == "fts")
-    assert q1.details.answer_quality and q1.details.answer_quality.failed_judge_calls
-    assert q1.details.fact_recall and "failed" in (q1.details.fact_recall.reason or "")
+    pairwise = q1.details.block("answer_quality", PairwiseDetail)
+    assert pairwise and pairwise.failed_judge_calls
+    facts = q1.details.block("fact_recall", FactRecallDetail)
+    assert facts and "failed" in (facts.reason or "")
     broken = next(q for q in scores.questions if q.adapter == "broken")
     assert broken.details.error == "boom"
     assert_typed(score_run_sync(run, judge=ScriptedJudge("judge-y", fair), fact_grader="both"))
@@ -92,7 +105,7 @@ def test_the_offline_graders_detail_is_typed(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds.json")
     run = build_run(tmp_path / "runs", ds, records())
     row = next(q for q in score_run_sync(run).questions if q.question_id == Q1)
-    matched = row.details.fact_recall
+    matched = row.details.block("fact_recall", FactRecallDetail)
     assert matched is not None and matched.grader is None
     facts = [f.fact for f in matched.facts if f.fact]
     grades = {f: FactGrade(1.0 if i else None, "model" if i else "error", 0.9 if i else None,
@@ -102,8 +115,9 @@ def test_the_offline_graders_detail_is_typed(tmp_path: Path) -> None:
     apply_offline(graded, grades, {"model": "local-x"})
     typed = read_detail(json.loads(json.dumps(graded.detail)))
     assert not untyped(typed)
-    assert typed.fact_recall and typed.fact_recall.grader == "local"
-    assert typed.fact_recall.facts[1].p_present == 0.9
+    facts = typed.block("fact_recall", FactRecallDetail)
+    assert facts and facts.grader == "local"
+    assert facts.facts[1].p_present == 0.9
 
 
 def test_published_protocols_write_only_typed_detail(tmp_path: Path) -> None:
@@ -155,7 +169,8 @@ def test_a_detail_no_model_knows_loads_with_its_keys_kept() -> None:
     }
     row = _row(json.loads(json.dumps(stored)))
     d = row.details
-    assert d.fact_recall and d.fact_recall.facts[0].matched is True
+    facts = d.block("fact_recall", FactRecallDetail)
+    assert facts and facts.facts[0].matched is True
     assert d.retrieval is None and d.of("retrieval") == {"first": "not a table"}
     assert [k for k, _ in d.blocks()] == list(stored)
     assert sorted(untyped(d)) == sorted(["retrieval", "plugin_metric", "_fields_set",
@@ -163,3 +178,42 @@ def test_a_detail_no_model_knows_loads_with_its_keys_kept() -> None:
     # Reading the typed view changes nothing that is written.
     assert row.model_dump()["detail"] == stored
     assert json.loads(row.model_dump_json())["detail"] == stored
+
+
+def test_each_metrics_spec_names_its_detail_model_and_no_other_list_does() -> None:
+    models = registry.detail_models()
+    assert models["fact_recall"] is FactRecallDetail
+    assert models["answer_quality"] is models["action_quality"] is PairwiseDetail
+    assert set(models) == set(registry.question_metrics())
+    # QuestionDetail names only the blocks no metric owns.
+    assert not set(QuestionDetail.model_fields) & set(registry.metric_names())
+
+
+def test_a_block_asked_for_with_another_model_than_its_specs_is_refused() -> None:
+    d = _row({"fact_recall": {"facts": []}}).details
+    assert d.block("evidence_grounding", GroundingDetail) is None  # not stored
+    try:
+        d.block("fact_recall", GroundingDetail)
+    except TypeError as exc:
+        assert "FactRecallDetail" in str(exc)
+    else:
+        raise AssertionError("a block read with another model than its spec's was returned")
+
+
+class HitsDetail(Block):
+    hits: int | None = None
+
+
+def test_a_plugin_metrics_detail_is_read_with_the_model_its_spec_names(tmp_path: Path) -> None:
+    spec = registry.register_metric(registry.MetricSpec(
+        "hits_metric", 1, lambda m: (1.0, {"hits": len(m.item.record.answer)}),
+        detail=HitsDetail))
+    try:
+        ds = write_dataset(tmp_path / "ds.json")
+        scores = score_run_sync(build_run(tmp_path / "runs", ds, records()))
+        assert_typed(scores)
+        blocks = [q.details.block(spec.name, HitsDetail) for q in scores.questions
+                  if q.status == "answered"]
+        assert blocks and all(b is not None and b.hits for b in blocks)
+    finally:
+        registry.unregister_metric(spec.name)

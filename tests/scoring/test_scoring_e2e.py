@@ -14,7 +14,7 @@ from lens.commands.cli import main
 from lens.data.config import load_config
 from lens.flow.pipeline import execute
 from lens.scoring import SCORES_FILE, score_for_config
-from lens.scoring.types import RunScores
+from lens.scoring.foundations.types import RunScores
 
 
 def test_run_then_score_then_rescore(tmp_path: Path, capsys) -> None:

@@ -1,4 +1,4 @@
-"""fact_recall is one rule (``lens.scoring.grading.fact_recall.fact_recall_of``) over a question's
+"""fact_recall is one rule (``lens.scoring.measures.fact_recall.fact_recall_of``) over a question's
 per-item grades, whoever gave them: unknown when a grade is missing (never 0), 0 when the
 conclusion is contradicted or two-way, else the mean over the items (the conclusion's points
 only when backed) times the stuffing factor. The matcher, the judge and the offline grader
@@ -16,12 +16,12 @@ from scoring_fixtures import SCOPE, build_run, dataset_dict, ep, record, write_d
 import lens.scoring.metrics as registry
 from lens.commands.cli import main
 from lens.scoring import SCORES_FILE
+from lens.scoring.foundations.types import QuestionScores, RunScores
 from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline
-from lens.scoring.grading.fact_recall import ConclusionItem, FactCredit, fact_recall_of
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.judging.judge import Verdict, fact_grade_task
+from lens.scoring.measures.fact_recall import ConclusionItem, FactCredit, fact_recall_of
 from lens.scoring.text.conclusion import Status, conclusion_as_fact
-from lens.scoring.types import QuestionScores, RunScores
 
 STATED = ConclusionItem("stated", 1.0, claim_stated=False, cites_evidence=True)
 

@@ -7,8 +7,8 @@ from scoring_fixtures import SCOPE, dataset_dict, ep, record
 
 from lens.data.dataset import Dataset
 from lens.runs.records import QuestionRecord
+from lens.scoring.foundations.run_input import ScoringItem
 from lens.scoring.measures import mechanical
-from lens.scoring.run_input import ScoringItem
 from lens.scoring.text.claims import ScopeText
 
 DS = Dataset.model_validate(dataset_dict())

@@ -32,7 +32,7 @@ MEASURE = """
 import sys, tracemalloc
 from pathlib import Path
 import lens.scoring.scorer as scorer
-from lens.scoring.run_input import load_run
+from lens.scoring.foundations.run_input import load_run
 run_dir = Path(sys.argv[1])
 load_run(run_dir).store.close()  # imports and first-use caches, outside the measure
 tracemalloc.start()

@@ -9,7 +9,7 @@ import pytest
 
 import lens.scoring.metrics as registry
 from lens.report import groupstats as gs
-from lens.scoring.measures.composite import resolve_weights
+from lens.scoring.aggregation.composite import resolve_weights
 from lens.scoring.measures.differential import longitudinal_advantage
 from lens.scoring.metrics import MetricSpec, register_metric, unregister_metric
 from tests.report.test_report_groupstats import rows
@@ -59,3 +59,16 @@ def test_a_plugin_group_metric_gets_its_interval_from_its_own_replicates() -> No
     finally:
         unregister_metric("spread")
         unregister_metric("no_interval")
+
+
+def test_a_difference_is_bounded_by_the_width_of_the_metrics_own_range() -> None:
+    """The bound the sequential verdicts, the bounded test and stopping read is the spec's."""
+    assert registry.difference_bound(registry.COMPOSITE) == 1.0
+    assert registry.difference_bound("fact_recall") == 1.0
+    assert registry.difference_bound(LA) == 2.0
+    spec = register_metric(MetricSpec("latency_score", 1, lambda m: (0.0, {}),
+                                      bounds=(0.0, 10.0)))
+    try:
+        assert registry.difference_bound(spec.name) == 10.0
+    finally:
+        unregister_metric(spec.name)

@@ -14,7 +14,7 @@ import lens.scoring.metrics as registry
 from lens.commands.cli import main
 from lens.core import plugins
 from lens.core.errors import ConfigError, UserError
-from lens.scoring.measures.composite import resolve_weights
+from lens.scoring.aggregation.composite import resolve_weights
 from lens.scoring.metrics import MetricInput, MetricSpec, register_metric, unregister_metric
 
 SHORT, LONG = "Pool exhausted [{}].", "The pool was exhausted. " * 20 + "[{}]"

@@ -225,7 +225,7 @@ def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
 
 
 def _row(detail: dict) -> object:
-    from lens.scoring.types import QuestionScores
+    from lens.scoring.foundations.types import QuestionScores
     return QuestionScores(key="a|s|0|q", unit_key="a|s|0", adapter="a", scope_id="s", repeat=0,
                           question_id="q", question_type="negative", checkpoint=1,
                           status="answered", metrics={"fact_recall": 0.0},

@@ -27,8 +27,8 @@ from lens.commands.cli import main
 from lens.core.errors import UserError
 from lens.runs.records import QuestionRecord
 from lens.scoring import SCORES_FILE, score_run, score_run_sync
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge import parse_verdict
-from lens.scoring.types import RunScores
 
 Q1, Q2, Q3, Q4 = (f"{SCOPE}_q01_longitudinal", f"{SCOPE}_q02_null", f"{SCOPE}_q03_action",
                   f"{SCOPE}_q04_negative")

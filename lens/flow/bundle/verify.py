@@ -25,7 +25,7 @@ from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.data.dataset_load import load_dataset
 from lens.flow.bundle.archive import read_archive
 from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
-from lens.scoring.types import RunScores
+from lens.scoring.foundations.types import RunScores
 
 
 @dataclass

@@ -1,1 +1,2 @@
-"""Per-fact grades: who grades each key fact, and the credit fact_recall takes from them."""
+"""Per-fact grades: who grades each key fact, and where a grader's grades replace the
+matcher's."""

@@ -2,7 +2,7 @@
 
 The matcher's fact_recall stands unless a grader (the judge, or the offline grader) graded the
 question's key facts; their grades then replace the matcher's, and the value is the one rule
-of :mod:`lens.scoring.grading.fact_recall` on them: what no grader overrides is kept, the discount
+of :mod:`lens.scoring.measures.fact_recall` on them: what no grader overrides is kept, the discount
 for stating far more figures than asked, and a contradicted or two-way conclusion taking every
 fact's credit with it. :func:`_settle` is the one place a grader's value is written.
 """
@@ -18,11 +18,11 @@ import lens.scoring.grading.fact_grader as grading
 import lens.scoring.grading.offline_grader as offline_grader
 import lens.scoring.measures.mechanical as mechanical
 from lens.data.config import CacheConfig
-from lens.scoring.grading.fact_recall import FactCredit, fact_recall_of
+from lens.scoring.foundations.run_input import RunInput
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.grading.offline_grader import FactGrade, FactTask, OfflineGrader
 from lens.scoring.judging.judge import JudgeTask, Verdict
-from lens.scoring.run_input import RunInput
-from lens.scoring.types import QuestionScores
+from lens.scoring.measures.fact_recall import FactCredit, fact_recall_of
 
 METRIC = "fact_recall"
 

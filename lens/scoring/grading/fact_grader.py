@@ -11,8 +11,8 @@ conclusion is graded as one more fact, and a fact whose figure, date or identifi
 finds missing, denied, only in a bare list or given to another subject earns no points
 whatever its grade (``VETO_REASONS``), from the judge or the local model alike.
 
-Each grader's grades become a :class:`~lens.scoring.grading.fact_recall.FactCredit`, and the
-question's fact_recall is the one rule of :mod:`lens.scoring.grading.fact_recall` on it (a missing
+Each grader's grades become a :class:`~lens.scoring.measures.fact_recall.FactCredit`, and the
+question's fact_recall is the one rule of :mod:`lens.scoring.measures.fact_recall` on it (a missing
 grade leaves it unknown, a contradicted or two-way conclusion makes it 0, the stuffing factor
 discounts it), as for the matcher's own grades.
 """
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
-from lens.scoring.grading.fact_recall import ConclusionItem, FactCredit, stuffing_of
+from lens.scoring.foundations.run_input import ScoringItem
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.judging.judge import JudgeTask, Verdict, fact_grade_task
 from lens.scoring.judging.judge_prompts import GRADE_POINTS
-from lens.scoring.run_input import ScoringItem
+from lens.scoring.measures.fact_recall import ConclusionItem, FactCredit, stuffing_of
 from lens.scoring.text.conclusion import conclusion_as_fact
 
 FactGrader = FactGraderName

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lens.data.config import JudgeConfig
+from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge_panel import stored_judge_configs
-from lens.scoring.types import RunScores
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from lens.data.config import JudgeConfig
 from lens.data.scoring_names import JUDGE_GRADERS
 from lens.models.base import Completion, CompletionRequest, Message, ModelClient
 from lens.runs.store import atomic_write_text
+from lens.scoring.foundations.detail import FactRecallDetail, PairwiseDetail
+from lens.scoring.foundations.types import SCORES_FILE, RunScores
 from lens.scoring.judging.judge_prompts import JUDGE_ADDENDA, JUDGE_SYSTEM, JUDGE_SYSTEMS
-from lens.scoring.types import SCORES_FILE, RunScores
 
 JUDGE_SCORES_DIR = "judge_scores"
 # Condition fields that name the judge: everything else must match for judges to be set side
@@ -177,12 +178,12 @@ def verdict_units(scores: RunScores) -> dict[tuple[str, str, str], str]:
     out: dict[tuple[str, str, str], str] = {}
     for q in scores.questions:
         d = q.details
-        for metric, pairwise in (("answer_quality", d.answer_quality),
-                                 ("action_quality", d.action_quality)):
+        for metric in ("answer_quality", "action_quality"):
+            pairwise = d.block(metric, PairwiseDetail)
             for c in pairwise.comparisons if pairwise else ():
                 if c.final:
                     out[(q.key, metric, str(c.label))] = c.final
-        facts = d.fact_recall
+        facts = d.block("fact_recall", FactRecallDetail)
         if facts is not None and facts.grader in JUDGE_GRADERS:
             for f in facts.facts:
                 if f.grade:

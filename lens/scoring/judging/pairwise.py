@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lens.scoring.foundations.run_input import ScoringItem
 from lens.scoring.judging.judge import JudgeTask, Verdict, pairwise_task
-from lens.scoring.run_input import ScoringItem
 
 FACT_CRITERION = "establishes this finding: {fact}"
 WHOLE_CRITERION = ("answers the question correctly and completely, saying nothing the records "

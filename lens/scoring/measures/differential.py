@@ -20,7 +20,7 @@ import numpy as np
 
 from lens.data.dataset import SYNTHESIS_TYPES, QuestionType
 from lens.runs.records import is_scored
-from lens.scoring.types import QuestionScores
+from lens.scoring.foundations.types import QuestionScores
 
 _SYNTHESIS = frozenset(t.value for t in SYNTHESIS_TYPES)
 _CONTROL = QuestionType.NULL_HYPOTHESIS.value

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lens.scoring.grading.fact_recall import ConclusionItem, FactCredit, fact_recall_of
-from lens.scoring.run_input import ScoringItem
+from lens.scoring.foundations.run_input import ScoringItem
+from lens.scoring.measures.fact_recall import ConclusionItem, FactCredit, fact_recall_of
 from lens.scoring.text.claims import (
     Atoms,
     Claims,
@@ -139,7 +139,7 @@ def fact_recall(item: ScoringItem, settings: FactMatcherSettings | None = None,
     :mod:`lens.scoring.text.claims`). An answer whose conclusion contradicts the ground truth's, or
     that concludes both ways, scores 0: its facts argue for a wrong or no answer (see
     :mod:`lens.scoring.text.conclusion`). The value is the matcher's grades under the one rule
-    every fact grader shares (:func:`lens.scoring.grading.fact_recall.fact_recall_of`)."""
+    every fact grader shares (:func:`lens.scoring.measures.fact_recall.fact_recall_of`)."""
     gt = item.question.ground_truth
     facts = gt.key_facts
     if not facts and not gt.conclusion:

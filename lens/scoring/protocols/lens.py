@@ -20,12 +20,14 @@ import lens.scoring.measures.retrieval as retrieval
 import lens.scoring.metrics as registry
 from lens.data.dataset import QuestionType
 from lens.data.scoring_names import JUDGE_GRADERS
+from lens.scoring.aggregation.aggregate import aggregate
+from lens.scoring.aggregation.composite import composite
+from lens.scoring.foundations.run_input import RunInput, ScoringItem, by_scope
+from lens.scoring.foundations.types import QuestionScores
 from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline, offline_grades
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.judging.judge import Judge, JudgeTask, Verdict
 from lens.scoring.judging.judge_prompts import judge_prompts_hash
-from lens.scoring.measures.aggregate import aggregate
-from lens.scoring.measures.composite import composite
 from lens.scoring.plan import ScoringPlan
 from lens.scoring.protocols.run import (
     JudgeRun,
@@ -35,10 +37,8 @@ from lens.scoring.protocols.run import (
     judge_summary,
     question_row,
 )
-from lens.scoring.run_input import RunInput, ScoringItem, by_scope
 from lens.scoring.score_notes import scoring_notes
 from lens.scoring.text.facts import FactMatcherSettings
-from lens.scoring.types import QuestionScores
 
 NAME = "lens"
 ACTION = QuestionType.ACTION_RECOMMENDATION.value

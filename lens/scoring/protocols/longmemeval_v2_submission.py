@@ -32,6 +32,8 @@ from lens.core.errors import UserError
 from lens.core.safenames import UnsafeName, child
 from lens.data.dataset import Dataset, Question
 from lens.runs.store import atomic_write_text
+from lens.scoring.foundations.run_input import RunInput, load_run
+from lens.scoring.foundations.types import SCORES_FILE, RunScores
 from lens.scoring.protocols.longmemeval_v2 import (
     ACCURACY,
     LEADERBOARD_JUDGE,
@@ -40,8 +42,6 @@ from lens.scoring.protocols.longmemeval_v2 import (
     boxed_answer,
     uses_leaderboard_reader,
 )
-from lens.scoring.run_input import RunInput, load_run
-from lens.scoring.types import SCORES_FILE, RunScores
 
 NON_PREMISE = ("static", "dynamic", "procedure", "gotchas")
 PREMISE = ("static-abs", "dynamic-abs", "procedure-abs")

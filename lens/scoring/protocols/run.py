@@ -31,14 +31,14 @@ from lens.models.base import ModelClient
 from lens.runs.condition import stable_hash
 from lens.runs.events import ScoringDone
 from lens.runs.store import RunStore
-from lens.scoring.condition import scoring_condition
-from lens.scoring.errata import Errata, ErrataReport, apply_errata
+from lens.scoring.foundations.condition import scoring_condition
+from lens.scoring.foundations.errata import Errata, ErrataReport, apply_errata
+from lens.scoring.foundations.run_input import RunInput, ScoringItem
+from lens.scoring.foundations.types import JudgeSummary, QuestionScores, RunScores
 from lens.scoring.judging.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judging.judge_prompts import INVALID
 from lens.scoring.plan import ScoringOutcome, ScoringPlan
 from lens.scoring.protocols.base import Protocol, ProtocolTask
-from lens.scoring.run_input import RunInput, ScoringItem
-from lens.scoring.types import JudgeSummary, QuestionScores, RunScores
 
 SECTION_FILE = Path("sections") / "protocol.json"
 _VALUES = {1.0: "correct", 0.0: "wrong"}

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.scoring.detail import QuestionDetail, read_detail
+from lens.scoring.foundations.detail import QuestionDetail, read_detail
 
 # Where a run's scores live, beside its records (named here so that every writer of scores,
 # the scorer and the protocols alike, imports it from below them).
@@ -37,8 +37,8 @@ class QuestionScores(BaseModel):
 
     @functools.cached_property
     def details(self) -> QuestionDetail:
-        """``detail`` as typed models (lens.scoring.detail), read once: read it when the row
-        is complete (the scorer writes ``detail`` and never reads this)."""
+        """``detail`` as typed models (lens.scoring.foundations.detail), read once: read it
+        when the row is complete (the scorer writes ``detail`` and never reads this)."""
         return read_detail(self.detail)
 
 

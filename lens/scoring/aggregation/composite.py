@@ -18,8 +18,10 @@ Two rules keep a failing agent from gaining:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 import lens.scoring.metrics as registry
 from lens.core.errors import ConfigError
@@ -70,15 +72,49 @@ def composite(values: Mapping[str, float | None], weights: Mapping[str, float],
     ended in an error and count as 0)."""
     never = registry.unweighted()
     gates = registry.gate_metrics()
-    active = {m: w for m, w in weights.items() if w > 0 and m not in never}
-    present = {m: values[m] for m in active if values.get(m) is not None}
-    missing = [m for m in active if m not in present]
-    unchecked = [g for g in gates if values.get(g) is None]
-    if not present:
-        return Composite(None, missing, False, unchecked)
-    gated = any((v := values.get(g)) is not None and v < gate_threshold for g in gates)
-    if gated:
-        return Composite(0.0, missing, True, unchecked)
-    total = sum(active[m] * v for m, v in present.items() if v is not None)
-    return Composite(total / sum(active[m] for m in present) * answered_share, missing, False,
-                     unchecked)
+    active = [m for m, w in weights.items() if w > 0 and m not in never]
+    value, gated = _rule({m: np.nan if v is None else v for m, v in values.items()}, weights,
+                         gate_threshold, answered_share, never, gates)
+    return Composite(None if np.isnan(value) else float(value),
+                     [m for m in active if values.get(m) is None], bool(gated),
+                     [g for g in gates if values.get(g) is None])
+
+
+def composite_values(values: Mapping[str, np.ndarray], weights: Mapping[str, float],
+                     gate_threshold: float = DEFAULT_GATE_THRESHOLD,
+                     answered_share: np.ndarray | float = 1.0) -> np.ndarray:
+    """The composite of many sets of values at once, e.g. every bootstrap replicate of a group:
+    ``values`` holds one array per metric (NaN where the metric is unknown); NaN where no
+    weighted metric is known. The same rule as :func:`composite`, which applies it to one set."""
+    value, _ = _rule(values, weights, gate_threshold, answered_share, registry.unweighted(),
+                     registry.gate_metrics())
+    return np.asarray(value)
+
+
+def _rule(values: Mapping[str, np.ndarray | float], weights: Mapping[str, float],
+          gate_threshold: float, answered_share: np.ndarray | float,
+          never: Mapping[str, str], gates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The composite's one rule, and where the gate zeroed it: the weighted mean of the known
+    (finite) weighted metrics, renormalised over them, times the answered share; 0 where a known
+    gate metric is below the threshold and some weighted metric is known; NaN where none is.
+    Each value is a number or an array of them (one per set of values)."""
+    names = [m for m, w in weights.items() if w > 0 and m not in never and m in values]
+    if not names:
+        shape = np.broadcast_shapes(*(np.shape(v) for v in values.values()),
+                                    np.shape(answered_share))
+        return np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+    table = np.array([values[m] for m in names], dtype=float)
+    w = np.array([weights[m] for m in names]).reshape((-1,) + (1,) * (table.ndim - 1))
+    known = np.isfinite(table)
+    terms = w * np.where(known, table, 0.0)
+    shares = w * known
+    # Summed one metric after another, in the weights' order, so that every set of values adds
+    # in the same order whatever its shape (a reduction may pair the terms differently).
+    num, den = terms[0], shares[0]
+    for t, d in zip(terms[1:], shares[1:], strict=True):
+        num, den = num + t, den + d
+    gate_table = np.array([values[g] for g in gates if g in values], dtype=float)
+    below = (np.isfinite(gate_table) & (gate_table < gate_threshold)).any(axis=0)
+    value = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan) * answered_share
+    gated = below & (den > 0)
+    return np.where(gated, 0.0, value), gated

@@ -16,8 +16,8 @@ from typing import Any
 
 import lens.scoring.metrics as registry
 from lens.runs.records import is_scored
-from lens.scoring.measures.composite import composite
-from lens.scoring.types import QuestionScores
+from lens.scoring.aggregation.composite import composite
+from lens.scoring.foundations.types import QuestionScores
 
 _KEYS: dict[str, Callable[[QuestionScores], str]] = {
     "adapter": lambda r: r.adapter,

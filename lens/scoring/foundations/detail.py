@@ -2,9 +2,15 @@
 
 ``scores.json`` keeps each question's detail as the scorer wrote it (``QuestionScores.detail``,
 one JSON object keyed by metric); :func:`read_detail` reads that object into a
-:class:`QuestionDetail`, so a reader writes ``row.scores.details.fact_recall.facts[0].grade``.
-The stored object is never rewritten from these models, so reading changes no byte of a
-scores file.
+:class:`QuestionDetail`, so a reader writes
+``row.scores.details.block("fact_recall", FactRecallDetail).facts[0].grade``. The stored object
+is never rewritten from these models, so reading changes no byte of a scores file.
+
+The models are here; which one a metric's block is read with is its spec's ``detail``
+(:class:`lens.scoring.metrics.MetricSpec`), a plugin metric's too. The registry sits above this
+room, so it hands its models down when it loads (:func:`use_metric_models`); a
+:class:`QuestionDetail` itself names only the blocks no metric owns (retrieval, judge, composite,
+a protocol's).
 
 Every model keeps the keys it does not name (an older or newer scorer's, a plugin metric's,
 a hand-written file's) in ``model_extra``: the viewers show them, and :func:`untyped` lists
@@ -15,8 +21,8 @@ the extras instead of refusing the file: it is shown, never interpreted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, TypeAdapter, ValidationError
 
@@ -189,22 +195,17 @@ class ProtocolVerdict(Block):
     prompt: str | None = None
 
 
+B = TypeVar("B", bound=Block)
+
+
 class QuestionDetail(BaseModel):
-    """A question's detail: lens's metrics by name, the retrieval, judge and composite blocks,
-    a published protocol's (``protocol``, and its judged metrics in ``judged``), and why the
-    question has no scores (``error``, ``errata``, ``reason``). Built by :func:`read_detail`."""
+    """A question's detail: each metric's block (read with the model its spec names; see
+    :meth:`block`), the retrieval, judge and composite blocks, a published protocol's
+    (``protocol``, and its judged metrics in ``judged``), and why the question has no scores
+    (``error``, ``errata``, ``reason``). Built by :func:`read_detail`."""
 
     model_config = ConfigDict(extra="allow")
 
-    evidence_grounding: GroundingDetail | None = None
-    fact_recall: FactRecallDetail | None = None
-    citation_precision: CitationPrecisionDetail | None = None
-    evidence_coverage: CoverageDetail | None = None
-    budget_compliance: BudgetDetail | None = None
-    answer_quality: PairwiseDetail | None = None
-    insight_depth: InsightDetail | None = None
-    reasoning_quality: ReasoningDetail | None = None
-    action_quality: PairwiseDetail | None = None
     retrieval: RetrievalDetail | None = None
     judge: JudgeCounts | None = None
     composite: CompositeDetail | None = None
@@ -216,18 +217,33 @@ class QuestionDetail(BaseModel):
     judged: dict[str, ProtocolVerdict] = {}
 
     _stored: Mapping[str, Any] = PrivateAttr(default_factory=dict)
+    # The metrics' blocks, each read with its spec's model, by metric name.
+    _metrics: dict[str, Block | None] = PrivateAttr(default_factory=dict)
 
     def blocks(self) -> Iterator[tuple[str, Any]]:
         """Every stored key in stored order with its typed value (a model, a string, or the
         stored value itself for a key no model names)."""
         extra = self.model_extra or {}
         for key in self._stored:
-            if key in self.judged:
+            if key in self._metrics:
+                yield key, self._metrics[key]
+            elif key in self.judged:
                 yield key, self.judged[key]
             elif key in extra:
                 yield key, extra[key]
             else:
                 yield key, getattr(self, key)
+
+    def block(self, key: str, model: type[B]) -> B | None:
+        """The block stored under ``key`` as ``model``, the model its metric's spec names
+        (``details.block("fact_recall", FactRecallDetail)``); None when the question has none
+        or it did not fit the model (it is then kept among the extras). A TypeError when the
+        spec names another model: the caller's model is out of date."""
+        value = self.of(key)
+        if isinstance(value, Block) and not isinstance(value, model):
+            raise TypeError(f"detail {key!r} is read as {type(value).__name__}, "
+                            f"not {model.__name__}")
+        return value if isinstance(value, model) else None
 
     def of(self, key: str) -> Any:
         """The typed value stored under ``key`` (a metric's name, ``retrieval``, …); None when
@@ -246,6 +262,24 @@ _READERS: dict[str, TypeAdapter[Any]] = {
     name: TypeAdapter(field.annotation) for name, field in QuestionDetail.model_fields.items()
     if name != "judged" and field.annotation is not None}
 
+MetricModels = Callable[[], Mapping[str, type[Block]]]
+
+
+def _no_models() -> Mapping[str, type[Block]]:
+    return {}
+
+
+# The registry's models by metric name, asked at each read (a plugin may register later); none
+# until the registry loads, which importing anything of lens.scoring does first.
+_metric_models: MetricModels = _no_models
+
+
+def use_metric_models(models: MetricModels) -> None:
+    """Read each metric's block with the model ``models()`` gives for its name (the metric
+    registry's call, when it loads)."""
+    global _metric_models
+    _metric_models = models
+
 
 def _is_verdict(value: Any) -> bool:
     # A protocol's judged metric is stored under the metric's own name (any name the protocol
@@ -253,16 +287,22 @@ def _is_verdict(value: Any) -> bool:
     return isinstance(value, Mapping) and "prompt" in value and "verdict" in value
 
 
-def read_detail(stored: Mapping[str, Any]) -> QuestionDetail:
-    """The typed view of one question's stored detail (see the module's docstring)."""
+def read_detail(stored: Mapping[str, Any],
+                models: Mapping[str, type[Block]] | None = None) -> QuestionDetail:
+    """The typed view of one question's stored detail (see the module's docstring), each
+    metric's block read with ``models[name]`` (by default the registry's models)."""
     typed: dict[str, Any] = {}
+    metrics: dict[str, Block | None] = {}
     judged: dict[str, ProtocolVerdict] = {}
     extra: dict[str, Any] = {}
     protocol_row = "protocol" in stored
+    by_metric = _metric_models() if models is None else models
     for key, value in stored.items():
         try:
             if key in _READERS:
                 typed[key] = _READERS[key].validate_python(value)
+            elif key in by_metric:
+                metrics[key] = None if value is None else by_metric[key].model_validate(value)
             elif protocol_row and _is_verdict(value):
                 judged[key] = ProtocolVerdict.model_validate(value)
             else:
@@ -274,6 +314,7 @@ def read_detail(stored: Mapping[str, Any]) -> QuestionDetail:
     # Set apart from the constructor: a stored key may be any string, a keyword's name too.
     object.__setattr__(out, "__pydantic_extra__", extra)
     out._stored = stored
+    out._metrics = metrics
     return out
 
 
