@@ -11,7 +11,7 @@ from lens.report.data import scored_run
 from lens.report.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
 from lens.report.shapes import Check
 from lens.runs.manifest import RunManifest
-from lens.scoring.types import RunScores
+from lens.scoring.foundations.types import RunScores
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
