@@ -29,7 +29,7 @@ from lens.data.config import CacheConfig, ModelConfig
 from lens.data.scoring_names import CLAIMS_GRADERS
 from lens.flow.bundle.claims_bundle import export_claims
 from lens.models.factory import create_client
-from lens.report.document import to_markdown
+from lens.report.documents.document import to_markdown
 
 
 def register(sub: Any) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lens.report import groupstats as gs
+import lens.report.figures.groupstats as gs
 from lens.scoring.aggregation.aggregate import aggregate_group
 from lens.scoring.aggregation.composite import composite, composite_values, resolve_weights
 from lens.scoring.foundations.types import QuestionScores
