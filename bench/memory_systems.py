@@ -15,8 +15,8 @@ arm: a finished arm is read again, not re-run; an interrupted one resumes (``len
 --resume``); arms run with the same settings can be added to the same ``--work`` later. The
 printed table gives per arm: composite and fact recall with their 95% intervals, ingest seconds
 per episode, the memory model's calls and tokens per episode, the context handed to the agent
-per question (``lens.report.parity``), the run's wall time; an arm that failed shows as failed
-with its reason, an arm that cannot run here (unknown, or its extra not installed) as not
+per question (``lens.report.checks.parity``), the run's wall time; an arm that failed shows as
+failed with its reason, an arm that cannot run here (unknown, or its extra not installed) as not
 measured with the reason.
 
     python -m bench.memory_systems --questions 6 --work /tmp/ms \\
@@ -392,7 +392,7 @@ def _composite(r: ArmResult | None) -> float | None:
 def row(r: ArmResult, floor: ArmResult | None = None,
         ceiling: ArmResult | None = None) -> list[str]:
     """One arm's cells; ``floor`` and ``ceiling``: the ``null`` and ``oracle`` arms, when run."""
-    from lens.report.floor_ceiling import position
+    from lens.report.figures.floor_ceiling import position
 
     if r.status == "not measured":
         usage = _usage(r.events)

@@ -14,9 +14,9 @@ then 25 questions per scope with values in [0, 1]: A's value uniform where both 
 A's plus the scope's difference plus a question's symmetric noise (up to ±0.2). Per number of
 scopes (5, 8, 12, 24, 40, 100):
 
-- **fixed-n**: the run goes through ``lens.report.arm_comparison.compare_pairs`` (the function
-  ``lens compare`` and every report use) on ``fact_recall`` as the primary metric; wrong = a
-  better, worse or real-but-small verdict on it;
+- **fixed-n**: the run goes through ``lens.report.figures.arm_comparison.compare_pairs`` (the
+  function ``lens compare`` and every report use) on ``fact_recall`` as the primary metric;
+  wrong = a better, worse or real-but-small verdict on it;
 - **sequential**: the scope blocks' differences, in a random order, through
   ``lens.stats.sequential.sequential_verdict`` for each sequence; wrong = better or worse at any
   look;
@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import machine_line
-from lens.report.arm_comparison import arms_of, compare_pairs
-from lens.report.shapes import ComparisonRow
-from lens.report.verdicts import DIFFERENT
+from lens.report.figures.arm_comparison import arms_of, compare_pairs
+from lens.report.figures.verdicts import DIFFERENT
+from lens.report.foundations.shapes import ComparisonRow
 from lens.stats.bounded import bounded_test
 from lens.stats.resample import rng_for
 from lens.stats.sequential import METHODS, Method, family_verdicts, sequential_verdict

@@ -36,10 +36,10 @@ import yaml
 from scipy import stats as st
 
 from bench.common import ROOT, machine_line
-from lens.report.arm_comparison import arms_of, compare_pairs, scope_table
-from lens.report.data import load_run
-from lens.report.estimates import report_metrics
-from lens.report.sequential import sequential_replay
+from lens.report.figures.arm_comparison import arms_of, compare_pairs, scope_table
+from lens.report.figures.estimates import report_metrics
+from lens.report.figures.sequential import sequential_replay
+from lens.report.foundations.data import load_run
 from lens.stats.resample import rng_for
 from lens.stats.sequential import METHODS, family_verdicts, sequential_verdict
 

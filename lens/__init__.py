@@ -58,8 +58,8 @@ _EXPORTS: dict[str, str] = {
     "write_reports": "lens.report",
     "build_summary": "lens.report",
     "compare_runs": "lens.report.run_comparison",
-    "Section": "lens.report.sections",
-    "register_section_provider": "lens.report.sections",
+    "Section": "lens.report.sections.registry",
+    "register_section_provider": "lens.report.sections.registry",
     # Errors a caller may catch
     "UserError": "lens.core.errors",
     "ConfigError": "lens.core.errors",
@@ -155,7 +155,7 @@ if TYPE_CHECKING:
     from lens.memory.run_cache import RunCacheOptions
     from lens.report import build_summary, write_reports
     from lens.report.run_comparison import compare_runs
-    from lens.report.sections import Section, register_section_provider
+    from lens.report.sections.registry import Section, register_section_provider
     from lens.runs.records import QuestionRecord
     from lens.runs.store import RunStore
     from lens.scoring.scorer import score_for_config, score_run, score_run_sync

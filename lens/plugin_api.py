@@ -20,9 +20,9 @@ from lens.core.eventloop import run as run_async
 from lens.core.plugins import add_entry_points
 from lens.core.tokens import estimate_tokens
 from lens.models.factory import create_client
-from lens.report.data import RunData
-from lens.report.document import Block, Heading, Para, Table, to_html, to_markdown
-from lens.report.sections import Section
+from lens.report.documents.document import Block, Heading, Para, Table, to_html, to_markdown
+from lens.report.foundations.data import RunData
+from lens.report.sections.registry import Section
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import RunStore, atomic_write_text
 

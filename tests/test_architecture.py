@@ -131,11 +131,12 @@ def test_the_graph_sees_each_kind_of_import() -> None:
     graph = import_graph()
     assert "lens.core.plugins" in graph["lens.memory.adapter"]  # from lens.core import plugins
     assert "lens.core.distribution" in graph["lens.runs.condition"]  # from … import version
-    assert "lens.report.fmt" in graph["lens.report.html"]  # import lens.report.fmt as fmt
+    # import lens.report.documents.fmt as fmt
+    assert "lens.report.documents.fmt" in graph["lens.report.documents.html"]
     assert "lens.data.config" in graph["lens.commands.cache"]  # imported inside a function
     assert "lens.report" in graph["lens.plugin_api"]  # the package runs first
     # A module's own package is not an edge just for being its parent.
-    assert "lens.report" not in graph["lens.report.fmt"]
+    assert "lens.report" not in graph["lens.report.documents.fmt"]
 
 
 def test_no_module_imports_the_public_api() -> None:
@@ -215,12 +216,12 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_a_planted_upward_import_is_found() -> None:
-    graph = {"lens.runs.store": {"lens.report.html"},
-             "lens.report.sections": {"goldevidence.report"},
-             "lens.report.html": {"lens.runs.store"}}
+    graph = {"lens.runs.store": {"lens.report.documents.html"},
+             "lens.report.sections.registry": {"goldevidence.report"},
+             "lens.report.documents.html": {"lens.runs.store"}}
     assert upward_imports(graph) == [
-        "lens.runs.store (models and records) -> lens.report.html (report)",
-        "lens.report.sections -> goldevidence.report (lens never imports a plugin)"]
+        "lens.runs.store (models and records) -> lens.report.documents.html (report)",
+        "lens.report.sections.registry -> goldevidence.report (lens never imports a plugin)"]
 
 
 def test_layers_import_only_downwards() -> None:

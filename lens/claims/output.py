@@ -15,8 +15,8 @@ from lens.claims.rescore import Scored
 from lens.claims.table import blocks
 from lens.core.distribution import version as lens_version
 from lens.core.jsonguard import JsonRefused, loads_guarded
-from lens.report.document import to_html, to_markdown
-from lens.report.html import CSP, CSS
+from lens.report.documents.document import to_html, to_markdown
+from lens.report.documents.html import CSP, CSS
 from lens.runs.store import atomic_write_text
 
 FORMAT = "lens.claims/1"

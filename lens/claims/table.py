@@ -13,7 +13,7 @@ from lens.claims.published import OVERALL
 from lens.claims.rerun import Rerun
 from lens.claims.rescore import Scored
 from lens.claims.wrong_answers import KINDS
-from lens.report.document import Block, Bullets, Heading, Para, Styled, Table
+from lens.report.documents.document import Block, Bullets, Heading, Para, Styled, Table
 from lens.stats.intervals import Estimate
 
 # Disagreements listed in the report per scorer; claims.json keeps them all.

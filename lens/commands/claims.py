@@ -32,7 +32,7 @@ from lens.data.scoring_names import CLAIMS_GRADERS
 from lens.flow.bundle.claims_bundle import export_claims
 from lens.models.factory import create_client
 from lens.models.providers import unknown_provider
-from lens.report.document import to_markdown
+from lens.report.documents.document import to_markdown
 
 
 def register(sub: Any) -> None:

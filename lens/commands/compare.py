@@ -15,8 +15,8 @@ from lens.core.redact import shown
 from lens.core.safenames import folder_problems
 from lens.data.config import MIN_ALPHA
 from lens.report.arm_selection import parse_names
+from lens.report.figures.sequential import SequentialSettings
 from lens.report.run_comparison import compare_runs
-from lens.report.sequential import SequentialSettings
 from lens.runs.store import atomic_write_text
 from lens.stats.sequential import METHODS
 

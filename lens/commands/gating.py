@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lens.report.data import scored_run
-from lens.report.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
-from lens.report.shapes import Check
+from lens.report.checks.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
+from lens.report.foundations.data import scored_run
+from lens.report.foundations.shapes import Check
 from lens.runs.manifest import RunManifest
 from lens.scoring.types import RunScores
 

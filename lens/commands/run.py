@@ -17,9 +17,9 @@ from lens.data.overrides import Overrides
 from lens.flow.pipeline import RunOutcome, execute
 from lens.report.arm_selection import parse_names
 from lens.report.console import one_line, result_lines
-from lens.report.data import load_run, unknown_usage_of
-from lens.report.shapes import UnknownUsage
-from lens.report.write_side_section import console_lines
+from lens.report.foundations.data import load_run, unknown_usage_of
+from lens.report.foundations.shapes import UnknownUsage
+from lens.report.sections.write_side_section import console_lines
 from lens.runs.store import RunStore
 
 

@@ -22,7 +22,7 @@ from lens.core.errors import ConfigError, Problem, did_you_mean
 from lens.data.config import RunConfig, StoppingConfig
 from lens.data.dataset import Dataset
 from lens.flow.look_reader import LookReader
-from lens.report.groupstats import GroupScoring
+from lens.report.figures.groupstats import GroupScoring
 from lens.runs.store import RunStore
 from lens.scoring.plan import plan_from_settings
 from lens.scoring.types import QuestionScores, RunScores

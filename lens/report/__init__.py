@@ -7,17 +7,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from lens.report.csvout import questions_csv
-from lens.report.data import RunData, load_run
-from lens.report.html import render_html
-from lens.report.markdown import render_markdown
-from lens.report.memory_cost import memory_cost_section
-from lens.report.parity import synthetic_prefixes
-from lens.report.retrieval_section import retrieval_section
-from lens.report.sections import Section, collect_sections, register_section_provider
-from lens.report.shapes import ReportSummary
+from lens.report.checks.parity import synthetic_prefixes
+from lens.report.documents.csvout import questions_csv
+from lens.report.documents.html import render_html
+from lens.report.documents.markdown import render_markdown
+from lens.report.foundations.data import RunData, load_run
+from lens.report.foundations.shapes import ReportSummary
+from lens.report.sections.memory_cost import memory_cost_section
+from lens.report.sections.registry import Section, collect_sections, register_section_provider
+from lens.report.sections.retrieval_section import retrieval_section
+from lens.report.sections.write_side_section import write_side_section
 from lens.report.summary import summarize
-from lens.report.write_side_section import write_side_section
 from lens.runs.store import atomic_write_text
 
 # lens's own extra sections: memory cost and latency, retrieval quality.

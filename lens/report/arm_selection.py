@@ -23,7 +23,7 @@ from itertools import combinations
 from typing import Any, Generic, TypeVar
 
 from lens.core.errors import UserError
-from lens.report.data import RunData
+from lens.report.foundations.data import RunData
 
 T = TypeVar("T")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lens.report.documents.fmt as fmt
 import lens.scoring.metrics as registry
 from lens.core.visible import visible
-from lens.report import fmt
-from lens.report.document import STATUS_LABEL
-from lens.report.shapes import Check, ReportSummary
-from lens.report.verdict_lines import verdict_lines
+from lens.report.documents.document import STATUS_LABEL
+from lens.report.documents.verdict_lines import verdict_lines
+from lens.report.foundations.shapes import Check, ReportSummary
 
 
 def headline_metrics(summary: ReportSummary) -> list[str]:

@@ -10,23 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-import lens.report.fmt as fmt
-import lens.report.layout as layout
+import lens.report.documents.fmt as fmt
+import lens.report.documents.layout as layout
 from lens.core.errors import UserError
 from lens.memory.adapter_identity import recorded
-from lens.report.arm_comparison import (
-    Arm,
-    arm_estimates,
-    arms_of,
-    compare_pairs,
-    compared_metrics,
-    many_arms,
-    noise_floor_of,
-)
 from lens.report.arm_selection import Candidate, choose, options_hash
-from lens.report.checklist import arm_size, compare_checklist
-from lens.report.data import RunData, load_run
-from lens.report.document import (
+from lens.report.checks.checklist import arm_size, compare_checklist
+from lens.report.checks.parity import adapter_names
+from lens.report.documents.document import (
     STATUS_LABEL,
     Block,
     Bullets,
@@ -36,15 +27,23 @@ from lens.report.document import (
     to_html,
     to_markdown,
 )
-from lens.report.estimates import repeat_reducer, report_metrics
-from lens.report.floor_ceiling import floor_ceiling
-from lens.report.frontier import arms_frontier, frontier_table
-from lens.report.judges import compare_under_judges, hold_under_every_judge
-from lens.report.memory_cost import FRONTIER_NOTE, memory_cost
-from lens.report.parity import adapter_names
-from lens.report.reference_blocks import floor_ceiling_blocks
-from lens.report.sequential import SequentialSettings, sequential_blocks, sequential_replay
-from lens.report.shapes import (
+from lens.report.documents.reference_blocks import floor_ceiling_blocks
+from lens.report.figures.arm_comparison import (
+    Arm,
+    arm_estimates,
+    arms_of,
+    compare_pairs,
+    compared_metrics,
+    many_arms,
+    noise_floor_of,
+)
+from lens.report.figures.estimates import repeat_reducer, report_metrics
+from lens.report.figures.floor_ceiling import floor_ceiling
+from lens.report.figures.frontier import arms_frontier, frontier_table
+from lens.report.figures.judges import compare_under_judges, hold_under_every_judge
+from lens.report.figures.sequential import SequentialSettings, sequential_blocks, sequential_replay
+from lens.report.foundations.data import RunData, load_run
+from lens.report.foundations.shapes import (
     Check,
     Comparison,
     EstimateOut,
@@ -52,7 +51,8 @@ from lens.report.shapes import (
     ManyArms,
     SequentialOut,
 )
-from lens.report.write_side_section import arm_row, compare_columns
+from lens.report.sections.memory_cost import FRONTIER_NOTE, memory_cost
+from lens.report.sections.write_side_section import arm_row, compare_columns
 from lens.stats import condition_differences
 
 
@@ -71,7 +71,8 @@ class CompareSummary(BaseModel):
     # The judges every run was scored by (the primary first): each verdict holds under all.
     judges: list[str] = []
     judge_notes: list[str] = []
-    # Per arm: the primary metric against cost and latency per question (lens.report.frontier).
+    # Per arm: the primary metric against cost and latency per question
+    # (lens.report.figures.frontier).
     frontier: dict[str, object] = {}
     # Each arm between the floor (a null arm) and the ceiling (an oracle arm), when present.
     floor_ceiling: FloorCeiling | None = None
@@ -82,7 +83,7 @@ class CompareSummary(BaseModel):
     # Per arm: the adapter's distribution, version, source digest and libraries, as its run
     # recorded them (lens.memory.adapter_identity); absent for runs that recorded none.
     adapter_versions: dict[str, str] = {}
-    # What each arm's memory wrote (lens.report.write_side_section), when any arm lists it.
+    # What each arm's memory wrote (lens.report.sections.write_side_section), when any arm lists it.
     write_side: list[list[str]] = []
 
 
@@ -344,7 +345,7 @@ def render_compare_md(s: CompareSummary) -> str:
 
 def render_compare_html(s: CompareSummary) -> str:
     """The comparison as a self-contained page (same style and policy as report.html)."""
-    from lens.report.html import CSP, CSS
+    from lens.report.documents.html import CSP, CSS
 
     return "\n".join([
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",

@@ -5,22 +5,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from lens.report.arm_comparison import arms_of, compare_against_first, many_arms, noise_floor_of
-from lens.report.checklist import _scored_n, run_checklist
-from lens.report.data import QuestionRow, RunData
-from lens.report.estimates import estimates, report_metrics
-from lens.report.floor_ceiling import floor_ceiling
-from lens.report.judges import (
+from lens.report.checks.checklist import _scored_n, run_checklist
+from lens.report.checks.parity import adapter_names, context_parity
+from lens.report.figures.arm_comparison import (
+    arms_of,
+    compare_against_first,
+    many_arms,
+    noise_floor_of,
+)
+from lens.report.figures.estimates import estimates, report_metrics
+from lens.report.figures.floor_ceiling import floor_ceiling
+from lens.report.figures.judges import (
     compare_under_judges,
     hold_under_every_judge,
     judge_panel,
     judge_views,
 )
-from lens.report.parity import adapter_names, context_parity
-from lens.report.plan_spend import estimate_rows
-from lens.report.sections import Section, collect_sections
-from lens.report.sequential import run_stop
-from lens.report.shapes import (
+from lens.report.figures.plan_spend import estimate_rows
+from lens.report.figures.sequential import run_stop
+from lens.report.foundations.data import QuestionRow, RunData
+from lens.report.foundations.shapes import (
     AdapterSummary,
     CheckpointPoint,
     EstimateOut,
@@ -30,6 +34,7 @@ from lens.report.shapes import (
     SectionOut,
     Usage,
 )
+from lens.report.sections.registry import Section, collect_sections
 from lens.stats import Estimate, bootstrap_mean, estimate, wilson
 
 MAX_CHECKPOINT_POINTS = 10

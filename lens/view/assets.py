@@ -4,7 +4,7 @@ Content-Security-Policy allows only these). The script puts data into the page w
 
 from __future__ import annotations
 
-from lens.report.html import CSS as REPORT_CSS
+from lens.report.documents.html import CSS as REPORT_CSS
 
 VIEW_CSS = REPORT_CSS + """
 body{max-width:1400px}

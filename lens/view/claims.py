@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lens.claims.output import FORMAT
-from lens.report.document import e
+from lens.report.documents.document import e
 from lens.view.files import Unreadable, inside, read_json
 from lens.view.pages import link, shell, table
 

@@ -7,13 +7,13 @@ take seconds, and the pages must keep answering meanwhile.
 from __future__ import annotations
 
 import lens.report  # noqa: F401  (registers lens's own report sections)
-import lens.report.layout as layout
+import lens.report.documents.layout as layout
 from lens.core.errors import UserError
-from lens.report.data import load_run
-from lens.report.document import to_html
-from lens.report.html import _plots
+from lens.report.documents.document import to_html
+from lens.report.documents.html import _plots
+from lens.report.foundations.data import load_run
 from lens.report.run_comparison import compare_blocks, compare_runs
-from lens.report.sections import collect_sections
+from lens.report.sections.registry import collect_sections
 from lens.report.summary import summarize
 
 Outcome = tuple[bool, str]

@@ -1,6 +1,6 @@
 """The viewer's pages as HTML. Every text lens did not write passes through
-:func:`lens.report.document.e` (control characters made visible, then HTML-escaped); the report's
-own content comes from lens.report (its blocks, its question drill-down)."""
+:func:`lens.report.documents.document.e` (control characters made visible, then HTML-escaped);
+the report's own content comes from lens.report (its blocks, its question drill-down)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel
 
-import lens.report.fmt as fmt
+import lens.report.documents.fmt as fmt
 from lens.core.visible import visible
-from lens.report.data import QuestionRow
-from lens.report.document import e
-from lens.report.html import clip, question_body
+from lens.report.documents.document import e
+from lens.report.documents.html import clip, question_body
+from lens.report.foundations.data import QuestionRow
 from lens.runs.records import QuestionRecord
 from lens.scoring.detail import read_detail, shown
 from lens.scoring.types import QuestionScores

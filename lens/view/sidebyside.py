@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import lens.report.fmt as fmt
+import lens.report.documents.fmt as fmt
 from lens.core.errors import UserError
 from lens.report.arm_selection import Candidate, choose, options_hash, parse_names
-from lens.report.data import RunData
-from lens.report.document import e
-from lens.report.html import clip
+from lens.report.documents.document import e
+from lens.report.documents.html import clip
+from lens.report.foundations.data import RunData
 from lens.report.run_comparison import differences, refusal_message
 from lens.view.index import Row, RunIndex
 from lens.view.jobs import Piece

@@ -78,7 +78,7 @@ def test_no_bare_json_or_yaml_reader_outside_the_guards() -> None:
 def test_the_readers_named_in_the_brief_use_the_guards() -> None:
     for rel in ("data/overrides.py", "scoring/protocols/base.py", "commands/plan_from.py",
                 "commands/facts.py", "scoring/judging/batch_judge.py", "scoring/errata.py",
-                "models/openai_batch.py", "report/sections.py", "data/dataset_json.py",
+                "models/openai_batch.py", "report/sections/registry.py", "data/dataset_json.py",
                 "data/importers/beam.py", "data/importers/memoryagentbench.py",
                 "data/importers/longmemeval_v2_source.py"):
         text = (LENS / rel).read_text(encoding="utf-8")

@@ -211,8 +211,8 @@ def test_control_characters_are_shown_not_obeyed(tmp_path: Path) -> None:
 
 
 def test_csv_shows_control_characters_in_free_text() -> None:
-    from lens.report.csvout import questions_csv
-    from lens.report.data import QuestionRow
+    from lens.report.documents.csvout import questions_csv
+    from lens.report.foundations.data import QuestionRow
     from lens.runs.records import QuestionRecord
 
     record = QuestionRecord(unit_key="u", adapter="a", scope_id="s", repeat=0, question_id="q",

@@ -132,8 +132,8 @@ def test_tool_errors_are_counted_everywhere_and_gate_on_request(tmp_path: Path, 
 def test_score_decides_its_exit_status_from_its_own_scores(
         tmp_path: Path, lens: Lens, monkeypatch: pytest.MonkeyPatch,
         arms: list[dict[str, Any]], codes: list[int]) -> None:
-    import lens.report.data as report_data
-    import lens.report.gate as report_gate
+    import lens.report.checks.gate as report_gate
+    import lens.report.foundations.data as report_data
     from lens.runs.store import RunStore
 
     _res, run_dir = _run(lens, tmp_path, arms, "--quiet")

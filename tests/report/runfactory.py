@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.models.base import Message, ToolCall
-from lens.report.data import QuestionRow, RunData
+from lens.report.foundations.data import QuestionRow, RunData
 from lens.runs.records import (
     BudgetOutcome,
     ModelCallRecord,

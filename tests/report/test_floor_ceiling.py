@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lens.report.floor_ceiling import floor_ceiling, position
-from lens.report.shapes import AdapterSummary, EstimateOut, Usage
+from lens.report.figures.floor_ceiling import floor_ceiling, position
+from lens.report.foundations.shapes import AdapterSummary, EstimateOut, Usage
 
 
 def _est(mean: float | None) -> EstimateOut:

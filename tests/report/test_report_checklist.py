@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lens.report.checklist import compare_checklist, run_checklist
-from lens.report.data import RunData
+from lens.report.checks.checklist import compare_checklist, run_checklist
+from lens.report.foundations.data import RunData
 from tests.report.runfactory import RunSpec, memory_run
 
 
@@ -168,8 +168,8 @@ def test_unknown_usage_item() -> None:
 @pytest.mark.parametrize("spec", [RunSpec(scopes=2, questions_per_scope=5),
                                   RunSpec(scopes=2, questions_per_scope=10, error_every=2)])
 def test_run_failure_rows_are_the_checklists_own(spec: RunSpec) -> None:
-    from lens.report.checklist import run_failure_checks
-    from lens.report.gate import RUN_FAILURE_CHECKS
+    from lens.report.checks.checklist import run_failure_checks
+    from lens.report.checks.gate import RUN_FAILURE_CHECKS
 
     # The exit status under --fail-on never computes only these rows: they must be the
     # checklist's rows of RUN_FAILURE_CHECKS, value for value and in its order.

@@ -10,7 +10,7 @@ import pytest
 
 from lens.commands.cli import main
 from lens.core.errors import UserError
-from lens.report.arm_comparison import Arm, arms_of, compare_arms
+from lens.report.figures.arm_comparison import Arm, arms_of, compare_arms
 from lens.report.run_comparison import compare_runs
 from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw
 
@@ -200,7 +200,7 @@ def test_single_run_with_two_adapters_compares(tmp_path: Path) -> None:
 def _decide(delta: float | None, margins: tuple[float | None, ...], floor: float | None,
             p_holm: float | None, interval: tuple[float, float] | None = None,
             mc_error: float | None = None) -> tuple[str, str, str]:
-    from lens.report.verdicts import Evidence, decide
+    from lens.report.figures.verdicts import Evidence, decide
 
     return decide(Evidence(delta=delta, margins=margins, floor=floor, p_holm=p_holm, alpha=0.05,
                            interval=interval, mc_error=mc_error, bounded_p_holm=0.001,
@@ -283,7 +283,7 @@ def test_three_arms_get_friedman_and_every_pair(tmp_path: Path) -> None:
     run = memory_run(RunSpec(adapters=("x", "y", "z"), scopes=6, questions_per_scope=30,
                              metrics=lambda a, s, q, r: shifted(
                                  {"x": 0.0, "y": 0.1, "z": 0.2}[a])(a, s, q, r)))
-    from lens.report.arm_comparison import compare_pairs, many_arms
+    from lens.report.figures.arm_comparison import compare_pairs, many_arms
 
     arms = arms_of([run])
     comps = compare_pairs(arms, ["fact_recall", "budget_compliance"], noise_floor=None)
@@ -310,7 +310,7 @@ def test_repeats_are_reduced_per_question_with_the_configured_reducer() -> None:
         ok = solid if not flips else rep == 0
         return {"budget_compliance": 1.0 if ok else 0.0}
 
-    from lens.report.estimates import estimates
+    from lens.report.figures.estimates import estimates
 
     base = RunSpec(adapters=("x",), scopes=5, questions_per_scope=30, repeats=2, metrics=flaky)
     run = memory_run(base)

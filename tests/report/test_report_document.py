@@ -6,7 +6,7 @@ import html as htmllib
 from pathlib import Path
 
 from lens.report import build_summary
-from lens.report.document import (
+from lens.report.documents.document import (
     Bullets,
     Heading,
     Para,
@@ -18,9 +18,9 @@ from lens.report.document import (
     to_html,
     to_markdown,
 )
-from lens.report.html import render_html
-from lens.report.layout import report_blocks
-from lens.report.markdown import render_markdown
+from lens.report.documents.html import render_html
+from lens.report.documents.layout import report_blocks
+from lens.report.documents.markdown import render_markdown
 from tests.report.runfactory import RunSpec, make_run
 
 

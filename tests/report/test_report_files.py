@@ -16,9 +16,9 @@ from scipy import stats as sps
 
 from lens.commands.cli import main
 from lens.report import REPORT_FILES, write_reports
-from lens.report.data import load_run
-from lens.report.sections import _PROVIDERS, Section, register_section_provider
-from lens.report.shapes import ReportSummary
+from lens.report.foundations.data import load_run
+from lens.report.foundations.shapes import ReportSummary
+from lens.report.sections.registry import _PROVIDERS, Section, register_section_provider
 from lens.stats import wilson_bounds
 from tests.report.runfactory import RunSpec, make_run
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from lens.report.frontier import frontier_of, frontier_table
+from lens.report.figures.frontier import frontier_of, frontier_table
 
 LN10, LN200 = math.log(10), math.log(200)
 

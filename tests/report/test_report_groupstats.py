@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lens.report import groupstats as gs
+import lens.report.figures.groupstats as gs
 from lens.scoring.measures.aggregate import aggregate_group
 from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.metrics import question_metrics

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lens.report.checklist import compare_checklist, run_checklist
-from lens.report.data import RunData
-from lens.report.shapes import Check
+from lens.report.checks.checklist import compare_checklist, run_checklist
+from lens.report.foundations.data import RunData
+from lens.report.foundations.shapes import Check
 from lens.scoring.judging.calibration import Calibration, assess, save_calibration
 from lens.scoring.judging.judge_prompts import judge_prompts_hash
 from tests.report.runfactory import RunSpec, memory_run

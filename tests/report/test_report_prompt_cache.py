@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from lens.report.layout import _cached_share
+from lens.report.documents.layout import _cached_share
 from lens.report.summary import model_usage
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lens.commands.cli import main
-from lens.report.arm_comparison import arms_of, compare_pairs
-from lens.report.sequential import sequential_blocks, sequential_replay
+from lens.report.figures.arm_comparison import arms_of, compare_pairs
+from lens.report.figures.sequential import sequential_blocks, sequential_replay
 from tests.report.runfactory import RunSpec, make_run, memory_run, unit_draw
 
 LIFT = {"base": 0.0, "better": 0.3, "same": 0.0}

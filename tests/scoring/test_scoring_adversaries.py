@@ -18,11 +18,11 @@ import pytest
 from gaming_arms import ArmBuilder
 from scoring_fixtures import ScriptedJudge, build_run, dataset_dict, fair, record, write_dataset
 
+import lens.report.figures.groupstats as gs
 from bench import adversary_table
 from lens.core.errors import UserError
 from lens.data.dataset_load import load_dataset
-from lens.report import groupstats as gs
-from lens.report.data import load_run as load_report_run
+from lens.report.foundations.data import load_run as load_report_run
 from lens.report.run_comparison import compare_runs
 from lens.report.summary import summarize
 from lens.runs.records import QuestionRecord

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import lens.report.figures.groupstats as gs
 import lens.scoring.metrics as registry
-from lens.report import groupstats as gs
 from lens.scoring.measures.composite import resolve_weights
 from lens.scoring.measures.differential import longitudinal_advantage
 from lens.scoring.metrics import MetricSpec, register_metric, unregister_metric

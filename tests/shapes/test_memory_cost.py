@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lens.report.data import QuestionRow, RunData
-from lens.report.memory_cost import memory_cost, memory_cost_section, percentiles
+from lens.report.foundations.data import QuestionRow, RunData
+from lens.report.sections.memory_cost import memory_cost, memory_cost_section, percentiles
 from lens.runs.records import ModelCallRecord, QuestionRecord, ToolCallRecord
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lens.commands.cli import main
-from lens.report.arm_comparison import arms_of, compare_pairs
-from lens.report.verdicts import Evidence, decide
+from lens.report.figures.arm_comparison import arms_of, compare_pairs
+from lens.report.figures.verdicts import Evidence, decide
 from lens.stats import holm, holm_by_family
 from tests.report.runfactory import RunSpec, make_run, memory_run
 

@@ -29,7 +29,7 @@ from lens.flow.bundle.contents import (
     files_digest,
     sha256,
 )
-from lens.report.data import RunData, load_run
+from lens.report.foundations.data import RunData, load_run
 from lens.runs.certification import certification_path
 from lens.runs.store import now_iso
 from lens.scoring.judging.judge_panel import load_panel

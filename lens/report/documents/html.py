@@ -1,0 +1,229 @@
+"""The self-contained HTML report: inline CSS, inline SVG plots, no network, every text escaped.
+
+A Content-Security-Policy meta tag forbids every external load, so the page renders the same
+offline and a hostile string in a transcript cannot pull anything in.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+import lens.report.documents.fmt as fmt
+import lens.report.documents.layout as layout
+import lens.report.documents.plots as plots
+import lens.scoring.metrics as registry
+from lens.report.documents.document import e, html_table, to_html
+from lens.report.foundations.data import QuestionRow
+from lens.report.foundations.shapes import ReportSummary
+from lens.report.sections.registry import Section
+from lens.scoring.detail import QuestionDetail, shown
+
+MAX_TEXT = 4000
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;
+max-width:1100px;padding:16px 24px;color:#1d2330;background:#fff}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f1f3f7}
+.pass{color:#17693a;font-weight:600}.warn{color:#8a5a00;font-weight:600}
+.fail{color:#b3261e;font-weight:600}
+.badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px}
+.na{color:#555}.badge.na{background:#e8e8e8}.badge.pass{background:#d8f3e1}.badge.warn{background:#fdefc8}.badge.fail{background:#fbdad7}
+.nc{background:#fbdad7;color:#b3261e;padding:4px 8px;font-weight:600}
+.meta{color:#4a5263}.note{color:#4a5263;font-style:italic}
+.plots{display:flex;flex-wrap:wrap;gap:12px}
+svg.plot{border:1px solid #e3e6ec;background:#fff;max-width:100%;height:auto}
+svg .ptitle{font-size:13px;font-weight:600}svg .tick,svg .legend{font-size:11px;fill:#333}
+svg .axis{font-size:12px;fill:#333}svg .pnote{font-size:13px;fill:#777}
+svg .grid{stroke:#eceef2}svg .whisker{stroke:#222;stroke-width:1.2}
+svg .line{stroke-width:2}
+details.q{border:1px solid #e3e6ec;margin:4px 0;padding:4px 8px;border-radius:4px}
+details.q>summary{cursor:pointer}
+pre{white-space:pre-wrap;word-break:break-word;background:#f7f8fa;padding:6px;margin:4px 0}
+.msg{border-left:3px solid #c5cad3;padding-left:8px;margin:6px 0}
+.role{font-weight:600;color:#4a5263}.matched{color:#17693a}.missed{color:#b3261e}
+#qfilter{width:320px;padding:4px}
+"""
+
+SCRIPT = """
+(function(){
+  var box=document.getElementById('qfilter');
+  if(!box){return;}
+  box.addEventListener('input',function(){
+    var needle=box.value.toLowerCase();
+    var items=document.querySelectorAll('details.q');
+    var shown=0;
+    for(var i=0;i<items.length;i++){
+      var hit=items[i].getAttribute('data-search').indexOf(needle)>=0;
+      items[i].style.display=hit?'':'none';
+      if(hit){shown++;}
+    }
+    document.getElementById('qcount').textContent=shown+' shown';
+  });
+})();
+"""
+
+
+def _csp() -> str:
+    # Only the report's own script may run (pinned by its hash): even if some text escaped
+    # escaping, an injected <script> would be refused by the browser.
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode()
+    return (f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+            "img-src data:")
+
+
+CSP = _csp()
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [{len(text) - limit} more characters in the run record]"
+
+
+def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "") -> str:
+    """A table of plain texts (escaped here)."""
+    return html_table(head, rows, table_id)
+
+
+def _plots(s: ReportSummary) -> list[str]:
+    adapters = list(s.adapters)
+    pm = s.primary_metric
+    unit = pm is None or registry.bounds(pm) == (0.0, 1.0)
+    out: list[str] = []
+    if pm:
+        types = sorted({t for a in s.adapters.values() for t in a.by_type})
+        out.append(plots.bar_chart(
+            f"{pm} by question type (95% interval)", types,
+            [(a, [s.adapters[a].by_type.get(t, {}).get(pm) for t in types]) for a in adapters],
+            ylabel=pm, unit=unit))
+        cps: list[str] = []
+        for a in adapters:
+            cps += [p.label for p in s.adapters[a].by_checkpoint if p.label not in cps]
+        lookup = {(a, p.label): p.estimate for a in adapters for p in s.adapters[a].by_checkpoint}
+        out.append(plots.line_chart(
+            f"{pm} across checkpoints", cps,
+            [(a, [lookup.get((a, c)) for c in cps]) for a in adapters],
+            ylabel=pm, xlabel="episodes ingested (checkpoint)", unit=unit))
+        out.append(plots.scatter(
+            f"{pm} against agent tokens per question",
+            [(a, s.adapters[a].usage.agent_tokens_per_question.mean,
+              s.adapters[a].metrics[pm]) for a in adapters],
+            xlabel="agent tokens per question", ylabel=pm, unit=unit))
+        out.append(plots.scatter(
+            f"{pm} against cost per question",
+            [(a, s.adapters[a].usage.cost_usd_per_question, s.adapters[a].metrics[pm])
+             for a in adapters],
+            xlabel="agent cost per question (USD)", ylabel=pm, unit=unit))
+    else:
+        out.append(plots.empty_plot("scores", "the run is not scored: no score plots"))
+    j = s.judge
+    if j.disagreement_rate is None:
+        out.append(plots.empty_plot("judge agreement", "no position-swapped judge verdicts"))
+    else:
+        out.append(plots.bar_chart(
+            "judge agreement under position swap (95% interval)", [j.model or "judge"],
+            [("agreement", [j.agreement])], ylabel="agreement"))
+    return out
+
+
+def _metrics_rows(row: QuestionRow) -> list[list[str]]:
+    if row.scores is None:
+        return [["(not scored)", "unknown"]]
+    return [[k, fmt.num(v)] for k, v in row.scores.metrics.items()]
+
+
+def _detail_html(detail: QuestionDetail) -> str:
+    parts = []
+    for key, value in detail.blocks():
+        cls = ("matched" if "matched" in key or "hit" in key
+               else "missed" if "missed" in key or "miss" in key else "")
+        if isinstance(value, list) and all(v is None or isinstance(v, str | int | float)
+                                           for v in value):
+            items = "".join(f"<li>{e(v)}</li>" for v in value) or "<li><i>none</i></li>"
+            parts.append(f'<div class="{cls}"><b>{e(key)}</b><ul>{items}</ul></div>')
+        else:
+            text = value if isinstance(value, str) else json.dumps(
+                value, ensure_ascii=False, indent=1, default=_plain)
+            parts.append(f'<div class="{cls}"><b>{e(key)}</b><pre>{e(clip(text))}</pre></div>')
+    return "".join(parts)
+
+
+def _plain(value: Any) -> Any:
+    """A typed block of the detail as JSON shows it: the fields it was given, its extra keys."""
+    return shown(value) if isinstance(value, BaseModel) else str(value)
+
+
+def question_html(row: QuestionRow, primary: str | None) -> str:
+    r = row.record
+    pv = fmt.num(row.metric(primary)) if primary else "not scored"
+    head = (f"{r.adapter} · {r.scope_id} · {r.question_id} · r{r.repeat} · "
+            f"{row.question_type} · checkpoint {r.checkpoint} · {r.status} · "
+            f"{primary or 'score'} {pv}")
+    search = " ".join([r.adapter, r.scope_id, r.question_id, row.question_type, r.status]).lower()
+    return (f'<details class="q" data-search="{e(search)}"><summary>{e(head)}</summary>'
+            f'{question_body(row)}</details>')
+
+
+def question_body(row: QuestionRow, *, scores: bool = True) -> str:
+    """A question's drill-down: metrics and their detail (unless ``scores`` is False, for a
+    page that shows them its own way), the answer, refs, tool calls, budget, transcript."""
+    r = row.record
+    body = [tbl(["metric", "value"], _metrics_rows(row))] if scores else []
+    if r.error:
+        body.append(f'<p class="fail">error: {e(r.error)}</p>')
+    body.append(f"<h4>Answer</h4><pre>{e(clip(r.answer)) or '<i>(empty)</i>'}</pre>")
+    if r.expected_answer is not None:
+        body.append("<h4>Expected answer</h4><pre class='expected'>"
+                    f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
+    body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
+                f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
+    if scores and row.scores and row.scores.details:
+        body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.details))
+    if r.tool_calls:
+        rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)
+                              if not isinstance(c.arguments, str) else c.arguments, 500),
+                 "ok" if c.ok else f"error: {c.error}", str(c.result_count),
+                 ", ".join(c.result_refs)] for c in r.tool_calls]
+        body.append("<h4>Tool calls</h4>" + tbl(["tool", "arguments", "outcome", "results",
+                                                  "refs"], rows))
+    if r.budget:
+        b = r.budget
+        body.append(f"<p><b>budget:</b> stop reason {e(b.stop_reason)}, "
+                    f"{'compliant' if b.compliant else 'NOT compliant'}; used "
+                    f"{e(json.dumps(b.used))} of {e(json.dumps(b.limits))}</p>")
+    if r.transcript:
+        msgs = []
+        for m in r.transcript:
+            calls = "".join(f"<pre>→ {e(tc.name)}({e(clip(tc.arguments, 500))})</pre>"
+                            for tc in m.tool_calls)
+            content = f"<pre>{e(clip(m.content))}</pre>" if m.content else ""
+            msgs.append(f'<div class="msg"><span class="role">{e(m.role)}</span>'
+                        f'{content}{calls}</div>')
+        body.append("<h4>Transcript</h4>" + "".join(msgs))
+    return "".join(body)
+
+
+def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
+                sections: Sequence[Section] = ()) -> str:
+    s = summary
+    out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+           "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+           f"<title>lens report {e(s.run_id)}</title><style>{CSS}</style></head><body>",
+           to_html(layout.report_blocks(s, sections, _plots(s))),
+           f"<h2>Questions</h2><p><input id='qfilter' type='search' "
+           f"placeholder='filter by adapter, scope, id, type, status' aria-label='filter'> "
+           f"<span id='qcount' class='meta'>{len(rows)} shown</span></p>",
+           *(question_html(r, s.primary_metric) for r in rows),
+           f"<script>{SCRIPT}</script></body></html>"]
+    return "\n".join(out)
