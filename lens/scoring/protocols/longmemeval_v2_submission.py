@@ -26,7 +26,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from lens.core.errors import UserError
 from lens.core.safenames import UnsafeName, child
@@ -50,8 +50,71 @@ COMBINED = {"static": ("static", "static-abs"), "dynamic": ("dynamic", "dynamic-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+class SubmissionRow(TypedDict):
+    """One line of the leaderboard's per_question.jsonl."""
+
+    id: object
+    question_id: object
+    question_type: object
+    category: object
+    answer_gold: str
+    response_raw: str
+    response_parsed_boxed: str
+    is_unknown: bool
+    score: float
+    score_bool: bool
+    memory_query_duration_seconds: float | None
+
+
+class Breakdown(TypedDict):
+    count: int
+    pct_correct: float | None
+    pct_answered_wrong: float | None
+    pct_unknown: float | None
+
+
+class Overall(TypedDict):
+    overall_full_set: float | None
+    overall_non_abstention_only: float | None
+    overall_abstention_only: float | None
+    count_all_questions: int
+    count_non_abstention: int
+    count_abstention: int
+
+
+class MemoryQuery(TypedDict):
+    avg_seconds: float | None
+    max_seconds: float | None
+    total_seconds: float | None
+
+
+class Aggregated(TypedDict):
+    """aggregated_metrics.json, in the harness's shape."""
+
+    overall: Overall
+    non_abstention_by_category: dict[str, Breakdown]
+    abstention_by_category: dict[str, Breakdown]
+    combined_abstention_by_category: dict[str, Breakdown]
+    abstention_overall: Breakdown
+    memory_query: MemoryQuery
+
+
+class RunArgs(TypedDict):
+    """run_args.json: the leaderboard's fields, then lens's."""
+
+    domain: str
+    tier: str
+    method: str
+    model: object
+    evaluator_model: str | None
+    lens_run_id: str | None
+    lens_reader_mode: object
+    leaderboard_reader: bool
+    leaderboard_judge: bool
+
+
 # Each (adapter, domain)'s questions with their per_question.jsonl rows.
-Groups = dict[tuple[str, str], list[tuple[Question, dict[str, Any]]]]
+Groups = dict[tuple[str, str], list[tuple[Question, SubmissionRow]]]
 
 
 def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
@@ -123,7 +186,7 @@ def _folders(run_dir: Path, out_dir: Path, groups: Groups, tier: str, method: st
 
 
 def _run_args(domain: str, tier: str, method: str, run: RunInput, scores: RunScores
-              ) -> dict[str, Any]:
+              ) -> RunArgs:
     """run_args.json: the leaderboard's fields, then lens's (the reader's mode, and whether the
     reader and the judge are the leaderboard's)."""
     agent = run.manifest.config.get("agent") or {}
@@ -161,7 +224,7 @@ def _scores(run_dir: Path) -> RunScores:
     return scores
 
 
-def _row(q: Question, answer: str, metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _row(q: Question, answer: str, metrics: Mapping[str, Any]) -> SubmissionRow:
     final = boxed_answer(answer)
     score = float(metrics.get(ACCURACY) or 0.0)
     return {"id": q.meta.get("question_id", q.question_id), "question_id":
@@ -173,7 +236,7 @@ def _row(q: Question, answer: str, metrics: Mapping[str, Any]) -> dict[str, Any]
             "memory_query_duration_seconds": metrics.get(SECONDS)}
 
 
-def _breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _breakdown(rows: list[SubmissionRow]) -> Breakdown:
     n = len(rows)
     if not n:
         return {"count": 0, "pct_correct": None, "pct_answered_wrong": None, "pct_unknown": None}
@@ -183,12 +246,12 @@ def _breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
             / n, "pct_unknown": unknown / n}
 
 
-def _mean(rows: Iterable[dict[str, Any]], key: str) -> float | None:
-    values = [float(r[key]) for r in rows if r[key] is not None]
+def _mean(rows: Iterable[SubmissionRow], key: Literal["score"]) -> float | None:
+    values = [r[key] for r in rows]
     return sum(values) / len(values) if values else None
 
 
-def aggregated(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregated(rows: list[SubmissionRow]) -> Aggregated:
     """The harness's aggregates of per-question rows (premise questions: categories ``-abs``)."""
     premise = [r for r in rows if r["category"] in PREMISE]
     plain = [r for r in rows if r["category"] not in PREMISE]
@@ -214,8 +277,8 @@ def aggregated(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write(folder: Path, run: RunInput, rows: list[tuple[Question, dict[str, Any]]],
-           run_args: dict[str, Any]) -> None:
+def _write(folder: Path, run: RunInput, rows: list[tuple[Question, SubmissionRow]],
+           run_args: RunArgs) -> None:
     (folder / "runtime_inputs").mkdir(parents=True)
     plain = [r for _, r in rows]
     atomic_write_text(folder / "run_args.json", json.dumps(run_args, indent=2))
@@ -229,7 +292,7 @@ def _write(folder: Path, run: RunInput, rows: list[tuple[Question, dict[str, Any
                       json.dumps(_haystacks(run.dataset, [q for q, _ in rows]), indent=1))
 
 
-def _source_question(q: Question) -> dict[str, Any]:
+def _source_question(q: Question) -> dict[str, object]:
     """The question as the benchmark's questions file gives it (from what the importer kept)."""
     m = q.meta
     out = {"id": m.get("question_id", q.question_id), "domain": m.get("domain"),
