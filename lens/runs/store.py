@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lens.core.errors import UserError
 from lens.core.redact import scrub, scrub_bytes
@@ -289,7 +289,7 @@ class RunStore:
                 latest.pop(e["key"], None)  # re-inserting moves the key to its newest commit
                 latest[e["key"]] = e
         out: list[QuestionRecord] = []
-        handles: dict[str, Any] = {}
+        handles: dict[str, BinaryIO] = {}
         try:
             for e in latest.values():
                 out.append(QuestionRecord.model_validate_json(self._read_record(e, handles)))
@@ -298,7 +298,7 @@ class RunStore:
                 fh.close()
         return out
 
-    def _read_record(self, event: dict[str, Any], handles: dict[str, Any]) -> bytes:
+    def _read_record(self, event: dict[str, Any], handles: dict[str, BinaryIO]) -> bytes:
         path = self.root / event["record"]
         if "offset" not in event:
             return Path(path).read_bytes()

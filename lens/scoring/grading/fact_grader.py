@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from lens.data.scoring_names import FACT_GRADERS, JUDGE_GRADERS, FactGraderName
 from lens.scoring.foundations.run_input import ScoringItem
@@ -86,6 +86,18 @@ def grade_tasks(item: ScoringItem) -> dict[str, JudgeTask]:
     return {f: fact_grade_task(q.prompt, f, item.record.answer) for f in dict.fromkeys(facts)}
 
 
+class JudgedFactRow(TypedDict):
+    """One key fact as the judge graded it, in fact_recall's detail."""
+
+    fact: str
+    grade: str | None
+    points: float | None
+    method: str
+    matcher_veto: NotRequired[str]
+    matcher: NotRequired[bool]
+    unbacked: NotRequired[str]
+
+
 def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
                  tasks: dict[str, JudgeTask], verdicts: dict[str, Verdict], model: str,
                  grader: FactGrader) -> tuple[FactCredit, dict[str, Any]] | None:
@@ -95,7 +107,7 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
     if grader == "matcher" or not tasks:
         return None
     by_fact = {f.get("fact"): f for f in detail.get("facts", []) if isinstance(f, dict)}
-    rows: list[dict[str, Any]] = []
+    rows: list[JudgedFactRow] = []
     failed = unreadable = 0
     for fact, task in tasks.items():
         v = verdicts.get(task.key(model))
@@ -104,8 +116,8 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
             failed += 1
         elif grade is None:
             unreadable += 1
-        row: dict[str, Any] = {"fact": fact, "grade": grade,
-                               "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
+        row: JudgedFactRow = {"fact": fact, "grade": grade,
+                              "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
         veto = by_fact.get(fact, {}).get("reason")
         if veto in VETO_REASONS and row["points"]:
             # The matcher is the exact check of figures, dates and ids: a judge cannot credit
@@ -131,7 +143,7 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
     return credit, out
 
 
-def _with_conclusion(rows: list[dict[str, Any]], detail: Mapping[str, Any]) -> FactCredit:
+def _with_conclusion(rows: list[JudgedFactRow], detail: Mapping[str, Any]) -> FactCredit:
     """The judge's grades as a :class:`FactCredit`: the conclusion, graded as one more fact,
     is the matcher's check with the judge's points. A conclusion row the rule leaves unbacked
     (``conclusion_backed``) shows 0 points and why."""
