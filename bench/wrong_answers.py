@@ -297,10 +297,13 @@ def _share(values: list[float], interval: bool = False) -> str:
     """The share accepted, its count and, with ``interval``, its 95% Wilson interval."""
     if not values:
         return "-"
-    text = f"{sum(values) / len(values):.0%} ({int(sum(values))}/{len(values)})"
+    # A large sample shows a rate under the 5% goal to a tenth of a percent.
+    share = f"{sum(values) / len(values):.{1 if len(values) >= 200 else 0}%}"
+    text = f"{share} ({int(sum(values))}/{len(values)})"
     if interval:
         est = wilson(sum(values), len(values))
-        text += f" [{est.low:.0%}, {est.high:.0%}]"
+        digits = 1 if len(values) >= 200 else 0
+        text += f" [{est.low:.{digits}%}, {est.high:.{digits}%}]"
     return text
 
 

@@ -99,6 +99,7 @@ def test_the_goal_is_judged_on_the_intervals_not_the_point_estimates() -> None:
     assert goal_met([0.0] * 400, [0.0] * 300 + [1.0] * 100) == "no (right ≤ 29%)"
     assert goal_met([], [1.0]) == "-"
     assert _share([1.0, 0.0, 0.0, 0.0], interval=True) == "25% (1/4) [5%, 70%]"
+    assert _share([1.0] * 20 + [0.0] * 4212, interval=True) == "0.5% (20/4232) [0.3%, 0.7%]"
 
 
 def test_judge_verdicts_of_a_stopped_run_are_counted(tmp_path: Path) -> None:
