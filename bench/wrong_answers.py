@@ -45,6 +45,7 @@ from lens.scoring.wrong_answers import (
     GoldQuestion,
     build_all,
 )
+from lens.stats.intervals import wilson
 
 THIRDPARTY = _beside("thirdparty")
 LOCOMO = THIRDPARTY / "zep-locomo" / "locomo.json"
@@ -151,7 +152,8 @@ def zep_prompt(path: Path) -> OfficialPrompt:
     system = _constant_assign(tree, "system_prompt")
     # Zep's script parses its reply into Grade(is_correct, reasoning).
     return OfficialPrompt("official (Zep's prompt)", template,
-                          " ".join(system.value.split()) if isinstance(system, ast.Constant)
+                          " ".join(system.value.split())
+                          if isinstance(system, ast.Constant) and isinstance(system.value, str)
                           else None,
                           {"type": "object", "properties": {"is_correct": _LABEL,
                                                             "reasoning": {"type": "string"}},
@@ -207,7 +209,14 @@ def grade_judge_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuest
     rows = [{"id": a.id, "answer_id": a.id, "question": questions[a.question_id].question,
              "fact": questions[a.question_id].gold, "answer": a.answer} for a in answers]
     run_judge(rows, raw, args.threads)
-    graded = {r["id"]: r["grade"] for r in map(json.loads, raw.read_text().splitlines()) if r}
+    write_judge_local(raw, path)
+
+
+def write_judge_local(raw: Path, path: Path) -> None:
+    """The judge's verdicts (``raw``, one per answer as bench.fact_grading writes them) as
+    acceptances: a run stopped midway still has the verdicts it reached."""
+    graded = ({r["id"]: r["grade"] for r in map(json.loads, raw.read_text().splitlines()) if r}
+              if raw.exists() else {})
     path.write_text("")
     _append(path, [(rid, None if g is None else float(g >= 0.5)) for rid, g in graded.items()])
 
@@ -284,8 +293,36 @@ GRADERS: dict[str, Callable[[list[BuiltAnswer], dict[str, GoldQuestion], Path,
 
 # --- the table ------------------------------------------------------------------------------
 
-def _share(values: list[float]) -> str:
-    return f"{sum(values) / len(values):.0%} ({int(sum(values))}/{len(values)})" if values else "-"
+def _share(values: list[float], interval: bool = False) -> str:
+    """The share accepted, its count and, with ``interval``, its 95% Wilson interval."""
+    if not values:
+        return "-"
+    # A large sample shows a rate under the 5% goal to a tenth of a percent.
+    share = f"{sum(values) / len(values):.{1 if len(values) >= 200 else 0}%}"
+    text = f"{share} ({int(sum(values))}/{len(values)})"
+    if interval:
+        est = wilson(sum(values), len(values))
+        digits = 1 if len(values) >= 200 else 0
+        text += f" [{est.low:.{digits}%}, {est.high:.{digits}%}]"
+    return text
+
+
+def goal_met(wrong: list[float], right: list[float]) -> str:
+    """Whether the goal is met, judged on the 95% Wilson intervals: ``yes`` when both bounds
+    clear it, ``no`` when either rate misses it beyond its interval, otherwise what the sample
+    cannot tell (with what the point estimates say)."""
+    if not wrong or not right:
+        return "-"
+    w, r = wilson(sum(wrong), len(wrong)), wilson(sum(right), len(right))
+    assert w.low is not None and w.high is not None and r.low is not None and r.high is not None
+    if w.low > WRONG_GOAL or r.high < RIGHT_GOAL:
+        missed = [f"wrong ≥ {w.low:.0%}" if w.low > WRONG_GOAL else "",
+                  f"right ≤ {r.high:.0%}" if r.high < RIGHT_GOAL else ""]
+        return "no (" + ", ".join(m for m in missed if m) + ")"
+    if w.high <= WRONG_GOAL and r.low >= RIGHT_GOAL:
+        return "yes"
+    point = sum(wrong) / len(wrong) <= WRONG_GOAL and sum(right) / len(right) >= RIGHT_GOAL
+    return f"not shown (sample too small; point estimates {'meet' if point else 'miss'} it)"
 
 
 def table(answers: list[BuiltAnswer], graded: dict[str, Grades]) -> str:
@@ -310,13 +347,9 @@ def table(answers: list[BuiltAnswer], graded: dict[str, Grades]) -> str:
                 wrong = [v for k in WRONG_KINDS for v in per_kind[k]]
                 right = [v for k in RIGHT_KINDS for v in per_kind[k]]
                 unread = sum(v is None for v in read.values())
-                w = sum(wrong) / len(wrong) if wrong else None
-                r = sum(right) / len(right) if right else None
-                met = ("yes" if w is not None and r is not None and w <= WRONG_GOAL
-                       and r >= RIGHT_GOAL else "no" if w is not None and r is not None else "-")
                 rows.append([source, name, *(_share(per_kind[k]) for k in WRONG_KINDS),
-                             _share(wrong), *(_share(per_kind[k]) for k in RIGHT_KINDS),
-                             _share(right), str(unread), met])
+                             _share(wrong, True), *(_share(per_kind[k]) for k in RIGHT_KINDS),
+                             _share(right, True), str(unread), goal_met(wrong, right)])
     return md_table(["source", "grader", *WRONG_KINDS, "wrong accepted", *RIGHT_KINDS,
                      "right accepted", "unreadable", "goal met"], rows)
 
@@ -365,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.process_time()
         if not args.report_only:
             GRADERS[name](chosen, by_id, path, args)
+        elif name == "judge-local":
+            write_judge_local(path.with_suffix(".raw.jsonl"), path)
         print(f"{name}: {len(chosen)} answers, {time.process_time() - started:.0f} CPU s")
         graded[name] = _resume(path)
     print(table(answers, graded))

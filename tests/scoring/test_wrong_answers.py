@@ -86,3 +86,29 @@ def test_the_bench_names_every_missing_file(tmp_path: Path) -> None:
     assert proc.returncode == 2
     for name in ("nope", "a.json", "b.json"):
         assert name in proc.stdout
+
+
+def test_the_goal_is_judged_on_the_intervals_not_the_point_estimates() -> None:
+    from bench.wrong_answers import _share, goal_met
+
+    assert goal_met([0.0] * 4000, [1.0] * 2000) == "yes"
+    # 0 of 12 wrong accepted: the interval reaches 24%, so the 5% goal is not shown.
+    assert goal_met([0.0] * 12, [1.0] * 12).startswith("not shown")
+    assert "point estimates meet" in goal_met([0.0] * 12, [1.0] * 12)
+    assert goal_met([1.0] * 6 + [0.0] * 6, [1.0] * 12).startswith("no (wrong ≥ ")
+    assert goal_met([0.0] * 400, [0.0] * 300 + [1.0] * 100) == "no (right ≤ 29%)"
+    assert goal_met([], [1.0]) == "-"
+    assert _share([1.0, 0.0, 0.0, 0.0], interval=True) == "25% (1/4) [5%, 70%]"
+    assert _share([1.0] * 20 + [0.0] * 4212, interval=True) == "0.5% (20/4232) [0.3%, 0.7%]"
+
+
+def test_judge_verdicts_of_a_stopped_run_are_counted(tmp_path: Path) -> None:
+    from bench.wrong_answers import _resume, write_judge_local
+
+    raw = tmp_path / "judge-local.raw.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"id": "a#vague", "grade": 1.0}, {"id": "b#gold", "grade": 0.5},
+        {"id": "c#hedge", "grade": 0.0}, {"id": "d#gold", "grade": None})))
+    out = tmp_path / "judge-local.jsonl"
+    write_judge_local(raw, out)
+    assert _resume(out) == {"a#vague": 1.0, "b#gold": 1.0, "c#hedge": 0.0, "d#gold": None}
