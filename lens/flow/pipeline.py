@@ -72,9 +72,10 @@ def errata_exclusions(config: RunConfig, config_file: str) -> set[str]:
 def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool = False
                     ) -> tuple[Dataset, list[DroppedQuestion]]:
     try:
+        # An outline: the runner reads each scope's text when its units start.
         dataset, dropped = load_dataset_dropping(
             config.dataset.path, drop=errata_exclusions(config, config_file),
-            drop_invalid=drop_invalid)
+            drop_invalid=drop_invalid, outline=True)
     except DatasetError as exc:
         if exc.problems:
             raise

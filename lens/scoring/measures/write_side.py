@@ -312,11 +312,20 @@ def _figure(rows: Sequence[CheckpointScore], metric: str) -> ArmFigure:
 
 def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
     """Every recorded listing of the run scored against the dataset, and each arm's figures."""
-    scopes = {s.scope_id: s for s in dataset.scopes}
+    known = {s.scope_id for s in dataset.scopes}
     reader = FactReader()
-    rows = [score_checkpoint(line, scopes[line.scope_id], dataset, reader)
+    # One scope whole at a time (read from disk for an outline): a unit's listings are
+    # together in key order.
+    held: list[Scope] = []
+
+    def scope_of(scope_id: str) -> Scope:
+        if not held or held[0].scope_id != scope_id:
+            held[:] = [dataset.full_scope(scope_id)]
+        return held[0]
+
+    rows = [score_checkpoint(line, scope_of(line.scope_id), dataset, reader)
             for (_, _), line in sorted(load_listings(run_dir).items())
-            if line.scope_id in scopes]
+            if line.scope_id in known]
     listed = {r.adapter for r in rows}
     out = WriteSide(checkpoints=rows, unlisted=[a for a in arms if a not in listed])
     for arm in [a for a in arms if a in listed] + sorted(listed - set(arms)):
