@@ -22,8 +22,8 @@ from lens.data.scope_spill import ScopeSpill
 
 # Files up to this size that hold a problem are read whole, so that every problem is listed with
 # its JSON path; reading whole peaks at about five times the file (bytes, text, parsed objects).
-# Larger files are only ever streamed (they are held once, as models, whatever their size) and
-# report the first problem the stream meets.
+# Larger files are only ever streamed (held once, as models, or as an outline with the text on
+# disk: lens.data.scope_spill) and report the first problem the stream meets.
 MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
 
 

@@ -420,8 +420,8 @@ def execute(
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway,
                                    stop_rule=stopper)
-    # The runner holds the only copy, released before scoring loads the dataset again: a large
-    # dataset is never in memory twice.
+    # The runner holds the only copy (an outline, its text on disk), released before scoring
+    # loads the dataset again: two outlines and their spill files never coexist.
     del dataset
 
     async def main() -> RunSummary:
