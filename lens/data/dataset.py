@@ -230,7 +230,7 @@ class Scope(_Model):
 
 class Dataset(_Model):
     """A dataset. Loaded as an outline (``load_dataset_dropping(..., outline=True)``), its
-    scopes hold their episodes without text and the whole scopes are on disk: read one with
+    scopes hold their episodes without text or meta and the whole scopes are on disk: read one with
     :meth:`full_scope`, one at a time, so that a run never holds every scope's text."""
 
     version: str = Field(default="0.1.0", max_length=50)
