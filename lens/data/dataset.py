@@ -14,19 +14,23 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
 )
 
 from lens.data.dataset_hash import fields_hash
+
+if TYPE_CHECKING:
+    from lens.data.scope_spill import ScopeSpill
 
 # Caps that keep one hostile record from exhausting memory or a model's context downstream.
 MAX_ID_CHARS = 200
@@ -225,11 +229,27 @@ class Scope(_Model):
 
 
 class Dataset(_Model):
+    """A dataset. Loaded as an outline (``load_dataset_dropping(..., outline=True)``), its
+    scopes hold their episodes without text or meta and the whole scopes are on disk: read one with
+    :meth:`full_scope`, one at a time, so that a run never holds every scope's text."""
+
     version: str = Field(default="0.1.0", max_length=50)
     dataset_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     scopes: list[Scope]
     questions: list[Question]
     meta: Meta = Field(default_factory=dict)
+    # The whole scopes of an outline (None: ``scopes`` are whole). Copies share it.
+    _spill: ScopeSpill | None = PrivateAttr(default=None)
+
+    def with_spill(self, spill: ScopeSpill) -> Dataset:
+        """This dataset as the outline of the scopes ``spill`` holds."""
+        ds = self.model_copy()
+        ds._spill = spill
+        return ds
+
+    @property
+    def is_outline(self) -> bool:
+        return self._spill is not None
 
     def scope(self, scope_id: str) -> Scope:
         for s in self.scopes:
@@ -237,15 +257,33 @@ class Dataset(_Model):
                 return s
         raise KeyError(scope_id)
 
+    def full_scope(self, scope_id: str) -> Scope:
+        """The scope with its episodes' text (read from disk for an outline)."""
+        if self._spill is None:
+            return self.scope(scope_id)
+        return self._spill.load(scope_id)
+
+    def text_sizes(self, scope_id: str) -> list[int]:
+        """Each episode's length in characters, in stream order."""
+        if self._spill is None:
+            return [len(e.text) for e in self.scope(scope_id).ordered_episodes()]
+        return self._spill.sizes(scope_id)
+
     def questions_for(self, scope_id: str) -> list[Question]:
         return [q for q in self.questions if q.scope_id == scope_id]
 
     def content_hash(self) -> str:
         """sha256 of the dataset's canonical JSON (without its id: renaming a file must not
         change its hash), fed one scope and question at a time: the same bytes as dumping the
-        whole dataset, without holding a second copy of a large one."""
-        return fields_hash({k: getattr(self, k) for k in type(self).model_fields
-                            if k != "dataset_id"})
+        whole dataset, without holding a second copy of a large one (nor, for an outline,
+        more than one scope's text)."""
+        fields: dict[str, Any] = {k: getattr(self, k) for k in type(self).model_fields
+                                  if k != "dataset_id"}
+        spill = self._spill
+        if spill is not None:
+            ids = [s.scope_id for s in self.scopes]
+            fields["scopes"] = lambda add: [add(spill.canonical(sid)) for sid in ids]
+        return fields_hash(fields)
 
     def select_scopes(self, scope_ids: list[str]) -> Dataset:
         keep = set(scope_ids)
@@ -255,4 +293,3 @@ class Dataset(_Model):
                 "questions": [q for q in self.questions if q.scope_id in keep],
             }
         )
-

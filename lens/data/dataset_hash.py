@@ -15,6 +15,11 @@ from pydantic import BaseModel
 ItemFeed = Callable[[Callable[[Any], None]], None]
 
 
+class CanonicalJson(str):
+    """An item's canonical JSON, already made (a spilled scope, lens.data.scope_spill): hashed
+    as it is."""
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
@@ -44,8 +49,12 @@ def _hash_items(update: Callable[[bytes], None], items: list[Any] | ItemFeed) ->
 
     def add(item: Any) -> None:
         nonlocal count
-        dumped = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
-        update((b"," if count else b"") + canonical_json(dumped).encode("utf-8"))
+        if isinstance(item, CanonicalJson):
+            text = str(item)
+        else:
+            text = canonical_json(item.model_dump(mode="json") if isinstance(item, BaseModel)
+                                  else item)
+        update((b"," if count else b"") + text.encode("utf-8"))
         count += 1
 
     update(b"[")

@@ -13,16 +13,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from lens.core.errors import DatasetError, Problem
-from lens.data.dataset import Dataset
+from lens.data.dataset import Dataset, Scope
 from lens.data.dataset_check import semantic_problems, validate_raw
 from lens.data.dataset_hash import fields_hash
 from lens.data.dataset_json import parse_whole
 from lens.data.dataset_stream import StreamProblem, stream_dataset
+from lens.data.scope_spill import ScopeSpill
 
 # Files up to this size that hold a problem are read whole, so that every problem is listed with
 # its JSON path; reading whole peaks at about five times the file (bytes, text, parsed objects).
-# Larger files are only ever streamed (they are held once, as models, whatever their size) and
-# report the first problem the stream meets.
+# Larger files are only ever streamed (held once, as models, or as an outline with the text on
+# disk: lens.data.scope_spill) and report the first problem the stream meets.
 MAX_WHOLE_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -60,11 +61,25 @@ def file_content_hash(path: str | Path) -> str:
         return load_dataset(p).content_hash()
 
 
-def _stream_or_problem(path: Path) -> tuple[Dataset | None, StreamProblem | None]:
+def _stream(path: Path, outline: bool) -> Dataset:
+    if not outline:
+        return stream_dataset(path)
+    spill = ScopeSpill()
+    scopes: list[Scope] = []
+    try:
+        head = stream_dataset(path, on_scope=lambda scope: scopes.append(spill.add(scope)))
+    except BaseException:
+        spill.close()
+        raise
+    return head.model_copy(update={"scopes": scopes}).with_spill(spill)
+
+
+def _stream_or_problem(path: Path, outline: bool = False
+                       ) -> tuple[Dataset | None, StreamProblem | None]:
     """The streamed dataset, or the first problem the stream met (both None when the path is
     not a readable regular file: the whole-file reader names why)."""
     try:
-        return (stream_dataset(path), None) if path.is_file() else (None, None)
+        return (_stream(path, outline), None) if path.is_file() else (None, None)
     except StreamProblem as exc:
         return None, exc
     except OSError:
@@ -86,8 +101,9 @@ def _first_problem_error(path: Path, problem: StreamProblem) -> DatasetError:
         [Problem(str(path), problem.location, problem.message)])
 
 
-def _load_with_problems(p: Path) -> tuple[Dataset | None, list[Problem]]:
-    ds, first = _stream_or_problem(p)
+def _load_with_problems(p: Path, outline: bool = False
+                        ) -> tuple[Dataset | None, list[Problem]]:
+    ds, first = _stream_or_problem(p, outline)
     if ds is not None:
         return ds, semantic_problems(ds, str(p))
     if first is not None and _too_big_to_read_whole(p):
@@ -114,14 +130,17 @@ _QUESTION_LOC = re.compile(r"^\$\.questions\[(\d+)\]")
 
 
 def load_dataset_dropping(path: str | Path, *, drop: Collection[str] = (),
-                          drop_invalid: bool = False
+                          drop_invalid: bool = False, outline: bool = False
                           ) -> tuple[Dataset, list[DroppedQuestion]]:
     """:func:`load_dataset`, leaving out the questions that have problems of their own (a
     ref streamed after the checkpoint, a checkpoint out of range, an unknown scope) when
     ``drop_invalid`` is set or their id is in ``drop`` (an errata file's exclusions); every
-    other problem still refuses the file. Returns the dataset and what was left out."""
+    other problem still refuses the file. Returns the dataset and what was left out.
+    ``outline``: the dataset as an outline (:class:`lens.data.scope_spill.ScopeSpill`), its
+    episodes' text on disk, one scope read back at a time with ``Dataset.full_scope``; a file
+    read whole for its problems is returned whole."""
     p = Path(path)
-    ds, problems = _load_with_problems(p)
+    ds, problems = _load_with_problems(p, outline)
     dropped: dict[str, list[str]] = {}
     kept: list[Problem] = []
     for problem in problems:

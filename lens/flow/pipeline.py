@@ -72,9 +72,10 @@ def errata_exclusions(config: RunConfig, config_file: str) -> set[str]:
 def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool = False
                     ) -> tuple[Dataset, list[DroppedQuestion]]:
     try:
+        # An outline: the runner reads each scope's text when its units start.
         dataset, dropped = load_dataset_dropping(
             config.dataset.path, drop=errata_exclusions(config, config_file),
-            drop_invalid=drop_invalid)
+            drop_invalid=drop_invalid, outline=True)
     except DatasetError as exc:
         if exc.problems:
             raise
@@ -419,8 +420,8 @@ def execute(
     runner: Runner | None = Runner(config, dataset, store, client, progress=progress,
                                    retry_errors=retry_errors, gateway=gateway,
                                    stop_rule=stopper)
-    # The runner holds the only copy, released before scoring loads the dataset again: a large
-    # dataset is never in memory twice.
+    # The runner holds the only copy (an outline, its text on disk), released before scoring
+    # loads the dataset again: two outlines and their spill files never coexist.
     del dataset
 
     async def main() -> RunSummary:

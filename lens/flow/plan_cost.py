@@ -144,7 +144,10 @@ def _search_shape(adapter: AdapterConfig, scope: Scope, question: Question,
     if adapter.name in EMPTY_SEARCH or not seen:
         return 0, 0, 0.0
     if is_oracle(adapter):
-        evidence = [len(e.text) for e in evidence_episodes(scope, question, len(seen))]
+        # Sizes by stream position: the scope may be an outline, its episodes without text.
+        wanted = {e.episode_id for e in evidence_episodes(scope, question, len(seen))}
+        evidence = [size for e, size in zip(scope.ordered_episodes(), seen, strict=False)
+                    if e.episode_id in wanted]
         if not evidence:
             return 0, 0, 0.0
         return len(evidence), sum(evidence), sum(evidence) / len(evidence)
@@ -170,11 +173,6 @@ def _tool_tokens(model: ModelConfig) -> int:
         return 0
     return sum(estimate_tokens(name) + estimate_tokens(text) + 40
                for name, text in TOOL_DESCRIPTIONS.items())
-
-
-def _scope_sizes(scope: Scope) -> list[int]:
-    """Each episode's length in characters, in stream order."""
-    return [len(e.text) for e in scope.ordered_episodes()]
 
 
 def agent_session(config: RunConfig, adapter: AdapterConfig, scope: Scope, question: Question,
@@ -217,7 +215,7 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
     judge_price = _pricing(config.judge) if config.judge is not None else None
     budget = config.agent.budget
     arms = []
-    sizes = {s.scope_id: _scope_sizes(s) for s in dataset.scopes}
+    sizes = {s.scope_id: dataset.text_sizes(s.scope_id) for s in dataset.scopes}
     scopes = {s.scope_id: s for s in dataset.scopes}
     for adapter in config.adapters:
         agent = Spend()

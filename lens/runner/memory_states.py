@@ -119,15 +119,22 @@ def _lines(path: Path) -> Iterator[ListingLine]:
                     **line.model_dump(exclude={"items", "listing_digest"}))
 
 
+def listings_by_unit(root: Path) -> Iterator[dict[tuple[str, int], ListingLine]]:
+    """Each unit's recorded listings by (unit key, checkpoint), the latest line of each, one
+    unit's file at a time: a pass over a run's listings holds one unit's (a store that lists
+    its whole memory repeats the scope's records in each of its listings)."""
+    folder = root / FOLDER
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.jsonl")):
+        yield {(line.unit_key, line.checkpoint): line for line in _lines(path)}
+
+
 def load_listings(root: Path) -> dict[tuple[str, int], ListingLine]:
     """Every recorded listing by (unit key, checkpoint); the latest line of each wins."""
-    folder = root / FOLDER
     out: dict[tuple[str, int], ListingLine] = {}
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*.jsonl")):
-        for line in _lines(path):
-            out[(line.unit_key, line.checkpoint)] = line
+    for unit in listings_by_unit(root):
+        out.update(unit)
     return out
 
 

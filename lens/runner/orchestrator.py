@@ -369,7 +369,10 @@ class Runner:
             by_checkpoint.setdefault(q.checkpoint_after, []).append(q)
         if not by_checkpoint:
             return
-        episodes = unit.scope.ordered_episodes()
+        # The dataset may be an outline (its text on disk): the unit reads its scope whole
+        # now and lets it go when it ends, so a run holds the text of its open units only.
+        scope = await anyio.to_thread.run_sync(self.dataset.full_scope, unit.scope.scope_id)
+        episodes = scope.ordered_episodes()
         tools = tool_specs(caps)
         place = self._place(unit)
         last = max(by_checkpoint)
@@ -402,7 +405,7 @@ class Runner:
             async with anyio.create_task_group() as tg:
                 for q in by_checkpoint[checkpoint]:
                     tg.start_soon(self._answer, unit, adapter, caps, tools, q, ingested,
-                                  standing, now, state)
+                                  standing, now, state, scope)
             if state is not None:
                 await self._listing_call(unit, checkpoint, "after", after_questions(
                     self.store, place, adapter, checkpoint, state), adapter, timeout)
@@ -488,16 +491,15 @@ class Runner:
 
     async def _answer(self, unit: Unit, adapter: MemoryAdapter, caps: CapabilityManifest,
                       tools: list[ToolSpec], q: Question, ingested: int,
-                      standing: str | None = None,
-                      checkpoint_time: datetime | None = None,
-                      state: str | None = None) -> None:
+                      standing: str | None, checkpoint_time: datetime | None,
+                      state: str | None, scope: Scope) -> None:
         async with self.question_limiter:
             started_at = now_iso()
             t0 = time.perf_counter()
             agent_cfg = self.config.agent
             # The oracle arm's agent reads this question's evidence, built here in the driver
             # (lens/memory/oracle.py); every other arm's agent reads its own adapter.
-            memory = (OracleMemory.for_question(unit.scope, q, ingested)
+            memory = (OracleMemory.for_question(scope, q, ingested)
                       if is_oracle(unit.adapter) else adapter)
             seed = derive_seed(self.config.seed, unit.key, q.question_id)
             agent: Agent | FixedReader

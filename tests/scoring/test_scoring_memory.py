@@ -1,8 +1,13 @@
-"""Scoring's memory is bounded by one scope, not by the dataset: the memory scoring works in
-(above the run it loaded: the dataset and the records) is about the same for 8 scopes and for
-40 scopes of the same size. Measured with tracemalloc in a process of its own (allocated
-bytes, not time): holding every scope's text index at once made the 40-scope figure about
-four times the 8-scope one."""
+"""A run's memory is bounded by one scope, not by the dataset. Measured with tracemalloc in a
+process of its own (allocated bytes, not time):
+
+- the memory scoring works in (above the run it loaded) is about the same for 8 scopes and for
+  40 scopes of the same size: holding every scope's text index at once made the 40-scope
+  figure about four times the 8-scope one;
+- the peak of a whole ``lens run`` (the dataset read, every question answered, scored and its
+  memory listings scored) is about the same for 8 scopes and for 40: holding the dataset's
+  text as models in the runner and the scorer, and the write-side scoring's caches of every
+  listing's text, made the 40-scope peak about four times the 8-scope one."""
 
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ WORDS_PER_EPISODE = 1500
 # holds one scope's index and the rows of the questions (about 10 kB each, which do grow with
 # their number); an index per scope made it about 4.
 FACTOR = 1.5
+# The peak of a whole run of 40 scopes may be at most this multiple of 8 scopes'. What grows
+# with the scopes is the dataset's outline (ids and times), the records and the score rows.
+RUN_FACTOR = 1.5
 
 # Scores the run in this process with tracemalloc on, and prints the bytes the scoring
 # allocated above what the loaded run holds (its peak, less the memory held before it began).
@@ -68,28 +76,51 @@ def _dataset(path: Path, scopes: int) -> None:
     path.write_text(json.dumps(out), encoding="utf-8")
 
 
-def _run(lens: Lens, tmp_path: Path, scopes: int) -> Path:
+# Runs the config in this process with tracemalloc on (started after the imports), and prints
+# the peak bytes allocated.
+MEASURE_RUN = """
+import sys, tracemalloc
+from lens.flow.pipeline import execute
+import lens.scoring.protocols.lens, lens.scoring.measures.write_side, lens.report
+tracemalloc.start()
+execute(sys.argv[1])
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def _config(tmp_path: Path, scopes: int, scoring: bool) -> Path:
     data = tmp_path / f"mem{scopes}.json"
     _dataset(data, scopes)
     config = tmp_path / f"mem{scopes}.yaml"
     config.write_text(json.dumps({
         "name": f"mem{scopes}", "dataset": {"path": str(data)},
         "out_dir": str(tmp_path / f"runs{scopes}"), "adapters": [{"name": "sqlite_fts"}],
-        "agent": {"model": "scripted/policy"}, "scoring": {"enabled": False}, "report": False,
+        "agent": {"model": "scripted/policy"},
+        "scoring": {"enabled": scoring, "fact_grader": "matcher"}, "report": False,
         "cache": {"enabled": False}}), encoding="utf-8")
+    return config
+
+
+def _run(lens: Lens, tmp_path: Path, scopes: int) -> Path:
+    config = _config(tmp_path, scopes, scoring=False)
     result = lens("run", str(config), "--quiet")
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / f"runs{scopes}").iterdir()
     return run_dir
 
 
-def _scoring_bytes(run_dir: Path) -> int:
+def _measured(script: str, arg: Path) -> int:
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(run_dir)], capture_output=True,
-                          text=True, cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
-                          check=False)
+    done = subprocess.run([sys.executable, "-c", script, str(arg)], capture_output=True,
+                          text=True, cwd=arg.parent,
+                          env={"PYTHONPATH": str(root), "PATH": "",
+                               "LENS_CACHE_DIR": str(arg.parent / "cache")}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return int(done.stdout.split()[-1])
+
+
+def _scoring_bytes(run_dir: Path) -> int:
+    return _measured(MEASURE, run_dir)
 
 
 @pytest.fixture
@@ -104,3 +135,11 @@ def test_scoring_memory_does_not_grow_with_the_scopes(lens: Lens, tmp_path: Path
     # One scope's index: its 9,000 words' 8-word sequences, about two megabytes.
     assert small > 1_500_000
     assert large < FACTOR * small, (small, large)
+
+
+def test_a_whole_run_peak_does_not_grow_with_the_scopes(tmp_path: Path) -> None:
+    small = _measured(MEASURE_RUN, _config(tmp_path, 8, scoring=True))
+    large = _measured(MEASURE_RUN, _config(tmp_path, 40, scoring=True))
+    # The 40 scopes' text alone (about 2.6 MB) held twice would pass the factor.
+    assert small > 1_500_000
+    assert large < RUN_FACTOR * small, (small, large)

@@ -7,6 +7,7 @@ it was not asked.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,9 @@ def _dataset_for(manifest: RunManifest, run_dir: Path, override: Path | None) ->
                         "here; pass its current location with --dataset PATH")
     recorded = manifest.dataset
     # The questions the run left out (the dataset gets them wrong) are left out again.
-    dataset, _ = load_dataset_dropping(path, drop=[d.question_id for d in recorded.dropped])
+    # An outline: each scope's text is read from disk when its questions are scored.
+    dataset, _ = load_dataset_dropping(path, drop=[d.question_id for d in recorded.dropped],
+                                       outline=True)
     if ds_cfg.scopes:
         known = {s.scope_id for s in dataset.scopes}
         missing = [s for s in ds_cfg.scopes if s not in known]
@@ -108,6 +111,10 @@ def _dataset_for(manifest: RunManifest, run_dir: Path, override: Path | None) ->
     return dataset
 
 
+def _texts(dataset: Dataset, scope_id: str) -> dict[str, str]:
+    return {e.episode_id: e.text for e in dataset.full_scope(scope_id).episodes}
+
+
 def load_run(run_dir: Path, *, dataset: Dataset | None = None,
              dataset_path: Path | None = None) -> RunInput:
     store = RunStore.open(run_dir)
@@ -115,10 +122,10 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
     ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
     questions = {(q.scope_id, q.question_id): q for q in ds.questions}
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
-    # Each scope's index is built when its questions are scored, and dropped for the next
-    # scope's: the run holds one scope's index, not every scope's.
+    # Each scope's index (and, for an outline, its text) is built when its questions are
+    # scored, and dropped for the next scope's: the run holds one scope's, not every scope's.
     live = LiveScope()
-    scope_texts = {s.scope_id: ScopeText({e.episode_id: e.text for e in s.episodes}, live)
+    scope_texts = {s.scope_id: ScopeText(functools.partial(_texts, ds, s.scope_id), live)
                    for s in ds.scopes}
     streams = {s.scope_id: [e.episode_id for e in s.ordered_episodes()] for s in ds.scopes}
     caps = unit_capabilities(store)

@@ -37,7 +37,7 @@ from lens.data.datagen.updates import Update, target_of, updates_of
 from lens.data.dataset import Dataset, Scope
 from lens.data.ground_truth_text import fact_subject
 from lens.memory.listing import MemoryListing, listing_bytes
-from lens.runner.memory_states import ListingLine, load_listings
+from lens.runner.memory_states import ListingLine, listings_by_unit
 from lens.runs.store import atomic_write_text
 from lens.scoring.text.facts import AnswerText, fact_subjects, match_fact
 from lens.scoring.text.lexicon import content_stems, fold, normalise
@@ -312,11 +312,21 @@ def _figure(rows: Sequence[CheckpointScore], metric: str) -> ArmFigure:
 
 def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
     """Every recorded listing of the run scored against the dataset, and each arm's figures."""
-    scopes = {s.scope_id: s for s in dataset.scopes}
+    known = {s.scope_id for s in dataset.scopes}
+    # One scope at a time, whole (read from disk for an outline), with a reader of its own:
+    # the reader remembers items and records by their text, and a unit's listings, and the
+    # units of a scope, come together.
+    rows: list[CheckpointScore] = []
+    scope: Scope | None = None
     reader = FactReader()
-    rows = [score_checkpoint(line, scopes[line.scope_id], dataset, reader)
-            for (_, _), line in sorted(load_listings(run_dir).items())
-            if line.scope_id in scopes]
+    for unit in listings_by_unit(run_dir):
+        for (_, _), line in sorted(unit.items()):
+            if line.scope_id not in known:
+                continue
+            if scope is None or scope.scope_id != line.scope_id:
+                scope, reader = dataset.full_scope(line.scope_id), FactReader()
+            rows.append(score_checkpoint(line, scope, dataset, reader))
+    rows.sort(key=lambda r: (r.unit_key, r.checkpoint))
     listed = {r.adapter for r in rows}
     out = WriteSide(checkpoints=rows, unlisted=[a for a in arms if a not in listed])
     for arm in [a for a in arms if a in listed] + sorted(listed - set(arms)):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lens.data.ground_truth_text import fact_subject
@@ -57,8 +57,12 @@ class ScopeText:
     indexing another scope drops this one's, so a run's scoring holds one scope's index (its
     8-word sequences alone take about thirty times the scope's text), not the dataset's."""
 
-    def __init__(self, texts: Mapping[str, str], live: LiveScope | None = None) -> None:
-        self.texts = texts
+    def __init__(self, texts: Mapping[str, str] | Callable[[], Mapping[str, str]],
+                 live: LiveScope | None = None) -> None:
+        # Texts given as the function that reads them (a scope of an outline dataset, read
+        # from disk) are read when first needed and dropped with the index.
+        self._read = texts if callable(texts) else None
+        self._texts: Mapping[str, str] | None = None if callable(texts) else texts
         self._live = live
         self._shingles: set[tuple[str, ...]] | None = None
         self._atoms: dict[str, Atoms] = {}
@@ -69,13 +73,24 @@ class ScopeText:
         if self._live is not None:
             self._live.use(self)
 
+    @property
+    def texts(self) -> Mapping[str, str]:
+        if self._texts is None:
+            assert self._read is not None
+            # Texts read from disk are held while this scope is the live one, as its index.
+            self._use()
+            self._texts = self._read()
+        return self._texts
+
     def release(self) -> None:
-        """Drop the index (the 8-word sequences, the prepared record texts); it is built again,
-        the same, when next needed. What was worked out from it is kept: a figure list and a
-        yes or no per record asked about are small, and a later pass over the scope's
-        questions asks again."""
+        """Drop the index (the 8-word sequences, the prepared record texts) and texts read
+        from disk; they are built again, the same, when next needed. What was worked out from
+        them is kept: a figure list and a yes or no per record asked about are small, and a
+        later pass over the scope's questions asks again."""
         self._shingles = None
         self._prepared = {}
+        if self._read is not None:
+            self._texts = None
 
     @property
     def shingles(self) -> set[tuple[str, ...]]:
