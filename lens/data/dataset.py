@@ -277,7 +277,7 @@ class Dataset(_Model):
         change its hash), fed one scope and question at a time: the same bytes as dumping the
         whole dataset, without holding a second copy of a large one (nor, for an outline,
         more than one scope's text)."""
-        fields: dict[str, Any] = {k: getattr(self, k) for k in type(self).model_fields
+        fields: dict[str, object] = {k: getattr(self, k) for k in type(self).model_fields
                                   if k != "dataset_id"}
         spill = self._spill
         if spill is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -29,7 +29,7 @@ def content_hash(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
 
 
-def fields_hash(fields: dict[str, Any]) -> str:
+def fields_hash(fields: Mapping[str, object]) -> str:
     """sha256 of the canonical JSON of ``fields``, a list item by item; a list may be given as an
     :data:`ItemFeed`. The same digest as :func:`content_hash` of the dumped fields."""
     h = hashlib.sha256()

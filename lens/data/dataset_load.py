@@ -53,7 +53,7 @@ def file_content_hash(path: str | Path) -> str:
     p = Path(path)
     try:
         head = stream_dataset(p, on_scope=lambda scope: None)
-        fields: dict[str, Any] = {k: getattr(head, k) for k in Dataset.model_fields
+        fields: dict[str, object] = {k: getattr(head, k) for k in Dataset.model_fields
                                   if k != "dataset_id"}
         fields["scopes"] = lambda add: stream_dataset(p, on_scope=add)
         return fields_hash(fields)
