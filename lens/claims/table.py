@@ -52,22 +52,23 @@ def _publisher_label(result: CheckResult, category: str) -> str:
     return "; ".join(parts) or "-"
 
 
-def figure_blocks(r: CheckResult) -> list[Block]:
+def _figure_intro(r: CheckResult) -> list[Block]:
+    """The heading and the paragraph naming the arithmetic, how it was chosen and the source."""
     f = r.figure
-    runs = r.claims.runs
     how = {"named": "as named on the command line",
            "inferred": "inferred: the only one that reproduces the published figures",
            "ambiguous": "several reproduce the published figures equally; the first is shown",
            "default": "no published figure to match: verdicts as stored"}[r.how]
-    blocks: list[Block] = [Heading("The publisher's figure"),
-                           Para(f"Arithmetic: {f.arithmetic.describe(runs)} ({how}). "
-                                f"Denominator: {f.overall.n} answers with a readable verdict."
-                                + (f" Published: {r.published.source}, row {r.published_name}."
-                                   if r.published is not None else ""))]
-    row = r.published_row
-    rows: list[list[str | Styled]] = []
-    pub_overall = row.get(OVERALL)
-    note = r.published.notes.get(OVERALL, "") if r.published else ""
+    return [Heading("The publisher's figure"),
+            Para(f"Arithmetic: {f.arithmetic.describe(r.claims.runs)} ({how}). "
+                 f"Denominator: {f.overall.n} answers with a readable verdict."
+                 + (f" Published: {r.published.source}, row {r.published_name}."
+                    if r.published is not None else ""))]
+
+
+def _overall_verdict(r: CheckResult, pub_overall: float | None) -> Styled:
+    """Whether the overall figure reproduces exactly, or misses only within the printed margin."""
+    f = r.figure
     exact = None if pub_overall is None else any(t.figure is f and bool(t.overall_reproduced)
                                                    for t in r.tried)
     margin = r.published.margins.get(OVERALL) if r.published else None
@@ -75,30 +76,61 @@ def figure_blocks(r: CheckResult) -> list[Block]:
     if exact is False and margin is not None and pub_overall is not None and \
             f.overall.percent is not None and abs(f.overall.percent - pub_overall) <= margin:
         verdict = Styled(f"no; within the printed ±{margin:g}", "warn", badge=True)
-    rows.append(["overall", "", "", str(f.overall.n),
-                 "-" if pub_overall is None else f"{pub_overall:.2f}%" + (f" ({note})" if note
-                                                                           else ""),
-                 share(f.overall), verdict])
-    for cat, s in f.categories.items():
+    return verdict
+
+
+def _overall_row(r: CheckResult) -> list[str | Styled]:
+    """The overall line of the figure table: published (with its note) beside reproduced."""
+    f = r.figure
+    pub_overall = r.published_row.get(OVERALL)
+    note = r.published.notes.get(OVERALL, "") if r.published else ""
+    verdict = _overall_verdict(r, pub_overall)
+    return ["overall", "", "", str(f.overall.n),
+            "-" if pub_overall is None else f"{pub_overall:.2f}%" + (f" ({note})" if note
+                                                                      else ""),
+            share(f.overall), verdict]
+
+
+def _category_rows(r: CheckResult) -> list[list[str | Styled]]:
+    """One line per category: the published columns it reproduces beside its own figure."""
+    row = r.published_row
+    rows: list[list[str | Styled]] = []
+    for cat, s in r.figure.categories.items():
         cols = [c for c, ks in r.columns.items() if cat in ks]
         published = ", ".join(f"{row[c]:.2f}%" for c in cols) or "-"
         rows.append([cat or "(none)", _publisher_label(r, cat),
                      LOCOMO_NAMES.get(cat, "-") if r.claims.benchmark == "locomo" else "-",
                      str(s.n), published, share(s), _verdict(True if cols else None)])
-    blocks.append(Table(["category as written", "publisher's label",
-                         "LoCoMo's code (task_eval/evaluation.py)", "n", "published",
-                         "reproduced", "reproduces"], rows, "claims-figure"))
+    return rows
+
+
+def _figure_misses(r: CheckResult) -> list[Block]:
+    """The published columns no category reproduces and the gaps to the nearest figures."""
+    blocks: list[Block] = []
+    row = r.published_row
     unmatched = [c for c, ks in r.columns.items() if not ks]
     if unmatched:
         blocks.append(Para("Published columns no category reproduces: " + ", ".join(
             f"{c} ({row[c]:.2f}%)" for c in unmatched), "fail"))
     if r.gaps:
-        n = f.overall.n
+        n = r.figure.overall.n
         blocks.append(Bullets([f"{k}: published {g.published:.2f}%, {g.describe(n)}"
                                for k, g in r.gaps.items() if k == OVERALL]
                               + [_column_gap(k, g, r) for k, g in r.gaps.items()
                                  if k != OVERALL],
                               "warn"))
+    return blocks
+
+
+def figure_blocks(r: CheckResult) -> list[Block]:
+    """The publisher's figure beside the reproduced one, overall and per category."""
+    runs = r.claims.runs
+    blocks = _figure_intro(r)
+    rows: list[list[str | Styled]] = [_overall_row(r), *_category_rows(r)]
+    blocks.append(Table(["category as written", "publisher's label",
+                         "LoCoMo's code (task_eval/evaluation.py)", "n", "published",
+                         "reproduced", "reproduces"], rows, "claims-figure"))
+    blocks += _figure_misses(r)
     if len(r.tried) > 1:
         blocks.append(Table(["arithmetic tried", "overall", "reproduces overall",
                              "categories reproduced"],

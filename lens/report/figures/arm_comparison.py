@@ -190,6 +190,45 @@ def _pair_results(a: Arm, b: Arm, metrics: Sequence[str], confidence: float,
     return [group[m] if m in group else plain[m] for m in metrics], counts
 
 
+def _own_estimates(pairs: Sequence[tuple[Arm, Arm]], metrics: Sequence[str], confidence: float,
+                   own: Mapping[str, Mapping[str, Estimate]] | None
+                   ) -> Mapping[str, Mapping[str, Estimate]]:
+    """The caller's per-arm estimates when they cover every compared arm and metric, else
+    computed afresh for the arms in ``pairs``."""
+    paired = list({id(x): x for pair in pairs for x in pair}.values())
+    if own is None or any(arm.name not in own or m not in own[arm.name]
+                          for arm in paired for m in metrics):
+        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in paired}
+    return own
+
+
+def _comparison_row(
+    res: PairedResult, own: tuple[Estimate, Estimate], *, p_adj: float | None,
+    bounded_p_holm: float | None, test: BoundedTest | None,
+    family: Literal["confirmatory", "exploratory"], family_size: int,
+    noise_floor: float | None, alpha: float,
+) -> ComparisonRow:
+    """One metric's row of a pair: its corrected figures and the verdict they decide."""
+    ma, mb = own[0].half_width, own[1].half_width
+    floor = noise_floor if is_judge_metric(res.metric) else None
+    ci = ((res.delta.low, res.delta.high)
+          if res.delta.low is not None and res.delta.high is not None else None)
+    mc = holm_mc_error(res.p_value, p_adj, res.p_mc_error)
+    verdict, rule, reason = decide(Evidence(
+        delta=res.delta.mean, margins=(ma, mb), floor=floor, p_holm=p_adj, alpha=alpha,
+        interval=ci, mc_error=mc, bounded_p_holm=bounded_p_holm,
+        scopes=test.scopes if test else 0, alpha_each=alpha / family_size,
+        bound=registry.difference_bound(res.metric), family_size=family_size))
+    return ComparisonRow(
+        metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
+        delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
+        p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
+        verdict=verdict, reason=reason, rule=rule, family=family,
+        scopes=test.scopes if test else None,
+        bounded_p=test.p_value if test else None, bounded_p_holm=bounded_p_holm,
+    )
+
+
 def compare_pairs(
     arms: Sequence[Arm], metrics: Sequence[str], *, noise_floor: float | None,
     not_comparable: Sequence[str] = (), confidence: float = 0.95, alpha: float = 0.05,
@@ -214,10 +253,7 @@ def compare_pairs(
     bounded_adjusted = iter(holm_by_family([t.p_value if t else None for t in bounded],
                                            families))
     tests = iter(bounded)
-    paired = list({id(x): x for pair in pairs for x in pair}.values())
-    if own is None or any(arm.name not in own or m not in own[arm.name]
-                          for arm in paired for m in metrics):
-        own = {arm.name: arm_estimates(arm, metrics, confidence) for arm in paired}
+    own = _own_estimates(pairs, metrics, confidence, own)
     out = []
     for (a, b), (res_list, counts) in zip(pairs, results, strict=True):
         rows = []
@@ -225,24 +261,10 @@ def compare_pairs(
             p_adj, b_adj, test = next(adjusted), next(bounded_adjusted), next(tests)
             family: Literal["confirmatory", "exploratory"] = (
                 CONFIRMATORY if res.metric == primary else EXPLORATORY)
-            ma, mb = own[a.name][res.metric].half_width, own[b.name][res.metric].half_width
-            floor = noise_floor if is_judge_metric(res.metric) else None
-            ci = ((res.delta.low, res.delta.high)
-                  if res.delta.low is not None and res.delta.high is not None else None)
-            mc = holm_mc_error(res.p_value, p_adj, res.p_mc_error)
-            verdict, rule, reason = decide(Evidence(
-                delta=res.delta.mean, margins=(ma, mb), floor=floor, p_holm=p_adj, alpha=alpha,
-                interval=ci, mc_error=mc, bounded_p_holm=b_adj,
-                scopes=test.scopes if test else 0, alpha_each=alpha / size[family],
-                bound=registry.difference_bound(res.metric), family_size=size[family]))
-            rows.append(ComparisonRow(
-                metric=res.metric, pairs=res.n, mean_a=res.mean_a, mean_b=res.mean_b,
-                delta=EstimateOut.of(res.delta), test=res.test, p_value=res.p_value,
-                p_holm=p_adj, p_mc_error=mc, margin_a=ma, margin_b=mb, noise_floor=floor,
-                verdict=verdict, reason=reason, rule=rule, family=family,
-                scopes=test.scopes if test else None,
-                bounded_p=test.p_value if test else None, bounded_p_holm=b_adj,
-            ))
+            rows.append(_comparison_row(
+                res, (own[a.name][res.metric], own[b.name][res.metric]), p_adj=p_adj,
+                bounded_p_holm=b_adj, test=test, family=family, family_size=size[family],
+                noise_floor=noise_floor, alpha=alpha))
         out.append(Comparison(arm_a=a.name, arm_b=b.name, pairs=counts[0],
                               unmatched_a=counts[1], unmatched_b=counts[2],
                               not_comparable=list(not_comparable), rows=rows))

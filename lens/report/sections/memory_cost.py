@@ -20,7 +20,7 @@ import lens.scoring.metrics as registry
 from lens.report.figures.estimates import estimates, report_metrics
 from lens.report.figures.frontier import frontier_table, run_frontier
 from lens.report.figures.latency_warmth import warm_flags
-from lens.report.foundations.data import RunData
+from lens.report.foundations.data import QuestionRow, RunData
 from lens.report.foundations.shapes import EstimateOut
 from lens.report.sections.registry import Section, render_json_section
 
@@ -99,47 +99,58 @@ def _judge_per_question(run: RunData) -> tuple[float | None, str]:
     return (cost / scored if scored else 0.0), "judge cost shared evenly"
 
 
+def _cost_per_question(rows: list[QuestionRow], usage: dict[str, Any] | None,
+                       judge_q: float | None) -> dict[str, float | None]:
+    """Agent, memory, judge and total cost per answered question (None: some price unknown)."""
+    # Per answered question: an errored question's spend is not fully recorded.
+    agent_costs = [r.cost_usd for r in rows if r.record.status == "answered"]
+    answered = len(agent_costs)
+    agent_q = (None if not answered or any(c is None for c in agent_costs)
+               else sum(c or 0.0 for c in agent_costs) / answered)
+    if usage is None:
+        memory_q: float | None = 0.0
+    else:
+        memory_q = (None if usage["cost_usd"] is None or not answered
+                    else usage["cost_usd"] / answered)
+    parts = (agent_q, memory_q, judge_q)
+    return {
+        "agent": agent_q, "memory": memory_q, "judge": judge_q,
+        "total": (None if any(p is None for p in parts)
+                  else sum(p for p in parts if p is not None)),
+    }
+
+
+def _adapter_figures(rows: list[QuestionRow], mine: list[_Unit],
+                     judge_q: float | None) -> dict[str, Any]:
+    """One adapter's latencies, standing context, model usage and cost per question."""
+    calls = [c for r in rows for c in r.record.tool_calls]
+    usage = _sum_usage(mine)
+    n = len(rows)
+    return {
+        "questions": n,
+        "ingest_s_per_episode": percentiles([x for u in mine for x in u.ingest]),
+        "prepare_s_per_checkpoint": percentiles([x for u in mine for x in u.prepare]),
+        "search_latency_s": percentiles([c.latency_s for c in calls
+                                         if c.name == "memory_search"]),
+        "retrieve_latency_s": percentiles([c.latency_s for c in calls
+                                           if c.name == "memory_retrieve"]),
+        "standing_context_bytes": (sum(r.record.standing_context_bytes for r in rows) / n
+                                   if n else None),
+        "memory_model": usage,
+        # Why the latency figures may be warm (None: no shared cache lens could see).
+        "latency_warm": None,
+        "cost_per_question": _cost_per_question(rows, usage, judge_q),
+    }
+
+
 def memory_cost(run: RunData) -> dict[str, Any]:
     """The section's numbers, per adapter (JSON-ready)."""
     units = _units(run)
     judge_q, judge_note = _judge_per_question(run)
     out: dict[str, Any] = {}
     for label in run.adapters:
-        rows = run.rows_for(label)
         mine = [u for u in units.values() if u.adapter == label]
-        calls = [c for r in rows for c in r.record.tool_calls]
-        usage = _sum_usage(mine)
-        n = len(rows)
-        # Per answered question: an errored question's spend is not fully recorded.
-        agent_costs = [r.cost_usd for r in rows if r.record.status == "answered"]
-        answered = len(agent_costs)
-        agent_q = (None if not answered or any(c is None for c in agent_costs)
-                   else sum(c or 0.0 for c in agent_costs) / answered)
-        if usage is None:
-            memory_q: float | None = 0.0
-        else:
-            memory_q = (None if usage["cost_usd"] is None or not answered
-                        else usage["cost_usd"] / answered)
-        parts = (agent_q, memory_q, judge_q)
-        out[label] = {
-            "questions": n,
-            "ingest_s_per_episode": percentiles([x for u in mine for x in u.ingest]),
-            "prepare_s_per_checkpoint": percentiles([x for u in mine for x in u.prepare]),
-            "search_latency_s": percentiles([c.latency_s for c in calls
-                                             if c.name == "memory_search"]),
-            "retrieve_latency_s": percentiles([c.latency_s for c in calls
-                                               if c.name == "memory_retrieve"]),
-            "standing_context_bytes": (sum(r.record.standing_context_bytes for r in rows) / n
-                                       if n else None),
-            "memory_model": usage,
-            # Why the latency figures may be warm (None: no shared cache lens could see).
-            "latency_warm": None,
-            "cost_per_question": {
-                "agent": agent_q, "memory": memory_q, "judge": judge_q,
-                "total": (None if any(p is None for p in parts)
-                          else sum(p for p in parts if p is not None)),
-            },
-        }
+        out[label] = _adapter_figures(run.rows_for(label), mine, judge_q)
     warm = warm_flags(run, {label: d["memory_model"] for label, d in out.items()})
     for label, why in warm.items():
         out[label]["latency_warm"] = why
