@@ -22,6 +22,7 @@ from __future__ import annotations
 import calendar
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -119,7 +120,11 @@ _BETWEEN = r"(?P<btw>between\s+)?"
 
 
 def _day(text: str) -> int:
-    return int(re.match(r"\d+", text).group(0))  # type: ignore[union-attr]
+    """The day of a day group ("5th" -> 5); the patterns only give groups that start with one."""
+    m = re.match(r"\d+", text)
+    if m is None:
+        raise ValueError(f"no day in {text!r}")
+    return int(m.group(0))
 
 
 def _month_end(year: int, month: int) -> date:
@@ -297,7 +302,7 @@ def _month_alone_period(m: re.Match[str]) -> Period | None:
 
 
 # Absolute periods, most specific first: a text span is read by the first pattern that takes it.
-_ABSOLUTE: tuple[tuple[re.Pattern[str], object], ...] = (
+_ABSOLUTE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]], ...] = (
     (_ISO, _day_period),
     (_RANGE_DAY_FIRST, _range_period),
     (_RANGE_MONTH_FIRST, _range_period),
@@ -322,7 +327,7 @@ def _absolute(text: str) -> list[Found]:
                 s = m.start("m")
             if any(taken[s:e]):
                 continue
-            period = read(m)  # type: ignore[operator]
+            period = read(m)
             if period is None:
                 continue
             found.append(Found(period, s, e))
