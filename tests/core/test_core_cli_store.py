@@ -120,7 +120,9 @@ def test_sigkill_mid_run_then_resume_answers_each_question_once(tmp_path: Path) 
                         questions_per_checkpoint=6, scope_ids=("s1", "s2"))
     ds = write_json(tmp_path / "d.json", data)
     # Each unit's adapter holds its searches at a gate after six questions, so the kill lands
-    # mid-run (12 of 72 answered, more in flight) however fast or loaded the machine is.
+    # mid-run however fast or loaded the machine is: at least the first held unit's six are
+    # answered (the run's two question slots may both be held by one unit, so the other unit's
+    # share depends on the order the slots were taken).
     gate = tmp_path / "gate"
     gate.mkdir()
     # A held search must not time out while the other unit catches up on a loaded machine: that
@@ -142,14 +144,14 @@ def test_sigkill_mid_run_then_resume_answers_each_question_once(tmp_path: Path) 
         if dirs and (dirs[0] / "events.jsonl").exists():
             run_dir = dirs[0]
             done = (run_dir / "events.jsonl").read_text().count('"question_done"')
-            if done >= 10 and (gate / "held").exists():
+            if done >= 6 and (gate / "held").exists():
                 break
         time.sleep(0.02)  # polling for the events, not waiting out a duration
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert run_dir is not None
     before = (run_dir / "events.jsonl").read_text().count('"question_done"')
-    assert 10 <= before < 72, "the kill must land mid-run"
+    assert 6 <= before < 72, "the kill must land mid-run"
     (gate / "release").touch()
     res = lens("run", str(cfg), "--quiet", "--resume", str(run_dir))
     assert res.returncode == 0, res.stderr
