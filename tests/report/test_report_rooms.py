@@ -3,37 +3,15 @@ the pipeline stands on import nothing above them."""
 
 from __future__ import annotations
 
-import re
-
 from tests.conftest import ROOT
+from tests.support.rooms import docs_section, documented_rooms, rooms_tree
 from tests.test_architecture import import_graph
 
 REPORT = ROOT / "lens" / "report"
-ROW = re.compile(r"^\| `(?P<room>[\w/]+)/` \|.*\| (?P<modules>[^|]*) \|$")
-
-
-def _documented() -> dict[str, set[str]]:
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    section = text.split("<!-- report rooms -->", 1)[1].split("<!-- /report rooms -->", 1)[0]
-    rooms = {}
-    for line in section.splitlines():
-        if m := ROW.match(line):
-            rooms[m.group("room")] = set(re.findall(r"`(\w+)`", m.group("modules")))
-    return rooms
-
-
-def _tree() -> dict[str, set[str]]:
-    tree: dict[str, set[str]] = {"lens/report": set()}
-    for path in [*REPORT.glob("*.py"), *REPORT.glob("*/*.py")]:
-        room = "lens/report" if path.parent == REPORT else path.parent.name
-        tree.setdefault(room, set())
-        if path.stem != "__init__":
-            tree[room].add(path.stem)
-    return tree
 
 
 def test_the_docs_table_of_rooms_is_the_tree() -> None:
-    assert _documented() == _tree()
+    assert documented_rooms(docs_section("report rooms")) == rooms_tree(REPORT)
 
 
 def test_the_foundations_import_no_other_room() -> None:

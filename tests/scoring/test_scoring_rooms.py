@@ -5,44 +5,28 @@ scoring (no judge, no model)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from tests.conftest import ROOT
+from tests.support.rooms import docs_section, documented_rooms, rooms_tree
 from tests.test_architecture import cycles, import_graph
 
 SCORING = ROOT / "lens" / "scoring"
-ROW = re.compile(r"^\| `(?P<room>[\w/]+)/` \|.*\| (?P<modules>[^|]*) \|$")
 ORDER_MARK = "<!-- docs:test tests/scoring/test_scoring_rooms.py -->"
 
 
 def _section() -> str:
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    return text.split("<!-- scoring rooms -->", 1)[1].split("<!-- /scoring rooms -->", 1)[0]
+    return docs_section("scoring rooms")
 
 
 def _documented() -> dict[str, set[str]]:
-    rooms = {}
-    for line in _section().splitlines():
-        if m := ROW.match(line):
-            rooms[m.group("room")] = set(re.findall(r"`(\w+)`", m.group("modules")))
-    return rooms
+    return documented_rooms(_section())
 
 
 def _drawn() -> list[list[str]]:
     """The drawing of the rooms' order, top line first: each line's rooms and modules."""
     block = _section().split(ORDER_MARK, 1)[1].split("```", 2)[1]
     return [[u.strip() for u in line.split(",")] for line in block.splitlines() if line.strip()]
-
-
-def _tree() -> dict[str, set[str]]:
-    tree: dict[str, set[str]] = {"lens/scoring": set()}
-    for path in [*SCORING.glob("*.py"), *SCORING.glob("*/*.py")]:
-        room = "lens/scoring" if path.parent == SCORING else path.parent.name
-        tree.setdefault(room, set())
-        if path.stem != "__init__":
-            tree[room].add(path.stem)
-    return tree
 
 
 def _unit(module: str) -> str | None:
@@ -75,12 +59,12 @@ def _not_downward(rooms: Mapping[str, set[str]], drawn: list[list[str]]) -> list
 
 
 def test_the_docs_table_of_rooms_is_the_tree() -> None:
-    assert _documented() == _tree()
+    assert _documented() == rooms_tree(SCORING)
 
 
 def test_the_drawing_places_every_room_and_pipeline_module_once() -> None:
     placed = [unit for line in _drawn() for unit in line]
-    tree = _tree()
+    tree = rooms_tree(SCORING)
     expected = {f"{room}/" for room in tree if room != "lens/scoring"} | tree["lens/scoring"]
     assert len(placed) == len(set(placed))
     assert set(placed) == expected
