@@ -303,7 +303,7 @@ class Mem0Adapter(SyncMemoryAdapter):
         the raw units in raw mode, each from the episode its metadata names, changed when mem0
         last updated it (mem0's clock)."""
         with self._lock:
-            found = self.memory.get_all(user_id=self._scope, limit=MAX_ITEMS)
+            found = self.memory.get_all(filters={"user_id": self._scope}, top_k=MAX_ITEMS)
         rows = found.get("results", []) if isinstance(found, dict) else list(found or [])
         items = []
         for row in rows:
