@@ -25,6 +25,7 @@ episode superseded: scopes that do not (any source but lens's generator) leave i
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +40,14 @@ from lens.data.ground_truth_text import fact_subject
 from lens.memory.listing import MemoryListing, listing_bytes
 from lens.runner.memory_states import ListingLine, listings_by_unit
 from lens.runs.store import atomic_write_text
-from lens.scoring.text.facts import AnswerText, fact_subjects, match_fact
-from lens.scoring.text.lexicon import content_stems, fold, normalise
+from lens.scoring.text.facts import (
+    AnswerText,
+    fact_subjects,
+    match_fact,
+    may_state,
+    screen_text,
+)
+from lens.scoring.text.lexicon import content_stems, fold, may_hold_stem, normalise
 from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
 from lens.stats.intervals import clustered_estimate
 
@@ -127,6 +134,34 @@ def _line_holds(subject: str, value: str, line: str) -> bool:
     return bool(words) and 2 * len(present) >= len(words)
 
 
+@functools.lru_cache(maxsize=4096)
+def _line_screen(fact: str) -> tuple[str | None, tuple[str, ...]] | None:
+    """What :func:`_line_holds` needs written somewhere in an item, for a fact in subject form:
+    (its value as written, for a token value; the subject's words); None for any other fact."""
+    subject, value = fact_subject(fact)
+    if not subject or not value:
+        return None
+    words = tuple(set(content_stems(normalise(subject))))
+    return (fold(value) if _TOKEN_VALUE.match(value) else None), words
+
+
+def may_hold(fact: str, screened: str) -> bool:
+    """Whether an item could hold ``fact`` (:func:`item_holds`), read from its
+    :func:`screen_text` without parsing it (a whole session listed as one item is tens of
+    kilobytes, and most facts name words it never writes): the matcher's screen, or one of
+    :func:`_line_holds`'s needs — the token value as written, half the subject's words."""
+    if may_state(fact, screened):
+        return True
+    line = _line_screen(fact)
+    if line is None:
+        return False
+    token, words = line
+    if token is not None and token not in screened:
+        return False
+    maybe = sum(1 for w in words if may_hold_stem(w, screened))
+    return bool(words) and 2 * maybe >= len(words)
+
+
 def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str]) -> bool:
     """Whether one item states ``fact``: lens's fact matcher on the item, or, for a fact in
     subject form, one line of it giving the value beside the subject (records list figures
@@ -154,6 +189,7 @@ class FactReader:
 
     def __init__(self) -> None:
         self._texts: dict[str, AnswerText] = {}
+        self._screens: dict[str, str] = {}
         self._held: dict[tuple[str, str, tuple[str, ...]], bool] = {}
         self._numbers: dict[str, list[Number]] = {}
 
@@ -166,6 +202,12 @@ class FactReader:
     def holds(self, fact: str, text: str, rivals: tuple[str, ...]) -> bool:
         key = (fact, text, rivals)
         if key not in self._held:
+            screened = self._screens.get(text)
+            if screened is None:
+                screened = self._screens[text] = screen_text(text)
+            if not may_hold(fact, screened):
+                self._held[key] = False
+                return False
             prepared = self._texts.get(text)
             if prepared is None:
                 prepared = self._texts[text] = AnswerText(text)

@@ -69,10 +69,11 @@ from lens.scoring.text.lexicon import (
     content_stems,
     fold,
     has_negation,
+    may_hold_stem,
     normalise,
     stem,
 )
-from lens.scoring.text.narrower import SentenceView, narrower_match
+from lens.scoring.text.narrower import SentenceView, general_kind, narrower_match
 from lens.scoring.text.numbers import Number, extract_numbers, numbers_match
 from lens.scoring.text.numwords import words_to_digits
 from lens.scoring.text.periods import gold_period
@@ -789,13 +790,16 @@ def _subject_or_direction_missing(sc: _Scope) -> bool:
             or not all(d in present for d in fact.directions))
 
 
+def _words_needed(items: int, s: FactMatcherSettings) -> int:
+    """How many of a fact's items a scope must hold: all of a short fact's, ``coverage`` of a
+    longer one's and never fewer than ``short_fact_words``."""
+    return items if items <= s.short_fact_words else max(
+        s.short_fact_words, math.ceil(s.coverage * items - 1e-9))
+
+
 def _words_missing(sc: _Scope) -> bool:
-    """Rejects a scope with too few of the fact's words: all of a short fact's, ``coverage``
-    of a longer one's and never fewer than ``short_fact_words``."""
-    s, items = sc.settings, sc.fact.items
-    needed = len(items) if len(items) <= s.short_fact_words else max(
-        s.short_fact_words, math.ceil(s.coverage * len(items) - 1e-9))
-    return len(sc.present) < needed
+    """Rejects a scope with too few of the fact's words (:func:`_words_needed`)."""
+    return len(sc.present) < _words_needed(len(sc.fact.items), sc.settings)
 
 
 def _subject_apart_from_change(sc: _Scope) -> bool:
@@ -954,6 +958,36 @@ def match_fact(fact: str, answer: AnswerText,
         negation_missing=reason == "denial missing",
         reason=reason,
     )
+
+
+def screen_text(answer: str) -> str:
+    """What :func:`may_state` reads of an answer: its folded characters and its identifiers'
+    keys (written without their separators)."""
+    folded = fold(answer)
+    return folded + "\n" + " ".join(k for k, _, _ in _ids(folded))
+
+
+def may_state(fact: str, screened: str, settings: FactMatcherSettings | None = None) -> bool:
+    """Whether an answer could state ``fact``, read from its :func:`screen_text` without
+    parsing it: False only where :func:`match_fact` cannot match, because fewer of the fact's
+    words than :func:`_words_needed` are written in it (:func:`may_hold_stem`). A fact matched
+    by a narrower reading (a period, a kind) or by its values alone is always possible here:
+    its figures are another screen's (write_side's digits)."""
+    words, needed = _screen_words(fact, settings or FactMatcherSettings())
+    return needed == 0 or sum(1 for w in words if may_hold_stem(w, screened)) >= needed
+
+
+@functools.lru_cache(maxsize=4096)
+def _screen_words(fact: str, s: FactMatcherSettings) -> tuple[tuple[str, ...], int]:
+    """(the fact's words the screen looks for, how many it needs); 0 needed where the screen
+    cannot tell. An identifier counts as found: its key is matched whole, not by letters."""
+    if gold_period(fact) is not None or general_kind(fact) is not None:
+        return (), 0
+    f = _parse_fact(fact)
+    if not f.plain:
+        return (), 0
+    words = tuple(w for w in f.items if w not in f.ids)
+    return words, max(0, _words_needed(len(f.items), s) - (len(f.items) - len(words)))
 
 
 def fact_date_text(fact: str, d: Date) -> str:

@@ -84,6 +84,24 @@ _SYNONYMS = {
                     "figur"),
 }
 
+# What the stemmer cannot be traced back from by a word's first letters: a synonym's stem (any
+# of several words), and the words normalise writes in place of a phrase.
+_SYNONYM_HEADS = frozenset(v[:4] for v in _SYNONYMS.values())
+_REWRITTEN = " ".join(repl.strip() for _, repl in _PHRASES)
+
+
+def may_hold_stem(word_stem: str, folded: str) -> bool:
+    """Whether text whose :func:`fold` is ``folded`` could hold a word with this stem, or one
+    sharing its first four letters (the matcher's inflection rule): a necessary condition
+    read from characters, without tokenising. :func:`stem` only strips endings, so a stem's
+    first four letters are written in its word, except for a direction's or synonym's stem
+    (any of several words) and a short "-ies"/"-ied" word, whose "i" the stem writes as "y"."""
+    head = word_stem[:4]
+    if word_stem in DIRECTIONS or head in _SYNONYM_HEADS or head in _REWRITTEN:
+        return True
+    return head in folded or (head.endswith("y") and head[:-1] + "i" in folded)
+
+
 _SUFFIXES = ("ically", "ations", "ation", "ities", "ingly", "ments", "ment", "ness", "ings",
              "ing", "edly", "ions", "ion", "ives", "ive", "ers", "er", "ed", "es", "ly", "al",
              "s", "e")
