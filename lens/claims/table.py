@@ -58,7 +58,8 @@ def _figure_intro(r: CheckResult) -> list[Block]:
     how = {"named": "as named on the command line",
            "inferred": "inferred: the only one that reproduces the published figures",
            "ambiguous": "several reproduce the published figures equally; the first is shown",
-           "default": "no published figure to match: verdicts as stored"}[r.how]
+           "default": "no published figure to match: lens's default; --runs and --category5 "
+                      "name another"}[r.how]
     return [Heading("The publisher's figure"),
             Para(f"Arithmetic: {f.arithmetic.describe(r.claims.runs)} ({how}). "
                  f"Denominator: {f.overall.n} answers with a readable verdict."
