@@ -88,10 +88,10 @@ def test_the_same_results_as_json_lines_and_csv(lens: Lens, tmp_path: Path) -> N
     (tmp_path / "csv.yaml").write_text(MAPPING.replace("items: results\n", "").replace(
         "judges.r1, judges.r2, judges.r3", "r1, r2, r3"))
     for data, mapping in (("res.jsonl", "jl.yaml"), ("res.csv", "csv.yaml")):
-        r = lens("claims", "check", data, "--mapping", mapping, "--runs", "majority",
-                 "--category5", "in", "--no-leniency")
-        assert r.returncode == 0, r.stderr
-        assert "62.50% (5 of 8)" in r.stdout, data
+        out = lens("claims", "check", data, "--mapping", mapping, "--runs", "majority",
+                   "--category5", "in", "--no-leniency")
+        assert out.returncode == 0, out.stderr
+        assert "62.50% (5 of 8)" in out.stdout, data
 
 
 def test_a_mapping_reproduces_memobase_from_the_committed_excerpt(lens: Lens,
