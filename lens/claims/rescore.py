@@ -22,7 +22,7 @@ from lens.core.errors import UserError
 from lens.models.base import CompletionRequest, Message, ModelClient, ModelError
 from lens.scoring.grading.offline_grader import FactTask, OfflineGrader, cheap_grade
 from lens.scoring.protocols.locomo import J_PROMPT, J_PROMPT_ID, category_f1, token_f1
-from lens.scoring.text.facts import AnswerText, match_fact
+from lens.scoring.text.facts import MATCHER_VERSION, AnswerText, match_fact
 from lens.stats.agreement import Agreement, agreement
 from lens.stats.intervals import Estimate, clustered_estimate, unknown
 
@@ -105,8 +105,8 @@ def matcher_grades(items: Sequence[ClaimItem]) -> Scored:
     """The phrase matcher alone: 1 when the answer states the gold answer as a key fact."""
     values = [1.0 if item.answer.strip() and match_fact(item.gold, AnswerText(item.answer))
               .matched else 0.0 for item in items]
-    return _scored("fact matcher", {"scorer": "matcher", "fact": "the gold answer"}, items,
-                   values, binary=True)
+    cond = {"scorer": "matcher", "matcher_version": MATCHER_VERSION, "fact": "the gold answer"}
+    return _scored("fact matcher", cond, items, values, binary=True)
 
 
 def offline_grades(items: Sequence[ClaimItem], grader: OfflineGrader,
@@ -117,7 +117,9 @@ def offline_grades(items: Sequence[ClaimItem], grader: OfflineGrader,
     grades = grader.grade(tasks, progress)
     values = [g.grade for g in grades]
     model_calls = sum(cheap_grade(t) is None for t in tasks)
-    cond = {"scorer": "offline-grader", "fact": "the gold answer", **grader.condition()}
+    # Its cheap checks are the matcher's: a new matcher moves its figure too.
+    cond = {"scorer": "offline-grader", "matcher_version": MATCHER_VERSION,
+            "fact": "the gold answer", **grader.condition()}
     note = f"{model_calls} of {len(tasks)} answer(s) read by the local model"
     s = _scored("offline grader", cond, items, values, binary=True)
     return Scored(s.name, s.condition, s.ids, s.values, s.estimate, s.agreement,

@@ -58,7 +58,8 @@ def _figure_intro(r: CheckResult) -> list[Block]:
     how = {"named": "as named on the command line",
            "inferred": "inferred: the only one that reproduces the published figures",
            "ambiguous": "several reproduce the published figures equally; the first is shown",
-           "default": "no published figure to match: verdicts as stored"}[r.how]
+           "default": "no published figure to match: lens's default; --runs and --category5 "
+                      "name another"}[r.how]
     return [Heading("The publisher's figure"),
             Para(f"Arithmetic: {f.arithmetic.describe(r.claims.runs)} ({how}). "
                  f"Denominator: {f.overall.n} answers with a readable verdict."
@@ -188,7 +189,25 @@ def summary_blocks(r: CheckResult) -> list[Block]:
                  f"answers ({r.wrong_answers}) the scorer accepts." + rerun_note),
             Table(["figure", "value", "n", "kappa vs publisher", "disagreements", "leniency",
                    *(f"rerun {x.run.name}" for x in r.reruns)], rows, "claims-summary"),
-            *rerun_blocks(r.reruns)]
+            *_band(r), *rerun_blocks(r.reruns)]
+
+
+def _band(r: CheckResult) -> list[Block]:
+    """The published figure's band: the lowest and highest share of the same answers that lens's
+    graders and judges accept (F1 is not a share of answers accepted: left out)."""
+    graded = [(s.estimate.mean, s.name) for s in r.scored
+              if s.condition.get("scorer") not in ("locomo-f1", "token-f1")
+              and s.estimate.mean is not None]
+    if not graded:
+        return []
+    (lo, lo_name), (hi, hi_name) = min(graded), max(graded)
+    theirs = r.publisher_on_sample.estimate.mean if r.publisher_on_sample else None
+    against = "" if theirs is None else \
+        f", against {100 * theirs:.1f} by the publisher's verdicts on them"
+    span = (f"{100 * lo:.1f} ({lo_name})" if len(graded) == 1 else
+            f"{100 * lo:.1f} ({lo_name}) to {100 * hi:.1f} ({hi_name})")
+    return [Para(f"The band: the same answers score {span} under lens's "
+                 f"{len(graded)} grader(s) and judge(s){against}.")]
 
 
 def _rerun_cell(rerun: Rerun, name: str) -> str:

@@ -78,6 +78,15 @@ def test_a_judge_under_lens_prompt_and_the_publishers(lens: Lens, tmp_path: Path
     assert data["wrong_answers"] > 6
     # Every answer and wrong answer asked once per prompt.
     assert asked == 2 * (6 + data["wrong_answers"])
+    # The published figure's band: the lowest and highest of lens's graders and judges (the
+    # matcher and both judges; F1 is not a share of answers accepted), beside the publisher's.
+    graded = sorted((100 * s["estimate"]["mean"], s["name"]) for s in data["scorers"][1:]
+                    if s["condition"]["scorer"] != "locomo-f1")
+    assert len(graded) == 3
+    ours = 100 * data["scorers"][0]["estimate"]["mean"]
+    assert (f"The band: the same answers score {graded[0][0]:.1f} ({graded[0][1]}) to "
+            f"{graded[-1][0]:.1f} ({graded[-1][1]}) under lens's 3 grader(s) and judge(s), "
+            f"against {ours:.1f} by the publisher's verdicts on them.") in r.stdout
 
 
 def test_unreadable_verdicts_are_unknown_and_the_status_says_so(lens: Lens) -> None:

@@ -66,6 +66,11 @@ def test_a_json_file_with_three_judge_runs_and_category_5(lens: Lens, tmp_path: 
              "--category5", "out", "--no-leniency")
     assert "majority vote per answer over 3 runs (a tie counts wrong), category 5 left out" \
         in r.stdout and "as named on the command line" in r.stdout
+    # Neither named nor published: the default is the mean of the runs, and says it is a default.
+    r = lens("claims", "check", "res.json", "--mapping", "map.yaml", "--no-leniency")
+    assert "Arithmetic: mean of the 3 runs' accuracies" in r.stdout
+    assert "no published figure to match: lens's default" in r.stdout
+    assert "verdicts as stored" not in r.stdout
 
 
 def test_the_same_results_as_json_lines_and_csv(lens: Lens, tmp_path: Path) -> None:
@@ -83,10 +88,10 @@ def test_the_same_results_as_json_lines_and_csv(lens: Lens, tmp_path: Path) -> N
     (tmp_path / "csv.yaml").write_text(MAPPING.replace("items: results\n", "").replace(
         "judges.r1, judges.r2, judges.r3", "r1, r2, r3"))
     for data, mapping in (("res.jsonl", "jl.yaml"), ("res.csv", "csv.yaml")):
-        r = lens("claims", "check", data, "--mapping", mapping, "--runs", "majority",
-                 "--category5", "in", "--no-leniency")
-        assert r.returncode == 0, r.stderr
-        assert "62.50% (5 of 8)" in r.stdout, data
+        out = lens("claims", "check", data, "--mapping", mapping, "--runs", "majority",
+                   "--category5", "in", "--no-leniency")
+        assert out.returncode == 0, out.stderr
+        assert "62.50% (5 of 8)" in out.stdout, data
 
 
 def test_a_mapping_reproduces_memobase_from_the_committed_excerpt(lens: Lens,

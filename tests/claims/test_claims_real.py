@@ -104,3 +104,18 @@ def test_assign_takes_the_category_counts_from_a_results_file(lens: Lens) -> Non
     assert r.returncode == 0, r.stderr
     assert "1=282, 2=321, 3=96, 4=841" in r.stdout
     assert "Multi-Hop = category 3" in r.stdout
+
+
+def test_docs_claims_first_table_is_what_the_check_prints(lens: Lens) -> None:
+    """docs/claims.md's Zep table (every answer, no sample): the same rows the command prints."""
+    grades, responses = _zep()
+    r = lens("claims", "check", str(grades), str(responses), "--reader", "zep",
+             "--published", "zep")
+    assert r.returncode == 0, r.stderr
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "claims.md").read_text()
+    table = docs.split("The first table is the one to read:", 1)[1].split("\n\n", 2)[1]
+    rows = [x for x in table.splitlines() if x.startswith("| ") and "---" not in x][1:]
+    assert len(rows) == 5
+    printed = r.stdout.splitlines()
+    for row in rows:
+        assert row in printed, row

@@ -129,14 +129,21 @@ def test_rerun_with_the_local_model(lens: Lens, tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
     results, mapping = _publisher(tmp_path)
+    # The publisher's reader prompt by file (the shape of mem0's ANSWER_PROMPT, single braces).
+    (tmp_path / "answer_prompt.txt").write_text(
+        "You are an intelligent memory assistant.\n\nMemories:\n\n{memories}\n\n"
+        "Question: {question}\nAnswer in a few words:\n", encoding="utf-8")
     run = _run(lens, tmp_path, {"model": "llama_cpp/qwen2.5-coder-1.5b", "max_tokens": 48,
-                                "mode": "fixed_reader", "top_k": 2}, "local")
+                                "mode": "fixed_reader", "top_k": 2,
+                                "reader_prompt_file": "answer_prompt.txt"}, "local")
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["condition"]["answerer"]["prompt_file"]["name"] == "answer_prompt.txt"
     r = lens("claims", "check", str(results), "--mapping", str(mapping), "--rerun", str(run),
              "--no-leniency", "--out", "out")
     assert r.returncode == 0, r.stdout + r.stderr
     (rerun,) = json.loads((tmp_path / "out" / "claims.json").read_text())["reruns"]
     assert rerun["matched"] == 4 and rerun["condition_hash"] == manifest["condition_hash"]
+    assert manifest["condition_hash"] in r.stdout
     # Every matched question the model finished is scored by each scorer; the rest counted.
     for s in rerun["scorers"]:
         assert len(s["values"]) == 4 - rerun["not_scored"]

@@ -15,6 +15,7 @@ from lens.claims.wrong_answers import KINDS, build
 from lens.models.cache import ModelCache
 from lens.scoring.grading.offline_grader import OfflineGrader
 from lens.scoring.protocols.locomo import category_f1
+from lens.scoring.text.facts import MATCHER_VERSION
 from tests.support.cli import Lens, cli_runner
 
 EXCERPT = Path(__file__).parent / "data" / "memobase" / "memobase_eval_0710_excerpt.json"
@@ -74,6 +75,7 @@ def test_the_offline_grader_resumes_from_its_work_folder(tmp_path: Path) -> None
     again.close()
     assert again_model.calls == 0 and second.values == first.values
     assert first.condition["scorer"] == "offline-grader"
+    assert first.condition["matcher_version"] == MATCHER_VERSION
     assert first.agreement is not None and first.agreement.n == 3
 
 
@@ -84,6 +86,8 @@ def test_the_matcher_accepts_a_restated_gold_and_refuses_another() -> None:
                        "Jon lost it on 19 March 2023.", "2", (True,))]
     s = matcher_grades(items)
     assert s.values == (1.0, 0.0)
+    # The matcher's version is in its condition: a new matcher moves the figure.
+    assert s.condition["matcher_version"] == MATCHER_VERSION
     assert s.disagreements == (("b", True, False),)
 
 
