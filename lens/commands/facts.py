@@ -104,7 +104,7 @@ def _raise_problems(path: Path, problems: list[str], fix: str) -> None:
     if more:
         lines.append(f"  … and {more} more")
     lines.append(fix)
-    raise UserError("\n".join(lines))
+    raise UserError(lines)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

@@ -55,8 +55,8 @@ class LookReader:
         for raw in data[:end].splitlines(keepends=True):
             try:
                 event = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
+            except (json.JSONDecodeError, RecursionError):
+                continue  # skipped as the run store skips it
             kind = event.get("kind")
             if kind == "unit_started":
                 self._units[event["key"]] = raw

@@ -110,8 +110,10 @@ def _lines(path: Path) -> Iterator[ListingLine]:
                     items[entry.key] = entry.item
                     continue
                 line = CheckpointLine.model_validate(raw)
-            except (ValidationError, ValueError):
-                continue  # a line torn by a crash: that checkpoint was not finished
+            except (ValidationError, ValueError, RecursionError):
+                # A line torn by a crash (that checkpoint was not finished) or nested past
+                # what the parser can hold.
+                continue
             if all(k in items for k in line.items):
                 yield ListingLine(
                     listing=MemoryListing(items=[items[k] for k in line.items],

@@ -32,12 +32,15 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lens.core.errors import UserError
+from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, loads_guarded
 from lens.core.redact import scrub, scrub_bytes
 from lens.runs.manifest import RunManifest
 from lens.runs.records import QuestionRecord
 
 EVENTS = "events.jsonl"
 MANIFEST = "manifest.json"
+# A manifest holds the run's config (itself at most MAX_JSON_DEPTH deep) a few levels down.
+MANIFEST_MAX_DEPTH = 2 * MAX_JSON_DEPTH
 RECORDS = "records.jsonl"
 
 
@@ -167,18 +170,24 @@ class RunStore:
     def manifest_data(self) -> dict[str, Any]:
         """The manifest as the JSON the file holds (the report and the viewer show whatever a
         run directory holds); anything else reads :meth:`manifest`."""
-        data: dict[str, Any] = json.loads((self.root / MANIFEST).read_text(encoding="utf-8"))
+        data: dict[str, Any] = self._manifest_json()
         return data
 
     def manifest(self) -> RunManifest:
         """The manifest, migrated from an earlier lens's shape and checked: a UserError names
         the file and every field that does not fit."""
+        return RunManifest.load(self._manifest_json(), self.root / MANIFEST)
+
+    def _manifest_json(self) -> Any:
+        """The manifest file read through the JSON guard: a run directory may come from
+        anyone (copied, edited), so a file nested past any manifest lens writes, or not JSON,
+        is a UserError naming it rather than a parser's traceback."""
         path = self.root / MANIFEST
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise UserError(f"{path}: not valid JSON ({exc})") from None
-        return RunManifest.load(data, path)
+            return loads_guarded(path.read_bytes(), what=str(path),
+                                 max_depth=MANIFEST_MAX_DEPTH)
+        except JsonRefused as exc:
+            raise UserError(f"{path}: not a readable run manifest ({exc.reason})") from None
 
     # -- events -------------------------------------------------------------------------------
     def _repair_tail(self) -> None:
@@ -224,8 +233,8 @@ class RunStore:
                     return
                 try:
                     yield json.loads(raw)
-                except json.JSONDecodeError:
-                    continue
+                except (json.JSONDecodeError, RecursionError):
+                    continue  # unreadable: torn, or nested past what the parser can hold
 
     def close(self) -> None:
         self._records.close()

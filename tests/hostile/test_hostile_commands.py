@@ -127,6 +127,7 @@ def test_facts_grade_refuses_hostile_rows(lens: Lens, tmp_path: Path, kind: str)
     out = tmp_path / "grades.jsonl"
     msg = _refused(lens("facts", "grade", str(rows), "--out", str(out), "--grader", "matcher"))
     assert "line 2" in msg and len(msg) < 3_000
+    assert "\u240a" not in msg and "\n  line 2: " in msg  # one problem a line
     assert not out.exists()
 
 
@@ -143,3 +144,30 @@ def test_facts_grade_refuses_an_out_under_a_file(lens: Lens, tmp_path: Path) -> 
     odd.write_text(_row(1) + "\n")
     msg = _refused(lens("facts", "grade", str(odd), "--out", str(odd), "--grader", "matcher"))
     assert "is an input file" in msg and "\x1b" not in msg
+
+
+# -- a run directory someone edited: lens score, report and compare read it through the guard --
+
+@pytest.mark.parametrize("command", ["score", "report", "compare"])
+def test_a_run_manifest_nested_deep_is_refused(lens: Lens, tmp_path: Path, command: str) -> None:
+    from tests.protocols.builders import LME_FAITHFUL, imported, stored_run
+
+    run = stored_run(tmp_path / "runs", imported(tmp_path, "longmemeval"),
+                     {"faithful": LME_FAITHFUL})
+    (run / "manifest.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    before = sorted(tmp_path.rglob("*"))
+    msg = _refused(lens(command, str(run)))
+    assert "manifest.json" in msg and "nested" in msg and len(msg) < 1_000
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_an_events_line_nested_deep_is_skipped_as_unreadable(lens: Lens, tmp_path: Path) -> None:
+    from tests.protocols.builders import LME_FAITHFUL, imported, stored_run
+
+    run = stored_run(tmp_path / "runs", imported(tmp_path, "longmemeval"),
+                     {"faithful": LME_FAITHFUL})
+    with open(run / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"kind": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    r = lens("report", str(run))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr

@@ -30,9 +30,8 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "adapters/static_embedding.py": (1, "config.json of a model package shipped with lens"),
     "memory/executor/worker.py": (2, "lens's own pipe between the run and its adapter worker"),
     "memory/executor/process.py": (1, "lens's own pipe between the run and its adapter worker"),
-    "runs/store.py": (3, "the run directory's manifest (typed and plain views) and events as "
-                         "lens writes them; runs from elsewhere (bundles, the viewer) are read "
-                         "through the guard"),
+    "runs/store.py": (1, "events.jsonl a line at a time (an unreadable or too deep line is "
+                         "skipped); the manifest is read through the guard"),
     "runner/memory_states.py": (1, "the memory listings lens wrote into the run directory, a "
                                    "line at a time (an unreadable line is skipped)"),
     "scoring/grading/offline_grader.py": (1, "lens's own model cache"),
