@@ -14,7 +14,9 @@ the official code sets it up, so that a lens run over the real items gives the p
 Sessions are read back from episodes imported with ``--format longmemeval``: lines beginning
 ``user:`` or ``assistant:`` start a turn, other lines continue the turn above. A search result
 carries the session's whole text (session granularity) or the turn with the turn after it (turn
-granularity: the official reader expands a retrieved turn into its round).
+granularity: the official reader expands a retrieved turn into its round). Its listing
+(``list_memory``) gives each document as a search result shows it, from its session, written at
+the session's time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from lens.memory.adapter import (
     SyncMemoryAdapter,
     read_options,
 )
+from lens.memory.listing import MemoryItem, MemoryListing
 
 _TURN = re.compile(r"^(user|assistant): ", re.M)
 
@@ -153,7 +156,16 @@ class LongMemEvalBm25Adapter(SyncMemoryAdapter):
             return Document(ref_id=ref_id, text=doc.shown)
         return Document(ref_id=ref_id, text=episode.text) if episode is not None else None
 
+    def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
+        """Every document in ingest order, as a search result shows it (a session's whole text,
+        or a user turn with the turn after it)."""
+        with self._lock:
+            return MemoryListing(items=[
+                MemoryItem(item_id=d.ref_id, text=d.shown, source_episodes=[d.episode_id],
+                           changed_at=self._episodes[d.episode_id].timestamp)
+                for d in self._docs])
+
     def get_capabilities(self) -> CapabilityManifest:
         return CapabilityManifest(
-            search_modes=["keyword"], max_results=self.opts.max_results,
+            search_modes=["keyword"], max_results=self.opts.max_results, memory_listing=True,
             description=f"LongMemEval's flat BM25 (rank_bm25) over user {self.opts.granularity}s")

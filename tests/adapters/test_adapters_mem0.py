@@ -108,6 +108,45 @@ def test_extraction_mode_through_the_lens_model_stack() -> None:
     assert doc is not None and doc.text == fact
 
 
+SECOND = Episode(episode_id="ops_ep_002", scope_id="ops",
+                 timestamp=datetime(2024, 1, 16, 10, tzinfo=UTC),
+                 text="Daily summary. kafka-3 was replaced; the billing queue kept up all day.")
+
+
+async def _extract_and_list(llm: dict[str, Any]) -> tuple[Any, Any]:
+    a = create_adapter("mem0", {"llm": llm, "embedding_cache": CACHE})
+    try:
+        await a.reset("ops")
+        await a.ingest(EPISODE)
+        await a.ingest(SECOND)
+        await a.prepare("ops", 2)
+        return await a.list_memory("ops", 2), await a.list_memory("ops", 2)
+    finally:
+        await a.aclose()
+
+
+def test_extraction_mode_lists_what_mem0_extracted() -> None:
+    """mem0's own listing (``get_all`` for the scope's user) in extraction mode: the facts mem0
+    wrote, not the raw episodes, each from the episode whose ingest wrote it; reading it twice
+    gives the same state."""
+    from lens.memory.listing import state_digest
+
+    facts = ["Billing queue stalled 40 minutes after kafka-3 reboot", "kafka-3 was replaced"]
+    # Each add is a conversation of its own: the reply is chosen by the episode it extracts from.
+    llm = {"model": "scripted/replay", "options": {"replies": {
+        "rules": [{"contains": "kafka-3 was replaced; the billing queue kept up",
+                   "text": json.dumps({"memory": [{"text": facts[1]}]})}],
+        "default": json.dumps({"memory": [{"text": facts[0]}]})}}}
+    listing, again = anyio.run(_extract_and_list, llm)
+    by_text = {i.text: i for i in listing.items}
+    assert sorted(by_text) == sorted(facts)
+    assert by_text[facts[0]].source_episodes == ["ops_ep_001"]
+    assert by_text[facts[1]].source_episodes == ["ops_ep_002"]
+    assert all(i.item_id.startswith("mem0:") and i.changed_at is not None
+               for i in listing.items)
+    assert state_digest(again) == state_digest(listing)
+
+
 @pytest.mark.slow
 @pytest.mark.opt_in
 def test_extraction_mode_with_a_local_model() -> None:

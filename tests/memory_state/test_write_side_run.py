@@ -86,3 +86,32 @@ def test_each_write_side_metric_scores_its_adversary_as_it_should(lens: Lens,
         question = wait_ready(f"{base}/runs/{run_dir.name}/question?key="
                               + quote(record.key))
         assert f"memory state {record.memory_state}" in question
+
+
+def test_the_floor_ceiling_config_reports_what_each_arm_wrote(lens: Lens, tmp_path: Path) -> None:
+    """configs/floor-ceiling.yaml as shipped, on the quickstart scope: null holds nothing,
+    sqlite_fts and full_context every episode, oracle (no memory) is unknown, as its header
+    says."""
+    import yaml
+
+    from tests.conftest import ROOT
+
+    raw = yaml.safe_load((ROOT / "configs" / "floor-ceiling.yaml").read_text(encoding="utf-8"))
+    raw.update(dataset={"path": str(QUICKSTART)}, out_dir=str(tmp_path / "runs"))
+    cfg = tmp_path / "floor-ceiling.yaml"
+    cfg.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    res = lens("run", str(cfg))
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    ws = read_write_side(run_dir)
+    assert ws is not None and ws.unlisted == ["oracle"]
+    for arm in ("sqlite_fts", "full_context"):
+        assert ws.arms[arm]["items_per_episode"].mean == 1.0
+        assert ws.arms[arm]["update_current"].mean == 1.0
+    assert ws.arms["null"]["items_per_episode"].mean == 0.0
+    assert ws.arms["null"]["extraction_recall"].mean == 0.0
+    lines = res.stdout.split("What the memory wrote", 1)[1].splitlines()
+    assert any(line.startswith("  oracle: extraction recall unknown") for line in lines)
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    row = next(c for c in summary["checklist"] if c["id"] == "memory_state")
+    assert row["status"] == "pass" and "unknown for oracle" in row["value"]
