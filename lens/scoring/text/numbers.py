@@ -87,6 +87,7 @@ _COMPOUND = re.compile(
     r"(?<![\w.])(?P<h>\d+)\s?(?:hours?|hrs?|h)\s?(?:and\s)?(?P<m>\d{1,2})"
     r"(?:\s?(?:minutes?|mins?|m)(?![a-z0-9])|(?=\b)(?<=h\d\d))"
 )
+_DIGIT = re.compile(r"\d")
 _RATE = re.compile(r"\s?(?:per|/|an?|each)\s?(?P<r>second|sec|s|minute|min|hour|hr|h|day|d|week)"
                    r"\b")
 # Words that declare the figure after them rounded: "about 250 ms" may stand for 252 ms, a plain
@@ -156,6 +157,8 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
     :func:`lens.scoring.text.numwords.words_to_digits` and pass ``words=False``.
     """
     low = words_to_digits(text.lower()) if words else text.lower()
+    if not _DIGIT.search(low):
+        return []  # every figure is written with a digit (both patterns start with one)
     out: list[Number] = []
     taken = bytearray(len(low))  # characters inside a compound duration
     for m in _COMPOUND.finditer(low):
