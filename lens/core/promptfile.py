@@ -17,7 +17,9 @@ def read_prompt_text(path: Path, field: str, *, missing_fix: str, large_fix: str
     """The text of the prompt file at ``path`` and its bytes (for its sha256); a UserError
     starting with ``field`` when it is not a regular file, too large or not UTF-8."""
     if not path.is_file():
-        raise UserError(f"{field}: {path}: file not found; {missing_fix}")
+        what = ("a folder" if path.is_dir() else "not a regular file (a device, pipe or socket)"
+                if path.exists() else "file not found")
+        raise UserError(f"{field}: {path}: {what}; {missing_fix}")
     size = path.stat().st_size
     if size > MAX_PROMPT_FILE_BYTES:
         raise UserError(f"{field}: {path}: {size} bytes, over the {MAX_PROMPT_FILE_BYTES} "

@@ -85,6 +85,17 @@ def test_an_oversized_prompt_file_is_refused(lens: Lens, tmp_path: Path) -> None
     assert "byte" in out
 
 
+@pytest.mark.parametrize(("kind", "said"), [("folder", "a folder"),
+                                             ("device", "not a regular file"),
+                                             ("missing", "file not found")])
+def test_a_prompt_file_that_is_no_file_says_what_it_is(lens: Lens, tmp_path: Path, kind: str,
+                                                      said: str) -> None:
+    path = {"folder": tmp_path, "device": Path("/dev/null"),
+            "missing": tmp_path / "absent.yaml"}[kind]
+    out = _score(lens, tmp_path, path)
+    assert said in out, out
+
+
 # -- 8. lens run reads its judge prompt file before answering anything -------------------------
 
 @pytest.mark.parametrize("problem", ["missing", "not_yaml"])
