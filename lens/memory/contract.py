@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult
+from lens.memory.listing import MemoryListing
 
 # Methods whose result lens reads; the rest (reset, ingest, prepare, aclose) return nothing it
 # uses, and model_usage is read leniently (an unreadable usage is an event, not a failure).
-CHECKED = frozenset({"search", "retrieve", "get_capabilities", "standing_context"})
+CHECKED = frozenset({"search", "retrieve", "get_capabilities", "standing_context",
+                     "list_memory"})
 
 
 class ContractBreach(Exception):
@@ -55,4 +57,8 @@ def check_result(method: str, value: Any) -> Any:
         raise ContractBreach(
             f"the memory system returned a malformed standing context: standing_context returned "
             f"{_kind(value)}, not str or None")
+    elif method == "list_memory" and value is not None and not isinstance(value, MemoryListing):
+        raise ContractBreach(
+            f"the memory system returned a malformed memory listing: list_memory returned "
+            f"{_kind(value)}, not a MemoryListing or None")
     return value

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from lens.memory.adapter import MemoryAdapter
+from lens.memory.contract import check_result
 from lens.memory.listing import MemoryListing, listing_bytes, read_listing, state_digest
 from lens.runner.memory_states import STATE_EVENT, ListingLine, append_listing
 from lens.runs.store import RunStore
@@ -40,7 +41,9 @@ class UnitPlace:
 
 
 async def _read(adapter: MemoryAdapter, scope_id: str, checkpoint: int) -> MemoryListing:
-    raw = await adapter.list_memory(scope_id, checkpoint)
+    # Checked as the worker checks it for an adapter in a process of its own: a breach reads
+    # the same under every isolation.
+    raw = check_result("list_memory", await adapter.list_memory(scope_id, checkpoint))
     listing = read_listing(raw)
     if listing is None:
         raise TypeError("list_memory returned None but the adapter's capabilities declare "

@@ -19,6 +19,7 @@ from lens.memory.adapter import (
     SearchResult,
     SyncMemoryAdapter,
 )
+from lens.memory.listing import MemoryListing
 
 
 class Honest(MemoryAdapter):
@@ -161,7 +162,7 @@ class HeldHonest(Honest):
 class BreaksContract(Honest):
     """Returns a result of the wrong shape from the method its ``breaks`` option names: a dict
     where a ``SearchResult``, a ``Document`` or a ``CapabilityManifest`` belongs, a number where
-    a standing context's text belongs."""
+    a standing context's text or a memory listing belongs."""
 
     class Options(BaseModel):
         breaks: str
@@ -184,10 +185,14 @@ class BreaksContract(Honest):
         return doc
 
     async def get_capabilities(self) -> CapabilityManifest:
-        caps = CapabilityManifest(standing_context=self.breaks == "standing_context")
+        caps = CapabilityManifest(standing_context=self.breaks == "standing_context",
+                                  memory_listing=self.breaks == "list_memory")
         if self.breaks == "get_capabilities":
             return caps.model_dump()  # type: ignore[return-value]  # the breach
         return caps
 
     async def standing_context(self, scope_id: str, checkpoint: int) -> str | None:
+        return 42  # type: ignore[return-value]  # the breach (asked only when declared)
+
+    async def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing | None:
         return 42  # type: ignore[return-value]  # the breach (asked only when declared)

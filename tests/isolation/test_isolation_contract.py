@@ -25,7 +25,8 @@ def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def _run(lens: Lens, tmp_path: Path, method: str, isolation: str) -> tuple[int, str, list[str]]:
     """The exit status, stderr, and every failure the run recorded (tool calls' errors, the
-    questions' and the units' errors), in order."""
+    questions' and the units' errors, the memory listing's errors without the name of their
+    traceback file), in order."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
                                                        questions_per_checkpoint=2))
     cfg = tmp_path / f"{isolation}.yaml"
@@ -44,11 +45,15 @@ def _run(lens: Lens, tmp_path: Path, method: str, isolation: str) -> tuple[int, 
         failures += [str(c["error"]) for c in rec["tool_calls"] if c.get("error")]
         if rec.get("error"):
             failures.append(str(rec["error"]))
+    for line in (run / "events.jsonl").read_text(encoding="utf-8").splitlines():
+        event: dict[str, Any] = json.loads(line)
+        if event.get("kind") == "memory_state" and event.get("phase") == "error":
+            failures.append(str(event["error"]).rsplit(" (see errors/", 1)[0])
     return done.returncode, done.stderr, sorted(failures)
 
 
 @pytest.mark.parametrize("method", ["search", "retrieve", "get_capabilities",
-                                    "standing_context"])
+                                    "standing_context", "list_memory"])
 def test_a_breach_fails_the_same_way_in_every_isolation(lens: Lens, tmp_path: Path,
                                                         method: str) -> None:
     own = _run(lens, tmp_path, method, "process")

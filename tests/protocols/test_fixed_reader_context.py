@@ -1,12 +1,13 @@
 """The fixed reader's memory is counted: what its one search put in the prompt (the "History
-Chats" block) is the context the report's parity table, the checklist and questions.csv read,
-as a tool message is for the agent. Through ``lens run``."""
+Chats" block) is the context the report's parity table, the checklist, questions.csv and
+``lens view`` read, as a tool message is for the agent. Through ``lens run`` and ``lens view``."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import yaml
 
 from tests.core.helpers import make_dataset, write_json
 from tests.support.cli import Lens, cli_runner
+from tests.view.server import lens_view, require_view_extra, wait_ready
 
 
 @pytest.fixture
@@ -23,7 +25,8 @@ def lens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     return cli_runner(tmp_path, monkeypatch, capsys)
 
 
-def test_the_fixed_readers_prompt_is_its_context(lens: Lens, tmp_path: Path) -> None:
+def _reader_run(lens: Lens, tmp_path: Path) -> Path:
+    """A fixed-reader run of sqlite_fts and null; its folder."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=6, checkpoints=(3, 6)))
     replies = tmp_path / "replies.yaml"
     rules = [{"contains": "History Chats", "text": "I do not know"}]
@@ -39,6 +42,11 @@ def test_the_fixed_readers_prompt_is_its_context(lens: Lens, tmp_path: Path) -> 
     assert (tmp_path / "runs").is_dir(), done.stderr
     run = next((tmp_path / "runs").glob("reader-*"))
     assert done.returncode in (0, 1), done.stderr
+    return run
+
+
+def test_the_fixed_readers_prompt_is_its_context(lens: Lens, tmp_path: Path) -> None:
+    run = _reader_run(lens, tmp_path)
     records = [json.loads(line) for line in
                (run / "records.jsonl").read_text(encoding="utf-8").splitlines()]
     expected: dict[tuple[str, str], int] = {}
@@ -62,3 +70,19 @@ def test_the_fixed_readers_prompt_is_its_context(lens: Lens, tmp_path: Path) -> 
     fts_row = next(line for line in parity.splitlines() if line.startswith("| sqlite_fts"))
     median_chars = fts_row.split("|")[3].strip()
     assert int(median_chars.replace(",", "")) > 0, fts_row
+
+
+def test_lens_view_shows_the_fixed_readers_context(lens: Lens, tmp_path: Path) -> None:
+    require_view_extra()
+    run = _reader_run(lens, tmp_path)
+    report = (run / "report.md").read_text(encoding="utf-8")
+    parity = report.split("## Context parity", 1)[1].split("\n## ", 1)[0]
+    fts_row = next(line for line in parity.splitlines() if line.startswith("| sqlite_fts"))
+    median_chars = fts_row.split("|")[3].strip().replace(",", "")
+    with lens_view(run.parent) as base:
+        body = wait_ready(f"{base}/runs/{run.name}")
+    table = body.split('id="context-parity"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<tr><td>sqlite_fts</td><td>(\d+)</td><td>([\d,]+)</td>", table)
+    assert cells and int(cells[0][1].replace(",", "")) == int(median_chars) > 0, table
+    assert re.search(r"badge pass\">PASS</span></td><td>each memory handed", body), \
+        "the viewer's checklist does not count the reader's prompt"

@@ -42,7 +42,8 @@ def lens_view(runs_dir: Path, timeout: float = 60.0) -> Iterator[str]:
         found = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
         if not found:
             proc.kill()
-            raise AssertionError(f"lens view did not start: {line!r} {proc.stderr.read()!r}")
+            raise AssertionError(f"lens view did not start: {line!r} "
+                                 f"{proc.stderr.read() if proc.stderr else ''!r}")
         base = found.group(1)
         deadline = time.monotonic() + timeout
         while True:  # the report's worker process is spawned at start: wait until it answers
