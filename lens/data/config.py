@@ -537,7 +537,7 @@ def parse_config(data: Any, file: str, base_dir: Path | None = None,
             raise ConfigError(f"{head}{only.location}: {only.message}") from None
         raise ConfigError(f"{file}: invalid config: {len(problems)} problems", problems) from None
     if base_dir is not None:
-        updates: dict[str, Any] = {}
+        updates: dict[str, object] = {}
         if not cfg.dataset.path.is_absolute():
             updates["dataset"] = cfg.dataset.model_copy(
                 update={"path": (base_dir / cfg.dataset.path).resolve()}

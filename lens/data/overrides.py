@@ -95,7 +95,7 @@ def _set(data: dict[str, Any], path: list[str], value: Any) -> str | None:
 def _arms(data: dict[str, Any], arms: Sequence[str]) -> list[Any]:
     raw = data.get("adapters")
     configured: list[Any] = raw if isinstance(raw, list) else []
-    by_label: dict[str, Any] = {}
+    by_label: dict[str, object] = {}
     for entry in configured:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             by_label.setdefault(str(entry.get("label") or entry["name"]), entry)

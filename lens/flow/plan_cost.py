@@ -213,40 +213,58 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
     """The expected and worst-case spend of ``config`` on ``dataset``."""
     agent_price = _pricing(config.agent)
     judge_price = _pricing(config.judge) if config.judge is not None else None
-    budget = config.agent.budget
-    arms = []
     sizes = {s.scope_id: dataset.text_sizes(s.scope_id) for s in dataset.scopes}
-    scopes = {s.scope_id: s for s in dataset.scopes}
-    for adapter in config.adapters:
-        agent = Spend()
-        judge = Spend()
-        for q in dataset.questions:
-            calls, prompt, completion = agent_session(config, adapter, scopes[q.scope_id], q,
-                                                      sizes[q.scope_id])
-            agent.add(calls * config.repeats, prompt * config.repeats,
-                      completion * config.repeats)
-            jc = _judge_calls(config, q.question_type == QuestionType.ACTION_RECOMMENDATION)
-            if jc:
-                reference = sum(estimate_tokens(f) for f in q.ground_truth.key_facts) \
-                    + estimate_tokens(q.ground_truth.canonical_answer or "")
-                per = JUDGE_PROMPT_TOKENS + estimate_tokens(q.prompt) + reference \
-                    + ANSWER_TOKENS
-                judge.add(jc * config.repeats, jc * per * config.repeats,
-                          jc * JUDGE_VERDICT_TOKENS * config.repeats)
-        n = len(dataset.questions) * config.repeats
-        # The budget bounds the tokens of a session, prompt and completion together; priced
-        # at the output rate for the completion's share of the expected session.
-        worst = Spend(n * budget.max_turns, n * budget.max_agent_tokens, 0.0)
-        arms.append(ArmPlan(
-            arm=adapter.display, questions=n, agent=agent.priced(agent_price),
-            agent_worst=worst.priced(agent_price),
-            judge=judge.priced(judge_price) if config.judge is not None else None,
-            judge_batch=judge.priced(judge_price, BATCH_RATE)
-            if config.judge is not None else None))
+    arms = [_arm_plan(config, adapter, dataset, sizes, (agent_price, judge_price))
+            for adapter in config.adapters]
     plan = CostPlan(agent_model=config.agent.model,
                     judge_model=config.judge.model if config.judge else None,
                     price_source=agent_price.source if agent_price else None, arms=arms,
                     blocks=len(dataset.scopes))
+    _price_notes(plan, config, agent_price, judge_price)
+    _stopping_notes(plan, config)
+    if len(config.adapters) > 1 and plan.blocks:
+        plan.notes.append(verdict_scopes_note(plan.blocks, len(config.adapters)))
+    return plan
+
+
+def _arm_plan(config: RunConfig, adapter: AdapterConfig, dataset: Dataset,
+              sizes: dict[str, list[int]], prices: tuple[Pricing | None, Pricing | None]
+              ) -> ArmPlan:
+    """One arm's expected agent and judge spend over the dataset (``sizes``: each scope's text
+    sizes), and its worst case, priced at the agent's and the judge's ``prices``."""
+    agent_price, judge_price = prices
+    budget = config.agent.budget
+    scopes = {s.scope_id: s for s in dataset.scopes}
+    agent = Spend()
+    judge = Spend()
+    for q in dataset.questions:
+        calls, prompt, completion = agent_session(config, adapter, scopes[q.scope_id], q,
+                                                  sizes[q.scope_id])
+        agent.add(calls * config.repeats, prompt * config.repeats,
+                  completion * config.repeats)
+        jc = _judge_calls(config, q.question_type == QuestionType.ACTION_RECOMMENDATION)
+        if jc:
+            reference = sum(estimate_tokens(f) for f in q.ground_truth.key_facts) \
+                + estimate_tokens(q.ground_truth.canonical_answer or "")
+            per = JUDGE_PROMPT_TOKENS + estimate_tokens(q.prompt) + reference \
+                + ANSWER_TOKENS
+            judge.add(jc * config.repeats, jc * per * config.repeats,
+                      jc * JUDGE_VERDICT_TOKENS * config.repeats)
+    n = len(dataset.questions) * config.repeats
+    # The budget bounds the tokens of a session, prompt and completion together; priced
+    # at the output rate for the completion's share of the expected session.
+    worst = Spend(n * budget.max_turns, n * budget.max_agent_tokens, 0.0)
+    return ArmPlan(
+        arm=adapter.display, questions=n, agent=agent.priced(agent_price),
+        agent_worst=worst.priced(agent_price),
+        judge=judge.priced(judge_price) if config.judge is not None else None,
+        judge_batch=judge.priced(judge_price, BATCH_RATE)
+        if config.judge is not None else None)
+
+
+def _price_notes(plan: CostPlan, config: RunConfig, agent_price: Pricing | None,
+                 judge_price: Pricing | None) -> None:
+    """Notes on a model without a price, and on a judge priced from another source."""
     if agent_price is None:
         plan.notes.append(f"no price for the agent: its costs are unknown: "
                           f"{why_unpriced(config.agent)}")
@@ -256,30 +274,33 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
     elif judge_price is not None and judge_price.source != (agent_price.source
                                                             if agent_price else None):
         plan.notes.append(f"the judge's price is from {judge_price.source}")
+
+
+def _stopping_notes(plan: CostPlan, config: RunConfig) -> None:
+    """With sequential stopping over several arms: the share of the run it is expected to save
+    and at best, and a note saying so (or that it cannot save anything)."""
     s = config.stopping
-    if s is not None and len(config.adapters) > 1 and plan.blocks:
-        pairs = len(config.adapters) * (len(config.adapters) - 1) // 2
-        plan.stop_expected_share = expected_share(
-            ASSUMED_DELTA, ASSUMED_SD, plan.blocks, alpha=s.alpha, margin=s.margin,
-            comparisons=pairs, look_every=s.look_every, method=s.method, simulations=200)
-        best = fewest_blocks(alpha=s.alpha, comparisons=pairs, method=s.method)
-        plan.stop_best_share = min(1.0, best / plan.blocks) if best else 1.0
-        if best is None or best >= plan.blocks:
-            plan.notes.append(
-                f"sequential stopping cannot save anything on {plan.blocks} scope blocks: the "
-                f"{s.method} sequence settles a pair at the earliest after "
-                f"{best if best is not None else 'more than 200'} blocks (every block +0.5 "
-                f"apart, α per pair {family_alpha(s.alpha, pairs):.3g}), so every block is "
-                "answered; remove 'stopping' or use a dataset with more scopes")
-        else:
-            plan.notes.append(
-                f"sequential stopping: expected {plan.stop_expected_share:.0%} of the run at "
-                f"an assumed Δ {ASSUMED_DELTA} (spread {ASSUMED_SD} across scopes), at best "
-                f"{plan.stop_best_share:.0%} (after {best} blocks); a tie or a close call uses "
-                f"the whole run (worst case); α per pair {family_alpha(s.alpha, pairs):.3g}")
-    if len(config.adapters) > 1 and plan.blocks:
-        plan.notes.append(verdict_scopes_note(plan.blocks, len(config.adapters)))
-    return plan
+    if s is None or len(config.adapters) <= 1 or not plan.blocks:
+        return
+    pairs = len(config.adapters) * (len(config.adapters) - 1) // 2
+    plan.stop_expected_share = expected_share(
+        ASSUMED_DELTA, ASSUMED_SD, plan.blocks, alpha=s.alpha, margin=s.margin,
+        comparisons=pairs, look_every=s.look_every, method=s.method, simulations=200)
+    best = fewest_blocks(alpha=s.alpha, comparisons=pairs, method=s.method)
+    plan.stop_best_share = min(1.0, best / plan.blocks) if best else 1.0
+    if best is None or best >= plan.blocks:
+        plan.notes.append(
+            f"sequential stopping cannot save anything on {plan.blocks} scope blocks: the "
+            f"{s.method} sequence settles a pair at the earliest after "
+            f"{best if best is not None else 'more than 200'} blocks (every block +0.5 "
+            f"apart, α per pair {family_alpha(s.alpha, pairs):.3g}), so every block is "
+            "answered; remove 'stopping' or use a dataset with more scopes")
+    else:
+        plan.notes.append(
+            f"sequential stopping: expected {plan.stop_expected_share:.0%} of the run at "
+            f"an assumed Δ {ASSUMED_DELTA} (spread {ASSUMED_SD} across scopes), at best "
+            f"{plan.stop_best_share:.0%} (after {best} blocks); a tie or a close call uses "
+            f"the whole run (worst case); α per pair {family_alpha(s.alpha, pairs):.3g}")
 
 
 def verdict_scopes_note(blocks: int, arms: int, alpha: float = 0.05) -> str:

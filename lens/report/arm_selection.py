@@ -92,6 +92,24 @@ def choose(cands: Sequence[Candidate[T]], *, arms: Sequence[str] = (), baseline:
     ``RUN:label`` (run id or directory name) or bare label; every unknown or ambiguous name is
     reported at once (a :class:`UserError`). ``flag`` names the option in messages (the
     viewer's query parameters are not command-line flags)."""
+    picked, base = _named(cands, arms, baseline, flag)
+    chosen = picked or _unnamed(cands, base, one_condition)
+    if len(chosen) < 2:
+        raise UserError(f"nothing to compare: fewer than two different arms "
+                        f"({', '.join(c.name for c in chosen) or 'none'}); give another run "
+                        f"directory, a run with several adapters, or name two or more arms "
+                        f"with {flag('arms')}")
+    if base is not None:
+        pairs = [(base, c) for c in chosen if c is not base]
+    else:
+        pairs = list(combinations(chosen, 2))
+    return Choice(arms=[c.item for c in chosen], pairs=[(a.item, b.item) for a, b in pairs])
+
+
+def _named(cands: Sequence[Candidate[T]], arms: Sequence[str], baseline: str | None,
+           flag: Callable[[str], str]) -> tuple[list[Candidate[T]], Candidate[T] | None]:
+    """The arms ``arms`` names and the baseline, or a :class:`UserError` listing every name that
+    is unknown, ambiguous or given twice."""
     problems: list[str] = []
     picked: list[Candidate[T]] = []
     for sel in arms:
@@ -110,29 +128,24 @@ def choose(cands: Sequence[Candidate[T]], *, arms: Sequence[str] = (), baseline:
                             + (f" (the baseline must be one of {flag('arms')})" if picked else ""))
     if problems:
         raise UserError(["the arms to compare are not clear:", *(f"  - {p}" for p in problems)])
-    if picked:
-        chosen = picked
-    else:
-        chosen = []
-        for c in cands:
-            # The same arm in two runs under one condition is kept once.
-            if one_condition and any(k.identity == c.identity for k in chosen):
-                continue
-            chosen.append(c)
-        if len(chosen) < 2 and len(cands) >= 2:
-            # Runs that hold nothing but that arm are what the user compares: two versions of
-            # one memory under one name (answers the condition cannot tell apart).
-            chosen = list(cands)
-        if base is not None and base not in chosen:
-            chosen = [base, *[c for c in chosen
-                              if not (one_condition and c.identity == base.identity)]]
-    if len(chosen) < 2:
-        raise UserError(f"nothing to compare: fewer than two different arms "
-                        f"({', '.join(c.name for c in chosen) or 'none'}); give another run "
-                        f"directory, a run with several adapters, or name two or more arms "
-                        f"with {flag('arms')}")
-    if base is not None:
-        pairs = [(base, c) for c in chosen if c is not base]
-    else:
-        pairs = list(combinations(chosen, 2))
-    return Choice(arms=[c.item for c in chosen], pairs=[(a.item, b.item) for a, b in pairs])
+    return picked, base
+
+
+def _unnamed(cands: Sequence[Candidate[T]], base: Candidate[T] | None,
+             one_condition: bool) -> list[Candidate[T]]:
+    """The arms compared when none is named: every arm (the same arm in two runs under one
+    condition once), the baseline first."""
+    chosen: list[Candidate[T]] = []
+    for c in cands:
+        # The same arm in two runs under one condition is kept once.
+        if one_condition and any(k.identity == c.identity for k in chosen):
+            continue
+        chosen.append(c)
+    if len(chosen) < 2 and len(cands) >= 2:
+        # Runs that hold nothing but that arm are what the user compares: two versions of
+        # one memory under one name (answers the condition cannot tell apart).
+        chosen = list(cands)
+    if base is not None and base not in chosen:
+        chosen = [base, *[c for c in chosen
+                          if not (one_condition and c.identity == base.identity)]]
+    return chosen

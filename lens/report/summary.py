@@ -54,9 +54,7 @@ def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
     costs = [c for c in (r.cost_usd for r in rows) if c is not None]
     tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
                             [r.record.scope_id for r in rows], confidence=confidence)
-    budgets = [(r.record.scope_id, r.record.budget) for r in rows if r.record.budget is not None]
-    compliant = estimate([1.0 if b.compliant else 0.0 for _, b in budgets],
-                         [s for s, _ in budgets], confidence=confidence)
+    compliant, stop_reasons = _budgets(rows, confidence)
     return Usage(
         tool_calls_per_question=_mean([float(r.tool_calls) for r in rows]),
         search_results_per_question=_mean([float(r.search_results) for r in rows]),
@@ -65,14 +63,30 @@ def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
         cost_usd_total=float(sum(costs)) if costs and len(costs) == len(rows) else None,
         cost_known=len(costs),
         wall_s_per_question=_mean([r.record.wall_s for r in rows]),
-        budget_compliant=EstimateOut.of(compliant),
-        stop_reasons=dict(Counter(b.stop_reason for _, b in budgets).most_common()),
+        budget_compliant=compliant,
+        stop_reasons=stop_reasons,
         tool_errors=sum(r.tool_errors for r in rows),
         questions_with_tool_errors=sum(1 for r in rows if r.tool_errors),
         first_tool_error=next((e for r in rows if (e := r.first_tool_error)), None),
-        unknown_usage_calls=sum(1 for r in rows for c in r.record.model_calls
-                                if c.role == "agent" and c.usage_unknown),
+        unknown_usage_calls=_unknown_usage_calls(rows),
     )
+
+
+def _budgets(rows: Sequence[QuestionRow], confidence: float
+             ) -> tuple[EstimateOut, dict[str, int]]:
+    """The share of budgeted questions that kept to their budget (clustered by scope), and how
+    many stopped for each reason, most first."""
+    budgets = [(r.record.scope_id, r.record.budget) for r in rows if r.record.budget is not None]
+    compliant = estimate([1.0 if b.compliant else 0.0 for _, b in budgets],
+                         [s for s, _ in budgets], confidence=confidence)
+    return (EstimateOut.of(compliant),
+            dict(Counter(b.stop_reason for _, b in budgets).most_common()))
+
+
+def _unknown_usage_calls(rows: Sequence[QuestionRow]) -> int:
+    """The agent's model calls whose token usage the provider did not report."""
+    return sum(1 for r in rows for c in r.record.model_calls
+               if c.role == "agent" and c.usage_unknown)
 
 
 def _checkpoint_bins(checkpoints: list[int]) -> list[tuple[int, int]]:

@@ -23,7 +23,6 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import anyio
 
@@ -125,7 +124,7 @@ class FixedReader:
                       ) -> tuple[ToolCallRecord, list[SearchResult]]:
         """The one search: its record, and its results (none when it failed: the reader then
         answers from no history, and the failure is counted as a tool error)."""
-        args: dict[str, Any] = {"query": query, "limit": self.top_k}
+        args: dict[str, object] = {"query": query, "limit": self.top_k}
         meter.tool_calls += 1
         started = time.perf_counter()
         enforced = getattr(self.adapter, "enforces_timeouts", False)

@@ -184,18 +184,21 @@ def _first_user(transcript: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _row(data: dict[str, Any], where: tuple[str, int | None, int | None]) -> Row:
-    calls = [c for c in data.get("model_calls") or [] if isinstance(c, dict)]
+def _agent_spend(calls: list[dict[str, Any]], status: str) -> tuple[int, float | None]:
+    """The agent's tokens and cost over the model calls of one record (the cost unknown when a
+    call's is, or when the question failed before the agent was called)."""
     agent = [c for c in calls if c.get("role") == "agent"]
     tokens = sum(int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
                  for c in agent)
-    if any(c.get("cost_usd") is None for c in agent):
-        cost: float | None = None
-    else:
-        cost = float(sum(c.get("cost_usd") or 0.0 for c in agent))
+    if any(c.get("cost_usd") is None for c in agent) or (not agent and status == "error"):
+        return tokens, None
+    return tokens, float(sum(c.get("cost_usd") or 0.0 for c in agent))
+
+
+def _row(data: dict[str, Any], where: tuple[str, int | None, int | None]) -> Row:
+    calls = [c for c in data.get("model_calls") or [] if isinstance(c, dict)]
     status = str(data.get("status", ""))
-    if not agent and status == "error":
-        cost = None
+    tokens, cost = _agent_spend(calls, status)
     question = _first_user(data.get("transcript") or [])
     answer = str(data.get("answer") or "")
     error = str(data.get("error") or "")

@@ -32,6 +32,7 @@ from lens.stats.sequential import (
     ASSUMES,
     METHODS,
     Method,
+    Sequential,
     block_order,
     family_verdicts,
 )
@@ -108,16 +109,8 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
                            bound=registry.difference_bound(metric), method=method)
     full = {(c.arm_a, c.arm_b): next((r.verdict for r in c.rows if r.metric == metric), None)
             for c in comparisons}
-    pairs = []
-    for i, j in names:
-        s = stop.pairs[f"{i}-{j}"]
-        whole = full.get((arms[i].name, arms[j].name))
-        pairs.append(SequentialPair(
-            arm_a=arms[i].name, arm_b=arms[j].name, verdict=s.verdict, blocks=s.blocks,
-            mean=s.look.mean if s.look else None, low=s.look.low if s.look else None,
-            high=s.look.high if s.look else None, alpha=s.alpha, full_verdict=whole,
-            agrees=None if s.verdict == "undecided" or whole is None
-            else whole in _AGREES[s.verdict]))
+    pairs = [_pair(arms[i].name, arms[j].name, stop.pairs[f"{i}-{j}"],
+                   full.get((arms[i].name, arms[j].name))) for i, j in names]
     used_q, used_t = _spend(arms, set(order[:stop.blocks]))
     all_q, all_t = _spend(arms, set(order))
     return SequentialOut(
@@ -125,6 +118,17 @@ def sequential_replay(arms: Sequence[Arm], metric: str, comparisons: Sequence[Co
         blocks=stop.blocks, total_blocks=stop.total_blocks, settled=stop.settled,
         questions_used=used_q, questions_total=all_q,
         tokens_share=used_t / all_t if all_t else None, order=order, pairs=pairs)
+
+
+def _pair(a: str, b: str, s: Sequential, whole: str | None) -> SequentialPair:
+    """One pair's sequential verdict beside the whole run's verdict ``whole``, and whether the
+    two agree (unknown when the sequence left the pair undecided)."""
+    return SequentialPair(
+        arm_a=a, arm_b=b, verdict=s.verdict, blocks=s.blocks,
+        mean=s.look.mean if s.look else None, low=s.look.low if s.look else None,
+        high=s.look.high if s.look else None, alpha=s.alpha, full_verdict=whole,
+        agrees=None if s.verdict == "undecided" or whole is None
+        else whole in _AGREES[s.verdict])
 
 
 SEQUENTIAL_NOTE = (

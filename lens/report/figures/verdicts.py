@@ -94,26 +94,43 @@ def decide(e: Evidence) -> tuple[FixedVerdict, str, str]:
     tested = e.p_holm is not None and e.p_holm < e.alpha and not borderline
     excludes = e.interval is None or not (e.interval[0] <= 0 <= e.interval[1])
     bounded = e.bounded_p_holm is not None and e.bounded_p_holm < e.alpha
-    p_text = "" if e.p_holm is None else f"p (Holm) {e.p_holm:.3g}"
     if tested and excludes and bounded:
-        real = (f"{p_text}, bounded-mean test over {e.scopes} scopes p (Holm) "
-                f"{e.bounded_p_holm:.3g}, both below α={e.alpha:g}")
-        if margin is None:
-            return "undecided", "margin", (f"a real difference ({real}), but the margin of "
-                                           "error is unknown (too few questions)")
-        if abs(delta) <= margin:
-            return "real but small", "margin", (f"{real}; |Δ| {_f(abs(delta))} within the "
-                                                f"margin of error ±{_f(margin)}")
-        if e.floor is not None and abs(delta) < e.floor:
-            return "real but small", "noise floor", (
-                f"{real}; |Δ| {_f(abs(delta))} below the judge-noise floor {_f(e.floor)}")
-        return ("better" if delta > 0 else "worse"), "significance", (
-            f"{real}; |Δ| {_f(abs(delta))} beyond the margin of error ±{_f(margin)}")
+        return _real_difference(e, delta, margin)
     if (margin is not None and e.interval is not None
             and -margin < e.interval[0] and e.interval[1] < margin):
         return "equivalent", "margin", (
             f"the interval of Δ [{_f(e.interval[0])}, {_f(e.interval[1])}] lies within the "
             f"margin of error ±{_f(margin)}")
+    return _undecided(e, delta, borderline=borderline, tested=tested, excludes=excludes)
+
+
+def _p_text(e: Evidence) -> str:
+    return "" if e.p_holm is None else f"p (Holm) {e.p_holm:.3g}"
+
+
+def _real_difference(e: Evidence, delta: float, margin: float | None
+                     ) -> tuple[FixedVerdict, str, str]:
+    """The verdict of a difference both tests call real: better or worse beyond the margin of
+    error and the judge-noise floor, else real but small (or undecided, the margin unknown)."""
+    real = (f"{_p_text(e)}, bounded-mean test over {e.scopes} scopes p (Holm) "
+            f"{e.bounded_p_holm:.3g}, both below α={e.alpha:g}")
+    if margin is None:
+        return "undecided", "margin", (f"a real difference ({real}), but the margin of "
+                                       "error is unknown (too few questions)")
+    if abs(delta) <= margin:
+        return "real but small", "margin", (f"{real}; |Δ| {_f(abs(delta))} within the "
+                                            f"margin of error ±{_f(margin)}")
+    if e.floor is not None and abs(delta) < e.floor:
+        return "real but small", "noise floor", (
+            f"{real}; |Δ| {_f(abs(delta))} below the judge-noise floor {_f(e.floor)}")
+    return ("better" if delta > 0 else "worse"), "significance", (
+        f"{real}; |Δ| {_f(abs(delta))} beyond the margin of error ±{_f(margin)}")
+
+
+def _undecided(e: Evidence, delta: float, *, borderline: bool, tested: bool, excludes: bool
+               ) -> tuple[FixedVerdict, str, str]:
+    """Why a difference that is neither real nor equivalent stays undecided: the first rule it
+    fails."""
     if borderline and e.p_holm is not None:
         return "undecided", "significance", (
             f"p (Holm) {e.p_holm:.3g} is within its Monte Carlo error ±{e.mc_error:.2g} of "
@@ -121,10 +138,10 @@ def decide(e: Evidence) -> tuple[FixedVerdict, str, str]:
     if e.p_holm is None:
         return "undecided", "significance", "no test possible (too few questions)"
     if not tested:
-        return "undecided", "significance", (f"not significant after Holm ({p_text} ≥ "
+        return "undecided", "significance", (f"not significant after Holm ({_p_text(e)} ≥ "
                                              f"α={e.alpha:g})")
     if not excludes:
-        return "undecided", "interval", (f"{p_text}, but the scope-clustered interval of Δ "
+        return "undecided", "interval", (f"{_p_text(e)}, but the scope-clustered interval of Δ "
                                          "includes 0")
     return "undecided", "scopes", _scopes_reason(e, delta)
 

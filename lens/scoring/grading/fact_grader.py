@@ -118,16 +118,7 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
             unreadable += 1
         row: JudgedFactRow = {"fact": fact, "grade": grade,
                               "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
-        veto = by_fact.get(fact, {}).get("reason")
-        if veto in VETO_REASONS and row["points"]:
-            # The matcher is the exact check of figures, dates and ids: a judge cannot credit
-            # a value the answer never states as a claim (absent, hedged, denied, listed bare,
-            # given to another subject).
-            row["points"] = 0.0
-            row["matcher_veto"] = veto
-        if grader == "both":
-            row["matcher"] = bool(by_fact.get(fact, {}).get("matched"))
-        rows.append(row)
+        rows.append(_under_matcher(row, by_fact.get(fact, {}), grader))
     credit = _with_conclusion(rows, detail)
     out: dict[str, Any] = {"grader": grader, "facts": rows}
     if grader == "both":
@@ -141,6 +132,22 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
                          f"{unreadable} grade(s) could not be read, even after a retry with a "
                          "format reminder: fact_recall is unknown")
     return credit, out
+
+
+def _under_matcher(row: JudgedFactRow, matched: Mapping[str, Any], grader: FactGrader
+                   ) -> JudgedFactRow:
+    """A judge's row under the matcher's veto (``matched``: the matcher's item for the fact),
+    with the matcher's own finding beside it when both grade."""
+    veto = matched.get("reason")
+    if veto in VETO_REASONS and row["points"]:
+        # The matcher is the exact check of figures, dates and ids: a judge cannot credit
+        # a value the answer never states as a claim (absent, hedged, denied, listed bare,
+        # given to another subject).
+        row["points"] = 0.0
+        row["matcher_veto"] = veto
+    if grader == "both":
+        row["matcher"] = bool(matched.get("matched"))
+    return row
 
 
 def _with_conclusion(rows: list[JudgedFactRow], detail: Mapping[str, Any]) -> FactCredit:
