@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 
 @dataclass(frozen=True)
@@ -22,6 +21,8 @@ class Friedman:
 def friedman(table: np.ndarray) -> Friedman | None:
     """Friedman's test on a (scopes, arms) table of scope-level values; None with fewer than
     two scopes or three arms, or when every scope ties every arm (nothing to rank)."""
+    from scipy import stats as sps  # here, not at import: see lens.stats.intervals.t_for
+
     data = np.asarray(table, dtype=float)
     if data.ndim != 2 or data.shape[0] < 2 or data.shape[1] < 3 or not np.isfinite(data).all():
         return None

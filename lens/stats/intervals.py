@@ -25,7 +25,6 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 _STD_NORMAL = NormalDist()
 # The exact 95% two-sided quantile (1.959964…), so that every interval lens prints at the
@@ -49,6 +48,10 @@ def t_for(confidence: float, df: float) -> float:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if df <= 0:
         raise ValueError(f"degrees of freedom must be positive, got {df}")
+    # Imported here: scipy.stats takes about a second to import, and every lens command
+    # imports this module while few need a t quantile.
+    from scipy import stats as sps
+
     return float(sps.t.ppf(0.5 + confidence / 2, df))
 
 
