@@ -62,9 +62,12 @@ def test_a_fact_in_subject_form_passes_on_its_record_line_alone() -> None:
     assert not may_hold(fact, screen_text("- checkout: p50 80 ms"))
 
 
-@pytest.mark.parametrize(("name", "scopes"), [("quickstart", 3), ("standard", 1)])
-def test_the_reader_with_its_screen_decides_every_pair_as_the_parse_does(name: str, scopes: int
-                                                                         ) -> None:
+# The standard dataset's first scope, cut to its first 40 episodes: its long reports make the
+# parse of every pair (what the screen is checked against) slow.
+@pytest.mark.parametrize(("name", "scopes", "episodes"), [("quickstart", 3, None),
+                                                          ("standard", 1, 40)])
+def test_the_reader_with_its_screen_decides_every_pair_as_the_parse_does(
+        name: str, scopes: int, episodes: int | None) -> None:
     """Every key fact against every episode of the shipped datasets, whole and line by line:
     FactReader (screen, then parse) agrees with item_holds on the parsed item everywhere, and
     the screen settles a share of the pairs without a parse."""
@@ -74,7 +77,7 @@ def test_the_reader_with_its_screen_decides_every_pair_as_the_parse_does(name: s
         facts = list(dict.fromkeys(f for q in dataset.questions if q.scope_id == scope.scope_id
                                    for f in q.ground_truth.key_facts))
         rivals = tuple(fact_subjects(facts))
-        texts = [e.text for e in scope.episodes]
+        texts = [e.text for e in scope.episodes[:episodes]]
         items = list(dict.fromkeys([*texts, *(ln for t in texts for ln in t.splitlines()
                                               if ln.strip())]))
         reader = FactReader()
