@@ -24,13 +24,12 @@ Definitions (implemented here from the BEAM paper, Tavakoli et al., 2025, and it
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 
 from lens.data.dataset import Question
-from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
+from lens.scoring.protocols.base import Protocol, ProtocolTask, json_span, mean
 
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering",
              "information_extraction", "instruction_following", "knowledge_update",
@@ -133,13 +132,8 @@ def kendall_tau_norm(reference: Sequence[str], system: Sequence[str]) -> float |
 
 
 def parse_score(text: str) -> float | None:
-    m = re.search(r"\{.*\}", text, re.S)
-    value = None
-    if m:
-        try:
-            value = json.loads(m.group(0)).get("score")
-        except (json.JSONDecodeError, AttributeError):
-            value = None
+    data = json_span(text)
+    value = data.get("score") if isinstance(data, dict) else None
     if value is None:
         found = re.search(r'"?score"?\s*[:=]\s*"?([01](?:\.\d+)?)', text)
         value = found.group(1) if found else None
