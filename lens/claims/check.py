@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lens.claims.arithmetic import (
+    Arithmetic,
     Figure,
     Gap,
     RunRule,
@@ -100,19 +101,7 @@ class CheckResult:
 
 
 def read_claims(files: Sequence[Path], reader: str | None, mapping: Path | None) -> ClaimSet:
-    if (reader is None) == (mapping is None):
-        raise UserError("name how to read the file: --reader "
-                        f"{'|'.join(READERS)} or --mapping MAP.yaml (one of them)")
-    missing = [f for f in files if not f.is_file()]
-    if missing:
-        raise UserError([f"{f}: no such file; give the publisher's results file" for f in
-                         missing])
-    most = 1 if mapping is not None else FILES.get(reader or "", 1)
-    if len(files) > most:
-        raise UserError(f"{len(files)} files given, but {'a mapping' if mapping else reader} "
-                        f"reads {most}: {', '.join(str(f) for f in files[most:])} would be "
-                        "left unread; give only the results file"
-                        + (" and its companion" if most > 1 else ""))
+    _check_inputs(files, reader, mapping)
     if mapping is not None:
         claims = read_mapped(files[0], load_mapping(mapping), source=str(mapping))
         return replace(claims, mapping=hash_file(mapping))
@@ -120,6 +109,29 @@ def read_claims(files: Sequence[Path], reader: str | None, mapping: Path | None)
         raise UserError(f"--reader {reader!r} is not a reader lens has; the readers are "
                         f"{', '.join(READERS)}, or write a --mapping file")
     return READERS[reader](files)
+
+
+def _check_inputs(files: Sequence[Path], reader: str | None, mapping: Path | None) -> None:
+    """Refuse a call naming both or neither of reader and mapping, a missing file, or more
+    files than the reader reads."""
+    if (reader is None) == (mapping is None):
+        raise UserError("name how to read the file: --reader "
+                        f"{'|'.join(READERS)} or --mapping MAP.yaml (one of them)")
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise UserError([f"{f}: no such file; give the publisher's results file" for f in
+                         missing])
+    _check_file_count(files, reader, mapping)
+
+
+def _check_file_count(files: Sequence[Path], reader: str | None, mapping: Path | None) -> None:
+    """Refuse more files than the reader (or a mapping) reads."""
+    most = 1 if mapping is not None else FILES.get(reader or "", 1)
+    if len(files) > most:
+        raise UserError(f"{len(files)} files given, but {'a mapping' if mapping else reader} "
+                        f"reads {most}: {', '.join(str(f) for f in files[most:])} would be "
+                        "left unread; give only the results file"
+                        + (" and its companion" if most > 1 else ""))
 
 
 def _match(figure: Figure, row: dict[str, float], columns: dict[str, list[str]],
@@ -136,36 +148,51 @@ def reproduce(claims: ClaimSet, opts: Options) -> CheckResult:
     published row (most categories, then the overall figure), or the plainest."""
     pub = opts.published
     name, row = pub.row(opts.row) if pub is not None else (None, {})
+    tried = []
+    for a in _arithmetics(claims, opts):
+        f = compute(claims, a)
+        cols = columns_of(f, row, pub.columns, pub.decimals) if pub else {}
+        tried.append(_match(f, row, cols, pub.decimals) if pub else Tried(f, None, 0))
+    how, best = _choose(tried, opts)
+    result = CheckResult(claims, best.figure, how, tried, name, row, pub)
+    if pub is not None:
+        _record_gaps(result, best, row, pub)
+    return result
+
+
+def _arithmetics(claims: ClaimSet, opts: Options) -> list[Arithmetic]:
+    """The arithmetics the options allow; refused when none does."""
     arithmetics = [a for a in candidates(claims)
                    if (opts.runs is None or a.runs == opts.runs or claims.runs <= 1)
                    and (opts.category5 is None or a.category5 in (None, opts.category5))]
     if not arithmetics:
         raise UserError(f"no arithmetic fits: --runs {opts.runs} needs several judge runs, "
                         f"and the file has {claims.runs}")
-    tried = []
-    for a in arithmetics:
-        f = compute(claims, a)
-        cols = columns_of(f, row, pub.columns, pub.decimals) if pub else {}
-        tried.append(_match(f, row, cols, pub.decimals) if pub else Tried(f, None, 0))
+    return arithmetics
+
+
+def _choose(tried: list[Tried], opts: Options) -> tuple[str, Tried]:
+    """How the figure was chosen ("named", "default", "inferred" or "ambiguous"), and which."""
     if opts.runs is not None or opts.category5 is not None:
-        how, best = "named", tried[0]
-    elif pub is None:
-        how, best = "default", tried[0]
-    else:
-        best = max(tried, key=lambda t: (t.categories_reproduced, bool(t.overall_reproduced)))
-        ties = [t for t in tried if (t.categories_reproduced, bool(t.overall_reproduced))
-                == (best.categories_reproduced, bool(best.overall_reproduced))]
-        how = "inferred" if len(ties) == 1 else "ambiguous"
-    result = CheckResult(claims, best.figure, how, tried, name, row, pub)
-    if pub is not None:
-        f = best.figure
-        result.columns = columns_of(f, row, pub.columns, pub.decimals)
-        if OVERALL in row and not best.overall_reproduced:
-            result.gaps[OVERALL] = gap(f.overall, f.items, f.credit, row[OVERALL], pub.decimals)
-        for col, cats in result.columns.items():
-            if not cats:
-                result.gaps[col] = _column_gap(claims, f, col, row[col], pub.decimals)
-    return result
+        return "named", tried[0]
+    if opts.published is None:
+        return "default", tried[0]
+    best = max(tried, key=lambda t: (t.categories_reproduced, bool(t.overall_reproduced)))
+    ties = [t for t in tried if (t.categories_reproduced, bool(t.overall_reproduced))
+            == (best.categories_reproduced, bool(best.overall_reproduced))]
+    return ("inferred" if len(ties) == 1 else "ambiguous"), best
+
+
+def _record_gaps(result: CheckResult, best: Tried, row: dict[str, float],
+                 pub: PublishedTable) -> None:
+    """The published columns the chosen figure reproduces, and a gap for each it does not."""
+    f = best.figure
+    result.columns = columns_of(f, row, pub.columns, pub.decimals)
+    if OVERALL in row and not best.overall_reproduced:
+        result.gaps[OVERALL] = gap(f.overall, f.items, f.credit, row[OVERALL], pub.decimals)
+    for col, cats in result.columns.items():
+        if not cats:
+            result.gaps[col] = _column_gap(result.claims, f, col, row[col], pub.decimals)
 
 
 def _column_gap(claims: ClaimSet, f: Figure, column: str, published: float,
@@ -197,19 +224,25 @@ def rescore(result: CheckResult, opts: Options) -> None:
                                          condition={"scorer": "publisher", "verdicts": "stored"})
     result.scored.extend(_scorers(claims, items, opts, say))
     for rerun in result.reruns:
-        answers = rerun_items(items, rerun)
-        say(f"rerun {rerun.run.name}: {len(answers)} matched answer(s)")
-        if answers:
-            rerun.scorers = _scorers(claims, answers, opts, say)
-        if len(items) < len(claims.items):
-            rerun.notes.append(f"scored on the matched questions of lens's sample of "
-                               f"{len(items)} answers")
-        if rerun.not_scored:
-            rerun.notes.append(f"{rerun.not_scored} matched question(s) the run did not finish "
-                               "(error or no_memory) are left out, as lens's scoring leaves "
-                               "them out")
+        _rescore_rerun(rerun, claims, items, opts, say)
     if opts.leniency:
         _leniency(result, items, opts, say)
+
+
+def _rescore_rerun(rerun: Rerun, claims: ClaimSet, items: Sequence[ClaimItem], opts: Options,
+                   say: Callable[[str], None]) -> None:
+    """Every scorer asked for, on a rerun's answers to the sampled questions."""
+    answers = rerun_items(items, rerun)
+    say(f"rerun {rerun.run.name}: {len(answers)} matched answer(s)")
+    if answers:
+        rerun.scorers = _scorers(claims, answers, opts, say)
+    if len(items) < len(claims.items):
+        rerun.notes.append(f"scored on the matched questions of lens's sample of "
+                           f"{len(items)} answers")
+    if rerun.not_scored:
+        rerun.notes.append(f"{rerun.not_scored} matched question(s) the run did not finish "
+                           "(error or no_memory) are left out, as lens's scoring leaves "
+                           "them out")
 
 
 def _scorers(claims: ClaimSet, items: Sequence[ClaimItem], opts: Options,

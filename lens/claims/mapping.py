@@ -182,10 +182,8 @@ def _records(path: Path, mapping: Mapping) -> list[tuple[str, Any]]:
     return list(_walk(doc, mapping.items.split(".") if mapping.items else [], ""))
 
 
-def read_mapped(path: Path, mapping: Mapping, *, reader: str = "mapping",
-                source: str = "the mapping") -> ClaimSet:
-    """The items of ``path`` as ``mapping`` declares them. A declared field absent from an item
-    is a problem named with the item and the field, all of them at once (exit 2)."""
+def _some_records(path: Path, mapping: Mapping, source: str) -> list[tuple[str, Any]]:
+    """The file's records where the mapping places them; refused when there are none."""
     try:
         records = _records(path, mapping)
     except OSError as exc:
@@ -193,6 +191,35 @@ def read_mapped(path: Path, mapping: Mapping, *, reader: str = "mapping",
     if not records:
         raise UserError(f"{path}: no items at '{mapping.items or '(the top)'}'; set 'items' in "
                         f"{source} to where the list of results sits")
+    return records
+
+
+def _missing_fields(rec: dict[str, Any], f: Fields, source: str) -> list[str]:
+    """What a record lacks of the fields the mapping declares (its gold may be absent)."""
+    missing = [f"no field '{getattr(f, name)}' (fields.{name} in {source}); name the field "
+               f"that holds the {name}"
+               for name in ("question", "answer") if lookup(rec, getattr(f, name)) is None]
+    return missing + [f"no verdict field '{v}' (fields.verdicts in {source})"
+                      for v in f.verdicts if lookup(rec, v) is None]
+
+
+def _item(rec: dict[str, Any], f: Fields, ident: str, group: str) -> ClaimItem:
+    """One record read through the mapping's fields."""
+    category = lookup(rec, f.category) if f.category else None
+    scores = {s: n for s in f.scores if (n := _number(lookup(rec, s))) is not None}
+    return ClaimItem(
+        id=ident, question=text(lookup(rec, f.question)), gold=text(lookup(rec, f.gold)),
+        answer=text(lookup(rec, f.answer)),
+        category=None if category is None else text(category),
+        verdicts=tuple(verdict(lookup(rec, v)) for v in f.verdicts), scores=scores,
+        group=group)
+
+
+def read_mapped(path: Path, mapping: Mapping, *, reader: str = "mapping",
+                source: str = "the mapping") -> ClaimSet:
+    """The items of ``path`` as ``mapping`` declares them. A declared field absent from an item
+    is a problem named with the item and the field, all of them at once (exit 2)."""
+    records = _some_records(path, mapping, source)
     f = mapping.fields
     problems: list[Problem] = []
     items: list[ClaimItem] = []
@@ -205,28 +232,14 @@ def read_mapped(path: Path, mapping: Mapping, *, reader: str = "mapping",
             problems.append(Problem(str(path), where, "not an object; point 'items' at the list "
                                     f"of results in {source}"))
             continue
-        for name in ("question", "gold", "answer"):
-            if lookup(rec, getattr(f, name)) is None and name != "gold":
-                problems.append(Problem(str(path), where, f"no field '{getattr(f, name)}' "
-                                        f"(fields.{name} in {source}); name the field that holds "
-                                        f"the {name}"))
-        for v in f.verdicts:
-            if lookup(rec, v) is None:
-                problems.append(Problem(str(path), where, f"no verdict field '{v}' (fields."
-                                        f"verdicts in {source})"))
+        problems.extend(Problem(str(path), where, msg)
+                        for msg in _missing_fields(rec, f, source))
         ident = text(lookup(rec, f.id)) if f.id else f"{group}#{pos}" if group else str(pos)
         seen[ident] = seen.get(ident, 0) + 1
         if seen[ident] == 2:
             problems.append(Problem(str(path), where, f"id {ident!r} appears more than once; "
                                     f"name a unique field in fields.id of {source}"))
-        category = lookup(rec, f.category) if f.category else None
-        scores = {s: n for s in f.scores if (n := _number(lookup(rec, s))) is not None}
-        items.append(ClaimItem(
-            id=ident, question=text(lookup(rec, f.question)), gold=text(lookup(rec, f.gold)),
-            answer=text(lookup(rec, f.answer)),
-            category=None if category is None else text(category),
-            verdicts=tuple(verdict(lookup(rec, v)) for v in f.verdicts), scores=scores,
-            group=group))
+        items.append(_item(rec, f, ident, group))
     if problems:
         raise UserError(f"{path}: {len(problems)} problem(s) reading it with {source}",
                         problems)

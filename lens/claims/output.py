@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.claims.check import CheckResult
+from lens.claims.leniency import Leniency
 from lens.claims.rerun import Rerun
 from lens.claims.rescore import Scored
 from lens.claims.table import blocks
@@ -40,35 +41,47 @@ def _rerun_json(r: Rerun) -> dict[str, Any]:
             "notes": list(r.run.notes) + r.notes}
 
 
-def as_json(r: CheckResult) -> dict[str, Any]:
+def _published_json(r: CheckResult) -> dict[str, Any] | None:
+    if r.published is None:
+        return None
+    return {"source": r.published.source, "row": r.published_name,
+            "figures": r.published_row, "notes": r.published.notes}
+
+
+def _reproduced_json(r: CheckResult) -> dict[str, Any]:
     f = r.figure
+    return {
+        "arithmetic": asdict(f.arithmetic), "chosen": r.how,
+        "overall": asdict(f.overall) | {"percent": f.overall.percent},
+        "categories": {k: asdict(s) | {"percent": s.percent,
+                                       "publisher_columns": [c for c, ks in
+                                                             r.columns.items() if k in ks],
+                                       "publisher_label": r.claims.labels.get(k)}
+                       for k, s in f.categories.items()},
+        "gaps": {k: asdict(g) for k, g in r.gaps.items()}}
+
+
+def _leniency_json(x: Leniency) -> dict[str, Any]:
+    return {"scorer": x.scorer, "overall": x.overall.as_dict(), "unknown": x.unknown,
+            "by_kind": {k: e.as_dict() for k, e in x.by_kind.items()},
+            "accepted": [{"id": i, "kind": k, "answer": a} for i, k, a in x.accepted]}
+
+
+def as_json(r: CheckResult) -> dict[str, Any]:
     return {
         "format": FORMAT, "lens_version": lens_version(), "reader": r.claims.reader,
         "benchmark": r.claims.benchmark,
         "inputs": [asdict(i) for i in r.claims.inputs],
         "mapping": None if r.claims.mapping is None else asdict(r.claims.mapping),
         "items": len(r.claims.items), "judge_runs": r.claims.runs,
-        "published": None if r.published is None else {
-            "source": r.published.source, "row": r.published_name,
-            "figures": r.published_row, "notes": r.published.notes},
-        "reproduced": {
-            "arithmetic": asdict(f.arithmetic), "chosen": r.how,
-            "overall": asdict(f.overall) | {"percent": f.overall.percent},
-            "categories": {k: asdict(s) | {"percent": s.percent,
-                                           "publisher_columns": [c for c, ks in
-                                                                 r.columns.items() if k in ks],
-                                           "publisher_label": r.claims.labels.get(k)}
-                           for k, s in f.categories.items()},
-            "gaps": {k: asdict(g) for k, g in r.gaps.items()}},
+        "published": _published_json(r),
+        "reproduced": _reproduced_json(r),
         "sample": [i.id for i in r.sampled],
         "scorers": [_scorer_json(s)
                     for s in ([r.publisher_on_sample] if r.publisher_on_sample else [])
                     + r.scored],
         "reruns": [_rerun_json(x) for x in r.reruns],
-        "leniency": [{"scorer": x.scorer, "overall": x.overall.as_dict(), "unknown": x.unknown,
-                      "by_kind": {k: e.as_dict() for k, e in x.by_kind.items()},
-                      "accepted": [{"id": i, "kind": k, "answer": a} for i, k, a in x.accepted]}
-                     for x in r.leniency],
+        "leniency": [_leniency_json(x) for x in r.leniency],
         "wrong_answers": r.wrong_answers,
         "notes": list(r.claims.notes) + r.notes,
     }

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from lens.claims.items import ClaimItem
 from lens.claims.rescore import Scored
@@ -76,28 +77,37 @@ def read_run(path: Path) -> list[RunAnswers]:
         records = store.load_records()
     finally:
         store.close()
+    text = _question_texts(path, manifest)
+    adapters = sorted({r.adapter for r in records})
+    if not records:
+        raise UserError(f"--rerun {path}: the run holds no answered question")
+    condition = str(manifest.get("condition_hash") or "unknown")
+    return [_adapter_answers(path, condition, [r for r in records if r.adapter == adapter],
+                             text, several=len(adapters) > 1)
+            for adapter in adapters]
+
+
+def _question_texts(path: Path, manifest: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Each (scope, question)'s text, from the dataset the run recorded."""
     recorded = (manifest.get("dataset") or {}).get("path")
     if not recorded or not Path(recorded).is_file():
         raise UserError(f"--rerun {path}: the run's dataset {str(recorded or 'unknown')!r} is "
                         "not there; the questions' text is read from it (run again with the "
                         "dataset in place)")
     ds = load_dataset(Path(recorded))
-    text = {(q.scope_id, q.question_id): q.prompt for q in ds.questions}
-    adapters = sorted({r.adapter for r in records})
-    if not records:
-        raise UserError(f"--rerun {path}: the run holds no answered question")
-    out = []
-    for adapter in adapters:
-        own = [r for r in records if r.adapter == adapter]
-        first = min(r.repeat for r in own)
-        kept = [r for r in own if r.repeat == first]
-        notes = ((f"repeats after the first ({len(own) - len(kept)} answers) are not read",)
-                 if len(kept) < len(own) else ())
-        out.append(RunAnswers(
-            str(path), path.name + (f" ({adapter})" if len(adapters) > 1 else ""), adapter,
-            str(manifest.get("condition_hash") or "unknown"),
-            tuple(_answer(r, text) for r in kept), notes))
-    return out
+    return {(q.scope_id, q.question_id): q.prompt for q in ds.questions}
+
+
+def _adapter_answers(path: Path, condition: str, own: list[QuestionRecord],
+                     text: dict[tuple[str, str], str], several: bool) -> RunAnswers:
+    """One adapter's answers of its first repeat; a note when later repeats are left unread."""
+    adapter = own[0].adapter
+    first = min(r.repeat for r in own)
+    kept = [r for r in own if r.repeat == first]
+    notes = ((f"repeats after the first ({len(own) - len(kept)} answers) are not read",)
+             if len(kept) < len(own) else ())
+    return RunAnswers(str(path), path.name + (f" ({adapter})" if several else ""), adapter,
+                      condition, tuple(_answer(r, text) for r in kept), notes)
 
 
 def _answer(r: QuestionRecord, text: dict[tuple[str, str], str]) -> RunAnswer:
@@ -109,6 +119,17 @@ def match(items: Sequence[ClaimItem], run: RunAnswers) -> Rerun:
     """Pair the publisher's items with the run's answers by question text; a text asked more
     than once is paired within the conversation, the publisher's group read as the run's scope
     that the group's unambiguous questions land in. What cannot be paired is counted."""
+    matched, scope_of = _match_unique_texts(items, run)
+    _match_within_scopes(items, run, matched, scope_of)
+    used = {(a.scope, a.question_id) for a in matched.values()}
+    return Rerun(run, matched, len(items) - len(matched),
+                 sum((a.scope, a.question_id) not in used for a in run.answers))
+
+
+def _match_unique_texts(items: Sequence[ClaimItem], run: RunAnswers
+                        ) -> tuple[dict[str, RunAnswer], dict[str, str]]:
+    """The pairs whose question text is asked once on each side, and the run's scope each
+    publisher group's pairs land in most often."""
     pub_count = Counter(question_key(i.question) for i in items)
     run_count = Counter(question_key(a.question) for a in run.answers if a.question)
     by_text = {question_key(a.question): a for a in run.answers if a.question}
@@ -119,7 +140,12 @@ def match(items: Sequence[ClaimItem], run: RunAnswers) -> Rerun:
         if pub_count[k] == 1 and run_count[k] == 1:
             matched[i.id] = by_text[k]
             votes.setdefault(i.group, Counter())[by_text[k].scope] += 1
-    scope_of = {g: c.most_common(1)[0][0] for g, c in votes.items()}
+    return matched, {g: c.most_common(1)[0][0] for g, c in votes.items()}
+
+
+def _match_within_scopes(items: Sequence[ClaimItem], run: RunAnswers,
+                         matched: dict[str, RunAnswer], scope_of: dict[str, str]) -> None:
+    """Add the pairs whose text is asked once within the group and its scope."""
     pub_pairs = Counter((i.group, question_key(i.question)) for i in items)
     run_pairs = Counter((a.scope, question_key(a.question)) for a in run.answers)
     by_pair = {(a.scope, question_key(a.question)): a for a in run.answers}
@@ -130,9 +156,6 @@ def match(items: Sequence[ClaimItem], run: RunAnswers) -> Rerun:
             continue
         if pub_pairs[(i.group, k)] == 1 and run_pairs[(scope, k)] == 1:
             matched[i.id] = by_pair[(scope, k)]
-    used = {(a.scope, a.question_id) for a in matched.values()}
-    return Rerun(run, matched, len(items) - len(matched),
-                 sum((a.scope, a.question_id) not in used for a in run.answers))
 
 
 def rerun_items(items: Sequence[ClaimItem], rerun: Rerun) -> tuple[ClaimItem, ...]:

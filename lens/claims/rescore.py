@@ -74,12 +74,20 @@ def _scored(name: str, condition: dict[str, Any], items: Sequence[ClaimItem],
            if known else unknown(len(items)))
     if not binary:
         return Scored(name, condition, tuple(i.id for i in items), tuple(values), est)
+    agr, disagreements = _against_publisher(known)
+    return Scored(name, condition, tuple(i.id for i in items), tuple(values), est, agr,
+                  disagreements)
+
+
+def _against_publisher(known: Sequence[tuple[ClaimItem, float]]
+                       ) -> tuple[Agreement | None, tuple[tuple[str, bool, bool], ...]]:
+    """A binary scorer's agreement with the publisher's majority verdict, where the publisher
+    gave one, and the (id, publisher, lens) verdicts where they differ."""
     pairs = [(i.id, pub >= 0.5, v >= 0.5) for i, v in known
              if (pub := item_credit(i, "majority")) is not None]
     agr = agreement([str(p) for _, p, _ in pairs], [str(v) for _, _, v in pairs]) if pairs \
         else None
-    return Scored(name, condition, tuple(i.id for i in items), tuple(values), est, agr,
-                  tuple(p for p in pairs if p[1] != p[2]))
+    return agr, tuple(p for p in pairs if p[1] != p[2])
 
 
 def _locomo_category(item: ClaimItem) -> int | None:

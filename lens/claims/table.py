@@ -157,6 +157,18 @@ def _lenient(lens: Sequence[Leniency], name: str) -> str:
     return "-"
 
 
+def _scorer_row(r: CheckResult, s: Scored) -> list[str | Styled]:
+    """A scorer's row of the summary table."""
+    is_f1 = s.condition.get("scorer") in ("locomo-f1", "token-f1")
+    kappa = s.agreement.kappa if s.agreement else None
+    return [s.name + (" (mean F1 x 100)" if is_f1 else ""), interval(s.estimate),
+            str(len(s.ids) - s.unknown),
+            "-" if kappa is None else f"{kappa:.2f}",
+            "-" if s.agreement is None else str(len(s.disagreements)),
+            _lenient(r.leniency, s.name),
+            *(_rerun_cell(x, s.name) for x in r.reruns)]
+
+
 def summary_blocks(r: CheckResult) -> list[Block]:
     """The one table: published | reproduced | each lens scorer | leniency."""
     f = r.figure
@@ -170,15 +182,7 @@ def summary_blocks(r: CheckResult) -> list[Block]:
          str(f.overall.n), "-", "-", "-", *dash]]
     everyone: list[Scored] = ([r.publisher_on_sample] if r.publisher_on_sample else []) \
         + r.scored
-    for s in everyone:
-        is_f1 = s.condition.get("scorer") in ("locomo-f1", "token-f1")
-        kappa = s.agreement.kappa if s.agreement else None
-        rows.append([s.name + (" (mean F1 x 100)" if is_f1 else ""), interval(s.estimate),
-                     str(len(s.ids) - s.unknown),
-                     "-" if kappa is None else f"{kappa:.2f}",
-                     "-" if s.agreement is None else str(len(s.disagreements)),
-                     _lenient(r.leniency, s.name),
-                     *(_rerun_cell(x, s.name) for x in r.reruns)])
+    rows.extend(_scorer_row(r, s) for s in everyone)
     rerun_note = (" A rerun column: the same scorer on a lens run's answers to the matched "
                   "questions (n in brackets); a run of lens's adapter, not the publisher's "
                   "system." if r.reruns else "")

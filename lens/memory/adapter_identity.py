@@ -183,8 +183,14 @@ def changes(before: AdapterIdentity, now: AdapterIdentity) -> list[str]:
     if before.source_digest != now.source_digest:
         out.append(f"source files changed ({before.source_digest[:8]} -> "
                    f"{now.source_digest[:8]})")
-    for lib in sorted(set(before.libraries) | set(now.libraries)):
-        old, new = before.libraries.get(lib), now.libraries.get(lib)
+    return out + _library_changes(before.libraries, now.libraries)
+
+
+def _library_changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Each library whose version differs, by name: ``chromadb 0.5.3 -> 0.5.4``."""
+    out: list[str] = []
+    for lib in sorted(set(before) | set(now)):
+        old, new = before.get(lib), now.get(lib)
         if old != new:
             out.append(f"{lib} {old or 'absent'} -> {new or 'absent'}")
     return out
@@ -217,9 +223,14 @@ def resume_check(manifest: dict[str, Any], config: RunConfig, run_dir: Path,
                 arm.setdefault(f"{KEY}_before", []).append(old.model_dump(mode="json"))
             arm[KEY] = entry[KEY]
     if changed and not accept:
-        lines = "; ".join(f"{label}: {', '.join(d)}" for label, d in sorted(changed.items()))
-        raise UserError(
-            f"{run_dir}: cannot resume: the adapter of {len(changed)} arm(s) changed since the "
-            f"run started ({lines}); its answers would mix two versions of the code. Start a new "
-            f"run, or resume with {ACCEPT_FLAG} to accept the change (the run records it)")
+        raise _refusal(run_dir, changed)
     return changed
+
+
+def _refusal(run_dir: Path, changed: dict[str, list[str]]) -> UserError:
+    """Why a run whose arms' adapters changed is not resumed, and how to resume it anyway."""
+    lines = "; ".join(f"{label}: {', '.join(d)}" for label, d in sorted(changed.items()))
+    return UserError(
+        f"{run_dir}: cannot resume: the adapter of {len(changed)} arm(s) changed since the "
+        f"run started ({lines}); its answers would mix two versions of the code. Start a new "
+        f"run, or resume with {ACCEPT_FLAG} to accept the change (the run records it)")

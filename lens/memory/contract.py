@@ -9,6 +9,7 @@ isolation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lens.memory.adapter import CapabilityManifest, Document, SearchResult
@@ -30,35 +31,42 @@ def _kind(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
+# What each method but search promises: (its result is well formed, what a malformed one is
+# called, what was expected).
+_PROMISES: dict[str, tuple[Callable[[object], bool], str, str]] = {
+    "retrieve": (lambda v: v is None or isinstance(v, Document), "a malformed document",
+                 "a Document or None"),
+    "get_capabilities": (lambda v: isinstance(v, CapabilityManifest), "malformed capabilities",
+                         "a CapabilityManifest"),
+    "standing_context": (lambda v: v is None or isinstance(v, str),
+                         "a malformed standing context", "str or None"),
+    "list_memory": (lambda v: v is None or isinstance(v, MemoryListing),
+                    "a malformed memory listing", "a MemoryListing or None"),
+}
+
+
 def check_result(method: str, value: Any) -> Any:
     """``value`` unchanged when it is what ``method`` promises, else :class:`ContractBreach`
     naming the method, what came back and what was expected."""
     if method == "search":
-        if not isinstance(value, list):
+        _check_search(value)
+    elif method in _PROMISES:
+        well_formed, malformed, expected = _PROMISES[method]
+        if not well_formed(value):
             raise ContractBreach(
-                "the memory system returned malformed search results (not a list): search "
-                f"returned {_kind(value)}, not a list of SearchResult")
-        for i, item in enumerate(value):
-            if not isinstance(item, SearchResult):
-                raise ContractBreach(
-                    f"the memory system returned a malformed search result: item {i} of search's "
-                    f"list is {_kind(item)}, not a SearchResult")
-    elif method == "retrieve":
-        if value is not None and not isinstance(value, Document):
-            raise ContractBreach(
-                f"the memory system returned a malformed document: retrieve returned "
-                f"{_kind(value)}, not a Document or None")
-    elif method == "get_capabilities":
-        if not isinstance(value, CapabilityManifest):
-            raise ContractBreach(
-                f"the memory system returned malformed capabilities: get_capabilities returned "
-                f"{_kind(value)}, not a CapabilityManifest")
-    elif method == "standing_context" and value is not None and not isinstance(value, str):
-        raise ContractBreach(
-            f"the memory system returned a malformed standing context: standing_context returned "
-            f"{_kind(value)}, not str or None")
-    elif method == "list_memory" and value is not None and not isinstance(value, MemoryListing):
-        raise ContractBreach(
-            f"the memory system returned a malformed memory listing: list_memory returned "
-            f"{_kind(value)}, not a MemoryListing or None")
+                f"the memory system returned {malformed}: {method} returned {_kind(value)}, "
+                f"not {expected}")
     return value
+
+
+def _check_search(value: object) -> None:
+    """A list of SearchResult, else :class:`ContractBreach` naming the first item that is not."""
+    if not isinstance(value, list):
+        raise ContractBreach(
+            "the memory system returned malformed search results (not a list): search "
+            f"returned {_kind(value)}, not a list of SearchResult")
+    for i, item in enumerate(value):
+        if not isinstance(item, SearchResult):
+            raise ContractBreach(
+                f"the memory system returned a malformed search result: item {i} of search's "
+                f"list is {_kind(item)}, not a SearchResult")

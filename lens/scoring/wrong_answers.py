@@ -105,10 +105,14 @@ def shape(gold: str) -> str:
         return "date"
     if _FIGURE.search(gold) or any(w in _WORD_NUMBERS for w in re.findall(r"[a-z]+", text)):
         return "figure"
+    return "name" if _is_name(gold) else "phrase"
+
+
+def _is_name(gold: str) -> bool:
+    """Whether a gold has a proper name after its first word, or is one capitalised word."""
     words = gold.strip(" .").split()
-    if _NAME.search(gold.strip()[1:]) or (len(words) == 1 and gold.strip()[:1].isupper()):
-        return "name"
-    return "phrase"
+    return bool(_NAME.search(gold.strip()[1:])) or (len(words) == 1
+                                                    and gold.strip()[:1].isupper())
 
 
 # The kinds of gold whose wrong values are told apart by the value alone: for these the
@@ -262,21 +266,37 @@ def build(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> list[BuiltAnswer]:
     specific = wrong_value(q, pool, "specific") if value_shaped else None
     if specific is not None:
         out["specific"] = f"It was {_as_said(specific)}."
+    other = _other_gold(q, pool)
+    if other is not None:
+        out["other_gold"] = other
+    hedge = _hedge(q, pool) if value_shaped else None
+    if hedge is not None:
+        out["hedge"] = hedge
+    return [BuiltAnswer(f"{q.id}#{kind}", q.id, kind, text) for kind, text in out.items()]
+
+
+def _other_gold(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> str | None:
+    """Another question's gold of the same group, said as the answer; None when there is
+    none that differs from ``q``'s."""
     others = sorted(p.gold for p in pool if p.group == q.group and p.id != q.id
                     and not _overlaps(p.gold, q.gold))
-    if others:
-        other = rng_for(q.id, q.gold, "other_gold").choice(others)
-        out["other_gold"] = f"It was {_as_said(other)}."
+    if not others:
+        return None
+    return f"It was {_as_said(rng_for(q.id, q.gold, 'other_gold').choice(others))}."
+
+
+def _hedge(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> str | None:
+    """An answer that names the gold among two wrong values of its kind (both ways for a
+    verdict); None without two distinct wrong values."""
     if shape(q.gold) == "verdict":
-        out["hedge"] = "It could be yes or no."
-    elif value_shaped:
-        first = wrong_value(q, pool, "hedge-1")
-        second = wrong_value(q, pool, "hedge-2")
-        if first and second and not _overlaps(first, second):
-            names = [_as_said(first), _as_said(q.gold), _as_said(second)]
-            rng_for(q.id, q.gold, "hedge").shuffle(names)
-            out["hedge"] = f"It was either {names[0]}, {names[1]} or {names[2]}."
-    return [BuiltAnswer(f"{q.id}#{kind}", q.id, kind, text) for kind, text in out.items()]
+        return "It could be yes or no."
+    first = wrong_value(q, pool, "hedge-1")
+    second = wrong_value(q, pool, "hedge-2")
+    if not (first and second) or _overlaps(first, second):
+        return None
+    names = [_as_said(first), _as_said(q.gold), _as_said(second)]
+    rng_for(q.id, q.gold, "hedge").shuffle(names)
+    return f"It was either {names[0]}, {names[1]} or {names[2]}."
 
 
 def build_all(questions: Iterable[GoldQuestion]) -> list[BuiltAnswer]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -67,21 +67,38 @@ def fact_agreement(grades: Mapping[str, float | None], labels: Mapping[str, floa
     :func:`answer_of` of the id). Only ids in both are compared."""
     answers = answers or {}
     both = [i for i in grades if i in labels]
-    known = [i for i in both if grades[i] is not None and labels[i] is not None]
-    g = [float(v) for i in known if (v := grades[i]) is not None]
-    lab = [float(v) for i in known if (v := labels[i]) is not None]
+    known, g, lab = _known_pairs(both, grades, labels)
     gp = [x >= 0.5 for x in g]
     lp = [x >= 0.5 for x in lab]
     tp = sum(x and y for x, y in zip(gp, lp, strict=True))
+    xs, ys = _answer_means(known, g, lab, answers)
+    return FactAgreement(
+        pairs=len(known), unknown=len(both) - len(known), kappa=cohen_kappa(gp, lp),
+        precision=_share(tp, sum(gp)), recall=_share(tp, sum(lp)),
+        answers=len(xs), answer_r=pearson(xs, ys))
+
+
+def _known_pairs(ids: Sequence[str], grades: Mapping[str, float | None],
+                 labels: Mapping[str, float | None]
+                 ) -> tuple[list[str], list[float], list[float]]:
+    """The ids where both the grade and the label are known, with their grades and labels."""
+    known = [i for i in ids if grades[i] is not None and labels[i] is not None]
+    g = [float(v) for i in known if (v := grades[i]) is not None]
+    lab = [float(v) for i in known if (v := labels[i]) is not None]
+    return known, g, lab
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _answer_means(ids: Sequence[str], grades: Sequence[float], labels: Sequence[float],
+                  answers: Mapping[str, str]) -> tuple[list[float], list[float]]:
+    """The mean grade and the mean label of each answer's facts, answer by answer."""
     by_answer: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
-    for i, x, y in zip(known, g, lab, strict=True):
+    for i, x, y in zip(ids, grades, labels, strict=True):
         mine, theirs = by_answer[answers.get(i) or answer_of(i)]
         mine.append(x)
         theirs.append(y)
-    xs = [sum(m) / len(m) for m, _ in by_answer.values()]
-    ys = [sum(t) / len(t) for _, t in by_answer.values()]
-    return FactAgreement(
-        pairs=len(known), unknown=len(both) - len(known), kappa=cohen_kappa(gp, lp),
-        precision=tp / sum(gp) if sum(gp) else None,
-        recall=tp / sum(lp) if sum(lp) else None,
-        answers=len(by_answer), answer_r=pearson(xs, ys))
+    return ([sum(m) / len(m) for m, _ in by_answer.values()],
+            [sum(t) / len(t) for _, t in by_answer.values()])

@@ -206,6 +206,20 @@ def _clip_to_unit(values: np.ndarray, low: float, high: float) -> tuple[float, f
     return low, high
 
 
+def _one_scope(base: Estimate, cl: Clustered, binary: bool, confidence: float) -> Estimate:
+    """The interval of a single scope's mean: Wilson's for a binary metric, else Student's t."""
+    n, mean = base.n, cl.mean
+    if binary:
+        low, high = wilson_bounds(mean, n, z_for(confidence))
+        return base.with_(low=low, high=high, method="wilson (one scope)")
+    if n < MIN_BOOTSTRAP_N:
+        return base.with_(method="t (one scope)")
+    se = float(np.std(cl.values, ddof=1)) / math.sqrt(n)
+    half = t_for(confidence, n - 1) * se
+    low, high = _clip_to_unit(cl.values, mean - half, mean + half)
+    return base.with_(low=low, high=high, method="t (one scope)")
+
+
 def clustered_estimate(
     values: Sequence[float], clusters: Sequence[str], *, confidence: float = 0.95,
 ) -> Estimate:
@@ -221,15 +235,7 @@ def clustered_estimate(
                     icc=icc)
     binary = is_binary(list(cl.values))
     if k < 2:
-        if binary:
-            low, high = wilson_bounds(mean, n, z_for(confidence))
-            return base.with_(low=low, high=high, method="wilson (one scope)")
-        if n < MIN_BOOTSTRAP_N:
-            return base.with_(method="t (one scope)")
-        se = float(np.std(cl.values, ddof=1)) / math.sqrt(n)
-        half = t_for(confidence, n - 1) * se
-        low, high = _clip_to_unit(cl.values, mean - half, mean + half)
-        return base.with_(low=low, high=high, method="t (one scope)")
+        return _one_scope(base, cl, binary, confidence)
     tq = t_for(confidence, k - 1)
     se = cl.robust_se()
     if binary:

@@ -97,7 +97,13 @@ def delta_from_replicates(
         return base.with_(low=mean, high=mean), p, 0.0
     if n < MIN_BOOTSTRAP_N:
         return base, None, None
-    spread = inflate(dist, mean, grouped.k, confidence)
+    return _bootstrapped(base, d, dist, mean, confidence)
+
+
+def _bootstrapped(base: Estimate, d: np.ndarray, dist: np.ndarray, mean: float,
+                  confidence: float) -> tuple[Estimate, float | None, float | None]:
+    """The percentile interval and p-value of the replicates, widened for few scopes."""
+    spread = inflate(dist, mean, base.clusters, confidence)
     interval = percentile_interval(spread, confidence)
     test = bootstrap_p(spread)
     if interval is None or test is None:

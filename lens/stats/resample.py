@@ -95,15 +95,7 @@ def cluster_bootstrap_weights(
         raise ValueError("units and clusters must have the same length")
     rng = rng_from(_seed_of(seed, seed_label, clusters, resamples))
     order = sorted(set(clusters))
-    unit_index: dict[tuple[str, object], int] = {}
-    row_unit = np.empty(n, dtype=np.int64)
-    members: dict[str, list[int]] = {c: [] for c in order}
-    for i, (c, u) in enumerate(zip(clusters, unit_of, strict=True)):
-        key = (c, u)
-        if key not in unit_index:
-            unit_index[key] = len(unit_index)
-            members[c].append(unit_index[key])
-        row_unit[i] = unit_index[key]
+    row_unit, members = _units(clusters, unit_of, order)
     k = len(order)
     picks = (rng.multinomial(k, [1 / k] * k, size=resamples) if k > 1
              else np.ones((resamples, 1), dtype=np.int64))
@@ -112,10 +104,35 @@ def cluster_bootstrap_weights(
     if not within:
         position = {c: j for j, c in enumerate(order)}
         return picks[:, np.fromiter((position[c] for c in clusters), dtype=np.int64, count=n)]
-    unit_w = np.zeros((resamples, len(unit_index)), dtype=np.int64)
+    unit_w = _unit_draws(rng, picks, [members[c] for c in order], resamples)
+    if np.array_equal(row_unit, np.arange(n)):
+        return unit_w
+    return unit_w[:, row_unit]
+
+
+def _units(clusters: Sequence[str], unit_of: Sequence[object], order: list[str]
+           ) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """Each item's unit index (units numbered in the order they first appear), and each
+    scope's unit indices."""
+    unit_index: dict[tuple[str, object], int] = {}
+    row_unit = np.empty(len(clusters), dtype=np.int64)
+    members: dict[str, list[int]] = {c: [] for c in order}
+    for i, (c, u) in enumerate(zip(clusters, unit_of, strict=True)):
+        key = (c, u)
+        if key not in unit_index:
+            unit_index[key] = len(unit_index)
+            members[c].append(unit_index[key])
+        row_unit[i] = unit_index[key]
+    return row_unit, members
+
+
+def _unit_draws(rng: np.random.Generator, picks: np.ndarray, scope_units: list[list[int]],
+                resamples: int) -> np.ndarray:
+    """How often each unit is drawn in each replicate, when scope j is drawn picks[:, j] times
+    and its units are drawn again each time: shape (resamples, number of units)."""
+    unit_w = np.zeros((resamples, sum(len(idx) for idx in scope_units)), dtype=np.int64)
     replicates = np.arange(resamples)
-    for j, c in enumerate(order):
-        idx = members[c]
+    for j, idx in enumerate(scope_units):
         u = len(idx)
         # picks·u uniform draws among the scope's units for each replicate, counted at once
         # (a multinomial with equal probabilities, far faster than drawing it category-wise).
@@ -127,9 +144,7 @@ def cluster_bootstrap_weights(
             unit_w[:, idx[0]:idx[-1] + 1] = counted
         else:
             unit_w[:, idx] = counted
-    if np.array_equal(row_unit, np.arange(n)):
-        return unit_w
-    return unit_w[:, row_unit]
+    return unit_w
 
 
 def weighted_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -111,6 +111,18 @@ class RemoteAdapter(MemoryAdapter):
         if self._lost is not None:
             raise self._lost
         timeout = self.call_timeout_s if math.isfinite(self.call_timeout_s) else None
+        await self._ensure_started(timeout)
+        try:
+            with anyio.fail_after(timeout):
+                return await self._send(method, list(args))
+        except TimeoutError:
+            await self._lose(await self._loss_of_hung_call(method, list(args)))
+        except AdapterWorkerLost as exc:
+            await self._lose(exc)
+        raise AssertionError("unreachable")
+
+    async def _ensure_started(self, timeout: float | None) -> None:
+        """Start the worker on the first call; a start that fails or overruns loses it."""
         try:
             async with self._start_lock:
                 if not self._started:
@@ -125,26 +137,21 @@ class RemoteAdapter(MemoryAdapter):
                 "its process was stopped"))
         except AdapterWorkerLost as exc:
             await self._lose(exc)
-        try:
-            with anyio.fail_after(timeout):
-                return await self._send(method, list(args))
-        except TimeoutError:
-            # Where it hung, before the process goes: the stack of every thread of the
-            # adapter's process, headed by what it was serving, is the error's cause. One call
-            # asks (shielded: the unit's other calls must not end it half-way); calls timing
-            # out meanwhile wait for it and raise the same loss.
-            with anyio.CancelScope(shield=True):
-                async with self._loss_lock:
-                    lost = self._lost
-                    if lost is None:
-                        lost = await self._hung(method, list(args))
-                        self._lost = lost
-            # The shielded scope swallows nothing here: it only keeps out cancellation.
-            assert lost is not None
-            await self._lose(lost)
-        except AdapterWorkerLost as exc:
-            await self._lose(exc)
-        raise AssertionError("unreachable")
+
+    async def _loss_of_hung_call(self, method: str, args: list[Any]) -> AdapterWorkerLost:
+        """The loss a timed-out call raises. Where it hung, before the process goes: the stack
+        of every thread of the adapter's process, headed by what it was serving, is the error's
+        cause. One call asks (shielded: the unit's other calls must not end it half-way); calls
+        timing out meanwhile wait for it and raise the same loss."""
+        with anyio.CancelScope(shield=True):
+            async with self._loss_lock:
+                lost = self._lost
+                if lost is None:
+                    lost = await self._hung(method, args)
+                    self._lost = lost
+        # The shielded scope swallows nothing here: it only keeps out cancellation.
+        assert lost is not None
+        return lost
 
     async def _hung(self, method: str, args: list[Any]) -> AdapterWorkerLost:
         stacks = await self._stacks()

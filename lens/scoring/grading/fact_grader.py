@@ -107,31 +107,52 @@ def judge_credit(detail: Mapping[str, Any], matcher_value: float | None,
     if grader == "matcher" or not tasks:
         return None
     by_fact = {f.get("fact"): f for f in detail.get("facts", []) if isinstance(f, dict)}
-    rows: list[JudgedFactRow] = []
-    failed = unreadable = 0
-    for fact, task in tasks.items():
-        v = verdicts.get(task.key(model))
-        grade = v.value if v is not None and v.value in GRADE_POINTS else None
-        if v is None:
-            failed += 1
-        elif grade is None:
-            unreadable += 1
-        row: JudgedFactRow = {"fact": fact, "grade": grade,
-                              "points": GRADE_POINTS.get(grade or ""), "method": "judge"}
-        rows.append(_under_matcher(row, by_fact.get(fact, {}), grader))
+    rows, failed, unreadable = _judge_rows(tasks, verdicts, model, by_fact, grader)
     credit = _with_conclusion(rows, detail)
     out: dict[str, Any] = {"grader": grader, "facts": rows}
     if grader == "both":
         out["matcher_recall"] = matcher_value
-        judged = [r for r in rows if r["grade"] is not None]
-        out["agreement"] = (sum((r["grade"] == "present") == r["matcher"] for r in judged)
-                            / len(judged)) if judged else None
+        out["agreement"] = _agreement(rows)
     if failed or unreadable:
         out["reason"] = (f"{failed} judge call(s) failed (re-run lens score to retry)"
                          if failed else
                          f"{unreadable} grade(s) could not be read, even after a retry with a "
                          "format reminder: fact_recall is unknown")
     return credit, out
+
+
+def _judge_rows(tasks: dict[str, JudgeTask], verdicts: dict[str, Verdict], model: str,
+                by_fact: Mapping[Any, Mapping[str, Any]], grader: FactGrader
+                ) -> tuple[list[JudgedFactRow], int, int]:
+    """The judge's row of each fact under the matcher's veto, and how many calls failed and
+    how many verdicts gave no grade."""
+    rows: list[JudgedFactRow] = []
+    failed = unreadable = 0
+    for fact, task in tasks.items():
+        v = verdicts.get(task.key(model))
+        row = _judge_row(fact, v)
+        if v is None:
+            failed += 1
+        elif row["grade"] is None:
+            unreadable += 1
+        rows.append(_under_matcher(row, by_fact.get(fact, {}), grader))
+    return rows, failed, unreadable
+
+
+def _judge_row(fact: str, v: Verdict | None) -> JudgedFactRow:
+    """A fact's row from the judge's verdict (grade and points None when there is no
+    verdict, or one that is not a grade)."""
+    grade = v.value if v is not None and v.value in GRADE_POINTS else None
+    return {"fact": fact, "grade": grade, "points": GRADE_POINTS.get(grade or ""),
+            "method": "judge"}
+
+
+def _agreement(rows: list[JudgedFactRow]) -> float | None:
+    """The share of the judge's grades that agree with the matcher (present = matched)."""
+    judged = [r for r in rows if r["grade"] is not None]
+    if not judged:
+        return None
+    return sum((r["grade"] == "present") == r["matcher"] for r in judged) / len(judged)
 
 
 def _under_matcher(row: JudgedFactRow, matched: Mapping[str, Any], grader: FactGrader
@@ -172,6 +193,19 @@ def _with_conclusion(rows: list[JudgedFactRow], detail: Mapping[str, Any]) -> Fa
     return credit
 
 
+def _offline_row(fact: str, g: FactGrade, matched: Mapping[str, Any]) -> dict[str, Any]:
+    """The offline grader's row of a fact under the matcher's veto (``matched``: the matcher's
+    item for the fact), with the matcher's own finding beside it."""
+    row: dict[str, Any] = {"fact": fact, **g.as_detail(), "matcher": bool(matched.get("matched"))}
+    veto = matched.get("reason")
+    if veto in VETO_REASONS and row["grade"]:
+        # As for the judge: the model cannot credit a value the answer never states as a
+        # claim (absent, hedged, denied, listed bare, given to another subject).
+        row["grade"] = 0.0
+        row["matcher_veto"] = veto
+    return row
+
+
 def offline_credit(detail: Mapping[str, Any], matcher_value: float | None,
                    grades: dict[str, FactGrade], condition: dict[str, Any]
                    ) -> tuple[FactCredit, dict[str, Any]] | None:
@@ -181,17 +215,7 @@ def offline_credit(detail: Mapping[str, Any], matcher_value: float | None,
     if not grades:
         return None
     by_fact = {f.get("fact"): f for f in detail.get("facts", []) if isinstance(f, dict)}
-    rows = []
-    for fact, g in grades.items():
-        row: dict[str, Any] = {"fact": fact, **g.as_detail(),
-                               "matcher": bool(by_fact.get(fact, {}).get("matched"))}
-        veto = by_fact.get(fact, {}).get("reason")
-        if veto in VETO_REASONS and row["grade"]:
-            # As for the judge: the model cannot credit a value the answer never states as a
-            # claim (absent, hedged, denied, listed bare, given to another subject).
-            row["grade"] = 0.0
-            row["matcher_veto"] = veto
-        rows.append(row)
+    rows = [_offline_row(fact, g, by_fact.get(fact, {})) for fact, g in grades.items()]
     out: dict[str, Any] = {"grader": "local", "model": condition.get("model"),
                            "matcher_recall": matcher_value, "facts": rows}
     failed = [r for r in rows if r["grade"] is None]

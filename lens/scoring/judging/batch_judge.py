@@ -503,22 +503,31 @@ def cost_table(run_dir: Path) -> dict[str, Any] | None:
     state = BatchState(run_dir)
     if not state.batches:
         return None
-    rows = []
-    for b in state.batches:
-        rows.append([b["id"], b.get("status"), len(b.get("custom_ids", [])), b.get("succeeded"),
-                     b.get("failed"), b.get("cost_list_usd"), b.get("cost_batch_usd")])
-    batch = [b.get("cost_batch_usd") for b in state.batches]
-    full = [b.get("cost_list_usd") for b in state.batches]
-    known = all(c is not None for c in [*batch, *full])
-    rows.append(["total", "", sum(len(b.get("custom_ids", [])) for b in state.batches),
-                 sum(b.get("succeeded") or 0 for b in state.batches),
-                 sum(b.get("failed") or 0 for b in state.batches),
-                 sum(c for c in full if c is not None) if known else None,
-                 sum(c for c in batch if c is not None) if known else None])
+    rows: list[list[Any]] = [
+        [b["id"], b.get("status"), len(b.get("custom_ids", [])), b.get("succeeded"),
+         b.get("failed"), b.get("cost_list_usd"), b.get("cost_batch_usd")]
+        for b in state.batches]
+    rows.append(_total_row(state.batches))
     return {"title": f"judge cost through the Batch API ({1 - BATCH_DISCOUNT:.0%} discount)",
             "columns": ["batch", "status", "requests", "succeeded", "failed",
                         "cost at list price (USD)", "cost at batch price (USD)"],
             "rows": rows}
+
+
+def _total_row(batches: list[dict[str, Any]]) -> list[Any]:
+    """The batches' requests, successes, failures and costs summed; the costs unknown when
+    one batch's is."""
+    batch = [b.get("cost_batch_usd") for b in batches]
+    full = [b.get("cost_list_usd") for b in batches]
+    known = all(c is not None for c in [*batch, *full])
+    return ["total", "", sum(len(b.get("custom_ids", [])) for b in batches),
+            _summed(batches, "succeeded"), _summed(batches, "failed"),
+            sum(full) if known else None, sum(batch) if known else None]
+
+
+def _summed(batches: list[dict[str, Any]], key: str) -> int:
+    """A count summed over the batches (a batch without it counts 0)."""
+    return sum(b.get(key) or 0 for b in batches)
 
 
 def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None

@@ -68,11 +68,9 @@ def _cites_evidence(item: ScoringItem) -> bool:
                for ref in citations(item)[0])
 
 
-def evidence_grounding(item: ScoringItem) -> Result:
-    """Share of cited refs that the agent received this session and that exist (or are declared
-    synthetic). An answer that cites nothing has no verifiable support and scores 0: otherwise
-    never citing would be a way around the grounding gate."""
-    cited, ignored = citations(item)
+def _ref_findings(item: ScoringItem, cited: list[str], ignored: list[str]) -> dict[str, Any]:
+    """What the detail notes of the refs whatever the grade: citation tags ignored, refs to
+    episodes after the question, and ids the adapter handed out that name nothing."""
     extra: dict[str, Any] = {"ignored_tags": ignored} if ignored else {}
     leaked = future_refs([*item.record.retrieved_refs, *cited], item.future_episodes)
     if leaked:
@@ -84,6 +82,15 @@ def evidence_grounding(item: ScoringItem) -> Result:
         # names the adapter); a few are kept as examples.
         extra["unknown_refs"] = nameless[:5]
         extra["unknown_refs_count"] = len(nameless)
+    return extra
+
+
+def evidence_grounding(item: ScoringItem) -> Result:
+    """Share of cited refs that the agent received this session and that exist (or are declared
+    synthetic). An answer that cites nothing has no verifiable support and scores 0: otherwise
+    never citing would be a way around the grounding gate."""
+    cited, ignored = citations(item)
+    extra = _ref_findings(item, cited, ignored)
     if not cited:
         reason = "empty answer" if not item.record.answer.strip() else "no citations"
         return 0.0, {"cited": 0, "grounded": 0, "reason": reason, **extra}

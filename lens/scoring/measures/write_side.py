@@ -278,21 +278,24 @@ def misattributed_items(listing: MemoryListing, episodes: Sequence[str], target:
     if not words:
         return []
     entity = words[0]
-    own: list[Number] = []
-    for text in episodes:
-        for line in text.splitlines():
-            if _names(entity, line):
-                own.extend(reader.numbers(line))
-    mine = Figures(own)
+    mine = _figures_named(entity, episodes, reader)
     anywhere = Figures([n for text in episodes for n in reader.numbers(text)])
-    out = []
-    for item in listing.items:
-        for line in item.text.splitlines():
-            if _names(entity, line) and any(anywhere.states(n) and not mine.states(n)
-                                           for n in reader.numbers(line)):
-                out.append(item.item_id)
-                break
-    return out
+    return [item.item_id for item in listing.items
+            if any(_borrows(line, entity, mine, anywhere, reader)
+                   for line in item.text.splitlines())]
+
+
+def _figures_named(entity: str, episodes: Sequence[str], reader: FactReader) -> Figures:
+    """The figures the episodes give on lines naming the entity."""
+    return Figures([n for text in episodes for line in text.splitlines()
+                    if _names(entity, line) for n in reader.numbers(line)])
+
+
+def _borrows(line: str, entity: str, mine: Figures, anywhere: Figures,
+             reader: FactReader) -> bool:
+    """Whether a line naming the entity gives a figure the episodes state only of another."""
+    return _names(entity, line) and any(anywhere.states(n) and not mine.states(n)
+                                        for n in reader.numbers(line))
 
 
 def _states(text: str, figure: str) -> bool:
@@ -317,18 +320,26 @@ def _ratio(a: float, b: int) -> float | None:
     return a / b if b else None
 
 
+def _invented(listing: MemoryListing, scope: Scope, episodes: list[str], reader: FactReader
+              ) -> list[str]:
+    """The items with a figure no episode states, then those giving the scope's target
+    another entity's figure."""
+    invented = false_items(listing, Figures(
+        [n for text in episodes for n in reader.numbers(text)]), reader)
+    target = target_of(scope)
+    if target is not None:
+        misfiled = misattributed_items(listing, episodes, target, reader)
+        invented += [i for i in misfiled if i not in invented]
+    return invented
+
+
 def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset,
                      reader: FactReader | None = None) -> CheckpointScore:
     reader = reader or FactReader()
     episodes = scope.ordered_episodes()[:line.episodes_ingested]
     facts = facts_so_far(dataset, scope.scope_id, line.checkpoint)
     held = reader.held_facts(facts, line.listing) if facts else []
-    invented = false_items(line.listing, Figures(
-        [n for e in episodes for n in reader.numbers(e.text)]), reader)
-    target = target_of(scope)
-    if target is not None:
-        misfiled = misattributed_items(line.listing, [e.text for e in episodes], target, reader)
-        invented += [i for i in misfiled if i not in invented]
+    invented = _invented(line.listing, scope, [e.text for e in episodes], reader)
     kinds = [update_kind(u, line.listing) for u in updates_of(scope)
              if u.at < line.episodes_ingested]
     items = len(line.listing.items)
@@ -352,8 +363,8 @@ def _figure(rows: Sequence[CheckpointScore], metric: str) -> ArmFigure:
     return ArmFigure(mean=est.mean, low=est.low, high=est.high, n=est.n, scopes=est.clusters)
 
 
-def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
-    """Every recorded listing of the run scored against the dataset, and each arm's figures."""
+def _checkpoint_scores(run_dir: Path, dataset: Dataset) -> list[CheckpointScore]:
+    """Every recorded listing of a scope the dataset has, scored, by unit and checkpoint."""
     known = {s.scope_id for s in dataset.scopes}
     # One scope at a time, whole (read from disk for an outline), with a reader of its own:
     # the reader remembers items and records by their text, and a unit's listings, and the
@@ -369,14 +380,25 @@ def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> Wr
                 scope, reader = dataset.full_scope(line.scope_id), FactReader()
             rows.append(score_checkpoint(line, scope, dataset, reader))
     rows.sort(key=lambda r: (r.unit_key, r.checkpoint))
+    return rows
+
+
+def score_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide:
+    """Every recorded listing of the run scored against the dataset, and each arm's figures."""
+    rows = _checkpoint_scores(run_dir, dataset)
     listed = {r.adapter for r in rows}
     out = WriteSide(checkpoints=rows, unlisted=[a for a in arms if a not in listed])
     for arm in [a for a in arms if a in listed] + sorted(listed - set(arms)):
         mine = [r for r in rows if r.adapter == arm]
         out.arms[arm] = {m: _figure(mine, m) for m in METRICS}
-        out.update_kinds[arm] = {k: sum(r.updates.count(k) for r in mine)
-                                 for k in ("current", "both", "stale", "neither")}
+        out.update_kinds[arm] = _update_counts(mine)
     return out
+
+
+def _update_counts(rows: Sequence[CheckpointScore]) -> dict[str, int]:
+    """How many of an arm's updates its listings hold in each way."""
+    return {k: sum(r.updates.count(k) for r in rows)
+            for k in ("current", "both", "stale", "neither")}
 
 
 def write_write_side(run_dir: Path, dataset: Dataset, arms: Sequence[str]) -> WriteSide | None:

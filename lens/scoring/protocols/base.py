@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import string
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,19 @@ class GroupStats:
 
 def _fields(template: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+
+
+def json_span(text: str) -> object | None:
+    """What a judge reply holds from its first ``{`` to its last ``}``, parsed as JSON (as the
+    published scripts read a reply); None when there is no such span or it is not JSON."""
+    m = re.search(r"\{.*\}", text, re.S)
+    if m is None:
+        return None
+    try:
+        data: object = json.loads(m.group(0))
+    except json.JSONDecodeError:
+        return None
+    return data
 
 
 def mean(values: Sequence[float | None]) -> float | None:

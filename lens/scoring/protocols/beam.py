@@ -24,13 +24,12 @@ Definitions (implemented here from the BEAM paper, Tavakoli et al., 2025, and it
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 
 from lens.data.dataset import Question
-from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
+from lens.scoring.protocols.base import Protocol, ProtocolTask, json_span, mean
 
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering",
              "information_extraction", "instruction_following", "knowledge_update",
@@ -132,14 +131,24 @@ def kendall_tau_norm(reference: Sequence[str], system: Sequence[str]) -> float |
     return (float(tau) + 1) / 2
 
 
+def _rubric_grades(q: Question, values: Mapping[str, float | None]) -> list[float] | None:
+    """The judge's grade of each rubric item; None when one is unknown."""
+    scores = [values.get(f"rubric_{i}") for i in range(len(_rubric(q)))]
+    return None if any(s is None for s in scores) else [float(s or 0) for s in scores]
+
+
+def _order_tau(q: Question, answer: str, values: Mapping[str, float | None]) -> float | None:
+    """The normalised Kendall tau of the answer's order of the events against the rubric's,
+    each answer line aligned to the event the judge found it the same as."""
+    same = {(int(j), int(k)): v for name, v in values.items()
+            if name.startswith("same_") for j, k in [name[5:].split("_")]}
+    aligned = align(_rubric(q), response_lines(answer), same)
+    return kendall_tau_norm(_rubric(q), aligned) if aligned is not None else None
+
+
 def parse_score(text: str) -> float | None:
-    m = re.search(r"\{.*\}", text, re.S)
-    value = None
-    if m:
-        try:
-            value = json.loads(m.group(0)).get("score")
-        except (json.JSONDecodeError, AttributeError):
-            value = None
+    data = json_span(text)
+    value = data.get("score") if isinstance(data, dict) else None
     if value is None:
         found = re.search(r'"?score"?\s*[:=]\s*"?([01](?:\.\d+)?)', text)
         value = found.group(1) if found else None
@@ -205,19 +214,15 @@ class BeamProtocol(Protocol):
         if not answer:
             return {"beam_score": 0.0, "beam_score_released": 0.0, "beam_rubric": 0.0,
                     "beam_kendall_tau": 0.0 if ordering else None}
-        scores = [values.get(f"rubric_{i}") for i in range(len(_rubric(q)))]
-        known = None if any(s is None for s in scores) else [float(s or 0) for s in scores]
+        known = _rubric_grades(q, values)
         rubric = sum(known) / len(known) if known else None
-        released = rubric if ordering or known is None else sum(int(s) for s in known) / len(known)
-        if not ordering:
-            return {"beam_score": rubric, "beam_score_released": released,
-                    "beam_rubric": rubric, "beam_kendall_tau": None}
-        same = {(int(j), int(k)): v for name, v in values.items()
-                if name.startswith("same_") for j, k in [name[5:].split("_")]}
-        aligned = align(_rubric(q), response_lines(answer), same)
-        tau = kendall_tau_norm(_rubric(q), aligned) if aligned is not None else None
-        return {"beam_score": tau, "beam_score_released": tau, "beam_rubric": rubric,
-                "beam_kendall_tau": tau}
+        if ordering:
+            tau = _order_tau(q, answer, values)
+            return {"beam_score": tau, "beam_score_released": tau, "beam_rubric": rubric,
+                    "beam_kendall_tau": tau}
+        released = None if known is None else sum(int(s) for s in known) / len(known)
+        return {"beam_score": rubric, "beam_score_released": released,
+                "beam_rubric": rubric, "beam_kendall_tau": None}
 
     def overall(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
                 ) -> dict[str, float | None]:

@@ -75,8 +75,12 @@ def _compute(specs: tuple[registry.MetricSpec, ...], item: ScoringItem,
 
 
 def _judged(row: QuestionScores, name: str, comps: list[pairwise.Comparison] | None,
-            verdicts: dict[str, Verdict], model: str, empty: bool) -> tuple[int, int]:
-    """Set a pairwise metric on ``row``; return (pairs, disagreements) counted."""
+            verdicts: dict[str, Verdict] | None, model: str, empty: bool) -> tuple[int, int]:
+    """Set a pairwise metric on ``row`` (unknown when no judge ran: ``verdicts`` None);
+    return (pairs, disagreements) counted."""
+    if verdicts is None:
+        row.metrics[name] = None
+        return 0, 0
     if empty:
         row.metrics[name] = 0.0
         row.detail[name] = {"reason": "empty answer: it establishes nothing (no judge call)"}
@@ -152,23 +156,16 @@ def _judge_metrics(item: ScoringItem, row: QuestionScores, plan: ScoringPlan, us
     """Tier 2 and 3's judged metrics, and the judge's fact grades, on one row; return
     (pairs, disagreements)."""
     empty = not item.record.answer.strip()
+    judged = verdicts if use_judge else None
     pairs = flips = 0
     if 2 in plan.tiers:
-        if use_judge:
-            p, f = _judged(row, "answer_quality", tasks.quality.get(item.key), verdicts, model,
-                           empty)
-            pairs, flips = pairs + p, flips + f
-        else:
-            row.metrics["answer_quality"] = None
+        pairs, flips = _judged(row, "answer_quality", tasks.quality.get(item.key), judged,
+                               model, empty)
     if item.key in tasks.facts:
         apply_judge_grades(row, tasks.facts[item.key], verdicts, model, plan.fact_grader)
     if 3 in plan.tiers and item.question.question_type.value == ACTION:
-        if use_judge:
-            p, f = _judged(row, "action_quality", tasks.action.get(item.key), verdicts, model,
-                           empty)
-            pairs, flips = pairs + p, flips + f
-        else:
-            row.metrics["action_quality"] = None
+        p, f = _judged(row, "action_quality", tasks.action.get(item.key), judged, model, empty)
+        pairs, flips = pairs + p, flips + f
     return pairs, flips
 
 

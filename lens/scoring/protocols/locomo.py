@@ -24,7 +24,6 @@ open-domain, adversarial.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import string
 from collections import Counter
@@ -32,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lens.data.dataset import Question
-from lens.scoring.protocols.base import Protocol, ProtocolTask, mean
+from lens.scoring.protocols.base import Protocol, ProtocolTask, json_span, mean
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
                   5: "adversarial"}
@@ -166,15 +165,10 @@ class LocomoProtocol(Protocol):
         return {"locomo_j": ProtocolTask(J_PROMPT_ID, prompt, schema=J_SCHEMA)}
 
     def parse(self, prompt_id: str, text: str) -> float | None:
-        m = re.search(r"\{.*\}", text, re.S)
-        if m:
-            try:
-                data = json.loads(m.group(0))
-            except json.JSONDecodeError:
-                data = None
-            if isinstance(data, dict) and isinstance(data.get("label"), str):
-                label = data["label"].strip().upper()
-                return 1.0 if label == "CORRECT" else 0.0 if label == "WRONG" else None
+        data = json_span(text)
+        if isinstance(data, dict) and isinstance(data.get("label"), str):
+            label = data["label"].strip().upper()
+            return 1.0 if label == "CORRECT" else 0.0 if label == "WRONG" else None
         words = set(re.findall(r"\b(CORRECT|WRONG)\b", text.upper()))
         return None if len(words) != 1 else 1.0 if words == {"CORRECT"} else 0.0
 

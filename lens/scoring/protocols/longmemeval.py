@@ -155,6 +155,27 @@ def official_prompts(path: Path, text: str) -> dict[str, str]:
 
 
 def _official_prompts(where: str, text: str) -> dict[str, str]:
+    fn = _anscheck_function(where, text)
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    for types, template in _branches(fn.body, abstention=False):
+        pids = {"longmemeval-abstention@1"} if types is None else {
+            _BY_TYPE[t] for t in types if t in _BY_TYPE}
+        named = _named_template(template)
+        if named is None:
+            problems.append(f"the template for {sorted(pids)} does not take exactly three {{}}")
+            continue
+        found.update(dict.fromkeys(pids, named))
+    missing = sorted(set(PROMPTS) - set(found))
+    if missing:
+        problems.append(f"no template found for {', '.join(missing)}")
+    if problems:
+        raise UserError(f"{where}: " + "; ".join(problems))
+    return found
+
+
+def _anscheck_function(where: str, text: str) -> ast.FunctionDef:
+    """The script's ``get_anscheck_prompt``; refused when the text is no Python or lacks it."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
@@ -165,42 +186,50 @@ def _official_prompts(where: str, text: str) -> dict[str, str]:
     if fn is None:
         raise UserError(f"{where}: no function get_anscheck_prompt; give LongMemEval's "
                         "src/evaluation/evaluate_qa.py")
-    found: dict[str, str] = {}
-    problems: list[str] = []
-    for types, template in _branches(fn.body, abstention=False):
-        pids = {"longmemeval-abstention@1"} if types is None else {
-            _BY_TYPE[t] for t in types if t in _BY_TYPE}
-        parts = template.split("{}")
-        if len(parts) != 4 or any("{" in p or "}" in p for p in parts):
-            problems.append(f"the template for {sorted(pids)} does not take exactly three {{}}")
-            continue
-        named = parts[0] + "{question}" + parts[1] + "{gold}" + parts[2] + "{answer}" + parts[3]
-        found.update(dict.fromkeys(pids, named))
-    missing = sorted(set(PROMPTS) - set(found))
-    if missing:
-        problems.append(f"no template found for {', '.join(missing)}")
-    if problems:
-        raise UserError(f"{where}: " + "; ".join(problems))
-    return found
+    return fn
+
+
+def _named_template(template: str) -> str | None:
+    """A template of three ``{}`` with the question, gold and answer named in them; None for
+    any other template."""
+    parts = template.split("{}")
+    if len(parts) != 4 or any("{" in p or "}" in p for p in parts):
+        return None
+    return parts[0] + "{question}" + parts[1] + "{gold}" + parts[2] + "{answer}" + parts[3]
+
+
+def _template_text(node: ast.stmt) -> str | None:
+    """The string of a ``template = "..."`` statement; None for any other statement."""
+    if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "template" for t in node.targets) and \
+            isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return node.value.value
+    return None
 
 
 def _branches(body: list[ast.stmt], abstention: bool
               ) -> Iterator[tuple[set[str] | None, str]]:
     """(question types or None for abstention, template) for each ``template = "..."``."""
     for node in body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "template" for t in node.targets) and \
-                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            yield (None if abstention else set()), node.value.value
+        template = _template_text(node)
+        if template is not None:
+            yield (None if abstention else set()), template
         elif isinstance(node, ast.If):
-            test = node.test
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                # if not abstention: ... else: (the abstention template)
-                yield from _branches(node.body, abstention=False)
-                yield from _branches(node.orelse, abstention=True)
-                continue
-            types = {c.value for c in ast.walk(test)
-                     if isinstance(c, ast.Constant) and isinstance(c.value, str)}
-            for t, template in _branches(node.body, abstention):
-                yield (None if t is None else (t or types)), template
-            yield from _branches(node.orelse, abstention)
+            yield from _if_branches(node, abstention)
+
+
+def _if_branches(node: ast.If, abstention: bool) -> Iterator[tuple[set[str] | None, str]]:
+    """The templates of an ``if``: ``if not abstention`` splits the abstention template from
+    the others; any other test names the question types (its strings) of its body's
+    templates."""
+    test = node.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        # if not abstention: ... else: (the abstention template)
+        yield from _branches(node.body, abstention=False)
+        yield from _branches(node.orelse, abstention=True)
+        return
+    types = {c.value for c in ast.walk(test)
+             if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    for t, template in _branches(node.body, abstention):
+        yield (None if t is None else (t or types)), template
+    yield from _branches(node.orelse, abstention)

@@ -44,7 +44,6 @@ Definitions (implemented here from LongMemEval-V2's ``evaluation/qa_eval_metrics
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,7 +55,7 @@ from lens.data.importers.longmemeval_v2_source import (
     TIERS,
     parse_eval_spec,
 )
-from lens.scoring.protocols.base import Protocol, ProtocolTask
+from lens.scoring.protocols.base import Protocol, ProtocolTask, json_span
 from lens.stats.frontier import LATENCY_WINDOW, Point, lafs, lafs_gain
 
 ACCURACY = "lme_v2_accuracy"
@@ -243,15 +242,10 @@ def parse_label(text: str) -> float | None:
         lines = cleaned.splitlines()
         if len(lines) >= 3:
             cleaned = "\n".join(lines[1:-1]).strip()
-    m = re.search(r"\{.*\}", cleaned, re.S)
-    if m:
-        try:
-            data = json.loads(m.group(0))
-        except json.JSONDecodeError:
-            data = None
-        # As the benchmark reads it, JSON true and false count as 1 and 0.
-        if isinstance(data, dict) and data.get("label") in (0, 1, "0", "1"):
-            return float(int(data["label"]))
+    data = json_span(cleaned)
+    # As the benchmark reads it, JSON true and false count as 1 and 0.
+    if isinstance(data, dict) and data.get("label") in (0, 1, "0", "1"):
+        return float(int(data["label"]))
     for pattern in (r'"label"\s*:\s*([01])', r"'label'\s*:\s*([01])", r"\blabel\b\s*[:=]\s*([01])"):
         found = re.search(pattern, cleaned, re.I)
         if found:

@@ -137,6 +137,19 @@ def write_submission(run_dir: Path, out_dir: Path, *, method: str | None = None,
 def _groups(run_dir: Path, run: RunInput, scores: RunScores) -> tuple[Groups, str]:
     """The scored questions of the run's first repeat by (adapter, domain), and their one tier;
     a UserError naming every question without a score and a mix of tiers."""
+    groups, problems = _scored_rows(run, scores)
+    tiers = {str(q.meta.get("tier")) for rows in groups.values() for q, _ in rows}
+    if not _one_released_tier(tiers):
+        problems.append(f"the questions are of tiers {sorted(tiers)}; a submission is of one "
+                        "released tier (small or medium)")
+    if problems:
+        raise _unwritable(run_dir, problems)
+    return groups, tiers.pop()
+
+
+def _scored_rows(run: RunInput, scores: RunScores) -> tuple[Groups, list[str]]:
+    """The rows of the first repeat's scored questions by (adapter, domain), and a problem
+    for each question without a score."""
     by_key = {q.key: q for q in scores.questions}
     groups: Groups = {}
     problems: list[str] = []
@@ -144,45 +157,64 @@ def _groups(run_dir: Path, run: RunInput, scores: RunScores) -> tuple[Groups, st
         if item.record.repeat != 0:
             continue
         q, s = item.question, by_key.get(item.record.key)
-        acc = None if s is None else s.metrics.get(ACCURACY)
-        if acc is None:
+        if s is None or s.metrics.get(ACCURACY) is None:
             problems.append(f"{q.question_id} ({item.record.adapter}) has no score")
             continue
-        row = _row(q, item.record.answer if item.answered else "", s.metrics if s else {})
+        row = _row(q, item.record.answer if item.answered else "", s.metrics)
         groups.setdefault((item.record.adapter, str(q.meta.get("domain"))), []).append((q, row))
-    tiers = {str(q.meta.get("tier")) for rows in groups.values() for q, _ in rows}
-    if len(tiers) > 1 or tiers & {"None", ""}:
-        problems.append(f"the questions are of tiers {sorted(tiers)}; a submission is of one "
-                        "released tier (small or medium)")
-    if problems:
-        raise UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: "
-                        f"{len(problems)} problem(s): " + "; ".join(problems[:10])
-                        + ("; re-run lens score to retry failed judge calls"
-                           if any("no score" in p for p in problems) else ""))
-    return groups, tiers.pop()
+    return groups, problems
+
+
+def _one_released_tier(tiers: set[str]) -> bool:
+    return len(tiers) <= 1 and not tiers & {"None", ""}
+
+
+def _unwritable(run_dir: Path, problems: list[str]) -> UserError:
+    """The first ten problems, and a retry hint where a question has no score."""
+    return UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: "
+                     f"{len(problems)} problem(s): " + "; ".join(problems[:10])
+                     + ("; re-run lens score to retry failed judge calls"
+                        if any("no score" in p for p in problems) else ""))
 
 
 def _folders(run_dir: Path, out_dir: Path, groups: Groups, tier: str, method: str | None,
              force: bool) -> dict[tuple[str, str], tuple[str, Path]]:
     """Each group's method name and run folder; a UserError when ``method`` names one of several
     adapters, a folder name is unsafe, or a folder exists (without ``force``)."""
-    adapters = sorted({a for a, _ in groups})
-    if method is not None and len(adapters) > 1:
-        raise UserError(f"{run_dir}: --method names one method, and the run has "
-                        f"{len(adapters)} adapters ({', '.join(adapters)}): leave --method out "
-                        "(each adapter is then a method, by its label)")
-    names = {key: _UNSAFE.sub("-", method or key[0]).strip("-") or "method" for key in groups}
-    try:
-        # The domain and tier come from the dataset's question meta: checked as a file name.
-        folders = {key: child(out_dir, f"{names[key]}_{key[1]}_{tier}", "a submission folder")
-                   for key in groups}
-    except UnsafeName as exc:
-        raise UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: {exc}; the "
-                        "questions' meta.domain and meta.tier name its folders") from None
+    if method is not None:
+        _check_one_adapter(run_dir, groups)
+    names = {key: _method_name(method or key[0]) for key in groups}
+    folders = _folder_paths(run_dir, out_dir, names, tier)
     present = sorted(str(f) for f in folders.values() if f.exists())
     if present and not force:
         raise UserError(f"{', '.join(present)}: already exist(s); pass --force to replace")
     return {key: (names[key], folders[key]) for key in groups}
+
+
+def _check_one_adapter(run_dir: Path, groups: Groups) -> None:
+    """Refuse --method for a run of several adapters (each is a method of its own)."""
+    adapters = sorted({a for a, _ in groups})
+    if len(adapters) > 1:
+        raise UserError(f"{run_dir}: --method names one method, and the run has "
+                        f"{len(adapters)} adapters ({', '.join(adapters)}): leave --method out "
+                        "(each adapter is then a method, by its label)")
+
+
+def _method_name(label: str) -> str:
+    """A method's name as a folder may carry it."""
+    return _UNSAFE.sub("-", label).strip("-") or "method"
+
+
+def _folder_paths(run_dir: Path, out_dir: Path, names: dict[tuple[str, str], str], tier: str
+                  ) -> dict[tuple[str, str], Path]:
+    """Each group's folder, named ``METHOD_DOMAIN_TIER``; refused when a name is unsafe."""
+    try:
+        # The domain and tier come from the dataset's question meta: checked as a file name.
+        return {key: child(out_dir, f"{name}_{key[1]}_{tier}", "a submission folder")
+                for key, name in names.items()}
+    except UnsafeName as exc:
+        raise UserError(f"{run_dir}: cannot write the LongMemEval-V2 submission: {exc}; the "
+                        "questions' meta.domain and meta.tier name its folders") from None
 
 
 def _run_args(domain: str, tier: str, method: str, run: RunInput, scores: RunScores
@@ -255,26 +287,35 @@ def aggregated(rows: list[SubmissionRow]) -> Aggregated:
     """The harness's aggregates of per-question rows (premise questions: categories ``-abs``)."""
     premise = [r for r in rows if r["category"] in PREMISE]
     plain = [r for r in rows if r["category"] not in PREMISE]
-    seconds = [r["memory_query_duration_seconds"] for r in rows
-               if r["memory_query_duration_seconds"] is not None]
     return {
         "overall": {"overall_full_set": _mean(rows, "score"),
                     "overall_non_abstention_only": _mean(plain, "score"),
                     "overall_abstention_only": _mean(premise, "score"),
                     "count_all_questions": len(rows), "count_non_abstention": len(plain),
                     "count_abstention": len(premise)},
-        "non_abstention_by_category": {c: _breakdown([r for r in plain if r["category"] == c])
-                                       for c in NON_PREMISE},
-        "abstention_by_category": {c: _breakdown([r for r in premise if r["category"] == c])
-                                   for c in PREMISE},
-        "combined_abstention_by_category": {
-            c: _breakdown([r for r in rows if r["category"] in pair])
-            for c, pair in COMBINED.items()},
+        "non_abstention_by_category": _by_category(plain, {c: (c,) for c in NON_PREMISE}),
+        "abstention_by_category": _by_category(premise, {c: (c,) for c in PREMISE}),
+        "combined_abstention_by_category": _by_category(rows, COMBINED),
         "abstention_overall": _breakdown(premise),
-        "memory_query": {"avg_seconds": sum(seconds) / len(seconds) if seconds else None,
-                         "max_seconds": max(seconds) if seconds else None,
-                         "total_seconds": sum(seconds) if seconds else None},
+        "memory_query": _memory_query(rows),
     }
+
+
+def _by_category(rows: list[SubmissionRow], categories: Mapping[str, tuple[str, ...]]
+                 ) -> dict[str, Breakdown]:
+    """The breakdown of the rows of each named category (one or several of the rows')."""
+    return {name: _breakdown([r for r in rows if r["category"] in members])
+            for name, members in categories.items()}
+
+
+def _memory_query(rows: list[SubmissionRow]) -> MemoryQuery:
+    """The mean, longest and total time of the memory's queries, where the rows recorded it."""
+    seconds = [r["memory_query_duration_seconds"] for r in rows
+               if r["memory_query_duration_seconds"] is not None]
+    if not seconds:
+        return {"avg_seconds": None, "max_seconds": None, "total_seconds": None}
+    return {"avg_seconds": sum(seconds) / len(seconds), "max_seconds": max(seconds),
+            "total_seconds": sum(seconds)}
 
 
 def _write(folder: Path, run: RunInput, rows: list[tuple[Question, SubmissionRow]],

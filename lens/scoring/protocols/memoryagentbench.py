@@ -156,6 +156,29 @@ def judge_json(text: str) -> object | None:
     return None
 
 
+def _summary_f1(q: Question, values: Mapping[str, float | None]) -> float | None:
+    """A summary's judged F1 as summarization_evaluate.py computes it: fluency times the F1
+    of keypoint recall and precision; None when a judged part is unknown."""
+    fluency, found, precision = (values.get("fluency"), values.get("recall"),
+                                 values.get("precision"))
+    if fluency is None or found is None or precision is None:
+        return None
+    keypoints = len(q.meta.get("keypoints") or [])
+    recall = found / keypoints if keypoints else 0.0
+    return (fluency * 2 * recall * precision / (recall + precision)
+            if recall + precision > 0 else 0.0)
+
+
+def _by_competency(per_source: Mapping[str, float | None]) -> dict[str, float | None]:
+    """The mean of each competency's sources, for the competencies the rows have."""
+    out: dict[str, float | None] = {}
+    for comp in COMPETENCIES:
+        mine = [v for g, v in per_source.items() if competency(g) == comp]
+        if mine:
+            out[f"mab_{comp.lower()}"] = mean(mine)
+    return out
+
+
 def _number(data: object, key: str) -> float | None:
     v = data.get(key) if isinstance(data, dict) else None
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
@@ -283,15 +306,7 @@ class MemoryAgentBenchProtocol(Protocol):
             return {k: v for k, v in values.items() if k == "mab_accuracy"}
         if not answer:
             return {"mab_accuracy": 0.0}
-        fluency, found, precision = (values.get("fluency"), values.get("recall"),
-                                     values.get("precision"))
-        if fluency is None or found is None or precision is None:
-            return {"mab_accuracy": None}
-        keypoints = len(q.meta.get("keypoints") or [])
-        recall = found / keypoints if keypoints else 0.0
-        f1 = (fluency * 2 * recall * precision / (recall + precision)
-              if recall + precision > 0 else 0.0)
-        return {"mab_accuracy": f1}
+        return {"mab_accuracy": _summary_f1(q, values)}
 
     def score_notes(self, rows: Sequence[tuple[str, Mapping[str, float | None]]]
                     ) -> list[str]:
@@ -314,9 +329,5 @@ class MemoryAgentBenchProtocol(Protocol):
         if summaries:
             # The official script drops these from its mean: counted here, never silent.
             out["mab_infbench_sum_unscored"] = float(sum(v is None for v in summaries))
-        for comp in COMPETENCIES:
-            mine = [v for g, v in per_source.items()
-                    if competency(g) == comp]
-            if mine:
-                out[f"mab_{comp.lower()}"] = mean(mine)
+        out.update(_by_competency(per_source))
         return out

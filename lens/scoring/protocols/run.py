@@ -381,17 +381,27 @@ def _aggregates(protocol: Protocol, rows: list[_Row]
     return out
 
 
+def _judge_note(protocol: Protocol, model: str | None) -> str | None:
+    """What a protocol's judged metrics mean under this scoring's judge: unknown without one,
+    off the published condition with another than the publisher's."""
+    if protocol.published_judge is None:
+        return None
+    if model is None:
+        return "no judge: the judged metrics are unknown"
+    if model != protocol.published_judge:
+        return (f"the published {protocol.title} numbers use the judge "
+                f"{protocol.published_judge}; this scoring used {model}, so its judged "
+                "numbers are not the published condition")
+    return None
+
+
 def _notes(protocol: Protocol, model: str | None, report: ErrataReport | None,
            pj: ProtocolJudge | None, rows: list[_Row]) -> list[str]:
     notes = [f"scored under the {protocol.title} protocol, version {protocol.version} "
              f"({protocol.source}); lens's own metrics are not computed"]
-    judged = protocol.published_judge is not None
-    if judged and model is None:
-        notes.append("no judge: the judged metrics are unknown")
-    elif judged and model != protocol.published_judge:
-        notes.append(f"the published {protocol.title} numbers use the judge "
-                     f"{protocol.published_judge}; this scoring used {model}, so its judged "
-                     "numbers are not the published condition")
+    judge_note = _judge_note(protocol, model)
+    if judge_note:
+        notes.append(judge_note)
     errored = sum(1 for r in rows if r.question is not None and not r.item.answered)
     if errored:
         notes.append(f"{errored} errored question(s) are scored as wrong answers")
@@ -408,6 +418,19 @@ def _fmt(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
 
+def _group_table(protocol: Protocol, by_group: dict[str, dict[str, float | None]],
+                 adapter: str) -> dict[str, Any]:
+    """One adapter's figures by the protocol's group, in the protocol's metric order."""
+    rows = []
+    for key, e in by_group.items():
+        own, group = key.split("|", 1)
+        if own == adapter:
+            rows.append([group, int(e.get("n_questions") or 0),
+                         *(_fmt(e.get(m)) for m in protocol.metrics)])
+    return {"title": f"{adapter}: by {protocol.group_label}",
+            "columns": [protocol.group_label, "questions", *protocol.metrics], "rows": rows}
+
+
 def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport | None
                      ) -> dict[str, Any]:
     """The report section (``RUN_DIR/sections/protocol.json``): overall figures and the
@@ -420,16 +443,8 @@ def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport
                    "rows": [[a, int(e.get("n_questions") or 0), *(_fmt(e.get(c))
                                                                   for c in overall_cols)]
                             for a, e in scores.aggregates["adapter"].items()]})
-    for a in scores.aggregates["adapter"]:
-        rows = []
-        for key, e in scores.aggregates[level].items():
-            adapter, group = key.split("|", 1)
-            if adapter == a:
-                rows.append([group, int(e.get("n_questions") or 0),
-                             *(_fmt(e.get(m)) for m in protocol.metrics)])
-        tables.append({"title": f"{a}: by {protocol.group_label}",
-                       "columns": [protocol.group_label, "questions", *protocol.metrics],
-                       "rows": rows})
+    tables.extend(_group_table(protocol, scores.aggregates[level], a)
+                  for a in scores.aggregates["adapter"])
     metrics: dict[str, Any] = {"protocol_version": protocol.version}
     if report is not None:
         metrics.update({"errata_touched": report.touched, "errata_excluded": len(report.excluded),

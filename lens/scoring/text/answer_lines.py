@@ -20,7 +20,7 @@ The context of a line:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
 _HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(.+?)\s*#*\s*"
@@ -49,44 +49,52 @@ def with_context(text: str) -> str:
     docstring); text without lists, headings or tables comes back unchanged."""
     if "\n" not in text:
         return text
-    out: list[str] = []
-    heading = ""
-    lead_ins: list[_LeadIn] = []
-    header = ""
-    for line in text.split("\n"):
-        if not line.strip():
-            out.append(line)
-            continue
+    context = _Context()
+    return "\n".join([context.read(line) for line in text.split("\n")])
+
+
+@dataclass
+class _Context:
+    """What the next line may continue: the section's heading, the table's header row, and the
+    open lead-ins of the list."""
+
+    heading: str = ""
+    header: str = ""
+    lead_ins: list[_LeadIn] = field(default_factory=list)
+
+    def read(self, line: str) -> str:
+        """``line`` written with what it continues; the context moved on past it."""
+        if not line.strip() or _TABLE_RULE.match(line):
+            return line
         head = _HEADING.match(line)
         if head:
-            heading = next(g for g in head.groups() if g)
-            lead_ins, header = [], ""
-            out.append(line)
-            continue
+            self.heading = next(g for g in head.groups() if g)
+            self.lead_ins, self.header = [], ""
+            return line
         row = _TABLE_ROW.match(line)
-        if _TABLE_RULE.match(line):
-            out.append(line)
-            continue
         if row:
-            if not header:
-                header = _cells(row.group(1))
-                out.append(_joined([heading], line))
-            else:
-                out.append(_joined([heading, header], line))
-            continue
-        header = ""
+            return self._table_row(row.group(1), line)
+        self.header = ""
         item = _ITEM.match(line)
         if item:
-            indent = len(item.group(1))
-            while lead_ins and lead_ins[-1].indent >= indent:
-                lead_ins.pop()
-            body = item.group(2)
-            context = [heading, *(x.text for x in lead_ins)]
-            out.append(_joined(context, body) if any(context) else line)
-            if body.rstrip().endswith(":"):
-                lead_ins.append(_LeadIn(indent, body))
-            continue
-        out.append(_joined([heading], line))
+            return self._item(len(item.group(1)), item.group(2), line)
         # A plain line ending in ":" leads the list below it; any other plain line ends it.
-        lead_ins = [_LeadIn(-1, line)] if line.rstrip().endswith(":") else []
-    return "\n".join(out)
+        self.lead_ins = [_LeadIn(-1, line)] if line.rstrip().endswith(":") else []
+        return _joined([self.heading], line)
+
+    def _table_row(self, cells: str, line: str) -> str:
+        """A header row continues the heading; the rows below it continue the header too."""
+        if not self.header:
+            self.header = _cells(cells)
+            return _joined([self.heading], line)
+        return _joined([self.heading, self.header], line)
+
+    def _item(self, indent: int, body: str, line: str) -> str:
+        """A list item continues the heading and the lead-ins it is indented under; an item
+        ending in ":" leads the items indented under it."""
+        while self.lead_ins and self.lead_ins[-1].indent >= indent:
+            self.lead_ins.pop()
+        context = [self.heading, *(x.text for x in self.lead_ins)]
+        if body.rstrip().endswith(":"):
+            self.lead_ins.append(_LeadIn(indent, body))
+        return _joined(context, body) if any(context) else line

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from lens.data.ground_truth_text import fact_subject
@@ -179,18 +179,22 @@ def _sentence_spans(answer: str) -> list[tuple[str, str]]:
     return [(s, sep) for s, sep in out if s.strip()]
 
 
+def _covered(words: list[str], shingles: Container[tuple[str, ...]]) -> list[bool]:
+    """Whether each word lies in a run of SHINGLE words the records hold."""
+    covered = [False] * len(words)
+    for i in range(len(words) - SHINGLE + 1):
+        if tuple(words[i:i + SHINGLE]) in shingles:
+            for j in range(i, i + SHINGLE):
+                covered[j] = True
+    return covered
+
+
 def _quote_flags(sentences: list[str], scope: ScopeText | None) -> list[bool]:
     """Whether each sentence is mostly copied from the scope's records."""
     if scope is None or not scope.texts:
         return [False] * len(sentences)
     per_sentence = [_words(s) for s in sentences]
-    flat = [w for ws in per_sentence for w in ws]
-    covered = [False] * len(flat)
-    shingles = scope.shingles
-    for i in range(len(flat) - SHINGLE + 1):
-        if tuple(flat[i:i + SHINGLE]) in shingles:
-            for j in range(i, i + SHINGLE):
-                covered[j] = True
+    covered = _covered([w for ws in per_sentence for w in ws], scope.shingles)
     flags: list[bool] = []
     pos = 0
     previous = False
@@ -286,7 +290,6 @@ def supported_share(claimed: Atoms, support: Iterable[Atoms]) -> float | None:
     dates = set().union(*(a.dates for a in pool)) if pool else set()
     exact = {(x.dimension, round(x.written, 9)) for a in pool for x in a.numbers}
     ok = sum(d in dates for d in claimed.dates)
-    for n in claimed.numbers:
-        if (n.dimension, round(n.written, 9)) in exact or any(a.holds(n) for a in pool):
-            ok += 1
+    ok += sum((n.dimension, round(n.written, 9)) in exact or any(a.holds(n) for a in pool)
+              for n in claimed.numbers)
     return ok / claimed.count

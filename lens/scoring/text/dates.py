@@ -56,14 +56,23 @@ def find_dates(text: str) -> list[Date]:
         for m in pattern.finditer(text):
             if any(taken[m.start():m.end()]):
                 continue
-            month = int(m.group("m")) if pattern is _ISO else _month(m.group("m"))
-            day = int(m.group("d"))
-            if not (1 <= month <= 12 and 1 <= day <= 31):
+            date = _date_at(m)
+            if date is None:
                 continue
-            # "may" is a verb far more often than a month: only with a day after it.
-            if pattern is _DAY_MONTH and m.group("m") == "may" and not m.group("y"):
-                continue
-            year = int(m.group("y")) if m.group("y") else None
-            found.append(Date(year, month, day, m.start(), m.end()))
+            found.append(date)
             taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     return sorted(found, key=lambda d: d.start)
+
+
+def _date_at(m: re.Match[str]) -> Date | None:
+    """The date a pattern's match writes; None for an impossible month or day, or a "may"
+    read as the verb."""
+    month = int(m.group("m")) if m.re is _ISO else _month(m.group("m"))
+    day = int(m.group("d"))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    # "may" is a verb far more often than a month: only with a day after it.
+    if m.re is _DAY_MONTH and m.group("m") == "may" and not m.group("y"):
+        return None
+    year = int(m.group("y")) if m.group("y") else None
+    return Date(year, month, day, m.start(), m.end())

@@ -297,29 +297,40 @@ def _sentences(text: str) -> list[Sentence]:
         raw = _blank_alternatives(raw)
         parts = _clauses(raw)
         clauses = [_clause(p) for _, p in parts]
-        denied = False
-        # Doubt and condition ("I doubt that", "only if", "if … were") govern the whole
-        # sentence after them: "I doubt that 258 ms: the report gives 258 ms" asserts nothing.
-        doubted = False
-        for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
-            clause.names = _names(part, sentence_start=i == 0)
-            clause.name_runs = _name_runs(part)
-            # A sentential denial covers its clause and the clauses that continue it ("It is
-            # not true that X, which ..."), up to a new statement ("; it was corrected to").
-            if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
-                denied = False
-            folded = fold(part)
-            doubted = doubted or bool(SENTENCE_DOUBT.search(normalise(part)))
-            denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
-            clause.denied = denied or doubted
-        spans, pos = [], 0
-        for (_, part), clause in zip(parts, clauses, strict=True):
-            start = raw.find(part, pos)
-            pos = start + len(part)
-            spans.append((start, pos, not (clause.negated or clause.denied)))
-        out.append(Sentence(clauses, previous_no, SentenceView(raw, tuple(spans))))
+        _read_names_and_denials(parts, clauses)
+        out.append(Sentence(clauses, previous_no, _view(raw, parts, clauses)))
         previous_no = False
     return out
+
+
+def _read_names_and_denials(parts: list[tuple[str, str]], clauses: list[Clause]) -> None:
+    """Set each clause's names, and whether a denial or a doubt earlier in the sentence
+    governs it."""
+    denied = False
+    # Doubt and condition ("I doubt that", "only if", "if … were") govern the whole
+    # sentence after them: "I doubt that 258 ms: the report gives 258 ms" asserts nothing.
+    doubted = False
+    for i, ((before, part), clause) in enumerate(zip(parts, clauses, strict=True)):
+        clause.names = _names(part, sentence_start=i == 0)
+        clause.name_runs = _name_runs(part)
+        # A sentential denial covers its clause and the clauses that continue it ("It is
+        # not true that X, which ..."), up to a new statement ("; it was corrected to").
+        if _NEW_STATEMENT.match(before) or _NEW_STATEMENT.match(part):
+            denied = False
+        folded = fold(part)
+        doubted = doubted or bool(SENTENCE_DOUBT.search(normalise(part)))
+        denied = denied or bool(SENTENTIAL_NEGATION.search(folded))
+        clause.denied = denied or doubted
+
+
+def _view(raw: str, parts: list[tuple[str, str]], clauses: list[Clause]) -> SentenceView:
+    """The sentence with the span of each clause and whether the clause is asserted."""
+    spans, pos = [], 0
+    for (_, part), clause in zip(parts, clauses, strict=True):
+        start = raw.find(part, pos)
+        pos = start + len(part)
+        spans.append((start, pos, not (clause.negated or clause.denied)))
+    return SentenceView(raw, tuple(spans))
 
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
@@ -699,15 +710,10 @@ class _Scope:
            s: FactMatcherSettings, rivals: list[_Subject]) -> _Scope:
         stems = set().union(*(c.stems for c in usable))
         figures = [_number_in(fact, i, usable, stems, s.rel_tol) for i in range(len(fact.numbers))]
-        dates = [[ci for ci, c in enumerate(usable) if any(a.meets(d) for a in c.dates)]
-                 for d in fact.dates]
-        # Identifiers are whole tokens: CHG-5382 is not in CHG-53821 or POL-7713 in POL-7713a.
-        written = set().union(*(c.ids_written for c in usable))
-        present = {w for w in fact.items
-                   if (w in written if w in fact.ids else _has(w, stems))}
+        dates = [_clauses_stating(d, usable) for d in fact.dates]
         ids = [[ci for ci, c in enumerate(usable) if k in c.ids_written] for k in fact.ids]
         return cls(fact, clauses, usable, after_no, s, rivals or [], stems, figures, dates, ids,
-                   present)
+                   _items_present(fact, usable, stems))
 
     @property
     def anchors(self) -> set[int]:
@@ -734,9 +740,26 @@ class _Scope:
         holding = [c for c in self.usable if any(_has(w, c.stems) for w in plain_present)]
         if fact.directions:
             return holding, [c for c in holding if any(d in c.stems for d in fact.directions)]
-        best = max(sum(_has(w, c.stems) for w in plain_present) for c in holding)
-        return holding, [c for c in holding
-                         if sum(_has(w, c.stems) for w in plain_present) == best]
+        return holding, _most_words(holding, plain_present)
+
+
+def _clauses_stating(d: Date, clauses: list[Clause]) -> list[int]:
+    """The clauses (by index) stating date ``d``."""
+    return [ci for ci, c in enumerate(clauses) if any(a.meets(d) for a in c.dates)]
+
+
+def _items_present(fact: _Fact, usable: list[Clause], stems: set[str]) -> set[str]:
+    """The fact's items the clauses hold. Identifiers are whole tokens: CHG-5382 is not in
+    CHG-53821 or POL-7713 in POL-7713a."""
+    written = set().union(*(c.ids_written for c in usable))
+    return {w for w in fact.items if (w in written if w in fact.ids else _has(w, stems))}
+
+
+def _most_words(clauses: list[Clause], words: list[str]) -> list[Clause]:
+    """The clauses holding the most of ``words``."""
+    held = [sum(_has(w, c.stems) for w in words) for c in clauses]
+    best = max(held)
+    return [c for c, n in zip(clauses, held, strict=True) if n == best]
 
 
 # The matcher's rules. Each takes a scope and says whether it rejects the fact there; a rule's
@@ -898,8 +921,12 @@ def _values_missing(fact: str, f: _Fact, answer: AnswerText, s: FactMatcherSetti
     stems = set().union(*(c.stems for c in clauses)) if clauses else set()
     missing = [n.text for i, n in enumerate(f.numbers)
                if not _number_in(f, i, clauses, stems, s.rel_tol)]
-    return missing + [fact_date_text(fact, d) for d in f.dates
-                      if not any(a.meets(d) for c in clauses for a in c.dates)]
+    return missing + _dates_missing(fact, f, clauses)
+
+
+def _dates_missing(fact: str, f: _Fact, clauses: list[Clause]) -> list[str]:
+    """The fact's dates no clause states, as the fact writes them."""
+    return [fact_date_text(fact, d) for d in f.dates if not _clauses_stating(d, clauses)]
 
 
 def _scan(f: _Fact, answer: AnswerText, s: FactMatcherSettings, rivals: list[_Subject]
@@ -920,6 +947,17 @@ def _scan(f: _Fact, answer: AnswerText, s: FactMatcherSettings, rivals: list[_Su
     return False, best, reason
 
 
+def _narrower(fact: str, answer: AnswerText, items: list[str]) -> FactMatch | None:
+    """The verdict of the narrower reading, where it settles the fact: a period gold is the
+    period reading's alone; a kind the answer names a case of is matched, else the matcher's
+    words decide (None)."""
+    narrow = narrower_match(fact, answer.views)
+    if narrow is None or not (narrow.matched or gold_period(fact) is not None):
+        return None
+    return FactMatch(fact, narrow.matched, 1.0 if narrow.matched else 0.0,
+                     words_missing=[] if narrow.matched else items, reason=narrow.reason)
+
+
 def match_fact(fact: str, answer: AnswerText,
                settings: FactMatcherSettings | None = None,
                rivals: Iterable[str] = ()) -> FactMatch:
@@ -933,12 +971,16 @@ def match_fact(fact: str, answer: AnswerText,
     if not items and not f.numbers and not f.dates:
         # A fact with no content words and no figures cannot be checked mechanically.
         return FactMatch(fact, False, 0.0, reason="nothing to check")
-    narrow = narrower_match(fact, answer.views)
-    if narrow is not None and (narrow.matched or gold_period(fact) is not None):
-        # A period gold is the period reading's alone; a kind also meets the matcher's words.
-        return FactMatch(fact, narrow.matched, 1.0 if narrow.matched else 0.0,
-                         words_missing=[] if narrow.matched else items,
-                         reason=narrow.reason)
+    narrow = _narrower(fact, answer, items)
+    if narrow is not None:
+        return narrow
+    return _scanned(fact, f, answer, s, others)
+
+
+def _scanned(fact: str, f: _Fact, answer: AnswerText, s: FactMatcherSettings,
+             others: list[_Subject]) -> FactMatch:
+    """The matcher's own reading of the fact over the answer's windows, with what it lacks."""
+    items = f.items
     numbers_missing = _values_missing(fact, f, answer, s)
     matched, best, reason = _scan(f, answer, s, others)
     if reason == "not stated" and numbers_missing:

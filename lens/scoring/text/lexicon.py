@@ -146,6 +146,12 @@ def stem(word: str) -> str:
         return word[:-3] + "y"
     if word.endswith("ied") and len(word) > 4:
         return word[:-3] + "y"
+    return _strip_suffixes(word)
+
+
+def _strip_suffixes(word: str) -> str:
+    """``word`` without up to two of its suffixes (at least three letters left), and without a
+    doubled final consonant the suffix left behind."""
     w = word
     for _ in range(2):
         for suffix in _SUFFIXES:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lens.scoring.text.lexicon import KIND_NAMES, KINDS, fold
-from lens.scoring.text.periods import Found, find_periods, fold_text, gold_period
+from lens.scoring.text.periods import Found, Period, find_periods, fold_text, gold_period
 
 # More dates than this outside the gold's period: a list of every date, not an answer.
 MAX_OTHER_PERIODS = 3
@@ -84,8 +84,7 @@ def _listed(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
 def _period_match(gold: Found, sentences: Sequence[SentenceView]) -> Narrow:
     target = gold.period
     found = [(s, fold_text(s.text), find_periods(fold_text(s.text))) for s in sentences]
-    others = {f.period for s, _, fs in found for f in fs
-              if s.asserted_at(f.start) and not f.period.overlaps(target)}
+    others = _periods_outside(found, target)
     if len(others) > MAX_OTHER_PERIODS:
         return Narrow(False, f"dates stuffed: {len(others)} dates outside the gold's period")
     reason = "no date inside the gold's period"
@@ -93,16 +92,30 @@ def _period_match(gold: Found, sentences: Sequence[SentenceView]) -> Narrow:
         for f in fs:
             if not f.period.within(target):
                 continue
-            if not s.asserted_at(f.start):
-                reason = "the date inside the gold's period is denied or hedged"
-                continue
-            rivals = [g for g in fs if g is not f and not g.period.overlaps(target)
-                      and _listed(text, (f.start, f.end), (g.start, g.end))]
-            if rivals:
-                reason = "the date inside the gold's period is listed with others"
-                continue
-            return Narrow(True)
+            why_not = _why_not_stated(s, text, fs, f, target)
+            if why_not is None:
+                return Narrow(True)
+            reason = why_not
     return Narrow(False, reason)
+
+
+def _periods_outside(found: list[tuple[SentenceView, str, list[Found]]], target: Period
+                     ) -> set[Period]:
+    """The distinct periods the sentences assert outside the gold's."""
+    return {f.period for s, _, fs in found for f in fs
+            if s.asserted_at(f.start) and not f.period.overlaps(target)}
+
+
+def _why_not_stated(s: SentenceView, text: str, fs: list[Found], f: Found, target: Period
+                    ) -> str | None:
+    """Why a date inside the gold's period does not state it (denied or hedged, or listed with
+    dates outside the period); None when it does."""
+    if not s.asserted_at(f.start):
+        return "the date inside the gold's period is denied or hedged"
+    if any(g is not f and not g.period.overlaps(target)
+           and _listed(text, (f.start, f.end), (g.start, g.end)) for g in fs):
+        return "the date inside the gold's period is listed with others"
+    return None
 
 
 def general_kind(fact: str) -> str | None:
@@ -126,18 +139,25 @@ def _case(m: re.Match[str]) -> str:
 def _kind_match(kind: str, sentences: Sequence[SentenceView]) -> Narrow | None:
     pattern = _case_pattern(kind)
     found = [(s, t, list(pattern.finditer(t))) for s in sentences for t in [fold_text(s.text)]]
-    named = {_case(m) for s, _, ms in found for m in ms if s.asserted_at(m.start())}
+    named = _named_cases(found)
     if len(named) > MAX_CASES:
         return Narrow(False, f"cases stuffed: {len(named)} cases of {kind}")
     for s, text, ms in found:
-        for m in ms:
-            if not s.asserted_at(m.start()):
-                continue
-            rivals = [o for o in ms if _case(o) != _case(m)
-                      and _OR.search(text[min(m.end(), o.end()):max(m.start(), o.start())])]
-            if not rivals:
-                return Narrow(True)
+        if any(s.asserted_at(m.start()) and not _has_alternative(text, m, ms) for m in ms):
+            return Narrow(True)
     return None
+
+
+def _named_cases(found: list[tuple[SentenceView, str, list[re.Match[str]]]]) -> set[str]:
+    """The distinct cases the sentences assert."""
+    return {_case(m) for s, _, ms in found for m in ms if s.asserted_at(m.start())}
+
+
+def _has_alternative(text: str, m: re.Match[str], ms: list[re.Match[str]]) -> bool:
+    """Whether another case of the sentence stands as an alternative to ``m`` ("a or b")."""
+    return any(_case(o) != _case(m)
+               and _OR.search(text[min(m.end(), o.end()):max(m.start(), o.start())])
+               for o in ms)
 
 
 def narrower_match(fact: str, sentences: Sequence[SentenceView]) -> Narrow | None:

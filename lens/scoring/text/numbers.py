@@ -31,14 +31,19 @@ from lens.scoring.text.numwords import words_to_digits
 
 _LITRE = r"(?:l|litres?|liters?)\b"
 # (pattern, dimension, factor to the dimension's base unit), tried in this order.
+# Concentrations: (the amount's pattern, the dimension), each written per litre.
+_PER_LITRE = [
+    (r"(?:i?u|units?|international\s+units?)", "u/l"),
+    (r"(?:mmol|millimoles?)", "mmol/l"),
+    (r"(?:umol|µmol|μmol|micromoles?)", "umol/l"),
+    (r"(?:mg|milligrams?)", "mg/l"),
+    (r"(?:g|grams?)", "g/l"),
+    (r"[x×*]\s?10\s?\^?\s?9", "e9/l"),
+]
 _UNIT_TABLE: list[tuple[str, str, float]] = [
     (r"%|percent|per\s?cent|pct", "percent", 1.0),
-    (rf"(?:i?u|units?|international\s+units?)\s?(?:/|per\s)\s?{_LITRE}", "u/l", 1.0),
-    (rf"(?:mmol|millimoles?)\s?(?:/|per\s)\s?{_LITRE}", "mmol/l", 1.0),
-    (rf"(?:umol|µmol|μmol|micromoles?)\s?(?:/|per\s)\s?{_LITRE}", "umol/l", 1.0),
-    (rf"(?:mg|milligrams?)\s?(?:/|per\s)\s?{_LITRE}", "mg/l", 1.0),
-    (rf"(?:g|grams?)\s?(?:/|per\s)\s?{_LITRE}", "g/l", 1.0),
-    (rf"[x×*]\s?10\s?\^?\s?9\s?(?:/|per\s)\s?{_LITRE}", "e9/l", 1.0),
+    *((rf"{amount}\s?(?:/|per\s)\s?{_LITRE}", dimension, 1.0)
+      for amount, dimension in _PER_LITRE),
     (r"milliseconds?|msecs?|ms", "time", 1e-3),
     (r"minutes?|mins?", "time", 60.0),
     (r"millilitres?|milliliters?|ml", "volume", 1e-3),
@@ -159,65 +164,101 @@ def extract_numbers(text: str, *, words: bool = True) -> list[Number]:
     low = words_to_digits(text.lower()) if words else text.lower()
     if not _DIGIT.search(low):
         return []  # every figure is written with a digit (both patterns start with one)
+    out, taken = _compound_durations(low)
+    for m in _NUMBER.finditer(low):
+        if not any(taken[m.start():m.end()]):
+            out.extend(_figures_at(low, m))
+    out.sort(key=lambda n: n.start)
+    return _inherit_units(low, out)
+
+
+def _compound_durations(low: str) -> tuple[list[Number], bytearray]:
+    """Each "2 h 8 min" as one duration (written in minutes), and a mark on every character
+    those durations take."""
     out: list[Number] = []
-    taken = bytearray(len(low))  # characters inside a compound duration
+    taken = bytearray(len(low))
     for m in _COMPOUND.finditer(low):
         v = int(m.group("h")) * 3600 + int(m.group("m")) * 60
         out.append(Number(v, v / 60, "time", 0.0, m.group(0), m.start(), m.end(), factor=60.0,
                           significant=3))
         taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
-    for m in _NUMBER.finditer(low):
-        if any(taken[m.start():m.end()]):
-            continue
-        digits = re.sub(r"[,\u00a0\u202f ]", "", m.group("num"))
-        try:
-            base = float(digits)
-        except ValueError:
-            continue
-        end = m.end()
-        if _ORDINAL.match(low, end):
-            continue  # "5th report": a rank, not a quantity
-        decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
-        sig = _significant(digits)
-        hedged = bool(_HEDGE.search(low, max(0, m.start() - 24), m.start()))
-        mult_word = m.group("mult") or m.group("multw")
-        cur = (m.group("cur") or "").strip()
-        readings: list[tuple[float, str, float, bool]] = []  # written, dimension, factor, declared
-        if m.group("amb"):
-            readings.append((base * 1e6, _CURRENCY.get(cur, ""), 1.0, True))
-            if not cur:
-                readings.append((base, "time", 60.0, False))
-        else:
-            mult = _MULTIPLIERS.get(mult_word or "", 1.0)
-            written = base * mult
-            dimension, factor = (_CURRENCY[cur], 1.0) if cur else ("", 1.0)
-            # "128 min", "128min" and the adjectival "128-minute" all carry the unit.
-            um = _UNIT.match(low, end + (1 if low[end:end + 1] in (" ", "-") else 0))
-            if um and not cur:
-                idx = next(int(k[1:]) for k, v in um.groupdict().items() if v is not None)
-                _, dimension, factor = _UNIT_TABLE[idx]
-                end = um.end()
-            readings.append((written, dimension, factor, bool(mult_word)))
-        for written, dimension, factor, declared in readings:
-            nouns: tuple[str, ...] = ()
-            r_end = n_end = end
-            if dimension == "" or dimension in _CURRENCY.values():
-                nouns, n_end = _nouns(low, end)
-            value = written * factor
-            rm = _RATE.match(low, n_end) if dimension == "" else None
-            if rm:
-                # "449 per hour", "449 retries an hour", "449/h": a rate, kept per hour.
-                factor = _RATE_UNITS[rm.group("r")]
-                dimension, value = "rate", written * factor
-                if n_end == end:
-                    r_end = rm.end()  # "per hour" is the unit, not a word of the fact
-            step = (10.0 ** -decimals) * (written / base if base else 1.0)
-            out.append(Number(value=value, written=written, dimension=dimension,
-                              precision=0.5 * step * factor, text=low[m.start():r_end].strip(),
-                              start=m.start(), end=r_end, factor=factor, significant=sig,
-                              declared=declared, hedged=hedged, nouns=nouns))
-    out.sort(key=lambda n: n.start)
-    return _inherit_units(low, out)
+    return out, taken
+
+
+# One way to read a figure: its value as written (multiplier applied), its dimension, the
+# factor of its unit to the dimension's base unit, and whether a multiplier declares it rounded.
+_Reading = tuple[float, str, float, bool]
+
+
+def _figures_at(low: str, m: re.Match[str]) -> list[Number]:
+    """The figure a number match states, once per reading ("5m" is 5 million or 5 minutes);
+    none for a rank ("5th") or digits that are no number."""
+    digits = re.sub(r"[,\u00a0\u202f ]", "", m.group("num"))
+    try:
+        base = float(digits)
+    except ValueError:
+        return []
+    if _ORDINAL.match(low, m.end()):
+        return []  # "5th report": a rank, not a quantity
+    readings, end = _readings(low, m, base)
+    return [_figure(low, m, digits, reading, end) for reading in readings]
+
+
+def _readings(low: str, m: re.Match[str], base: float) -> tuple[list[_Reading], int]:
+    """The readings of a number match, and where the figure with its unit ends."""
+    mult_word = m.group("mult") or m.group("multw")
+    cur = (m.group("cur") or "").strip()
+    end = m.end()
+    if m.group("amb"):
+        return _millions_or_minutes(base, cur), end
+    written = base * _MULTIPLIERS.get(mult_word or "", 1.0)
+    if cur:
+        return [(written, _CURRENCY[cur], 1.0, bool(mult_word))], end
+    # "128 min", "128min" and the adjectival "128-minute" all carry the unit.
+    um = _UNIT.match(low, end + (1 if low[end:end + 1] in (" ", "-") else 0))
+    if um is None:
+        return [(written, "", 1.0, bool(mult_word))], end
+    idx = next(int(k[1:]) for k, v in um.groupdict().items() if v is not None)
+    _, dimension, factor = _UNIT_TABLE[idx]
+    return [(written, dimension, factor, bool(mult_word))], um.end()
+
+
+def _millions_or_minutes(base: float, cur: str) -> list[_Reading]:
+    """A figure with a bare "m": millions, and also minutes unless it is money."""
+    readings = [(base * 1e6, _CURRENCY.get(cur, ""), 1.0, True)]
+    if not cur:
+        readings.append((base, "time", 60.0, False))
+    return readings
+
+
+def _figure(low: str, m: re.Match[str], digits: str, reading: _Reading, end: int) -> Number:
+    """One reading of a number match as a figure, with the nouns it counts; a count followed
+    by "per hour" (or "an hour", "/h") is a rate, kept per hour."""
+    written, dimension, factor, declared = reading
+    nouns: tuple[str, ...] = ()
+    r_end = n_end = end
+    if dimension == "" or dimension in _CURRENCY.values():
+        nouns, n_end = _nouns(low, end)
+    value = written * factor
+    rm = _RATE.match(low, n_end) if dimension == "" else None
+    if rm:
+        factor = _RATE_UNITS[rm.group("r")]
+        dimension, value = "rate", written * factor
+        if n_end == end:
+            r_end = rm.end()  # "per hour" is the unit, not a word of the fact
+    return Number(value=value, written=written, dimension=dimension,
+                  precision=0.5 * _step(digits, written) * factor,
+                  text=low[m.start():r_end].strip(), start=m.start(), end=r_end, factor=factor,
+                  significant=_significant(digits), declared=declared,
+                  hedged=bool(_HEDGE.search(low, max(0, m.start() - 24), m.start())),
+                  nouns=nouns)
+
+
+def _step(digits: str, written: float) -> float:
+    """The step of the last written digit, scaled by the multiplier ("1.2k": 100)."""
+    decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+    base = float(digits)
+    return (10.0 ** -decimals) * (written / base if base else 1.0)
 
 
 def _inherit_units(text: str, numbers: list[Number]) -> list[Number]:

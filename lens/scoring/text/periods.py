@@ -211,6 +211,20 @@ def _day_period(m: re.Match[str]) -> Period | None:
 def _range_period(m: re.Match[str]) -> Period | None:
     if m.group("sep") == "and" and not m.group("btw"):
         return None
+    months = _range_months(m)
+    if months is None:
+        return None
+    m1, m2 = months
+    y2 = _year_of(m.group("y2"))
+    y1 = _year_of(m.group("y1"))
+    if m.re is _RANGE_MONTHS:
+        return _months_range(y1, y2, m1, m2)
+    return _days_range(y1, y2, (m1, _day(m.group("d1"))), (m2, _day(m.group("d2"))))
+
+
+def _range_months(m: re.Match[str]) -> tuple[int, int] | None:
+    """A range's first and last month (a range naming one month has it at both ends); None
+    when a month is misspelt."""
     m2 = month_number(m.group("m2")) if m.group("m2") else None
     m1 = month_number(m.group("m1")) if m.group("m1") else m2
     if m.group("m1") and m1 is None:
@@ -219,20 +233,28 @@ def _range_period(m: re.Match[str]) -> Period | None:
         m2 = m1
     if m1 is None or m2 is None:
         return None
-    y2 = _year_of(m.group("y2"))
-    y1 = _year_of(m.group("y1"))
-    if m.re is _RANGE_MONTHS:
-        if y2 is None:
-            return None
-        year1 = y1 if y1 is not None else (y2 if m1 <= m2 else y2 - 1)
-        return Period(date(year1, m1, 1), _month_end(y2, m2))
-    d1, d2 = _day(m.group("d1")), _day(m.group("d2"))
+    return m1, m2
+
+
+def _months_range(y1: int | None, y2: int | None, m1: int, m2: int) -> Period | None:
+    """From the first day of the first month to the last of the last ("March to May 2023");
+    its year must be written, and a range crossing the new year starts the year before."""
+    if y2 is None:
+        return None
+    year1 = y1 if y1 is not None else (y2 if m1 <= m2 else y2 - 1)
+    return Period(date(year1, m1, 1), _month_end(y2, m2))
+
+
+def _days_range(y1: int | None, y2: int | None, start: tuple[int, int], end: tuple[int, int]
+                ) -> Period | None:
+    """From one (month, day) to another, a year written at either end serving both (a range
+    crossing the new year starts the year before); None for an impossible or reversed range."""
     if y2 is None and y1 is None:
-        return _period(None, (m1, d1), (m2, d2))
+        return _period(None, start, end)
     year2 = y2 if y2 is not None else y1
     assert year2 is not None
-    year1 = y1 if y1 is not None else (year2 if (m1, d1) <= (m2, d2) else year2 - 1)
-    a, b = _safe(year1, m1, d1), _safe(year2, m2, d2)
+    year1 = y1 if y1 is not None else (year2 if start <= end else year2 - 1)
+    a, b = _safe(year1, *start), _safe(year2, *end)
     if a is None or b is None or b < a:
         return None
     return Period(a, b)
@@ -343,44 +365,66 @@ def _weekday_before(anchor: date, weekday: int, after: bool) -> date:
 
 def _relative_period(unit: str, direction: str, count: int, few: bool, anchor: Period
                      ) -> Period | None:
+    """The period ``count`` units before or after the anchor ("two days before 9 March"), or
+    the unit holding it ("the week of 9 March"); None for what names no period."""
     x = anchor.first if direction != "after" else anchor.last
     loose = anchor.yearless
     after = direction == "after"
     unit = unit[:-1] if unit in ("days", "weeks", "weekends") else unit
+    if unit == "night":
+        return anchor if direction == "of" else None
+    if direction == "of":
+        return _period_of(unit, x, anchor)
     if unit in _WEEKDAYS:
-        if direction == "of":
-            return None
         day = x
         for _ in range(count):
             day = _weekday_before(day, _WEEKDAYS.index(unit), after)
         return Period(day, day, loose)
-    if unit == "night":
-        return anchor if direction == "of" else None
     if unit == "day":
-        if direction == "of":
-            return None
-        if few:
-            return (Period(x + timedelta(days=1), x + timedelta(days=6), loose) if after
-                    else Period(x - timedelta(days=6), x - timedelta(days=1), loose))
-        day = x + timedelta(days=count if after else -count)
-        return Period(day, day, loose)
-    if unit in ("week", "weekend") and direction == "of" and not anchor.single_day:
-        return anchor  # "the week of 9 March to 15 March": the range itself
+        return _days_away(x, count, few, after, loose)
+    if unit == "week":
+        return _weeks_away(x, count, after, loose)
+    return _weekends_away(x, count, after, loose)
+
+
+def _period_of(unit: str, x: date, anchor: Period) -> Period | None:
+    """The week or the weekend holding x; a range anchor is its own ("the week of 9 March to
+    15 March"). A day or a weekday "of" a date names no period."""
+    if unit not in ("week", "weekend"):
+        return None
+    if not anchor.single_day:
+        return anchor
     if unit == "week":
         monday = x - timedelta(days=x.weekday())
-        if direction == "of":
-            return Period(monday, x + timedelta(days=6), loose)
-        if count > 1:
-            centre = x + timedelta(days=7 * count if after else -7 * count)
-            return Period(centre - timedelta(days=3), centre + timedelta(days=3), loose)
-        if after:
-            return Period(x + timedelta(days=1), monday + timedelta(days=13), loose)
-        return Period(monday - timedelta(days=7), x - timedelta(days=1), loose)
-    # A weekend: its Saturday and Sunday.
-    if direction == "of":
-        # The weekend nearest x (a Monday's is the one just gone), x included.
-        saturday = x + timedelta(days=_NEAREST_SATURDAY[x.weekday()])
-        return Period(min(x, saturday), max(x, saturday + timedelta(days=1)), loose)
+        return Period(monday, x + timedelta(days=6), anchor.yearless)
+    # The weekend nearest x (a Monday's is the one just gone), x included.
+    saturday = x + timedelta(days=_NEAREST_SATURDAY[x.weekday()])
+    return Period(min(x, saturday), max(x, saturday + timedelta(days=1)), anchor.yearless)
+
+
+def _days_away(x: date, count: int, few: bool, after: bool, loose: bool) -> Period:
+    """``count`` days after or before x; "a few days" is the week's other six days."""
+    if few:
+        return (Period(x + timedelta(days=1), x + timedelta(days=6), loose) if after
+                else Period(x - timedelta(days=6), x - timedelta(days=1), loose))
+    day = x + timedelta(days=count if after else -count)
+    return Period(day, day, loose)
+
+
+def _weeks_away(x: date, count: int, after: bool, loose: bool) -> Period:
+    """A week after or before x: the days from x to the end of the next week (or from the
+    start of the last one); several weeks: the week centred that many weeks away."""
+    monday = x - timedelta(days=x.weekday())
+    if count > 1:
+        centre = x + timedelta(days=7 * count if after else -7 * count)
+        return Period(centre - timedelta(days=3), centre + timedelta(days=3), loose)
+    if after:
+        return Period(x + timedelta(days=1), monday + timedelta(days=13), loose)
+    return Period(monday - timedelta(days=7), x - timedelta(days=1), loose)
+
+
+def _weekends_away(x: date, count: int, after: bool, loose: bool) -> Period:
+    """The Saturday and Sunday ``count`` weekends after or before x."""
     day = x
     for _ in range(count):
         # The next Saturday after, or the last Sunday before (never the weekend holding x),
@@ -405,17 +449,25 @@ def find_periods(text: str) -> list[Found]:
         anchor = next((f for f in absolute if f.start == m.end()), None)
         if anchor is None or id(anchor) in used:
             continue
-        count = int(m.group("n")) if (m.group("n") or "").isdigit() else _COUNTS.get(
-            m.group("n") or "", 1)
-        period = _relative_period(m.group("unit"), m.group("dir"), count,
+        period = _relative_period(m.group("unit"), m.group("dir"), _count(m.group("n")),
                                   bool(m.group("few")), anchor.period)
         if period is None:
             continue
         used.add(id(anchor))
         out.append(Found(period, m.start(), anchor.end, relative=True))
-    out += [f for f in absolute if id(f) not in used
-            and not any(r.start <= f.start < r.end for r in out)]
+    out += [f for f in absolute if id(f) not in used and not _inside(f, out)]
     return sorted(out, key=lambda f: f.start)
+
+
+def _count(written: str | None) -> int:
+    """How many units a relative period counts: a digit, a number word, else one."""
+    written = written or ""
+    return int(written) if written.isdigit() else _COUNTS.get(written, 1)
+
+
+def _inside(f: Found, relative: list[Found]) -> bool:
+    """Whether ``f`` starts inside one of the relative periods."""
+    return any(r.start <= f.start < r.end for r in relative)
 
 
 _LEAD = re.compile(r"^(?:in|on|at|around|approximately|about|during|by|sometime\s+in|circa"
