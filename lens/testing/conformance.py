@@ -263,16 +263,8 @@ async def check_filters(factory: AdapterFactory) -> None:
         if not known:
             other = ", ".join(caps.filter_fields) or "none"
             raise Skip(f"declares no date filter (declared: {other}); not checked")
-        eps = corpus()
-        inside = eps[2:5]
-        filters: dict[str, str] = {}
-        if "start_date" in known:
-            filters["start_date"] = inside[0].timestamp.date().isoformat()
-        if "end_date" in known:
-            filters["end_date"] = inside[-1].timestamp.date().isoformat()
-        lo = inside[0].timestamp if "start_date" in known else eps[0].timestamp
-        hi = inside[-1].timestamp if "end_date" in known else eps[-1].timestamp
-        allowed = {e.episode_id for e in eps if lo <= e.timestamp <= hi}
+        inside = corpus()[2:5]
+        filters, allowed = _date_filters(known, corpus(), inside)
         hits = await adapter.search("ledger", filters=filters, limit=caps.max_results)
         outside = {episode_of(h.ref_id) for h in hits} - allowed
         assert not outside, f"filters {filters} let through episodes {sorted(outside)}"
@@ -281,6 +273,20 @@ async def check_filters(factory: AdapterFactory) -> None:
         got = {episode_of(h.ref_id) for h in await adapter.search(phrase, filters=filters)}
         assert target.episode_id in got, (
             f"filters {filters} hid {target.episode_id}, which lies inside the range")
+
+
+def _date_filters(known: set[str], eps: list[Episode],
+                  inside: list[Episode]) -> tuple[dict[str, str], set[str]]:
+    """The filters, on the ``known`` date fields, of the days from the first to the last of
+    ``inside``, and the ids of the episodes of ``eps`` they let through."""
+    filters: dict[str, str] = {}
+    if "start_date" in known:
+        filters["start_date"] = inside[0].timestamp.date().isoformat()
+    if "end_date" in known:
+        filters["end_date"] = inside[-1].timestamp.date().isoformat()
+    lo = inside[0].timestamp if "start_date" in known else eps[0].timestamp
+    hi = inside[-1].timestamp if "end_date" in known else eps[-1].timestamp
+    return filters, {e.episode_id for e in eps if lo <= e.timestamp <= hi}
 
 
 async def check_concurrent_search(factory: AdapterFactory) -> None:
@@ -401,9 +407,7 @@ async def check_standing_context(factory: AdapterFactory) -> None:
     episodes = corpus(SCOPE_A, prefix="stand")
     half = len(episodes) // 2
     async with contextlib.aclosing(as_async(factory())) as adapter:
-        await adapter.reset(SCOPE_A)
-        caps = await _caps(adapter)
-        await _ingest(adapter, SCOPE_A, episodes[:half])
+        caps = await _first_half(adapter, episodes)
         text = await adapter.standing_context(SCOPE_A, half)
         if not caps.standing_context:
             assert text is None, ("standing_context returned text but the capabilities do not "
@@ -418,6 +422,24 @@ async def check_standing_context(factory: AdapterFactory) -> None:
         after = (await adapter.standing_context(SCOPE_B, len(fresh))) or ""
         leaked = _mentioned(episodes[:half], after)
         assert not leaked, f"after reset the standing context still holds: {leaked}"
+
+
+async def _first_half(adapter: MemoryAdapter, episodes: list[Episode]) -> CapabilityManifest:
+    """Reset ``adapter`` to scope A, read its capabilities, then ingest the first half of
+    ``episodes``; the capabilities."""
+    await adapter.reset(SCOPE_A)
+    caps = await _caps(adapter)
+    await _ingest(adapter, SCOPE_A, episodes[:len(episodes) // 2])
+    return caps
+
+
+def _sources(listing: MemoryListing) -> set[str]:
+    """The episodes a listing's items name as their sources."""
+    return {s for i in listing.items for s in i.source_episodes}
+
+
+def _listed_text(listing: MemoryListing) -> str:
+    return " ".join(i.text for i in listing.items)
 
 
 async def _listing(adapter: MemoryAdapter, scope_id: str, checkpoint: int) -> MemoryListing:
@@ -443,9 +465,7 @@ async def check_memory_listing(factory: AdapterFactory) -> None:
     episodes = corpus(SCOPE_A, prefix="list")
     half = len(episodes) // 2
     async with contextlib.aclosing(as_async(factory())) as adapter:
-        await adapter.reset(SCOPE_A)
-        caps = await _caps(adapter)
-        await _ingest(adapter, SCOPE_A, episodes[:half])
+        caps = await _first_half(adapter, episodes)
         if not caps.memory_listing:
             assert await adapter.list_memory(SCOPE_A, half) is None, (
                 "list_memory returned a listing but the capabilities do not declare "
@@ -453,9 +473,9 @@ async def check_memory_listing(factory: AdapterFactory) -> None:
             raise Skip("declares no memory listing")
         first = await _listing(adapter, SCOPE_A, half)
         given = {ep.episode_id for ep in episodes[:half]}
-        unknown = sorted({s for i in first.items for s in i.source_episodes} - given)
+        unknown = sorted(_sources(first) - given)
         assert not unknown, f"items name episodes never ingested: {unknown[:5]}"
-        later = _mentioned(episodes[half:], " ".join(i.text for i in first.items))
+        later = _mentioned(episodes[half:], _listed_text(first))
         assert not later, f"the listing holds episodes not yet ingested: {later}"
         again = await _listing(adapter, SCOPE_A, half)
         assert state_digest(again) == state_digest(first), (
@@ -463,8 +483,8 @@ async def check_memory_listing(factory: AdapterFactory) -> None:
             "changed the memory; list_memory must read the state, never write it")
         fresh = await _next_scope(adapter, "listb", half)
         after = await _listing(adapter, SCOPE_B, len(fresh))
-        stale = sorted({s for i in after.items for s in i.source_episodes} & given)
-        leaked = _mentioned(episodes[:half], " ".join(i.text for i in after.items))
+        stale = sorted(_sources(after) & given)
+        leaked = _mentioned(episodes[:half], _listed_text(after))
         assert not stale and not leaked, (
             f"after reset the listing still holds the previous scope: {stale or leaked}")
 
