@@ -4,7 +4,7 @@ the authoritative lines). Both answer open book (the episode log) or closed book
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from goldevidence.grammar import (
     LEDGER_HEADER,
@@ -36,9 +36,19 @@ def predict_ledger(row: Row, protocol: str = "open_book") -> PredictionLine:
 
 def predict_naive(row: Row, protocol: str = "open_book") -> PredictionLine:
     meta = row.get("meta", {})
-    key = meta.get("key")
     text = row["document"] if protocol == "open_book" else row["book"]
-    as_of = meta.get("as_of_step")
+    value, support = _last_value(text, meta.get("key"), meta.get("as_of_step"))
+    op = meta.get("derived_op") if meta.get("query_type") == "derived" else None
+    if op == "reports":
+        value, support = None, None
+    elif value and op in _DERIVE:
+        value = _DERIVE[op](value)
+    return {"id": row["id"], "value": value, "support_ids": [support] if support else []}
+
+
+def _last_value(text: str, key: str | None, as_of: int | None) -> tuple[str | None, str | None]:
+    """The value the last line naming ``key`` (up to step ``as_of``, before any ledger) gives
+    it, and the id on the last such line that had one."""
     value: str | None = None
     support: str | None = None
     for line in text.splitlines():
@@ -49,25 +59,33 @@ def predict_naive(row: Row, protocol: str = "open_book") -> PredictionLine:
         step = line_step(line)
         if as_of is not None and step is not None and step > as_of:
             break
-        uid = UID_RE.search(line)
-        if f"{key} = UNKNOWN" in line or re.search(rf"CLEAR {re.escape(key)}\b", line):
-            value, support = None, uid.group(0) if uid else support
-            continue
-        m = next((m for m in _ASSIGN.finditer(line) if m.group("key") == key), None)
-        if m:
-            value = m.group("value").rstrip(",.-")
-            support = uid.group(0) if uid else support
-    op = meta.get("derived_op") if meta.get("query_type") == "derived" else None
-    if op == "color" and value:
-        value = value.split("-", 1)[0]
-    elif op == "parity" and value:
-        value = "even" if value.lstrip("-").isdigit() and int(value) % 2 == 0 else (
-            "odd" if value.lstrip("-").isdigit() else None)
-    elif op == "count" and value:
-        value = str(len([p for p in value.split(",") if p]))
-    elif op == "reports":
-        value, support = None, None
-    return {"id": row["id"], "value": value, "support_ids": [support] if support else []}
+        updates, new = _line_update(line, key)
+        if updates:
+            uid = UID_RE.search(line)
+            value, support = new, uid.group(0) if uid else support
+    return value, support
+
+
+def _line_update(line: str, key: str) -> tuple[bool, str | None]:
+    """Whether ``line`` sets or clears ``key``, and the value it sets (None: it clears)."""
+    if f"{key} = UNKNOWN" in line or re.search(rf"CLEAR {re.escape(key)}\b", line):
+        return True, None
+    m = next((m for m in _ASSIGN.finditer(line) if m.group("key") == key), None)
+    return (True, m.group("value").rstrip(",.-")) if m else (False, None)
+
+
+def _parity(value: str) -> str | None:
+    if not value.lstrip("-").isdigit():
+        return None
+    return "even" if int(value) % 2 == 0 else "odd"
+
+
+# A derived query's answer from the value the naive reader found.
+_DERIVE: dict[str, Callable[[str], str | None]] = {
+    "color": lambda value: value.split("-", 1)[0],
+    "parity": _parity,
+    "count": lambda value: str(len([p for p in value.split(",") if p])),
+}
 
 
 def predictions(rows: Iterable[Row], baseline: str,

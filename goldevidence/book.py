@@ -7,7 +7,7 @@ reader could be misled by: unknown sections, leaked log lines, or ledger lines o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from goldevidence.grammar import LEDGER_HEADER, LOG_HEADER, Entry, parse_ledger_line, parse_log_line
@@ -61,40 +61,66 @@ def validate_book(book: str) -> BookCheck:
             section = "title"
             continue
         if line.startswith("## "):
-            name = line.strip()
-            if name == RULES_HEADER:
-                section = "rules"
-            elif name == GLOSSARY_HEADER:
-                section = "glossary"
-            elif _CHAPTER.match(name):
-                section = "chapter"
-            elif name == LEDGER_HEADER:
-                section = "ledger"
-            elif name == LOG_HEADER:
-                check.errors.append(f"line {n}: the episode log leaked into the book")
-                section = "unknown"
-            else:
-                check.errors.append(f"line {n}: unknown section {name!r}")
-                section = "unknown"
-            if seen and seen[-1] == "ledger" and section != "unknown":
-                check.errors.append(f"line {n}: section {name!r} after the state ledger")
-            seen.append(section)
+            section, problems = _open_section(line.strip(), seen)
+            check.errors += [f"line {n}: {p}" for p in problems]
             continue
-        if section == "rules" and not line.startswith("- "):
-            check.errors.append(f"line {n}: reading rules must be '- ' bullets")
-        elif section == "glossary" and not _GLOSSARY_LINE.match(line):
-            check.errors.append(f"line {n}: glossary lines must read '- tag.NN: description'")
-        elif section == "chapter" and parse_log_line(line) is not None:
-            check.errors.append(f"line {n}: an UPDATE log line leaked into a chapter")
-        elif section == "ledger" and parse_ledger_line(line) is None:
-            check.errors.append(f"line {n}: ledger line breaks the grammar "
-                                "'- [UXXXXXX] step=N SET|NOTE tag.NN = value' / 'CLEAR tag.NN'")
-        elif section == "title":
-            check.errors.append(f"line {n}: text before the first section")
-    order = [s for s in seen if s != "unknown"]
-    for required in ("rules", "glossary", "chapter", "ledger"):
-        if required not in order:
-            check.errors.append(f"missing section: {required}")
-    if "ledger" in order and "chapter" in order and order.index("chapter") > order.index("ledger"):
-        check.errors.append("chapters must come before the state ledger")
+        problem = _line_problem(section, line)
+        if problem is not None:
+            check.errors.append(f"line {n}: {problem}")
+    check.errors += _order_problems([s for s in seen if s != "unknown"])
     return check
+
+
+_SECTIONS = {RULES_HEADER: "rules", GLOSSARY_HEADER: "glossary", LEDGER_HEADER: "ledger"}
+
+
+def _open_section(name: str, seen: list[str]) -> tuple[str, list[str]]:
+    """The section the header ``name`` opens (added to the sections ``seen``), and what is
+    wrong with the header where it stands."""
+    section, problem = _section(name)
+    problems = [] if problem is None else [problem]
+    if seen and seen[-1] == "ledger" and section != "unknown":
+        problems.append(f"section {name!r} after the state ledger")
+    seen.append(section)
+    return section, problems
+
+
+def _section(name: str) -> tuple[str, str | None]:
+    """The section a ``## `` header opens, and what is wrong with the header (None: nothing)."""
+    if name in _SECTIONS:
+        return _SECTIONS[name], None
+    if _CHAPTER.match(name):
+        return "chapter", None
+    if name == LOG_HEADER:
+        return "unknown", "the episode log leaked into the book"
+    return "unknown", f"unknown section {name!r}"
+
+
+# What a line of each section must be, and the problem when it is not.
+_LINE_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "rules": (lambda line: line.startswith("- "), "reading rules must be '- ' bullets"),
+    "glossary": (lambda line: _GLOSSARY_LINE.match(line) is not None,
+                 "glossary lines must read '- tag.NN: description'"),
+    "chapter": (lambda line: parse_log_line(line) is None,
+                "an UPDATE log line leaked into a chapter"),
+    "ledger": (lambda line: parse_ledger_line(line) is not None,
+               "ledger line breaks the grammar "
+               "'- [UXXXXXX] step=N SET|NOTE tag.NN = value' / 'CLEAR tag.NN'"),
+    "title": (lambda line: False, "text before the first section"),
+}
+
+
+def _line_problem(section: str, line: str) -> str | None:
+    rule = _LINE_RULES.get(section)
+    if rule is None or rule[0](line):
+        return None
+    return rule[1]
+
+
+def _order_problems(order: list[str]) -> list[str]:
+    """What is wrong with the order of a book's known sections."""
+    problems = [f"missing section: {required}"
+                for required in ("rules", "glossary", "chapter", "ledger") if required not in order]
+    if "ledger" in order and "chapter" in order and order.index("chapter") > order.index("ledger"):
+        problems.append("chapters must come before the state ledger")
+    return problems

@@ -100,77 +100,106 @@ def _wrong(mode: str, current: Any, rng: random.Random) -> str:
 
 def draft_episode(cfg: GenConfig, *, seed: int, episode_id: str) -> Draft:
     rng = rng_for("goldevidence.episode", seed, episode_id)
-    mode, profile = cfg.state_mode, cfg.distractor_profile
     keys = [_key(i) for i in range(cfg.keys)]
-    state: dict[str, Any] = dict.fromkeys(keys)
-    history: dict[str, list[str]] = {k: [] for k in keys}
-    used: set[str] = set()
-    lines: list[Line] = []
+    log = _Log(cfg, rng, keys, dict.fromkeys(keys), {k: [] for k in keys})
     stride = max(1, cfg.steps // cfg.chapters)
     chapter_starts = [0]
-
-    def add(line: Line) -> None:
-        lines.append(line)
-
     for step in range(1, cfg.steps + 1):
         if step > 1 and (step - 1) % stride == 0 and len(chapter_starts) < cfg.chapters:
-            chapter_starts.append(len(lines))
+            chapter_starts.append(len(log.lines))
         key = rng.choice(keys)
         tail_only = cfg.tail_distractor_steps > 0 and step > cfg.steps - cfg.tail_distractor_steps
         if not tail_only:
-            current = state[key]
-            if current is not None and rng.random() < cfg.clear_rate:
-                e = Entry(_uid(rng, used), step, "CLEAR", key, None)
-                state[key] = None
-                add(Line(step, e.log_line(), f"Reported: {key} = UNKNOWN (narrative; may be "
-                                                 "wrong).", e))
-            else:
-                new = _fresh(mode, current, rng)
-                text = format_value(mode, new)
-                if text is None:  # a set emptied by a removal is a CLEAR
-                    e = Entry(_uid(rng, used), step, "CLEAR", key, None)
-                    state[key] = None
-                else:
-                    e = Entry(_uid(rng, used), step, "SET", key, text)
-                    state[key] = new
-                    history[key].append(text)
-                add(Line(step, e.log_line(),
-                         f"Reported: {key} = {text or 'UNKNOWN'} (narrative; may be wrong).", e))
-                if e.op == "SET":
-                    _instructions(cfg, rng, step, key, mode, state[key], e.uid, add)
-                if mode == "kv_commentary" and rng.random() < cfg.note_rate:
-                    # A NOTE after the real update: it carries an id and the latest step, but it
-                    # is commentary and must not change the answer.
-                    note = Entry(_uid(rng, used), step, "NOTE", key, _wrong(mode, state[key], rng))
-                    add(Line(step, note.log_line(),
-                             f"COMMENTARY: {key} = {note.value} (non-authoritative).", note,
-                             kind="note"))
+            log.update(step, key)
+        log.noise(step, key, tail_only)
+    return Draft(episode_id, seed, keys, log.lines, chapter_starts)
+
+
+@dataclass
+class _Log:
+    """An episode's log as it is drafted, step by step: its lines and the state they set."""
+
+    cfg: GenConfig
+    rng: random.Random
+    keys: list[str]
+    state: dict[str, Any]
+    history: dict[str, list[str]]  # each key's values, in the order they were set
+    used: set[str] = field(default_factory=set)  # uids handed out
+    lines: list[Line] = field(default_factory=list)
+
+    def add(self, line: Line) -> None:
+        self.lines.append(line)
+
+    def update(self, step: int, key: str) -> None:
+        """The true update of ``key`` at ``step`` (a CLEAR or a SET, with the instructions and
+        commentary a SET draws)."""
+        cfg, rng, mode = self.cfg, self.rng, self.cfg.state_mode
+        current = self.state[key]
+        if current is not None and rng.random() < cfg.clear_rate:
+            e = Entry(_uid(rng, self.used), step, "CLEAR", key, None)
+            self.state[key] = None
+            self.add(Line(step, e.log_line(), f"Reported: {key} = UNKNOWN (narrative; may be "
+                                                   "wrong).", e))
+            return
+        new = _fresh(mode, current, rng)
+        text = format_value(mode, new)
+        if text is None:  # a set emptied by a removal is a CLEAR
+            e = Entry(_uid(rng, self.used), step, "CLEAR", key, None)
+            self.state[key] = None
+        else:
+            e = Entry(_uid(rng, self.used), step, "SET", key, text)
+            self.state[key] = new
+            self.history[key].append(text)
+        self.add(Line(step, e.log_line(),
+                      f"Reported: {key} = {text or 'UNKNOWN'} (narrative; may be wrong).", e))
+        if e.op == "SET":
+            _instructions(cfg, rng, step, key, mode, self.state[key], e.uid, self.add)
+        if mode == "kv_commentary" and rng.random() < cfg.note_rate:
+            # A NOTE after the real update: it carries an id and the latest step, but it is
+            # commentary and must not change the answer.
+            note = Entry(_uid(rng, self.used), step, "NOTE", key,
+                         _wrong(mode, self.state[key], rng))
+            self.add(Line(step, note.log_line(),
+                          f"COMMENTARY: {key} = {note.value} (non-authoritative).", note,
+                          kind="note"))
+
+    def noise(self, step: int, key: str, tail_only: bool) -> None:
+        """The untrusted lines of ``step``, each drawn by its own chance: a distractor (always in
+        the distractor tail), a stale echo, a helpful-looking recap and an aside."""
+        cfg, rng, profile = self.cfg, self.rng, self.cfg.distractor_profile
         if tail_only or rng.random() < cfg.distractor_rate:
-            v = _wrong(mode, state[key], rng)
-            add(Line(step, f"- DISTRACTOR step={step} {key} = {v}",
-                     f"DISTRACTOR: Someone insists {key} = {v}, but this line is untrusted.",
-                     kind="distractor"))
+            v = _wrong(cfg.state_mode, self.state[key], rng)
+            self.add(Line(step, f"- DISTRACTOR step={step} {key} = {v}",
+                          f"DISTRACTOR: Someone insists {key} = {v}, but this line is untrusted.",
+                          kind="distractor"))
         if profile == "adversarial":
-            # Late stale echoes: old values of this key restated, more often near the end.
-            old = [h for h in history[key] if h != format_value(mode, state[key])]
-            if old and rng.random() < 0.35 * step / cfg.steps:
-                v = rng.choice(old)
-                add(Line(step, f"- DISTRACTOR step={step} STALE {key} = {v}",
-                         f"STALE ECHO: A late note repeats {key} = {v}, likely outdated.",
-                         kind="stale"))
+            self._stale_echo(step, key)
         if profile in ("instruction", "adversarial") and rng.random() < 0.1:
-            old = [h for h in history[key] if h != format_value(mode, state[key])]
+            old = self._old_values(key)
             if old:
                 v = rng.choice(old)
-                add(Line(step, f"- SUMMARY step={step} helpful recap says {key} = {v}.",
-                         f"HELPFUL SUMMARY: The latest recap claims {key} = {v} (may be stale).",
-                         kind="summary"))
+                self.add(Line(step, f"- SUMMARY step={step} helpful recap says {key} = {v}.",
+                              f"HELPFUL SUMMARY: The latest recap claims {key} = {v} (may be "
+                              "stale).", kind="summary"))
         if rng.random() < 0.1:
-            other = rng.choice(keys)
-            add(Line(step, f"- NOTE step={step} {other} mentioned in passing.",
-                     f"Aside: prior notes referenced {other}, but summaries can be stale.",
-                     kind="aside"))
-    return Draft(episode_id, seed, keys, lines, chapter_starts)
+            other = rng.choice(self.keys)
+            self.add(Line(step, f"- NOTE step={step} {other} mentioned in passing.",
+                          f"Aside: prior notes referenced {other}, but summaries can be stale.",
+                          kind="aside"))
+
+    def _stale_echo(self, step: int, key: str) -> None:
+        """Late stale echoes: old values of this key restated, more often near the end."""
+        old = self._old_values(key)
+        if old and self.rng.random() < 0.35 * step / self.cfg.steps:
+            v = self.rng.choice(old)
+            self.add(Line(step, f"- DISTRACTOR step={step} STALE {key} = {v}",
+                          f"STALE ECHO: A late note repeats {key} = {v}, likely outdated.",
+                          kind="stale"))
+
+    def _old_values(self, key: str) -> list[str]:
+        """The values ``key`` held before, other than the one it holds now."""
+        now = format_value(self.cfg.state_mode, self.state[key])
+        return [h for h in self.history[key] if h != now]
 
 
 def _instructions(cfg: GenConfig, rng: random.Random, step: int, key: str, mode: str,

@@ -11,6 +11,7 @@ Use it in a lens config as ``name: goldevidence.lens_adapter:CandidateAdapter``.
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,27 @@ class CandidateOptions(BaseModel):
                     "prefer_update_latest", "linear"] = "none"
     selector_path: str | None = None
     seed: int = 0
+
+
+def _gold_uid(same: list[tuple[Entry, str]]) -> str | None:
+    """The id of the newest authoritative line among a key's lines, newest first."""
+    auth = [x for x in same if x[0].authoritative]
+    return auth[0][0].uid if auth else None
+
+
+def _ordered(chosen: list[tuple[Entry, str]], gold: str | None, order: str,
+             rng: random.Random) -> list[tuple[Entry, str]]:
+    """The candidates in the ``order`` asked for: shuffled, or by step with the gold line
+    first, last or in the middle."""
+    if order == "shuffle":
+        chosen.sort(key=lambda x: x[0].step)
+        rng.shuffle(chosen)
+        return chosen
+    g = [x for x in chosen if x[0].uid == gold]
+    rest = sorted((x for x in chosen if x[0].uid != gold), key=lambda x: x[0].step)
+    mid = len(rest) // 2
+    return {"gold_first": g + rest, "gold_last": rest + g}.get(
+        order, rest[:mid] + g + rest[mid:])
 
 
 class CandidateAdapter(SyncMemoryAdapter):
@@ -68,29 +90,34 @@ class CandidateAdapter(SyncMemoryAdapter):
         o = self.opts
         rng = rng_for("goldevidence.candidates", o.seed, self.scope, len(self.docs), query)
         same = sorted((x for x in self.entries if x[0].key == key), key=lambda x: -x[0].step)
-        chosen = same[: o.k]
-        auth = [x for x in same if x[0].authoritative]
-        gold = auth[0][0].uid if auth else None
-        if o.wrong_type == "same_key" and len(same) > len(chosen):
+        gold = _gold_uid(same)
+        chosen = self._with_wrong(key, same, same[: o.k])
+        chosen = self._filtered(chosen, gold, rng)
+        chosen = _ordered(chosen, gold, o.order, rng)
+        pick = rerank(o.rerank, [x[0] for x in chosen], query, self.linear)
+        return [chosen[pick]] if pick is not None else chosen
+
+    def _with_wrong(self, key: str, same: list[tuple[Entry, str]],
+                    chosen: list[tuple[Entry, str]]) -> list[tuple[Entry, str]]:
+        """``chosen`` and the wrong candidate ``wrong_type`` asks for: the next older line of
+        the key, or the newest line of another key."""
+        if self.opts.wrong_type == "same_key" and len(same) > len(chosen):
             chosen.append(same[len(chosen)])
-        elif o.wrong_type == "other_key":
+        elif self.opts.wrong_type == "other_key":
             other = sorted((x for x in self.entries if x[0].key != key), key=lambda x: -x[0].step)
             chosen += other[:1]
+        return chosen
+
+    def _filtered(self, chosen: list[tuple[Entry, str]], gold: str | None,
+                  rng: random.Random) -> list[tuple[Entry, str]]:
+        """``chosen`` less the gold line (with chance ``drop_prob``) and, with
+        ``authority_filter``, less the commentary (unless nothing else is left)."""
+        o = self.opts
         if gold and o.drop_prob and rng.random() < o.drop_prob:
             chosen = [x for x in chosen if x[0].uid != gold]
         if o.authority_filter:
             chosen = [x for x in chosen if x[0].authoritative] or chosen
-        if o.order == "shuffle":
-            chosen.sort(key=lambda x: x[0].step)
-            rng.shuffle(chosen)
-        else:
-            g = [x for x in chosen if x[0].uid == gold]
-            rest = sorted((x for x in chosen if x[0].uid != gold), key=lambda x: x[0].step)
-            mid = len(rest) // 2
-            chosen = {"gold_first": g + rest, "gold_last": rest + g}.get(
-                o.order, rest[:mid] + g + rest[mid:])
-        pick = rerank(o.rerank, [x[0] for x in chosen], query, self.linear)
-        return [chosen[pick]] if pick is not None else chosen
+        return chosen
 
     def search(self, query: str, filters: dict[str, Any] | None = None,
                limit: int | None = None) -> list[SearchResult]:

@@ -21,10 +21,12 @@ from lens.adapters.chunking import (
     episode_document,
     episode_units,
     split_ref,
+    unit_document,
     unit_items,
+    unit_results,
 )
 from lens.adapters.filters import DATE_FILTERS, DateRange
-from lens.adapters.snippet import TOKEN, best_window, query_terms
+from lens.adapters.snippet import TOKEN
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
@@ -138,10 +140,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
                     hits.append((unit, float(scores[i])))
                     if len(hits) == k:
                         break
-        terms = query_terms(query)
-        chars = self.opts.snippet_chars
-        return [SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, chars),
-                             score=score, metadata=_meta(u)) for u, score in hits]
+        return unit_results(hits, query, self.opts.snippet_chars)
 
     def retrieve(self, ref_id: str) -> Document | None:
         _, chunk = split_ref(ref_id)
@@ -149,9 +148,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
             if chunk is None:
                 return episode_document(self._episodes, ref_id)
             unit = next((u for u in self._units if u.ref_id == ref_id), None)
-        if unit is None:
-            return None
-        return Document(ref_id=ref_id, text=unit.text, metadata=_meta(unit))
+        return None if unit is None else unit_document(unit)
 
     def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
         with self._lock:
@@ -171,10 +168,3 @@ class Bm25sChunkedAdapter(Bm25sAdapter):
 
     Options = Bm25sChunkedOptions
 
-
-
-def _meta(unit: Unit) -> dict[str, Any]:
-    meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
-    if unit.ref_id != unit.episode_id:
-        meta["episode_id"] = unit.episode_id
-    return meta

@@ -9,11 +9,15 @@ on a boundary is whole in at least one of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol
 
+from lens.adapters.filters import DateRange, search_bounds
+from lens.adapters.snippet import best_window, query_terms
 from lens.data.dataset import Episode
-from lens.memory.adapter import Document
+from lens.memory.adapter import Document, SearchResult
 from lens.memory.listing import MemoryItem, MemoryListing
 
 CHUNK_SEPARATOR = "#c"
@@ -93,3 +97,45 @@ def unit_items(units: list[Unit]) -> MemoryListing:
     return MemoryListing(items=[MemoryItem(item_id=u.ref_id, text=u.text,
                                            source_episodes=[u.episode_id],
                                            changed_at=u.timestamp) for u in units])
+
+
+def unit_meta(unit: Unit) -> dict[str, Any]:
+    """A unit's metadata in results: its time, and its episode when the unit is a chunk."""
+    meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
+    if unit.ref_id != unit.episode_id:
+        meta["episode_id"] = unit.episode_id
+    return meta
+
+
+def unit_document(unit: Unit) -> Document:
+    """A stored unit as retrieve returns it."""
+    return Document(ref_id=unit.ref_id, text=unit.text, metadata=unit_meta(unit))
+
+
+def unit_results(hits: list[tuple[Unit, float]], query: str,
+                 snippet_chars: int) -> list[SearchResult]:
+    """Ranked units as search results, each shown by its window holding most of the query."""
+    terms = query_terms(query)
+    return [SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, snippet_chars),
+                         score=score, metadata=unit_meta(u)) for u, score in hits]
+
+
+class ResultOptions(Protocol):
+    """The options a search over ranked units reads."""
+
+    max_results: int
+    snippet_chars: int
+
+
+UnitRanking = Callable[[str, DateRange, int], list[tuple[Unit, float]]]
+
+
+def search_ranked(ranked: UnitRanking, opts: ResultOptions, query: str,
+                  filters: dict[str, Any] | None, limit: int | None) -> list[SearchResult]:
+    """The search of an adapter that ranks units: the bounds every shipped adapter reads, then
+    the ``k`` best units of ``ranked(query, dates, k)`` as results."""
+    bounds = search_bounds(query, filters, limit, opts.max_results)
+    if bounds is None:
+        return []
+    dates, k = bounds
+    return unit_results(ranked(query, dates, k), query, opts.snippet_chars)

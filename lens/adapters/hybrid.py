@@ -13,13 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import Unit
+from lens.adapters.chunking import Unit, search_ranked
 from lens.adapters.embedder import EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, search_bounds
-from lens.adapters.snippet import best_window, query_terms
+from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
-from lens.adapters.vector import VectorAdapter, unit_meta
+from lens.adapters.vector import VectorAdapter
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -93,20 +92,15 @@ class HybridAdapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        bounds = search_bounds(query, filters, limit, self.opts.max_results)
-        if bounds is None:
-            return []
-        dates, k = bounds
+        return search_ranked(self.ranked, self.opts, query, filters, limit)
+
+    def ranked(self, query: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
+        """The ``k`` best units of the fused legs, each leg ranking ``candidates`` (or ``k``)."""
         n = max(self.opts.candidates, k)
         match = self.keyword.match_expression(query)
         by_keyword = [u for u, _ in self.keyword.ranked(match, dates, n)] if match else []
         by_meaning = [u for u, _ in self.semantic.ranked(query, dates, n)]
-        terms = query_terms(query)
-        return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
-                         score=score, metadata=unit_meta(u))
-            for u, score in rrf([by_keyword, by_meaning], self.opts.rrf_k)[:k]
-        ]
+        return rrf([by_keyword, by_meaning], self.opts.rrf_k)[:k]
 
     def retrieve(self, ref_id: str) -> Document | None:
         return self.keyword.retrieve(ref_id)

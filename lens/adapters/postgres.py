@@ -27,13 +27,12 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items
+from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
 from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
 from lens.adapters.hybrid import rrf
-from lens.adapters.snippet import TOKEN, best_window, query_terms
-from lens.adapters.vector import unit_meta
+from lens.adapters.snippet import TOKEN
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
 from lens.data.dataset import Episode
@@ -244,23 +243,19 @@ class PostgresAdapter(MemoryAdapter):
         bounds = search_bounds(query, filters, limit, self.opts.max_results)
         if bounds is None:
             return []
-        dates, k = bounds
+        return unit_results(await self._ranked(query, *bounds), query, self.opts.snippet_chars)
+
+    async def _ranked(self, query: str, dates: DateRange, k: int) -> list[tuple[Unit, float]]:
+        """The ``k`` best units scored by reciprocal rank: in the one leg of ``search``, or
+        fused over both legs for ``hybrid`` (each ranking ``candidates``, or ``k``)."""
         if self.opts.search == "keyword":
-            ranked = [(u, 1.0 / (self.opts.rrf_k + i)) for i, u in
-                      enumerate(await self._keyword(query, dates, k), start=1)]
+            legs = [await self._keyword(query, dates, k)]
         elif self.opts.search == "vector":
-            ranked = [(u, 1.0 / (self.opts.rrf_k + i)) for i, u in
-                      enumerate(await self._vector(query, dates, k), start=1)]
+            legs = [await self._vector(query, dates, k)]
         else:
             n = max(self.opts.candidates, k)
-            ranked = rrf([await self._keyword(query, dates, n),
-                          await self._vector(query, dates, n)], self.opts.rrf_k)[:k]
-        terms = query_terms(query)
-        return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
-                         score=score, metadata=unit_meta(u))
-            for u, score in ranked
-        ]
+            legs = [await self._keyword(query, dates, n), await self._vector(query, dates, n)]
+        return rrf(legs, self.opts.rrf_k)[:k]
 
     async def retrieve(self, ref_id: str) -> Document | None:
         pool = await self._db()

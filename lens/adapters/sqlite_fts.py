@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items
+from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
 from lens.adapters.filters import DATE_FILTERS, DateRange
-from lens.adapters.snippet import TOKEN, best_window, query_terms
+from lens.adapters.snippet import TOKEN
 from lens.data.dataset import Episode, parse_timestamp
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -187,12 +187,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         if match is None:
             return []
         k = min(limit or self.opts.max_results, self.opts.max_results)
-        return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, query_terms(query),
-                                                           self.opts.snippet_chars),
-                         score=score, metadata=self._meta(u))
-            for u, score in self.ranked(match, dates, k)
-        ]
+        return unit_results(self.ranked(match, dates, k), query, self.opts.snippet_chars)
 
     def match_expression(self, query: str) -> FtsMatch | None:
         """The keyword query for ``query``: each distinct word of two or more characters is a
@@ -242,12 +237,6 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
         # bm25() is lower-is-better; negate so every adapter's scores read higher-is-better.
         return [(Unit(ref, eid, parse_timestamp(ts), text), -float(rank))
                 for ref, eid, ts, text, rank in rows]
-
-    def _meta(self, unit: Unit) -> dict[str, Any]:
-        meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
-        if unit.ref_id != unit.episode_id:
-            meta["episode_id"] = unit.episode_id
-        return meta
 
     def retrieve(self, ref_id: str) -> Document | None:
         episode_id, chunk = split_ref(ref_id)

@@ -25,13 +25,14 @@ from lens.adapters.chunking import (
     Unit,
     episode_document,
     episode_units,
+    search_ranked,
     split_ref,
+    unit_document,
     unit_items,
 )
 from lens.adapters.embedder import Embedder, EncoderKind
 from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
-from lens.adapters.snippet import best_window, query_terms
+from lens.adapters.filters import DATE_FILTERS, DateRange
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -194,16 +195,7 @@ class VectorAdapter(SyncMemoryAdapter):
     def search(
         self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
     ) -> list[SearchResult]:
-        bounds = search_bounds(query, filters, limit, self.opts.max_results)
-        if bounds is None:
-            return []
-        dates, k = bounds
-        terms = query_terms(query)
-        return [
-            SearchResult(ref_id=u.ref_id, text=best_window(u.text, terms, self.opts.snippet_chars),
-                         score=score, metadata=unit_meta(u))
-            for u, score in self.ranked(query, dates, k)
-        ]
+        return search_ranked(self.ranked, self.opts, query, filters, limit)
 
     def retrieve(self, ref_id: str) -> Document | None:
         with self._lock:
@@ -211,9 +203,7 @@ class VectorAdapter(SyncMemoryAdapter):
             if chunk is None:
                 return episode_document(self._episodes, ref_id)
             unit = self._units.get(ref_id)
-            if unit is None:
-                return None
-            return Document(ref_id=ref_id, text=unit.text, metadata=unit_meta(unit))
+            return None if unit is None else unit_document(unit)
 
     def list_memory(self, scope_id: str, checkpoint: int) -> MemoryListing:
         """Every stored unit, embedded or waiting for its batch (both answer searches)."""
@@ -231,13 +221,6 @@ class VectorAdapter(SyncMemoryAdapter):
 
     def close(self) -> None:
         self.embedder.close()
-
-
-def unit_meta(unit: Unit) -> dict[str, Any]:
-    meta: dict[str, Any] = {"timestamp": unit.timestamp.isoformat()}
-    if unit.ref_id != unit.episode_id:
-        meta["episode_id"] = unit.episode_id
-    return meta
 
 
 class VectorChunkedAdapter(VectorAdapter):

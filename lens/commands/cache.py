@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lens.core.errors import UserError, bounded
 from lens.core.visible import visible
 from lens.models.cache import ModelCache, default_cache_path
 
 _NAME_CHARS = 200
+T = TypeVar("T")
 
 
 def register(sub: Any) -> None:
@@ -69,16 +71,21 @@ def _open(path: Path, *, read_only: bool) -> ModelCache:
         raise UserError(f"{path}: cannot open the model cache: {exc}") from None
 
 
+def _once(path: Path, call: Callable[[ModelCache], T], *, read_only: bool) -> T:
+    """What ``call`` answers on the cache at ``path``, the cache closed afterwards."""
+    cache = _open(path, read_only=read_only)
+    try:
+        return call(cache)
+    finally:
+        cache.close()
+
+
 def _stats(args: argparse.Namespace) -> int:
     path = _path(args)
     if not _existing(path):
         print(f"{path}: no cache yet (0 entries)")
         return 0
-    cache = _open(path, read_only=True)
-    try:
-        stats = cache.stats()
-    finally:
-        cache.close()
+    stats = _once(path, ModelCache.stats, read_only=True)
     if args.json:
         print(json.dumps(stats, indent=2))
         return 0
@@ -106,11 +113,7 @@ def _clear(args: argparse.Namespace) -> int:
     if not _existing(path):
         print(f"{path}: no cache; nothing to clear")
         return 0
-    cache = _open(path, read_only=False)
-    try:
-        n = cache.clear(args.model)
-    finally:
-        cache.close()
+    n = _once(path, lambda cache: cache.clear(args.model), read_only=False)
     what = f" of {args.model}" if args.model else ""
     print(f"{path}: deleted {n} cached completion(s){what}")
     return 0

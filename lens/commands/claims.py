@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lens.claims.assign import LOCOMO_COUNTS, assignments, reproducing
-from lens.claims.check import Judge, Options, check, read_claims
+from lens.claims.assign import LOCOMO_COUNTS, Assignment, assignments, reproducing
+from lens.claims.check import CheckResult, Judge, Options, check, read_claims
 from lens.claims.items import ClaimItem
 from lens.claims.output import write
 from lens.claims.published import load_published
@@ -144,28 +144,44 @@ def _check(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be at least 1 (got {args.limit})")
     if args.work is not None:
         args.work.mkdir(parents=True, exist_ok=True)
+    reruns = _reruns(args.rerun)
+    opts = Options(
+        published=load_published(args.published) if args.published else None, row=args.row,
+        runs=args.runs, category5=None if args.category5 is None else args.category5 == "in",
+        f1=not args.no_f1, grader=args.grader, limit=args.limit,
+        leniency=not args.no_leniency, judges=_judges(args), work=args.work,
+        progress=lambda m: print(f"lens claims: {m}", flush=True), reruns=reruns)
+    result = check(args.files, args.reader, args.mapping, opts)
+    print(to_markdown(blocks(result)))
+    if args.out is not None:
+        _write(result, args.out, bundle=args.bundle)
+    return _status(result)
+
+
+def _write(result: CheckResult, out: Path, *, bundle: bool) -> None:
+    """Write the check's files (and, with --bundle, its bundle) into ``out``."""
+    for path in write(result, out):
+        print(f"wrote {path}")
+    if bundle:
+        print(f"wrote {export_claims(result, out)}")
+
+
+def _reruns(run_dirs: list[Path]) -> tuple[RunAnswers, ...]:
+    """The answers of the runs given with --rerun; refuses with every problem of every run."""
     reruns: list[RunAnswers] = []
     problems: list[str] = []
-    for run_dir in args.rerun:
+    for run_dir in run_dirs:
         try:
             reruns.extend(read_run(run_dir))
         except UserError as exc:
             problems.extend(exc.lines)
     if problems:
         raise UserError(problems)
-    opts = Options(
-        published=load_published(args.published) if args.published else None, row=args.row,
-        runs=args.runs, category5=None if args.category5 is None else args.category5 == "in",
-        f1=not args.no_f1, grader=args.grader, limit=args.limit,
-        leniency=not args.no_leniency, judges=_judges(args), work=args.work,
-        progress=lambda m: print(f"lens claims: {m}", flush=True), reruns=tuple(reruns))
-    result = check(args.files, args.reader, args.mapping, opts)
-    print(to_markdown(blocks(result)))
-    if args.out is not None:
-        for path in write(result, args.out):
-            print(f"wrote {path}")
-        if args.bundle:
-            print(f"wrote {export_claims(result, args.out)}")
+    return tuple(reruns)
+
+
+def _status(result: CheckResult) -> int:
+    """1 where a scorer's verdicts (or a leniency check's) are partly unknown, else 0."""
     failed = [s for s in result.scored + [x for r in result.reruns for x in r.scorers]
               if s.notes and s.unknown]
     failed_leniency = [x for x in result.leniency if x.unknown]
@@ -175,15 +191,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _assign(args: argparse.Namespace) -> int:
     table = load_published(args.table)
-    counts = dict(LOCOMO_COUNTS)
-    source = "LoCoMo's 1,540 judged questions (categories 1-4)"
-    if args.counts_from is not None:
-        claims = read_claims([args.counts_from], args.reader, args.mapping)
-        counts = {}
-        for item in claims.items:
-            if item.category is not None and item.category != "5":
-                counts[item.category] = counts.get(item.category, 0) + 1
-        source = f"{args.counts_from} ({sum(counts.values())} answers)"
+    counts, source = _category_counts(args)
     if len(table.columns) > len(counts):
         raise UserError(f"the table has {len(table.columns)} category columns but the counts "
                         f"name {len(counts)} categories")
@@ -197,6 +205,25 @@ def _assign(args: argparse.Namespace) -> int:
         mark = " (LoCoMo's own names)" if a.is_benchmarks_own else ""
         cols = ", ".join(f"{c}={k}" for c, k in a.columns.items())
         print(f"  {len(a.rows_reproduced)}/{len(table.rows)}  {cols}{mark}")
+    _print_verdict(found, good, len(table.rows))
+    return 0
+
+
+def _category_counts(args: argparse.Namespace) -> tuple[dict[str, int], str]:
+    """Questions per category (LoCoMo's, or those of the answers --counts-from names), and
+    where the counts come from."""
+    if args.counts_from is None:
+        return dict(LOCOMO_COUNTS), "LoCoMo's 1,540 judged questions (categories 1-4)"
+    claims = read_claims([args.counts_from], args.reader, args.mapping)
+    counts: dict[str, int] = {}
+    for item in claims.items:
+        if item.category is not None and item.category != "5":
+            counts[item.category] = counts.get(item.category, 0) + 1
+    return counts, f"{args.counts_from} ({sum(counts.values())} answers)"
+
+
+def _print_verdict(found: list[Assignment], good: list[Assignment], rows: int) -> None:
+    """Which assignments reproduce every row, and how many rows LoCoMo's own one does."""
     own = [a for a in found if a.is_benchmarks_own]
     if good:
         for a in good:
@@ -208,5 +235,4 @@ def _assign(args: argparse.Namespace) -> int:
         print("no assignment reproduces every row")
     if own:
         print(f"LoCoMo's own assignment reproduces {len(own[0].rows_reproduced)} of "
-              f"{len(table.rows)} row(s)")
-    return 0
+              f"{rows} row(s)")

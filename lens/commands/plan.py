@@ -60,11 +60,7 @@ def register(sub: Any) -> None:
 def _from_run(args: argparse.Namespace) -> None:
     """Fill what the user did not give from ``--from RUN``."""
     if args.from_run is None:
-        if args.arm is not None or args.metric is not None:
-            raise UserError("--arm and --metric read a run: give --from RUN_DIR too")
-        if args.baseline is None:
-            raise UserError("give --baseline P (the rate you expect from the baseline arm), "
-                            "or --from RUN_DIR to read it from a finished run")
+        _refuse_run_flags(args)
         return
     found = read_run(args.from_run, args.arm, args.metric)
     # With --json the plan alone goes to stdout.
@@ -81,6 +77,15 @@ def _from_run(args: argparse.Namespace) -> None:
               "questions; give --icc to plan for correlated ones", file=out)
 
 
+def _refuse_run_flags(args: argparse.Namespace) -> None:
+    """Without ``--from``: refuse the flags that read a run, and a missing ``--baseline``."""
+    if args.arm is not None or args.metric is not None:
+        raise UserError("--arm and --metric read a run: give --from RUN_DIR too")
+    if args.baseline is None:
+        raise UserError("give --baseline P (the rate you expect from the baseline arm), "
+                        "or --from RUN_DIR to read it from a finished run")
+
+
 # The smallest difference planned for: a smaller one needs more questions than any dataset has
 # (1e-6 needs 10^12 per arm), and below it the two rates are one float.
 MIN_DELTA = 1e-6
@@ -93,23 +98,27 @@ def _check(args: argparse.Namespace) -> None:
                         "sizes; --from RUN reads the baseline), or a run config (its cost)")
     if args.icc is None:
         args.icc = 0.0
-    if not 0 < args.baseline < 1:
-        raise UserError(f"--baseline {args.baseline}: must be a rate strictly between 0 and 1")
-    if not MIN_DELTA <= args.delta < 1:
-        raise UserError(f"--delta {args.delta}: must be at least {MIN_DELTA:g} and below 1")
-    if not (0 < args.baseline + args.delta < 1 or 0 < args.baseline - args.delta < 1):
-        raise UserError(f"--delta {args.delta}: baseline ± delta leaves (0, 1)")
-    if not 0 < args.power < 1:
-        raise UserError(f"--power {args.power}: must be strictly between 0 and 1")
-    if not MIN_ALPHA <= args.alpha < 1:
-        raise UserError(f"--alpha {args.alpha}: must be at least {MIN_ALPHA:g} and below 1")
-    if not 0 <= args.icc <= 1:
-        raise UserError(f"--icc {args.icc}: must be within 0 and 1 (0: independent questions)")
-    if args.per_scope is not None and args.per_scope < 1:
-        raise UserError(f"--per-scope {args.per_scope}: must be at least 1")
-    if args.icc > 0 and args.per_scope is None:
-        raise UserError(f"--icc {args.icc}: give --per-scope M too (questions per scope); the "
-                        "design effect 1 + (M − 1)·ICC depends on it")
+    for holds, message in _rules(args):
+        if not holds:
+            raise UserError(message)
+
+
+def _rules(args: argparse.Namespace) -> list[tuple[bool, str]]:
+    """Each rule the sample-size flags keep, in the order they are checked, and the message
+    when it is broken."""
+    b, d, icc, m = args.baseline, args.delta, args.icc, args.per_scope
+    return [
+        (0 < b < 1, f"--baseline {b}: must be a rate strictly between 0 and 1"),
+        (MIN_DELTA <= d < 1, f"--delta {d}: must be at least {MIN_DELTA:g} and below 1"),
+        (0 < b + d < 1 or 0 < b - d < 1, f"--delta {d}: baseline ± delta leaves (0, 1)"),
+        (0 < args.power < 1, f"--power {args.power}: must be strictly between 0 and 1"),
+        (MIN_ALPHA <= args.alpha < 1,
+         f"--alpha {args.alpha}: must be at least {MIN_ALPHA:g} and below 1"),
+        (0 <= icc <= 1, f"--icc {icc}: must be within 0 and 1 (0: independent questions)"),
+        (m is None or m >= 1, f"--per-scope {m}: must be at least 1"),
+        (not icc > 0 or m is not None, f"--icc {icc}: give --per-scope M too (questions per "
+         "scope); the design effect 1 + (M − 1)·ICC depends on it"),
+    ]
 
 
 def _in_scopes(scopes: int | None) -> str:
@@ -122,26 +131,13 @@ def _plan(args: argparse.Namespace) -> int:
             raise UserError(f"lens plan {args.config}: a config's cost takes no --baseline, "
                             "--delta or --from (those plan sample sizes); give one or the other")
         return _plan_config(args)
-    changes = [flag for flag, given in (("--set", args.sets), ("--arms", args.arms is not None),
-                                        ("--limit", args.limit is not None),
-                                        ("--drop-invalid-questions",
-                                         args.drop_invalid_questions)) if given]
-    if changes:
-        raise UserError(f"lens plan: {', '.join(changes)} change a run config: give the "
-                        "CONFIG whose run to price")
+    _refuse_config_changes(args)
     _from_run(args)
     _check(args)
     icc, m = args.icc, args.per_scope
     rows = planning_table(args.baseline, [args.delta], alpha=args.alpha, power=args.power,
                           icc=icc, per_scope=m)
-    # The reference table of the LENS method sets each arm against a 90% system.
-    reference: list[dict[str, Any]] = []
-    for d in REFERENCE_DELTAS:
-        independent = sample_size_two_proportions(0.9 - d, 0.9, alpha=args.alpha,
-                                                  power=args.power)
-        questions, scopes = clustered_size(independent, icc, m)
-        reference.append({"low": round(0.9 - d, 6), "high": 0.9, "delta": d,
-                          "per_arm": questions, "independent": independent, "scopes": scopes})
+    reference = _reference(args.alpha, args.power, icc, m)
     needed = max((int(r["per_arm"] or 0) for r in rows), default=0)
     sizes = sorted({*MARGIN_SIZES, needed} - {0})
     margins = margin_table(args.baseline, sizes, icc=icc, per_scope=m)
@@ -152,6 +148,39 @@ def _plan(args: argparse.Namespace) -> int:
                           "design_effect": deff, "rows": rows, "reference": reference,
                           "margins": margins, "verdict_scopes": verdict_scopes}, indent=2))
         return 0
+    _print_sizes(args, rows, deff)
+    _print_reference(reference)
+    _print_verdict_scopes(args.delta, args.alpha, verdict_scopes)
+    _print_margins(args.baseline, icc, margins)
+    return 0
+
+
+def _refuse_config_changes(args: argparse.Namespace) -> None:
+    """Refuse the flags that change a run config, given without the config to price."""
+    changes = [flag for flag, given in (("--set", args.sets), ("--arms", args.arms is not None),
+                                        ("--limit", args.limit is not None),
+                                        ("--drop-invalid-questions",
+                                         args.drop_invalid_questions)) if given]
+    if changes:
+        raise UserError(f"lens plan: {', '.join(changes)} change a run config: give the "
+                        "CONFIG whose run to price")
+
+
+def _reference(alpha: float, power: float, icc: float,
+               per_scope: int | None) -> list[dict[str, Any]]:
+    """The reference table of the LENS method: each arm set against a 90% system."""
+    reference: list[dict[str, Any]] = []
+    for d in REFERENCE_DELTAS:
+        independent = sample_size_two_proportions(0.9 - d, 0.9, alpha=alpha, power=power)
+        questions, scopes = clustered_size(independent, icc, per_scope)
+        reference.append({"low": round(0.9 - d, 6), "high": 0.9, "delta": d,
+                          "per_arm": questions, "independent": independent, "scopes": scopes})
+    return reference
+
+
+def _print_sizes(args: argparse.Namespace, rows: list[dict[str, Any]], deff: float) -> None:
+    """The questions per arm for the asked difference, with scopes under clustering."""
+    icc, m = args.icc, args.per_scope
     clustered = icc > 0
     print(f"Questions per arm to detect a difference (two-sided alpha {args.alpha:g}, "
           f"power {args.power:.0%}):")
@@ -172,25 +201,36 @@ def _plan(args: argparse.Namespace) -> int:
         if clustered:
             line += f"  {r['independent']:>13d}"
         print(line)
+
+
+def _print_reference(reference: list[dict[str, Any]]) -> None:
     print("\nReference (against a 90% system):")
     for ref in reference:
         print(f"  {ref['delta'] * 100:>4.0f} points ({ref['low']:.0%} vs {ref['high']:.0%}): "
               f"{ref['per_arm']} per arm{_in_scopes(ref['scopes'])}")
+
+
+def _print_verdict_scopes(delta: float, alpha: float, verdict_scopes: int | None) -> None:
+    """How many scopes a better/worse verdict needs, and why no number of questions helps."""
     shown = verdict_scopes if verdict_scopes is not None else "more than 100,000"
-    print(f"\nScopes a better/worse verdict needs at Δ {args.delta:g} (alpha {args.alpha:g}, one "
+    print(f"\nScopes a better/worse verdict needs at Δ {delta:g} (alpha {alpha:g}, one "
           f"pair): at least {shown}, however many questions each holds.")
     print("  lens names a winner only when a bounded-mean test over the scopes agrees (valid\n"
           "  however skewed the scope differences are); on fewer scopes it cannot rule out a\n"
           "  minority of scopes far behind, and says undecided. That is the best case (every\n"
           "  scope differing alike): spread across scopes needs more.")
+
+
+def _print_margins(baseline: float, icc: float, margins: list[dict[str, Any]]) -> None:
+    """The Wilson margin of error at each sample size (at the effective n under clustering)."""
+    clustered = icc > 0
     title = "Margin of error (Wilson, 95%"
     title += f", at the effective n under ICC {icc:g})" if clustered else ")"
-    print(f"\n{title} at a rate of {args.baseline:.2f}:")
+    print(f"\n{title} at a rate of {baseline:.2f}:")
     print(f"  {'n':>6}  {'n_eff':>6}  {'margin':>8}" if clustered else f"  {'n':>6}  {'margin':>8}")
     for row in margins:
         eff = f"  {row['n_eff']:>6.0f}" if clustered else ""
         print(f"  {int(row['n']):>6d}{eff}  ±{row['margin'] * 100:>5.1f} pts")
-    return 0
 
 
 def _plan_config(args: argparse.Namespace) -> int:

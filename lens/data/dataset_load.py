@@ -141,6 +141,20 @@ def load_dataset_dropping(path: str | Path, *, drop: Collection[str] = (),
     read whole for its problems is returned whole."""
     p = Path(path)
     ds, problems = _load_with_problems(p, outline)
+    dropped, kept = _sort_problems(ds, problems, drop, drop_invalid)
+    if ds is not None and dropped and not kept:
+        ds, kept = _without(ds, dropped, p)
+    if kept or ds is None:
+        raise _invalid(p, kept, can_drop=ds is not None and not drop_invalid)
+    if ds.dataset_id is None:
+        ds = ds.model_copy(update={"dataset_id": p.stem})
+    return ds, [DroppedQuestion(question_id=q, reason="; ".join(r)) for q, r in dropped.items()]
+
+
+def _sort_problems(ds: Dataset | None, problems: list[Problem], drop: Collection[str],
+                   drop_invalid: bool) -> tuple[dict[str, list[str]], list[Problem]]:
+    """The problems that leave their question out (the reasons by question id) and those
+    that still refuse the file."""
     dropped: dict[str, list[str]] = {}
     kept: list[Problem] = []
     for problem in problems:
@@ -152,23 +166,27 @@ def load_dataset_dropping(path: str | Path, *, drop: Collection[str] = (),
                                                else problem.message)
         else:
             kept.append(problem)
-    if ds is not None and dropped and not kept:
-        questions = [q for q in ds.questions if q.question_id not in dropped]
-        if not questions:
-            kept.append(Problem(str(p), "$.questions", "every question has a problem; "
-                                "nothing would be asked"))
-        ds = ds.model_copy(update={"questions": questions})
-    if kept or ds is None:
-        message = f"{p}: invalid dataset ({len(kept)} problem(s))"
-        own = sum(1 for x in kept if _QUESTION_LOC.match(x.location))
-        if ds is not None and own and not drop_invalid:
-            message += (f"; {own} of them belong to single questions: run with "
-                        "--drop-invalid-questions to leave those questions out (reported in "
-                        "the checklist), or exclude them in an errata file (scoring.errata)")
-        raise DatasetError(message, kept)
-    if ds.dataset_id is None:
-        ds = ds.model_copy(update={"dataset_id": p.stem})
-    return ds, [DroppedQuestion(question_id=q, reason="; ".join(r)) for q, r in dropped.items()]
+    return dropped, kept
+
+
+def _without(ds: Dataset, dropped: Collection[str], p: Path) -> tuple[Dataset, list[Problem]]:
+    """``ds`` without the ``dropped`` questions, and the problem of having none left."""
+    questions = [q for q in ds.questions if q.question_id not in dropped]
+    problems = [] if questions else [Problem(str(p), "$.questions", "every question has a "
+                                             "problem; nothing would be asked")]
+    return ds.model_copy(update={"questions": questions}), problems
+
+
+def _invalid(p: Path, kept: list[Problem], *, can_drop: bool) -> DatasetError:
+    """The refusal of a dataset with problems; it says how to leave out the questions whose
+    problems are their own when ``can_drop`` (a dataset was read and nothing was dropped)."""
+    message = f"{p}: invalid dataset ({len(kept)} problem(s))"
+    own = sum(1 for x in kept if _QUESTION_LOC.match(x.location))
+    if can_drop and own:
+        message += (f"; {own} of them belong to single questions: run with "
+                    "--drop-invalid-questions to leave those questions out (reported in "
+                    "the checklist), or exclude them in an errata file (scoring.errata)")
+    return DatasetError(message, kept)
 
 
 def check_dataset_file(path: str | Path) -> list[Problem]:

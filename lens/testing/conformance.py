@@ -92,10 +92,28 @@ async def _filled(factory: AdapterFactory, episodes: list[Episode] | None = None
                   scope_id: str = SCOPE_A) -> MemoryAdapter:
     adapter = as_async(factory())
     await adapter.reset(scope_id)
-    for ep in episodes if episodes is not None else corpus(scope_id):
-        await adapter.ingest(ep)
-    await adapter.prepare(scope_id, len(episodes or corpus(scope_id)))
+    await _ingest(adapter, scope_id, episodes if episodes is not None else corpus(scope_id))
     return adapter
+
+
+async def _ingest(adapter: MemoryAdapter, scope_id: str, episodes: list[Episode]) -> None:
+    """Ingest ``episodes`` and prepare the checkpoint after the last of them."""
+    for ep in episodes:
+        await adapter.ingest(ep)
+    await adapter.prepare(scope_id, len(episodes))
+
+
+async def _next_scope(adapter: MemoryAdapter, prefix: str, at: int) -> list[Episode]:
+    """Reset ``adapter`` to scope B and ingest the one episode of it at index ``at``."""
+    await adapter.reset(SCOPE_B)
+    fresh = corpus(SCOPE_B, prefix=prefix)[at:at + 1]
+    await _ingest(adapter, SCOPE_B, fresh)
+    return fresh
+
+
+def _search_phrase(ep: Episode) -> str:
+    """What the checks search for a corpus episode: its first sentence without 'The ledger'."""
+    return ep.text.split(".")[0].removeprefix("The ledger ")
 
 
 async def _caps(adapter: MemoryAdapter) -> CapabilityManifest:
@@ -124,8 +142,7 @@ def _check_results(results: Any, where: str) -> list[SearchResult]:
 
 async def check_capabilities(factory: AdapterFactory) -> None:
     """Capabilities are a well-formed CapabilityManifest, JSON-serialisable, stable."""
-    adapter = as_async(factory())
-    try:
+    async with contextlib.aclosing(as_async(factory())) as adapter:
         caps = await _caps(adapter)
         CapabilityManifest.model_validate(caps.model_dump())
         json.dumps(caps.model_dump(mode="json"))
@@ -136,18 +153,15 @@ async def check_capabilities(factory: AdapterFactory) -> None:
         assert all(isinstance(m, str) and m for m in caps.search_modes), "empty search mode"
         again = await _caps(adapter)
         assert again == caps, "get_capabilities changed between two calls with nothing ingested"
-    finally:
-        await adapter.aclose()
 
 
 async def check_exact_phrase(factory: AdapterFactory) -> None:
     """After ingest, searching an episode's distinctive phrase returns that episode."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         caps = await _searchable(adapter)
         missed = []
         for ep in corpus():
-            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            phrase = _search_phrase(ep)
             hits = _check_results(await adapter.search(phrase), f"search({phrase!r})")
             assert len(hits) <= caps.max_results, (
                 f"search returned {len(hits)} results; capabilities declare max_results="
@@ -155,18 +169,15 @@ async def check_exact_phrase(factory: AdapterFactory) -> None:
             if ep.episode_id not in {episode_of(h.ref_id) for h in hits}:
                 missed.append(ep.episode_id)
         assert not missed, f"searching each episode's own phrase did not return {missed}"
-    finally:
-        await adapter.aclose()
 
 
 async def check_retrieve_referenced(factory: AdapterFactory) -> None:
     """Every ref a search returned can be retrieved, and holds the text that matched."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         await _searchable(adapter)
         episodes = {ep.episode_id: ep for ep in corpus()}
         for ep in corpus()[:4]:
-            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            phrase = _search_phrase(ep)
             for hit in await adapter.search(phrase):
                 doc = await adapter.retrieve(hit.ref_id)
                 assert isinstance(doc, Document), (
@@ -182,34 +193,26 @@ async def check_retrieve_referenced(factory: AdapterFactory) -> None:
             if whole is not None:
                 assert ep.text.split(".")[0] in whole.text, (
                     f"retrieve({ep.episode_id!r}) does not contain the episode's text")
-    finally:
-        await adapter.aclose()
 
 
 async def check_unknown_ref(factory: AdapterFactory) -> None:
     """Retrieving a ref the adapter never handed out returns None (not an exception)."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         for ref in ("no-such-ref", "conf_ep_999", "conf_ep_000#c999", "x" * 300):
             doc = await adapter.retrieve(ref)
             assert doc is None, f"retrieve({ref[:40]!r}) returned {doc!r}, expected None"
-    finally:
-        await adapter.aclose()
 
 
 async def check_reset_isolates(factory: AdapterFactory) -> None:
     """After reset to another scope, nothing of the previous scope can be found or retrieved."""
     old = corpus(SCOPE_A, prefix="olda")
     new = corpus(SCOPE_B, prefix="newb")[4:]
-    adapter = await _filled(factory, old, SCOPE_A)
-    try:
+    async with contextlib.aclosing(await _filled(factory, old, SCOPE_A)) as adapter:
         await adapter.reset(SCOPE_B)
-        for ep in new:
-            await adapter.ingest(ep)
-        await adapter.prepare(SCOPE_B, len(new))
+        await _ingest(adapter, SCOPE_B, new)
         leaked = set()
         for ep in old:
-            phrase = ep.text.split(".")[0].removeprefix("The ledger ")
+            phrase = _search_phrase(ep)
             for hit in await adapter.search(phrase):
                 if episode_of(hit.ref_id).startswith("olda_"):
                     leaked.add(hit.ref_id)
@@ -219,16 +222,13 @@ async def check_reset_isolates(factory: AdapterFactory) -> None:
         caps = await _caps(adapter)
         if caps.search_modes:
             found = {episode_of(h.ref_id) for h in await adapter.search(
-                new[0].text.split(".")[0].removeprefix("The ledger "))}
+                _search_phrase(new[0]))}
             assert new[0].episode_id in found, "after reset, a new scope's episode is not found"
-    finally:
-        await adapter.aclose()
 
 
 async def check_limit(factory: AdapterFactory) -> None:
     """``limit`` caps the number of results; no limit means at most ``max_results``."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         caps = await _searchable(adapter)
         for limit in (1, 3):
             hits = await adapter.search("ledger", limit=limit)
@@ -237,14 +237,11 @@ async def check_limit(factory: AdapterFactory) -> None:
         assert len(hits) <= caps.max_results, (
             f"search() returned {len(hits)} results; max_results is {caps.max_results}")
         assert hits, "search('ledger') found nothing although every episode says 'ledger'"
-    finally:
-        await adapter.aclose()
 
 
 async def check_json(factory: AdapterFactory) -> None:
     """Search results and documents survive a JSON round trip unchanged."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         await _searchable(adapter)
         hits = await adapter.search("billing queue kafka broker")
         assert hits, "search found nothing to serialise"
@@ -256,47 +253,47 @@ async def check_json(factory: AdapterFactory) -> None:
             if doc is not None:
                 assert Document.model_validate_json(json.dumps(doc.model_dump(mode="json"))) \
                     == doc, f"document {hit.ref_id!r} changes in a JSON round trip"
-    finally:
-        await adapter.aclose()
 
 
 async def check_filters(factory: AdapterFactory) -> None:
     """A declared date filter excludes what it should and keeps what it should."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         caps = await _searchable(adapter)
         known = {"start_date", "end_date"} & set(caps.filter_fields)
         if not known:
             other = ", ".join(caps.filter_fields) or "none"
             raise Skip(f"declares no date filter (declared: {other}); not checked")
-        eps = corpus()
-        inside = eps[2:5]
-        filters: dict[str, str] = {}
-        if "start_date" in known:
-            filters["start_date"] = inside[0].timestamp.date().isoformat()
-        if "end_date" in known:
-            filters["end_date"] = inside[-1].timestamp.date().isoformat()
-        lo = inside[0].timestamp if "start_date" in known else eps[0].timestamp
-        hi = inside[-1].timestamp if "end_date" in known else eps[-1].timestamp
-        allowed = {e.episode_id for e in eps if lo <= e.timestamp <= hi}
+        inside = corpus()[2:5]
+        filters, allowed = _date_filters(known, corpus(), inside)
         hits = await adapter.search("ledger", filters=filters, limit=caps.max_results)
         outside = {episode_of(h.ref_id) for h in hits} - allowed
         assert not outside, f"filters {filters} let through episodes {sorted(outside)}"
         target = inside[1]
-        phrase = target.text.split(".")[0].removeprefix("The ledger ")
+        phrase = _search_phrase(target)
         got = {episode_of(h.ref_id) for h in await adapter.search(phrase, filters=filters)}
         assert target.episode_id in got, (
             f"filters {filters} hid {target.episode_id}, which lies inside the range")
-    finally:
-        await adapter.aclose()
+
+
+def _date_filters(known: set[str], eps: list[Episode],
+                  inside: list[Episode]) -> tuple[dict[str, str], set[str]]:
+    """The filters, on the ``known`` date fields, of the days from the first to the last of
+    ``inside``, and the ids of the episodes of ``eps`` they let through."""
+    filters: dict[str, str] = {}
+    if "start_date" in known:
+        filters["start_date"] = inside[0].timestamp.date().isoformat()
+    if "end_date" in known:
+        filters["end_date"] = inside[-1].timestamp.date().isoformat()
+    lo = inside[0].timestamp if "start_date" in known else eps[0].timestamp
+    hi = inside[-1].timestamp if "end_date" in known else eps[-1].timestamp
+    return filters, {e.episode_id for e in eps if lo <= e.timestamp <= hi}
 
 
 async def check_concurrent_search(factory: AdapterFactory) -> None:
     """Many searches at once give the same answers as one at a time, and none fails."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         await _searchable(adapter)
-        queries = [ep.text.split(".")[0].removeprefix("The ledger ") for ep in corpus()]
+        queries = [_search_phrase(ep) for ep in corpus()]
         expected = [[h.ref_id for h in await adapter.search(q)] for q in queries]
         got: dict[int, list[str]] = {}
 
@@ -310,8 +307,6 @@ async def check_concurrent_search(factory: AdapterFactory) -> None:
             want = expected[i % len(queries)]
             assert refs == want, (
                 f"concurrent search for {queries[i % len(queries)]!r} gave {refs}, alone {want}")
-    finally:
-        await adapter.aclose()
 
 
 def _fd_targets() -> dict[int, str] | None:
@@ -411,13 +406,8 @@ async def check_standing_context(factory: AdapterFactory) -> None:
     previous scope, and an undeclared one is None."""
     episodes = corpus(SCOPE_A, prefix="stand")
     half = len(episodes) // 2
-    adapter = as_async(factory())
-    try:
-        await adapter.reset(SCOPE_A)
-        caps = await _caps(adapter)
-        for ep in episodes[:half]:
-            await adapter.ingest(ep)
-        await adapter.prepare(SCOPE_A, half)
+    async with contextlib.aclosing(as_async(factory())) as adapter:
+        caps = await _first_half(adapter, episodes)
         text = await adapter.standing_context(SCOPE_A, half)
         if not caps.standing_context:
             assert text is None, ("standing_context returned text but the capabilities do not "
@@ -426,19 +416,30 @@ async def check_standing_context(factory: AdapterFactory) -> None:
         assert text is None or isinstance(text, str), (
             f"standing_context returned {type(text).__name__}, not str or None")
         json.dumps(text)
-        later = [_phrase(ep) for ep in episodes[half:] if _phrase(ep).lower() in
-                 (text or "").lower()]
+        later = _mentioned(episodes[half:], text or "")
         assert not later, f"the standing context mentions episodes not yet ingested: {later}"
-        await adapter.reset(SCOPE_B)
-        fresh = corpus(SCOPE_B, prefix="standb")[half:half + 1]
-        for ep in fresh:
-            await adapter.ingest(ep)
-        await adapter.prepare(SCOPE_B, len(fresh))
+        fresh = await _next_scope(adapter, "standb", half)
         after = (await adapter.standing_context(SCOPE_B, len(fresh))) or ""
-        leaked = [_phrase(ep) for ep in episodes[:half] if _phrase(ep).lower() in after.lower()]
+        leaked = _mentioned(episodes[:half], after)
         assert not leaked, f"after reset the standing context still holds: {leaked}"
-    finally:
-        await adapter.aclose()
+
+
+async def _first_half(adapter: MemoryAdapter, episodes: list[Episode]) -> CapabilityManifest:
+    """Reset ``adapter`` to scope A, read its capabilities, then ingest the first half of
+    ``episodes``; the capabilities."""
+    await adapter.reset(SCOPE_A)
+    caps = await _caps(adapter)
+    await _ingest(adapter, SCOPE_A, episodes[:len(episodes) // 2])
+    return caps
+
+
+def _sources(listing: MemoryListing) -> set[str]:
+    """The episodes a listing's items name as their sources."""
+    return {s for i in listing.items for s in i.source_episodes}
+
+
+def _listed_text(listing: MemoryListing) -> str:
+    return " ".join(i.text for i in listing.items)
 
 
 async def _listing(adapter: MemoryAdapter, scope_id: str, checkpoint: int) -> MemoryListing:
@@ -463,13 +464,8 @@ async def check_memory_listing(factory: AdapterFactory) -> None:
     change the memory) and nothing of a previous scope after reset; an undeclared one is None."""
     episodes = corpus(SCOPE_A, prefix="list")
     half = len(episodes) // 2
-    adapter = as_async(factory())
-    try:
-        await adapter.reset(SCOPE_A)
-        caps = await _caps(adapter)
-        for ep in episodes[:half]:
-            await adapter.ingest(ep)
-        await adapter.prepare(SCOPE_A, half)
+    async with contextlib.aclosing(as_async(factory())) as adapter:
+        caps = await _first_half(adapter, episodes)
         if not caps.memory_listing:
             assert await adapter.list_memory(SCOPE_A, half) is None, (
                 "list_memory returned a listing but the capabilities do not declare "
@@ -477,28 +473,20 @@ async def check_memory_listing(factory: AdapterFactory) -> None:
             raise Skip("declares no memory listing")
         first = await _listing(adapter, SCOPE_A, half)
         given = {ep.episode_id for ep in episodes[:half]}
-        unknown = sorted({s for i in first.items for s in i.source_episodes} - given)
+        unknown = sorted(_sources(first) - given)
         assert not unknown, f"items name episodes never ingested: {unknown[:5]}"
-        text = " ".join(i.text for i in first.items).lower()
-        later = [_phrase(ep) for ep in episodes[half:] if _phrase(ep).lower() in text]
+        later = _mentioned(episodes[half:], _listed_text(first))
         assert not later, f"the listing holds episodes not yet ingested: {later}"
         again = await _listing(adapter, SCOPE_A, half)
         assert state_digest(again) == state_digest(first), (
             "two listings in a row differ: listing (or something running in the background) "
             "changed the memory; list_memory must read the state, never write it")
-        await adapter.reset(SCOPE_B)
-        fresh = corpus(SCOPE_B, prefix="listb")[half:half + 1]
-        for ep in fresh:
-            await adapter.ingest(ep)
-        await adapter.prepare(SCOPE_B, len(fresh))
+        fresh = await _next_scope(adapter, "listb", half)
         after = await _listing(adapter, SCOPE_B, len(fresh))
-        stale = sorted({s for i in after.items for s in i.source_episodes} & given)
-        shown = " ".join(i.text for i in after.items).lower()
-        leaked = [_phrase(ep) for ep in episodes[:half] if _phrase(ep).lower() in shown]
+        stale = sorted(_sources(after) & given)
+        leaked = _mentioned(episodes[:half], _listed_text(after))
         assert not stale and not leaked, (
             f"after reset the listing still holds the previous scope: {stale or leaked}")
-    finally:
-        await adapter.aclose()
 
 
 # Valid queries an agent writes, which a search engine's own query language may choke on: the
@@ -540,8 +528,7 @@ async def check_hostile_queries(factory: AdapterFactory) -> None:
     """Queries with punctuation, quotes, query-language operators (AND OR NOT NEAR * " : ^ ~
     ( ) -), non-ASCII text or 10 kB are answered with results (possibly none), never an error:
     a search that raises gives the agent nothing for that question."""
-    adapter = await _filled(factory)
-    try:
+    async with contextlib.aclosing(await _filled(factory)) as adapter:
         await _searchable(adapter)
         failures = []
         for query in HOSTILE_QUERIES:
@@ -557,13 +544,17 @@ async def check_hostile_queries(factory: AdapterFactory) -> None:
             f"{len(failures)} of {len(HOSTILE_QUERIES)} valid queries failed: "
             + "; ".join(failures) + ". The agent's words reach search() as they are: quote or "
             "escape them for the engine's query language (docs/writing-an-adapter.md)")
-    finally:
-        await adapter.aclose()
 
 
 def _phrase(ep: Episode) -> str:
     """The distinctive part of a corpus episode (its first sentence without 'The ledger')."""
     return ep.text.split(".")[0].split(" ", 3)[3]
+
+
+def _mentioned(episodes: list[Episode], text: str) -> list[str]:
+    """The distinctive phrases of ``episodes`` that ``text`` holds, in any case."""
+    lowered = text.lower()
+    return [_phrase(ep) for ep in episodes if _phrase(ep).lower() in lowered]
 
 
 CHECKS: dict[str, Callable[[AdapterFactory], Awaitable[None]]] = {

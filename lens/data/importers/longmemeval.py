@@ -97,68 +97,98 @@ def _convert(ii: int, item: Any, loc: Locator, prefix: str
     except ValueError as exc:
         raise loc.error((ii, "question_date"), str(exc)) from None
     scope_id = f"{prefix}_{qid}"
-    episodes: list[EpisodeJson] = []
-    by_session: dict[str, str] = {}
-    for k, (sid, dt, turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
-        if not isinstance(dt, str):
-            raise loc.error((ii, "haystack_dates", k), "expected a date string")
-        try:
-            ts = parse_lme_date(dt)
-        except ValueError as exc:
-            raise loc.error((ii, "haystack_dates", k), str(exc)) from None
-        if not isinstance(turns, list):
-            raise loc.error((ii, "haystack_sessions", k), "expected a list of turns")
-        lines = [f"Chat session of {dt}."]
-        answer_turns = []
-        for t, turn in enumerate(turns):
-            if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
-                raise loc.error((ii, "haystack_sessions", k, t),
-                                "a turn needs 'role' and a string 'content'")
-            lines.append(f"{turn.get('role', '?')}: {turn['content']}")
-            if turn.get("has_answer"):
-                answer_turns.append(t)
-        eid = f"{scope_id}_{k + 1:03d}"
-        by_session.setdefault(str(sid), eid)
-        meta: _SessionMeta = {"session_id": str(sid)}
-        if answer_turns:
-            meta["answer_turns"] = answer_turns
-        episodes.append({"episode_id": eid, "scope_id": scope_id,
-                         "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"),
-                         "text": "\n".join(lines), "meta": meta})
-    if not episodes:
-        raise loc.error((ii, "haystack_sessions"), "an item needs at least one session")
+    episodes, by_session = _haystack(loc, ii, scope_id, session_ids, dates, sessions)
     asked = asked_at.strftime("%Y-%m-%dT%H:%M:%S")
-    later = {e["episode_id"] for e in episodes if e["timestamp"] > asked}
-    refs = [by_session[str(a)] for a in answer_ids if str(a) in by_session]
     abstention = "_abs" in qid
-    answer = answer_text(item["answer"])
     qtype = QuestionType.EVIDENCE_SUFFICIENCY if abstention else QUESTION_TYPES[qtype_name]
     scope: ScopeJson = {"scope_id": scope_id, "episodes": episodes,
              "meta": {"source": "longmemeval", "question_id": qid}}
-    qmeta: _QuestionMeta = {"source": "longmemeval", "question_type": qtype_name,
-                             "abstention": abstention, "question_date": date_text,
-                             "answer_session_ids": [str(a) for a in answer_ids]}
-    missing = [str(a) for a in answer_ids if str(a) not in by_session]
-    if missing:
-        qmeta["unresolved_evidence"] = missing
-    facts, conclusion = ([], None) if abstention else answer_truth(answer)
-    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
-                              "key_facts": facts}
-    if conclusion is not None:
-        truth["conclusion"] = conclusion
+    refs, missing = _evidence(answer_ids, by_session)
     question: QuestionJson = {
         "question_id": qid if not qid.isdigit() else f"{prefix}_{qid}",
         "scope_id": scope_id,
         "checkpoint_after": len(episodes),
         "question_type": qtype.value,
         "prompt": prompt,
-        "ground_truth": truth,
-        "meta": qmeta,
+        "ground_truth": _truth(answer_text(item["answer"]), refs, abstention),
+        "meta": _question_meta(qtype_name, abstention, date_text, answer_ids, missing),
         "asked_at": asked,
     }
-    if later:
+    if any(e["timestamp"] > asked for e in episodes):
         question["allow_later_episodes"] = True
     return scope, question
+
+
+def _haystack(loc: Locator, ii: int, scope_id: str, session_ids: list[Any], dates: list[Any],
+              sessions: list[Any]) -> tuple[list[EpisodeJson], dict[str, str]]:
+    """Item ``ii``'s sessions as episodes, and the episode id of each session id (its first)."""
+    episodes: list[EpisodeJson] = []
+    by_session: dict[str, str] = {}
+    for k, (sid, dt, turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
+        episode = _session_episode(loc, (ii, k), f"{scope_id}_{k + 1:03d}", scope_id, sid, dt,
+                                   turns)
+        by_session.setdefault(str(sid), episode["episode_id"])
+        episodes.append(episode)
+    if not episodes:
+        raise loc.error((ii, "haystack_sessions"), "an item needs at least one session")
+    return episodes, by_session
+
+
+def _session_episode(loc: Locator, at: tuple[int, int], eid: str, scope_id: str, sid: Any,
+                     dt: Any, turns: Any) -> EpisodeJson:
+    """One session (number ``at[1]`` of item ``at[0]``) as an episode: a line a turn, the turns
+    marked ``has_answer`` in its meta."""
+    ii, k = at
+    if not isinstance(dt, str):
+        raise loc.error((ii, "haystack_dates", k), "expected a date string")
+    try:
+        ts = parse_lme_date(dt)
+    except ValueError as exc:
+        raise loc.error((ii, "haystack_dates", k), str(exc)) from None
+    if not isinstance(turns, list):
+        raise loc.error((ii, "haystack_sessions", k), "expected a list of turns")
+    lines = [f"Chat session of {dt}."]
+    answer_turns = []
+    for t, turn in enumerate(turns):
+        if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
+            raise loc.error((ii, "haystack_sessions", k, t),
+                            "a turn needs 'role' and a string 'content'")
+        lines.append(f"{turn.get('role', '?')}: {turn['content']}")
+        if turn.get("has_answer"):
+            answer_turns.append(t)
+    meta: _SessionMeta = {"session_id": str(sid)}
+    if answer_turns:
+        meta["answer_turns"] = answer_turns
+    return {"episode_id": eid, "scope_id": scope_id,
+            "timestamp": ts.strftime("%Y-%m-%dT%H:%M:%S"), "text": "\n".join(lines),
+            "meta": meta}
+
+
+def _evidence(answer_ids: list[Any], by_session: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The episodes of the answer sessions, and the answer session ids no session has."""
+    refs = [by_session[str(a)] for a in answer_ids if str(a) in by_session]
+    missing = [str(a) for a in answer_ids if str(a) not in by_session]
+    return refs, missing
+
+
+def _question_meta(qtype_name: str, abstention: bool, date_text: str, answer_ids: list[Any],
+                   missing: list[str]) -> _QuestionMeta:
+    qmeta: _QuestionMeta = {"source": "longmemeval", "question_type": qtype_name,
+                            "abstention": abstention, "question_date": date_text,
+                            "answer_session_ids": [str(a) for a in answer_ids]}
+    if missing:
+        qmeta["unresolved_evidence"] = missing
+    return qmeta
+
+
+def _truth(answer: str, refs: list[str], abstention: bool) -> GroundTruthJson:
+    """The ground truth of an answer: its key facts and conclusion, none for an abstention."""
+    facts, conclusion = ([], None) if abstention else answer_truth(answer)
+    truth: GroundTruthJson = {"canonical_answer": answer, "required_evidence_refs": refs,
+                              "key_facts": facts}
+    if conclusion is not None:
+        truth["conclusion"] = conclusion
+    return truth
 
 
 def evidence_is_late(question: QuestionJson, scope: ScopeJson) -> bool:

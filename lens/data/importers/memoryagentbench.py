@@ -135,6 +135,11 @@ def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     if head.startswith(b"["):
         yield from stream_items(path, "a JSON list of MemoryAgentBench rows")
         return
+    yield from _json_line_rows(path)
+
+
+def _json_line_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """The rows of a JSON-lines file, one a line, blank lines skipped."""
     with path.open("rb") as fh:
         row = -1
         for line_no, raw in enumerate(fh, start=1):
@@ -212,63 +217,24 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
     meta = row.get("metadata") or {}
     if not isinstance(meta, dict):
         raise loc.error((ri, "metadata"), "expected an object")
-    source = meta.get("source", row.get("source"))
-    if not isinstance(source, str) or not source.strip():
-        raise loc.error((ri, "metadata", "source"), "required field is missing (it names the "
-                        "sub-dataset, e.g. eventqa_full)")
-    source = source.strip()
-    fam = family(source)
-    if fam is None:
-        raise loc.error((ri, "metadata", "source"), f"unknown sub-dataset {source!r}; known "
-                        f"families: {', '.join(sorted(FAMILIES))}")
-    if "questions" not in row:
-        raise loc.error((ri, "questions"), "required field is missing")
-    if "answers" not in row:
-        raise loc.error((ri, "answers"), "required field is missing")
-    if not isinstance(row["questions"], (list, str)):
-        raise loc.error((ri, "questions"), "expected a list of questions (strings), got "
-                        f"{type(row['questions']).__name__}")
-    bad = [i for i, q in enumerate(_as_list(row["questions"])) if not isinstance(q, str)]
-    if bad:
-        raise loc.error((ri, "questions", bad[0]), f"expected a question (a string); "
-                        f"{len(bad)} question(s) are not strings")
-    questions = list(_as_list(row["questions"]))
+    source, fam = _source(ri, row, meta, loc)
+    questions = _questions(ri, row, loc)
     answers = _as_list(row["answers"])
-    if not questions:
-        raise loc.error((ri, "questions"), "the row has no question")
     chunks = chunk_context(context, chunk_tokens)
     if not chunks:
         raise loc.error((ri, "context"), "the context is empty")
     scope_id = f"{prefix}_{_slug(source)}_{ri + 1:03d}"
-    # As the benchmark pairs them: questions with answers one to one when both are lists of
-    # several, otherwise the one question takes every answer.
-    if len(questions) > 1 and len(answers) > 1:
-        if len(questions) != len(answers):
-            raise loc.error((ri, "answers"), f"{len(answers)} answers for {len(questions)} "
-                            "questions")
-        pairs = list(zip(questions, answers, strict=True))
-    else:
-        pairs = [(questions[0], answers)]
     competency, qtype, template = FAMILIES[fam]
     qs = []
-    for qi, (question, answer) in enumerate(pairs):
+    for qi, (question, answer) in enumerate(_pairs(ri, questions, answers, loc)):
         accepted = _answers(answer)
         if not accepted:
             raise loc.error((ri, "answers", qi), "no answer for this question")
         qmeta: _QuestionMeta = {"source": "memoryagentbench", "sub_dataset": source,
                                  "family": fam, "competency": competency, "answers": accepted,
                                  "raw_question": question}
-        for name, field_name in _PER_QUESTION:
-            values = _as_list(meta.get(name, row.get(name)))
-            if qi < len(values):
-                qmeta[field_name] = values[qi]
-        if isinstance(meta.get("keypoints"), list):
-            qmeta["keypoints"] = [str(k) for k in meta["keypoints"]]
-        canonical = accepted[0]
-        if len(canonical) > MAX_ANSWER_CHARS:
-            # The whole answer stays in meta.answers, which the protocol scores against.
-            qmeta["canonical_answer_truncated_from"] = len(canonical)
-            canonical = canonical[:MAX_ANSWER_CHARS]
+        _add_row_meta(qmeta, qi, row, meta)
+        canonical = _canonical(accepted[0], qmeta)
         q: QuestionJson = {
             "question_id": f"{scope_id}_q{qi + 1:04d}",
             "scope_id": scope_id,
@@ -282,6 +248,74 @@ def _convert(ri: int, row: Any, loc: Locator, chunk_tokens: int, prefix: str
         _set_asked_at(q, qmeta.get("question_date"), len(chunks))
         qs.append(q)
     return _ScopeStub(scope_id=scope_id, source=source, competency=competency), chunks, qs
+
+
+def _source(ri: int, row: dict[str, Any], meta: dict[str, Any], loc: Locator
+            ) -> tuple[str, str]:
+    """The row's sub-dataset (its metadata's ``source``) and the family it belongs to."""
+    source = meta.get("source", row.get("source"))
+    if not isinstance(source, str) or not source.strip():
+        raise loc.error((ri, "metadata", "source"), "required field is missing (it names the "
+                        "sub-dataset, e.g. eventqa_full)")
+    source = source.strip()
+    fam = family(source)
+    if fam is None:
+        raise loc.error((ri, "metadata", "source"), f"unknown sub-dataset {source!r}; known "
+                        f"families: {', '.join(sorted(FAMILIES))}")
+    return source, fam
+
+
+def _questions(ri: int, row: dict[str, Any], loc: Locator) -> list[str]:
+    """The row's questions (one string or a list of them); refuses a row without questions
+    or without answers."""
+    if "questions" not in row:
+        raise loc.error((ri, "questions"), "required field is missing")
+    if "answers" not in row:
+        raise loc.error((ri, "answers"), "required field is missing")
+    if not isinstance(row["questions"], (list, str)):
+        raise loc.error((ri, "questions"), "expected a list of questions (strings), got "
+                        f"{type(row['questions']).__name__}")
+    bad = [i for i, q in enumerate(_as_list(row["questions"])) if not isinstance(q, str)]
+    if bad:
+        raise loc.error((ri, "questions", bad[0]), f"expected a question (a string); "
+                        f"{len(bad)} question(s) are not strings")
+    questions = list(_as_list(row["questions"]))
+    if not questions:
+        raise loc.error((ri, "questions"), "the row has no question")
+    return questions
+
+
+def _pairs(ri: int, questions: list[str], answers: list[Any], loc: Locator
+           ) -> list[tuple[str, Any]]:
+    """(question, its answer or answers) as the benchmark pairs them: questions with answers
+    one to one when both are lists of several, otherwise the one question takes every answer."""
+    if len(questions) > 1 and len(answers) > 1:
+        if len(questions) != len(answers):
+            raise loc.error((ri, "answers"), f"{len(answers)} answers for {len(questions)} "
+                            "questions")
+        return list(zip(questions, answers, strict=True))
+    return [(questions[0], answers)]
+
+
+def _add_row_meta(qmeta: _QuestionMeta, qi: int, row: dict[str, Any],
+                  meta: dict[str, Any]) -> None:
+    """Copy into question ``qi``'s meta its entry of the row's per-question lists, and the
+    row's keypoints."""
+    for name, field_name in _PER_QUESTION:
+        values = _as_list(meta.get(name, row.get(name)))
+        if qi < len(values):
+            qmeta[field_name] = values[qi]
+    if isinstance(meta.get("keypoints"), list):
+        qmeta["keypoints"] = [str(k) for k in meta["keypoints"]]
+
+
+def _canonical(answer: str, qmeta: _QuestionMeta) -> str:
+    """The first accepted answer, cut to :data:`MAX_ANSWER_CHARS` (the cut noted in meta)."""
+    if len(answer) > MAX_ANSWER_CHARS:
+        # The whole answer stays in meta.answers, which the protocol scores against.
+        qmeta["canonical_answer_truncated_from"] = len(answer)
+        return answer[:MAX_ANSWER_CHARS]
+    return answer
 
 
 def _set_asked_at(question: QuestionJson, date: Any, chunks: int) -> None:
