@@ -168,33 +168,33 @@ def _not_applicable(cid: str, title: str, value: str, detail: str) -> Check:
                  detail=detail + f"; a result to rely on needs ≥ {MIN_SCOPES} scopes")
 
 
-def check_sample_size(run: RunData) -> Check:
-    sizes = {a: arm_size(run, a) for a in run.adapters}
-    each = {a: _size_status(n, SINGLE_MIN) for a, n in sizes.items()}
+def _size_check(cid: str, title: str, detail: str, sizes: Mapping[str, ArmSize | int],
+                need: int, none: str) -> Check:
+    """A sample-size row: each arm against ``need`` effective questions (failed without
+    arms, not applicable where every arm has one scope)."""
+    each = {a: _size_status(n, need) for a, n in sizes.items()}
     status = worst(list(each.values())) if sizes else "fail"
-    value = _size_value(sizes) or "no questions"
-    title = f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes"
-    detail = (_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
-              f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, "
-              "fails below")
+    value = _size_value(sizes) or none
     if _one_scope(sizes):
-        return _not_applicable("sample_size", title, value, detail)
-    return Check(id="sample_size", **blame(each), title=title, status=status, value=value,
+        return _not_applicable(cid, title, value, detail)
+    return Check(id=cid, **blame(each), title=title, status=status, value=value,
                  detail=detail)
+
+
+def check_sample_size(run: RunData) -> Check:
+    return _size_check(
+        "sample_size", f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
+        _SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
+        f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, fails below",
+        {a: arm_size(run, a) for a in run.adapters}, SINGLE_MIN, "no questions")
 
 
 def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
-    each = {a: _size_status(n, COMPARE_MIN) for a, n in arm_sizes.items()}
-    status = worst(list(each.values())) if arm_sizes else "fail"
-    value = _size_value(arm_sizes) or "no arms"
-    title = f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes"
-    detail = (_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
-              f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
-              f"under {MIN_SCOPES} scopes, fails below")
-    if _one_scope(arm_sizes):
-        return _not_applicable("compare_size", title, value, detail)
-    return Check(id="compare_size", **blame(each), title=title, status=status, value=value,
-                 detail=detail)
+    return _size_check(
+        "compare_size", f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
+        _SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
+        f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
+        f"under {MIN_SCOPES} scopes, fails below", arm_sizes, COMPARE_MIN, "no arms")
 
 
 # The differences a verdict-scopes check names the scopes for (|Δ| of the primary metric).
