@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ import lens.report.documents.fmt as fmt
 import lens.report.documents.layout as layout
 from lens.core.errors import UserError
 from lens.memory.adapter_identity import recorded
-from lens.report.arm_selection import Candidate, choose, options_hash
+from lens.report.arm_selection import Candidate, Choice, choose, options_hash
 from lens.report.checks.checklist import arm_size, compare_checklist
 from lens.report.checks.parity import adapter_names
 from lens.report.documents.document import (
@@ -53,7 +53,7 @@ from lens.report.foundations.shapes import (
 )
 from lens.report.sections.memory_cost import FRONTIER_NOTE, memory_cost
 from lens.report.sections.write_side_section import arm_row, compare_columns
-from lens.stats import condition_differences
+from lens.stats import Estimate, condition_differences
 
 
 class CompareSummary(BaseModel):
@@ -145,25 +145,52 @@ def differences(runs: Sequence[RunData]) -> tuple[list[str], dict[str, list[obje
 _SHOWN_CHARS = 80
 
 
+def _differs_at(dicts: Sequence[dict[object, object]], key: object) -> bool:
+    return len({json.dumps(d.get(key), sort_keys=True, default=str) for d in dicts}) > 1
+
+
+def _several_dicts(values: Sequence[object]) -> list[dict[object, object]] | None:
+    """The values when there are several and every one is a dict, else None."""
+    if len(values) <= 1 or not all(isinstance(v, dict) for v in values):
+        return None
+    return [v for v in values if isinstance(v, dict)]
+
+
+def _differing_keys(values: Sequence[object]) -> Sequence[object]:
+    """Dicts reduced to the keys whose values differ (when some keys are alike); other values
+    as they are."""
+    dicts = _several_dicts(values)
+    if dicts is None:
+        return values
+    keys = sorted({k for d in dicts for k in d}, key=str)
+    differ = [k for k in keys if _differs_at(dicts, k)]
+    if differ and len(differ) < len(keys):
+        return [{k: d.get(k) for k in differ} for d in dicts]
+    return values
+
+
+def _first_difference(text: str, first: str) -> int:
+    """Where ``text`` first differs from ``first`` (the shorter's end when one begins the
+    other)."""
+    return next((i for i, (a, b) in enumerate(zip(text, first, strict=False)) if a != b),
+                min(len(text), len(first)))
+
+
+def _around(text: str, start: int) -> str:
+    """The stretch of a long text from ``start``, marked ``…`` where it is cut."""
+    return (("…" if start else "") + text[start:start + _SHOWN_CHARS]
+            + ("…" if start + _SHOWN_CHARS < len(text) else "") + f" ({len(text)} chars)")
+
+
 def differing_parts(values: Sequence[object]) -> list[str]:
     """Each value as JSON, reduced to where the values differ: of dicts the keys whose values
     differ; of a long text the stretch from its first differing character, marked ``…``."""
-    if len(values) > 1 and all(isinstance(v, dict) for v in values):
-        dicts = [v for v in values if isinstance(v, dict)]
-        keys = sorted({k for d in dicts for k in d}, key=str)
-        differ = [k for k in keys if len({json.dumps(d.get(k), sort_keys=True, default=str)
-                                          for d in dicts}) > 1]
-        if differ and len(differ) < len(keys):
-            values = [{k: d.get(k) for k in differ} for d in dicts]
-    texts = [json.dumps(v, sort_keys=True, default=str) for v in values]
+    texts = [json.dumps(v, sort_keys=True, default=str) for v in _differing_keys(values)]
     if max(len(t) for t in texts) <= _SHOWN_CHARS:
         return texts
-    first = min((next((i for i, (a, b) in enumerate(zip(t, texts[0], strict=False)) if a != b),
-                      min(len(t), len(texts[0]))) for t in texts[1:]), default=0)
+    first = min((_first_difference(t, texts[0]) for t in texts[1:]), default=0)
     start = max(0, first - _SHOWN_CHARS // 4)
-    return [("…" if start else "") + t[start:start + _SHOWN_CHARS]
-            + ("…" if start + _SHOWN_CHARS < len(t) else "") + f" ({len(t)} chars)"
-            for t in texts]
+    return [_around(t, start) for t in texts]
 
 
 def refusal_message(runs: Sequence[RunData], diffs: dict[str, list[object]]) -> list[str]:
@@ -186,6 +213,58 @@ def arm_candidates(arms: Sequence[Arm]) -> list[Candidate[Arm]]:
             for a in arms]
 
 
+def _distinct_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
+    """The runs, refused when none is given or one is given twice."""
+    if len(run_dirs) < 1:
+        raise UserError("compare needs at least one run directory")
+    runs = [load_run(d) for d in run_dirs]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"the same run is given twice: {', '.join(ids)}")
+    return runs
+
+
+def _choice(runs: Sequence[RunData], first_dir: str | Path, arms: Sequence[str],
+            baseline: str | None, *, one_condition: bool) -> Choice[Arm]:
+    """The arms and pairs ``--arms`` and ``--baseline`` choose; refused with one arm."""
+    every_arm = arms_of(runs)
+    if len(every_arm) < 2:
+        raise UserError(f"{first_dir}: only one arm (one adapter in one run); give another "
+                        "run directory, or a run with several adapters")
+    return choose(arm_candidates(every_arm), arms=arms, baseline=baseline,
+                  one_condition=one_condition)
+
+
+def _estimates_out(own: Mapping[str, Mapping[str, Estimate]]
+                   ) -> dict[str, dict[str, EstimateOut]]:
+    return {name: {m: EstimateOut.of(e) for m, e in ests.items()} for name, ests in own.items()}
+
+
+def _pairs_again(runs: Sequence[RunData], chosen: Sequence[Arm],
+                 pair_names: Sequence[tuple[str, str]], metrics: Sequence[str],
+                 fields: Sequence[str], confidence: float) -> list[Comparison]:
+    """The chosen pairs compared again over ``runs`` (the runs as another judge scored
+    them)."""
+    by_name = {a.name: a for a in arms_of(runs)}
+    return compare_pairs([by_name[a.name] for a in chosen], metrics,
+                         noise_floor=noise_floor_of(runs), not_comparable=fields,
+                         confidence=confidence,
+                         pairs=[(by_name[a], by_name[b]) for a, b in pair_names])
+
+
+def _adapter_names(arms: Sequence[Arm]) -> dict[str, str]:
+    """Each arm's adapter by its registered name (its label where the run names none)."""
+    return {a.name: adapter_names(a.run).get(a.adapter, a.adapter) for a in arms}
+
+
+def _sequential(chosen: Sequence[Arm], metrics: Sequence[str], comps: list[Comparison],
+                sequential: SequentialSettings | None) -> SequentialOut | None:
+    """The sequential replay of the primary metric, when asked for and there is one."""
+    if sequential is None or not metrics:
+        return None
+    return sequential_replay(chosen, metrics[0], comps, **sequential.as_kwargs())
+
+
 def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                  confidence: float = 0.95,
                  sequential: SequentialSettings | None = None,
@@ -193,21 +272,11 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
     """``lens compare``: the runs' arms (``arms`` by name, default every different arm) in
     pairs (each against ``baseline`` when given, else every pair); see
     :mod:`lens.report.arm_selection`."""
-    if len(run_dirs) < 1:
-        raise UserError("compare needs at least one run directory")
-    runs = [load_run(d) for d in run_dirs]
-    ids = [r.run_id for r in runs]
-    if len(set(ids)) != len(ids):
-        raise UserError(f"the same run is given twice: {', '.join(ids)}")
+    runs = _distinct_runs(run_dirs)
     fields, diffs = differences(runs)
     if fields and not force:
         raise UserError(refusal_message(runs, diffs))
-    every_arm = arms_of(runs)
-    if len(every_arm) < 2:
-        raise UserError(f"{run_dirs[0]}: only one arm (one adapter in one run); give another "
-                        "run directory, or a run with several adapters")
-    choice = choose(arm_candidates(every_arm), arms=arms, baseline=baseline,
-                    one_condition=not fields)
+    choice = _choice(runs, run_dirs[0], arms, baseline, one_condition=not fields)
     chosen = choice.arms
     pair_names = [(a.name, b.name) for a, b in choice.pairs]
     metrics = compared_metrics(chosen, shared_metrics(runs))
@@ -217,18 +286,13 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                           confidence=confidence, own=own, pairs=choice.pairs)
 
     def under_judge(rs: Sequence[RunData]) -> list[Comparison]:
-        by_name = {a.name: a for a in arms_of(rs)}
-        return compare_pairs([by_name[a.name] for a in chosen], metrics,
-                             noise_floor=noise_floor_of(rs), not_comparable=fields,
-                             confidence=confidence,
-                             pairs=[(by_name[a], by_name[b]) for a, b in pair_names])
+        return _pairs_again(rs, chosen, pair_names, metrics, fields, confidence)
 
     by_judge, judge_notes = compare_under_judges(runs, under_judge, comps)
     comps = hold_under_every_judge(comps, by_judge)
     sizes = {a.name: arm_size(a.run, a.adapter) for a in chosen}
     checks = compare_checklist(runs, sizes)
-    arm_est = {name: {m: EstimateOut.of(e) for m, e in ests.items()}
-               for name, ests in own.items()}
+    arm_est = _estimates_out(own)
     summary = CompareSummary(runs=[str(r.root) for r in runs], arms=arm_est, metrics=metrics,
                              not_comparable=fields, differences=diffs, noise_floor=floor,
                              checklist=checks, comparisons=comps,
@@ -239,12 +303,9 @@ def compare_runs(run_dirs: Sequence[str | Path], *, force: bool = False,
                              judge_notes=judge_notes,
                              frontier=arms_frontier(chosen, metrics[0] if metrics else None,
                                                     own, _arm_costs(chosen)),
-                             floor_ceiling=floor_ceiling(
-                                 arm_est, {a.name: adapter_names(a.run).get(a.adapter, a.adapter)
-                                           for a in chosen}, metrics),
-                             sequential=(sequential_replay(chosen, metrics[0], comps,
-                                                           **sequential.as_kwargs())
-                                         if sequential is not None and metrics else None),
+                             floor_ceiling=floor_ceiling(arm_est, _adapter_names(chosen),
+                                                         metrics),
+                             sequential=_sequential(chosen, metrics, comps, sequential),
                              adapter_versions=adapter_versions(chosen))
     return CompareResult(summary=summary, markdown=render_compare_md(summary))
 
@@ -276,20 +337,31 @@ def compare_blocks(s: CompareSummary) -> list[Block]:
              "Monte Carlo error where it comes from 10,000 scope-clustered resamples). "
              + layout.FAMILIES, "meta"),
     ]
+    out += _judges_blocks(s)
+    for comp in s.comparisons:
+        out += layout.comparison(comp)
+    if s.sequential is not None:
+        out += sequential_blocks(s.sequential)
+    return out + _failed_checks(s)
+
+
+def _judges_blocks(s: CompareSummary) -> list[Block]:
+    """The judges a verdict must hold under, and their notes."""
+    out: list[Block] = []
     if len(s.judges) > 1:
         out.append(Para(f"Judges: {', '.join(s.judges)}; a verdict holds only when every "
                         "judge gives it.", "meta"))
     if s.judge_notes:
         out.append(Bullets(list(s.judge_notes), style="meta"))
-    for comp in s.comparisons:
-        out += layout.comparison(comp)
-    if s.sequential is not None:
-        out += sequential_blocks(s.sequential)
-    fails = [c for c in s.checklist if c.status == "fail"]
-    if fails:
-        out.append(Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
-                                                      for c in fails), "fail"))
     return out
+
+
+def _failed_checks(s: CompareSummary) -> list[Block]:
+    fails = [c for c in s.checklist if c.status == "fail"]
+    if not fails:
+        return []
+    return [Para("Failed checks: " + "; ".join(f"{STATUS_LABEL[c.status]} {c.title}"
+                                               for c in fails), "fail")]
 
 
 def adapter_versions(arms: Sequence[Arm]) -> dict[str, str]:

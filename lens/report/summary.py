@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from lens.report.checks.checklist import _scored_n, run_checklist
 from lens.report.checks.parity import adapter_names, context_parity
 from lens.report.figures.arm_comparison import (
+    Arm,
     arms_of,
     compare_against_first,
     many_arms,
@@ -27,6 +29,7 @@ from lens.report.foundations.data import QuestionRow, RunData
 from lens.report.foundations.shapes import (
     AdapterSummary,
     CheckpointPoint,
+    Comparison,
     EstimateOut,
     JudgeOut,
     ReportSummary,
@@ -51,7 +54,7 @@ def _mean(xs: Sequence[float]) -> float | None:
 def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
     # Cost is averaged over the questions whose every model call had a known price; how many
     # that is is reported beside it, so a partial figure never passes for a complete one.
-    costs = [c for c in (r.cost_usd for r in rows) if c is not None]
+    costs = _known_costs(rows)
     tokens = bootstrap_mean([float(r.agent_tokens) for r in rows],
                             [r.record.scope_id for r in rows], confidence=confidence)
     compliant, stop_reasons = _budgets(rows, confidence)
@@ -60,16 +63,30 @@ def usage_of(rows: Sequence[QuestionRow], confidence: float) -> Usage:
         search_results_per_question=_mean([float(r.search_results) for r in rows]),
         agent_tokens_per_question=EstimateOut.of(tokens),
         cost_usd_per_question=_mean(costs),
-        cost_usd_total=float(sum(costs)) if costs and len(costs) == len(rows) else None,
+        cost_usd_total=_total_cost(costs, len(rows)),
         cost_known=len(costs),
         wall_s_per_question=_mean([r.record.wall_s for r in rows]),
         budget_compliant=compliant,
         stop_reasons=stop_reasons,
         tool_errors=sum(r.tool_errors for r in rows),
         questions_with_tool_errors=sum(1 for r in rows if r.tool_errors),
-        first_tool_error=next((e for r in rows if (e := r.first_tool_error)), None),
+        first_tool_error=_first_tool_error(rows),
         unknown_usage_calls=_unknown_usage_calls(rows),
     )
+
+
+def _known_costs(rows: Sequence[QuestionRow]) -> list[float]:
+    """The costs of the questions whose every model call had a known price."""
+    return [c for c in (r.cost_usd for r in rows) if c is not None]
+
+
+def _total_cost(costs: Sequence[float], questions: int) -> float | None:
+    """The total, only when every question's cost is known."""
+    return float(sum(costs)) if costs and len(costs) == questions else None
+
+
+def _first_tool_error(rows: Sequence[QuestionRow]) -> str | None:
+    return next((e for r in rows if (e := r.first_tool_error)), None)
 
 
 def _budgets(rows: Sequence[QuestionRow], confidence: float
@@ -119,6 +136,18 @@ def checkpoint_curve(run: RunData, rows: Sequence[QuestionRow], metric: str,
     return points
 
 
+def _run_level(run: RunData, label: str,
+               ests: dict[str, EstimateOut]) -> dict[str, float | None]:
+    """The scorer's figures of the arm that are not means over its questions (those are in
+    ``ests``), without the counts, the composite's parts and the judge's disagreement."""
+    if not run.scores:
+        return {}
+    agg = run.scores.aggregates.get("adapter", {}).get(label, {})
+    return {k: v for k, v in agg.items()
+            if k not in ests and k != "judge_disagreement_rate"
+            and not k.startswith(("n_", "composite_"))}
+
+
 def adapter_summary(run: RunData, label: str, metrics: list[str],
                     confidence: float) -> AdapterSummary:
     rows = run.rows_for(label)
@@ -130,19 +159,13 @@ def adapter_summary(run: RunData, label: str, metrics: list[str],
     primary = metrics[0] if metrics else None
     bins = _checkpoint_bins([r.record.checkpoint for r in run.rows])
     curve = checkpoint_curve(run, rows, primary, confidence, bins) if primary else []
-    run_level: dict[str, float | None] = {}
-    if run.scores:
-        agg = run.scores.aggregates.get("adapter", {}).get(label, {})
-        run_level = {k: v for k, v in agg.items()
-                     if k not in ests and k != "judge_disagreement_rate"
-                     and not k.startswith(("n_", "composite_"))}
+    ended = Counter(r.record.status for r in rows)
     return AdapterSummary(
         label=label, questions=len(rows),
-        answered=sum(1 for r in rows if r.record.status == "answered"),
-        errored=sum(1 for r in rows if r.record.status == "error"),
-        empty_answers=sum(1 for r in rows if r.record.status == "empty_answer"),
-        no_memory=sum(1 for r in rows if r.record.status == "no_memory"),
-        metrics=ests, run_level=run_level, by_type=by_type, by_checkpoint=curve,
+        answered=ended["answered"], errored=ended["error"],
+        empty_answers=ended["empty_answer"], no_memory=ended["no_memory"],
+        metrics=ests, run_level=_run_level(run, label, ests), by_type=by_type,
+        by_checkpoint=curve,
         usage=usage_of(rows, confidence), context=context_parity(run, rows),
     )
 
@@ -163,22 +186,44 @@ def model_usage(run: RunData) -> dict[str, RoleUsage]:
     by_role = usage.get("by_role") if isinstance(usage, dict) else None
     if not isinstance(by_role, dict):
         return {}
-    out = {}
-    for role, u in by_role.items():
-        if not isinstance(u, dict):
-            continue
-        unknown_calls = int(u.get("unknown_cost_calls") or 0)
-        cost = u.get("cost_usd")
-        out[str(role)] = RoleUsage(
-            calls=int(u.get("calls") or 0), prompt_tokens=int(u.get("prompt_tokens") or 0),
-            completion_tokens=int(u.get("completion_tokens") or 0),
-            cost_usd=None if unknown_calls or cost is None else float(cost),
-            cache_hits=int(u.get("cache_hits") or 0), retries=int(u.get("retries") or 0),
-            errors=int(u.get("errors") or 0),
-            cached_prompt_tokens=None if u.get("cached_prompt_tokens") is None
-            else int(u["cached_prompt_tokens"]),
-            unknown_usage_calls=int(u.get("unknown_usage_calls") or 0))
-    return out
+    return {str(role): _role_usage(u) for role, u in by_role.items() if isinstance(u, dict)}
+
+
+def _count(u: dict[str, Any], key: str) -> int:
+    """A count of the manifest's usage block, 0 when absent."""
+    return int(u.get(key) or 0)
+
+
+def _role_usage(u: dict[str, Any]) -> RoleUsage:
+    """One role's usage block of the manifest; its cost unknown when any call's was."""
+    cost = u.get("cost_usd")
+    return RoleUsage(
+        calls=_count(u, "calls"), prompt_tokens=_count(u, "prompt_tokens"),
+        completion_tokens=_count(u, "completion_tokens"),
+        cost_usd=None if _count(u, "unknown_cost_calls") or cost is None else float(cost),
+        cache_hits=_count(u, "cache_hits"), retries=_count(u, "retries"),
+        errors=_count(u, "errors"),
+        cached_prompt_tokens=None if u.get("cached_prompt_tokens") is None
+        else int(u["cached_prompt_tokens"]),
+        unknown_usage_calls=_count(u, "unknown_usage_calls"))
+
+
+def _comparisons(run: RunData, arms: list[Arm], metrics: list[str], confidence: float,
+                 judges: int, judge_notes: list[str]) -> tuple[list[Comparison], list[str]]:
+    """Each arm against the first; under several judges, each verdict only where every judge
+    gives it, with the judges' notes added."""
+    if len(arms) <= 1:
+        return [], judge_notes
+    comparisons = compare_against_first(arms, metrics, noise_floor=noise_floor_of([run]),
+                                        confidence=confidence)
+    if not comparisons or judges <= 1:
+        return comparisons, judge_notes
+    by_judge, more = compare_under_judges(
+        [run], lambda rs: compare_against_first(arms_of(rs), metrics,
+                                                noise_floor=noise_floor_of(rs),
+                                                confidence=confidence), comparisons)
+    return (hold_under_every_judge(comparisons, by_judge),
+            [*judge_notes, *(n for n in more if n not in judge_notes)])
 
 
 def summarize(run: RunData, *, confidence: float = 0.95,
@@ -187,18 +232,9 @@ def summarize(run: RunData, *, confidence: float = 0.95,
     usage = model_usage(run)
     adapters = {a: adapter_summary(run, a, metrics, confidence) for a in run.adapters}
     arms = arms_of([run])
-    comparisons = (compare_against_first(arms, metrics,
-                                         noise_floor=noise_floor_of([run]),
-                                         confidence=confidence)
-                   if len(arms) > 1 else [])
     views, judge_notes = judge_views(run)
-    if comparisons and len(views) > 1:
-        by_judge, more = compare_under_judges(
-            [run], lambda rs: compare_against_first(arms_of(rs), metrics,
-                                                    noise_floor=noise_floor_of(rs),
-                                                    confidence=confidence), comparisons)
-        comparisons = hold_under_every_judge(comparisons, by_judge)
-        judge_notes = [*judge_notes, *(n for n in more if n not in judge_notes)]
+    comparisons, judge_notes = _comparisons(run, arms, metrics, confidence, len(views),
+                                            judge_notes)
     if sections is None:
         sections = collect_sections(run)
     return ReportSummary(

@@ -37,6 +37,7 @@ from lens.view.jobs import Jobs
 from lens.view.query import QueryError, QuestionQuery, select
 from lens.view.sidebyside import (
     CompareQuery,
+    ViewArm,
     arms_of,
     chosen_arms,
     compare_page,
@@ -56,6 +57,10 @@ SMALL_RUN = 2000
 
 class NotFound(Exception):
     pass
+
+
+class Refused(Exception):
+    """Runs that cannot be set side by side; the reason is the message."""
 
 
 class Runs:
@@ -243,7 +248,10 @@ class Viewer:
             raise NotFound(f"errors/{file} of run {index.name}") from None
         return PlainTextResponse(raw.decode("utf-8", errors="replace"), headers=HEADERS)
 
-    def _compare_inputs(self, request: Request) -> tuple[CompareQuery, list[RunIndex]]:
+    def _compare_inputs(
+            self, request: Request) -> tuple[CompareQuery, list[RunIndex], list[ViewArm]]:
+        """The query of a side-by-side page, its runs and the arms it sets side by side;
+        raises :class:`Refused` for runs lens compare would not compare."""
         params: dict[str, object] = dict(request.query_params)
         params["run"] = request.query_params.getlist("run")
         query = CompareQuery.parse(params)
@@ -251,14 +259,13 @@ class Viewer:
         for index in indexes:
             if index.problems:
                 raise Unreadable(f"run {index.name}: " + "; ".join(index.problems[:3]))
-        return query, indexes
-
-    def compare(self, request: Request) -> Response:
-        query, indexes = self._compare_inputs(request)
         refused = refusal(indexes, arms_of(indexes))
         if refused is not None:
-            return _html(pages.problem_page("side by side refused", refused), 409)
-        arms = chosen_arms(indexes, query)
+            raise Refused(refused)
+        return query, indexes, chosen_arms(indexes, query)
+
+    def compare(self, request: Request) -> Response:
+        query, indexes, arms = self._compare_inputs(request)
         job = "compare:" + "\n".join([*query.run, f"arms={query.arms}",
                                       f"baseline={query.baseline}"])
         piece = self.work.get(job, tuple(i.fingerprint() for i in indexes),
@@ -268,11 +275,7 @@ class Viewer:
         return _html(compare_page(indexes, arms, query, piece, job))
 
     def compare_question(self, request: Request) -> Response:
-        query, indexes = self._compare_inputs(request)
-        refused = refusal(indexes, arms_of(indexes))
-        if refused is not None:
-            return _html(pages.problem_page("side by side refused", refused), 409)
-        arms = chosen_arms(indexes, query)
+        _query, _indexes, arms = self._compare_inputs(request)
         q = request.query_params
         try:
             key = (q["scope"], q["qid"], int(q["repeat"]))
@@ -296,7 +299,7 @@ def _asset(request: Request) -> Response:
 
 def _threaded(fn: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
     """``fn`` run off the event loop, its refusals answered with their status (404, 400,
-    422) as a page or, under /api/, as JSON."""
+    422) as a page or, under /api/, as JSON (runs refused side by side: 409, as a page)."""
     async def endpoint(request: Request) -> Response:
         try:
             return await run_in_threadpool(fn, request)
@@ -311,6 +314,8 @@ def _threaded(fn: Callable[[Request], Response]) -> Callable[[Request], Awaitabl
             return _html(pages.problem_page("bad request", str(exc)), 400)
         except Unreadable as exc:
             return _unreadable(request, str(exc))
+        except Refused as exc:
+            return _html(pages.problem_page("side by side refused", str(exc)), 409)
         except (RecursionError, MemoryError) as exc:
             # Guarded where the files are read; this is the last line, should a value
             # still be too deep or too large to show.

@@ -111,43 +111,64 @@ def _leniency(data: Mapping[str, Any], scorer: str) -> str:
     return "-"
 
 
-def claims_page(name: str, data: Mapping[str, Any]) -> str:
-    """The one table, then the inputs' hashes and each figure's condition."""
-    s = summary(data)
+def _reproduced_row(data: Mapping[str, Any], shown: str, dash: list[str]) -> list[str]:
+    """The row of the publisher's own verdicts over all answers, with the arithmetic chosen."""
     rep = data.get("reproduced") if isinstance(data.get("reproduced"), dict) else {}
     overall = rep.get("overall") if isinstance(rep, dict) else {}
     overall = overall if isinstance(overall, dict) else {}
     arithmetic = rep.get("arithmetic") if isinstance(rep, dict) else None
-    reruns = _dicts(data.get("reruns"))
-    rerun_head = [f"rerun {r.get('name')}" for r in reruns]
-    dash = ["-"] * len(reruns)
-    rows: list[list[str]] = [
-        ["published", e(s["published"]), "-", "-", "-", "-", *dash,
-         e(_published_source(data))],
-        ["reproduced (publisher's verdicts, all answers)", e(s["reproduced"]),
-         e(str(overall.get("n", "-"))), "-", "-", "-", *dash,
-         e("arithmetic " + _condition(arithmetic) + f" ({rep.get('chosen')})"
-           if isinstance(rep, dict) else "-")]]
-    for sc in _dicts(data.get("scorers")):
-        agr = sc.get("agreement") if isinstance(sc.get("agreement"), dict) else None
-        kappa = agr.get("kappa") if agr else None
-        est = sc.get("estimate") if isinstance(sc.get("estimate"), dict) else {}
-        values = sc.get("values") if isinstance(sc.get("values"), dict) else {}
-        known = sum(v is not None for v in values.values()) if isinstance(values, dict) else 0
-        cells = [e(str(sc.get("name"))), e(interval(est)), e(str(known)),
-                 "-" if not isinstance(kappa, int | float) else f"{kappa:.2f}",
-                 "-" if agr is None else e(str(len(_dicts(sc.get("disagreements"))))),
-                 e(_leniency(data, str(sc.get("name"))))]
-        for r in reruns:
-            cells.append(e(_rerun_value(r, str(sc.get("name")))))
-        cells.append(e(_condition(sc.get("condition"))))
-        rows.append(cells)
+    return ["reproduced (publisher's verdicts, all answers)", e(shown),
+            e(str(overall.get("n", "-"))), "-", "-", "-", *dash,
+            e("arithmetic " + _condition(arithmetic) + f" ({rep.get('chosen')})"
+              if isinstance(rep, dict) else "-")]
+
+
+def _scorer_row(data: Mapping[str, Any], sc: Mapping[str, Any],
+                reruns: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A lens scorer's row: its figure, agreement with the publisher, leniency, its figure in
+    each rerun and its condition."""
+    agr = sc.get("agreement") if isinstance(sc.get("agreement"), dict) else None
+    kappa = agr.get("kappa") if agr else None
+    est = sc.get("estimate") if isinstance(sc.get("estimate"), dict) else {}
+    values = sc.get("values") if isinstance(sc.get("values"), dict) else {}
+    known = sum(v is not None for v in values.values()) if isinstance(values, dict) else 0
+    return [e(str(sc.get("name"))), e(interval(est)), e(str(known)),
+            "-" if not isinstance(kappa, int | float) else f"{kappa:.2f}",
+            "-" if agr is None else e(str(len(_dicts(sc.get("disagreements"))))),
+            e(_leniency(data, str(sc.get("name")))),
+            *(e(_rerun_value(r, str(sc.get("name")))) for r in reruns),
+            e(_condition(sc.get("condition")))]
+
+
+def _input_items(data: Mapping[str, Any]) -> list[str]:
+    """The inputs' hashes, the mapping's last."""
     inputs = [f"{e(i.get('path'))}: sha256 <code>{e(i.get('sha256'))}</code>, "
               f"{e(i.get('bytes'))} bytes" for i in _dicts(data.get("inputs"))]
     mapping = data.get("mapping")
     if isinstance(mapping, dict):
         inputs.append(f"mapping {e(mapping.get('path'))}: sha256 <code>"
                       f"{e(mapping.get('sha256'))}</code>")
+    return inputs
+
+
+def _notes_block(data: Mapping[str, Any]) -> list[str]:
+    notes = data.get("notes")
+    if not isinstance(notes, list) or not notes:
+        return []
+    return ["<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"]
+
+
+def claims_page(name: str, data: Mapping[str, Any]) -> str:
+    """The one table, then the inputs' hashes and each figure's condition."""
+    s = summary(data)
+    reruns = _dicts(data.get("reruns"))
+    rerun_head = [f"rerun {r.get('name')}" for r in reruns]
+    dash = ["-"] * len(reruns)
+    rows: list[list[str]] = [
+        ["published", e(s["published"]), "-", "-", "-", "-", *dash,
+         e(_published_source(data))],
+        _reproduced_row(data, s["reproduced"], dash),
+        *(_scorer_row(data, sc, reruns) for sc in _dicts(data.get("scorers")))]
     body = [f"<h1>Reproducing a published claim: {e(name)}</h1>",
             f"<p class='meta'>reader {e(s['reader'])}, benchmark {e(s['benchmark'])}, "
             f"{e(data.get('items'))} answers, {e(data.get('judge_runs'))} judge run(s) stored; "
@@ -157,14 +178,11 @@ def claims_page(name: str, data: Mapping[str, Any]) -> str:
             "share of lens's wrong answers the scorer accepts.</p>",
             table(["figure", "value", "n", "kappa vs publisher", "disagreements", "leniency",
                    *rerun_head, "condition"], rows, table_id="claims-summary"),
-            "<h2>Inputs</h2><ul>" + "".join(f"<li>{i}</li>" for i in inputs) + "</ul>"]
-    body += _rerun_blocks(reruns)
-    notes = data.get("notes")
-    if isinstance(notes, list) and notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in notes)
-                    + "</ul>")
-    body.append(f"<p class='meta'>The full report: {e(name)}/report.html; every value per "
-                "answer and every disagreement: claims.json.</p>")
+            "<h2>Inputs</h2><ul>" + "".join(f"<li>{i}</li>" for i in _input_items(data))
+            + "</ul>",
+            *_rerun_blocks(reruns), *_notes_block(data),
+            f"<p class='meta'>The full report: {e(name)}/report.html; every value per "
+            "answer and every disagreement: claims.json.</p>"]
     return shell(f"claims {name}", "".join(body), [(claims_url(name), name)])
 
 

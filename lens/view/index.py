@@ -20,6 +20,7 @@ import functools
 import math
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -110,39 +111,51 @@ class Progress:
 
     def fold(self, e: dict[str, Any]) -> None:
         self.events += 1
-        kind = e.get("kind")
         ts = _ts(e.get("ts"))
         if ts is not None:
             self.first_ts = ts if self.first_ts is None else self.first_ts
             self.last_ts = ts
-        key = str(e.get("key", ""))
-        if kind == "run_started":
-            self.units_total = _int(e.get("units"))
-            self.questions_total = _int(e.get("questions"))
-            self.already_done = _int(e.get("already_done")) or 0
-            self.finished = None
-        elif kind == "unit_started":
-            self.units_started.add(key)
-        elif kind == "unit_done":
-            self.units_done.add(key)
-            # A unit that failed and then finished on a resume is whole again.
-            self.unit_errors.pop(key, None)
-        elif kind == "unit_error":
-            self.unit_errors[key] = str(e.get("error", ""))
-        elif kind == "question_done":
-            self.statuses[key] = str(e.get("status", "answered"))
-            self.tokens[key] = _int(e.get("tokens")) or 0
-            if ts is not None:
-                self.last_question_ts = ts
-                self.recent.append(ts)
-                while self.recent and self.recent[0] < ts - RATE_WINDOW_S:
-                    self.recent.popleft()
-        elif kind == "usage":
-            self.usage = {k: v for k, v in e.items() if k not in ("seq", "ts", "kind", "key")}
-        elif kind == "run_finished":
-            self.finished = {k: v for k, v in e.items() if k not in ("seq", "kind", "key")}
-        elif kind == "scoring_done":
-            self.scoring_done = True
+        kind = e.get("kind")
+        step = _FOLD_STEPS.get(kind) if isinstance(kind, str) else None
+        if step is not None:
+            step(self, e, str(e.get("key", "")), ts)
+
+    # One step of :meth:`fold` per kind of event: the event, its key and its time.
+
+    def _run_started(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.units_total = _int(e.get("units"))
+        self.questions_total = _int(e.get("questions"))
+        self.already_done = _int(e.get("already_done")) or 0
+        self.finished = None
+
+    def _unit_started(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.units_started.add(key)
+
+    def _unit_done(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.units_done.add(key)
+        # A unit that failed and then finished on a resume is whole again.
+        self.unit_errors.pop(key, None)
+
+    def _unit_error(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.unit_errors[key] = str(e.get("error", ""))
+
+    def _question_done(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.statuses[key] = str(e.get("status", "answered"))
+        self.tokens[key] = _int(e.get("tokens")) or 0
+        if ts is not None:
+            self.last_question_ts = ts
+            self.recent.append(ts)
+            while self.recent and self.recent[0] < ts - RATE_WINDOW_S:
+                self.recent.popleft()
+
+    def _usage(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.usage = {k: v for k, v in e.items() if k not in ("seq", "ts", "kind", "key")}
+
+    def _run_finished(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.finished = {k: v for k, v in e.items() if k not in ("seq", "kind", "key")}
+
+    def _scoring_done(self, e: dict[str, Any], key: str, ts: float | None) -> None:
+        self.scoring_done = True
 
     def rate(self) -> float | None:
         """Questions per second over the last minute of question_done events."""
@@ -150,6 +163,14 @@ class Progress:
             return None
         span = self.recent[-1] - self.recent[0]
         return (len(self.recent) - 1) / span if span > 0 else None
+
+
+_FOLD_STEPS: dict[str, Callable[[Progress, dict[str, Any], str, float | None], None]] = {
+    "run_started": Progress._run_started, "unit_started": Progress._unit_started,
+    "unit_done": Progress._unit_done, "unit_error": Progress._unit_error,
+    "question_done": Progress._question_done, "usage": Progress._usage,
+    "run_finished": Progress._run_finished, "scoring_done": Progress._scoring_done,
+}
 
 
 def _ts(value: object) -> float | None:
@@ -184,19 +205,32 @@ def _first_user(transcript: list[dict[str, Any]]) -> str:
     return ""
 
 
+def _count(data: dict[str, Any], key: str) -> int:
+    """A whole-number field of a record or model call, 0 when absent or empty."""
+    return int(data.get(key) or 0)
+
+
+def _cost_unknown(agent: list[dict[str, Any]], status: str) -> bool:
+    """A call of the agent has no price, or the question failed before the agent was called."""
+    return any(c.get("cost_usd") is None for c in agent) or (not agent and status == "error")
+
+
 def _agent_spend(calls: list[dict[str, Any]], status: str) -> tuple[int, float | None]:
     """The agent's tokens and cost over the model calls of one record (the cost unknown when a
     call's is, or when the question failed before the agent was called)."""
     agent = [c for c in calls if c.get("role") == "agent"]
-    tokens = sum(int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
-                 for c in agent)
-    if any(c.get("cost_usd") is None for c in agent) or (not agent and status == "error"):
+    tokens = sum(_count(c, "prompt_tokens") + _count(c, "completion_tokens") for c in agent)
+    if _cost_unknown(agent, status):
         return tokens, None
     return tokens, float(sum(c.get("cost_usd") or 0.0 for c in agent))
 
 
+def _model_calls(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in data.get("model_calls") or [] if isinstance(c, dict)]
+
+
 def _row(data: dict[str, Any], where: tuple[str, int | None, int | None]) -> Row:
-    calls = [c for c in data.get("model_calls") or [] if isinstance(c, dict)]
+    calls = _model_calls(data)
     status = str(data.get("status", ""))
     tokens, cost = _agent_spend(calls, status)
     question = _first_user(data.get("transcript") or [])
@@ -207,10 +241,10 @@ def _row(data: dict[str, Any], where: tuple[str, int | None, int | None]) -> Row
     qid = str(data.get("question_id", ""))
     return Row(
         key=question_key(unit, qid), unit=unit, adapter=ids[0], scope=ids[1], qid=qid,
-        repeat=int(data.get("repeat") or 0), checkpoint=int(data.get("checkpoint") or 0),
+        repeat=_count(data, "repeat"), checkpoint=_count(data, "checkpoint"),
         status=status, question=question, answer=answer, error=error,
-        tool_calls=len(data.get("tool_calls") or []), tool_errors=int(data.get("tool_errors") or 0),
-        tokens=tokens, cost=cost, retries=sum(int(c.get("retries") or 0) for c in calls),
+        tool_calls=len(data.get("tool_calls") or []), tool_errors=_count(data, "tool_errors"),
+        tokens=tokens, cost=cost, retries=sum(_count(c, "retries") for c in calls),
         wall_s=float(data.get("wall_s") or 0.0), where=where,
         haystack=" ".join([*ids, status, question, answer, error]).lower(),
     )
@@ -313,29 +347,28 @@ class RunIndex:
         files: dict[str, _Tail | Unreadable] = {}
         for raw in data[:end].splitlines():
             self._lines += 1
-            where = f"{EVENTS} line {self._lines}"
             try:
-                event = parse_json(raw, where)
-            except Unreadable as exc:
-                self._bad_line(str(exc))
-                continue
-            if not isinstance(event, dict):
-                self._bad_line(f"{where}: not a JSON object")
-                continue
-            try:
-                self.progress.fold(event)
-                if event.get("kind") == "question_done":
-                    self._take_record(event, files, where)
+                self._take_event(raw, files, f"{EVENTS} line {self._lines}")
             except Unreadable as exc:
                 self._bad_line(str(exc))
         self._offset += end
         self._events_stat = (self._offset, st[1]) if end == len(data) else None
 
-    def _take_record(self, event: dict[str, Any], files: dict[str, _Tail | Unreadable],
+    def _take_event(self, raw: bytes, files: dict[str, _Tail | Unreadable],
                      where: str) -> None:
-        name = str(event.get("record", ""))
+        """One line of events.jsonl folded into the progress, with the record it names when
+        it ends a question; raises :class:`Unreadable` for a bad line."""
+        event = parse_json(raw, where)
+        if not isinstance(event, dict):
+            raise Unreadable(f"{where}: not a JSON object")
+        self.progress.fold(event)
+        if event.get("kind") == "question_done":
+            self._take_record(event, files, where)
+
+    def _tail(self, name: str, files: dict[str, _Tail | Unreadable], where: str) -> _Tail:
+        """The records file ``name``, checked once per file and refresh, not once per
+        question."""
         if name not in files:
-            # Checked once per file and refresh, not once per question.
             try:
                 files[name] = _Tail(inside(self.root, name))
             except Unreadable as exc:
@@ -343,24 +376,36 @@ class RunIndex:
         tail = files[name]
         if isinstance(tail, Unreadable):
             raise Unreadable(f"{where}: record {tail}")
+        return tail
+
+    @staticmethod
+    def _record_bytes(tail: _Tail, event: dict[str, Any], name: str, where: str
+                      ) -> tuple[bytes, tuple[str, int | None, int | None], str] | None:
+        """The bytes of the record an event names, where they are, and how a message names
+        them; None while they are not all on disk yet (a later refresh reads them)."""
         offset, length = event.get("offset"), event.get("length")
         try:
             if offset is None:
-                raw = read_bytes(tail.path)
-                place: tuple[str, int | None, int | None] = (name, None, None)
-                shown = name
-            else:
-                offset, length = int(offset), int(length)  # type: ignore[arg-type]  # caught below
-                if offset < 0 or length < 0:
-                    raise ValueError("a negative offset or length")
-                raw = tail.read(offset, length)
-                if len(raw) < length:
-                    return  # not yet on disk: a later refresh reads it
-                place, shown = (name, offset, length), f"{name} at byte {offset}"
+                return read_bytes(tail.path), (name, None, None), name
+            offset, length = int(offset), int(length)  # type: ignore[arg-type]  # caught below
+            if offset < 0 or length < 0:
+                raise ValueError("a negative offset or length")
+            raw = tail.read(offset, length)
         except (TypeError, ValueError) as exc:
             raise Unreadable(f"{where}: offset or length of the record: {exc}") from None
         except Unreadable as exc:
             raise Unreadable(f"{where}: {exc}") from None
+        if len(raw) < length:
+            return None
+        return raw, (name, offset, length), f"{name} at byte {offset}"
+
+    def _take_record(self, event: dict[str, Any], files: dict[str, _Tail | Unreadable],
+                     where: str) -> None:
+        name = str(event.get("record", ""))
+        found = self._record_bytes(self._tail(name, files, where), event, name, where)
+        if found is None:
+            return
+        raw, place, shown = found
         data = parse_json(raw, f"{shown} (named by {where})")
         if not isinstance(data, dict):
             raise Unreadable(f"{shown} (named by {where}): not a JSON object")

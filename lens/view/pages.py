@@ -192,63 +192,95 @@ LIVE_FIELDS = (
 )
 
 
-def progress_data(index: RunIndex) -> dict[str, Any]:
-    """The live panel: raw numbers and, by element id, the texts the page shows."""
-    p = index.progress
+def _outcomes(p: Progress) -> dict[str, int]:
+    """Questions done by how they ended: answered, empty_answer, error (and any other)."""
     counts = {"answered": 0, "empty_answer": 0, "error": 0}
     for status in p.statuses.values():
         counts[status] = counts.get(status, 0) + 1
-    rows = index.rows.values()
-    tool_errors = sum(r.tool_errors for r in rows)
-    retries = sum(r.retries for r in rows)
-    known = [r.cost for r in rows if r.cost is not None]
-    agent_cost = sum(known)
-    unknown_cost = sum(1 for r in rows if r.cost is None and r.status != "error")
-    roles = p.usage.get("by_role")
-    by_role: dict[str, Any] = roles if isinstance(roles, dict) else {}
-    rate_limited = p.usage.get("rate_limited")
-    limited: dict[str, Any] = rate_limited if isinstance(rate_limited, dict) else {}
-    waits = sum(int(v) for v in limited.values() if isinstance(v, int | float))
-    rate = p.rate()
+    return counts
+
+
+def _dict_in(usage: dict[str, Any], key: str) -> dict[str, Any]:
+    """A block of the usage event, empty when the run did not report it."""
+    block = usage.get(key)
+    return block if isinstance(block, dict) else {}
+
+
+def _agent_cost(rows: Iterable[Row]) -> tuple[float, int]:
+    """The agent's cost over the questions with a price, and how many answered questions have
+    none."""
+    rows = list(rows)
+    return (sum(r.cost for r in rows if r.cost is not None),
+            sum(1 for r in rows if r.cost is None and r.status != "error"))
+
+
+def _waits(rate_limited: dict[str, Any]) -> int:
+    """The rate-limit waits (429s) of every model together."""
+    return sum(int(v) for v in rate_limited.values() if isinstance(v, int | float))
+
+
+def _spend_text(agent_cost: float, unpriced: int, usage: dict[str, Any]) -> str:
+    """The agent's spend, the questions without a price, then each other role's spend."""
     spend = f"agent ${agent_cost:.4f}"
-    if unknown_cost:
-        spend += f" (+{unknown_cost} questions without a price)"
-    for role, u in sorted(by_role.items()):
+    if unpriced:
+        spend += f" (+{unpriced} questions without a price)"
+    for role, u in sorted(_dict_in(usage, "by_role").items()):
         if role != "agent" and isinstance(u, dict):
             cost = u.get("cost_usd")
             spend += f" · {role} " + ("unknown" if cost is None else f"${float(cost):.4f}")
-    units_total = "?" if p.units_total is None else str(p.units_total)
-    display = {
+    return spend
+
+
+def _live_display(index: RunIndex, data: dict[str, Any], spend: str, waits: int
+                  ) -> dict[str, str]:
+    """The live panel's texts by element id, from the figures of :func:`progress_data`."""
+    p = index.progress
+    units, q, rate = data["units"], data["questions"], data["rate_qps"]
+    return {
         "live-status": run_status(index),
-        "live-units": f"{len(p.units_done)} / {len(p.units_started)} / {units_total}",
+        "live-units": f"{units['done']} / {units['started']} / "
+                      f"{'?' if units['total'] is None else units['total']}",
         "live-questions": done_text(p),
-        "live-outcomes": f"{counts['answered']} · {counts['empty_answer']} · {counts['error']}",
-        "live-unit-errors": str(len(p.unit_errors)),
-        "live-tool-errors": str(tool_errors),
+        "live-outcomes": f"{q['answered']} · {q['empty']} · {q['errored']}",
+        "live-unit-errors": str(units["failed"]),
+        "live-tool-errors": str(data["tool_errors"]),
         "live-rate": "unknown" if rate is None else f"{rate:.2f}",
-        "live-tokens": f"{sum(p.tokens.values()):,}",
+        "live-tokens": f"{data['agent_tokens']:,}",
         "live-spend": spend,
-        "live-limits": (f"{waits} · {retries}" if p.usage else
-                        f"not reported by this run · {retries}"),
+        "live-limits": (f"{waits} · {data['retries']}" if p.usage else
+                        f"not reported by this run · {data['retries']}"),
         "live-nq": str(len(index.rows)),
         "live-last": ("none" if p.last_ts is None
                       else f"{_age(time.time() - p.last_ts)} ago"),
     }
-    return {
+
+
+def progress_data(index: RunIndex) -> dict[str, Any]:
+    """The live panel: raw numbers and, by element id, the texts the page shows."""
+    p = index.progress
+    counts = _outcomes(p)
+    rows = index.rows.values()
+    agent_cost, unknown_cost = _agent_cost(rows)
+    limited = _dict_in(p.usage, "rate_limited")
+    data: dict[str, Any] = {
         "status": str(index.manifest.get("status") or "unknown"),
         "units": {"total": p.units_total, "started": len(p.units_started),
                   "done": len(p.units_done), "failed": len(p.unit_errors)},
         "questions": {"total": p.questions_total, "done": len(p.statuses),
                       "answered": counts["answered"], "empty": counts["empty_answer"],
                       "errored": counts["error"], "already_done": p.already_done},
-        "tool_errors": tool_errors, "retries": retries, "rate_limited": limited,
-        "rate_qps": rate, "agent_tokens": sum(p.tokens.values()),
+        "tool_errors": sum(r.tool_errors for r in rows),
+        "retries": sum(r.retries for r in rows), "rate_limited": limited,
+        "rate_qps": p.rate(), "agent_tokens": sum(p.tokens.values()),
         "agent_cost_usd": agent_cost, "questions_without_price": unknown_cost,
         "finished": p.finished is not None, "events": p.events,
         "unit_errors": [{"unit": k, "error": v} for k, v in list(p.unit_errors.items())[:20]],
-        # Texts a script puts into the page: control characters shown, as on the server's pages.
-        "display": {k: visible(v) for k, v in display.items()},
     }
+    display = _live_display(index, data, _spend_text(agent_cost, unknown_cost, p.usage),
+                            _waits(limited))
+    # Texts a script puts into the page: control characters shown, as on the server's pages.
+    data["display"] = {k: visible(v) for k, v in display.items()}
+    return data
 
 
 def live_panel(index: RunIndex) -> str:
@@ -399,25 +431,36 @@ def detail_html(value: Any, depth: int = 0) -> str:
         case BaseModel():
             return detail_html(shown(value), depth)
         case Mapping():
-            if not value:
-                return "<i>none</i>"
-            keys = sorted(value, key=lambda k: (k not in ("reason", "why", "verdict"), ""))
-            rows = "".join(f"<tr><th>{e(k)}</th><td>{detail_html(value[k], depth + 1)}</td></tr>"
-                           for k in keys)
-            return f"<table class='kv'>{rows}</table>"
-        case list() if not value:
-            return "<i>none</i>"
-        case list() if all(isinstance(v, BaseModel | Mapping) for v in value) and depth < 4:
-            return _column_table([shown(v) if isinstance(v, BaseModel) else v for v in value],
-                                 depth)
-        case list() if all(_is_scalar(v) for v in value):
-            return e(", ".join(_scalar(v) for v in value))
+            return _mapping_html(value, depth)
         case list():
-            text = json.dumps(value, ensure_ascii=False, default=_plain)
-            return f"<pre>{e(clip(text, 2000))}</pre>"
+            return _list_html(value, depth)
     text = _scalar(value)
     cls = " class='matched'" if value is True else " class='missed'" if value is False else ""
     return f"<span{cls}>{e(clip(text, 2000))}</span>"
+
+
+def _mapping_html(value: Mapping[str, Any], depth: int) -> str:
+    """A key-value table, the reason or verdict first."""
+    if not value:
+        return "<i>none</i>"
+    keys = sorted(value, key=lambda k: (k not in ("reason", "why", "verdict"), ""))
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{detail_html(value[k], depth + 1)}</td></tr>"
+                   for k in keys)
+    return f"<table class='kv'>{rows}</table>"
+
+
+def _list_html(value: list[Any], depth: int) -> str:
+    """Blocks or mappings as one table (down to a depth), plain values as one line, anything
+    else as its JSON."""
+    if not value:
+        return "<i>none</i>"
+    if all(isinstance(v, BaseModel | Mapping) for v in value) and depth < 4:
+        return _column_table([shown(v) if isinstance(v, BaseModel) else v for v in value],
+                             depth)
+    if all(_is_scalar(v) for v in value):
+        return e(", ".join(_scalar(v) for v in value))
+    text = json.dumps(value, ensure_ascii=False, default=_plain)
+    return f"<pre>{e(clip(text, 2000))}</pre>"
 
 
 def _column_table(rows: list[Mapping[str, Any]], depth: int) -> str:
@@ -459,7 +502,32 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
     s = index.scored(row.key)
     metrics = s.metrics if s else {}
     detail = s.details if s else read_detail({})
-    facts = [
+    other = {k: v for k, v in detail.blocks() if k not in metrics}
+    qrow = QuestionRow(record=record, scores=_question_scores(row, s))
+    body = [
+        f"<h1>{e(record.question_id)}</h1>",
+        "<ul class='meta'>" + "".join(f"<li>{e(f)}</li>" for f in _question_facts(row, record, s))
+        + "</ul>",
+        "<h2>Question</h2>", f"<pre id='prompt'>{e(clip(row.question)) or '<i>(none)</i>'}</pre>",
+        "<h2>Metrics and why</h2>",
+        table(["metric", "value", "why"], _metric_rows(s), table_id="metrics"),
+    ]
+    if other:
+        body += ["<h2>Other scoring detail (judge verdicts, retrieval, composite)</h2>",
+                 f"<div id='other-detail'>{detail_html(other)}</div>"]
+    traces = _trace_links(name, record)
+    if traces:
+        body.append("<p id='tracebacks'>traceback: " + ", ".join(traces) + "</p>")
+    body += ["<h2>Answer, tool calls and transcript</h2>",
+             f"<div id='drill'>{question_body(qrow, scores=False)}</div>"]
+    return shell(record.question_id, "".join(body),
+                 [(run_url(name), name), (run_url(name, "questions"), "questions"),
+                  (run_url(name, "question", key=row.key), record.question_id)])
+
+
+def _question_facts(row: Row, record: QuestionRecord, s: Scored | None) -> list[str]:
+    """The question's line of facts under its title."""
+    return [
         f"adapter {record.adapter}", f"scope {record.scope_id}", f"repeat {record.repeat}",
         f"question type {s.question_type if s else 'unknown'}",
         f"checkpoint {record.checkpoint} (episodes ingested {record.episodes_ingested})",
@@ -468,33 +536,22 @@ def question_page(index: RunIndex, row: Row, record: QuestionRecord) -> str:
         f"cost {fmt.money(row.cost)}", f"wall {record.wall_s:.2f} s",
         f"memory state {record.memory_state or 'unknown (the adapter does not list)'}",
     ]
+
+
+def _metric_rows(s: Scored | None) -> list[list[str]]:
+    """Each metric of the question with its value and its detail (why)."""
     if s is None:
-        metric_rows = [[e("(not scored)"), e("unknown"), e("no scores.json entry")]]
-    else:
-        metric_rows = [[e(m), e(fmt.num(s.metric(m))),
-                        detail_html(detail.of(m)) if m in detail else "<i>no detail</i>"]
-                       for m in metrics]
-    other = {k: v for k, v in detail.blocks() if k not in metrics}
-    qrow = QuestionRow(record=record, scores=_question_scores(row, s))
-    body = [
-        f"<h1>{e(record.question_id)}</h1>",
-        "<ul class='meta'>" + "".join(f"<li>{e(f)}</li>" for f in facts) + "</ul>",
-        "<h2>Question</h2>", f"<pre id='prompt'>{e(clip(row.question)) or '<i>(none)</i>'}</pre>",
-        "<h2>Metrics and why</h2>",
-        table(["metric", "value", "why"], metric_rows, table_id="metrics"),
-    ]
-    if other:
-        body += ["<h2>Other scoring detail (judge verdicts, retrieval, composite)</h2>",
-                 f"<div id='other-detail'>{detail_html(other)}</div>"]
-    traces = [link(run_url(name, "errors", quote(f)), "errors/" + f)
-              for f in dict.fromkeys(ERROR_FILE.findall(record.error or ""))]
-    if traces:
-        body.append("<p id='tracebacks'>traceback: " + ", ".join(traces) + "</p>")
-    body += ["<h2>Answer, tool calls and transcript</h2>",
-             f"<div id='drill'>{question_body(qrow, scores=False)}</div>"]
-    return shell(record.question_id, "".join(body),
-                 [(run_url(name), name), (run_url(name, "questions"), "questions"),
-                  (run_url(name, "question", key=row.key), record.question_id)])
+        return [[e("(not scored)"), e("unknown"), e("no scores.json entry")]]
+    detail = s.details
+    return [[e(m), e(fmt.num(s.metric(m))),
+             detail_html(detail.of(m)) if m in detail else "<i>no detail</i>"]
+            for m in s.metrics]
+
+
+def _trace_links(name: str, record: QuestionRecord) -> list[str]:
+    """Links to the traceback files the record's error names, each once."""
+    return [link(run_url(name, "errors", quote(f)), "errors/" + f)
+            for f in dict.fromkeys(ERROR_FILE.findall(record.error or ""))]
 
 
 def _question_scores(row: Row, s: Scored | None) -> QuestionScores | None:

@@ -18,7 +18,7 @@ from lens.report.documents.document import e
 from lens.report.documents.html import clip
 from lens.report.foundations.data import RunData
 from lens.report.run_comparison import differences, refusal_message
-from lens.view.index import Row, RunIndex
+from lens.view.index import Row, RunIndex, Scored
 from lens.view.jobs import Piece
 from lens.view.pages import detail_html, link, options, piece_html, run_url, shell
 from lens.view.query import PAGE_SIZE, QueryError
@@ -135,6 +135,20 @@ _MATRICES_KEPT = 8
 _MATRICES_LOCK = threading.Lock()
 
 
+def _question_keys(arms: Sequence[ViewArm]) -> list[MatchKey]:
+    """Every question any arm asked, once, in the order the arms asked them."""
+    return list(dict.fromkeys(k for arm in arms for k in arm.rows))
+
+
+def _line(arms: Sequence[ViewArm], k: MatchKey, metric: str | None) -> Line:
+    """A question's cells (its row and value in each arm), its type and whether they
+    differ."""
+    cells = [(arm.rows.get(k), _value(arm, arm.rows.get(k), metric)) for arm in arms]
+    qtype = next((a.index.question_type(r.key) for a, (r, _) in zip(arms, cells, strict=True)
+                  if r is not None), "unknown")
+    return (k, qtype, cells, _differs(cells))
+
+
 def _matrix(indexes: Sequence[RunIndex], arms: Sequence[ViewArm],
             metric: str | None) -> list[Line]:
     """Every question of the arms with its cells and whether they differ; kept until one of
@@ -145,19 +159,7 @@ def _matrix(indexes: Sequence[RunIndex], arms: Sequence[ViewArm],
         found = _MATRICES.get(cache_key)
     if found is not None:
         return found
-    keys: list[MatchKey] = []
-    seen: set[MatchKey] = set()
-    for arm in arms:
-        for k in arm.rows:
-            if k not in seen:
-                seen.add(k)
-                keys.append(k)
-    out: list[Line] = []
-    for k in keys:
-        cells = [(arm.rows.get(k), _value(arm, arm.rows.get(k), metric)) for arm in arms]
-        qtype = next((a.index.question_type(r.key) for a, (r, _) in zip(arms, cells, strict=True)
-                      if r is not None), "unknown")
-        out.append((k, qtype, cells, _differs(cells)))
+    out = [_line(arms, k, metric) for k in _question_keys(arms)]
     with _MATRICES_LOCK:
         while len(_MATRICES) >= _MATRICES_KEPT:
             _MATRICES.pop(next(iter(_MATRICES)))
@@ -243,17 +245,23 @@ def _line_html(query: CompareQuery, arms: Sequence[ViewArm], line: Line) -> str:
             + "".join(tds) + "</tr>")
 
 
+def _cell_class(r: Row, v: float | None, diff: bool, hi: float | None,
+                lo: float | None) -> str:
+    """Where the arms differ: better for the best value, worse for the worst or an error."""
+    if diff and r.status == "error":
+        return " class='worse'"
+    if diff and hi is not None and hi != lo and v is not None:
+        return " class='better'" if v == hi else " class='worse'" if v == lo else ""
+    return ""
+
+
 def _cell_html(arm: ViewArm, r: Row | None, v: float | None, diff: bool,
                hi: float | None, lo: float | None) -> str:
     """One arm's cell: its value and status, green where it is the best arm on a question
     that differs and red where it is the worst (or failed)."""
     if r is None:
         return "<td class='worse'>not asked</td>"
-    cls = ""
-    if diff and r.status == "error":
-        cls = " class='worse'"
-    elif diff and hi is not None and hi != lo and v is not None:
-        cls = " class='better'" if v == hi else " class='worse'" if v == lo else ""
+    cls = _cell_class(r, v, diff, hi, lo)
     text = f"{fmt.num(v)} · {r.status}" + (f" · {r.tool_errors} tool errors"
                                           if r.tool_errors else "")
     return (f"<td{cls}>" + link(run_url(arm.index.name, "question", key=r.key), text)
@@ -288,31 +296,39 @@ def _compare_form(query: CompareQuery, metrics: list[str], types: list[str]) -> 
             + "<button type='submit' id='f-apply'>apply</button></form>")
 
 
-def question_side(arms: Sequence[ViewArm], key: MatchKey) -> str:
-    """One question across the arms: status, each metric (differences marked), answer."""
-    cols = []
-    for arm in arms:
-        r = arm.rows.get(key)
-        if r is None:
-            cols.append(f"<div><h3>{e(arm.name)}</h3><p class='fail'>not asked</p></div>")
-            continue
-        s = arm.index.scored(r.key)
-        metrics = s.metrics if s else {}
-        others = [a.index.scored(a.rows[key].key) for a in arms if key in a.rows]
-        rows = []
-        for m in metrics:
-            vals = {None if o is None else o.metric(m) for o in others}
-            cls = " class='differs'" if len(vals) > 1 else ""
-            why = detail_html(s.details.of(m)) if s and m in s.details else ""
-            value = fmt.num(s.metric(m) if s else None)
-            rows.append(f"<tr{cls}><td>{e(m)}</td><td>{e(value)}</td><td>{why}</td></tr>")
-        opened = link(run_url(arm.index.name, "question", key=r.key), "open")
-        cols.append(
-            f"<div><h3>{e(arm.name)}</h3><p>{e(r.status)} · {r.tool_calls} tool calls "
+def _metric_rows(arms: Sequence[ViewArm], key: MatchKey, s: Scored | None) -> list[str]:
+    """One arm's metrics on the question, each with its detail, marked where the arms
+    differ."""
+    if s is None:
+        return []
+    others = [a.index.scored(a.rows[key].key) for a in arms if key in a.rows]
+    rows = []
+    for m in s.metrics:
+        vals = {None if o is None else o.metric(m) for o in others}
+        cls = " class='differs'" if len(vals) > 1 else ""
+        why = detail_html(s.details.of(m)) if m in s.details else ""
+        rows.append(f"<tr{cls}><td>{e(m)}</td><td>{e(fmt.num(s.metric(m)))}</td>"
+                    f"<td>{why}</td></tr>")
+    return rows
+
+
+def _arm_column(arms: Sequence[ViewArm], arm: ViewArm, key: MatchKey) -> str:
+    """One arm's column: status, tool calls, answer and metrics."""
+    r = arm.rows.get(key)
+    if r is None:
+        return f"<div><h3>{e(arm.name)}</h3><p class='fail'>not asked</p></div>"
+    rows = _metric_rows(arms, key, arm.index.scored(r.key))
+    opened = link(run_url(arm.index.name, "question", key=r.key), "open")
+    return (f"<div><h3>{e(arm.name)}</h3><p>{e(r.status)} · {r.tool_calls} tool calls "
             f"({r.tool_errors} errors) · {opened}"
             f"</p><h4>Answer</h4><pre>{e(clip(r.answer or r.error)) or '<i>(empty)</i>'}</pre>"
             "<table class='data'><thead><tr><th>metric</th><th>value</th><th>why</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def question_side(arms: Sequence[ViewArm], key: MatchKey) -> str:
+    """One question across the arms: status, each metric (differences marked), answer."""
+    cols = [_arm_column(arms, arm, key) for arm in arms]
     scope, qid, rep = key
     first = next((a.rows[key] for a in arms if key in a.rows), None)
     prompt = first.question if first else ""

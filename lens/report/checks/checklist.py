@@ -11,7 +11,7 @@ measures the model's own knowledge.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ from lens.memory.oracle import FLOOR
 from lens.report.checks.memory_state_check import check_memory_state
 from lens.report.checks.parity import adapter_names, context_parity_checks
 from lens.report.figures.estimates import question_values, repeat_reducer
-from lens.report.foundations.data import RunData
+from lens.report.foundations.data import QuestionRow, RunData
 from lens.report.foundations.shapes import Check, Status
 from lens.report.sections.memory_cost import memory_model_usage
 from lens.runs.manifest import DatasetBlock, dataset_block
@@ -70,6 +70,31 @@ def _run_culprits(names: Sequence[str], statuses: Sequence[Status]) -> dict[str,
 
 def _arm_name(run: RunData, adapter: str, many: bool) -> str:
     return f"{run.run_id}:{adapter}" if many else adapter
+
+
+def _arms(runs: Sequence[RunData]) -> Iterator[tuple[RunData, str, str]]:
+    """Every arm of the runs: its run, its adapter label and its name in a row (the run's id
+    before the label where there are several runs)."""
+    many = len(runs) > 1
+    for run in runs:
+        for adapter in run.adapters:
+            yield run, adapter, _arm_name(run, adapter, many)
+
+
+def _share_status(count: int, share: float) -> Status:
+    """An arm with ``count`` questions gone wrong, ``share`` of its questions: passes at none,
+    warns up to ERROR_WARN, fails above."""
+    return "pass" if count == 0 else "warn" if share <= ERROR_WARN else "fail"
+
+
+def _row_of_parts(cid: str, title: str, parts: Sequence[str], statuses: Sequence[Status],
+                  detail: str, **named: list[str]) -> Check | None:
+    """A row made of one part per run that has something to say, at the worst of their
+    statuses; None when no run had."""
+    if not parts:
+        return None
+    return Check(id=cid, title=title, status=worst(statuses), value="; ".join(parts),
+                 detail=detail, **named)
 
 
 @dataclass(frozen=True)
@@ -143,33 +168,33 @@ def _not_applicable(cid: str, title: str, value: str, detail: str) -> Check:
                  detail=detail + f"; a result to rely on needs ≥ {MIN_SCOPES} scopes")
 
 
-def check_sample_size(run: RunData) -> Check:
-    sizes = {a: arm_size(run, a) for a in run.adapters}
-    each = {a: _size_status(n, SINGLE_MIN) for a, n in sizes.items()}
+def _size_check(cid: str, title: str, detail: str, sizes: Mapping[str, ArmSize | int],
+                need: int, none: str) -> Check:
+    """A sample-size row: each arm against ``need`` effective questions (failed without
+    arms, not applicable where every arm has one scope)."""
+    each = {a: _size_status(n, need) for a, n in sizes.items()}
     status = worst(list(each.values())) if sizes else "fail"
-    value = _size_value(sizes) or "no questions"
-    title = f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes"
-    detail = (_SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
-              f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, "
-              "fails below")
+    value = _size_value(sizes) or none
     if _one_scope(sizes):
-        return _not_applicable("sample_size", title, value, detail)
-    return Check(id="sample_size", **blame(each), title=title, status=status, value=value,
+        return _not_applicable(cid, title, value, detail)
+    return Check(id=cid, **blame(each), title=title, status=status, value=value,
                  detail=detail)
+
+
+def check_sample_size(run: RunData) -> Check:
+    return _size_check(
+        "sample_size", f"n_eff ≥ {SINGLE_MIN} for a single result, ≥ {MIN_SCOPES} scopes",
+        _SIZE_DETAIL + "below 100 the margin of error of a rate is wider than "
+        f"±6 points; warns from {SINGLE_MIN // 2} or under {MIN_SCOPES} scopes, fails below",
+        {a: arm_size(run, a) for a in run.adapters}, SINGLE_MIN, "no questions")
 
 
 def check_compare_size(arm_sizes: Mapping[str, ArmSize | int]) -> Check:
-    each = {a: _size_status(n, COMPARE_MIN) for a, n in arm_sizes.items()}
-    status = worst(list(each.values())) if arm_sizes else "fail"
-    value = _size_value(arm_sizes) or "no arms"
-    title = f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes"
-    detail = (_SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
-              f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
-              f"under {MIN_SCOPES} scopes, fails below")
-    if _one_scope(arm_sizes):
-        return _not_applicable("compare_size", title, value, detail)
-    return Check(id="compare_size", **blame(each), title=title, status=status, value=value,
-                 detail=detail)
+    return _size_check(
+        "compare_size", f"n_eff ≥ {COMPARE_MIN} per arm for a comparison, ≥ {MIN_SCOPES} scopes",
+        _SIZE_DETAIL + "fewer effective questions per arm cannot separate a "
+        f"10-point difference at 80% power; warns from {COMPARE_MIN // 2} or "
+        f"under {MIN_SCOPES} scopes, fails below", arm_sizes, COMPARE_MIN, "no arms")
 
 
 # The differences a verdict-scopes check names the scopes for (|Δ| of the primary metric).
@@ -229,19 +254,11 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
     ):
         parts: list[str] = []
         each: dict[str, Status] = {}
-        for run in runs:
-            controls = control_arms(run)
-            for a in run.adapters:
-                m = _mean([float(getattr(r, attr)) for r in run.rows_for(a)])
-                name = _arm_name(run, a, len(runs) > 1)
-                shown = "unknown" if m is None else f"{m:.2f}"
-                if not m and a in controls:
-                    # The floor arm exists to have nothing to return: its 0 is the design.
-                    parts.append(f"{name}: {shown} ({CONTROL})")
-                    each[name] = "na"
-                    continue
-                parts.append(f"{name}: {shown}")
-                each[name] = "fail" if not m else "pass"
+        for run, a, name in _arms(runs):
+            m = _mean([float(getattr(r, attr)) for r in run.rows_for(a)])
+            control = a in control_arms(run)
+            parts.append(f"{name}: {_retrieval_shown(m, control)}")
+            each[name] = _retrieval_status(m, control)
         out.append(Check(
             id=cid, title=title, status=worst(list(each.values())) if each else "fail",
             **blame(each),
@@ -252,6 +269,19 @@ def check_retrieval(runs: Sequence[RunData]) -> list[Check]:
 
 
 CONTROL = "expected for a control arm"
+
+
+def _retrieval_shown(mean: float | None, control: bool) -> str:
+    shown = "unknown" if mean is None else f"{mean:.2f}"
+    return f"{shown} ({CONTROL})" if not mean and control else shown
+
+
+def _retrieval_status(mean: float | None, control: bool) -> Status:
+    """Nothing retrieved fails an arm, except a control arm: the floor arm exists to have
+    nothing to return, its 0 is the design."""
+    if not mean:
+        return "na" if control else "fail"
+    return "pass"
 
 
 def control_arms(run: RunData) -> set[str]:
@@ -293,15 +323,12 @@ def check_judge_unreadable(runs: Sequence[RunData]) -> Check | None:
         parts.append(f"{run.run_id}: {judge.invalid} of {judge.verdicts} ({rate:.1%})")
         statuses.append("fail" if rate > UNREADABLE_FAIL else "pass")
         names.append(run.run_id)
-    if not parts:
-        return None
-    return Check(id="judge_unreadable", title="judge verdicts readable",
-                 status=worst(statuses), value="; ".join(parts),
-                 **_run_culprits(names, statuses),
-                 detail="a verdict unreadable even after a retry with a format reminder leaves "
-                        "its score unknown (never a tie); fails above "
-                        f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on the "
-                        "answers the judge happened to grade legibly")
+    return _row_of_parts("judge_unreadable", "judge verdicts readable", parts, statuses,
+                         **_run_culprits(names, statuses),
+                         detail="a verdict unreadable even after a retry with a format "
+                                "reminder leaves its score unknown (never a tie); fails above "
+                                f"{UNREADABLE_FAIL:.0%}, where the judged metrics would rest on "
+                                "the answers the judge happened to grade legibly")
 
 
 def _cache_of(run: RunData) -> CacheConfig | None:
@@ -311,6 +338,25 @@ def _cache_of(run: RunData) -> CacheConfig | None:
         return CacheConfig.model_validate(cache) if isinstance(cache, dict) else None
     except ValidationError:
         return None
+
+
+def _calibration_part(run: RunData, model: str, name: str) -> tuple[str, Status]:
+    """What the stored calibration of ``model`` under the run's judge prompts says, with its
+    status (a warning when there is none)."""
+    prompts = run.scores.settings.get("judge_prompts") if run.scores else None
+    found = (find_calibration(calibration_dir(_cache_of(run)), model, prompts)
+             if isinstance(prompts, str) else None)
+    if found is None:
+        return (f"{name}: not calibrated (lens judge calibrate --judge {model} DATASET)",
+                "warn")
+    cal, _path = found
+    acc = "unknown" if cal.accuracy is None else f"{cal.accuracy:.0%}"
+    dis = ("unknown" if cal.position_disagreement is None
+           else f"{cal.position_disagreement:.0%}")
+    bias = "unknown" if cal.length_bias is None else f"{cal.length_bias:+.2f}"
+    return (f"{name}: {cal.status}, accuracy {acc}, position disagreement {dis}, "
+            f"length bias {bias} ({cal.pairs} pairs on {cal.dataset.get('label')}, "
+            f"{cal.created[:10]})", cal.status)
 
 
 def check_judge_calibration(runs: Sequence[RunData]) -> Check | None:
@@ -323,30 +369,14 @@ def check_judge_calibration(runs: Sequence[RunData]) -> Check | None:
         if judge is None or not judge.model or run.scores is None:
             continue
         name = f"{run.run_id}: {judge.model}" if len(runs) > 1 else judge.model
-        prompts = run.scores.settings.get("judge_prompts")
-        found = (find_calibration(calibration_dir(_cache_of(run)), judge.model, prompts)
-                 if isinstance(prompts, str) else None)
-        if found is None:
-            parts.append(f"{name}: not calibrated (lens judge calibrate --judge {judge.model} "
-                         "DATASET)")
-            statuses.append("warn")
-            continue
-        cal, _path = found
-        acc = "unknown" if cal.accuracy is None else f"{cal.accuracy:.0%}"
-        dis = ("unknown" if cal.position_disagreement is None
-               else f"{cal.position_disagreement:.0%}")
-        bias = "unknown" if cal.length_bias is None else f"{cal.length_bias:+.2f}"
-        parts.append(f"{name}: {cal.status}, accuracy {acc}, position disagreement {dis}, "
-                     f"length bias {bias} ({cal.pairs} pairs on {cal.dataset.get('label')}, "
-                     f"{cal.created[:10]})")
-        statuses.append(cal.status)
-    if not parts:
-        return None
-    return Check(id="judge_calibration", title="judge calibrated on answers of known quality",
-                 status=worst(statuses), value="; ".join(parts),
-                 detail="correct, subtly wrong, stuffed and vague answers built from ground "
-                        "truth, asked in both orders; a judge that prefers the longer answer, "
-                        "or misses changed numbers, fails here")
+        part, status = _calibration_part(run, judge.model, name)
+        parts.append(part)
+        statuses.append(status)
+    return _row_of_parts("judge_calibration", "judge calibrated on answers of known quality",
+                         parts, statuses,
+                         detail="correct, subtly wrong, stuffed and vague answers built from "
+                                "ground truth, asked in both orders; a judge that prefers the "
+                                "longer answer, or misses changed numbers, fails here")
 
 
 def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
@@ -371,14 +401,13 @@ def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
         else:
             parts.append(f"{name}judge grades each key fact ({grader})")
             statuses.append("pass")
-    if not parts:
-        return None
-    return Check(id="fact_grader", title="fact_recall graded per fact by a judge",
-                 status=worst(statuses), value="; ".join(parts),
-                 detail="the phrase matcher misses paraphrases (real agents restate findings in "
-                        "their own words), so matcher-only fact_recall understates every arm; "
-                        "install the 'local' extra (the offline grader is then the default) or "
-                        "configure a judge (scoring.fact_grader: judge is then the default)")
+    return _row_of_parts("fact_grader", "fact_recall graded per fact by a judge", parts,
+                         statuses,
+                         detail="the phrase matcher misses paraphrases (real agents restate "
+                                "findings in their own words), so matcher-only fact_recall "
+                                "understates every arm; install the 'local' extra (the offline "
+                                "grader is then the default) or configure a judge "
+                                "(scoring.fact_grader: judge is then the default)")
 
 
 def check_failures(runs: Sequence[RunData]) -> Check:
@@ -391,15 +420,12 @@ def check_failures(runs: Sequence[RunData]) -> Check:
                      value="no questions recorded", detail="the run produced no records")
     parts: list[str] = []
     each: dict[str, Status] = {}
-    for run in runs:
-        for a in run.adapters:
-            rows = run.rows_for(a)
-            errored = sum(1 for row in rows if row.record.status == "error")
-            share = errored / len(rows) if rows else 0.0
-            name = _arm_name(run, a, len(runs) > 1)
-            parts.append(f"{name}: {errored} of {len(rows)} ({share:.1%})")
-            each[name] = ("pass" if errored == 0 else "warn" if share <= ERROR_WARN
-                          else "fail")
+    for run, a, name in _arms(runs):
+        rows = run.rows_for(a)
+        errored = _ended_with(rows, "error")
+        share = errored / len(rows) if rows else 0.0
+        parts.append(f"{name}: {errored} of {len(rows)} ({share:.1%})")
+        each[name] = _share_status(errored, share)
     # A failed unit asked fewer questions than planned: a failure whatever the shares say.
     unit_status: list[Status] = ["fail"] if units else []
     statuses = [*each.values(), *unit_status]
@@ -413,6 +439,11 @@ def check_failures(runs: Sequence[RunData]) -> Check:
                         "see errors/ in the run directory")
 
 
+def _ended_with(rows: Sequence[QuestionRow], status: str) -> int:
+    """How many of the questions ended with ``status``."""
+    return sum(1 for row in rows if row.record.status == status)
+
+
 def _clip(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -424,19 +455,13 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
     errored count shows (the session goes on)."""
     parts: list[str] = []
     each: dict[str, Status] = {}
-    for run in runs:
-        for a in run.adapters:
-            rows = run.rows_for(a)
-            hit = [r for r in rows if r.tool_errors]
-            name = f"{run.run_id}:{a}" if len(runs) > 1 else a
-            share = len(hit) / len(rows) if rows else 0.0
-            part = f"{name}: {len(hit)} of {len(rows)} questions ({share:.1%})"
-            if hit:
-                first = hit[0].first_tool_error or ""
-                part += f", {sum(r.tool_errors for r in hit)} failed call(s), first: " \
-                        f"{_clip(first)}"
-            parts.append(part)
-            each[name] = "pass" if not hit else "warn" if share <= ERROR_WARN else "fail"
+    for run, a, name in _arms(runs):
+        rows = run.rows_for(a)
+        hit = [r for r in rows if r.tool_errors]
+        share = len(hit) / len(rows) if rows else 0.0
+        parts.append(f"{name}: {len(hit)} of {len(rows)} questions ({share:.1%})"
+                     + _first_tool_errors(hit))
+        each[name] = _share_status(len(hit), share)
     return Check(id="tool_errors", title="questions with a failed tool call (per arm)",
                  status=worst(list(each.values())) if each else "warn", **blame(each),
                  value="; ".join(parts) or "no questions",
@@ -447,11 +472,27 @@ def check_tool_errors(runs: Sequence[RunData]) -> Check:
                         "questions.csv (tool_errors)")
 
 
+def _first_tool_errors(hit: Sequence[QuestionRow]) -> str:
+    """The failed calls of the questions that had any, and the first one's message."""
+    if not hit:
+        return ""
+    first = hit[0].first_tool_error or ""
+    return f", {sum(r.tool_errors for r in hit)} failed call(s), first: {_clip(first)}"
+
+
 # How the agent words a failed call that reached the memory system (lens/runner/agent.py), as
 # against arguments the model wrote wrong, which never reach it.
 MEMORY_FAULT = "the memory system "
 # Past this share of an arm's calls failing on the memory's side, the arm broke its contract.
 MEMORY_FAULT_FAIL = 0.5
+
+
+def _memory_faults(rows: Sequence[QuestionRow]) -> tuple[list[str | None], int]:
+    """The errors of an arm's calls that failed on the memory system's side, and how many of
+    its calls reached the memory system (those and the ones that succeeded)."""
+    calls = [c for row in rows for c in row.record.tool_calls]
+    failed = [c.error for c in calls if not c.ok and (c.error or "").startswith(MEMORY_FAULT)]
+    return failed, sum(1 for c in calls if c.ok) + len(failed)
 
 
 def check_memory_calls(runs: Sequence[RunData]) -> Check:
@@ -460,17 +501,13 @@ def check_memory_calls(runs: Sequence[RunData]) -> Check:
     memory, and the run exits 1 (lens/report/checks/gate.py) whatever ``--fail-on`` says."""
     parts: list[str] = []
     each: dict[str, Status] = {}
-    for run in runs:
-        for a in run.adapters:
-            calls = [c for row in run.rows_for(a) for c in row.record.tool_calls]
-            failed = [c for c in calls if not c.ok and (c.error or "").startswith(MEMORY_FAULT)]
-            reached = sum(1 for c in calls if c.ok) + len(failed)
-            name = _arm_name(run, a, len(runs) > 1)
-            share = len(failed) / reached if reached else 0.0
-            each[name] = "fail" if failed and share > MEMORY_FAULT_FAIL else "pass"
-            if failed:
-                parts.append(f"{name}: {len(failed)} of {reached} calls failed ({share:.0%}), "
-                             f"first: {_clip(failed[0].error or '', 120)}")
+    for run, a, name in _arms(runs):
+        failed, reached = _memory_faults(run.rows_for(a))
+        share = len(failed) / reached if reached else 0.0
+        each[name] = "fail" if failed and share > MEMORY_FAULT_FAIL else "pass"
+        if failed:
+            parts.append(f"{name}: {len(failed)} of {reached} calls failed ({share:.0%}), "
+                         f"first: {_clip(failed[0] or '', 120)}")
     return Check(id="memory_calls", title="the memory system answered its calls (per arm)",
                  status=worst(list(each.values())) if each else "warn", **blame(each),
                  value="; ".join(parts) or ("no call failed" if each else "no questions"),
@@ -483,24 +520,38 @@ def check_memory_calls(runs: Sequence[RunData]) -> Check:
 LOST_MARK = "AdapterWorkerLost"
 
 
+def _lost_to_adapter(row: QuestionRow) -> bool:
+    """The question errored because its adapter's process was lost."""
+    return row.record.status == "error" and LOST_MARK in (row.record.error or "")
+
+
 def check_adapter_lost(runs: Sequence[RunData]) -> Check:
     """Questions lost because their adapter's process hung, died or broke the protocol."""
     parts = []
     lost_total = 0
-    for run in runs:
-        for a in run.adapters:
-            lost = sum(1 for row in run.rows_for(a)
-                       if row.record.status == "error" and LOST_MARK in (row.record.error or ""))
-            if lost:
-                name = f"{run.run_id}:{a}" if len(runs) > 1 else a
-                parts.append(f"{name}: {lost}")
-                lost_total += lost
+    for run, a, name in _arms(runs):
+        lost = sum(1 for row in run.rows_for(a) if _lost_to_adapter(row))
+        if lost:
+            parts.append(f"{name}: {lost}")
+            lost_total += lost
     return Check(id="adapter_lost", title="questions lost to a hung or crashed adapter",
                  status="fail" if lost_total else "pass",
                  failing=[p.rsplit(": ", 1)[0] for p in parts],
                  value=", ".join(parts) or "none",
                  detail="the adapter's process hung past call_timeout_s, died or broke the "
                         "protocol; its unit's remaining questions are errors with the reason")
+
+
+def _groundings(runs: Sequence[RunData]) -> Iterator[tuple[str, GroundingDetail]]:
+    """The evidence-grounding detail of every scored question that has one, after its arm's
+    name."""
+    many = len(runs) > 1
+    for run in runs:
+        for row in run.rows:
+            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
+                         if row.scores else None)
+            if grounding:
+                yield _arm_name(run, row.record.adapter, many), grounding
 
 
 def check_future_leak(runs: Sequence[RunData]) -> Check:
@@ -511,13 +562,9 @@ def check_future_leak(runs: Sequence[RunData]) -> Check:
         return Check(id="future_leak", title=title, status="warn", value="unknown (not scored)",
                      detail="scoring compares every ref with the episodes ingested so far")
     leaks: dict[str, int] = {}
-    for run in runs:
-        for row in run.rows:
-            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
-                         if row.scores else None)
-            if grounding and grounding.future_leak:
-                name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
-                leaks[name] = leaks.get(name, 0) + 1
+    for name, grounding in _groundings(runs):
+        if grounding.future_leak:
+            leaks[name] = leaks.get(name, 0) + 1
     if leaks:
         return Check(id="future_leak", title=title, status="fail", failing=list(leaks),
                      value=", ".join(f"{a}: {n} question(s)" for a, n in leaks.items()),
@@ -538,15 +585,11 @@ def check_unknown_refs(runs: Sequence[RunData]) -> Check:
         return Check(id="unknown_refs", title=title, status="warn", value="unknown (not scored)",
                      detail="scoring compares every ref with the dataset's episodes")
     found: dict[str, list[int | str]] = {}
-    for run in runs:
-        for row in run.rows:
-            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
-                         if row.scores else None)
-            refs = grounding.unknown_refs if grounding else None
-            if refs:
-                name = f"{run.run_id}:{row.record.adapter}" if len(runs) > 1 else row.record.adapter
-                entry = found.setdefault(name, [0, str(refs[0])])
-                entry[0] = int(entry[0]) + 1
+    for name, grounding in _groundings(runs):
+        refs = grounding.unknown_refs
+        if refs:
+            entry = found.setdefault(name, [0, str(refs[0])])
+            entry[0] = int(entry[0]) + 1
     if found:
         return Check(id="unknown_refs", title=title, status="fail", failing=list(found),
                      value=", ".join(f"{a}: {n} question(s), e.g. {_clip(str(ex), 80)!r}"
@@ -626,16 +669,14 @@ def _status_share(runs: Sequence[RunData], status: str, cid: str, title: str,
     count = 0
     parts: list[str] = []
     each: dict[str, Status] = {}
-    for run in runs:
-        for a in run.adapters:
-            rows = run.rows_for(a)
-            n = sum(1 for row in rows if row.record.status == status)
-            share = n / len(rows) if rows else 0.0
-            name = _arm_name(run, a, len(runs) > 1)
-            count += n
-            if n:
-                parts.append(f"{name}: {n} of {len(rows)} ({share:.1%})")
-            each[name] = "pass" if n == 0 else "warn" if share <= ERROR_WARN else "fail"
+    for run, a, name in _arms(runs):
+        rows = run.rows_for(a)
+        n = _ended_with(rows, status)
+        share = n / len(rows) if rows else 0.0
+        count += n
+        if n:
+            parts.append(f"{name}: {n} of {len(rows)} ({share:.1%})")
+        each[name] = _share_status(n, share)
     value = f"{count} of {total} questions ({count / total:.1%})"
     if parts:
         value += f"; {', '.join(parts)}"

@@ -18,10 +18,12 @@ import lens.report.documents.fmt as fmt
 import lens.report.documents.layout as layout
 import lens.report.documents.plots as plots
 import lens.scoring.metrics as registry
+from lens.models.base import Message
 from lens.report.documents.document import e, html_table, to_html
 from lens.report.foundations.data import QuestionRow
 from lens.report.foundations.shapes import ReportSummary
 from lens.report.sections.registry import Section
+from lens.runs.records import BudgetOutcome, QuestionRecord
 from lens.scoring.foundations.detail import QuestionDetail, shown
 
 MAX_TEXT = 4000
@@ -95,37 +97,46 @@ def tbl(head: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: str = "
     return html_table(head, rows, table_id)
 
 
-def _plots(s: ReportSummary) -> list[str]:
+def _checkpoint_series(s: ReportSummary) -> tuple[list[str], plots.Series]:
+    """The checkpoints of every adapter in the order they come, and each adapter's estimate
+    at each (None where it has none)."""
     adapters = list(s.adapters)
-    pm = s.primary_metric
-    unit = pm is None or registry.bounds(pm) == (0.0, 1.0)
-    out: list[str] = []
-    if pm:
-        types = sorted({t for a in s.adapters.values() for t in a.by_type})
-        out.append(plots.bar_chart(
+    cps: list[str] = []
+    for a in adapters:
+        cps += [p.label for p in s.adapters[a].by_checkpoint if p.label not in cps]
+    lookup = {(a, p.label): p.estimate for a in adapters for p in s.adapters[a].by_checkpoint}
+    return cps, [(a, [lookup.get((a, c)) for c in cps]) for a in adapters]
+
+
+def _score_plots(s: ReportSummary, pm: str) -> list[str]:
+    """The primary metric by question type, across checkpoints, against tokens and cost."""
+    adapters = list(s.adapters)
+    unit = registry.bounds(pm) == (0.0, 1.0)
+    types = sorted({t for a in s.adapters.values() for t in a.by_type})
+    return [
+        plots.bar_chart(
             f"{pm} by question type (95% interval)", types,
             [(a, [s.adapters[a].by_type.get(t, {}).get(pm) for t in types]) for a in adapters],
-            ylabel=pm, unit=unit))
-        cps: list[str] = []
-        for a in adapters:
-            cps += [p.label for p in s.adapters[a].by_checkpoint if p.label not in cps]
-        lookup = {(a, p.label): p.estimate for a in adapters for p in s.adapters[a].by_checkpoint}
-        out.append(plots.line_chart(
-            f"{pm} across checkpoints", cps,
-            [(a, [lookup.get((a, c)) for c in cps]) for a in adapters],
-            ylabel=pm, xlabel="episodes ingested (checkpoint)", unit=unit))
-        out.append(plots.scatter(
+            ylabel=pm, unit=unit),
+        plots.line_chart(
+            f"{pm} across checkpoints", *_checkpoint_series(s),
+            ylabel=pm, xlabel="episodes ingested (checkpoint)", unit=unit),
+        plots.scatter(
             f"{pm} against agent tokens per question",
             [(a, s.adapters[a].usage.agent_tokens_per_question.mean,
               s.adapters[a].metrics[pm]) for a in adapters],
-            xlabel="agent tokens per question", ylabel=pm, unit=unit))
-        out.append(plots.scatter(
+            xlabel="agent tokens per question", ylabel=pm, unit=unit),
+        plots.scatter(
             f"{pm} against cost per question",
             [(a, s.adapters[a].usage.cost_usd_per_question, s.adapters[a].metrics[pm])
              for a in adapters],
-            xlabel="agent cost per question (USD)", ylabel=pm, unit=unit))
-    else:
-        out.append(plots.empty_plot("scores", "the run is not scored: no score plots"))
+            xlabel="agent cost per question (USD)", ylabel=pm, unit=unit)]
+
+
+def _plots(s: ReportSummary) -> list[str]:
+    pm = s.primary_metric
+    out = (_score_plots(s, pm) if pm else
+           [plots.empty_plot("scores", "the run is not scored: no score plots")])
     j = s.judge
     if j.disagreement_rate is None:
         out.append(plots.empty_plot("judge agreement", "no position-swapped judge verdicts"))
@@ -142,20 +153,27 @@ def _metrics_rows(row: QuestionRow) -> list[list[str]]:
     return [[k, fmt.num(v)] for k, v in row.scores.metrics.items()]
 
 
+def _block_class(key: str) -> str:
+    """A detail block's colour, from its name: matched (or hit), missed, or none."""
+    if "matched" in key or "hit" in key:
+        return "matched"
+    return "missed" if "missed" in key or "miss" in key else ""
+
+
+def _block_html(key: str, value: Any) -> str:
+    """One detail block: a list of plain values as a list, anything else as its JSON."""
+    cls = _block_class(key)
+    if isinstance(value, list) and all(v is None or isinstance(v, str | int | float)
+                                       for v in value):
+        items = "".join(f"<li>{e(v)}</li>" for v in value) or "<li><i>none</i></li>"
+        return f'<div class="{cls}"><b>{e(key)}</b><ul>{items}</ul></div>'
+    text = value if isinstance(value, str) else json.dumps(
+        value, ensure_ascii=False, indent=1, default=_plain)
+    return f'<div class="{cls}"><b>{e(key)}</b><pre>{e(clip(text))}</pre></div>'
+
+
 def _detail_html(detail: QuestionDetail) -> str:
-    parts = []
-    for key, value in detail.blocks():
-        cls = ("matched" if "matched" in key or "hit" in key
-               else "missed" if "missed" in key or "miss" in key else "")
-        if isinstance(value, list) and all(v is None or isinstance(v, str | int | float)
-                                           for v in value):
-            items = "".join(f"<li>{e(v)}</li>" for v in value) or "<li><i>none</i></li>"
-            parts.append(f'<div class="{cls}"><b>{e(key)}</b><ul>{items}</ul></div>')
-        else:
-            text = value if isinstance(value, str) else json.dumps(
-                value, ensure_ascii=False, indent=1, default=_plain)
-            parts.append(f'<div class="{cls}"><b>{e(key)}</b><pre>{e(clip(text))}</pre></div>')
-    return "".join(parts)
+    return "".join(_block_html(key, value) for key, value in detail.blocks())
 
 
 def _plain(value: Any) -> Any:
@@ -181,36 +199,53 @@ def question_body(row: QuestionRow, *, scores: bool = True) -> str:
     body = [tbl(["metric", "value"], _metrics_rows(row))] if scores else []
     if r.error:
         body.append(f'<p class="fail">error: {e(r.error)}</p>')
-    body.append(f"<h4>Answer</h4><pre>{e(clip(r.answer)) or '<i>(empty)</i>'}</pre>")
-    if r.expected_answer is not None:
-        body.append("<h4>Expected answer</h4><pre class='expected'>"
-                    f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
-    body.append(f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
-                f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
+    body.append(_answers_html(r))
+    body.append(_refs_html(r))
     if scores and row.scores and row.scores.details:
         body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.details))
     if r.tool_calls:
-        rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)
-                              if not isinstance(c.arguments, str) else c.arguments, 500),
-                 "ok" if c.ok else f"error: {c.error}", str(c.result_count),
-                 ", ".join(c.result_refs)] for c in r.tool_calls]
-        body.append("<h4>Tool calls</h4>" + tbl(["tool", "arguments", "outcome", "results",
-                                                  "refs"], rows))
+        body.append(_tool_calls_html(r))
     if r.budget:
-        b = r.budget
-        body.append(f"<p><b>budget:</b> stop reason {e(b.stop_reason)}, "
-                    f"{'compliant' if b.compliant else 'NOT compliant'}; used "
-                    f"{e(json.dumps(b.used))} of {e(json.dumps(b.limits))}</p>")
+        body.append(_budget_html(r.budget))
     if r.transcript:
-        msgs = []
-        for m in r.transcript:
-            calls = "".join(f"<pre>→ {e(tc.name)}({e(clip(tc.arguments, 500))})</pre>"
-                            for tc in m.tool_calls)
-            content = f"<pre>{e(clip(m.content))}</pre>" if m.content else ""
-            msgs.append(f'<div class="msg"><span class="role">{e(m.role)}</span>'
-                        f'{content}{calls}</div>')
-        body.append("<h4>Transcript</h4>" + "".join(msgs))
+        body.append("<h4>Transcript</h4>" + "".join(_message_html(m) for m in r.transcript))
     return "".join(body)
+
+
+def _answers_html(r: QuestionRecord) -> str:
+    """The answer, and the expected one where the record has it."""
+    answer = f"<h4>Answer</h4><pre>{e(clip(r.answer)) or '<i>(empty)</i>'}</pre>"
+    if r.expected_answer is None:
+        return answer
+    return (answer + "<h4>Expected answer</h4><pre class='expected'>"
+            f"{e(clip(r.expected_answer)) or '<i>(empty)</i>'}</pre>")
+
+
+def _refs_html(r: QuestionRecord) -> str:
+    return (f"<p><b>cited refs:</b> {e(', '.join(r.cited_refs) or 'none')}<br>"
+            f"<b>retrieved refs:</b> {e(', '.join(r.retrieved_refs) or 'none')}</p>")
+
+
+def _budget_html(b: BudgetOutcome) -> str:
+    return (f"<p><b>budget:</b> stop reason {e(b.stop_reason)}, "
+            f"{'compliant' if b.compliant else 'NOT compliant'}; used "
+            f"{e(json.dumps(b.used))} of {e(json.dumps(b.limits))}</p>")
+
+
+def _tool_calls_html(r: QuestionRecord) -> str:
+    rows = [[c.name, clip(json.dumps(c.arguments, ensure_ascii=False)
+                          if not isinstance(c.arguments, str) else c.arguments, 500),
+             "ok" if c.ok else f"error: {c.error}", str(c.result_count),
+             ", ".join(c.result_refs)] for c in r.tool_calls]
+    return "<h4>Tool calls</h4>" + tbl(["tool", "arguments", "outcome", "results", "refs"], rows)
+
+
+def _message_html(m: Message) -> str:
+    """One message of the transcript: its role, its text and the tool calls it asked for."""
+    calls = "".join(f"<pre>→ {e(tc.name)}({e(clip(tc.arguments, 500))})</pre>"
+                    for tc in m.tool_calls)
+    content = f"<pre>{e(clip(m.content))}</pre>" if m.content else ""
+    return f'<div class="msg"><span class="role">{e(m.role)}</span>{content}{calls}</div>'
 
 
 def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],

@@ -126,72 +126,122 @@ def _y_range(values: Sequence[EstimateOut | None], unit: bool) -> tuple[float, f
     return lo, hi if hi > lo else lo + 1
 
 
-def bar_chart(title: str, groups: Sequence[str], series: Sequence[tuple[str, Sequence[
-        EstimateOut | None]]], *, ylabel: str, unit: bool = True) -> str:
-    """Grouped bars (one group per category, one bar per series) with interval whiskers."""
+Series = Sequence[tuple[str, Sequence[EstimateOut | None]]]
+
+
+def _series_frame(title: str, kind: str, categories: Sequence[str], series: Series,
+                  ylabel: str, unit: bool) -> tuple[list[str], Scale] | None:
+    """The opening of a chart of series over categories with its y axis, scaled to every
+    estimate; None when there is nothing to plot."""
     everything = [e for _, ests in series for e in ests]
-    if not groups or all(e is None or e.mean is None for e in everything):
-        return empty_plot(title, "no values to plot")
-    parts = _open(title, "bar")
+    if not categories or all(e is None or e.mean is None for e in everything):
+        return None
+    parts = _open(title, kind)
     y = Scale(*_y_range(everything, unit), H - BOTTOM, TOP)
     _y_axis(parts, y, ylabel)
+    return parts, y
+
+
+def _x_label(parts: list[str], label: str) -> None:
+    parts.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - BOTTOM + 34}" '
+                 f'text-anchor="middle" class="axis">{escape(label)}</text>')
+
+
+def _close(parts: list[str], names: Sequence[str]) -> str:
+    """The chart with its legend of ``names``, as one SVG text."""
+    _legend(parts, names)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _bar_group(parts: list[str], y: Scale, group: str, gi: int, series: Series,
+               slot: float, bar_w: float) -> None:
+    """The bars of one group, one a series with its whisker, and the group's label."""
+    x0 = LEFT + gi * slot + (slot - bar_w * len(series)) / 2
+    for si, (name, ests) in enumerate(series):
+        est = ests[gi]
+        if est is None or est.mean is None:
+            continue
+        x = x0 + si * bar_w
+        top, base = y(est.mean), y(max(0.0, y.lo))
+        parts.append(f'<rect class="bar" x="{x:.1f}" y="{min(top, base):.1f}" '
+                     f'width="{bar_w - 1:.1f}" height="{abs(base - top):.1f}" '
+                     f'fill="{colour(si)}"><title>{_tip(name, group, est)}</title></rect>')
+        _whisker(parts, x + (bar_w - 1) / 2, y, est)
+    label = group if len(group) <= 15 else group[:14] + "…"
+    cx = LEFT + gi * slot + slot / 2
+    parts.append(f'<text x="{cx:.1f}" y="{H - BOTTOM + 14}" text-anchor="end" '
+                 f'transform="rotate(-40 {cx:.1f} {H - BOTTOM + 14})" class="tick">'
+                 f'<title>{escape(group)}</title>{escape(label)}</text>')
+
+
+def bar_chart(title: str, groups: Sequence[str], series: Series, *, ylabel: str,
+              unit: bool = True) -> str:
+    """Grouped bars (one group per category, one bar per series) with interval whiskers."""
+    frame = _series_frame(title, "bar", groups, series, ylabel, unit)
+    if frame is None:
+        return empty_plot(title, "no values to plot")
+    parts, y = frame
     slot = (W - LEFT - RIGHT) / len(groups)
     bar_w = max(3.0, min(36.0, slot * 0.8 / max(1, len(series))))
     for gi, group in enumerate(groups):
-        x0 = LEFT + gi * slot + (slot - bar_w * len(series)) / 2
-        for si, (name, ests) in enumerate(series):
-            est = ests[gi]
-            if est is None or est.mean is None:
-                continue
-            x = x0 + si * bar_w
-            top, base = y(est.mean), y(max(0.0, y.lo))
-            parts.append(f'<rect class="bar" x="{x:.1f}" y="{min(top, base):.1f}" '
-                         f'width="{bar_w - 1:.1f}" height="{abs(base - top):.1f}" '
-                         f'fill="{colour(si)}"><title>{_tip(name, group, est)}</title></rect>')
-            _whisker(parts, x + (bar_w - 1) / 2, y, est)
-        label = group if len(group) <= 15 else group[:14] + "…"
-        cx = LEFT + gi * slot + slot / 2
-        parts.append(f'<text x="{cx:.1f}" y="{H - BOTTOM + 14}" text-anchor="end" '
-                     f'transform="rotate(-40 {cx:.1f} {H - BOTTOM + 14})" class="tick">'
-                     f'<title>{escape(group)}</title>{escape(label)}</text>')
-    _legend(parts, [n for n, _ in series])
-    parts.append("</svg>")
-    return "".join(parts)
+        _bar_group(parts, y, group, gi, series, slot, bar_w)
+    return _close(parts, [n for n, _ in series])
 
 
-def line_chart(title: str, xs: Sequence[str], series: Sequence[tuple[str, Sequence[
-        EstimateOut | None]]], *, ylabel: str, xlabel: str, unit: bool = True) -> str:
-    """One line per series across ordered categories, with whiskers at each point."""
-    everything = [e for _, ests in series for e in ests]
-    if not xs or all(e is None or e.mean is None for e in everything):
-        return empty_plot(title, "no values to plot")
-    parts = _open(title, "line")
-    y = Scale(*_y_range(everything, unit), H - BOTTOM, TOP)
-    _y_axis(parts, y, ylabel)
+def _line_series(parts: list[str], y: Scale, xs: Sequence[str], si: int, name: str,
+                 ests: Sequence[EstimateOut | None], count: int) -> None:
+    """Series ``si`` of ``count`` as a line through its known points, each with a whisker; the
+    series are set a little apart so that their whiskers do not hide each other."""
     step = (W - LEFT - RIGHT) / len(xs)
+    pts = [(LEFT + step * (xi + 0.5) + (si - (count - 1) / 2) * 3, y(est.mean), est, xs[xi])
+           for xi, est in enumerate(ests) if est is not None and est.mean is not None]
+    if len(pts) > 1:
+        path = " ".join(f"{'M' if i == 0 else 'L'}{px:.1f},{py:.1f}"
+                        for i, (px, py, _, _) in enumerate(pts))
+        parts.append(f'<path class="line" d="{path}" stroke="{colour(si)}" fill="none"/>')
+    for px, py, est, xname in pts:
+        _whisker(parts, px, y, est)
+        parts.append(f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="4" '
+                     f'fill="{colour(si)}"><title>{_tip(name, xname, est)}</title></circle>')
+
+
+def line_chart(title: str, xs: Sequence[str], series: Series, *, ylabel: str, xlabel: str,
+               unit: bool = True) -> str:
+    """One line per series across ordered categories, with whiskers at each point."""
+    frame = _series_frame(title, "line", xs, series, ylabel, unit)
+    if frame is None:
+        return empty_plot(title, "no values to plot")
+    parts, y = frame
     for si, (name, ests) in enumerate(series):
-        pts = []
-        for xi, est in enumerate(ests):
-            if est is None or est.mean is None:
-                continue
-            px = LEFT + step * (xi + 0.5) + (si - (len(series) - 1) / 2) * 3
-            pts.append((px, y(est.mean), est, xs[xi]))
-        if len(pts) > 1:
-            path = " ".join(f"{'M' if i == 0 else 'L'}{px:.1f},{py:.1f}"
-                            for i, (px, py, _, _) in enumerate(pts))
-            parts.append(f'<path class="line" d="{path}" stroke="{colour(si)}" fill="none"/>')
-        for px, py, est, xname in pts:
-            _whisker(parts, px, y, est)
-            parts.append(f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="4" '
-                         f'fill="{colour(si)}"><title>{_tip(name, xname, est)}</title></circle>')
+        _line_series(parts, y, xs, si, name, ests, len(series))
+    step = (W - LEFT - RIGHT) / len(xs)
     for xi, xname in enumerate(xs):
         parts.append(f'<text x="{LEFT + step * (xi + 0.5):.1f}" y="{H - BOTTOM + 16}" '
                      f'text-anchor="middle" class="tick">{escape(xname)}</text>')
-    parts.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - BOTTOM + 34}" '
-                 f'text-anchor="middle" class="axis">{escape(xlabel)}</text>')
-    _legend(parts, [n for n, _ in series])
-    parts.append("</svg>")
-    return "".join(parts)
+    _x_label(parts, xlabel)
+    return _close(parts, [n for n, _ in series])
+
+
+def _x_scale(values: Sequence[float]) -> Scale:
+    """From 0 to a tenth past the largest value (to 1 when none is above 0)."""
+    hi = max(values) * 1.1 if max(values) > 0 else 1.0
+    return Scale(0.0, hi, LEFT + 10, W - RIGHT - 10)
+
+
+def _x_axis(parts: list[str], xs: Scale, label: str) -> None:
+    for t in _nice_ticks(xs.lo, xs.hi):
+        parts.append(f'<text x="{xs(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" '
+                     f'class="tick">{_fmt_tick(t)}</text>')
+    _x_label(parts, label)
+
+
+def _scatter_point(parts: list[str], xs: Scale, y: Scale, i: int, name: str, x: float,
+                   est: EstimateOut) -> None:
+    px = xs(x)
+    _whisker(parts, px, y, est)
+    parts.append(f'<circle class="point" cx="{px:.1f}" cy="{y(est.mean or 0.0):.1f}" r="5" '
+                 f'fill="{colour(i)}"><title>{_tip(name, f"{x:g}", est)}</title></circle>')
 
 
 def scatter(title: str, points: Sequence[tuple[str, float | None, EstimateOut]], *,
@@ -203,21 +253,9 @@ def scatter(title: str, points: Sequence[tuple[str, float | None, EstimateOut]],
     parts = _open(title, "scatter")
     y = Scale(*_y_range([e for _, _, e in usable], unit), H - BOTTOM, TOP)
     _y_axis(parts, y, ylabel)
-    xv = [float(x) for _, x, _ in usable if x is not None]
-    hi = max(xv) * 1.1 if max(xv) > 0 else 1.0
-    xs = Scale(0.0, hi, LEFT + 10, W - RIGHT - 10)
-    for t in _nice_ticks(0.0, hi):
-        parts.append(f'<text x="{xs(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" '
-                     f'class="tick">{_fmt_tick(t)}</text>')
-    parts.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - BOTTOM + 34}" '
-                 f'text-anchor="middle" class="axis">{escape(xlabel)}</text>')
+    xs = _x_scale([float(x) for _, x, _ in usable])
+    _x_axis(parts, xs, xlabel)
     names = [n for n, _, _ in points]
     for name, x, est in usable:
-        i = names.index(name)
-        px = xs(float(x or 0.0))
-        _whisker(parts, px, y, est)
-        parts.append(f'<circle class="point" cx="{px:.1f}" cy="{y(est.mean or 0.0):.1f}" r="5" '
-                     f'fill="{colour(i)}"><title>{_tip(name, f"{x:g}", est)}</title></circle>')
-    _legend(parts, names)
-    parts.append("</svg>")
-    return "".join(parts)
+        _scatter_point(parts, xs, y, names.index(name), name, float(x), est)
+    return _close(parts, names)

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import lens.report.documents.fmt as fmt
 from lens.report.documents.document import Block, Para, Table
-from lens.report.foundations.data import RunData
+from lens.report.foundations.data import QuestionRow, RunData
 from lens.report.foundations.shapes import EstimateRow, RoleUsage
 
 
@@ -25,37 +26,52 @@ def estimate_rows(run: RunData, usage: dict[str, RoleUsage]) -> list[EstimateRow
     if not isinstance(plan, dict):
         return []
     out: list[EstimateRow] = []
-    judge_est = [0.0, 0.0, 0.0]
-    judge_priced = True
+    judged: list[tuple[float, float, float | None]] = []
     for arm in plan.get("arms") or []:
         name = str(arm.get("arm"))
         est = _spend(arm.get("agent"))
         if est is None:
             continue
-        rows = run.rows_for(name) if name in run.adapters else []
-        agent = [c for r in rows for c in r.record.model_calls if c.role == "agent"]
-        tokens = sum(c.prompt_tokens + c.completion_tokens for c in agent)
-        costs = [r.cost_usd for r in rows]
-        known = [c for c in costs if c is not None]
-        cost = sum(known) if rows and len(known) == len(costs) else None
-        out.append(EstimateRow(role="agent", arm=name, est_calls=est[0], est_tokens=est[1],
-                               est_cost_usd=est[2], calls=len(agent), tokens=tokens,
-                               cost_usd=cost,
-                               unknown_usage_calls=sum(1 for c in agent if c.usage_unknown)))
-        judged = _spend(arm.get("judge"))
-        if judged is not None:
-            judge_est[0] += judged[0]
-            judge_est[1] += judged[1]
-            judge_priced = judge_priced and judged[2] is not None
-            judge_est[2] += judged[2] or 0.0
-    judge = usage.get("judge")
-    if judge_est[0] and judge is not None:
-        out.append(EstimateRow(
-            role="judge", arm="all", est_calls=judge_est[0], est_tokens=judge_est[1],
-            est_cost_usd=judge_est[2] if judge_priced else None, calls=judge.calls,
-            tokens=judge.prompt_tokens + judge.completion_tokens, cost_usd=judge.cost_usd,
-            unknown_usage_calls=judge.unknown_usage_calls))
-    return out
+        out.append(_agent_row(run, name, est))
+        judge_part = _spend(arm.get("judge"))
+        if judge_part is not None:
+            judged.append(judge_part)
+    judge_row = _judge_row(judged, usage.get("judge"))
+    return out if judge_row is None else [*out, judge_row]
+
+
+def _agent_row(run: RunData, name: str, est: tuple[float, float, float | None]) -> EstimateRow:
+    """An arm's agent: the estimate beside its calls, tokens and cost (the cost unknown
+    unless every question's is known)."""
+    rows = run.rows_for(name) if name in run.adapters else []
+    agent = [c for r in rows for c in r.record.model_calls if c.role == "agent"]
+    tokens = sum(c.prompt_tokens + c.completion_tokens for c in agent)
+    return EstimateRow(role="agent", arm=name, est_calls=est[0], est_tokens=est[1],
+                       est_cost_usd=est[2], calls=len(agent), tokens=tokens,
+                       cost_usd=_complete_cost(rows),
+                       unknown_usage_calls=sum(1 for c in agent if c.usage_unknown))
+
+
+def _complete_cost(rows: Sequence[QuestionRow]) -> float | None:
+    """The questions' cost together, unknown without questions or when any one's is."""
+    costs = [r.cost_usd for r in rows]
+    known = [c for c in costs if c is not None]
+    return sum(known) if rows and len(known) == len(costs) else None
+
+
+def _judge_row(judged: list[tuple[float, float, float | None]],
+               judge: RoleUsage | None) -> EstimateRow | None:
+    """The judge over every arm: the arms' judge estimates added up (the cost unknown when
+    any is) beside what the judge spent; None without an estimate of calls or a judge."""
+    est_calls = sum(j[0] for j in judged)
+    if not est_calls or judge is None:
+        return None
+    priced = all(j[2] is not None for j in judged)
+    return EstimateRow(
+        role="judge", arm="all", est_calls=est_calls, est_tokens=sum(j[1] for j in judged),
+        est_cost_usd=sum(j[2] or 0.0 for j in judged) if priced else None, calls=judge.calls,
+        tokens=judge.prompt_tokens + judge.completion_tokens, cost_usd=judge.cost_usd,
+        unknown_usage_calls=judge.unknown_usage_calls)
 
 
 def _ratio(r: EstimateRow) -> str:

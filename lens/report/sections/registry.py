@@ -103,23 +103,33 @@ def _metric_text(v: Any) -> str:
     return _cell(v)
 
 
+def _metrics_table(metrics: object) -> list[Block]:
+    """The document's metrics as a table of metric and value; none when it has none."""
+    if not isinstance(metrics, dict) or not metrics:
+        return []
+    return [Table(["metric", "value"], [[str(k), _metric_text(v)] for k, v in metrics.items()])]
+
+
+def _table_blocks(table: dict[str, Any]) -> list[Block]:
+    """A table of a section document: its title, and its rows when it names columns."""
+    blocks: list[Block] = []
+    if table.get("title"):
+        blocks.append(Heading(str(table["title"]), level=3))
+    cols = [str(c) for c in table.get("columns") or []]
+    if cols:
+        rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
+        blocks.append(Table(cols, [[_cell(c) for c in r] for r in rows]))
+    return blocks
+
+
 def render_json_section(section_id: str, doc: dict[str, Any]) -> Section:
     """Render a section document (the JSON shape above) as markdown and escaped HTML."""
     title = str(doc.get("title") or section_id)
     blocks: list[Block] = [Heading(title)]
-    metrics = doc.get("metrics") or {}
-    if isinstance(metrics, dict) and metrics:
-        blocks.append(Table(["metric", "value"],
-                            [[str(k), _metric_text(v)] for k, v in metrics.items()]))
+    blocks += _metrics_table(doc.get("metrics"))
     for table in doc.get("tables") or []:
-        if not isinstance(table, dict):
-            continue
-        if table.get("title"):
-            blocks.append(Heading(str(table["title"]), level=3))
-        cols = [str(c) for c in table.get("columns") or []]
-        if cols:
-            rows = [r for r in table.get("rows") or [] if isinstance(r, list)]
-            blocks.append(Table(cols, [[_cell(c) for c in r] for r in rows]))
+        if isinstance(table, dict):
+            blocks += _table_blocks(table)
     notes = [str(n) for n in doc.get("notes") or []]
     if notes:
         blocks.append(Bullets(notes, style="note"))
