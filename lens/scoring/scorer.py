@@ -56,7 +56,7 @@ class ScoringResult:
     extras: list[ExtraJudgeResult] = field(default_factory=list)
     # The ``scoring_done`` event written with scores.json (None when it was not written).
     done: ScoringDone | None = None
-    # The run as the scorer read it to score it under the plan's judge.
+    # The run as the scorer read it for scores.json (None when scores.json was not written).
     read: RunRead | None = None
 
 
@@ -127,12 +127,13 @@ async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
 
 
 async def _score_run(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None = None
-                     ) -> tuple[ScoringOutcome, RunRead]:
+                     ) -> tuple[ScoringOutcome, RunRead | None]:
     run = load_run(run_dir, dataset=dataset, dataset_path=plan.dataset_path)
     if plan.run_finished:
         run.manifest = run.manifest.model_copy(update={"status": "complete"})
     try:
-        read = RunRead.of(run)
+        # What judges the run after the scoring of scores.json reads nothing again.
+        read = RunRead.of(run) if plan.target == "scores" else None
         notes = _apply_subset(run, plan)
         errata = load_errata(plan.errata) if plan.errata is not None else None
         protocol = scoring_protocol(plan.protocol, plan.judge_prompt_file)

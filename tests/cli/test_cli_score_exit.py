@@ -147,6 +147,6 @@ def test_the_scorer_hands_back_the_records_in_the_order_the_run_committed_them(
                     "--retry-errors").returncode == 0
     stored = [r.key for r in RunStore.open(run_dir).load_records()]
     assert stored[-1].endswith("q01") and sorted(stored) != stored
-    result = eventloop.run(lambda: score(run_dir, make_plan(tiers={1}, target="none")))
+    result = eventloop.run(lambda: score(run_dir, make_plan(tiers={1}, target="scores")))
     assert result.read is not None
     assert [r.key for r in result.read.records] == stored
