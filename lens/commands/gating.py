@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lens.report.checks.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
-from lens.report.foundations.data import scored_run
+from lens.report.foundations.data import run_data
 from lens.report.foundations.shapes import Check
 from lens.runs.manifest import RunManifest
-from lens.scoring.foundations.types import RunScores
+from lens.scoring.scorer import ScoringResult
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
@@ -29,13 +29,16 @@ def exit_status(run_dir: Path, fail_on: str, *, checklist: Sequence[Check] | Non
     return _said(run_gate(run_dir, fail_on, checklist=checklist, units_failed=units_failed))
 
 
-def scored_exit_status(run_dir: Path, manifest: RunManifest, scores: RunScores,
+def scored_exit_status(run_dir: Path, manifest: RunManifest, result: ScoringResult,
                        fail_on: str) -> int:
-    """:func:`exit_status` of a run just scored, from the scores the scorer returned and the
-    manifest already read: neither is read again. The question records and the events are
-    the one read, since the run-failure rows count the records' statuses, errors and tool
-    calls and the events' unit failures and memory states, which the scores do not keep."""
-    return _said(gate_run(scored_run(run_dir, manifest.as_dict(), scores), fail_on))
+    """:func:`exit_status` of a run just scored, from what its scorer returned (the scores, and
+    the records and events it read to score them) and the manifest already read: nothing of
+    the run is read again."""
+    read = result.read
+    if read is None:
+        raise ValueError("the scoring result does not carry the run it read")
+    run = run_data(run_dir, manifest.as_dict(), read.records, result.scores, read.events)
+    return _said(gate_run(run, fail_on))
 
 
 def _said(verdict: Gate) -> int:

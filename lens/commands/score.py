@@ -188,7 +188,7 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
         for m in more:
             print(f"judge {visible(m.label)}: {m.new_verdicts} new verdict(s); "
                   f"scores: {m.path}")
-    return scored_exit_status(run_dir, manifest, scores, args.fail_on)
+    return scored_exit_status(run_dir, manifest, result, args.fail_on)
 
 
 def _keep_as_extra(run_dir: Path, settings: RecordedConfig, label: str) -> None:

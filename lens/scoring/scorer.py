@@ -21,8 +21,9 @@ from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
-from lens.runs.events import ScoringDone
+from lens.runs.events import ScoringDone, commit_order
 from lens.runs.manifest import RunManifest
+from lens.runs.records import QuestionRecord
 from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.foundations.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.foundations.errata import load_errata
@@ -40,7 +41,7 @@ from lens.scoring.plan import (
 )
 from lens.scoring.protocols import score_protocol, scoring_protocol
 
-__all__ = ["ALL_TIERS", "SCORES_FILE", "SCORING_PROTOCOL", "ScoringResult", "score",
+__all__ = ["ALL_TIERS", "SCORES_FILE", "SCORING_PROTOCOL", "RunRead", "ScoringResult", "score",
            "score_for_config", "score_run", "score_run_sync", "scoring_condition"]
 
 
@@ -55,6 +56,26 @@ class ScoringResult:
     extras: list[ExtraJudgeResult] = field(default_factory=list)
     # The ``scoring_done`` event written with scores.json (None when it was not written).
     done: ScoringDone | None = None
+    # The run as the scorer read it for scores.json (None when scores.json was not written).
+    read: RunRead | None = None
+
+
+@dataclass(frozen=True)
+class RunRead:
+    """What the scorer read of a run, so that what judges the run after its scoring (the exit
+    status of ``lens score``) reads nothing again: every question record, the plan's subset and
+    the rest, in the order the run committed them, and the run's events as they stood before
+    the scoring added its own."""
+
+    records: tuple[QuestionRecord, ...]
+    events: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def of(cls, run: RunInput) -> RunRead:
+        events = tuple(run.store.events())
+        order = commit_order(events)
+        records = sorted((it.record for it in run.items), key=lambda r: order.get(r.key, -1))
+        return cls(tuple(records), events)
 
 
 async def score(run_dir: Path, plan: ScoringPlan, *, dataset: Dataset | None = None
@@ -71,7 +92,8 @@ async def score(run_dir: Path, plan: ScoringPlan, *, dataset: Dataset | None = N
         one = await _score_one(run_dir, plan.for_extra_judge(cfg), dataset)
         assert one.path is not None
         extras.append(ExtraJudgeResult(cfg.label, one.scores, one.path, one.new_verdicts))
-    return ScoringResult(result.scores, result.path, result.new_verdicts, extras, result.done)
+    return ScoringResult(result.scores, result.path, result.new_verdicts, extras, result.done,
+                         result.read)
 
 
 async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None = None
@@ -85,15 +107,15 @@ async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
     label = plan.judge_config.label if plan.judge_config else None
     before = _verdicts_of(run_dir, label) if plan.target == "judge_scores" else 0
     try:
-        outcome = await _score_run(run_dir, plan, dataset)
+        outcome, read = await _score_run(run_dir, plan, dataset)
     finally:
         if own is not None:
             await own.aclose()
     if plan.target == "scores":
         return ScoringResult(outcome.scores, run_dir / SCORES_FILE,
-                             done=ScoringDone.model_validate(outcome.event))
+                             done=ScoringDone.model_validate(outcome.event), read=read)
     if plan.target == "none":
-        return ScoringResult(outcome.scores, None)
+        return ScoringResult(outcome.scores, None, read=read)
     # One more judge of the panel: its scores go to its own file; scores.json is left as it is.
     assert plan.judge_config is not None
     path = write_judge_scores(run_dir, plan.judge_config, outcome.scores)
@@ -101,15 +123,17 @@ async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
     RunStore.open(run_dir).append_event("judge_scores_done", plan.judge_config.label,
                                         path=str(path.name),
                                         new_judge_verdicts=new)
-    return ScoringResult(outcome.scores, path, new)
+    return ScoringResult(outcome.scores, path, new, read=read)
 
 
 async def _score_run(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None = None
-                     ) -> ScoringOutcome:
+                     ) -> tuple[ScoringOutcome, RunRead | None]:
     run = load_run(run_dir, dataset=dataset, dataset_path=plan.dataset_path)
     if plan.run_finished:
         run.manifest = run.manifest.model_copy(update={"status": "complete"})
     try:
+        # What judges the run after the scoring of scores.json reads nothing again.
+        read = RunRead.of(run) if plan.target == "scores" else None
         notes = _apply_subset(run, plan)
         errata = load_errata(plan.errata) if plan.errata is not None else None
         protocol = scoring_protocol(plan.protocol, plan.judge_prompt_file)
@@ -123,7 +147,7 @@ async def _score_run(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
     if plan.target == "scores":
         # Scenario plugins grade the run now, so a report only ever reads the run.
         after_scoring(run.run_dir, run.manifest.as_dict())
-    return outcome
+    return outcome, read
 
 
 def _arms(manifest: RunManifest) -> list[str]:

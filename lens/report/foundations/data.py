@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,19 +229,10 @@ def load_run(run_dir: str | Path) -> RunData:
     return _assemble(store, manifest, _load_scores(root))
 
 
-def scored_run(run_dir: Path, manifest: dict[str, Any], scores: RunScores) -> RunData:
-    """A run just scored, from the manifest and the scores its scorer holds: only the question
-    records and the events are read (the checklist's rows read the records' statuses, errors
-    and tool calls, and the units' failures and memory states from the events)."""
-    return _assemble(RunStore(Path(run_dir)), manifest, scores)
-
-
-def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None) -> RunData:
-    root = store.root
-    try:
-        records = store.load_records()
-    except ValidationError as exc:
-        raise UserError(f"{root}: a question record is invalid: {exc.errors()[0]['msg']}") from None
+def run_data(root: Path, manifest: dict[str, Any], records: Sequence[QuestionRecord],
+             scores: RunScores | None, events: Sequence[dict[str, Any]]) -> RunData:
+    """A run from what is already in hand (nothing is read): its manifest, its question records
+    in the order the run committed them, its scores (None: not scored) and its events."""
     by_key = {q.key: q for q in scores.questions} if scores else {}
     rows = [QuestionRow(record=r, scores=by_key.get(r.key)) for r in records]
     notes: list[str] = []
@@ -253,4 +245,13 @@ def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | Non
             notes.append(f"{unscored} question record(s) have no scores in {SCORES}")
         notes.extend(scores.notes)
     return RunData(root=root, manifest=manifest, rows=rows, scores=scores,
-                   events=list(store.events()), notes=notes)
+                   events=list(events), notes=notes)
+
+
+def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None) -> RunData:
+    try:
+        records = store.load_records()
+    except ValidationError as exc:
+        raise UserError(f"{store.root}: a question record is invalid: "
+                        f"{exc.errors()[0]['msg']}") from None
+    return run_data(store.root, manifest, records, scores, list(store.events()))
