@@ -79,6 +79,33 @@ def known_window(model: str) -> int | None:
     return OFFICIAL_WINDOWS.get(name) or OFFICIAL_WINDOWS.get(_SNAPSHOT.sub("", name))
 
 
+def window_of(model: str, n_ctx: int | None = None, configured: int | None = None
+              ) -> tuple[int, str]:
+    """The reader model's context window in tokens and where lens got it: ``configured``
+    (``agent.budget.context_window``), llama_cpp's ``n_ctx`` (``n_ctx``: the loaded model's,
+    given for a ``llama_cpp/...`` model), the official generation's table, or gpt-4o's, the
+    official reader's, when the model's is unknown."""
+    provider, _, name = model.partition("/")
+    if configured is not None:
+        return configured, "agent.budget.context_window"
+    if provider == "llama_cpp" and n_ctx is not None:
+        return n_ctx, "llama_cpp's options.n_ctx"
+    known = known_window(name)
+    if known is not None:
+        return known, f"{name}'s in LongMemEval's run_generation.py"
+    return FALLBACK_WINDOW, (f"unknown for {model}, so lens used gpt-4o's, the official "
+                             "reader's (agent.budget.context_window sets it)")
+
+
+def counted_by(model: str) -> str:
+    """How the history's tokens are counted for ``model`` (``provider/name``)."""
+    return (LLAMA_COUNTED_BY if model.partition("/")[0] == "llama_cpp"
+            else EstimatedTokens.counted_by)
+
+
+LLAMA_COUNTED_BY = "counted by the model's tokenizer"
+
+
 class Tokenizer(Protocol):
     """How the history is counted and cut in tokens."""
 

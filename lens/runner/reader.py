@@ -39,14 +39,14 @@ from lens.data.dataset import AgentQuestion, parse_timestamp
 from lens.data.reader_prompts import (
     DEFAULT_READING,
     DEFAULT_TOP_K,
-    FALLBACK_WINDOW,
+    LLAMA_COUNTED_BY,
     OFFICIAL_MARGIN_TOKENS,
     EstimatedTokens,
     HistoryLimit,
     Reading,
     Tokenizer,
-    known_window,
     reader_prompt_history,
+    window_of,
 )
 from lens.memory.adapter import MemoryAdapter, SearchResult
 from lens.memory.contract import ContractBreach
@@ -71,18 +71,11 @@ def bytes_set(budget: BudgetConfig) -> bool:
 
 def reader_window(model: ModelClient, budget: BudgetConfig) -> tuple[int, str]:
     """The reader model's context window in tokens, and where lens got it."""
-    if budget.context_window is not None:
-        return budget.context_window, "agent.budget.context_window"
     provider, name = str(getattr(model, "provider", "")), str(getattr(model, "model", ""))
     settings = getattr(getattr(model, "backend", model), "settings", None)
     n_ctx = getattr(settings, "n_ctx", None)
-    if provider == "llama_cpp" and isinstance(n_ctx, int):
-        return n_ctx, "llama_cpp's options.n_ctx"
-    known = known_window(name)
-    if known is not None:
-        return known, f"{name}'s in LongMemEval's run_generation.py"
-    return FALLBACK_WINDOW, (f"unknown for {provider}/{name}: lens used gpt-4o's, the official "
-                             "reader's; set agent.budget.context_window")
+    return window_of(f"{provider}/{name}", n_ctx if isinstance(n_ctx, int) else None,
+                     budget.context_window)
 
 
 @functools.lru_cache(maxsize=4)
@@ -95,7 +88,7 @@ def _llama_vocab(path: str) -> Any:
 class LlamaTokens:
     """The llama_cpp model's own tokenizer (its vocabulary only, loaded once per file)."""
 
-    counted_by = "counted by the model's tokenizer"
+    counted_by = LLAMA_COUNTED_BY
 
     def __init__(self, path: str) -> None:
         self.llm = _llama_vocab(path)
