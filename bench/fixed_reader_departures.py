@@ -8,9 +8,13 @@ from the same ranking with its defaults (``run_generation.sh``: top 50, ``histor
     python -m bench.fixed_reader_departures [--items N] [--source FILE] [--official CODE_DIR]
 
 ``--items N`` takes N items spread evenly over the file (every k-th). Three lens runs share one
-import: lens's shipped defaults (the memory's ``max_results`` 10, ``max_payload_bytes`` 32,000),
-the memory asked for 50 under the same byte cut, and 50 with no cut that binds (the history's
-format is then the only difference from the official prompt). Tokens are gpt-4o's ``o200k_base``
+import: lens's defaults with the memory's own ``max_results`` (10), the memory asked for 50
+under lens's default cut (the official rule: the reader's context window less the answer's
+``max_tokens`` and 1,000 tokens; the scripted reader's window is unknown to lens, which then
+uses gpt-4o's 128,000 and estimates tokens at four characters each), and 50 under
+``agent.budget.max_payload_bytes: 32000`` set in the config; a fourth run, 50 under
+``max_payload_bytes: 10000000`` (no cut), isolates the history's format. Tokens are gpt-4o's
+``o200k_base``
 (the official tokenizer for gpt-4o), counted with the ``bpe-openai`` package (importable from
 ``--tokenizer-path``; tiktoken downloads its tables at first use). An evidence turn (a turn
 marked ``has_answer``) counts as reaching the reader when its whole content is in the prompt
@@ -44,8 +48,9 @@ OFFICIAL = beside("thirdparty", "longmemeval-code")
 # run_generation.py: model2maxlength['gpt-4o-2024-08-06'] - gen_length (800 with --cot) - 1000.
 MAX_RETRIEVAL_TOKENS = 128_000 - 800 - 1000
 FILE_ITEMS = 498
-# label: (the memory's max_results, the run's max_payload_bytes or None for lens's default)
-ARMS = {"shipped": (10, None), "top50": (50, None), "top50_uncut": (50, 10_000_000)}
+# label: (the memory's max_results, the run's max_payload_bytes or None for lens's default cut)
+ARMS = {"memory_default": (10, None), "top50": (50, None), "top50_bytes": (50, 32_000),
+        "top50_uncut": (50, 10_000_000)}
 
 
 def spread_items(source: Path, n: int) -> list[dict[str, Any]]:
@@ -132,7 +137,7 @@ def measure(items: list[dict[str, Any]], data: dict[str, Any], runs: dict[str, P
     for item in items:
         raw = str(item["question_id"])
         qid = f"lme_{raw}" if raw.isdigit() else raw  # the importer's question id
-        ranked = [session_of[r] for r in recs["top50_uncut"][qid]["retrieved_refs"]]
+        ranked = [session_of[r] for r in recs["top50"][qid]["retrieved_refs"]]
         entry = copy.deepcopy(item)
         entry["retrieval_results"] = {"ranked_items": [{"corpus_id": sid, "text": ""}
                                                        for sid in ranked]}
@@ -158,6 +163,9 @@ def measure(items: list[dict[str, Any]], data: dict[str, Any], runs: dict[str, P
                 "prompt_tokens": len(enc.encode(prompt, allowed_special="all")),
                 "history_tokens": len(enc.encode(history_of(prompt), allowed_special="all")),
                 "cut": bool(rec["tool_calls"][0].get("truncated")),
+                # lens's own count under the window's rule (estimated), else None
+                "lens_history_tokens": rec["budget"]["used"].get("max_history_tokens"),
+                "lens_limit": rec["budget"]["limits"].get("max_history_tokens"),
                 "evidence_in": sum(c.strip() in prompt for c in evidence)}
         rows.append(row)
     return rows
@@ -179,6 +187,38 @@ def table(rows: list[dict[str, Any]]) -> str:
                      f"{max(toks):,}) | {sum(r[side]['cut'] for r in rows)} of {len(rows)} | "
                      f"{ev} of {total_ev} ({ev / total_ev:.0%}) | {full} of {len(with_ev)} |")
     return "\n".join(lines)
+
+
+def estimates(rows: list[dict[str, Any]]) -> str:
+    """lens's estimated history tokens under its default cut, against its limit and the
+    o200k_base count of the same history; and the history's size against the official JSON's."""
+    est = [int(r["top50"]["lens_history_tokens"]) for r in rows]
+    real = [r["top50"]["history_tokens"] for r in rows]
+    ratio = [e / t for e, t in zip(est, real, strict=True)]
+    share = [r["top50_uncut"]["history_tokens"] / r["official"]["history_tokens"] for r in rows
+             if not r["official"]["cut"]]
+    kept = [r["top50"]["history_tokens"] / r["top50_uncut"]["history_tokens"] for r in rows
+            if r["top50"]["cut"]]
+    limit = int(rows[0]["top50"]["lens_limit"])
+    return (f"top50: lens's history estimate {statistics.median(est):,.0f} tokens "
+            f"({min(est):,}-{max(est):,}) against its limit {limit:,}; "
+            f"estimate / o200k_base {min(ratio):.3f}-{max(ratio):.3f} "
+            f"(median {statistics.median(ratio):.3f}); where cut, the history keeps "
+            f"{min(kept, default=1):.1%}-{max(kept, default=1):.1%} of its o200k_base tokens; "
+            f"uncut history / official JSON history "
+            f"(o200k_base) {min(share):.1%}-{max(share):.1%} (median "
+            f"{statistics.median(share):.1%}, {len(share)} items)")
+
+
+def checklist_rows(runs: dict[str, Path]) -> list[str]:
+    """Each run's checklist row on the fixed reader's results and cut."""
+    out = []
+    for label, run in runs.items():
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        row = next((c for c in summary["checklist"] if c["id"] == "fixed_reader_results"), None)
+        out.append(f"{label}: " + ("no row" if row is None
+                                   else f"{row['status'].upper()} {row['value']}"))
+    return out
 
 
 def main() -> int:
@@ -203,12 +243,15 @@ def main() -> int:
         items_file.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
         data, runs = lens_runs(items_file, work)
         rows = measure(items, data, runs, prepare, enc)
+        rows_said = checklist_rows(runs)
     types: dict[str, int] = {}
     for r in rows:
         types[r["type"]] = types.get(r["type"], 0) + 1
     print(f"{len(rows)} items of {args.source.name} (every {max(1, FILE_ITEMS // args.items)}th): "
           + ", ".join(f"{k} {v}" for k, v in sorted(types.items())))
     print(table(rows))
+    print(estimates(rows))
+    print("\n".join(rows_said))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0

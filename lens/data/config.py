@@ -14,8 +14,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -67,9 +69,23 @@ class BudgetConfig(_Section):
 
     max_turns: int = Field(default=8, ge=1)
     max_tool_calls: int = Field(default=12, ge=0)
+    # The fixed reader (agent.mode: fixed_reader) cuts its history at its model's context
+    # window unless this is set in the config (lens/runner/reader.py).
     max_payload_bytes: int = Field(default=32_000, ge=0)
+    # The fixed reader's limit is its model's context window unless this is set.
     max_agent_tokens: int = Field(default=16_000, ge=1)
     max_seconds: float = Field(default=300.0, gt=0)
+    # The fixed reader's model's context window in tokens, for a model whose window lens does
+    # not know (lens/runner/reader.py); written only when set.
+    context_window: int | None = Field(default=None, ge=1)
+
+    @model_serializer(mode="wrap")
+    def _set_window_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Budgets (and the run conditions that hold them) stay as they were without it.
+        data: dict[str, Any] = handler(self)
+        if data.get("context_window") is None:
+            data.pop("context_window", None)
+        return data
 
 
 class ModelConfig(_Section):
@@ -208,6 +224,10 @@ class AgentConfig(ModelConfig):
         if self.mode == "tool_agent" and self.top_k is not None:
             problems.append("'top_k' applies to mode 'fixed_reader' only (the tool-using agent "
                             "chooses its own search limits); remove it or set mode: "
+                            "fixed_reader")
+        if self.mode == "tool_agent" and self.budget.context_window is not None:
+            problems.append("'budget.context_window' applies to mode 'fixed_reader' only (it "
+                            "sets where the reader's history is cut); remove it or set mode: "
                             "fixed_reader")
         if self.mode == "fixed_reader" and self.min_tool_rounds:
             problems.append("'min_tool_rounds' applies to mode 'tool_agent' only (the fixed "

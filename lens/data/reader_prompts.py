@@ -7,6 +7,12 @@ The defaults are the official generation's (``run_generation.sh``): the top 50 r
 step-by-step reading (``--cot true``: extract the relevant information, then reason over it).
 ``agent.reading: direct`` asks for the answer alone, as the official ``direct`` method does.
 
+The history is cut as the official generation cuts it (``main``: ``max_retrieval_length =
+model_max_length - gen_length - 1000``, then ``tokens[:max_retrieval_length]`` of the
+date-sorted history in ``prepare_prompt``): at the reader model's context window less the
+answer's ``max_tokens`` and 1,000 tokens (``HistoryLimit``, ``context_window``), or at
+``agent.budget.max_payload_bytes`` when the config sets it.
+
 ``agent.reader_prompt_file`` replaces lens's wording with a publisher's reader prompt: a text
 template with lens's placeholders (``READER_FIELDS``), read once when the run is checked; its
 sha256 stands in the run's condition for lens's template."""
@@ -14,14 +20,16 @@ sha256 stands in the run's condition for lens's template."""
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from lens.core.errors import UserError
 from lens.core.promptfile import read_prompt_text
+from lens.core.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 Reading = Literal["step_by_step", "direct"]
 DEFAULT_TOP_K = 50
@@ -39,6 +47,152 @@ READER_TEMPLATE = READER_TEMPLATES["direct"]
 SESSION_TEMPLATE = "\n### Session {n}:\nSession Date: {date}\nSession Content:\n{text}\n"
 # LongMemEval's own way of writing a date ("2023/05/20 (Sat) 02:21").
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+
+
+# The official generation's room beside the history and the answer (run_generation.py, main:
+# ``max_retrieval_length = model_max_length - gen_length - 1000``).
+OFFICIAL_MARGIN_TOKENS = 1_000
+# The official generation's context windows (run_generation.py, ``model2maxlength``), by the
+# model's name without its organisation or date.
+OFFICIAL_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "meta-llama-3.1-8b-instruct": 128_000,
+    "meta-llama-3.1-70b-instruct": 128_000,
+    "phi-3-medium-128k-instruct": 120_000,
+    "phi-3.5-mini-instruct": 120_000,
+    "phi-4": 16_000,
+    "mistral-7b-instruct-v0.2": 32_000,
+    "mistral-7b-instruct-v0.3": 32_000,
+    "film-7b": 32_000,
+}
+# The window lens uses for a model whose window it does not know: the official reader's
+# (gpt-4o's).
+FALLBACK_WINDOW = 128_000
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def known_window(model: str) -> int | None:
+    """The official generation's context window of ``model`` (``provider/name``, a name, or a
+    Hugging Face id), or None."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return OFFICIAL_WINDOWS.get(name) or OFFICIAL_WINDOWS.get(_SNAPSHOT.sub("", name))
+
+
+def window_of(model: str, n_ctx: int | None = None, configured: int | None = None
+              ) -> tuple[int, str]:
+    """The reader model's context window in tokens and where lens got it: ``configured``
+    (``agent.budget.context_window``), llama_cpp's ``n_ctx`` (``n_ctx``: the loaded model's,
+    given for a ``llama_cpp/...`` model), the official generation's table, or gpt-4o's, the
+    official reader's, when the model's is unknown."""
+    provider, _, name = model.partition("/")
+    if configured is not None:
+        return configured, "agent.budget.context_window"
+    if provider == "llama_cpp" and n_ctx is not None:
+        return n_ctx, "llama_cpp's options.n_ctx"
+    known = known_window(name)
+    if known is not None:
+        return known, f"{name}'s in LongMemEval's run_generation.py"
+    return FALLBACK_WINDOW, (f"unknown for {model}, so lens used gpt-4o's, the official "
+                             "reader's (agent.budget.context_window sets it)")
+
+
+def counted_by(model: str) -> str:
+    """How the history's tokens are counted for ``model`` (``provider/name``)."""
+    return (LLAMA_COUNTED_BY if model.partition("/")[0] == "llama_cpp"
+            else EstimatedTokens.counted_by)
+
+
+LLAMA_COUNTED_BY = "counted by the model's tokenizer"
+
+
+class Tokenizer(Protocol):
+    """How the history is counted and cut in tokens."""
+
+    # "the model's tokenizer", or how the count is estimated.
+    counted_by: str
+
+    def count(self, text: str) -> int: ...
+
+    def head(self, text: str, tokens: int) -> str:
+        """The text of the first ``tokens`` tokens of ``text``."""
+        ...
+
+
+class EstimatedTokens:
+    """Tokens estimated at four characters each (lens/core/tokens.py), where lens has no
+    tokenizer of the reader model."""
+
+    counted_by = f"estimated at {CHARS_PER_TOKEN} characters a token"
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def head(self, text: str, tokens: int) -> str:
+        return text[:tokens * CHARS_PER_TOKEN]
+
+
+@dataclass(frozen=True)
+class HistoryLimit:
+    """Where the fixed reader's history is cut: at ``max_tokens`` tokens (the window's rule)
+    counted by ``tokenizer``, or at ``max_bytes`` (``agent.budget.max_payload_bytes`` set in the
+    config). ``window`` and ``window_source`` say where the token limit came from."""
+
+    max_tokens: int | None = None
+    tokenizer: Tokenizer | None = None
+    max_bytes: int | None = None
+    window: int | None = None
+    window_source: str = ""
+    answer_tokens: int = 0
+
+    def describe(self) -> str:
+        if self.max_bytes is not None:
+            return f"{self.max_bytes:,} bytes (agent.budget.max_payload_bytes, set in the config)"
+        counted = self.tokenizer.counted_by if self.tokenizer else EstimatedTokens.counted_by
+        return (f"{self.max_tokens or 0:,} tokens: the context window {self.window or 0:,} "
+                f"({self.window_source}) less {self.answer_tokens:,} for the answer and "
+                f"{OFFICIAL_MARGIN_TOKENS:,}; {counted}")
+
+
+@dataclass(frozen=True)
+class History:
+    """The "History Chats" block as the reader gets it."""
+
+    text: str
+    size: int  # bytes
+    tokens: int | None  # counted under a token limit, else None
+    cut: bool
+
+
+def history_block(sessions: list[tuple[datetime | None, str]], limit: HistoryLimit | int,
+                  marker: str) -> History:
+    """The history of ``sessions`` ((date, text) in rank order), shown by date (undated ones
+    last, rank order kept among equals), cut at ``limit`` (a ``HistoryLimit``, or bytes) and then
+    ending in ``marker``. The cut keeps the history's start, as the official generation's
+    ``tokens[:max_retrieval_length]`` does."""
+    ordered = sorted(enumerate(sessions),
+                     key=lambda p: (p[1][0] is None, p[1][0] or datetime.min, p[0]))
+    history = "".join(SESSION_TEMPLATE.format(
+        n=i + 1, date=d.strftime(DATE_FORMAT) if d else "unknown", text=text.strip())
+        for i, (_, (d, text)) in enumerate(ordered))
+    if isinstance(limit, int):
+        limit = HistoryLimit(max_bytes=limit)
+    if limit.max_bytes is not None:
+        max_bytes = limit.max_bytes
+        cut = len(history.encode("utf-8")) > max_bytes
+        if cut:
+            keep = max(0, max_bytes - len(marker.encode("utf-8")))
+            history = (history.encode("utf-8")[:keep].decode("utf-8", errors="ignore")
+                       + marker)
+        return History(history, len(history.encode("utf-8")), None, cut)
+    tok = limit.tokenizer or EstimatedTokens()
+    max_tokens = limit.max_tokens or 0
+    tokens = tok.count(history)
+    cut = tokens > max_tokens
+    if cut:
+        history = tok.head(history, max(0, max_tokens - tok.count(marker))) + marker
+        tokens = tok.count(history)
+    return History(history, len(history.encode("utf-8")), tokens, cut)
 
 
 # The placeholders a reader prompt file may use: the retrieved history and the question are
@@ -109,29 +263,27 @@ def template_hash(reading: Reading = "direct", template: str | None = None) -> s
 
 
 def reader_prompt(question: str, now: datetime | None,
-                  sessions: list[tuple[datetime | None, str]], max_bytes: int,
+                  sessions: list[tuple[datetime | None, str]], limit: HistoryLimit | int,
                   marker: str, reading: Reading = "direct",
                   template: str | None = None) -> tuple[str, int, bool]:
     """The reader's prompt, the bytes of memory text it carries, and whether the history was
-    cut to ``max_bytes`` (ending in ``marker``). ``sessions`` are (date, text) in rank order;
-    they are shown by date, undated ones last, rank order kept among equals. ``template``: a
-    reader prompt file's text, in place of lens's wording for ``reading``."""
-    ordered = sorted(enumerate(sessions),
-                     key=lambda p: (p[1][0] is None, p[1][0] or datetime.min, p[0]))
-    history = "".join(SESSION_TEMPLATE.format(
-        n=i + 1, date=d.strftime(DATE_FORMAT) if d else "unknown", text=text.strip())
-        for i, (_, (d, text)) in enumerate(ordered))
-    size = len(history.encode("utf-8"))
-    cut = size > max_bytes
-    if cut:
-        keep = max(0, max_bytes - len(marker.encode("utf-8")))
-        history = (history.encode("utf-8")[:keep].decode("utf-8", errors="ignore")
-                   + marker)
-        size = len(history.encode("utf-8"))
+    cut at ``limit`` (a ``HistoryLimit``, or bytes; ending in ``marker``). ``sessions`` are
+    (date, text) in rank order; they are shown by date, undated ones last, rank order kept among
+    equals. ``template``: a reader prompt file's text, in place of lens's wording for
+    ``reading``."""
+    prompt, history = reader_prompt_history(question, now, sessions, limit, marker, reading,
+                                            template)
+    return prompt, history.size, history.cut
+
+
+def reader_prompt_history(question: str, now: datetime | None,
+                          sessions: list[tuple[datetime | None, str]],
+                          limit: HistoryLimit | int, marker: str, reading: Reading = "direct",
+                          template: str | None = None) -> tuple[str, History]:
+    """The reader's prompt and its history (``reader_prompt``'s arguments)."""
+    history = history_block(sessions, limit, marker)
     now_line = f"Current Date: {now.strftime(DATE_FORMAT)}\n" if now else ""
     chosen = READER_TEMPLATES[reading] if template is None else template
-    aliases = dict.fromkeys(HISTORY_ALIASES, history)
-    return (chosen.format(history=history, now_line=now_line, question=question, **aliases),
-            size, cut)
-
-
+    aliases = dict.fromkeys(HISTORY_ALIASES, history.text)
+    return (chosen.format(history=history.text, now_line=now_line, question=question,
+                          **aliases), history)

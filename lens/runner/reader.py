@@ -8,27 +8,46 @@ reader.
 The prompt has the shape of LongMemEval's reader prompt (lens's own wording): an instruction, a
 "History Chats" block with one section per retrieved result (its date and its text), sorted by
 date as the official generation sorts the retrieved sessions, then "Current Date" (the question's
-"now", left out when the dataset gives none) and the question. The history is cut at the
-session's payload budget (the official generation cuts it at a token limit), with a visible
-marker. ``agent.reader_prompt_file`` replaces lens's wording with a publisher's template
-(lens/data/reader_prompts.py); the history, its order and its cut stay lens's. The search is
-recorded as a ``memory_search`` tool call, so retrieval metrics read it as
-they read the agent's first search.
+"now", left out when the dataset gives none) and the question. The history is cut as the
+official generation cuts it: at the reader model's context window less the answer's
+``max_tokens`` and 1,000 tokens, counted by the model's tokenizer where lens has it (llama_cpp)
+and estimated otherwise (``history_limit``), keeping the history's start; or at
+``agent.budget.max_payload_bytes`` when the config sets it. A cut ends in a visible marker.
+Under the window's rule the session's token limit is the window too, unless
+``agent.budget.max_agent_tokens`` is set. ``agent.reader_prompt_file`` replaces lens's
+wording with a publisher's template (lens/data/reader_prompts.py); the history, its order and
+its cut stay lens's. The search is recorded as a ``memory_search`` tool call, so retrieval
+metrics read it as they read the agent's first search. The record's budget says which cut
+applied: ``max_history_tokens`` and ``context_window`` under the window's rule,
+``max_payload_bytes`` when the config set it.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import anyio
 
 from lens.data.config import BudgetConfig
 from lens.data.dataset import AgentQuestion, parse_timestamp
-from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, Reading, reader_prompt
+from lens.data.reader_prompts import (
+    DEFAULT_READING,
+    DEFAULT_TOP_K,
+    LLAMA_COUNTED_BY,
+    OFFICIAL_MARGIN_TOKENS,
+    EstimatedTokens,
+    HistoryLimit,
+    Reading,
+    Tokenizer,
+    reader_prompt_history,
+    window_of,
+)
 from lens.memory.adapter import MemoryAdapter, SearchResult
 from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost
@@ -43,6 +62,71 @@ from lens.runner.agent import (
 )
 from lens.runs.budget import BudgetMeter
 from lens.runs.records import ModelCallRecord, ToolCallRecord
+
+
+def bytes_set(budget: BudgetConfig) -> bool:
+    """Whether the config sets ``max_payload_bytes`` (the fixed reader's cut is then in bytes)."""
+    return "max_payload_bytes" in budget.model_fields_set
+
+
+def reader_window(model: ModelClient, budget: BudgetConfig) -> tuple[int, str]:
+    """The reader model's context window in tokens, and where lens got it."""
+    provider, name = str(getattr(model, "provider", "")), str(getattr(model, "model", ""))
+    settings = getattr(getattr(model, "backend", model), "settings", None)
+    n_ctx = getattr(settings, "n_ctx", None)
+    return window_of(f"{provider}/{name}", n_ctx if isinstance(n_ctx, int) else None,
+                     budget.context_window)
+
+
+@functools.lru_cache(maxsize=4)
+def _llama_vocab(path: str) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(model_path=path, vocab_only=True, verbose=False)
+
+
+class LlamaTokens:
+    """The llama_cpp model's own tokenizer (its vocabulary only, loaded once per file)."""
+
+    counted_by = LLAMA_COUNTED_BY
+
+    def __init__(self, path: str) -> None:
+        self.llm = _llama_vocab(path)
+
+    def _ids(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count(self, text: str) -> int:
+        return len(self._ids(text))
+
+    def head(self, text: str, tokens: int) -> str:
+        out: bytes = self.llm.detokenize(self._ids(text)[:tokens])
+        return out.decode("utf-8", errors="ignore")
+
+
+def reader_tokenizer(model: ModelClient) -> Tokenizer:
+    """The reader model's tokenizer where lens has one (llama_cpp), else an estimate."""
+    settings = getattr(getattr(model, "backend", model), "settings", None)
+    path = getattr(settings, "path", None)
+    if getattr(model, "provider", "") == "llama_cpp" and path is not None:
+        try:
+            return LlamaTokens(str(path))
+        except Exception:  # no llama-cpp-python, or a file it cannot read: the call will say
+            pass
+    return EstimatedTokens()
+
+
+def history_limit(model: ModelClient, budget: BudgetConfig, answer_tokens: int
+                  ) -> HistoryLimit:
+    """Where the fixed reader cuts its history: at ``max_payload_bytes`` when the config sets
+    it, else as LongMemEval's generation does, at the window less ``answer_tokens`` (the
+    request's max_tokens) and 1,000 tokens."""
+    if bytes_set(budget):
+        return HistoryLimit(max_bytes=budget.max_payload_bytes)
+    window, source = reader_window(model, budget)
+    return HistoryLimit(max_tokens=max(0, window - answer_tokens - OFFICIAL_MARGIN_TOKENS),
+                        tokenizer=reader_tokenizer(model), window=window,
+                        window_source=source, answer_tokens=answer_tokens)
 
 
 @dataclass
@@ -66,23 +150,29 @@ class FixedReader:
     repeat: int = 0
 
     async def answer(self, question: AgentQuestion) -> AgentResult:
-        meter = BudgetMeter(self.budget)
+        answer_tokens = self.max_tokens or DEFAULT_TURN_MAX_TOKENS
+        limit = history_limit(self.model, self.budget, answer_tokens)
+        budget = self.budget
+        if limit.window is not None and "max_agent_tokens" not in budget.model_fields_set:
+            # One call of at most the window: the tool agent's session limit does not apply.
+            budget = budget.model_copy(update={"max_agent_tokens": limit.window})
+        meter = BudgetMeter(budget)
         tracebacks: list[str] = []
         search, results = await self._search(question.prompt, meter, tracebacks)
         sessions = [(self._date(r), r.text) for r in results]
-        prompt, size, cut = reader_prompt(question.prompt, question.now, sessions,
-                                          meter.remaining_payload(), TRUNCATION_MARKER,
-                                          self.reading, self.template)
-        meter.payload_bytes += size
-        search.payload_bytes, search.truncated = size, cut
+        prompt, history = reader_prompt_history(
+            question.prompt, question.now, sessions,
+            limit if limit.max_bytes is None else meter.remaining_payload(),
+            TRUNCATION_MARKER, self.reading, self.template)
+        meter.payload_bytes += history.size
+        search.payload_bytes, search.truncated = history.size, history.cut
         messages = [Message(role="user", content=prompt)]
         answer, calls = "", []
         stop = meter.before_model_call() or "answered"
         if stop == "answered":
             request = CompletionRequest(
                 messages=list(messages), temperature=self.temperature,
-                max_tokens=max(1, min(self.max_tokens or DEFAULT_TURN_MAX_TOKENS,
-                                      meter.remaining_tokens())),
+                max_tokens=max(1, min(answer_tokens, meter.remaining_tokens())),
                 seed=self.seed, role="agent", repeat=self.repeat)
             meter.turns += 1
             with anyio.move_on_after(max(0.0, self.budget.max_seconds - meter.elapsed())) as cs:
@@ -102,10 +192,19 @@ class FixedReader:
                     usage_unknown=completion.usage.unknown))
                 if not answer:
                     stop = "empty_answer"
+        outcome = meter.outcome(stop)
+        if limit.max_tokens is not None:
+            # The window's rule: the history's limit is in tokens, not in bytes.
+            outcome.limits.pop("max_payload_bytes", None)
+            outcome.limits["max_history_tokens"] = limit.max_tokens
+            outcome.limits["context_window"] = limit.window or 0
+            outcome.used["max_history_tokens"] = history.tokens or 0
+            outcome.compliant = all(outcome.used[k] <= outcome.limits[k]
+                                    for k in outcome.used if k in outcome.limits)
         return AgentResult(answer=answer, cited_refs=extract_citations(answer),
                            retrieved_refs=list(search.result_refs), tool_calls=[search],
                            tool_errors=0 if search.ok else 1, model_calls=calls,
-                           transcript=messages, budget=meter.outcome(stop),
+                           transcript=messages, budget=outcome,
                            tracebacks=tracebacks)
 
     def _date(self, result: SearchResult) -> datetime | None:

@@ -20,6 +20,7 @@ from lens.data.config import CacheConfig
 from lens.memory.oracle import FLOOR
 from lens.report.checks.memory_state_check import check_memory_state
 from lens.report.checks.parity import adapter_names, context_parity_checks
+from lens.report.checks.reader_check import check_fixed_reader
 from lens.report.figures.estimates import question_values, repeat_reducer
 from lens.report.foundations.data import QuestionRow, RunData
 from lens.report.foundations.shapes import Check, Status
@@ -785,6 +786,7 @@ def run_checklist(run: RunData) -> list[Check]:
         *_present(check_evidence_after_question([run])),
         check_empty_answers([run]),
         *context_parity_checks([run]),
+        *_present(check_fixed_reader([run])),
         check_no_memory([run]),
         *_present(check_memory_model_cut([run]), check_unknown_usage([run])),
     ]
@@ -828,6 +830,7 @@ def compare_checklist(runs: Sequence[RunData],
         *_present(check_evidence_after_question(runs)),
         check_empty_answers(runs),
         *context_parity_checks(runs),
+        *_present(check_fixed_reader(runs)),
         check_no_memory(runs),
         *_present(check_memory_model_cut(runs), check_unknown_usage(runs)),
     ]
