@@ -41,7 +41,7 @@ def make(path: Path, items: int, sessions: int, words: int = WORDS) -> None:
         fh.write("]")
 
 
-def measure(work: Path, scopes: int, sessions: int) -> int:
+def measure(work: Path, scopes: int, sessions: int, keep: bool = False) -> int:
     src = work / f"lme_{scopes}.json"
     make(src, scopes, sessions)
     size_mb = src.stat().st_size / 1e6
@@ -71,7 +71,8 @@ def measure(work: Path, scopes: int, sessions: int) -> int:
         print(step.line(f"{scopes} scopes: {name}", size_mb))
         if step.returncode:
             return step.returncode
-    data.unlink()
+    if not keep:
+        data.unlink()
     return 0
 
 
@@ -82,11 +83,18 @@ def main() -> int:
                     help="sessions per item: 50 as in `_s` (default), 500 as in `_m`")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="where the files go (default: a temporary folder, removed after)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep each size's LENS file and run directory (in WORKDIR/scopes_N)")
     args = ap.parse_args()
     print(machine_line())
     for scopes in args.scopes:
-        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-            code = measure(Path(tmp), scopes, args.sessions)
+        if args.keep:
+            work = (args.workdir or Path(".")) / f"scopes_{scopes}"
+            work.mkdir(parents=True, exist_ok=True)
+            code = measure(work, scopes, args.sessions, keep=True)
+        else:
+            with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+                code = measure(Path(tmp), scopes, args.sessions)
         if code:
             return code
     return 0

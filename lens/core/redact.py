@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from lens.core.visible import visible
@@ -84,6 +84,7 @@ class _Registry:
         self._values: set[str] = set()
         self._text: re.Pattern[str] | None = None
         self._bytes: re.Pattern[bytes] | None = None
+        self._longest = 0  # the longest value's length in UTF-8 bytes
 
     def add(self, value: str) -> None:
         forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
@@ -94,6 +95,7 @@ class _Registry:
             ordered = sorted(self._values, key=len, reverse=True)
             self._text = re.compile("|".join(re.escape(v) for v in ordered))
             self._bytes = re.compile(b"|".join(re.escape(v.encode("utf-8")) for v in ordered))
+            self._longest = max(len(v.encode("utf-8")) for v in ordered)
 
     def scrub(self, text: str) -> str:
         pattern = self._text
@@ -102,6 +104,37 @@ class _Registry:
     def scrub_bytes(self, data: bytes) -> bytes:
         pattern = self._bytes
         return data if pattern is None else pattern.sub(MASK.encode(), data)
+
+    def scrub_chunks(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """The bytes of ``chunks`` scrubbed as :meth:`scrub_bytes` scrubs them joined, holding
+        one chunk and the longest secret's length: a match is decided where the bytes after
+        its start cover the longest secret, so one found across a chunk boundary is masked."""
+        with self._lock:
+            pattern, keep = self._bytes, self._longest - 1
+        if pattern is None:
+            yield from chunks
+            return
+        mask = MASK.encode()
+        carry = b""
+        for chunk in chunks:
+            buf = carry + chunk
+            cut = len(buf) - keep
+            if cut <= 0:
+                carry = buf
+                continue
+            out: list[bytes] = []
+            pos = 0
+            for m in pattern.finditer(buf):
+                if m.start() >= cut:
+                    break
+                out += (buf[pos:m.start()], mask)
+                pos = m.end()
+            end = max(cut, pos)
+            out.append(buf[pos:end])
+            carry = buf[end:]
+            yield b"".join(out)
+        if carry:
+            yield pattern.sub(mask, carry)
 
 
 _REGISTRY = _Registry()
@@ -121,6 +154,11 @@ def scrub(text: str) -> str:
 
 def scrub_bytes(data: bytes) -> bytes:
     return _REGISTRY.scrub_bytes(data)
+
+
+def scrub_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """:func:`scrub_bytes` over a stream of chunks (a file read piece by piece)."""
+    return _REGISTRY.scrub_chunks(chunks)
 
 
 def register_env_secrets(environ: dict[str, str] | None = None) -> None:

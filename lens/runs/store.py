@@ -291,21 +291,23 @@ class RunStore:
         """Every committed question record, once each: the newest commit of a question wins
         (a question re-asked by ``--resume --retry-errors``), as in ``committed_questions``;
         ordered by that newest commit."""
+        return list(self.iter_records())
+
+    def iter_records(self) -> Iterator[QuestionRecord]:
+        """:meth:`load_records` one record at a time (only the commits' events are held)."""
         sizes: dict[str, int] = {}
         latest: dict[str, dict[str, Any]] = {}
         for e in self.events():
             if e.get("kind") == "question_done" and self._record_present(e, sizes):
                 latest.pop(e["key"], None)  # re-inserting moves the key to its newest commit
                 latest[e["key"]] = e
-        out: list[QuestionRecord] = []
         handles: dict[str, BinaryIO] = {}
         try:
             for e in latest.values():
-                out.append(QuestionRecord.model_validate_json(self._read_record(e, handles)))
+                yield QuestionRecord.model_validate_json(self._read_record(e, handles))
         finally:
             for fh in handles.values():
                 fh.close()
-        return out
 
     def _read_record(self, event: dict[str, Any], handles: dict[str, BinaryIO]) -> bytes:
         path = self.root / event["record"]

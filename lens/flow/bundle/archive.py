@@ -9,7 +9,8 @@ import io
 import stat
 import tarfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -26,30 +27,100 @@ def archive_format(path: Path) -> str:
                     "the file's extension)")
 
 
-def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
-    """Write ``members`` (archive path -> bytes) to ``path``, all or nothing."""
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A member written from a stream of chunks, ``size`` bytes in all, instead of held whole;
+    ``chunks`` is called once, when the member is written."""
+
+    size: int
+    chunks: Callable[[], Iterable[bytes]]
+
+
+class _Reader(io.RawIOBase):
+    """The chunks of a :class:`Streamed` member as a file tarfile reads from."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._chunk = b""
+        self._at = 0  # how far into the current chunk has been read
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes, fewer only at the end (tarfile takes a short read for one)."""
+        want = _CHUNK if size is None or size < 0 else size
+        parts: list[bytes] = []
+        got = 0
+        while got < want:
+            if self._at >= len(self._chunk):
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    break
+                self._chunk, self._at = chunk, 0
+                continue
+            part = self._chunk[self._at:self._at + want - got]
+            self._at += len(part)
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+
+
+def _stream(member: bytes | Streamed) -> Streamed:
+    if isinstance(member, Streamed):
+        return member
+    return Streamed(len(member), lambda: (member,))
+
+
+def write_archive(path: Path, members: Mapping[str, bytes | Streamed]) -> None:
+    """Write ``members`` (archive path -> bytes, or a :class:`Streamed` member) to ``path``,
+    all or nothing; a streamed member is copied chunk by chunk, never held whole."""
     fmt = archive_format(path)
     tmp = path.with_name(path.name + ".part")
     try:
         if fmt == "zip":
             with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
                 for name in sorted(members):
+                    member = _stream(members[name])
                     entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
                     entry.compress_type = zipfile.ZIP_DEFLATED
                     entry.external_attr = 0o644 << 16
-                    zf.writestr(entry, members[name])
+                    # The size known up front decides the zip64 extra, as writestr does.
+                    entry.file_size = member.size
+                    written = 0
+                    with zf.open(entry, "w") as dest:
+                        for chunk in member.chunks():
+                            written += len(chunk)
+                            dest.write(chunk)
+                    if written != member.size:
+                        raise _changed(name, member.size, written)
         else:
             with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
                     tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 for name in sorted(members):
-                    data = members[name]
+                    member = _stream(members[name])
                     info = tarfile.TarInfo(name)
-                    info.size = len(data)
+                    info.size = member.size
                     info.mode = 0o644
-                    tar.addfile(info, io.BytesIO(data))
+                    reader = _Reader(member.chunks())
+                    try:
+                        tar.addfile(info, reader)
+                    except OSError as exc:  # tarfile's "unexpected end of data"
+                        raise _changed(name, member.size, None) from exc
+                    if reader.read(1):
+                        raise _changed(name, member.size, None)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _changed(name: str, size: int, written: int | None) -> UserError:
+    got = "a different number of bytes" if written is None else f"{written} bytes"
+    return UserError(f"{name}: {got} where {size} were counted: a file changed while the "
+                     "bundle was written; write it again once nothing writes to the run")
 
 
 # What a bundle may unpack to, checked before a member is read and again on the bytes read: a
@@ -58,7 +129,6 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
 MAX_UNPACKED_BYTES = 4 * 1024**3
 MAX_RATIO = 200
 MIN_BUDGET = 64 * 1024**2
-_CHUNK = 1024 * 1024
 
 
 class _Budget:

@@ -212,8 +212,9 @@ def _load_scores(root: Path) -> RunScores | None:
                         "re-create it with `lens score RUN_DIR`") from None
 
 
-def load_run(run_dir: str | Path) -> RunData:
-    """Read a run directory; raise UserError naming the file when it is not one."""
+def load_run(run_dir: str | Path, *, records: bool = True) -> RunData:
+    """Read a run directory; raise UserError naming the file when it is not one. Without
+    ``records``, only its manifest and scores (no rows, no events)."""
     root = Path(run_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such run directory")
@@ -226,6 +227,8 @@ def load_run(run_dir: str | Path) -> RunData:
         raise UserError(f"{root / MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise UserError(f"{root / MANIFEST}: must be a JSON object")
+    if not records:
+        return RunData(root=root, manifest=manifest, rows=[], scores=_load_scores(root))
     return _assemble(store, manifest, _load_scores(root))
 
 
