@@ -48,6 +48,8 @@ MAX_ARGUMENT_DEPTH = 32
 def json_depth(value: Any) -> int:
     """How deeply lists and dicts nest in a decoded JSON value (a scalar is 0); iterative, so
     it cannot itself run out of stack."""
+    if isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values()):
+        return 1  # tool arguments: a flat object
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:

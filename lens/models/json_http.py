@@ -133,7 +133,11 @@ def env_proxy(url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme)
 
 
+# ensure_ascii=False keeps non-ASCII text as UTF-8 (smaller than \u escapes); the body is sent
+# with an application/json content type, which is UTF-8 by definition. One encoder for every
+# call: json.dumps builds a new one each time it is given options.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(obj: Any) -> bytes:
-    # ensure_ascii=False keeps non-ASCII text as UTF-8 (smaller than \u escapes); the body is
-    # sent with an application/json content type, which is UTF-8 by definition.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(obj).encode()

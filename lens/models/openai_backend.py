@@ -92,11 +92,14 @@ def openai_message(m: Message) -> ChatMessageJson:
     return {"role": m.role, "content": m.content}
 
 
+def openai_tool(t: ToolSpec) -> ToolJson:
+    return {"type": "function",
+            "function": {"name": t.name, "description": t.description,
+                         "parameters": t.parameters}}
+
+
 def openai_tools(tools: Sequence[ToolSpec]) -> list[ToolJson]:
-    return [{"type": "function",
-             "function": {"name": t.name, "description": t.description,
-                          "parameters": t.parameters}}
-            for t in tools]
+    return [openai_tool(t) for t in tools]
 
 
 def to_openai_messages(messages: list[Message]) -> list[ChatMessageJson]:
@@ -110,10 +113,18 @@ def sends_tools(request: CompletionRequest) -> bool:
 def build_params(request: CompletionRequest, model: str, config_max_tokens: int | None,
                  token_limit_param: str) -> dict[str, Any]:
     """The chat request's parameters, as the JSON body sends them."""
+    return _params(request, model, config_max_tokens, token_limit_param,
+                   to_openai_messages(request.messages),
+                   openai_tools(request.tools) if sends_tools(request) else None)
+
+
+def _params(request: CompletionRequest, model: str, config_max_tokens: int | None,
+            token_limit_param: str, messages: object, tools: object) -> dict[str, Any]:
+    """:func:`build_params` with the messages and tools (when sent) given as they are to go in."""
     params: dict[str, Any] = {"model": model, "temperature": request.temperature,
-                              "messages": to_openai_messages(request.messages)}
+                              "messages": messages}
     if sends_tools(request):
-        params["tools"] = openai_tools(request.tools)
+        params["tools"] = tools
         if request.tool_choice in ("auto", "required"):
             params["tool_choice"] = request.tool_choice
         else:
@@ -134,6 +145,69 @@ def build_params(request: CompletionRequest, model: str, config_max_tokens: int 
     if request.stop:
         params["stop"] = request.stop
     return params
+
+
+class _Spliced:
+    """Where :func:`request_body` puts the request's messages or tools, encoded one by one."""
+
+
+_MESSAGES, _TOOLS = _Spliced(), _Spliced()
+# The encoded messages and tools kept for the next calls, at most this many bytes (and entries).
+FRAGMENT_CACHE_BYTES = 8 * 1024 * 1024
+FRAGMENT_CACHE_ENTRIES = 8192
+
+
+class FragmentCache:
+    """The JSON of messages and tool specs already sent, by object.
+
+    An agent's conversation grows by a turn or two per call and its earlier messages are the
+    same (frozen) objects every time, as are its tool specs: each is encoded once rather than
+    on every call of the conversation. An entry holds its object, so its ``id`` stays its own
+    while the entry lives; the oldest entries go first past the size bounds."""
+
+    def __init__(self, max_bytes: int = FRAGMENT_CACHE_BYTES,
+                 max_entries: int = FRAGMENT_CACHE_ENTRIES) -> None:
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._entries: dict[int, tuple[object, bytes]] = {}
+        self._bytes = 0
+
+    def encoded(self, obj: Message | ToolSpec) -> bytes:
+        entry = self._entries.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        data = dumps(openai_message(obj) if isinstance(obj, Message) else openai_tool(obj))
+        if len(data) <= self.max_bytes:
+            self._entries[id(obj)] = (obj, data)
+            self._bytes += len(data)
+            while self._bytes > self.max_bytes or len(self._entries) > self.max_entries:
+                oldest = next(iter(self._entries))
+                self._bytes -= len(self._entries.pop(oldest)[1])
+        return data
+
+
+def request_body(request: CompletionRequest, model: str, config_max_tokens: int | None,
+                 token_limit_param: str, extra_body: dict[str, Any] | None,
+                 fragments: FragmentCache) -> bytes:
+    """``dumps(build_params(...) | extra_body)``, byte for byte, with each message and tool spec
+    taken from ``fragments``: the JSON of an object is the JSON of its members, in order, with
+    the same separators, so the body is assembled from pieces encoded once each."""
+    params = _params(request, model, config_max_tokens, token_limit_param, _MESSAGES, _TOOLS)
+    parts: list[bytes] = []
+    run: dict[Any, Any] = {}  # members between the spliced ones, encoded together
+    for key, value in (params | (extra_body or {})).items():
+        if isinstance(value, _Spliced):
+            if run:
+                parts.append(dumps(run)[1:-1])
+                run = {}
+            items: Sequence[Message | ToolSpec] = (request.messages if value is _MESSAGES
+                                                   else request.tools)
+            parts.append(dumps(key) + b":[" + b",".join(map(fragments.encoded, items)) + b"]")
+        else:
+            run[key] = value
+    if run:
+        parts.append(dumps(run)[1:-1])
+    return b"{" + b",".join(parts) + b"}"
 
 
 # The SDK walks every request parameter against its typed schema before sending it (to rename
@@ -212,6 +286,7 @@ class OpenAIClient:
         api_key = resolve_api_key(config)
         self._client: openai.AsyncOpenAI | None = None
         self._poster: JSONPoster | None = None
+        self._fragments = FragmentCache()
         if self.transport == "sdk":
             # The SDK insists on a key; a placeholder carries no secret.
             self._client = openai.AsyncOpenAI(api_key=api_key or "no-key",
@@ -225,16 +300,17 @@ class OpenAIClient:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         label = f"{self.provider}/{self.model}"
-        params = build_params(request, self.model, self.config.max_tokens,
-                              self.token_limit_param)
         if self._poster is not None:
             try:
-                body = dumps(params | (self.extra_body or {}))
+                body = request_body(request, self.model, self.config.max_tokens,
+                                    self.token_limit_param, self.extra_body, self._fragments)
             except (ValueError, RecursionError) as exc:
                 raise ProviderError(f"{label}: the request cannot be sent as JSON: {exc}",
                                     retryable=False) from None
             return _reply_to_completion(await self._post(body, label), request, label)
         assert self._client is not None
+        params = build_params(request, self.model, self.config.max_tokens,
+                              self.token_limit_param)
         try:
             raw = await self._client.chat.completions.with_raw_response.create(
                 **sdk_call_params(params, self.extra_body)

@@ -274,8 +274,7 @@ class _Session:
                 raise ToolError(str(exc)) from None
             try:
                 payload, refs, count = await self._dispatch(call.name, args)
-                content, truncated, refs = _fit(finite(payload), refs,
-                                                self.meter.remaining_payload())
+                content, truncated, refs = _fit(payload, refs, self.meter.remaining_payload())
             except (TypeError, ValueError, RecursionError) as exc:
                 # What the adapter returned cannot be written as JSON (an object in metadata):
                 # this call fails, the question goes on.
@@ -375,12 +374,21 @@ def checked_document(raw: Any) -> Document | None:
 BUDGET_NOTICE = json.dumps({"error": "payload budget exhausted; answer with what you have"})
 
 
+# json.dumps(ensure_ascii=False, allow_nan=False), without building an encoder per call.
+_TOOL_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _fit(payload: dict[str, Any], refs: list[str], allowance: int) -> tuple[str, bool, list[str]]:
     """Serialise a tool result within ``allowance`` bytes, trimming texts with a visible marker.
 
-    Trimming keeps the JSON well-formed; refs whose result no longer fits are dropped so that
-    the agent is only credited with what it actually received."""
-    content = json.dumps(payload, ensure_ascii=False, allow_nan=False)
+    NaN and infinities go as null (``finite``); the result is walked for them only when it
+    has one. Trimming keeps the JSON well-formed; refs whose result no longer fits are dropped
+    so that the agent is only credited with what it actually received."""
+    try:
+        content = _TOOL_JSON.encode(payload)
+    except ValueError:
+        payload = finite(payload)
+        content = _TOOL_JSON.encode(payload)
     if len(content.encode("utf-8")) <= allowance:
         return content, False, refs
     is_search = "results" in payload
