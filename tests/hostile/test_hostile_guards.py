@@ -42,10 +42,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "models/openai_backend.py": (2, "a provider's reply, size-capped; depth and long integers "
                                     "refused as a malformed response"),
     "models/scripted.py": (1, "the scripted test model's own canned content"),
-    "scoring/protocols/beam.py": (1, "a judge's verdict text, bounded by max_tokens"),
     "claims/rescore.py": (1, "a judge's verdict text, bounded by max_tokens"),
-    "scoring/protocols/locomo.py": (1, "a judge's verdict text, bounded by max_tokens"),
-    "scoring/protocols/longmemeval_v2.py": (1, "a judge's verdict text, bounded by max_tokens"),
     "scoring/protocols/memoryagentbench.py": (1, "a judge's verdict text, bounded by "
                                                  "max_tokens"),
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core.errors import UserError
+from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.promptfile import MAX_PROMPT_FILE_BYTES, read_prompt_text
 from lens.core.redact import shown
 from lens.core.yamlguard import YamlRefused, load_yaml
@@ -62,8 +63,8 @@ def json_span(text: str) -> object | None:
     if m is None:
         return None
     try:
-        data: object = json.loads(m.group(0))
-    except json.JSONDecodeError:
+        data: object = loads_guarded(m.group(0), what="a judge's reply")
+    except JsonRefused:
         return None
     return data
 
