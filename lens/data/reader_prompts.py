@@ -11,7 +11,9 @@ The history is cut as the official generation cuts it (``main``: ``max_retrieval
 model_max_length - gen_length - 1000``, then ``tokens[:max_retrieval_length]`` of the
 date-sorted history in ``prepare_prompt``): at the reader model's context window less the
 answer's ``max_tokens`` and 1,000 tokens (``HistoryLimit``, ``context_window``), or at
-``agent.budget.max_payload_bytes`` when the config sets it.
+``agent.budget.max_payload_bytes`` when the config sets it. ``reader_cut`` resolves that rule
+from the agent's config, once for the reader (lens/runner/reader.py), the run's condition
+(``reader_cut``, lens/runs/condition.py) and ``lens plan`` (lens/flow/plan_cost.py).
 
 ``agent.reader_prompt_file`` replaces lens's wording with a publisher's reader prompt: a text
 template with lens's placeholders (``READER_FIELDS``), read once when the run is checked; its
@@ -27,9 +29,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
+from pydantic import BaseModel, ConfigDict
+
 from lens.core.errors import UserError
 from lens.core.promptfile import read_prompt_text
 from lens.core.tokens import CHARS_PER_TOKEN, estimate_tokens
+from lens.data.config import AgentConfig
 
 Reading = Literal["step_by_step", "direct"]
 DEFAULT_TOP_K = 50
@@ -104,6 +109,11 @@ def counted_by(model: str) -> str:
 
 
 LLAMA_COUNTED_BY = "counted by the model's tokenizer"
+# The reader's answer in tokens (the request's max_tokens) when ``agent.max_tokens`` is not set.
+READER_MAX_TOKENS = 2_048
+# llama_cpp's context window when ``options.n_ctx`` is not set (lens/models/llama_backend.py
+# loads the model with it; a test holds the two equal).
+LLAMA_N_CTX = 8_192
 
 
 class Tokenizer(Protocol):
@@ -152,6 +162,69 @@ class HistoryLimit:
         return (f"{self.max_tokens or 0:,} tokens: the context window {self.window or 0:,} "
                 f"({self.window_source}) less {self.answer_tokens:,} for the answer and "
                 f"{OFFICIAL_MARGIN_TOKENS:,}; {counted}")
+
+
+class ReaderCut(BaseModel):
+    """Where the fixed reader cuts its history, resolved once from the agent's config
+    (``reader_cut``) for the reader, the run's condition and ``lens plan``.
+
+    ``rule`` "window": at ``max_history_tokens``, the context window less ``answer_tokens`` and
+    ``margin_tokens`` (the official generation's rule), the tokens counted by the model's
+    tokenizer (``tokens`` "tokenizer", llama_cpp) or estimated ("estimate"). ``rule`` "bytes":
+    at ``max_payload_bytes`` (set in the config). ``window_source`` says where the window came
+    from, for people: two runs cut alike are one condition wherever their windows came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: Literal["window", "bytes"]
+    answer_tokens: int
+    context_window: int | None = None
+    margin_tokens: int | None = None
+    max_history_tokens: int | None = None
+    tokens: Literal["tokenizer", "estimate"] | None = None
+    max_payload_bytes: int | None = None
+    window_source: str = ""
+
+    def condition(self) -> dict[str, object]:
+        """The cut as the run's condition records it (``reader_cut``)."""
+        return self.model_dump(exclude={"window_source"}, exclude_none=True)
+
+    def limit(self, tokenizer: Tokenizer | None = None) -> HistoryLimit:
+        """The history's limit, its tokens counted by ``tokenizer`` (an estimate without)."""
+        if self.max_payload_bytes is not None:
+            return HistoryLimit(max_bytes=self.max_payload_bytes)
+        return HistoryLimit(max_tokens=self.max_history_tokens or 0,
+                            tokenizer=tokenizer or EstimatedTokens(),
+                            window=self.context_window, window_source=self.window_source,
+                            answer_tokens=self.answer_tokens)
+
+
+def _n_ctx(agent: AgentConfig) -> int:
+    raw = agent.options.get("n_ctx", LLAMA_N_CTX)
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        # The llama_cpp backend refuses it when it loads the model, naming the option.
+        return LLAMA_N_CTX
+
+
+def reader_cut(agent: AgentConfig) -> ReaderCut:
+    """Where the fixed reader of ``agent`` cuts its history: at ``agent.budget.max_payload_bytes``
+    when the config sets it, else at the window (``window_of``: ``budget.context_window``,
+    llama_cpp's ``options.n_ctx``, the official table, gpt-4o's) less the answer's
+    ``max_tokens`` and 1,000 tokens."""
+    answer = agent.max_tokens or READER_MAX_TOKENS
+    if "max_payload_bytes" in agent.budget.model_fields_set:
+        return ReaderCut(rule="bytes", answer_tokens=answer,
+                         max_payload_bytes=agent.budget.max_payload_bytes,
+                         window_source="agent.budget.max_payload_bytes, set in the config")
+    local = agent.provider == "llama_cpp"
+    window, source = window_of(agent.model, _n_ctx(agent) if local else None,
+                               agent.budget.context_window)
+    return ReaderCut(rule="window", answer_tokens=answer, context_window=window,
+                     margin_tokens=OFFICIAL_MARGIN_TOKENS,
+                     max_history_tokens=max(0, window - answer - OFFICIAL_MARGIN_TOKENS),
+                     tokens="tokenizer" if local else "estimate", window_source=source)
 
 
 @dataclass(frozen=True)

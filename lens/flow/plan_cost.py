@@ -11,6 +11,14 @@ call. The worst case is the budget: ``max_turns`` calls and ``max_agent_tokens``
 Sizes are counted as lens counts them (lens.core.tokens). A scripted agent counts the messages
 only; a hosted model also counts its tool definitions, which are added for it.
 
+The fixed reader (``agent.mode: fixed_reader``) makes one call per question: the reader prompt
+with the history of its ``top_k`` hits (never more than the adapter's hits), cut where the
+reader cuts it (``reader_cut``, the rule the run's condition records). Its worst case is one
+call per question of the whole context window in (the model takes no more; the cut leaves the
+answer's ``max_tokens`` and 1,000 tokens beside the history) and the answer's ``max_tokens``
+out; when ``max_payload_bytes`` cuts the history, the history's bytes and the prompt's own text,
+counted as lens counts them.
+
 The judge (tier 2's position-swapped pair on every answered question, tier 3's on action
 questions) is priced at list price and at the batch rate; sequential stopping (the config's
 ``stopping``) scales every arm by the share of scope blocks used: the whole run in the worst
@@ -21,12 +29,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
-from lens.core.tokens import estimate_tokens
-from lens.data.config import AdapterConfig, ModelConfig, RunConfig
+from lens.core.tokens import CHARS_PER_TOKEN, estimate_tokens
+from lens.data.config import AdapterConfig, AgentConfig, ModelConfig, RunConfig
 from lens.data.dataset import Dataset, Question, QuestionType, Scope
 from lens.data.prompts import AGENT_SYSTEM_PROMPT, TOOL_DESCRIPTIONS, question_message
+from lens.data.reader_prompts import (
+    DATE_FORMAT,
+    DEFAULT_READING,
+    DEFAULT_TOP_K,
+    READER_TEMPLATES,
+    SESSION_TEMPLATE,
+    ReaderCut,
+    load_reader_prompt,
+    reader_cut,
+    reader_prompt,
+)
 from lens.memory.oracle import evidence_episodes, is_oracle
 from lens.models.pricing import Pricing, pricing_for, why_unpriced
 from lens.stats.bounded import scopes_needed
@@ -101,7 +121,8 @@ class ArmPlan:
     arm: str
     questions: int
     agent: Spend
-    # The agent's worst case: the budget's max_turns calls and max_agent_tokens per question.
+    # The agent's worst case: the budget's max_turns calls and max_agent_tokens per question;
+    # the fixed reader's: one call of the window in and max_tokens out per question.
     agent_worst: Spend
     judge: Spend | None
     judge_batch: Spend | None
@@ -119,6 +140,8 @@ class CostPlan:
     stop_expected_share: float | None = None
     stop_best_share: float | None = None
     notes: list[str] = field(default_factory=list)
+    # What bounds the worst case: the agent's budget, or the fixed reader's one call.
+    worst_bound: str = "the budget"
 
     def total(self, role: str) -> Spend:
         out = Spend(0.0, 0.0, 0.0, 0.0)
@@ -196,6 +219,52 @@ def agent_session(config: RunConfig, adapter: AdapterConfig, scope: Scope, quest
     return 3, int(prompt_tokens), int(completion)
 
 
+def _reader_text(agent: AgentConfig) -> str:
+    """The fixed reader's prompt template: a reader prompt file's text, or lens's wording."""
+    if agent.reader_prompt_file is not None:
+        return load_reader_prompt(agent.reader_prompt_file).template
+    return READER_TEMPLATES[agent.reading or DEFAULT_READING]
+
+
+# A session's header in the reader's history ("### Session N: / Session Date: ..."), in
+# characters, beside its text.
+SESSION_HEADER_CHARS = len(SESSION_TEMPLATE.format(
+    n=DEFAULT_TOP_K, date=datetime(2000, 1, 1).strftime(DATE_FORMAT), text=""))
+
+
+def _reader_frame(template: str, question: Question) -> int:
+    """Characters of the reader's prompt without its history (with a "Current Date" line)."""
+    prompt, _, _ = reader_prompt(question.prompt, datetime(2000, 1, 1), [], 0, "",
+                                 template=template)
+    return len(prompt)
+
+
+def reader_session(config: RunConfig, adapter: AdapterConfig, scope: Scope, question: Question,
+                   sizes: list[int], cut: ReaderCut, template: str) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens) of the fixed reader's one call for
+    ``question``: the prompt's own text and the history of its top_k hits, cut at ``cut``."""
+    hits, text, _ = _search_shape(adapter, scope, question, sizes[:question.checkpoint_after])
+    kept = min(hits, config.agent.top_k or DEFAULT_TOP_K)
+    chars = (text * kept // hits if hits else 0) + kept * SESSION_HEADER_CHARS
+    history = chars // CHARS_PER_TOKEN
+    if cut.max_history_tokens is not None:
+        history = min(history, cut.max_history_tokens)
+    if cut.max_payload_bytes is not None:
+        history = min(history, cut.max_payload_bytes // CHARS_PER_TOKEN)
+    prompt = _reader_frame(template, question) // CHARS_PER_TOKEN + history
+    return 1, prompt, min(cut.answer_tokens, ANSWER_TOKENS)
+
+
+def reader_worst(question: Question, cut: ReaderCut, template: str) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens) of the fixed reader's call for ``question`` at
+    its most: the whole window in (or, cut in bytes, the history's bytes and the prompt's own
+    text) and the answer's max_tokens out."""
+    if cut.context_window is not None:
+        return 1, cut.context_window, cut.answer_tokens
+    chars = (cut.max_payload_bytes or 0) + _reader_frame(template, question)
+    return 1, -(-chars // CHARS_PER_TOKEN), cut.answer_tokens
+
+
 def _judge_calls(config: RunConfig, action: bool) -> int:
     if config.judge is None:
         return 0
@@ -220,6 +289,9 @@ def plan_cost(config: RunConfig, dataset: Dataset) -> CostPlan:
                     judge_model=config.judge.model if config.judge else None,
                     price_source=agent_price.source if agent_price else None, arms=arms,
                     blocks=len(dataset.scopes))
+    if config.agent.mode == "fixed_reader":
+        plan.worst_bound = "one reader call a question"
+        plan.notes.append(reader_note(reader_cut(config.agent)))
     _price_notes(plan, config, agent_price, judge_price)
     _stopping_notes(plan, config)
     if len(config.adapters) > 1 and plan.blocks:
@@ -235,13 +307,22 @@ def _arm_plan(config: RunConfig, adapter: AdapterConfig, dataset: Dataset,
     agent_price, judge_price = prices
     budget = config.agent.budget
     scopes = {s.scope_id: s for s in dataset.scopes}
+    reader = config.agent.mode == "fixed_reader"
+    cut = reader_cut(config.agent)
+    template = _reader_text(config.agent) if reader else ""
     agent = Spend()
     judge = Spend()
+    n = len(dataset.questions) * config.repeats
+    # The budget bounds the tokens of a session, prompt and completion together; priced
+    # at the input rate. The fixed reader's one call is bounded by its window instead.
+    worst = Spend() if reader else Spend(n * budget.max_turns, n * budget.max_agent_tokens, 0.0)
     for q in dataset.questions:
-        calls, prompt, completion = agent_session(config, adapter, scopes[q.scope_id], q,
-                                                  sizes[q.scope_id])
-        agent.add(calls * config.repeats, prompt * config.repeats,
-                  completion * config.repeats)
+        scope, seen = scopes[q.scope_id], sizes[q.scope_id]
+        session = (reader_session(config, adapter, scope, q, seen, cut, template) if reader
+                   else agent_session(config, adapter, scope, q, seen))
+        agent.add(*(part * config.repeats for part in session))
+        if reader:
+            worst.add(*(part * config.repeats for part in reader_worst(q, cut, template)))
         jc = _judge_calls(config, q.question_type == QuestionType.ACTION_RECOMMENDATION)
         if jc:
             reference = sum(estimate_tokens(f) for f in q.ground_truth.key_facts) \
@@ -250,16 +331,26 @@ def _arm_plan(config: RunConfig, adapter: AdapterConfig, dataset: Dataset,
                 + ANSWER_TOKENS
             judge.add(jc * config.repeats, jc * per * config.repeats,
                       jc * JUDGE_VERDICT_TOKENS * config.repeats)
-    n = len(dataset.questions) * config.repeats
-    # The budget bounds the tokens of a session, prompt and completion together; priced
-    # at the output rate for the completion's share of the expected session.
-    worst = Spend(n * budget.max_turns, n * budget.max_agent_tokens, 0.0)
     return ArmPlan(
         arm=adapter.display, questions=n, agent=agent.priced(agent_price),
         agent_worst=worst.priced(agent_price),
         judge=judge.priced(judge_price) if config.judge is not None else None,
         judge_batch=judge.priced(judge_price, BATCH_RATE)
         if config.judge is not None else None)
+
+
+def reader_note(cut: ReaderCut) -> str:
+    """The fixed reader's worst case in words: one call a question, and what bounds it."""
+    if cut.context_window is not None:
+        return (f"fixed reader: one call a question, at most {cut.context_window:,} tokens in "
+                f"(the context window, {cut.window_source}; the history is cut at "
+                f"{cut.max_history_tokens or 0:,} tokens, the window less "
+                f"{cut.answer_tokens:,} for the answer and {cut.margin_tokens or 0:,}) and "
+                f"{cut.answer_tokens:,} out")
+    return (f"fixed reader: one call a question, at most the history's "
+            f"{cut.max_payload_bytes or 0:,} bytes (agent.budget.max_payload_bytes) and the "
+            f"prompt's own text in, counted at {CHARS_PER_TOKEN} characters a token, and "
+            f"{cut.answer_tokens:,} out")
 
 
 def _price_notes(plan: CostPlan, config: RunConfig, agent_price: Pricing | None,
@@ -342,8 +433,8 @@ def cost_lines(plan: CostPlan) -> list[str]:
         lines.append(_row("total, judge at batch price", _sum(agent, plan.total("judge_batch"))))
     # The budget bounds the agent; the judge judges every answered question whatever the
     # agent spent, so the worst case carries it at list price.
-    lines.append(_row("worst case (the budget" + (", judge at list price)" if plan.judge_model
-                                                  else ")"),
+    lines.append(_row(f"worst case ({plan.worst_bound}"
+                      + (", judge at list price)" if plan.judge_model else ")"),
                       _sum(plan.total("agent_worst"), judge)))
     if plan.stop_expected_share is not None:
         lines.append(_row("with stopping, expected",

@@ -21,7 +21,7 @@ import anyio
 from lens.core.errors import AdapterNotFound
 from lens.data.config import AdapterConfig, RunConfig
 from lens.data.dataset import Dataset, Question, Scope
-from lens.data.reader_prompts import DEFAULT_READING, DEFAULT_TOP_K, load_reader_prompt
+from lens.data.reader_prompts import load_reader_prompt
 from lens.memory.adapter import CapabilityManifest, MemoryAdapter, ModelUsage, resolve_adapter
 from lens.memory.contract import check_result
 from lens.memory.executor import AdapterWorkerLost
@@ -504,15 +504,12 @@ class Runner:
             seed = derive_seed(self.config.seed, unit.key, q.question_id)
             agent: Agent | FixedReader
             if agent_cfg.mode == "fixed_reader":
+                # The reader cuts at the window of the config's model, the condition's cut.
                 agent = FixedReader(
-                    model=self.model, adapter=memory, budget=agent_cfg.budget,
-                    top_k=agent_cfg.top_k or DEFAULT_TOP_K,
-                    reading=agent_cfg.reading or DEFAULT_READING,
+                    model=self.model, adapter=memory, config=agent_cfg,
                     template=self._reader_template,
                     episode_times={e.episode_id: e.timestamp for e in unit.scope.episodes},
-                    call_timeout_s=unit.adapter.call_timeout_s,
-                    temperature=agent_cfg.temperature, max_tokens=agent_cfg.max_tokens,
-                    seed=seed, repeat=unit.repeat)
+                    call_timeout_s=unit.adapter.call_timeout_s, seed=seed, repeat=unit.repeat)
             else:
                 agent = Agent(
                     model=self.model, adapter=memory, budget=agent_cfg.budget,

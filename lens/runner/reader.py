@@ -11,8 +11,9 @@ date as the official generation sorts the retrieved sessions, then "Current Date
 "now", left out when the dataset gives none) and the question. The history is cut as the
 official generation cuts it: at the reader model's context window less the answer's
 ``max_tokens`` and 1,000 tokens, counted by the model's tokenizer where lens has it (llama_cpp)
-and estimated otherwise (``history_limit``), keeping the history's start; or at
-``agent.budget.max_payload_bytes`` when the config sets it. A cut ends in a visible marker.
+and estimated otherwise, keeping the history's start; or at
+``agent.budget.max_payload_bytes`` when the config sets it (``reader_cut`` resolves the rule from
+the run's agent config, as the run's condition records it). A cut ends in a visible marker.
 Under the window's rule the session's token limit is the window too, unless
 ``agent.budget.max_agent_tokens`` is set. ``agent.reader_prompt_file`` replaces lens's
 wording with a publisher's template (lens/data/reader_prompts.py); the history, its order and
@@ -28,32 +29,32 @@ import functools
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from lens.data.config import BudgetConfig
+from lens.data.config import AgentConfig, BudgetConfig
 from lens.data.dataset import AgentQuestion, parse_timestamp
 from lens.data.reader_prompts import (
     DEFAULT_READING,
     DEFAULT_TOP_K,
     LLAMA_COUNTED_BY,
-    OFFICIAL_MARGIN_TOKENS,
     EstimatedTokens,
-    HistoryLimit,
+    ReaderCut,
     Reading,
     Tokenizer,
+    reader_cut,
     reader_prompt_history,
-    window_of,
 )
 from lens.memory.adapter import MemoryAdapter, SearchResult
 from lens.memory.contract import ContractBreach
 from lens.memory.executor.remote import AdapterCallError, AdapterWorkerLost
 from lens.models.base import CompletionRequest, Message, ModelClient
+from lens.models.local_models import resolve_model_path
 from lens.runner.agent import (
-    DEFAULT_TURN_MAX_TOKENS,
     TRUNCATION_MARKER,
     AgentResult,
     ToolError,
@@ -62,20 +63,6 @@ from lens.runner.agent import (
 )
 from lens.runs.budget import BudgetMeter
 from lens.runs.records import ModelCallRecord, ToolCallRecord
-
-
-def bytes_set(budget: BudgetConfig) -> bool:
-    """Whether the config sets ``max_payload_bytes`` (the fixed reader's cut is then in bytes)."""
-    return "max_payload_bytes" in budget.model_fields_set
-
-
-def reader_window(model: ModelClient, budget: BudgetConfig) -> tuple[int, str]:
-    """The reader model's context window in tokens, and where lens got it."""
-    provider, name = str(getattr(model, "provider", "")), str(getattr(model, "model", ""))
-    settings = getattr(getattr(model, "backend", model), "settings", None)
-    n_ctx = getattr(settings, "n_ctx", None)
-    return window_of(f"{provider}/{name}", n_ctx if isinstance(n_ctx, int) else None,
-                     budget.context_window)
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,29 +91,17 @@ class LlamaTokens:
         return out.decode("utf-8", errors="ignore")
 
 
-def reader_tokenizer(model: ModelClient) -> Tokenizer:
-    """The reader model's tokenizer where lens has one (llama_cpp), else an estimate."""
-    settings = getattr(getattr(model, "backend", model), "settings", None)
-    path = getattr(settings, "path", None)
-    if getattr(model, "provider", "") == "llama_cpp" and path is not None:
+def reader_tokenizer(agent: AgentConfig) -> Tokenizer:
+    """The reader model's tokenizer where lens has one (llama_cpp, the model file the config
+    names), else an estimate."""
+    if agent.provider == "llama_cpp":
+        models_dir = agent.options.get("models_dir")
         try:
+            path, _ = resolve_model_path(agent.name, Path(models_dir) if models_dir else None)
             return LlamaTokens(str(path))
         except Exception:  # no llama-cpp-python, or a file it cannot read: the call will say
             pass
     return EstimatedTokens()
-
-
-def history_limit(model: ModelClient, budget: BudgetConfig, answer_tokens: int
-                  ) -> HistoryLimit:
-    """Where the fixed reader cuts its history: at ``max_payload_bytes`` when the config sets
-    it, else as LongMemEval's generation does, at the window less ``answer_tokens`` (the
-    request's max_tokens) and 1,000 tokens."""
-    if bytes_set(budget):
-        return HistoryLimit(max_bytes=budget.max_payload_bytes)
-    window, source = reader_window(model, budget)
-    return HistoryLimit(max_tokens=max(0, window - answer_tokens - OFFICIAL_MARGIN_TOKENS),
-                        tokenizer=reader_tokenizer(model), window=window,
-                        window_source=source, answer_tokens=answer_tokens)
 
 
 @dataclass
@@ -136,22 +111,32 @@ class FixedReader:
 
     model: ModelClient
     adapter: MemoryAdapter
-    budget: BudgetConfig
-    top_k: int = DEFAULT_TOP_K
-    reading: Reading = DEFAULT_READING
+    # The run's agent section: mode, top_k, reading, max_tokens, temperature, budget, and the
+    # model whose window the history is cut at (``reader_cut``, as the condition records it).
+    config: AgentConfig
     # A reader prompt file's text (``agent.reader_prompt_file``), in place of lens's wording.
     template: str | None = None
     # When each episode happened (the scope's timestamps), for results that do not carry one.
     episode_times: Mapping[str, datetime] | None = None
     call_timeout_s: float = 60.0
-    temperature: float = 0.0
-    max_tokens: int | None = None
     seed: int | None = None
     repeat: int = 0
+    # Resolved from ``config``.
+    cut: ReaderCut = field(init=False)
+    budget: BudgetConfig = field(init=False)
+    top_k: int = field(init=False)
+    reading: Reading = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cut = reader_cut(self.config)
+        self.budget = self.config.budget
+        self.top_k = self.config.top_k or DEFAULT_TOP_K
+        self.reading = self.config.reading or DEFAULT_READING
 
     async def answer(self, question: AgentQuestion) -> AgentResult:
-        answer_tokens = self.max_tokens or DEFAULT_TURN_MAX_TOKENS
-        limit = history_limit(self.model, self.budget, answer_tokens)
+        answer_tokens = self.cut.answer_tokens
+        limit = self.cut.limit(reader_tokenizer(self.config) if self.cut.tokens == "tokenizer"
+                               else None)
         budget = self.budget
         if limit.window is not None and "max_agent_tokens" not in budget.model_fields_set:
             # One call of at most the window: the tool agent's session limit does not apply.
@@ -171,7 +156,7 @@ class FixedReader:
         stop = meter.before_model_call() or "answered"
         if stop == "answered":
             request = CompletionRequest(
-                messages=list(messages), temperature=self.temperature,
+                messages=list(messages), temperature=self.config.temperature,
                 max_tokens=max(1, min(answer_tokens, meter.remaining_tokens())),
                 seed=self.seed, role="agent", repeat=self.repeat)
             meter.turns += 1

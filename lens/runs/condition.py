@@ -16,6 +16,7 @@ from lens.data.reader_prompts import (
     DEFAULT_READING,
     DEFAULT_TOP_K,
     load_reader_prompt,
+    reader_cut,
     template_hash,
 )
 
@@ -84,6 +85,10 @@ def condition(config: RunConfig, dataset: Dataset) -> dict[str, Any]:
     reader = answerer(config)
     if reader is not None:
         cond["answerer"] = reader
+        # Where the reader's history is cut (the rule and its numbers, not where the window
+        # came from): runs cut differently are not comparable. Runs written before it have
+        # no such key, so ``lens compare`` names it as a difference against a run that has it.
+        cond["reader_cut"] = reader_cut(config.agent).condition()
     if config.stopping is not None:
         # Which questions are answered depends on it; absent, the condition is as before.
         cond["stopping"] = config.stopping.model_dump(mode="json")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lens.data.reader_prompts import OFFICIAL_MARGIN_TOKENS, counted_by, window_of
+from lens.data.reader_prompts import LLAMA_N_CTX, OFFICIAL_MARGIN_TOKENS, counted_by, window_of
 from lens.memory.oracle import FLOOR
 from lens.report.checks.parity import adapter_names
 from lens.report.foundations.data import RunData
@@ -35,7 +35,7 @@ def window_text(run: RunData, tokens: int, window: int) -> str:
     agent = _agent(run)
     model = str(agent.get("model", ""))
     options = agent.get("options")
-    n_ctx = options.get("n_ctx", 8192) if isinstance(options, dict) else 8192
+    n_ctx = options.get("n_ctx", LLAMA_N_CTX) if isinstance(options, dict) else LLAMA_N_CTX
     budget = agent.get("budget")
     configured = budget.get("context_window") if isinstance(budget, dict) else None
     _, source = window_of(model, n_ctx if isinstance(n_ctx, int) else None,
