@@ -1,19 +1,25 @@
 """The ``llama_cpp`` backend: a GGUF model in-process through llama-cpp-python.
 
-Calls run in worker threads so the event loop stays free; one loaded model is shared by every
-client that names it, behind a lock (a llama context is not thread-safe, and on a small machine
-one model at a time is also the fastest). Tool calls come from constrained decoding: each turn's
+Calls run in worker threads so the event loop stays free; the loaded model is shared by every
+client that names it. A llama context is not thread-safe, so each call holds one loaded
+instance; ``options.parallel`` loads up to that many instances (each with
+``n_threads / parallel`` threads, loaded when concurrent calls first need them) so that as many
+calls run at once. On two cores two one-thread instances answer faster than one two-thread
+instance taking calls in turn (llama.cpp's threads wait for each other at every step, and spin
+when another process takes a core), see bench/RESULTS.md. Tool calls come from constrained decoding: each turn's
 output must match oneOf(a call of an offered tool with schema-valid arguments, a final answer),
 compiled from JSON schema to a llama.cpp grammar; lens renders tool results itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -34,8 +40,8 @@ if TYPE_CHECKING:
 
 # Part of the cache key: bump when rendering or constraints change what the model is asked.
 PROMPT_FORMAT = "chatml-json-actions-3"
-_OPTIONS = ("n_ctx", "n_threads", "n_batch", "min_tool_rounds", "max_tool_rounds", "models_dir",
-            "seed", "optional_args", "ground_refs")
+_OPTIONS = ("n_ctx", "n_threads", "n_batch", "parallel", "min_tool_rounds", "max_tool_rounds",
+            "models_dir", "seed", "optional_args", "ground_refs")
 
 
 def default_threads() -> int:
@@ -52,10 +58,11 @@ class LlamaSettings:
     n_threads: int
     n_batch: int
     seed: int
+    parallel: int = 1
 
 
 class LoadedModel:
-    """One llama.cpp model and the lock that serialises its use."""
+    """One llama.cpp model instance; a :class:`ModelPool` lends it to one call at a time."""
 
     def __init__(self, settings: LlamaSettings) -> None:
         try:
@@ -66,7 +73,6 @@ class LoadedModel:
                 "extra (see the README for the build flags)"
             ) from None
         self.settings = settings
-        self.lock = threading.Lock()
         self.llm = Llama(
             model_path=str(settings.path),
             n_ctx=settings.n_ctx,
@@ -78,16 +84,59 @@ class LoadedModel:
         )
 
 
-_loaded: dict[LlamaSettings, LoadedModel] = {}
+class ModelPool:
+    """Up to ``settings.parallel`` instances of one model, each lent to one call at a time. An
+    instance is loaded only when every loaded one is busy, so a run that makes one call at a
+    time holds one copy. A lent instance keeps its context between calls: a call that starts
+    with the previous call's prompt re-uses its evaluation (prefix reuse)."""
+
+    def __init__(self, settings: LlamaSettings) -> None:
+        self.settings = settings
+        self._slots = threading.Semaphore(settings.parallel)
+        self._lock = threading.Lock()
+        self._idle: list[LoadedModel] = []
+        self._loaded = 0
+
+    @contextlib.contextmanager
+    def lend(self) -> Iterator[LoadedModel]:
+        self._slots.acquire()
+        try:
+            with self._lock:
+                model = self._idle.pop() if self._idle else None
+                if model is None:
+                    self._loaded += 1
+            if model is None:
+                try:
+                    model = LoadedModel(self.settings)
+                except BaseException:
+                    with self._lock:
+                        self._loaded -= 1
+                    raise
+            try:
+                yield model
+            finally:
+                with self._lock:
+                    self._idle.append(model)
+        finally:
+            self._slots.release()
+
+    @property
+    def instances(self) -> int:
+        """How many instances are loaded."""
+        with self._lock:
+            return self._loaded
+
+
+_loaded: dict[LlamaSettings, ModelPool] = {}
 _loaded_lock = threading.Lock()
 
 
-def shared_model(settings: LlamaSettings) -> LoadedModel:
+def shared_model(settings: LlamaSettings) -> ModelPool:
     with _loaded_lock:
-        model = _loaded.get(settings)
-        if model is None:
-            model = _loaded[settings] = LoadedModel(settings)
-        return model
+        pool = _loaded.get(settings)
+        if pool is None:
+            pool = _loaded[settings] = ModelPool(settings)
+        return pool
 
 
 @functools.lru_cache(maxsize=256)
@@ -115,12 +164,18 @@ class LlamaCppClient:
         models_dir = opts.get("models_dir")
         path, identity = resolve_model_path(config.name,
                                             Path(models_dir) if models_dir else None)
+        parallel = int(opts.get("parallel", 1))
+        if parallel < 1:
+            raise ConfigError(f"model {config.model!r}: options.parallel must be 1 or more "
+                              f"(instances of the model answering at once), got {parallel}")
         self.settings = LlamaSettings(
             path=path,
             n_ctx=int(opts.get("n_ctx", 8192)),
-            n_threads=int(opts.get("n_threads", default_threads())),
+            # The idle cores shared among the instances: more threads than cores spin.
+            n_threads=int(opts.get("n_threads", max(1, default_threads() // parallel))),
             n_batch=int(opts.get("n_batch", 512)),
             seed=int(opts.get("seed", 0)),
+            parallel=parallel,
         )
         mtr = opts.get("max_tool_rounds")
         # After this many tool-call turns the next turn may only answer, so a small model
@@ -139,9 +194,9 @@ class LlamaCppClient:
                                "optional_args": self.optional_args,
                                "ground_refs": self.ground_refs,
                                "max_tool_rounds": self.max_tool_rounds}
-        self._model: LoadedModel | None = None
+        self._model: ModelPool | None = None
 
-    def _loaded(self) -> LoadedModel:
+    def _loaded(self) -> ModelPool:
         if self._model is None:
             self._model = shared_model(self.settings)
         return self._model
@@ -184,12 +239,12 @@ class LlamaCppClient:
         elif request.response_schema is not None:
             schema = request.response_schema
         max_tokens = request.max_tokens or self.config.max_tokens or 512
-        with loaded.lock:
+        with loaded.lend() as instance:
             if cancelled.is_set():
                 raise ModelError("cancelled before the model started", retryable=False)
             from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
-            llm = loaded.llm
+            llm = instance.llm
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             n_prompt = len(tokens)
             room = llm.n_ctx() - n_prompt
@@ -248,9 +303,8 @@ class LlamaCppClient:
         (by their first tokens, which must differ), normalised over the choices: a constrained
         one-token verdict read as a probability, in one forward pass over the new tokens of the
         prompt. Prompts sharing a start with the previous one re-use its evaluation."""
-        loaded = self._loaded()
-        with loaded.lock:
-            llm = loaded.llm
+        with self._loaded().lend() as instance:
+            llm = instance.llm
             tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             if len(tokens) >= llm.n_ctx():
                 raise ModelError(

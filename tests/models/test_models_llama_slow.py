@@ -74,6 +74,39 @@ async def test_local_model_calls_a_tool_then_answers_with_real_sources() -> None
     await rt.aclose()
 
 
+@pytest.mark.anyio
+async def test_parallel_instances_answer_as_one_instance_does() -> None:
+    """``options.parallel: 2``: two calls at once run on two instances of the model and give
+    what one instance gives them one after the other (greedy decoding, the same prompts)."""
+    import anyio
+
+    from lens.models.llama_backend import LlamaCppClient
+
+    questions = ["What was the auth p99 latency on 2024-09-30?",
+                 "Which service had the most retries last week?"]
+
+    def request(q: str) -> CompletionRequest:
+        return CompletionRequest(messages=[Message(role="system", content=SYSTEM),
+                                           Message(role="user", content=q)],
+                                 tools=[SEARCH, RETRIEVE], temperature=0)
+
+    one = LlamaCppClient(ModelConfig(model="llama_cpp/qwen2.5-coder-1.5b", max_tokens=48,
+                                     options={"n_ctx": 1024, "n_threads": 1}))
+    alone = [(await one.complete(request(q))).tool_calls[0].arguments for q in questions]
+    two = LlamaCppClient(ModelConfig(model="llama_cpp/qwen2.5-coder-1.5b", max_tokens=48,
+                                     options={"n_ctx": 1024, "n_threads": 1, "parallel": 2}))
+    together: dict[str, str] = {}
+
+    async def ask(q: str) -> None:
+        together[q] = (await two.complete(request(q))).tool_calls[0].arguments
+
+    async with anyio.create_task_group() as tg:
+        for q in questions:
+            tg.start_soon(ask, q)
+    assert [together[q] for q in questions] == alone
+    assert two._loaded().instances == 2
+
+
 def test_lazy_grammar_decoding_matches_full_grammar_decoding() -> None:
     """The fast decoder picks exactly what llama-cpp-python's full grammar check picks."""
     from llama_cpp import Llama, LlamaGrammar
