@@ -6,9 +6,11 @@ instance; ``options.parallel`` loads up to that many instances (each with
 ``n_threads / parallel`` threads, loaded when concurrent calls first need them) so that as many
 calls run at once. On two cores two one-thread instances answer faster than one two-thread
 instance taking calls in turn (llama.cpp's threads wait for each other at every step, and spin
-when another process takes a core), see bench/RESULTS.md. Tool calls come from constrained decoding: each turn's
-output must match oneOf(a call of an offered tool with schema-valid arguments, a final answer),
-compiled from JSON schema to a llama.cpp grammar; lens renders tool results itself.
+when another process takes a core), see bench/RESULTS.md.
+
+Tool calls come from constrained decoding: each turn's output must match oneOf(a call of an
+offered tool with schema-valid arguments, a final answer), compiled from JSON schema to a
+llama.cpp grammar; lens renders tool results itself.
 """
 
 from __future__ import annotations

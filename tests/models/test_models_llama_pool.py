@@ -115,5 +115,5 @@ def test_parallel_shares_the_idle_cores_among_instances(tmp_path: Path,
 
 
 def test_parallel_below_one_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="options.parallel must be 1 or more"):
+    with pytest.raises(ConfigError, match=r"options\.parallel must be 1 or more"):
         _client(tmp_path, parallel=0)
