@@ -113,7 +113,7 @@ async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
             await own.aclose()
     if plan.target == "scores":
         return ScoringResult(outcome.scores, run_dir / SCORES_FILE,
-                             done=ScoringDone.model_validate(outcome.event), read=read)
+                             done=outcome.event, read=read)
     if plan.target == "none":
         return ScoringResult(outcome.scores, None, read=read)
     # One more judge of the panel: its scores go to its own file; scores.json is left as it is.
@@ -162,8 +162,7 @@ def _write_scores(run: RunInput, outcome: ScoringOutcome) -> None:
     for rel, doc in outcome.sections.items():
         (run.run_dir / rel).parent.mkdir(exist_ok=True)
         atomic_write_text(run.run_dir / rel, json.dumps(doc, indent=1))
-    done = ScoringDone.model_validate(outcome.event)
-    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **done.payload())
+    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **outcome.event.payload())
 
 
 def _verdicts_of(run_dir: Path, label: str | None) -> int:
