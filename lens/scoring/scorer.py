@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core import eventloop
+from lens.core.errors import UserError
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.memory.scenarios import after_scoring
@@ -176,8 +177,11 @@ def _apply_subset(run: RunInput, plan: ScoringPlan) -> list[str]:
         return []
     from lens.runs.certification import load_certification
 
-    path = plan.dataset_path or run.manifest.dataset_config(run.run_dir / MANIFEST).path
-    assert path is not None  # load_run refuses a run without its dataset's path
+    path = run.dataset_path
+    if path is None:
+        raise UserError(f"{run.run_dir / MANIFEST}: field 'config.dataset.path' is missing; "
+                        "the certified subset is read beside the dataset: pass the dataset "
+                        "with --dataset PATH")
     cert = load_certification(path)
     keep = cert.certified()
     run.items = [it for it in run.items
