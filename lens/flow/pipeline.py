@@ -24,7 +24,6 @@ from lens.data.dataset import Dataset
 from lens.data.dataset_check import evidence_after_asked_at
 from lens.data.dataset_load import DroppedQuestion, load_dataset_dropping
 from lens.data.overrides import Overrides
-from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
 from lens.flow.stopping import OVERRIDE_EVENT, STOP_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
@@ -97,7 +96,7 @@ def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool =
         # A limit that keeps every question is no sample: the run is the whole dataset, under
         # the whole dataset's condition (comparable with a run without --limit).
         config.dataset.limit = None
-    return limit_questions(dataset, config.dataset.limit), dropped
+    return dataset.limit_questions(config.dataset.limit), dropped
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"

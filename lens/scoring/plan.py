@@ -27,7 +27,7 @@ from lens.runs.sections import SectionDoc
 from lens.scoring.aggregation.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
 from lens.scoring.foundations.types import RunScores
 from lens.scoring.grading.offline_grader import OfflineGrader
-from lens.scoring.judging.extra_judges import extra_judges
+from lens.scoring.judging.judge_panel import extra_judges
 from lens.scoring.text.facts import FactMatcherSettings
 
 ALL_TIERS = frozenset({1, 2, 3})

@@ -30,8 +30,7 @@ from lens.scoring.foundations.condition import SCORING_PROTOCOL, scoring_conditi
 from lens.scoring.foundations.errata import load_errata
 from lens.scoring.foundations.run_input import RunInput, load_run
 from lens.scoring.foundations.types import SCORES_FILE, RunScores
-from lens.scoring.judging.extra_judges import ExtraJudgeResult
-from lens.scoring.judging.judge_panel import write_judge_scores
+from lens.scoring.judging.judge_panel import ExtraJudgeResult, write_judge_scores
 from lens.scoring.measures.write_side import write_write_side
 from lens.scoring.plan import (
     ALL_TIERS,

@@ -16,7 +16,6 @@ from typing import Any
 from lens.core.errors import UserError
 from lens.data.dataset import Dataset, Question
 from lens.data.dataset_load import load_dataset_dropping
-from lens.data.sample import limit_questions
 from lens.runs.manifest import RecordedDataset, RunManifest
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
@@ -92,7 +91,7 @@ def _dataset_for(manifest: RunManifest, source: Path, ds_cfg: RecordedDataset,
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
         dataset = dataset.select_scopes(list(ds_cfg.scopes))
     if ds_cfg.limit is not None:
-        dataset = limit_questions(dataset, ds_cfg.limit)
+        dataset = dataset.limit_questions(ds_cfg.limit)
     condition = manifest.condition
     expected = condition.get("dataset_hash") or recorded.content_hash
     run_id = condition.get("dataset_id") or recorded.id
