@@ -154,7 +154,8 @@ async def _check_through_gateway(args: argparse.Namespace, cls: Any,
     try:
         return await run_conformance(factory, args.only, args.timeout)
     finally:
-        chats = runtime.usage()["by_role"].get("adapter", {}).get("calls", 0)
+        adapter_calls = runtime.usage()["by_role"].get("adapter")
+        chats = adapter_calls["calls"] if adapter_calls is not None else 0
         # Only what the memory called: a line naming a model it never called would mislead.
         if chats and model is not None:
             print(f"model gateway: {chats} chat calls to {model.model}")

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lens.commands.plan_from import read_run
 from lens.commands.run import add_config_changes, overrides_of
@@ -21,6 +21,7 @@ from lens.stats import (
     sample_size_two_proportions,
 )
 from lens.stats.bounded import scopes_needed
+from lens.stats.planning import MarginRow, PlanningRow
 
 REFERENCE_DELTAS = (0.05, 0.10, 0.15)
 MARGIN_SIZES = (20, 50, 100, 200, 500, 1000)
@@ -166,10 +167,21 @@ def _refuse_config_changes(args: argparse.Namespace) -> None:
                         "CONFIG whose run to price")
 
 
+class ReferenceRow(TypedDict):
+    """One line of the reference table: a system at ``low`` against one at ``high``."""
+
+    low: float
+    high: float
+    delta: float
+    per_arm: int
+    independent: int
+    scopes: int | None
+
+
 def _reference(alpha: float, power: float, icc: float,
-               per_scope: int | None) -> list[dict[str, Any]]:
+               per_scope: int | None) -> list[ReferenceRow]:
     """The reference table of the LENS method: each arm set against a 90% system."""
-    reference: list[dict[str, Any]] = []
+    reference: list[ReferenceRow] = []
     for d in REFERENCE_DELTAS:
         independent = sample_size_two_proportions(0.9 - d, 0.9, alpha=alpha, power=power)
         questions, scopes = clustered_size(independent, icc, per_scope)
@@ -178,7 +190,7 @@ def _reference(alpha: float, power: float, icc: float,
     return reference
 
 
-def _print_sizes(args: argparse.Namespace, rows: list[dict[str, Any]], deff: float) -> None:
+def _print_sizes(args: argparse.Namespace, rows: list[PlanningRow], deff: float) -> None:
     """The questions per arm for the asked difference, with scopes under clustering."""
     icc, m = args.icc, args.per_scope
     clustered = icc > 0
@@ -203,7 +215,7 @@ def _print_sizes(args: argparse.Namespace, rows: list[dict[str, Any]], deff: flo
         print(line)
 
 
-def _print_reference(reference: list[dict[str, Any]]) -> None:
+def _print_reference(reference: list[ReferenceRow]) -> None:
     print("\nReference (against a 90% system):")
     for ref in reference:
         print(f"  {ref['delta'] * 100:>4.0f} points ({ref['low']:.0%} vs {ref['high']:.0%}): "
@@ -221,7 +233,7 @@ def _print_verdict_scopes(delta: float, alpha: float, verdict_scopes: int | None
           "  scope differing alike): spread across scopes needs more.")
 
 
-def _print_margins(baseline: float, icc: float, margins: list[dict[str, Any]]) -> None:
+def _print_margins(baseline: float, icc: float, margins: list[MarginRow]) -> None:
     """The Wilson margin of error at each sample size (at the effective n under clustering)."""
     clustered = icc > 0
     title = "Margin of error (Wilson, 95%"

@@ -23,8 +23,8 @@ from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge_panel import judge_scores_path, load_panel, write_judge_scores
 from lens.scoring.metrics import column_titles, judged_metrics, report_order, unweighted
-from lens.scoring.plan import ScoringPlan, plan_for_config
-from lens.scoring.scorer import SCORES_FILE, score
+from lens.scoring.plan import plan_for_config
+from lens.scoring.scorer import SCORES_FILE, ScoringResult, score
 
 # The values scoring.subset accepts, so the flag and the config cannot drift apart.
 SUBSETS: tuple[str, ...] = get_args(ScoringConfig.model_fields["subset"].annotation)
@@ -114,12 +114,14 @@ def recorded_settings(manifest: RunManifest, source: Path) -> RecordedConfig:
     return manifest.settings(source)
 
 
-def _primary_label(run_dir: Path) -> str | None:
+def _stored_scores(run_dir: Path) -> RunScores | None:
+    """The run's ``scores.json`` as it stands before this scoring (None: not scored yet, or
+    unreadable: it is then written anew)."""
     path = run_dir / SCORES_FILE
     if not path.is_file():
         return None
     try:
-        return RunScores.model_validate_json(path.read_text(encoding="utf-8")).judge.model
+        return RunScores.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError:
         return None
 
@@ -158,28 +160,31 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
     settings = recorded_settings(manifest, run_dir / MANIFEST)
     # The judge is asked only when a tier needs it.
     cfg = judge_config(settings, args.judge) if args.tier > 1 else None
-    primary = _primary_label(run_dir)
-    adding = bool(cfg is not None and args.judge and not args.primary
-                  and primary not in (None, cfg.label))
+    stored = _stored_scores(run_dir)
+    primary = stored.judge.model if stored is not None else None
+    # A judge other than the run's primary: added beside it (the run keeps its primary and
+    # scores.json), or with --primary made the primary in its place.
+    other = cfg is not None and primary is not None and primary != cfg.label
+    adding = bool(other and args.judge and not args.primary)
+    if other and args.primary:
+        assert cfg is not None and stored is not None and primary is not None
+        # The judge it replaces stays one of the run's judges; its own extra scores go.
+        _keep_as_extra(run_dir, settings, primary, stored)
+        judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
     # Each flag given overrides the run config's setting; the run is over when its manifest
-    # says so (run_finished=None).
-    overrides: dict[str, Any] = dict(
-        judge_config=cfg, tiers=set(range(1, args.tier + 1)),
+    # says so (run_finished=None). An added judge scores into its own file, and alone.
+    plan = plan_for_config(
+        settings, panel_of=None if adding else run_dir,
+        target="judge_scores" if adding else "scores", judge_config=cfg,
+        tiers=set(range(1, args.tier + 1)),
         fact_grader=args.fact_grader or ("judge" if args.fact_judge else None),
         concurrency=args.concurrency, protocol=args.protocol, errata=errata,
         subset=args.subset, dataset_path=dataset, judge_prompt_file=args.judge_prompt_file,
         run_finished=None)
-    if adding:
-        # The run keeps its primary judge; this one is added beside it.
-        assert cfg is not None
-        plan = plan_for_config(settings, target="judge_scores", **overrides)
-        return _add_judge(run_dir, plan, cfg, primary)
-    if cfg is not None and args.primary and primary not in (None, cfg.label):
-        # The judge it replaces stays one of the run's judges; its own extra scores go.
-        _keep_as_extra(run_dir, settings, primary)
-        judge_scores_path(run_dir, cfg.label).unlink(missing_ok=True)
-    plan = plan_for_config(settings, panel_of=run_dir, **overrides)
     result = eventloop.run(lambda: score(run_dir, plan))
+    if adding:
+        assert cfg is not None and stored is not None
+        return _judge_added(run_dir, result, cfg, stored)
     scores, more = result.scores, result.extras
     print(render_summary(scores, result.done))
     print(f"scores: {run_dir / SCORES_FILE}")
@@ -191,18 +196,20 @@ def _score_dir(run_dir: Path, args: argparse.Namespace, *, dataset: Path | None,
     return scored_exit_status(run_dir, manifest, result, args.fail_on)
 
 
-def _keep_as_extra(run_dir: Path, settings: RecordedConfig, label: str) -> None:
+def _keep_as_extra(run_dir: Path, settings: RecordedConfig, label: str,
+                   scores: RunScores) -> None:
     old = judge_config(settings, label)
     if old is not None:
-        scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text("utf-8"))
         write_judge_scores(run_dir, old, scores)
 
 
-def _add_judge(run_dir: Path, plan: ScoringPlan, cfg: JudgeConfig, primary: str | None) -> int:
-    result = eventloop.run(lambda: score(run_dir, plan))
-    scores = RunScores.model_validate_json((run_dir / SCORES_FILE).read_text(encoding="utf-8"))
-    print(f"judge {visible(cfg.label)} added beside the primary judge {visible(primary or '')}"
-          f" ({result.new_verdicts} new verdict(s); the memory was not run again)")
+def _judge_added(run_dir: Path, result: ScoringResult, cfg: JudgeConfig, scores: RunScores
+                 ) -> int:
+    """What a judge added beside the primary one (``scores``: the run's scores.json, which
+    it leaves as it is) scored, beside the panel's other judges."""
+    print(f"judge {visible(cfg.label)} added beside the primary judge "
+          f"{visible(scores.judge.model or '')} ({result.new_verdicts} new verdict(s); the "
+          "memory was not run again)")
     j = result.scores.judge
     if j.errors or j.invalid:
         print(f"judge {visible(cfg.label)}: {j.errors} failed call(s), {j.invalid} unreadable "

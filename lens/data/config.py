@@ -279,7 +279,8 @@ class DatasetConfig(_Section):
     path: Path
     # None runs every scope; an empty list would run nothing.
     scopes: list[str] | None = Field(default=None, min_length=1)
-    # A seeded sample of this many questions (lens.data.sample); part of the run's condition.
+    # A seeded sample of this many questions (``Dataset.limit_questions``); part of the
+    # run's condition.
     limit: int | None = Field(default=None, ge=1)
 
 

@@ -11,6 +11,7 @@ Reading a file is :mod:`lens.data.dataset_load`; the checks beyond field types a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -293,3 +294,25 @@ class Dataset(_Model):
                 "questions": [q for q in self.questions if q.scope_id in keep],
             }
         )
+
+    def limit_questions(self, limit: int | None) -> Dataset:
+        """``--limit N`` (``dataset.limit``): a seeded sample of ``limit`` questions (in their
+        own order), or the dataset unchanged.
+
+        The seed is the content hash, so the same data and N always give the same questions,
+        and a larger N keeps every question of a smaller one (each question is ranked once, by
+        a hash of the seed and its id). Scopes left without a question are left out, so their
+        episodes are never ingested."""
+        if limit is None or limit >= len(self.questions):
+            return self
+        seed = self.content_hash()
+
+        def rank(scope_id: str, question_id: str) -> str:
+            return hashlib.sha256(f"{seed}\0{scope_id}\0{question_id}".encode()).hexdigest()
+
+        ranked = sorted(self.questions, key=lambda q: rank(q.scope_id, q.question_id))
+        keep = {(q.scope_id, q.question_id) for q in ranked[:limit]}
+        questions = [q for q in self.questions if (q.scope_id, q.question_id) in keep]
+        scopes = {q.scope_id for q in questions}
+        return self.model_copy(update={
+            "scopes": [s for s in self.scopes if s.scope_id in scopes], "questions": questions})

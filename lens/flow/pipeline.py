@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
 
@@ -24,7 +24,6 @@ from lens.data.dataset import Dataset
 from lens.data.dataset_check import evidence_after_asked_at
 from lens.data.dataset_load import DroppedQuestion, load_dataset_dropping
 from lens.data.overrides import Overrides
-from lens.data.sample import limit_questions
 from lens.flow.plan_cost import plan_cost
 from lens.flow.stopping import OVERRIDE_EVENT, STOP_EVENT, RunStopper, check_stopping, scope_order
 from lens.memory.adapter import check_options, options_error, resolve_adapter
@@ -32,6 +31,7 @@ from lens.memory.adapter_identity import ACCEPTED_EVENT, arm_identities, resume_
 from lens.models.base import ModelClient
 from lens.models.providers import unknown_provider
 from lens.models.runtime import ModelRuntime
+from lens.models.usage import UsageSnapshot
 from lens.report import ReportPaths, write_reports
 from lens.runner.gateway.plan import needs_gateway
 from lens.runner.orchestrator import Runner, RunProgress, RunSummary
@@ -96,7 +96,7 @@ def prepare_dataset(config: RunConfig, config_file: str, *, drop_invalid: bool =
         # A limit that keeps every question is no sample: the run is the whole dataset, under
         # the whole dataset's condition (comparable with a run without --limit).
         config.dataset.limit = None
-    return limit_questions(dataset, config.dataset.limit), dropped
+    return dataset.limit_questions(config.dataset.limit), dropped
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -356,22 +356,40 @@ def build_manifest(config: RunConfig, dataset: Dataset, run_id: str,
 USAGE_EVERY_S = 5.0
 
 
-def usage_brief(usage: dict[str, Any]) -> dict[str, Any]:
+class RoleSpend(TypedDict):
+    calls: int | None
+    retries: int | None
+    errors: int | None
+    cost_usd: float | None
+    cost_usd_known: float | None
+    unknown_cost_calls: int | None
+
+
+class UsageBrief(TypedDict):
+    """The ``usage`` event of a run in flight."""
+
+    by_role: dict[str, RoleSpend]
+    rate_limited: dict[str, int]
+
+
+def usage_brief(usage: UsageSnapshot) -> UsageBrief:
     """The part of the run's usage a viewer of a run in flight shows: spend, retries and
     errors by role, and the rate-limit answers (429s) by endpoint."""
-    keep = ("calls", "retries", "errors", "cost_usd", "cost_usd_known", "unknown_cost_calls")
-    by_role = {role: {k: u.get(k) for k in keep}
-               for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
+    by_role: dict[str, RoleSpend] = {
+        role: {"calls": u.get("calls"), "retries": u.get("retries"), "errors": u.get("errors"),
+               "cost_usd": u.get("cost_usd"), "cost_usd_known": u.get("cost_usd_known"),
+               "unknown_cost_calls": u.get("unknown_cost_calls")}
+        for role, u in (usage.get("by_role") or {}).items() if isinstance(u, dict)}
     # Endpoints are named by URL, and a URL may carry a password.
-    brief: dict[str, Any] = redact({"by_role": by_role,
-                                    "rate_limited": usage.get("rate_limited") or {}})
+    brief: UsageBrief = redact({"by_role": by_role,
+                                "rate_limited": usage.get("rate_limited") or {}})
     return brief
 
 
 async def log_usage(store: RunStore, runtime: ModelRuntime,
                     every_s: float = USAGE_EVERY_S) -> None:
     """Append a ``usage`` event whenever the run's model usage changed, every ``every_s``."""
-    last: dict[str, Any] | None = None
+    last: UsageBrief | None = None
     while True:
         await anyio.sleep(every_s)
         brief = usage_brief(runtime.usage())

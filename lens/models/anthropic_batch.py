@@ -5,16 +5,31 @@ the headers and the routes differ."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from lens.models.base import ModelError
-from lens.models.openai_batch import OpenAIBatchAPI
+from lens.models.openai_batch import ChatMessage, OpenAIBatchAPI
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 # processing_status after which a batch changes no more.
 ENDED = "ended"
+
+
+class MessageParams(TypedDict):
+    """One Messages API request of a batch (its ``params``): the system prompt apart."""
+
+    model: str
+    temperature: float
+    max_tokens: int
+    messages: list[ChatMessage]
+    system: NotRequired[str]
+
+
+class BatchRequest(TypedDict):
+    custom_id: str
+    params: MessageParams
 
 
 class AnthropicBatchAPI(OpenAIBatchAPI):
@@ -24,7 +39,7 @@ class AnthropicBatchAPI(OpenAIBatchAPI):
                          attempts=attempts, backoff_s=backoff_s)
         self._headers = {"x-api-key": api_key, "anthropic-version": API_VERSION}
 
-    async def create_batch(self, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    async def create_batch(self, requests: list[BatchRequest]) -> dict[str, Any]:
         data = await self._json("batch create", "POST", "/v1/messages/batches",
                                 json={"requests": requests})
         if not isinstance(data.get("id"), str):

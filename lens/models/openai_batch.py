@@ -4,7 +4,7 @@ retrieve its status, download an output or error file. Transient failures (conne
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, Required, TypedDict
 
 import aiohttp
 from tenacity import (
@@ -27,6 +27,32 @@ def _transient(exc: BaseException) -> bool:
     if isinstance(exc, aiohttp.ClientConnectionError | TimeoutError):
         return True
     return isinstance(exc, ModelError) and exc.retryable
+
+
+class ChatMessage(TypedDict):
+    role: str
+    content: str
+
+
+class JsonSchemaFormat(TypedDict):
+    name: str
+    schema: dict[str, Any]  # the reply's JSON schema, as the request gives it
+
+
+class ResponseFormat(TypedDict):
+    type: str
+    json_schema: JsonSchemaFormat
+
+
+class ChatBody(TypedDict, total=False):
+    """One chat completion request of a batch, as its JSONL line's ``body`` sends it."""
+
+    model: Required[str]
+    temperature: Required[float]
+    messages: Required[list[ChatMessage]]
+    response_format: ResponseFormat
+    max_tokens: int
+    seed: int
 
 
 class _BatchCreate(TypedDict):

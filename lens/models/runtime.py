@@ -4,7 +4,6 @@ usage meter and the run's cost cap. The runner makes one per run and asks it for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from lens.data.config import CacheConfig, ModelConfig, RunConfig
 from lens.models.cache import ModelCache, default_cache_path
@@ -13,7 +12,7 @@ from lens.models.pricing import pricing_for
 from lens.models.providers import caches_replies, create_backend, has_wall_clock_timeout
 from lens.models.retry import RetryPolicy
 from lens.models.stack import StackClient
-from lens.models.usage import UsageMeter
+from lens.models.usage import UsageMeter, UsageSnapshot
 
 
 class ModelRuntime:
@@ -80,7 +79,7 @@ class ModelRuntime:
         self._clients.append(client)
         return client
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> UsageSnapshot:
         """Usage by role and model, with this run's cache hits and misses."""
         snap = self.meter.snapshot()
         cache = self._cache

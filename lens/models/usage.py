@@ -8,13 +8,55 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from lens.core.logs import get_logger
 from lens.models.base import Completion
 from lens.models.errors import CostLimitReached
 
 log = get_logger("lens.models")
+
+
+class TotalsJson(TypedDict):
+    """:class:`UsageTotals` as JSON data, with the figures derived from it."""
+
+    calls: int
+    cache_hits: int
+    cache_misses: int
+    errors: int
+    retries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_prompt_tokens: int
+    cache_write_tokens: int
+    latency_s: float
+    cost_usd_known: float
+    unknown_cost_calls: int
+    truncated: int
+    unknown_usage_calls: int
+    cost_usd: float | None
+    total_tokens: int
+    # Unknown, not 0, when no prompt token was counted.
+    cached_share: float | None
+
+
+class CacheUsage(TypedDict):
+    enabled: bool
+    path: str | None
+    hits: int
+    misses: int
+
+
+class UsageSnapshot(TypedDict):
+    """A run's model usage (the manifest's ``usage``): by role, by model and overall; a run's
+    runtime adds its model cache and the rate-limit answers (429s) by endpoint."""
+
+    by_role: dict[str, TotalsJson]
+    by_model: dict[str, TotalsJson]
+    total: TotalsJson
+    max_cost_usd: float | None
+    cache: NotRequired[CacheUsage]
+    rate_limited: NotRequired[dict[str, int]]
 
 
 @dataclass
@@ -61,14 +103,20 @@ class UsageTotals:
         else:
             self.cost_usd_known += completion.cost_usd
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cost_usd"] = self.cost_usd
-        d["total_tokens"] = self.prompt_tokens + self.completion_tokens
-        # Unknown, not 0, when no prompt token was counted.
-        d["cached_share"] = (self.cached_prompt_tokens / self.prompt_tokens
-                             if self.prompt_tokens else None)
-        return d
+    def as_dict(self) -> TotalsJson:
+        return {
+            "calls": self.calls, "cache_hits": self.cache_hits,
+            "cache_misses": self.cache_misses, "errors": self.errors, "retries": self.retries,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cache_write_tokens": self.cache_write_tokens, "latency_s": self.latency_s,
+            "cost_usd_known": self.cost_usd_known, "unknown_cost_calls": self.unknown_cost_calls,
+            "truncated": self.truncated, "unknown_usage_calls": self.unknown_usage_calls,
+            "cost_usd": self.cost_usd,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "cached_share": (self.cached_prompt_tokens / self.prompt_tokens
+                             if self.prompt_tokens else None),
+        }
 
 
 class UsageMeter:
@@ -121,7 +169,7 @@ class UsageMeter:
             self.by_role.setdefault(role, UsageTotals()).errors += 1
             self.by_model.setdefault(f"{provider}/{model}", UsageTotals()).errors += 1
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> UsageSnapshot:
         """JSON-ready totals: by role, by model, and overall."""
         with self._lock:
             total = UsageTotals()

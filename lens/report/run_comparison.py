@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -51,7 +50,7 @@ from lens.report.foundations.shapes import (
     ManyArms,
     SequentialOut,
 )
-from lens.report.sections.memory_cost import FRONTIER_NOTE, memory_cost
+from lens.report.sections.memory_cost import FRONTIER_NOTE, AdapterFigures, memory_cost
 from lens.report.sections.write_side_section import arm_row, compare_columns
 from lens.stats import Estimate, condition_differences
 
@@ -395,11 +394,12 @@ def _pairs_chosen(baseline: str | None) -> str:
 
 def _arm_costs(arms: Sequence[Arm]) -> dict[str, float | None]:
     """Each arm's total cost per question (agent + memory + judge; None: unknown)."""
-    by_run: dict[int, dict[str, Any]] = {}
-    out = {}
+    by_run: dict[int, dict[str, AdapterFigures]] = {}
+    out: dict[str, float | None] = {}
     for arm in arms:
         adapters = by_run.setdefault(id(arm.run), memory_cost(arm.run)["adapters"])
-        out[arm.name] = (adapters.get(arm.adapter) or {}).get("cost_per_question", {}).get("total")
+        figures = adapters.get(arm.adapter)
+        out[arm.name] = None if figures is None else figures["cost_per_question"]["total"]
     return out
 
 

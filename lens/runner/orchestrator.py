@@ -479,13 +479,13 @@ class Runner:
         if raw is None and self.gateway is None:
             return
         try:
-            if self.gateway is not None:
-                raw = self.gateway.with_unit_usage(unit.key, raw)
-                if raw is None:
-                    return
-            usage = ModelUsage.model_validate(raw)
+            reported = None if raw is None else ModelUsage.model_validate(raw)
         except ValueError:
             self.store.append_event("adapter_usage_invalid", unit.key)
+            return
+        usage = (reported if self.gateway is None
+                 else self.gateway.with_unit_usage(unit.key, reported))
+        if usage is None:
             return
         self.store.append_event("adapter_usage", unit.key, **usage.model_dump())
 
@@ -576,7 +576,7 @@ class Runner:
         if spent is not None and unit.key not in self._usage_logged_at_failure:
             # What the memory system spent through the gateway before the unit failed stays
             # in the memory-cost report (the adapter itself can no longer be asked).
-            self.store.append_event("adapter_usage", unit.key, **spent)
+            self.store.append_event("adapter_usage", unit.key, **spent.model_dump())
         for q in pending:
             if question_key(unit.key, q.question_id) in self._saved_now:
                 continue

@@ -21,11 +21,13 @@ import lens.scoring.grading.fact_grader as grading
 from lens.core.errors import UserError
 from lens.data.config import CacheConfig, JudgeConfig, RunConfig, ScoringConfig
 from lens.models.base import ModelClient
+from lens.runs.events import ScoringDone
 from lens.runs.manifest import RecordedConfig
+from lens.runs.sections import SectionDoc
 from lens.scoring.aggregation.composite import DEFAULT_GATE_THRESHOLD, resolve_weights
 from lens.scoring.foundations.types import RunScores
 from lens.scoring.grading.offline_grader import OfflineGrader
-from lens.scoring.judging.extra_judges import extra_judges
+from lens.scoring.judging.judge_panel import extra_judges
 from lens.scoring.text.facts import FactMatcherSettings
 
 ALL_TIERS = frozenset({1, 2, 3})
@@ -85,12 +87,12 @@ class ScoringPlan(BaseModel):
 
 @dataclass(frozen=True)
 class ScoringOutcome:
-    """What one protocol's scoring produced: the scores, the ``scoring_done`` event's fields
-    and the report sections to write beside them (relative path -> JSON document)."""
+    """What one protocol's scoring produced: the scores, the ``scoring_done`` event and the
+    report sections to write beside them (relative path -> JSON document)."""
 
     scores: RunScores
-    event: dict[str, Any]
-    sections: dict[Path, dict[str, Any]] = field(default_factory=dict)
+    event: ScoringDone
+    sections: dict[Path, SectionDoc] = field(default_factory=dict)
 
 
 def _check_tiers(tiers: set[int] | frozenset[int]) -> frozenset[int]:

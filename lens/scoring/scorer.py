@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lens.core import eventloop
+from lens.core.errors import UserError
 from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.memory.scenarios import after_scoring
@@ -29,8 +30,7 @@ from lens.scoring.foundations.condition import SCORING_PROTOCOL, scoring_conditi
 from lens.scoring.foundations.errata import load_errata
 from lens.scoring.foundations.run_input import RunInput, load_run
 from lens.scoring.foundations.types import SCORES_FILE, RunScores
-from lens.scoring.judging.extra_judges import ExtraJudgeResult
-from lens.scoring.judging.judge_panel import write_judge_scores
+from lens.scoring.judging.judge_panel import ExtraJudgeResult, write_judge_scores
 from lens.scoring.measures.write_side import write_write_side
 from lens.scoring.plan import (
     ALL_TIERS,
@@ -113,7 +113,7 @@ async def _score_one(run_dir: Path, plan: ScoringPlan, dataset: Dataset | None =
             await own.aclose()
     if plan.target == "scores":
         return ScoringResult(outcome.scores, run_dir / SCORES_FILE,
-                             done=ScoringDone.model_validate(outcome.event), read=read)
+                             done=outcome.event, read=read)
     if plan.target == "none":
         return ScoringResult(outcome.scores, None, read=read)
     # One more judge of the panel: its scores go to its own file; scores.json is left as it is.
@@ -162,8 +162,7 @@ def _write_scores(run: RunInput, outcome: ScoringOutcome) -> None:
     for rel, doc in outcome.sections.items():
         (run.run_dir / rel).parent.mkdir(exist_ok=True)
         atomic_write_text(run.run_dir / rel, json.dumps(doc, indent=1))
-    done = ScoringDone.model_validate(outcome.event)
-    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **done.payload())
+    run.store.append_event(ScoringDone.KIND, SCORES_FILE, **outcome.event.payload())
 
 
 def _verdicts_of(run_dir: Path, label: str | None) -> int:
@@ -177,8 +176,11 @@ def _apply_subset(run: RunInput, plan: ScoringPlan) -> list[str]:
         return []
     from lens.runs.certification import load_certification
 
-    path = plan.dataset_path or run.manifest.dataset_config(run.run_dir / MANIFEST).path
-    assert path is not None  # load_run refuses a run without its dataset's path
+    path = run.dataset_path
+    if path is None:
+        raise UserError(f"{run.run_dir / MANIFEST}: field 'config.dataset.path' is missing; "
+                        "the certified subset is read beside the dataset: pass the dataset "
+                        "with --dataset PATH")
     cert = load_certification(path)
     keep = cert.certified()
     run.items = [it for it in run.items

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -55,6 +55,21 @@ def t_for(confidence: float, df: float) -> float:
     return float(sps.t.ppf(0.5 + confidence / 2, df))
 
 
+class EstimateJson(TypedDict):
+    """An :class:`Estimate` as JSON data, its margin of error beside it."""
+
+    n: int
+    mean: float | None
+    low: float | None
+    high: float | None
+    method: str
+    clusters: int
+    margin: float | None
+    n_eff: float | None
+    icc: float | None
+    flip_rate: float | None
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with its interval; ``mean`` is None when it cannot be computed.
@@ -84,7 +99,7 @@ class Estimate:
     def with_(self, **changes: Any) -> Estimate:
         return replace(self, **changes)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> EstimateJson:
         return {"n": self.n, "mean": self.mean, "low": self.low, "high": self.high,
                 "method": self.method, "clusters": self.clusters,
                 "margin": self.half_width, "n_eff": self.n_eff, "icc": self.icc,

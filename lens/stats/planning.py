@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import TypedDict
 
 from lens.stats.intervals import DEFAULT_Z, wilson_half_width
 
@@ -52,14 +53,33 @@ def clustered_size(independent: int, icc: float = 0.0,
     return scopes * per_scope, scopes
 
 
+class PlanningRow(TypedDict):
+    """One line of :func:`planning_table`: the sizes per arm to tell ``baseline`` from
+    ``other``."""
+
+    baseline: float
+    other: float
+    delta: float
+    per_arm: int
+    independent: int
+    scopes: int | None
+
+
+class MarginRow(TypedDict):
+    n: int
+    p: float
+    n_eff: float
+    margin: float
+
+
 def planning_table(
     baseline: float, deltas: Sequence[float], *, alpha: float = 0.05, power: float = 0.8,
     icc: float = 0.0, per_scope: int | None = None,
-) -> list[dict[str, float | int | None]]:
+) -> list[PlanningRow]:
     """Per-arm sample sizes to tell ``baseline`` from baseline + delta and from
     baseline - delta (each where it stays a rate strictly between 0 and 1): independent
     questions, and the questions and scopes that carry as much under the given ICC."""
-    rows: list[dict[str, float | int | None]] = []
+    rows: list[PlanningRow] = []
     for d in deltas:
         for other in (baseline + d, baseline - d):
             if not 0 < other < 1:
@@ -73,7 +93,7 @@ def planning_table(
 
 
 def margin_table(p: float, sizes: Sequence[int], z: float = DEFAULT_Z, *, icc: float = 0.0,
-                 per_scope: int | None = None) -> list[dict[str, float]]:
+                 per_scope: int | None = None) -> list[MarginRow]:
     """The Wilson margin of error at rate ``p`` for each number of questions, at the effective
     n those questions carry under the given ICC."""
     deff = design_effect(icc, per_scope) if per_scope is not None else 1.0

@@ -17,7 +17,6 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -172,8 +171,8 @@ class Viewer:
         return _html(pages.run_list(items, str(self.folder), problems,
                                     claims_list(checked, claim_problems)))
 
-    def _run_items(self) -> tuple[list[dict[str, Any]], list[str]]:
-        items: list[dict[str, Any]] = []
+    def _run_items(self) -> tuple[list[pages.RunListItem], list[str]]:
+        items: list[pages.RunListItem] = []
         problems: list[str] = []
         for name in self.runs.names():
             try:

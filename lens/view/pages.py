@@ -8,7 +8,7 @@ import json
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel
@@ -143,17 +143,29 @@ def done_text(p: Progress) -> str:
     return str(len(p.statuses)) if total is None else f"{len(p.statuses)}/{total}"
 
 
-def run_list_item(index: RunIndex) -> dict[str, Any]:
+class RunListItem(TypedDict):
+    """A run's line in the list (and in ``/api/runs``)."""
+
+    name: str
+    id: str
+    status: str
+    done: str
+    headline: str
+    condition: str
+    created: str
+
+
+def run_list_item(index: RunIndex) -> RunListItem:
     """A run's line in the list; ``id`` is its name as the page's attributes hold it (what the
     script matches), and the texts are already made visible, as the page shows them."""
-    texts = {"status": run_status(index), "done": done_text(index.progress),
-             "headline": headline(index), "condition": condition_text(index.manifest),
-             "created": str(index.manifest.get("created_at") or "unknown")}
     return {"name": index.name, "id": visible(index.name, multiline=True),
-            **{k: visible(v) for k, v in texts.items()}}
+            "status": visible(run_status(index)), "done": visible(done_text(index.progress)),
+            "headline": visible(headline(index)),
+            "condition": visible(condition_text(index.manifest)),
+            "created": visible(str(index.manifest.get("created_at") or "unknown"))}
 
 
-def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[str],
+def run_list(items: Sequence[RunListItem], runs_dir: str, problems: Sequence[str],
              beside: str = "") -> str:
     """The index: the runs, then ``beside`` (the claims folders' section, HTML already)."""
     rows = []
@@ -162,8 +174,9 @@ def run_list(items: Sequence[dict[str, Any]], runs_dir: str, problems: Sequence[
         cells = [f"<input type='checkbox' name='run' value='{e(name)}' "
                  f"aria-label='{e('compare ' + name)}'>",
                  link(run_url(name), name, **{"class": "run"}), e(it["created"])]
-        for f in ("status", "done", "headline"):
-            cells.append(f"<span data-run='{e(name)}' data-field='{f}'>{e(it[f])}</span>")
+        for f, text in (("status", it["status"]), ("done", it["done"]),
+                        ("headline", it["headline"])):
+            cells.append(f"<span data-run='{e(name)}' data-field='{f}'>{e(text)}</span>")
         cells.append(f"<span class='meta'>{e(it['condition'])}</span>")
         rows.append(cells)
     body = [f"<h1>lens view</h1><p class='meta'>runs under {e(runs_dir)}</p>"]
@@ -231,7 +244,48 @@ def _spend_text(agent_cost: float, unpriced: int, usage: dict[str, Any]) -> str:
     return spend
 
 
-def _live_display(index: RunIndex, data: dict[str, Any], spend: str, waits: int
+class UnitCounts(TypedDict):
+    total: int | None
+    started: int
+    done: int
+    failed: int
+
+
+class QuestionCounts(TypedDict):
+    total: int | None
+    done: int
+    answered: int
+    empty: int
+    errored: int
+    already_done: int
+
+
+class UnitError(TypedDict):
+    unit: str
+    error: str
+
+
+class ProgressData(TypedDict):
+    """The live panel's figures (``/api/runs/NAME/progress``); ``display`` holds its texts
+    by element id."""
+
+    status: str
+    units: UnitCounts
+    questions: QuestionCounts
+    tool_errors: int
+    retries: int
+    rate_limited: dict[str, Any]  # the run's usage event's block, as the run reported it
+    rate_qps: float | None
+    agent_tokens: int
+    agent_cost_usd: float
+    questions_without_price: int
+    finished: bool
+    events: int
+    unit_errors: list[UnitError]
+    display: dict[str, str]
+
+
+def _live_display(index: RunIndex, data: ProgressData, spend: str, waits: int
                   ) -> dict[str, str]:
     """The live panel's texts by element id, from the figures of :func:`progress_data`."""
     p = index.progress
@@ -255,14 +309,14 @@ def _live_display(index: RunIndex, data: dict[str, Any], spend: str, waits: int
     }
 
 
-def progress_data(index: RunIndex) -> dict[str, Any]:
+def progress_data(index: RunIndex) -> ProgressData:
     """The live panel: raw numbers and, by element id, the texts the page shows."""
     p = index.progress
     counts = _outcomes(p)
     rows = index.rows.values()
     agent_cost, unknown_cost = _agent_cost(rows)
     limited = _dict_in(p.usage, "rate_limited")
-    data: dict[str, Any] = {
+    data: ProgressData = {
         "status": str(index.manifest.get("status") or "unknown"),
         "units": {"total": p.units_total, "started": len(p.units_started),
                   "done": len(p.units_done), "failed": len(p.unit_errors)},
@@ -275,6 +329,7 @@ def progress_data(index: RunIndex) -> dict[str, Any]:
         "agent_cost_usd": agent_cost, "questions_without_price": unknown_cost,
         "finished": p.finished is not None, "events": p.events,
         "unit_errors": [{"unit": k, "error": v} for k, v in list(p.unit_errors.items())[:20]],
+        "display": {},
     }
     display = _live_display(index, data, _spend_text(agent_cost, unknown_cost, p.usage),
                             _waits(limited))

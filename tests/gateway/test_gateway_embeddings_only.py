@@ -128,8 +128,8 @@ async def test_an_embedding_grant_embeds_and_is_metered_but_cannot_chat(tmp_path
         models = await client.models.list()
         assert [m.id for m in models.data] == ["all-MiniLM-L6-v2"]
         usage = gw.unit_usage("arm|s1|0")
-        assert usage is not None and usage["calls"] == 1 and usage["prompt_tokens"] > 0
-        assert gw.embedding_totals() == (1, usage["prompt_tokens"])
+        assert usage is not None and usage.calls == 1 and usage.prompt_tokens > 0
+        assert gw.embedding_totals() == (1, usage.prompt_tokens)
         # The refused chat reached no model.
         assert runtime.usage()["by_role"].get("adapter", {}).get("calls", 0) == 0
         # A chat grant beside it keeps its chat model.

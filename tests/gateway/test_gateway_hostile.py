@@ -48,5 +48,5 @@ async def test_hostile_bodies_get_400_or_413_never_500(
                         "messages": [{"role": "user", "content": "hi"}]}) as reply:
                     assert reply.status == 200, await reply.text()
         usage = gw.unit_usage("arm|s1|0")
-        assert usage is not None and usage["calls"] == (1 if endpoint == "chat/completions"
+        assert usage is not None and usage.calls == (1 if endpoint == "chat/completions"
                                                         else 0)

@@ -77,9 +77,9 @@ async def test_json_mode_through_the_openai_sdk(tmp_path: Path) -> None:
         assert reply.choices[0].finish_reason == "stop"
         assert reply.usage is not None and reply.usage.prompt_tokens > 0
         usage = gw.unit_usage("arm|s1|0")
-        assert usage is not None and usage["calls"] == 1 and usage["cost_usd"] == 0.0
-        assert usage["prompt_tokens"] == reply.usage.prompt_tokens
-        assert usage["completion_tokens"] == reply.usage.completion_tokens
+        assert usage is not None and usage.calls == 1 and usage.cost_usd == 0.0
+        assert usage.prompt_tokens == reply.usage.prompt_tokens
+        assert usage.completion_tokens == reply.usage.completion_tokens
         # Metered as the adapter's own calls in the run's meter too.
         assert gw.runtime.usage()["by_role"]["adapter"]["calls"] == 1
 
@@ -135,7 +135,7 @@ async def test_unknown_or_missing_key_is_refused(tmp_path: Path) -> None:
         assert info.value.status_code == 401 and "unknown or missing API key" in str(info.value)
         with pytest.raises(openai.AuthenticationError):
             await wrong.models.list()
-        assert gw.unit_usage("arm|s1|0")["calls"] == 0  # type: ignore[index]
+        assert gw.unit_usage("arm|s1|0").calls == 0  # type: ignore[union-attr]
 
 
 async def test_calls_are_attributed_to_their_unit(tmp_path: Path) -> None:
@@ -147,8 +147,8 @@ async def test_calls_are_attributed_to_their_unit(tmp_path: Path) -> None:
             await a.chat.completions.create(model="m", messages=[
                 {"role": "user", "content": "Extract"}])
         await b.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-        assert gw.unit_usage("arm-a|s1|0")["calls"] == 3  # type: ignore[index]
-        assert gw.unit_usage("arm-b|s1|1")["calls"] == 1  # type: ignore[index]
+        assert gw.unit_usage("arm-a|s1|0").calls == 3  # type: ignore[union-attr]
+        assert gw.unit_usage("arm-b|s1|1").calls == 1  # type: ignore[union-attr]
         listed = await a.models.list()
         assert [m.id for m in listed.data] == [model.model]
         # A unit's keys end with it; its usage stays, the other unit's key still works.
@@ -157,7 +157,7 @@ async def test_calls_are_attributed_to_their_unit(tmp_path: Path) -> None:
             await a.chat.completions.create(model="m", messages=[
                 {"role": "user", "content": "Extract"}])
         await b.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-        assert gw.unit_usage("arm-a|s1|0")["calls"] == 3  # type: ignore[index]
+        assert gw.unit_usage("arm-a|s1|0").calls == 3  # type: ignore[union-attr]
 
 
 async def test_the_cost_cap_stops_calls_with_402(tmp_path: Path) -> None:
@@ -172,7 +172,7 @@ async def test_the_cost_cap_stops_calls_with_402(tmp_path: Path) -> None:
                 {"role": "user", "content": "Extract again"}])
         assert info.value.status_code == 402 and "cost limit reached" in str(info.value)
         usage = gw.unit_usage("arm|s1|0")
-        assert usage is not None and usage["calls"] == 1 and usage["cost_usd"] > 0.01
+        assert usage is not None and usage.calls == 1 and usage.cost_usd > 0.01
 
 
 async def test_what_lens_cannot_serve_is_refused_by_name(tmp_path: Path) -> None:
@@ -210,7 +210,7 @@ async def _twice(tmp_path: Path, fake: FakeOpenAI) -> None:
                 {"role": "user", "content": "Extract the facts"}])
             assert reply.choices[0].message.content
             usage = gw.unit_usage("arm|s1|0")
-            assert usage is not None and usage["cache_hits"] == run
+            assert usage is not None and usage.cache_hits == run
 
 
 @vector
@@ -227,7 +227,7 @@ async def test_embeddings_with_the_local_model(tmp_path: Path) -> None:
         assert [len(d.embedding) for d in packed.data] == [384, 384]
         assert packed.data[0].embedding == pytest.approx(plain.data[0].embedding, abs=1e-6)
         usage = gw.unit_usage("arm|s1|0")
-        assert usage is not None and usage["calls"] == 2 and usage["prompt_tokens"] > 0
+        assert usage is not None and usage.calls == 2 and usage.prompt_tokens > 0
 
 
 async def test_scripted_rules_answer_by_the_response_schema_asked_for(tmp_path: Path) -> None:
@@ -274,7 +274,7 @@ async def test_a_body_that_is_not_a_chat_request_gets_400_naming_the_problem(tmp
                                                              "content": "x"}]}) as reply:
                 assert reply.status == 400
                 assert "messages[0].role" in (await reply.json())["error"]["message"]
-        assert gw.unit_usage("arm|s1|0")["calls"] == 0  # type: ignore[index]
+        assert gw.unit_usage("arm|s1|0").calls == 0  # type: ignore[union-attr]
 
 
 async def test_the_models_concurrency_limit_holds_for_gateway_calls() -> None:

@@ -11,7 +11,7 @@ evenly over the scored questions. A cost any part of which has no known price is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -28,7 +28,51 @@ SECTION_ID = "memory_cost"
 TITLE = "Memory cost and latency"
 
 
-def percentiles(values: list[float]) -> dict[str, float | int | None]:
+class Percentiles(TypedDict):
+    p50: float | None
+    p95: float | None
+    n: int
+
+
+class MemoryUsage(TypedDict):
+    """An adapter's own model calls, summed over its units (its ``adapter_usage`` events)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    truncated: int
+
+
+class CostPerQuestion(TypedDict):
+    """Per answered question, in USD (None: some price unknown)."""
+
+    agent: float | None
+    memory: float | None
+    judge: float | None
+    total: float | None
+
+
+class AdapterFigures(TypedDict):
+    questions: int
+    ingest_s_per_episode: Percentiles
+    prepare_s_per_checkpoint: Percentiles
+    search_latency_s: Percentiles
+    retrieve_latency_s: Percentiles
+    standing_context_bytes: float | None
+    memory_model: MemoryUsage | None
+    latency_warm: str | None
+    cost_per_question: CostPerQuestion
+
+
+class MemoryCost(TypedDict):
+    adapters: dict[str, AdapterFigures]
+    judge_note: str
+    # The section adds the adapters' accuracy–cost frontier (lens.report.figures.frontier).
+    frontier: NotRequired[dict[str, Any]]
+
+
+def percentiles(values: list[float]) -> Percentiles:
     if not values:
         return {"p50": None, "p95": None, "n": 0}
     arr = np.asarray(values, dtype=float)
@@ -67,7 +111,7 @@ def _units(run: RunData) -> dict[str, _Unit]:
     return units
 
 
-def _sum_usage(units: list[_Unit]) -> dict[str, Any] | None:
+def _sum_usage(units: list[_Unit]) -> MemoryUsage | None:
     used = [u.usage for u in units if u.usage is not None]
     if not used:
         return None
@@ -82,7 +126,7 @@ def _sum_usage(units: list[_Unit]) -> dict[str, Any] | None:
     }
 
 
-def memory_model_usage(run: RunData) -> dict[str, dict[str, Any] | None]:
+def memory_model_usage(run: RunData) -> dict[str, MemoryUsage | None]:
     """Per adapter, its own model calls summed over its units (None: it reported none)."""
     units = _units(run)
     return {label: _sum_usage([u for u in units.values() if u.adapter == label])
@@ -99,8 +143,8 @@ def _judge_per_question(run: RunData) -> tuple[float | None, str]:
     return (cost / scored if scored else 0.0), "judge cost shared evenly"
 
 
-def _cost_per_question(rows: list[QuestionRow], usage: dict[str, Any] | None,
-                       judge_q: float | None) -> dict[str, float | None]:
+def _cost_per_question(rows: list[QuestionRow], usage: MemoryUsage | None,
+                       judge_q: float | None) -> CostPerQuestion:
     """Agent, memory, judge and total cost per answered question (None: some price unknown)."""
     # Per answered question: an errored question's spend is not fully recorded.
     agent_costs = [r.cost_usd for r in rows if r.record.status == "answered"]
@@ -121,7 +165,7 @@ def _cost_per_question(rows: list[QuestionRow], usage: dict[str, Any] | None,
 
 
 def _adapter_figures(rows: list[QuestionRow], mine: list[_Unit],
-                     judge_q: float | None) -> dict[str, Any]:
+                     judge_q: float | None) -> AdapterFigures:
     """One adapter's latencies, standing context, model usage and cost per question."""
     calls = [c for r in rows for c in r.record.tool_calls]
     usage = _sum_usage(mine)
@@ -143,11 +187,11 @@ def _adapter_figures(rows: list[QuestionRow], mine: list[_Unit],
     }
 
 
-def memory_cost(run: RunData) -> dict[str, Any]:
+def memory_cost(run: RunData) -> MemoryCost:
     """The section's numbers, per adapter (JSON-ready)."""
     units = _units(run)
     judge_q, judge_note = _judge_per_question(run)
-    out: dict[str, Any] = {}
+    out: dict[str, AdapterFigures] = {}
     for label in run.adapters:
         mine = [u for u in units.values() if u.adapter == label]
         out[label] = _adapter_figures(run.rows_for(label), mine, judge_q)
@@ -157,10 +201,11 @@ def memory_cost(run: RunData) -> dict[str, Any]:
     return {"adapters": out, "judge_note": judge_note}
 
 
-def _ms(p: dict[str, Any]) -> str:
-    if p["p50"] is None:
+def _ms(p: Percentiles) -> str:
+    p50, p95 = p["p50"], p["p95"]
+    if p50 is None or p95 is None:
         return "unknown"
-    return f"{p['p50'] * 1000:.1f} / {p['p95'] * 1000:.1f} (n={p['n']})"
+    return f"{p50 * 1000:.1f} / {p95 * 1000:.1f} (n={p['n']})"
 
 
 def _usd(v: float | None) -> str:
@@ -206,7 +251,7 @@ def memory_cost_section(run: RunData) -> Section | None:
     base = render_json_section(SECTION_ID, doc)
     plot = _frontier_plot(run, adapters)
     return Section(id=SECTION_ID, title=TITLE, markdown=base.markdown,
-                   html=base.html + f"<div class='plots'>{plot}</div>", data=data)
+                   html=base.html + f"<div class='plots'>{plot}</div>", data=dict(data))
 
 
 LATENCY_NOTE = (
@@ -225,7 +270,7 @@ FRONTIER_NOTE = (
     "stays unknown")
 
 
-def _frontier(run: RunData, adapters: dict[str, Any]) -> dict[str, Any]:
+def _frontier(run: RunData, adapters: dict[str, AdapterFigures]) -> dict[str, Any]:
     metrics = report_metrics(run)
     pm = metrics[0] if metrics else None
     accuracy = ({label: estimates(run, run.rows_for(label), [pm], confidence=0.95)[pm].mean
@@ -234,7 +279,7 @@ def _frontier(run: RunData, adapters: dict[str, Any]) -> dict[str, Any]:
     return run_frontier(run, pm, accuracy, costs)
 
 
-def _frontier_plot(run: RunData, adapters: dict[str, Any]) -> str:
+def _frontier_plot(run: RunData, adapters: dict[str, AdapterFigures]) -> str:
     metrics = report_metrics(run)
     if not metrics:
         return plots.empty_plot("accuracy against total cost per question",

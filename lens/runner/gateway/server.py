@@ -79,7 +79,7 @@ class _UnitUsage:
     embedding_tokens: int = 0
     embedding_latency_s: float = 0.0
 
-    def as_model_usage(self) -> dict[str, Any]:
+    def as_model_usage(self) -> ModelUsage:
         c = self.chat
         return ModelUsage(
             calls=c.calls + self.embedding_calls,
@@ -88,14 +88,14 @@ class _UnitUsage:
             latency_s=c.latency_s + self.embedding_latency_s,
             # Local embeddings cost nothing; an unpriced chat call leaves the cost unknown.
             cost_usd=c.cost_usd, truncated=c.truncated,
-        ).model_dump()
+        )
 
 
-def add_usage(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+def add_usage(a: ModelUsage | None, b: ModelUsage | None) -> ModelUsage | None:
     """Two cumulative usages as one (either may be None; an unknown cost stays unknown)."""
     if a is None or b is None:
         return a if b is None else b
-    return (ModelUsage.model_validate(a) + ModelUsage.model_validate(b)).model_dump()
+    return a + b
 
 
 class ModelGateway:
@@ -196,8 +196,8 @@ class ModelGateway:
         for key in [k for k, g in self._grants.items() if g.unit == unit_key]:
             del self._grants[key]
 
-    def unit_usage(self, unit_key: str) -> dict[str, Any] | None:
-        """The unit's metered gateway usage so far (``ModelUsage`` fields), or None."""
+    def unit_usage(self, unit_key: str) -> ModelUsage | None:
+        """The unit's metered gateway usage so far, or None."""
         usage = self._usage.get(unit_key)
         return usage.as_model_usage() if usage is not None else None
 
@@ -206,8 +206,7 @@ class ModelGateway:
         return (sum(u.embedding_calls for u in self._usage.values()),
                 sum(u.embedding_tokens for u in self._usage.values()))
 
-    def with_unit_usage(self, unit_key: str, reported: dict[str, Any] | None
-                        ) -> dict[str, Any] | None:
+    def with_unit_usage(self, unit_key: str, reported: ModelUsage | None) -> ModelUsage | None:
         """What the adapter reports of its own model calls plus what the gateway metered."""
         return add_usage(reported, self.unit_usage(unit_key))
 

@@ -16,8 +16,7 @@ from typing import Any
 from lens.core.errors import UserError
 from lens.data.dataset import Dataset, Question
 from lens.data.dataset_load import load_dataset_dropping
-from lens.data.sample import limit_questions
-from lens.runs.manifest import RunManifest
+from lens.runs.manifest import RecordedDataset, RunManifest
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
 from lens.scoring.text.claims import LiveScope, ScopeText
@@ -59,6 +58,8 @@ class RunInput:
     manifest: RunManifest
     dataset: Dataset
     items: list[ScoringItem]
+    # The dataset's file: the one given, else the one the run's config names.
+    dataset_path: Path | None = None
 
 
 def unit_capabilities(store: RunStore) -> dict[str, dict[str, Any]]:
@@ -70,10 +71,8 @@ def unit_capabilities(store: RunStore) -> dict[str, dict[str, Any]]:
     return caps
 
 
-def _dataset_for(manifest: RunManifest, run_dir: Path, override: Path | None) -> Dataset:
-    source = run_dir / MANIFEST
-    ds_cfg = manifest.dataset_config(source)
-    path = override or ds_cfg.path
+def _dataset_for(manifest: RunManifest, source: Path, ds_cfg: RecordedDataset,
+                 path: Path | None) -> Dataset:
     if path is None:
         raise UserError(f"{source}: field 'config.dataset.path' is missing; "
                         "pass the dataset with --dataset PATH")
@@ -92,7 +91,7 @@ def _dataset_for(manifest: RunManifest, run_dir: Path, override: Path | None) ->
             raise UserError(f"{path}: has no scope(s) {missing} that the run used")
         dataset = dataset.select_scopes(list(ds_cfg.scopes))
     if ds_cfg.limit is not None:
-        dataset = limit_questions(dataset, ds_cfg.limit)
+        dataset = dataset.limit_questions(ds_cfg.limit)
     condition = manifest.condition
     expected = condition.get("dataset_hash") or recorded.content_hash
     run_id = condition.get("dataset_id") or recorded.id
@@ -119,7 +118,10 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
              dataset_path: Path | None = None) -> RunInput:
     store = RunStore.open(run_dir)
     manifest = store.manifest()
-    ds = dataset if dataset is not None else _dataset_for(manifest, run_dir, dataset_path)
+    source = run_dir / MANIFEST
+    ds_cfg = manifest.dataset_config(source)
+    path = dataset_path or ds_cfg.path
+    ds = dataset if dataset is not None else _dataset_for(manifest, source, ds_cfg, path)
     questions = {(q.scope_id, q.question_id): q for q in ds.questions}
     scope_episodes = {s.scope_id: frozenset(e.episode_id for e in s.episodes) for s in ds.scopes}
     # Each scope's index (and, for an outline, its text) is built when its questions are
@@ -150,7 +152,8 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
         )
     # A stable order makes scores.json byte-comparable across re-scorings.
     items.sort(key=lambda it: (it.record.unit_key, it.record.checkpoint, it.record.question_id))
-    return RunInput(run_dir=run_dir, store=store, manifest=manifest, dataset=ds, items=items)
+    return RunInput(run_dir=run_dir, store=store, manifest=manifest, dataset=ds, items=items,
+                    dataset_path=path)
 
 
 def by_scope(items: Sequence[ScoringItem]) -> list[ScoringItem]:

@@ -28,16 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lens.core.errors import ConfigError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.core.safenames import UnsafeName, checked_name, child
 from lens.data.config import CacheConfig, JudgeConfig
-from lens.models.anthropic_batch import ENDED, AnthropicBatchAPI
+from lens.models.anthropic_batch import ENDED, AnthropicBatchAPI, BatchRequest, MessageParams
 from lens.models.base import Completion, CompletionRequest, ModelClient, ModelError, Usage
 from lens.models.cache import ModelCache, cache_key, default_cache_path
-from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, OpenAIBatchAPI
+from lens.models.openai_batch import CHAT_ENDPOINT, TERMINAL, ChatBody, OpenAIBatchAPI
 from lens.models.pricing import pricing_for
+from lens.runs.sections import Cell, SectionDoc, SectionTable
 from lens.runs.store import atomic_write_text
 
 STATE_FILE = "judge_batches.json"
@@ -47,10 +49,10 @@ SECTION = Path("sections") / "judge_batches.json"
 BATCH_DISCOUNT = 0.5
 
 
-def request_body(request: CompletionRequest, model: str) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": model, "temperature": request.temperature,
-                            "messages": [{"role": m.role, "content": m.content}
-                                         for m in request.messages]}
+def request_body(request: CompletionRequest, model: str) -> ChatBody:
+    body: ChatBody = {"model": model, "temperature": request.temperature,
+                      "messages": [{"role": m.role, "content": m.content}
+                                   for m in request.messages]}
     if request.response_schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {
             "name": "response", "schema": request.response_schema}}
@@ -65,7 +67,7 @@ def request_body(request: CompletionRequest, model: str) -> dict[str, Any]:
 ANTHROPIC_MAX_TOKENS = 1024
 
 
-def anthropic_params(request: CompletionRequest, model: str) -> dict[str, Any]:
+def anthropic_params(request: CompletionRequest, model: str) -> MessageParams:
     """A Messages API request: the system prompt apart; a response schema, which the Messages
     API has no field for, asked for in the system prompt."""
     system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -73,13 +75,68 @@ def anthropic_params(request: CompletionRequest, model: str) -> dict[str, Any]:
         schema = json.dumps(request.response_schema, sort_keys=True)
         system += ("\n\n" if system else "") + ("Reply with one JSON object, and nothing "
                                                   f"else, matching this JSON schema: {schema}")
-    body: dict[str, Any] = {"model": model, "temperature": request.temperature,
-                            "max_tokens": request.max_tokens or ANTHROPIC_MAX_TOKENS,
-                            "messages": [{"role": m.role, "content": m.content}
-                                         for m in request.messages if m.role != "system"]}
+    body: MessageParams = {"model": model, "temperature": request.temperature,
+                           "max_tokens": request.max_tokens or ANTHROPIC_MAX_TOKENS,
+                           "messages": [{"role": m.role, "content": m.content}
+                                        for m in request.messages if m.role != "system"]}
     if system:
         body["system"] = system
     return body
+
+
+# One request of a batch: an OpenAI chat body or an Anthropic Messages request.
+Body = ChatBody | MessageParams
+
+
+class BatchEntry(BaseModel):
+    """One batch of ``RUN_DIR/judge_batches.json``: what was submitted, and once ``done``, what
+    came of it. Only the fields set are written, in this order; keys lens does not name are
+    kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    # OpenAI's: the uploaded file of requests.
+    input_file_id: str | None = None
+    status: str | None = None
+    model: str | None = None
+    custom_ids: list[str]
+    submitted_at: float | None = None
+    done: bool = False
+    succeeded: int | None = None
+    failed: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_batch_usd: float | None = None
+    cost_list_usd: float | None = None
+    # What the provider said went wrong with the batch as a whole.
+    errors: str | None = None
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A batch the provider accepted: its id (not yet checked as a name) and first status."""
+
+    id: str
+    status: str
+    input_file_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Polled:
+    """A batch's state as the provider reports it, the parts lens reads: where its results are
+    (OpenAI's output and error files, Anthropic's results URL) and what went wrong with it."""
+
+    status: str
+    ended: bool
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    results_url: str | None = None
+    errors: str | None = None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass
@@ -99,28 +156,31 @@ class OpenAIBatches:
     def __init__(self, api: OpenAIBatchAPI) -> None:
         self.api = api
 
-    def body(self, request: CompletionRequest, model: str) -> dict[str, Any]:
+    def body(self, request: CompletionRequest, model: str) -> ChatBody:
         return request_body(request, model)
 
-    async def submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    async def submit(self, requests: dict[str, CompletionRequest], model: str) -> Submitted:
         lines = [json.dumps({"custom_id": c, "method": "POST", "url": CHAT_ENDPOINT,
-                             "body": body}, ensure_ascii=False) for c, body in bodies.items()]
+                             "body": self.body(request, model)}, ensure_ascii=False)
+                 for c, request in requests.items()]
         jsonl = ("\n".join(lines) + "\n").encode("utf-8")
         file_id = await self.api.upload(jsonl, "lens-judge.jsonl")
         created = await self.api.create(file_id, metadata={"source": "lens judge"})
-        return {"id": created["id"], "input_file_id": file_id,
-                "status": created.get("status", "validating")}
+        return Submitted(id=created["id"], input_file_id=file_id,
+                         status=str(created.get("status", "validating")))
 
-    async def status(self, batch_id: str) -> tuple[str, bool, dict[str, Any]]:
+    async def status(self, batch_id: str) -> Polled:
         info = await self.api.retrieve(batch_id)
         status = str(info.get("status"))
-        return status, status in TERMINAL, info
+        return Polled(status, status in TERMINAL, output_file_id=_text(info.get("output_file_id")),
+                      error_file_id=_text(info.get("error_file_id")),
+                      errors=str(info["errors"])[:500] if info.get("errors") else None)
 
-    async def results(self, batch_id: str, info: dict[str, Any]) -> list[bytes]:
+    async def results(self, batch_id: str, polled: Polled) -> list[bytes]:
         lines: list[bytes] = []
-        for key in ("output_file_id", "error_file_id"):
-            fid = info.get(key)
-            if isinstance(fid, str) and fid:
+        for key, fid in (("output_file_id", polled.output_file_id),
+                         ("error_file_id", polled.error_file_id)):
+            if fid is not None:
                 try:
                     checked_name(fid, f"the batch's {key}")
                 except UnsafeName as exc:
@@ -157,23 +217,23 @@ class AnthropicBatches:
     def __init__(self, api: AnthropicBatchAPI) -> None:
         self.api = api
 
-    def body(self, request: CompletionRequest, model: str) -> dict[str, Any]:
+    def body(self, request: CompletionRequest, model: str) -> MessageParams:
         return anthropic_params(request, model)
 
-    async def submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        created = await self.api.create_batch([{"custom_id": c, "params": body}
-                                               for c, body in bodies.items()])
-        return {"id": created["id"], "status": str(created.get("processing_status"))}
+    async def submit(self, requests: dict[str, CompletionRequest], model: str) -> Submitted:
+        batch: list[BatchRequest] = [{"custom_id": c, "params": self.body(request, model)}
+                                     for c, request in requests.items()]
+        created = await self.api.create_batch(batch)
+        return Submitted(id=created["id"], status=str(created.get("processing_status")))
 
-    async def status(self, batch_id: str) -> tuple[str, bool, dict[str, Any]]:
+    async def status(self, batch_id: str) -> Polled:
         info = await self.api.retrieve(batch_id)
         status = str(info.get("processing_status"))
-        return status, status == ENDED, info
+        return Polled(status, status == ENDED, results_url=_text(info.get("results_url")),
+                      errors=str(info["errors"])[:500] if info.get("errors") else None)
 
-    async def results(self, batch_id: str, info: dict[str, Any]) -> list[bytes]:
-        url = info.get("results_url")
-        return (await self.api.results(batch_id, url if isinstance(url, str) else None)
-                ).splitlines()
+    async def results(self, batch_id: str, polled: Polled) -> list[bytes]:
+        return (await self.api.results(batch_id, polled.results_url)).splitlines()
 
     def parse(self, line: dict[str, Any], batch_id: str) -> Answer:
         cid = str(line.get("custom_id"))
@@ -243,14 +303,15 @@ def is_anthropic(config: JudgeConfig) -> bool:
     return config.provider == "litellm" and config.name.startswith("anthropic/")
 
 
-def custom_id(body: dict[str, Any]) -> str:
+def custom_id(body: Body) -> str:
     blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 @dataclass
 class _Group:
-    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The calls gathered, by custom id (the hash of the request's body).
+    requests: dict[str, CompletionRequest] = field(default_factory=dict)
     done: anyio.Event = field(default_factory=anyio.Event)
     failure: str | None = None
 
@@ -261,11 +322,11 @@ class BatchState:
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / STATE_FILE
         self.out_dir = run_dir / OUTPUT_DIR
-        self.batches: list[dict[str, Any]] = []
+        self.batches: list[BatchEntry] = []
         if self.path.is_file():
             self.batches = self._read()
 
-    def _read(self) -> list[dict[str, Any]]:
+    def _read(self) -> list[BatchEntry]:
         """The batches of the state file, each with a plain id and a list of call ids: the file
         is the run's, but may have been edited, and its ids become file names."""
         fix = "restore it or remove it (its batches are then submitted again)"
@@ -278,6 +339,7 @@ class BatchState:
         if not isinstance(batches, list):
             raise ConfigError(f"{self.path}: 'batches' is not a list; {fix}")
         problems = []
+        entries = []
         for i, b in enumerate(batches):
             if not isinstance(b, dict):
                 problems.append(f"batches[{i}] is not an object")
@@ -289,16 +351,24 @@ class BatchState:
             ids = b.get("custom_ids")
             if not isinstance(ids, list) or not all(isinstance(c, str) for c in ids):
                 problems.append(f"batches[{i}].custom_ids is not a list of strings")
+            try:
+                entries.append(BatchEntry.model_validate(b))
+            except ValidationError as exc:
+                problems.extend(f"batches[{i}].{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                for e in exc.errors() if e["loc"] not in (("id",),
+                                                                           ("custom_ids",)))
         if problems:
             raise ConfigError(f"{self.path}: {'; '.join(problems)}; {fix}")
-        return batches
+        return entries
 
     def output(self, batch_id: str) -> Path:
         """Where a batch's downloaded results are kept."""
         return child(self.out_dir, batch_id, "batch id", ".jsonl")
 
     def save(self) -> None:
-        atomic_write_text(self.path, json.dumps({"batches": self.batches}, indent=1))
+        atomic_write_text(self.path, json.dumps(
+            {"batches": [b.model_dump(mode="json", exclude_unset=True) for b in self.batches]},
+            indent=1))
 
 
 class BatchJudgeClient:
@@ -334,8 +404,8 @@ class BatchJudgeClient:
         self._open: _Group | None = None
         self._last_added = 0.0
         for b in self.state.batches:
-            if b.get("done"):
-                self._load_output(b["id"])
+            if b.done:
+                self._load_output(b.id)
 
     # -- ModelClient ------------------------------------------------------------------------
     async def complete(self, request: CompletionRequest) -> Completion:
@@ -353,7 +423,7 @@ class BatchJudgeClient:
         leader = group is None
         if group is None:
             group = self._open = _Group()
-        group.bodies[cid] = body
+        group.requests[cid] = request
         self._last_added = time.monotonic()
         if leader:
             # Gather every call that arrives until the judge has asked them all.
@@ -384,82 +454,86 @@ class BatchJudgeClient:
 
     # -- batches ----------------------------------------------------------------------------
     async def _run(self, group: _Group) -> None:
-        wanted = set(group.bodies)
+        wanted = set(group.requests)
         pending = [b for b in self.state.batches
-                   if not b.get("done") and wanted & set(b["custom_ids"])]
-        covered = {c for b in pending for c in b["custom_ids"]}
-        new = [c for c in group.bodies if c not in covered]
+                   if not b.done and wanted & set(b.custom_ids)]
+        covered = {c for b in pending for c in b.custom_ids}
+        new = [c for c in group.requests if c not in covered]
         if new:
-            pending.append(await self._submit({c: group.bodies[c] for c in new}))
+            pending.append(await self._submit({c: group.requests[c] for c in new}))
         deadline = time.monotonic() + self.config.batch_max_wait_s
         async with anyio.create_task_group() as tg:
             for b in pending:
                 tg.start_soon(self._wait_or_fail, b, deadline)
 
-    async def _wait_or_fail(self, entry: dict[str, Any], deadline: float) -> None:
+    async def _wait_or_fail(self, entry: BatchEntry, deadline: float) -> None:
         """Wait for one batch; its failure fails its own calls, not the other batches'."""
         try:
             await self._wait(entry, deadline)
         except ModelError as exc:
-            for c in entry["custom_ids"]:
+            for c in entry.custom_ids:
                 self._errors.setdefault(c, str(exc))
 
-    async def _submit(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        created = await self.transport.submit(bodies)
+    async def _submit(self, requests: dict[str, CompletionRequest]) -> BatchEntry:
+        created = await self.transport.submit(requests, self.wire_model)
         try:
-            checked_name(created["id"], "the batch id the server answered")
+            checked_name(created.id, "the batch id the server answered")
         except UnsafeName as exc:
             # Its id would become a URL path and a file name: such a batch cannot be followed.
             raise ModelError(f"batch API: {exc}; its calls are unknown") from None
-        entry = {**created, "model": f"{self.provider}/{self.model}",
-                 "custom_ids": list(bodies), "submitted_at": time.time(), "done": False}
+        entry = BatchEntry(id=created.id, status=created.status,
+                           model=f"{self.provider}/{self.model}", custom_ids=list(requests),
+                           submitted_at=time.time(), done=False)
+        if created.input_file_id is not None:
+            entry.input_file_id = created.input_file_id
         # Written before polling: a killed scoring finds this batch and polls it again.
         self.state.batches.append(entry)
         self.state.save()
         return entry
 
-    async def _wait(self, entry: dict[str, Any], deadline: float) -> None:
+    async def _wait(self, entry: BatchEntry, deadline: float) -> None:
         while True:
-            status, ended, info = await self.transport.status(entry["id"])
-            if status != entry.get("status"):
-                entry["status"] = status
+            polled = await self.transport.status(entry.id)
+            if polled.status != entry.status:
+                entry.status = polled.status
                 self.state.save()
-            if ended:
+            if polled.ended:
                 break
             if time.monotonic() >= deadline:
-                for c in entry["custom_ids"]:
-                    self._errors[c] = (f"batch {entry['id']} still {status} after "
+                for c in entry.custom_ids:
+                    self._errors[c] = (f"batch {entry.id} still {polled.status} after "
                                        f"{self.config.batch_max_wait_s:.0f} s; run lens score "
                                        "again to resume polling it")
                 return
             await anyio.sleep(self.config.batch_poll_s)
-        await self._collect(entry, info)
+        await self._collect(entry, polled)
 
-    async def _collect(self, entry: dict[str, Any], info: dict[str, Any]) -> None:
-        lines = await self.transport.results(entry["id"], info)
+    async def _collect(self, entry: BatchEntry, polled: Polled) -> None:
+        lines = await self.transport.results(entry.id, polled)
         self.state.out_dir.mkdir(exist_ok=True)
-        self.state.output(entry["id"]).write_bytes(b"\n".join(lines) + b"\n")
-        ok = self._load_output(entry["id"])
-        missing = [c for c in entry["custom_ids"] if c not in self._results]
+        self.state.output(entry.id).write_bytes(b"\n".join(lines) + b"\n")
+        ok = self._load_output(entry.id)
+        missing = [c for c in entry.custom_ids if c not in self._results]
         for c in missing:
-            self._errors.setdefault(c, f"batch {entry['id']} {entry['status']}: no result for "
+            self._errors.setdefault(c, f"batch {entry.id} {entry.status}: no result for "
                                        "this call (it is asked again by the next scoring)")
-        prompt = sum(self._results[c].usage.prompt_tokens for c in ok)
-        completion = sum(self._results[c].usage.completion_tokens for c in ok)
-        entry.update({"done": True, "succeeded": len(ok), "failed": len(missing),
-                      "prompt_tokens": prompt, "completion_tokens": completion,
-                      "cost_batch_usd": self._cost(prompt, completion, BATCH_DISCOUNT),
-                      "cost_list_usd": self._cost(prompt, completion, 1.0)})
-        if info.get("errors"):
-            entry["errors"] = str(info["errors"])[:500]
+        entry.done = True
+        entry.succeeded, entry.failed = len(ok), len(missing)
+        entry.prompt_tokens = sum(self._results[c].usage.prompt_tokens for c in ok)
+        entry.completion_tokens = sum(self._results[c].usage.completion_tokens for c in ok)
+        entry.cost_batch_usd = self._cost(entry.prompt_tokens, entry.completion_tokens,
+                                          BATCH_DISCOUNT)
+        entry.cost_list_usd = self._cost(entry.prompt_tokens, entry.completion_tokens, 1.0)
+        if polled.errors is not None:
+            entry.errors = polled.errors
         self.state.save()
         # A report section of its own, whatever scored the run (lens's tiers or a protocol).
         table = cost_table(self.state.path.parent)
         if table is not None:
             section = self.state.path.parent / SECTION
             section.parent.mkdir(exist_ok=True)
-            atomic_write_text(section, json.dumps({"title": "Judge batches",
-                                                   "tables": [table]}, indent=1))
+            doc: SectionDoc = {"title": "Judge batches", "tables": [table]}
+            atomic_write_text(section, json.dumps(doc, indent=1))
 
     def _cost(self, prompt: int, completion: int, factor: float) -> float | None:
         if self.pricing is None:
@@ -495,17 +569,17 @@ class BatchJudgeClient:
 
 def pending_batches(run_dir: Path) -> list[str]:
     """Ids of the batches a run submitted and has not collected yet."""
-    return [b["id"] for b in BatchState(run_dir).batches if not b.get("done")]
+    return [b.id for b in BatchState(run_dir).batches if not b.done]
 
 
-def cost_table(run_dir: Path) -> dict[str, Any] | None:
+def cost_table(run_dir: Path) -> SectionTable | None:
     """The judge's batches and their cost at batch and at list price, as a report table."""
     state = BatchState(run_dir)
     if not state.batches:
         return None
-    rows: list[list[Any]] = [
-        [b["id"], b.get("status"), len(b.get("custom_ids", [])), b.get("succeeded"),
-         b.get("failed"), b.get("cost_list_usd"), b.get("cost_batch_usd")]
+    rows: list[list[Cell]] = [
+        [b.id, b.status, len(b.custom_ids), b.succeeded, b.failed, b.cost_list_usd,
+         b.cost_batch_usd]
         for b in state.batches]
     rows.append(_total_row(state.batches))
     return {"title": f"judge cost through the Batch API ({1 - BATCH_DISCOUNT:.0%} discount)",
@@ -514,20 +588,17 @@ def cost_table(run_dir: Path) -> dict[str, Any] | None:
             "rows": rows}
 
 
-def _total_row(batches: list[dict[str, Any]]) -> list[Any]:
-    """The batches' requests, successes, failures and costs summed; the costs unknown when
-    one batch's is."""
-    batch = [b.get("cost_batch_usd") for b in batches]
-    full = [b.get("cost_list_usd") for b in batches]
-    known = all(c is not None for c in [*batch, *full])
-    return ["total", "", sum(len(b.get("custom_ids", [])) for b in batches),
-            _summed(batches, "succeeded"), _summed(batches, "failed"),
-            sum(full) if known else None, sum(batch) if known else None]
-
-
-def _summed(batches: list[dict[str, Any]], key: str) -> int:
-    """A count summed over the batches (a batch without it counts 0)."""
-    return sum(b.get(key) or 0 for b in batches)
+def _total_row(batches: list[BatchEntry]) -> list[Cell]:
+    """The batches' requests, successes, failures and costs summed (a batch without a count
+    counts 0); the costs unknown when one batch's is."""
+    batch = [b.cost_batch_usd for b in batches]
+    full = [b.cost_list_usd for b in batches]
+    known = [c for c in [*batch, *full] if c is not None]
+    whole = len(known) == 2 * len(batches)
+    return ["total", "", sum(len(b.custom_ids) for b in batches),
+            sum(b.succeeded or 0 for b in batches), sum(b.failed or 0 for b in batches),
+            sum(c or 0.0 for c in full) if whole else None,
+            sum(c or 0.0 for c in batch) if whole else None]
 
 
 def make_judge_client(config: JudgeConfig, run_dir: Path, cache: CacheConfig | None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 
@@ -71,7 +71,15 @@ class Ask:
     retry: Callable[[str], CompletionRequest] | None = None
 
 
-def verdict_totals(verdicts: Iterable[Verdict]) -> dict[str, Any]:
+class VerdictTotals(TypedDict):
+    verdicts: int
+    invalid: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+def verdict_totals(verdicts: Iterable[Verdict]) -> VerdictTotals:
     """Tokens and cost of the verdicts a score rests on, whether asked now or earlier: the judge
     usage of the scores, the same on every re-scoring."""
     vs = list(verdicts)

@@ -6,15 +6,17 @@ judge scores the same records the same way into ``RUN_DIR/judge_scores/<slug>.js
 judge's verdicts are kept in the run's events under its label, so adding a judge asks only that
 judge, and scoring again with a judge asked before makes no new call.
 
-An extra judge's scores are only valid beside the primary's when both were scored under the
-same condition but for the judge; :func:`load_panel` sets the others aside, with a note.
+Each extra judge scores under the primary's plan (lens.scoring.plan: same tiers, weights,
+grader, protocol, subset), from the same records: only the judge differs. An extra judge's
+scores are only valid beside the primary's when both were scored under the same condition but
+for the judge; :func:`load_panel` sets the others aside, with a note.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,25 @@ def stored_judge_configs(run_dir: Path) -> list[JudgeConfig]:
         except ValidationError:
             continue
     return out
+
+
+@dataclass(frozen=True)
+class ExtraJudgeResult:
+    label: str
+    scores: RunScores
+    path: Path
+    new_verdicts: int
+
+
+def extra_judges(primary: str | None, configured: Sequence[JudgeConfig], run_dir: Path
+                 ) -> list[JudgeConfig]:
+    """The judges to score beside the primary: the configured ones after it, then every judge
+    added to the run before (so a re-scoring keeps them all under one condition)."""
+    out: dict[str, JudgeConfig] = {}
+    for cfg in [*configured, *stored_judge_configs(run_dir)]:
+        if cfg.label != primary:
+            out.setdefault(cfg.label, cfg)
+    return list(out.values())
 
 
 def _without_judge(condition: Mapping[str, Any]) -> dict[str, Any]:

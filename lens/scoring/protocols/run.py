@@ -30,6 +30,7 @@ from lens.data.dataset import Question
 from lens.models.base import ModelClient
 from lens.runs.condition import stable_hash
 from lens.runs.events import ScoringDone
+from lens.runs.sections import Cell, SectionDoc, SectionTable
 from lens.runs.store import RunStore
 from lens.scoring.foundations.condition import scoring_condition
 from lens.scoring.foundations.errata import Errata, ErrataReport, apply_errata
@@ -104,7 +105,7 @@ class ScoringProtocol(ABC):
         judged metrics are unknown)."""
 
     def sections(self, scores: RunScores, report: ErrataReport | None
-                 ) -> dict[Path, dict[str, Any]]:
+                 ) -> dict[Path, SectionDoc]:
         """The report sections to write beside ``scores.json`` (relative path -> document);
         none by default."""
         return {}
@@ -164,14 +165,15 @@ def _settings(scored: Scored, errata: Errata | None, subset: str) -> dict[str, A
 def _done(protocol: ScoringProtocol, scores: RunScores, judge: JudgeRun | None,
           errata: Errata | None, report: ErrataReport | None) -> ScoringDone:
     """The ``scoring_done`` event of a scoring: the same fields for every protocol."""
-    fields: dict[str, Any] = {
-        "protocol": protocol.name, "tiers": scores.tiers, "judge": judge.model if judge else None,
-        "new_judge_calls": judge.usage.calls if judge else 0,
-        "reused_verdicts": judge.usage.reused if judge else 0,
-        "failed_judge_calls": judge.usage.errors if judge else 0}
+    done = ScoringDone(
+        protocol=protocol.name, tiers=scores.tiers, judge=judge.model if judge else None,
+        new_judge_calls=judge.usage.calls if judge else 0,
+        reused_verdicts=judge.usage.reused if judge else 0,
+        failed_judge_calls=judge.usage.errors if judge else 0)
     if errata is not None and report is not None:
-        fields.update(errata=errata.path.name, errata_touched=report.touched)
-    return ScoringDone.model_validate(fields)
+        # Set only then: the event carries the fields a scoring set.
+        done.errata, done.errata_touched = errata.path.name, report.touched
+    return done
 
 
 async def score_protocol(run: RunInput, protocol: ScoringProtocol, plan: ScoringPlan,
@@ -193,7 +195,7 @@ async def score_protocol(run: RunInput, protocol: ScoringProtocol, plan: Scoring
         aggregate_detail=scored.aggregate_detail, notes=[*notes, *scored.notes],
         settings=settings, condition=cond, condition_hash=stable_hash(cond))
     done = _done(protocol, scores, scored.judge, errata, scoring.report)
-    return ScoringOutcome(scores, done.payload(), protocol.sections(scores, scoring.report))
+    return ScoringOutcome(scores, done, protocol.sections(scores, scoring.report))
 
 
 class ProtocolJudge:
@@ -282,7 +284,7 @@ class PublishedProtocol(ScoringProtocol):
                       judge=_judge_run(pj, verdicts, rows))
 
     def sections(self, scores: RunScores, report: ErrataReport | None
-                 ) -> dict[Path, dict[str, Any]]:
+                 ) -> dict[Path, SectionDoc]:
         return {SECTION_FILE: protocol_section(self.protocol, scores, report)}
 
 
@@ -419,9 +421,9 @@ def _fmt(v: float | None) -> float | None:
 
 
 def _group_table(protocol: Protocol, by_group: dict[str, dict[str, float | None]],
-                 adapter: str) -> dict[str, Any]:
+                 adapter: str) -> SectionTable:
     """One adapter's figures by the protocol's group, in the protocol's metric order."""
-    rows = []
+    rows: list[list[Cell]] = []
     for key, e in by_group.items():
         own, group = key.split("|", 1)
         if own == adapter:
@@ -432,11 +434,11 @@ def _group_table(protocol: Protocol, by_group: dict[str, dict[str, float | None]
 
 
 def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport | None
-                     ) -> dict[str, Any]:
+                     ) -> SectionDoc:
     """The report section (``RUN_DIR/sections/protocol.json``): overall figures and the
     per-group table of each adapter, in the protocol's order and naming."""
     level = f"adapter/{protocol.group_label.replace(' ', '_')}"
-    tables = []
+    tables: list[SectionTable] = []
     overall_cols = sorted({k for e in scores.aggregates["adapter"].values() for k in e}
                           - {"n_questions"})
     tables.append({"title": "overall", "columns": ["adapter", "questions", *overall_cols],
@@ -445,7 +447,7 @@ def protocol_section(protocol: Protocol, scores: RunScores, report: ErrataReport
                             for a, e in scores.aggregates["adapter"].items()]})
     tables.extend(_group_table(protocol, scores.aggregates[level], a)
                   for a in scores.aggregates["adapter"])
-    metrics: dict[str, Any] = {"protocol_version": protocol.version}
+    metrics: dict[str, Cell] = {"protocol_version": protocol.version}
     if report is not None:
         metrics.update({"errata_touched": report.touched, "errata_excluded": len(report.excluded),
                         "errata_corrected": len(report.corrected),
