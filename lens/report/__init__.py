@@ -4,12 +4,14 @@ per-question ``questions.csv``. The runner calls :func:`write_reports` after sco
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lens.report.checks.parity import synthetic_prefixes
-from lens.report.documents.csvout import questions_csv
-from lens.report.documents.html import render_html
+from lens.report.documents.csvout import csv_lines
+from lens.report.documents.html import html_chunks
 from lens.report.documents.markdown import render_markdown
 from lens.report.foundations.data import RunData, load_run
 from lens.report.foundations.shapes import ReportSummary
@@ -18,7 +20,7 @@ from lens.report.sections.registry import Section, collect_sections, register_se
 from lens.report.sections.retrieval_section import retrieval_section
 from lens.report.sections.write_side_section import write_side_section
 from lens.report.summary import summarize
-from lens.runs.store import atomic_write_text
+from lens.runs.store import staged_chunks
 
 # lens's own extra sections: memory cost and latency, retrieval quality.
 register_section_provider(memory_cost_section)
@@ -47,27 +49,35 @@ def build_summary(run_dir: str | Path, *, confidence: float = 0.95) -> ReportSum
 
 def write_reports(run_dir: str | Path, *, out_dir: str | Path | None = None,
                   confidence: float = 0.95) -> ReportPaths:
-    """Compute everything first, then write each file atomically: a failure leaves no
-    half-written report behind."""
     run = load_run(run_dir)
     return write_run_reports(run, out_dir=out_dir, confidence=confidence)
 
 
 def write_run_reports(run: RunData, *, out_dir: str | Path | None = None,
                       confidence: float = 0.95) -> ReportPaths:
+    """Every file is written whole under a temporary name before any replaces its old version:
+    a failure leaves no half-written report, nor a new report beside an old one. The per-question
+    parts (the HTML's drill-downs, the CSV's rows) are written as they are produced."""
     target = Path(out_dir) if out_dir is not None else run.root
     sections = collect_sections(run)
     summary = summarize(run, confidence=confidence, sections=sections)
-    md = render_markdown(summary, sections)
-    page = render_html(summary, run.rows, sections)
-    data = json.dumps(summary.model_dump(mode="json", by_alias=True), indent=2,
-                      ensure_ascii=False, allow_nan=False)
-    table = questions_csv(run.rows, summary.metrics, synthetic_prefixes(run))
     paths = ReportPaths(markdown=target / "report.md", html=target / "report.html",
                         summary=target / "summary.json", csv=target / "questions.csv",
                         summary_data=summary)
-    target.mkdir(parents=True, exist_ok=True)
-    for path, text in ((paths.markdown, md), (paths.html, page), (paths.summary, data),
-                       (paths.csv, table)):
-        atomic_write_text(path, text)
+    files: list[tuple[Path, Callable[[], Iterable[str]]]] = [
+        (paths.markdown, lambda: [render_markdown(summary, sections)]),
+        (paths.html, lambda: html_chunks(summary, run.rows, len(run.rows), sections)),
+        (paths.summary, lambda: [json.dumps(summary.model_dump(mode="json", by_alias=True),
+                                            indent=2, ensure_ascii=False, allow_nan=False)]),
+        (paths.csv, lambda: csv_lines(run.rows, summary.metrics, synthetic_prefixes(run)))]
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, chunks in files:
+            staged.append((staged_chunks(path, chunks()), path))
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in staged:
+        os.replace(tmp, path)
     return paths

@@ -26,14 +26,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from lens.core.errors import UserError
 from lens.core.jsonguard import MAX_JSON_DEPTH, JsonRefused, loads_guarded
-from lens.core.redact import scrub, scrub_bytes
+from lens.core.redact import scrub, scrub_bytes, scrub_chunks
 from lens.runs.manifest import RunManifest
 from lens.runs.records import QuestionRecord
 
@@ -62,12 +62,35 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` so that ``path`` holds either the old content or all of the new."""
     text = scrub(text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = _temporary(path)
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def staged_chunks(path: Path, chunks: Iterable[str]) -> Path:
+    """The chunks joined and scrubbed, written and made durable beside ``path`` under a
+    temporary name that is returned: moving it onto ``path`` (``os.replace``) is the commit, so
+    several files can be committed together after all were written. A failure while the
+    chunks are produced removes the temporary file and leaves ``path`` as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(path)
+    try:
+        with open(tmp, "wb") as fh:
+            for data in scrub_chunks(c.encode("utf-8") for c in chunks):
+                fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
 def now_iso() -> str:

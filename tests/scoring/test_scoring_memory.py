@@ -7,7 +7,10 @@ process of its own (allocated bytes, not time):
 - the peak of a whole ``lens run`` (the dataset read, every question answered, scored and its
   memory listings scored) is about the same for 8 scopes and for 40: holding the dataset's
   text as models in the runner and the scorer, and the write-side scoring's caches of every
-  listing's text, made the 40-scope peak about four times the 8-scope one."""
+  listing's text, made the 40-scope peak about four times the 8-scope one;
+- the peak of ``lens report`` and of ``lens export`` of those two runs grows less than the
+  run: the report holds every record and score row (the summary's statistics are computed
+  from them), not the pages it writes; the export holds the scores and one chunk of a file."""
 
 from __future__ import annotations
 
@@ -76,10 +79,12 @@ def _dataset(path: Path, scopes: int) -> None:
     path.write_text(json.dumps(out), encoding="utf-8")
 
 
-# Runs the config in this process with tracemalloc on (started after the imports), and prints
-# the peak bytes allocated.
+# Runs the config in this process with tracemalloc on (started after the imports: scipy, which
+# the run imports when it first needs it, allocates about 40 MB that would hide the growth), and
+# prints the peak bytes allocated.
 MEASURE_RUN = """
 import sys, tracemalloc
+import scipy.stats
 from lens.flow.pipeline import execute
 import lens.scoring.protocols.lens, lens.scoring.measures.write_side, lens.report
 tracemalloc.start()
@@ -110,13 +115,23 @@ def _run(lens: Lens, tmp_path: Path, scopes: int) -> Path:
 
 
 def _measured(script: str, arg: Path) -> int:
+    return _printed(script, arg)[-1]
+
+
+def _measured_pair(script: str, arg: Path) -> tuple[int, int]:
+    first, last = _printed(script, arg)
+    return first, last
+
+
+def _printed(script: str, arg: Path) -> list[int]:
+    """The last two numbers ``script`` printed (run on ``arg`` in a process of its own)."""
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", script, str(arg)], capture_output=True,
                           text=True, cwd=arg.parent,
                           env={"PYTHONPATH": str(root), "PATH": "",
                                "LENS_CACHE_DIR": str(arg.parent / "cache")}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.split()[-1])
+    return [int(x) for x in done.stdout.split()[-2:]]
 
 
 def _scoring_bytes(run_dir: Path) -> int:
@@ -137,9 +152,71 @@ def test_scoring_memory_does_not_grow_with_the_scopes(lens: Lens, tmp_path: Path
     assert large < FACTOR * small, (small, large)
 
 
-def test_a_whole_run_peak_does_not_grow_with_the_scopes(tmp_path: Path) -> None:
-    small = _measured(MEASURE_RUN, _config(tmp_path, 8, scoring=True))
-    large = _measured(MEASURE_RUN, _config(tmp_path, 40, scoring=True))
+# The peak of ``lens report`` of 40 scopes may be at most this multiple of 8 scopes'. Measured
+# 1.5 MB and 3.6 MB (2.4): what grows is about 66 kB a question, the records and score rows the
+# summary is computed from and, most of it, the group bootstrap's weights (2,000 replicates by
+# the arm's questions, drawn as integers and copied as floats). The pages are written a question
+# at a time: holding them, or the dataset's text (2.6 MB), would exceed the factor.
+REPORT_FACTOR = 2.75
+# The peak of ``lens export`` of 40 scopes may be at most this multiple of 8 scopes'. Measured
+# 2.0 MB and 3.2 MB (1.6): it holds the run's scores and the dataset's questions, and one chunk
+# of each file it streams into the archive; holding a file whole (the dataset's 2.6 MB of
+# text) would exceed the factor.
+EXPORT_FACTOR = 2.0
+
+# Writes the run's reports, then exports it, in this process with tracemalloc on, and prints
+# the peak bytes each allocated; each after one done elsewhere, so that imports and first-use
+# caches are outside the measure.
+MEASURE_REPORT_EXPORT = """
+import sys, tracemalloc
+from pathlib import Path
+from lens.flow.bundle.export import export_bundle
+from lens.report import write_reports
+run_dir = Path(sys.argv[1])
+write_reports(run_dir, out_dir=run_dir.parent / "warm")
+export_bundle(run_dir, run_dir.parent / "warm.tar.gz")
+tracemalloc.start()
+write_reports(run_dir)
+report = tracemalloc.get_traced_memory()[1]
+tracemalloc.reset_peak()
+export_bundle(run_dir, run_dir.parent / "bundle.tar.gz")
+print(report, tracemalloc.get_traced_memory()[1])
+"""
+
+
+@pytest.fixture(scope="module")
+def whole_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[int, int, int]]:
+    """The peaks of a scored ``lens run`` of 8 scopes and one of 40 (without reports), then of
+    its ``lens report`` and its ``lens export``, measured once for the three tests."""
+    tmp_path = tmp_path_factory.mktemp("whole")
+    out = {}
+    for scopes in (8, 40):
+        peak = _measured(MEASURE_RUN, _config(tmp_path, scopes, scoring=True))
+        (run_dir,) = (tmp_path / f"runs{scopes}").iterdir()
+        report, export = _measured_pair(MEASURE_REPORT_EXPORT, run_dir)
+        assert (run_dir / "report.html").is_file()
+        assert (run_dir.parent / "bundle.tar.gz").stat().st_size > 0
+        out[scopes] = (peak, report, export)
+    return out
+
+
+def test_a_whole_run_peak_does_not_grow_with_the_scopes(
+        whole_runs: dict[int, tuple[int, int, int]]) -> None:
+    small, large = whole_runs[8][0], whole_runs[40][0]
     # The 40 scopes' text alone (about 2.6 MB) held twice would pass the factor.
     assert small > 1_500_000
     assert large < RUN_FACTOR * small, (small, large)
+
+
+def test_a_report_peak_grows_less_than_the_run(
+        whole_runs: dict[int, tuple[int, int, int]]) -> None:
+    small, large = whole_runs[8][1], whole_runs[40][1]
+    assert small > 1_000_000
+    assert large < REPORT_FACTOR * small, (small, large)
+
+
+def test_an_export_peak_does_not_grow_with_the_scopes(
+        whole_runs: dict[int, tuple[int, int, int]]) -> None:
+    small, large = whole_runs[8][2], whole_runs[40][2]
+    assert small > 500_000
+    assert large < EXPORT_FACTOR * small, (small, large)

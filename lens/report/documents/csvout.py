@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from lens.core.visible import visible
 from lens.report.checks.parity import context_of
@@ -33,10 +33,24 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str],
                   synthetic_prefixes: Mapping[str, Sequence[str]] | None = None) -> str:
     """``synthetic_prefixes``: each unit's declared synthetic ref prefixes (refs that name no
     episode, left out of the search scope share)."""
+    return "".join(csv_lines(rows, metrics, synthetic_prefixes))
+
+
+def csv_lines(rows: Iterable[QuestionRow], metrics: Sequence[str],
+              synthetic_prefixes: Mapping[str, Sequence[str]] | None = None) -> Iterator[str]:
+    """:func:`questions_csv` a line at a time (``rows`` may be read one at a time)."""
     prefixes = synthetic_prefixes or {}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*BASE_COLUMNS, *metrics])
+
+    def line(cells: Sequence[object]) -> str:
+        writer.writerow(cells)
+        text = buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        return text
+
+    yield line([*BASE_COLUMNS, *metrics])
     for row in rows:
         r = row.record
         cost = row.cost_usd
@@ -46,7 +60,7 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str],
         # A failed question has no session, so no context to measure (blank, not 0).
         context = ([ctx.chars, ctx.tokens, ctx.standing_chars] if is_scored(r.status)
                    else ["", "", ""])
-        writer.writerow([
+        yield line([
             _safe(r.key), _safe(r.adapter), _safe(r.scope_id), r.repeat, _safe(r.question_id),
             _safe(row.question_type), r.checkpoint, r.status, row.tool_calls,
             row.tool_errors, row.search_results, row.agent_tokens,
@@ -58,4 +72,3 @@ def questions_csv(rows: Sequence[QuestionRow], metrics: Sequence[str],
             *context, "" if share is None else f"{share:.4f}",
             *("" if (v := row.metric(m)) is None else f"{v:.6f}" for m in metrics),
         ])
-    return buf.getvalue()

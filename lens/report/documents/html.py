@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -248,17 +248,25 @@ def _message_html(m: Message) -> str:
     return f'<div class="msg"><span class="role">{e(m.role)}</span>{content}{calls}</div>'
 
 
+def html_chunks(summary: ReportSummary, rows: Iterable[QuestionRow], questions: int,
+                sections: Sequence[Section] = ()) -> Iterator[str]:
+    """The page of :func:`render_html` in pieces, one per question's drill-down: ``rows`` may
+    be read one at a time while the pieces are written (``questions`` is their number)."""
+    s = summary
+    yield "\n".join([
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>lens report {e(s.run_id)}</title><style>{CSS}</style></head><body>",
+        to_html(layout.report_blocks(s, sections, _plots(s))),
+        f"<h2>Questions</h2><p><input id='qfilter' type='search' "
+        f"placeholder='filter by adapter, scope, id, type, status' aria-label='filter'> "
+        f"<span id='qcount' class='meta'>{questions} shown</span></p>"])
+    for r in rows:
+        yield "\n" + question_html(r, s.primary_metric)
+    yield f"\n<script>{SCRIPT}</script></body></html>"
+
+
 def render_html(summary: ReportSummary, rows: Sequence[QuestionRow],
                 sections: Sequence[Section] = ()) -> str:
-    s = summary
-    out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-           "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-           f"<title>lens report {e(s.run_id)}</title><style>{CSS}</style></head><body>",
-           to_html(layout.report_blocks(s, sections, _plots(s))),
-           f"<h2>Questions</h2><p><input id='qfilter' type='search' "
-           f"placeholder='filter by adapter, scope, id, type, status' aria-label='filter'> "
-           f"<span id='qcount' class='meta'>{len(rows)} shown</span></p>",
-           *(question_html(r, s.primary_metric) for r in rows),
-           f"<script>{SCRIPT}</script></body></html>"]
-    return "\n".join(out)
+    return "".join(html_chunks(summary, rows, len(rows), sections))
