@@ -217,11 +217,12 @@ _FIRST_WORD = re.compile(r"^[\s\"'`*]*(yes|partly|no|present|partial|absent)\b",
 def parse_fact_grade(text: str) -> str:
     """``present``, ``partial``, ``absent`` or ``INVALID``, from the reply's ``verdict`` (yes,
     partly, no) or a ``grade`` naming one of them."""
-    value = _field(text, "verdict")
-    if value is None:
-        value = _field(text, "grade")
-    if value is not None:
-        return _GRADE_WORDS.get(value.strip().strip(".!\"' ").lower(), INVALID)
+    given = [v for v in (_field(text, "verdict"), _field(text, "grade")) if v is not None]
+    read = {_GRADE_WORDS.get(v.strip().strip(".!\"' ").lower()) for v in given} - {None}
+    # A reply serving a pairwise verdict and a grade ({"verdict": "A", "grade": "present"}) is
+    # read by the field that holds a grade; two different grades are no verdict.
+    if given:
+        return str(read.pop()) if len(read) == 1 else INVALID
     # Free text is read only when it starts with the verdict: "not present" must not pass.
     m = _FIRST_WORD.match(text)
     return _GRADE_WORDS[m.group(1).lower()] if m else INVALID
