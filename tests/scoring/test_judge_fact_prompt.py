@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -13,9 +14,9 @@ import yaml
 from lens.commands.cli import main
 from lens.core import eventloop
 from lens.data import prompts
-from lens.models.base import CompletionRequest
+from lens.models.base import Completion, CompletionRequest
 from lens.scoring.judging import judge_prompts as jp
-from lens.scoring.judging.judge import Judge, fact_grade_task, parse_verdict
+from lens.scoring.judging.judge import Judge, fact_grade_task, local_choice_model, parse_verdict
 from lens.scoring.wrong_answers import WRONG_KINDS, GoldQuestion, build_all
 from tests.scoring.scoring_fixtures import ScriptedJudge
 
@@ -128,3 +129,50 @@ def test_lens_facts_grade_reads_the_verdicts_of_a_scripted_judge(tmp_path: Path)
 ])
 def test_a_reply_with_a_pairwise_verdict_and_a_grade(reply: str, grade: str) -> None:
     assert parse_verdict("fact_grade", reply) == grade
+
+
+class _LocalJudge:
+    """A local model as the judge sees one: next-token probabilities, and no reply written."""
+
+    provider = "llama_cpp"
+    model = "fake-local"
+
+    def __init__(self, p_yes: dict[str, float]) -> None:
+        self.p_yes = p_yes
+        self.prompts: list[str] = []
+
+    def choice_probabilities(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        self.prompts.append(prompt)
+        answer = prompt.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+        yes = self.p_yes[answer]
+        return dict(zip(choices, (yes, (1 - yes) / 2, (1 - yes) / 2), strict=True))
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        raise AssertionError("a local judge's fact grade is read from its probabilities")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_local_judge_is_read_by_its_probability_of_yes() -> None:
+    """Below LOCAL_YES_AT the fact is absent even when "yes" is the likeliest word (what a
+    constrained reply would say); the verdict's raw text keeps the probabilities."""
+    q = QUESTIONS[0]
+    p_yes = {"7 May 2023": 0.9, "It was sometime in 2023.": 0.45,
+             "It was either 7 May 2023, 3 June 2023 or 9 July 2023.": jp.LOCAL_YES_AT - 0.01,
+             "It was on 7 May 2023.": jp.LOCAL_YES_AT}
+    local = _LocalJudge(p_yes)
+    judge = Judge(local, concurrency=1)  # type: ignore[arg-type]
+    tasks = {a: fact_grade_task(q.question, q.gold, a) for a in p_yes}
+    verdicts = eventloop.run(lambda: judge.run(tasks.values()))
+    got = {a: verdicts[t.key(judge.model)] for a, t in tasks.items()}
+    assert {a: v.value for a, v in got.items()} == {
+        "7 May 2023": "present", "It was sometime in 2023.": "absent",
+        "It was either 7 May 2023, 3 June 2023 or 9 July 2023.": "absent",
+        "It was on 7 May 2023.": "present"}
+    assert json.loads(got["It was sometime in 2023."].raw)["p_yes"] == 0.45
+    assert all(p.endswith(jp.FACT_GRADE_REPLY_START) and "Key fact: 7 May 2023" in p
+               for p in local.prompts)
+    # Behind lens's model stack (its ``backend``) the local model is found all the same.
+    assert local_choice_model(SimpleNamespace(backend=local)) is local  # type: ignore[arg-type]
+    assert local_choice_model(ScriptedJudge("scripted/judge", str)) is None

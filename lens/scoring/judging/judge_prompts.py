@@ -131,6 +131,26 @@ FACT_GRADE_SCHEMA: dict[str, Any] = {
 }
 
 GRADE_POINTS = {"present": 1.0, "partial": 0.5, "absent": 0.0}
+
+# A local judge (llama.cpp, whose client gives next-token probabilities) is not asked to write
+# its verdict: the probability of each verdict word after FACT_GRADE_REPLY_START is read, and
+# the fact is present when P(yes) reaches LOCAL_YES_AT, else absent (no partial: a 1.5B model
+# spreads its doubt over "partly", so P(partly) says nothing a grade could use). Its most
+# probable word, which is what a grammar-constrained reply would say, accepted half the answers
+# known to be wrong: they sit at P(yes) 0.1-0.5, right answers at 0.7 and above. Chosen on
+# LoCoMo's sample (docs/scoring.md, "Answers known to be wrong").
+FACT_GRADE_REPLY_START = '{"verdict": "'
+FACT_GRADE_CHOICES = ("yes", "partly", "no")
+LOCAL_YES_AT = 0.6
+
+
+def local_fact_verdict(probabilities: dict[str, float]) -> str:
+    """The local judge's reply, as JSON the fact-grade parser reads, with the probabilities it
+    rests on (kept in the verdict's raw text)."""
+    yes = probabilities["yes"]
+    return json.dumps({"verdict": "yes" if yes >= LOCAL_YES_AT else "no",
+                       **{f"p_{w}": round(probabilities[w], 4) for w in FACT_GRADE_CHOICES}})
+
 # A fact-grade reply's words, as lens's verdict values: the prompt's yes / partly / no, and the
 # grade names themselves (a judge replying {"grade": "present"} is read as meaning it).
 _GRADE_WORDS = {"yes": "present", "partly": "partial", "no": "absent",
@@ -152,7 +172,8 @@ def judge_prompts_hash() -> str:
     """Identifies the judge's wording: verdict keys and calibrations are only valid for it."""
     parts = [JUDGE_SYSTEM, PAIRWISE_TEMPLATE, FACT_GRADE_TEMPLATE, PAIRWISE_REMINDER,
              FACT_GRADE_REMINDER, json.dumps(PAIRWISE_SCHEMA, sort_keys=True),
-             json.dumps(FACT_GRADE_SCHEMA, sort_keys=True)]
+             json.dumps(FACT_GRADE_SCHEMA, sort_keys=True),
+             f"local: {FACT_GRADE_REPLY_START} {FACT_GRADE_CHOICES} {LOCAL_YES_AT}"]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
