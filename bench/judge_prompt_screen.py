@@ -5,9 +5,10 @@ reply the grammar forces (``{"grade": "``, ``{"verdict": "``). The local model r
 rendered prompt once and gives the probability of each of the variant's choices as the next
 token (lens.models.llama_backend.LlamaCppClient.choice_probabilities): the verdict a
 grammar-constrained greedy reply starts with is the most probable choice, so this reads what the
-judge would answer, and how sure it is, without generating the reply. It is a screen, not the
-judge: the shipped prompt is then measured through the judge path itself
-(``python -m bench.wrong_answers --graders judge-local``).
+judge would answer, and how sure it is, without generating the reply. lens's local judge reads
+its fact grades the same way (lens.scoring.judging.judge: P(yes) against LOCAL_YES_AT); the
+shipped prompt is measured through the judge path itself (``python -m bench.wrong_answers
+--graders judge-local``).
 
     python -m bench.judge_prompt_screen --variants previous,binary --source locomo \
         --per-kind 4 [--threads 1] [--work runs/judge_screen]
@@ -15,7 +16,9 @@ judge: the shipped prompt is then measured through the judge path itself
 The answers are bench.wrong_answers' (the same sample, chosen by a hash of each answer's id).
 Probabilities are kept in ``--work`` (one JSON line per variant and answer) and a re-run
 resumes. Printed per variant: the share of each kind accepted (the most probable choice is
-a full or partial credit) and of wrong and right answers.
+a full or partial credit; for ``lens-p-yes``, P(yes) reaches judge_prompts.LOCAL_YES_AT, as
+lens's local judge reads it) and of wrong and right answers, and the highest P(yes) of a wrong
+answer and the lowest of a right one.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class Variant:
     credit: dict[str, float]  # choice -> points; a choice missing here gives 0
     # Another variant whose probabilities this one reads under its own credit (no model call).
     reads: str | None = None
+    # Read by P(yes) against this threshold instead of by the most probable choice.
+    yes_at: float | None = None
 
 
 _GRADES = {"present": 1.0, "partial": 0.5}
@@ -103,6 +108,9 @@ VARIANTS: dict[str, Variant] = {
     "previous-no-partial": Variant(PREVIOUS_TEMPLATE, '{"grade": "',
                                   ("present", "partial", "absent"), {"present": 1.0},
                                   reads="previous"),
+    # lens's local judge: the same probabilities, present when P(yes) >= LOCAL_YES_AT.
+    "lens-p-yes": Variant(jp.FACT_GRADE_TEMPLATE, '{"verdict": "', ("yes", "partly", "no"),
+                          {"yes": 1.0}, reads="lens", yes_at=jp.LOCAL_YES_AT),
     "binary": Variant(_BINARY_INTRO + _BINARY_ASK + 'Reply as JSON: {{"verdict": "yes" | "no"}}',
                       '{"verdict": "', ("yes", "no"), {"yes": 1.0}),
     "binary-examples": Variant(
@@ -194,8 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         v = VARIANTS[name]
         got = [r for (n, _), r in done.items()
                if n == (v.reads or name) and r["id"].startswith(args.source)]
-        credit = {r["id"]: v.credit.get(max(r["probs"], key=r["probs"].__getitem__), 0.0)
+        credit = {r["id"]: (float(r["probs"]["yes"] >= v.yes_at) if v.yes_at is not None
+                            else v.credit.get(max(r["probs"], key=r["probs"].__getitem__), 0.0))
                   for r in got}
+        p_yes = {k: [r["probs"][v.choices[0]] for r in got
+                     if (r["kind"] in WRONG_KINDS) == (k == "wrong")] for k in ("wrong", "right")}
         kinds = {r["id"]: r["kind"] for r in got}
 
         def share(ks: tuple[str, ...], ids: dict[str, float] = credit,
@@ -206,9 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         seconds = [r["seconds"] for r in got]
         rows.append([name, *(share((k,)) for k in WRONG_KINDS), share(WRONG_KINDS),
                      *(share((k,)) for k in RIGHT_KINDS), share(RIGHT_KINDS),
+                     f"{max(p_yes['wrong']):.2f}" if p_yes["wrong"] else "-",
+                     f"{min(p_yes['right']):.2f}" if p_yes["right"] else "-",
                      f"{sum(seconds) / len(seconds):.1f}" if seconds else "-"])
     print(md_table(["variant", *WRONG_KINDS, "wrong accepted", *RIGHT_KINDS, "right accepted",
-                    "s per answer"], rows))
+                    "highest P(yes or present), wrong", "lowest, right", "s per answer"], rows))
     return 0
 
 
