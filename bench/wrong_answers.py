@@ -6,7 +6,9 @@ and asks each grader whether the answer states the gold:
 
 - ``matcher``: lens's fact matcher (every answer; no model);
 - ``local``: the offline grader (the local model reads what the matcher leaves open);
-- ``judge-local``: lens's per-fact judge prompt with the local model as the judge;
+- ``judge-local``: lens's per-fact judge prompt with the local model as the judge (read, as
+  lens reads a local judge, from its probability of "yes"; verdicts kept per judge prompts
+  hash, so a changed prompt is measured afresh);
 - ``official``: the benchmark's own judge prompt read from its file, with the local model as the
   judge: LoCoMo's under mem0's prompt (Memobase's ``metrics/llm_judge.py``) and Zep's
   (``zep_locomo_eval.py``), LongMemEval's under ``src/evaluation/evaluate_qa.py``.
