@@ -6,7 +6,9 @@ and asks each grader whether the answer states the gold:
 
 - ``matcher``: lens's fact matcher (every answer; no model);
 - ``local``: the offline grader (the local model reads what the matcher leaves open);
-- ``judge-local``: lens's per-fact judge prompt with the local model as the judge;
+- ``judge-local``: lens's per-fact judge prompt with the local model as the judge (read, as
+  lens reads a local judge, from its probability of "yes"; verdicts kept per judge prompts
+  hash, so a changed prompt is measured afresh);
 - ``official``: the benchmark's own judge prompt read from its file, with the local model as the
   judge: LoCoMo's under mem0's prompt (Memobase's ``metrics/llm_judge.py``) and Zep's
   (``zep_locomo_eval.py``), LongMemEval's under ``src/evaluation/evaluate_qa.py``.
@@ -205,11 +207,19 @@ def grade_judge_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuest
                       path: Path, args: argparse.Namespace) -> None:
     from bench.fact_grading import grade_judge_local as run_judge
 
-    raw = path.with_suffix(".raw.jsonl")
+    raw = judge_raw(path)
     rows = [{"id": a.id, "answer_id": a.id, "question": questions[a.question_id].question,
              "fact": questions[a.question_id].gold, "answer": a.answer} for a in answers]
     run_judge(rows, raw, args.threads)
     write_judge_local(raw, path)
+
+
+def judge_raw(path: Path) -> Path:
+    """The judge's verdicts under lens's judge prompts as they are now: a verdict reached under
+    other wording (another judge prompts hash) is not resumed."""
+    from lens.scoring.judging.judge_prompts import judge_prompts_hash
+
+    return path.with_name(f"{path.stem}-{judge_prompts_hash()}.raw.jsonl")
 
 
 def write_judge_local(raw: Path, path: Path) -> None:
@@ -399,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.report_only:
             GRADERS[name](chosen, by_id, path, args)
         elif name == "judge-local":
-            write_judge_local(path.with_suffix(".raw.jsonl"), path)
+            write_judge_local(judge_raw(path), path)
         print(f"{name}: {len(chosen)} answers, {time.process_time() - started:.0f} CPU s")
         graded[name] = _resume(path)
     print(table(answers, graded))

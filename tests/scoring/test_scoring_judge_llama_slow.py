@@ -39,3 +39,33 @@ def test_calibrate_the_local_model(tmp_path: Path) -> None:
     assert cal.status in ("pass", "warn", "fail")
     assert "calibration:" in proc.stdout
     assert (tmp_path / "cache" / "judge-calibrations").is_dir()
+
+
+# LoCoMo questions with answers known to be wrong or right (lens.scoring.wrong_answers), whose
+# P(yes) the local judge gave in bench/RESULTS.md's measurement: 0.13, 0.35, 0.22, 0.86, 0.90.
+KNOWN = [
+    ("When did Dave take a trip to mountainous regions?", "July 2023", "It was Tokyo.",
+     "absent"),
+    ("When did Jolene buy her pet Seraphim?", "in 2022", "It was a few years back.", "absent"),
+    ("What food item did Maria drop off at the homeless shelter?", "Cakes",
+     "Something related to what Maria was doing around that time.", "absent"),
+    ("When did Joanna start writing her third screenplay?", "May 2022", "May 2022", "present"),
+    ("When will John start his new job?", "In July, 2022", "In July, 2022", "present"),
+]
+
+
+def test_the_local_judge_refuses_wrong_answers_and_credits_right_ones() -> None:
+    from lens.core import eventloop
+    from lens.data.config import ModelConfig
+    from lens.models.llama_backend import LlamaCppClient
+    from lens.scoring.judging.judge import Judge, fact_grade_task
+
+    client = LlamaCppClient(ModelConfig(model="llama_cpp/qwen2.5-coder-1.5b",
+                                        options={"n_ctx": 4096, "n_threads": 1}))
+    judge = Judge(client, concurrency=1)
+    tasks = [fact_grade_task(q, fact, answer) for q, fact, answer, _ in KNOWN]
+    verdicts = eventloop.run(lambda: judge.run(tasks))
+    got = [verdicts[t.key(judge.model)] for t in tasks]
+    assert [v.value for v in got] == [grade for *_, grade in KNOWN], [v.raw for v in got]
+    # Read from the probabilities, not written: no tokens generated, every verdict readable.
+    assert all(v.attempts == 1 and '"p_yes"' in v.raw for v in got)

@@ -67,7 +67,7 @@ def test_pairwise_replies(reply: str, verdict: str) -> None:
     ("partial: only the trend", "partial"),
     ("not present", "invalid"),
     ("The fact is absent from the answer", "invalid"),
-    ('{"grade": "yes"}', "invalid"),
+    ('{"grade": "maybe"}', "invalid"),
     ('{"grade": 1}', "invalid"),
 ])
 def test_fact_grade_replies(reply: str, grade: str) -> None:

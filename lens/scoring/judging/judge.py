@@ -13,16 +13,22 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-from lens.models.base import CompletionRequest, Message, ModelClient
+import anyio
+
+from lens.models.base import Completion, CompletionRequest, Message, ModelClient
 from lens.runs.store import RunStore
 from lens.scoring.judging.judge_engine import Ask, JudgeEngine, JudgeUsage, Verdict, verdict_totals
 from lens.scoring.judging.judge_prompts import (
+    FACT_GRADE_CHOICES,
+    FACT_GRADE_REPLY_START,
     FACT_GRADE_TEMPLATE,
     JUDGE_SYSTEM,
     KINDS,
     PAIRWISE_TEMPLATE,
     judge_prompts_hash,
+    local_fact_verdict,
 )
 
 __all__ = ["Judge", "JudgeTask", "JudgeUsage", "Verdict", "fact_grade_task", "pairwise_task",
@@ -65,15 +71,33 @@ def parse_verdict(kind: str, text: str) -> str:
     return KINDS[kind].parse(text)
 
 
+@runtime_checkable
+class ChoiceModel(Protocol):
+    """A local model that gives the probabilities of a raw prompt's next token among a few
+    choices (lens.models.llama_backend.LlamaCppClient)."""
+
+    def choice_probabilities(self, prompt: str, choices: tuple[str, ...]) -> dict[str, float]:
+        ...
+
+
+def local_choice_model(client: ModelClient) -> ChoiceModel | None:
+    """The local model behind ``client`` (itself or the backend of lens's model stack) when it
+    reads next-token probabilities, else None (a hosted judge writes its verdict)."""
+    backend = getattr(client, "backend", client)
+    return backend if isinstance(backend, ChoiceModel) else None
+
+
 class Judge:
     """Asks lens's judge tasks through the judge engine, under a concurrency limit, reusing the
-    verdicts stored in the run."""
+    verdicts stored in the run. A local judge's fact grades are read from its probabilities of
+    the verdict words (judge_prompts.LOCAL_YES_AT); every other verdict is the model's reply."""
 
     def __init__(self, client: ModelClient, store: RunStore | None = None, *,
                  concurrency: int = 16, max_tokens: int | None = 200) -> None:
         self.engine = JudgeEngine(client, store, concurrency=concurrency)
         self.model = self.engine.model
         self.max_tokens = max_tokens
+        self._local = local_choice_model(client)
 
     @property
     def usage(self) -> JudgeUsage:
@@ -95,7 +119,22 @@ class Judge:
                 *messages, Message(role="assistant", content=reply[:2000]),
                 Message(role="user", content=kind.reminder)])
 
-        return Ask(key, task.kind, self._request(key, task, messages), kind.parse, retry)
+        by_probability = self._by_probability if (
+            task.kind == "fact_grade" and self._local is not None) else None
+        return Ask(key, task.kind, self._request(key, task, messages), kind.parse, retry,
+                   by_probability)
+
+    async def _by_probability(self, request: CompletionRequest) -> Completion:
+        """The local judge's verdict from one forward pass: the prompt as the model would read
+        it, the start of the reply the schema forces, the probabilities of the verdict words."""
+        from lens.models.local_prompt import render_prompt
+
+        assert self._local is not None
+        prompt = render_prompt(request) + FACT_GRADE_REPLY_START
+        probabilities = await anyio.to_thread.run_sync(
+            self._local.choice_probabilities, prompt, FACT_GRADE_CHOICES)
+        return Completion(text=local_fact_verdict(probabilities), provider="llama_cpp",
+                          model=self.model, cost_usd=0.0)
 
     def _request(self, key: str, task: JudgeTask, messages: list[Message]) -> CompletionRequest:
         return CompletionRequest(

@@ -15,7 +15,7 @@ limit; a client that gathers calls into a provider batch (``batched = True``, as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -69,6 +69,9 @@ class Ask:
     request: CompletionRequest
     read: Callable[[str], str]
     retry: Callable[[str], CompletionRequest] | None = None
+    # How the call is made when not by the client's complete (a local judge read by its
+    # next-token probabilities: lens.scoring.judging.judge).
+    complete: Callable[[CompletionRequest], Awaitable[Completion]] | None = None
 
 
 class VerdictTotals(TypedDict):
@@ -138,10 +141,12 @@ class JudgeEngine:
                 tg.start_soon(self._ask, ask, out)
         return out
 
-    async def _complete(self, request: CompletionRequest) -> Completion | None:
+    async def _complete(self, request: CompletionRequest,
+                        call: Callable[[CompletionRequest], Awaitable[Completion]] | None = None
+                        ) -> Completion | None:
         async with self.limiter:
             try:
-                return await self.client.complete(request)
+                return await (call or self.client.complete)(request)
             except ModelError as exc:
                 self.usage.errors += 1
                 if len(self.usage.error_messages) < 5:
@@ -149,7 +154,7 @@ class JudgeEngine:
                 return None
 
     async def _ask(self, ask: Ask, out: dict[str, Verdict]) -> None:
-        first = await self._complete(ask.request)
+        first = await self._complete(ask.request, ask.complete)
         if first is None:
             return
         value, last, attempts = ask.read(first.text), first, 1
@@ -158,7 +163,7 @@ class JudgeEngine:
         raw = first.text
         if value == INVALID and ask.retry is not None:
             self.usage.retries += 1
-            second = await self._complete(ask.retry(first.text))
+            second = await self._complete(ask.retry(first.text), ask.complete)
             if second is None:
                 return
             value, last, attempts = ask.read(second.text), second, 2

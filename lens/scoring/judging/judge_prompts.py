@@ -65,7 +65,34 @@ changed number, date, identifier or direction is an error. Length is no merit. I
 equally good or equally poor, the verdict is TIE. \
 Reply as JSON: {{"verdict": "A" | "B" | "TIE", "reason": "<one sentence>"}}"""
 
+# A yes/no question in the style of the benchmarks' own judges (LongMemEval's evaluate_qa.py),
+# answered in one word: the small local judge reads it as the field's judges are read, where
+# lens's earlier three-grade rubric, graded first, had it call every answer present
+# (docs/scoring.md, "Answers known to be wrong"). "partly" keeps the half credit of a key fact
+# with several parts.
 FACT_GRADE_TEMPLATE = """\
+I will give you a question, a key fact of its correct answer, and an answer to judge. Answer \
+yes if the answer states the key fact as its own claim, in any wording: a paraphrase, a date \
+in another format or a day inside the period the key fact names counts. Answer partly if it \
+states part of a key fact that has several parts (the trend without its figures, one of two \
+values) and contradicts none of it. Otherwise answer no. Answer no if the answer is vague (it \
+names only the topic, or a wider period than the key fact), gives another value (another \
+number, date, name, identifier or direction), names the key fact only among alternatives, \
+hedges it away or denies it, or only pastes records or lists values without drawing the claim.
+
+Examples (key fact "notifications p99 latency rose from 215 ms to 290 ms after CHG-9437"):
+- "Since CHG-9437 the notifications p99 climbed from 215 to 290 ms." -> yes
+- "Notifications latency went up after CHG-9437." -> partly
+- "Notifications p99 fell from 290 ms to 215 ms after CHG-9437." -> no (other direction)
+- "Report 1: notifications p99 215 ms. Report 2: notifications p99 290 ms." -> no (no claim)
+Examples (key fact "12 March 2021"):
+- "That happened on March 12, 2021." -> yes
+- "In spring 2021, I believe." -> no (vague: a wider period)
+- "That came up once; it was about work." -> no (vague: only the topic)
+- "On 3 April 2021." -> no (another date)
+- "At the lake house." -> no (another value)
+- "Perhaps 2 February, 12 March or 9 June 2021." -> no (among alternatives)
+
 Question: {question}
 
 Key fact: {fact}
@@ -75,24 +102,7 @@ Answer:
 {answer}
 >>>
 
-Grade how far the answer states the key fact.
-- present: the answer asserts the key fact as its own claim, in any wording; every number, \
-date, identifier and direction in the key fact agrees with the answer.
-- partial: the answer asserts part of the key fact (the trend without its figures, one of \
-two values, the cause without the change it caused) and contradicts none of it.
-- absent: the answer does not assert it; or it only appears inside pasted records or a bare \
-list of values with no claim drawn from them; or the answer hedges it away, denies it, or \
-gives a different number, date, identifier or direction.
-
-Examples (key fact "notifications p99 latency rose from 215 ms to 290 ms after CHG-9437"):
-- "Since CHG-9437 the notifications p99 climbed from 215 to 290 ms." -> present
-- "Notifications latency went up after CHG-9437." -> partial
-- "Notifications p99 fell from 290 ms to 215 ms after CHG-9437." -> absent
-- "Latency rose after CHG-9438." -> absent
-- "Report 1: notifications p99 215 ms. Report 2: notifications p99 290 ms." -> absent
-- "Something may have changed; more data is needed." -> absent
-
-Reply as JSON: {{"grade": "present" | "partial" | "absent", "reason": "<one sentence>"}}"""
+Does the answer state the key fact? Reply as JSON: {{"verdict": "yes" | "partly" | "no"}}"""
 
 PAIRWISE_REMINDER = (
     'Your reply could not be read as a verdict. Reply again with only a JSON object: '
@@ -100,8 +110,8 @@ PAIRWISE_REMINDER = (
     '{"verdict": "TIE"} if neither is better.'
 )
 FACT_GRADE_REMINDER = (
-    'Your reply could not be read as a grade. Reply again with only a JSON object: '
-    '{"grade": "present"}, {"grade": "partial"} or {"grade": "absent"}.'
+    'Your reply could not be read as a verdict. Reply again with only a JSON object: '
+    '{"verdict": "yes"}, {"verdict": "partly"} or {"verdict": "no"}.'
 )
 
 PAIRWISE_SCHEMA: dict[str, Any] = {
@@ -111,15 +121,40 @@ PAIRWISE_SCHEMA: dict[str, Any] = {
     "required": ["verdict"],
     "additionalProperties": False,
 }
+# The verdict alone: under a grammar (llama.cpp) the reply ends after its one word, where an
+# optional reason would cost a local judge up to max_tokens of generation per fact.
 FACT_GRADE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"grade": {"type": "string", "enum": ["present", "partial", "absent"]},
-                   "reason": {"type": "string"}},
-    "required": ["grade"],
+    "properties": {"verdict": {"type": "string", "enum": ["yes", "partly", "no"]}},
+    "required": ["verdict"],
     "additionalProperties": False,
 }
 
 GRADE_POINTS = {"present": 1.0, "partial": 0.5, "absent": 0.0}
+
+# A local judge (llama.cpp, whose client gives next-token probabilities) is not asked to write
+# its verdict: the probability of each verdict word after FACT_GRADE_REPLY_START is read, and
+# the fact is present when P(yes) reaches LOCAL_YES_AT, else absent (no partial: a 1.5B model
+# spreads its doubt over "partly", so P(partly) says nothing a grade could use). Its most
+# probable word, which is what a grammar-constrained reply would say, accepted half the answers
+# known to be wrong: they sit at P(yes) 0.1-0.5, right answers at 0.7 and above. Chosen on
+# LoCoMo's sample (docs/scoring.md, "Answers known to be wrong").
+FACT_GRADE_REPLY_START = '{"verdict": "'
+FACT_GRADE_CHOICES = ("yes", "partly", "no")
+LOCAL_YES_AT = 0.6
+
+
+def local_fact_verdict(probabilities: dict[str, float]) -> str:
+    """The local judge's reply, as JSON the fact-grade parser reads, with the probabilities it
+    rests on (kept in the verdict's raw text)."""
+    yes = probabilities["yes"]
+    return json.dumps({"verdict": "yes" if yes >= LOCAL_YES_AT else "no",
+                       **{f"p_{w}": round(probabilities[w], 4) for w in FACT_GRADE_CHOICES}})
+
+# A fact-grade reply's words, as lens's verdict values: the prompt's yes / partly / no, and the
+# grade names themselves (a judge replying {"grade": "present"} is read as meaning it).
+_GRADE_WORDS = {"yes": "present", "partly": "partial", "no": "absent",
+                **{g: g for g in GRADE_POINTS}}
 
 register_template("judge_system", JUDGE_SYSTEM)
 register_template("judge_system_strict", STRICT_SYSTEM)
@@ -128,12 +163,17 @@ register_template("judge_pairwise", PAIRWISE_TEMPLATE)
 register_template("judge_fact_grade", FACT_GRADE_TEMPLATE)
 register_template("judge_pairwise_reminder", PAIRWISE_REMINDER)
 register_template("judge_fact_grade_reminder", FACT_GRADE_REMINDER)
+# The reply's schema is part of the prompt: under a grammar it decides what the judge can say.
+register_template("judge_fact_grade_schema", json.dumps(FACT_GRADE_SCHEMA, sort_keys=True))
+register_template("judge_pairwise_schema", json.dumps(PAIRWISE_SCHEMA, sort_keys=True))
 
 
 def judge_prompts_hash() -> str:
     """Identifies the judge's wording: verdict keys and calibrations are only valid for it."""
     parts = [JUDGE_SYSTEM, PAIRWISE_TEMPLATE, FACT_GRADE_TEMPLATE, PAIRWISE_REMINDER,
-             FACT_GRADE_REMINDER]
+             FACT_GRADE_REMINDER, json.dumps(PAIRWISE_SCHEMA, sort_keys=True),
+             json.dumps(FACT_GRADE_SCHEMA, sort_keys=True),
+             f"local: {FACT_GRADE_REPLY_START} {FACT_GRADE_CHOICES} {LOCAL_YES_AT}"]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -192,18 +232,21 @@ def parse_pairwise(text: str) -> str:
     return outcomes.pop() if len(outcomes) == 1 else INVALID
 
 
-_FIRST_WORD = re.compile(r"^[\s\"'`*]*(present|partial|absent)\b", re.I)
+_FIRST_WORD = re.compile(r"^[\s\"'`*]*(yes|partly|no|present|partial|absent)\b", re.I)
 
 
 def parse_fact_grade(text: str) -> str:
-    """``present``, ``partial``, ``absent`` or ``INVALID``."""
-    value = _field(text, "grade")
-    if value is not None:
-        v = value.strip().strip(".!\"' ").lower()
-        return v if v in GRADE_POINTS else INVALID
-    # Free text is read only when it starts with the grade: "not present" must not pass.
+    """``present``, ``partial``, ``absent`` or ``INVALID``, from the reply's ``verdict`` (yes,
+    partly, no) or a ``grade`` naming one of them."""
+    given = [v for v in (_field(text, "verdict"), _field(text, "grade")) if v is not None]
+    read = {_GRADE_WORDS.get(v.strip().strip(".!\"' ").lower()) for v in given} - {None}
+    # A reply serving a pairwise verdict and a grade ({"verdict": "A", "grade": "present"}) is
+    # read by the field that holds a grade; two different grades are no verdict.
+    if given:
+        return str(read.pop()) if len(read) == 1 else INVALID
+    # Free text is read only when it starts with the verdict: "not present" must not pass.
     m = _FIRST_WORD.match(text)
-    return m.group(1).lower() if m else INVALID
+    return _GRADE_WORDS[m.group(1).lower()] if m else INVALID
 
 
 @dataclass(frozen=True)
