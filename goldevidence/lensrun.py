@@ -85,6 +85,12 @@ def write_job(job: LensJob) -> Path:
         "out_dir": str(job.out.resolve()),
         "concurrency": job.concurrency,
     }
+    if _policy_of(job.agent) is not None:
+        # A stand-in policy calls no model, so its lens scoring calls none either, as lens does
+        # for its own scripted agents: without this the offline grader would run the local
+        # model over every fact the phrase matcher leaves open (minutes on CPU), for numbers
+        # that describe the harness, not a model.
+        config["scoring"] = {"fact_grader": "matcher"}
     path = folder / "config.yaml"
     atomic_write_text(path, yaml.safe_dump(config, sort_keys=False))
     return path

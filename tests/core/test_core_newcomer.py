@@ -219,9 +219,12 @@ def quirky_server(answer_after_reminder: bool) -> Any:
 
 
 def write_run_config(tmp_path: Path, base_url: str) -> Path:
+    # The phrase matcher grades the facts: these runs are about empty answers, and the offline
+    # grader would run the local model over every answered question (no assertion reads it).
     cfg = {"name": "quirk", "dataset": {"path": str(ROOT / "datasets" / "quickstart.json")},
            "adapters": [{"name": "sqlite_fts"}],
            "agent": {"model": "openai/fake", "base_url": base_url, "max_retries": 0},
+           "scoring": {"fact_grader": "matcher"},
            "cache": {"enabled": False}, "out_dir": str(tmp_path / "runs"),
            "concurrency": {"units": 1, "questions": 4}}
     path = tmp_path / "quirk.yaml"
@@ -234,16 +237,29 @@ def run_dir_of(tmp_path: Path) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="module")
+def quirky_runs(tmp_path_factory: pytest.TempPathFactory
+                ) -> dict[bool, tuple[subprocess.CompletedProcess[str], int, Path]]:
+    """A run against the quirky server that stays empty, and one that answers once reminded:
+    (the CLI's result, the requests the server received, the run directory) by ``answers``."""
+    out = {}
+    for answers in (False, True):
+        folder = tmp_path_factory.mktemp(f"quirky-{answers}")
+        with FakeOpenAI(quirky_server(answer_after_reminder=answers)) as server:
+            res = lens("run", str(write_run_config(folder, server.base_url)))
+            requests = len(server.requests)
+        assert res.returncode == 0, res.stderr
+        out[answers] = (res, requests, run_dir_of(folder))
+    return out
+
+
 @pytest.mark.parametrize("answers", [False, True])
 def test_a_server_that_answers_empty_is_recorded_counted_and_reported(
-        tmp_path: Path, answers: bool) -> None:
+        quirky_runs: dict[bool, tuple[subprocess.CompletedProcess[str], int, Path]],
+        answers: bool) -> None:
     """The real path: the CLI in a subprocess, the OpenAI backend over loopback HTTP, SQLite,
     the scorer and the report."""
-    with FakeOpenAI(quirky_server(answer_after_reminder=answers)) as server:
-        res = lens("run", str(write_run_config(tmp_path, server.base_url)))
-        requests = len(server.requests)
-    assert res.returncode == 0, res.stderr
-    run_dir = run_dir_of(tmp_path)
+    res, requests, run_dir = quirky_runs[answers]
     records = [json.loads(ln) for ln in (run_dir / "records.jsonl").read_text().splitlines()]
     assert len(records) == 11 and requests == 33  # search, empty, reminder: 3 calls each
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -267,18 +283,14 @@ def test_a_server_that_answers_empty_is_recorded_counted_and_reported(
     assert ad["metrics"]["fact_recall"]["n"] == 11
 
 
-def test_silence_scores_below_a_faithful_answer(tmp_path: Path) -> None:
+def test_silence_scores_below_a_faithful_answer(
+        quirky_runs: dict[bool, tuple[subprocess.CompletedProcess[str], int, Path]]) -> None:
     """The adversary: an agent that stays silent when unsure. Were empty answers left out like
     errors, its mean would rest only on the questions it chose to answer; here it answers none
     and must score below an agent that answers from the records."""
     means = {}
     for answers in (False, True):
-        folder = tmp_path / str(answers)
-        folder.mkdir()
-        with FakeOpenAI(quirky_server(answer_after_reminder=answers)) as server:
-            assert lens("run", str(write_run_config(folder, server.base_url)),
-                        "--quiet").returncode == 0
-        summary = json.loads((run_dir_of(folder) / "summary.json").read_text())
+        summary = json.loads((quirky_runs[answers][2] / "summary.json").read_text())
         metrics = summary["adapters"]["sqlite_fts"]["metrics"]
         means[answers] = (metrics["composite"]["mean"], metrics["composite"]["n"])
     assert means[False][1] == means[True][1] == 11

@@ -92,6 +92,9 @@ def test_run_through_lens_and_grade(rows: list[dict], tmp_path: Path) -> None:
         {"name": "sqlite_fts"},
     ]
     run_dir = run_job(_job(rows, tmp_path, "first", adapters))
+    # A stand-in policy's run calls no model in scoring either (no offline grader on llama.cpp).
+    condition = json.loads((run_dir / "scores.json").read_text())["condition"]
+    assert condition["settings"]["fact_grader"] == "matcher"
     report = json.loads((run_dir / "goldevidence" / "grades.json").read_text())
     by = {g["adapter"]: g["metrics"] for g in report["groups"]}
     assert set(by) == {"k1", "k8", "k8-latest", "sqlite_fts"}

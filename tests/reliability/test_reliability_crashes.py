@@ -101,20 +101,27 @@ def wait_for(predicate: Any, timeout: float) -> bool:
     return False
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The run never interrupted, the same for every seed (the model answers by the request
+    alone): its directory and the requests it made."""
+    tmp = tmp_path_factory.mktemp("baseline")
+    with FakeOpenAI(deterministic_model) as server:
+        proc = start(write_config(tmp, server.base_url, "baseline"), None)
+        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+        (baseline_dir,) = (tmp / "runs-baseline").iterdir()
+        return baseline_dir, len(server.requests)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 23, 37])
-def test_random_kills_then_resume_match_an_uninterrupted_run(tmp_path: Path, seed: int) -> None:
+def test_random_kills_then_resume_match_an_uninterrupted_run(
+        tmp_path: Path, seed: int, uninterrupted: tuple[Path, int]) -> None:
     rng = random.Random(seed)
+    baseline_dir, baseline_requests = uninterrupted
     with FakeOpenAI(deterministic_model) as server:
-        base_cfg = write_config(tmp_path, server.base_url, "baseline")
-        proc = start(base_cfg, None)
-        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
-        (baseline_dir,) = (tmp_path / "runs-baseline").iterdir()
-        baseline_requests = len(server.requests)
-
         cfg = write_config(tmp_path, server.base_url, "crashy")
         runs = tmp_path / "runs-crashy"
-        before = len(server.requests)
         run_dir: Path | None = None
         kills = 0
         for attempt in range(12):
@@ -138,7 +145,7 @@ def test_random_kills_then_resume_match_an_uninterrupted_run(tmp_path: Path, see
         else:
             proc = start(cfg, run_dir)
             assert proc.wait(timeout=300) == 0
-        crash_requests = len(server.requests) - before
+        crash_requests = len(server.requests)
     assert run_dir is not None and kills >= 1
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete"

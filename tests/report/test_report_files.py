@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -258,16 +259,31 @@ def test_python_m_lens_report_subprocess(run_dir: Path) -> None:
     assert (run_dir / "report.html").is_file()
 
 
-def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> None:
-    """The report's composite and metric means are the scorer's own aggregates (scored here by
-    the real tier-1 scorer on a real run), now with intervals."""
+@pytest.fixture(scope="module")
+def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), made once:
+    its directory and how many questions it answered. Each test reports a copy of its own."""
     from lens.flow.pipeline import execute
-    from lens.scoring.scorer import score_run_sync
 
     root = Path(__file__).resolve().parents[2]
-    outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)
-    scores = score_run_sync(outcome.run_dir, tiers={1})
-    summary = write_reports(outcome.run_dir).summary_data
+    outcome = execute(root / "configs" / "scripted.yaml",
+                      out=tmp_path_factory.mktemp("scripted"))
+    return outcome.run_dir, outcome.summary.questions
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run, tmp_path / run.name))
+
+
+def test_composite_matches_the_scorer_on_a_really_scored_run(
+        scripted_run: tuple[Path, int], tmp_path: Path) -> None:
+    """The report's composite and metric means are the scorer's own aggregates (scored here by
+    the real tier-1 scorer on a real run), now with intervals."""
+    from lens.scoring.scorer import score_run_sync
+
+    run_dir = _copy(scripted_run[0], tmp_path)
+    scores = score_run_sync(run_dir, tiers={1})
+    summary = write_reports(run_dir).summary_data
     assert summary.primary_metric == "composite"
     for label, ad in summary.adapters.items():
         agg = scores.aggregates["adapter"][label]
@@ -281,18 +297,16 @@ def test_composite_matches_the_scorer_on_a_really_scored_run(tmp_path: Path) -> 
                 assert ad.metrics[metric].mean == pytest.approx(agg[metric], abs=1e-12)
 
 
-def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
+def test_report_of_a_real_scripted_run(scripted_run: tuple[Path, int], tmp_path: Path) -> None:
     """A real run (scripted policy over SQLite FTS5 on the shipped standard dataset), reported
     before and after scores exist: the retrieval checks measure real tool use."""
-    from lens.flow.pipeline import execute
     from lens.scoring.foundations.types import QuestionScores, RunScores
 
-    root = Path(__file__).resolve().parents[2]
-    outcome = execute(root / "configs" / "scripted.yaml", out=tmp_path)
-    (outcome.run_dir / "scores.json").unlink(missing_ok=True)  # report it unscored first
-    run = load_run(outcome.run_dir)
-    assert len(run.rows) == outcome.summary.questions > 0
-    checks = {c.id: c for c in write_reports(outcome.run_dir).summary_data.checklist}
+    run_dir = _copy(scripted_run[0], tmp_path)
+    (run_dir / "scores.json").unlink(missing_ok=True)  # report it unscored first
+    run = load_run(run_dir)
+    assert len(run.rows) == scripted_run[1] > 0
+    checks = {c.id: c for c in write_reports(run_dir).summary_data.checklist}
     assert checks["search_results"].status == "pass"
     assert checks["tool_calls"].status == "pass"
     assert checks["scored"].status == "fail"
@@ -304,9 +318,9 @@ def test_report_of_a_real_scripted_run(tmp_path: Path) -> None:
                          metrics={"budget_compliance": float(bool(r.record.budget
                                                                   and r.record.budget.compliant))})
           for r in run.rows]
-    (outcome.run_dir / "scores.json").write_text(RunScores(
-        run_dir=str(outcome.run_dir), tiers=[1], questions=qs).model_dump_json())
-    summary = write_reports(outcome.run_dir).summary_data
+    (run_dir / "scores.json").write_text(RunScores(
+        run_dir=str(run_dir), tiers=[1], questions=qs).model_dump_json())
+    summary = write_reports(run_dir).summary_data
     est = next(iter(summary.adapters.values())).metrics["budget_compliance"]
     assert est.n == len(qs)
     if len({r.record.scope_id for r in run.rows}) == 1:

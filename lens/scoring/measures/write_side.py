@@ -117,20 +117,21 @@ def facts_so_far(dataset: Dataset, scope_id: str, checkpoint: int) -> list[str]:
 _TOKEN_VALUE = re.compile(r"^(?=.*[-A-Za-z])[\w.:/-]+$")
 
 
-def _line_holds(subject: str, value: str, line: str) -> bool:
+def _line_holds(subject: str, value: str, line: str, reader: FactReader | None = None) -> bool:
     """Whether one line of a record puts the fact's value beside at least half of its subject's
     words ("- notifications: p99 215 ms" for "notifications p99 latency: 215 ms")."""
+    read = reader or FactReader()
     if _TOKEN_VALUE.match(value):
         if fold(value) not in fold(line):
             return False
     else:
-        wanted = extract_numbers(value, words=False)
-        said = extract_numbers(line, words=False)
+        wanted = read.numbers(value)
+        said = read.numbers(line)
         if not wanted or not all(any(numbers_match(w, n, FIGURE_TOL) for n in said)
                                  for w in wanted):
             return False
-    words = set(content_stems(normalise(subject)))
-    present = words & set(content_stems(normalise(line)))
+    words = read.stems(subject)
+    present = words & read.stems(line)
     return bool(words) and 2 * len(present) >= len(words)
 
 
@@ -162,7 +163,8 @@ def may_hold(fact: str, screened: str) -> bool:
     return bool(words) and 2 * maybe >= len(words)
 
 
-def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str]) -> bool:
+def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str],
+               reader: FactReader | None = None) -> bool:
     """Whether one item states ``fact``: lens's fact matcher on the item, or, for a fact in
     subject form, one line of it giving the value beside the subject (records list figures
     under short labels that an answer would spell out)."""
@@ -171,7 +173,7 @@ def item_holds(fact: str, text: AnswerText, raw: str, rivals: Sequence[str]) -> 
     subject, value = fact_subject(fact)
     if not subject or not value:
         return False
-    return any(_line_holds(subject, value, line) for line in raw.splitlines())
+    return any(_line_holds(subject, value, line, reader) for line in raw.splitlines())
 
 
 _DIGITS = re.compile(r"\d+")
@@ -185,19 +187,37 @@ def _may_hold(fact_digits: list[str], text: str) -> bool:
 
 class FactReader:
     """Whether items hold facts, remembered by text: a memory's items recur from checkpoint to
-    checkpoint, and each (fact, item) pair is read once per run."""
+    checkpoint, and each (fact, item) pair is read once per run. The figures and content words
+    of a text (an item, an episode, one line of either) are read once too: every checkpoint
+    reads the episodes ingested so far again, and every fact the lines of an item."""
 
     def __init__(self) -> None:
         self._texts: dict[str, AnswerText] = {}
         self._screens: dict[str, str] = {}
         self._held: dict[tuple[str, str, tuple[str, ...]], bool] = {}
         self._numbers: dict[str, list[Number]] = {}
+        self._stems: dict[str, frozenset[str]] = {}
+        self._named: dict[tuple[str, str], list[Number]] = {}
 
     def numbers(self, text: str) -> list[Number]:
-        """The figures of an episode's text, read once."""
+        """The figures of a text (``extract_numbers`` without spelled-out numbers), read once."""
         if text not in self._numbers:
             self._numbers[text] = extract_numbers(text, words=False)
         return self._numbers[text]
+
+    def stems(self, text: str) -> frozenset[str]:
+        """The content stems of a text, read once."""
+        if text not in self._stems:
+            self._stems[text] = frozenset(content_stems(normalise(text)))
+        return self._stems[text]
+
+    def named_figures(self, entity: str, text: str) -> list[Number]:
+        """The figures an episode's text gives on lines naming ``entity``, read once."""
+        key = (entity, text)
+        if key not in self._named:
+            self._named[key] = [n for line in text.splitlines()
+                                if _names(entity, line, self) for n in self.numbers(line)]
+        return self._named[key]
 
     def holds(self, fact: str, text: str, rivals: tuple[str, ...]) -> bool:
         key = (fact, text, rivals)
@@ -211,7 +231,7 @@ class FactReader:
             prepared = self._texts.get(text)
             if prepared is None:
                 prepared = self._texts[text] = AnswerText(text)
-            self._held[key] = item_holds(fact, prepared, text, rivals)
+            self._held[key] = item_holds(fact, prepared, text, rivals, self)
         return self._held[key]
 
     def held_facts(self, facts: Sequence[str], listing: MemoryListing) -> list[bool]:
@@ -264,8 +284,8 @@ def false_items(listing: MemoryListing, episodes_text: str | Figures,
             if any(not said.states(n) for n in numbers(item.text))]
 
 
-def _names(entity: str, line: str) -> bool:
-    return entity in content_stems(normalise(line))
+def _names(entity: str, line: str, reader: FactReader) -> bool:
+    return entity in reader.stems(line)
 
 
 def misattributed_items(listing: MemoryListing, episodes: Sequence[str], target: str,
@@ -287,28 +307,29 @@ def misattributed_items(listing: MemoryListing, episodes: Sequence[str], target:
 
 def _figures_named(entity: str, episodes: Sequence[str], reader: FactReader) -> Figures:
     """The figures the episodes give on lines naming the entity."""
-    return Figures([n for text in episodes for line in text.splitlines()
-                    if _names(entity, line) for n in reader.numbers(line)])
+    return Figures([n for text in episodes for n in reader.named_figures(entity, text)])
 
 
 def _borrows(line: str, entity: str, mine: Figures, anywhere: Figures,
              reader: FactReader) -> bool:
     """Whether a line naming the entity gives a figure the episodes state only of another."""
-    return _names(entity, line) and any(anywhere.states(n) and not mine.states(n)
-                                        for n in reader.numbers(line))
+    return _names(entity, line, reader) and any(anywhere.states(n) and not mine.states(n)
+                                                for n in reader.numbers(line))
 
 
-def _states(text: str, figure: str) -> bool:
-    wanted = extract_numbers(figure, words=False)
-    said = extract_numbers(text, words=False)
+def _states(text: str, figure: str, reader: FactReader) -> bool:
+    wanted = reader.numbers(figure)
+    said = reader.numbers(text)
     return bool(wanted) and all(any(numbers_match(w, n, FIGURE_TOL) for n in said)
                                 for w in wanted)
 
 
-def update_kind(update: Update, listing: MemoryListing) -> UpdateKind:
+def update_kind(update: Update, listing: MemoryListing,
+                reader: FactReader | None = None) -> UpdateKind:
     """How the memory holds one superseded figure (see the module docstring)."""
-    current = [_states(i.text, update.current) for i in listing.items]
-    stale = [_states(i.text, update.stale) for i in listing.items]
+    read = reader or FactReader()
+    current = [_states(i.text, update.current, read) for i in listing.items]
+    stale = [_states(i.text, update.stale, read) for i in listing.items]
     resolved = any(c and s for c, s in zip(current, stale, strict=True))
     stale_alone = any(s and not c for c, s in zip(current, stale, strict=True))
     if any(current):
@@ -340,7 +361,7 @@ def score_checkpoint(line: ListingLine, scope: Scope, dataset: Dataset,
     facts = facts_so_far(dataset, scope.scope_id, line.checkpoint)
     held = reader.held_facts(facts, line.listing) if facts else []
     invented = _invented(line.listing, scope, [e.text for e in episodes], reader)
-    kinds = [update_kind(u, line.listing) for u in updates_of(scope)
+    kinds = [update_kind(u, line.listing, reader) for u in updates_of(scope)
              if u.at < line.episodes_ingested]
     items = len(line.listing.items)
     size = listing_bytes(line.listing)
