@@ -4,9 +4,10 @@ Calls run in worker threads so the event loop stays free; the loaded model is sh
 client that names it. A llama context is not thread-safe, so each call holds one loaded
 instance; ``options.parallel`` loads up to that many instances (each with
 ``n_threads / parallel`` threads, loaded when concurrent calls first need them) so that as many
-calls run at once. On two cores two one-thread instances answer faster than one two-thread
-instance taking calls in turn (llama.cpp's threads wait for each other at every step, and spin
-when another process takes a core), see bench/RESULTS.md.
+calls run at once. Each instance costs a copy of the repacked weights; what it buys is a
+machine whose cores are not all idle: one instance's threads wait for each other at every
+step and spin when another process takes a core, where one-thread instances do not (bench/
+RESULTS.md).
 
 Tool calls come from constrained decoding: each turn's output must match oneOf(a call of an
 offered tool with schema-valid arguments, a final answer), compiled from JSON schema to a
