@@ -179,10 +179,13 @@ _AMOUNT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def _figures(text: str) -> set[float]:
-    """The numbers a text names, in digits ("$3,850" is one) or as words."""
-    found = {float(m.replace(",", "")) for m in _AMOUNT.findall(text)}
-    return found | {float(n) for w, n in _WORD_NUMBERS.items()
-                    if re.search(rf"\b{w}\b", text, re.I)}
+    """The numbers a text names, in digits ("$3,850" is one) or as words; a number of weeks
+    also as its days ("One week" names 7, which "7 days" accepts)."""
+    found = [(float(m.group(0).replace(",", "")), m.end()) for m in _AMOUNT.finditer(text)]
+    found += [(float(n), m.end()) for w, n in _WORD_NUMBERS.items()
+              for m in re.finditer(rf"\b{w}\b", text, re.I)]
+    weeks = {value * 7 for value, end in found if re.match(r"\s*weeks?\b", text[end:], re.I)}
+    return {value for value, _ in found} | weeks
 
 
 def _alternatives(gold: str) -> str:
