@@ -21,9 +21,9 @@ and asks each grader whether the answer states the gold:
 The matcher reads every answer; the model graders a sample of ``--per-kind`` answers of each
 kind and source, chosen by a hash of the answer's id (the same every run). Grades are kept in
 ``--work`` (one JSON line per answer and grader, keyed by the answer's id and a hash of its
-text, so an answer the builder now words differently is graded afresh) and a re-run resumes. Printed: per source and
-grader, the share of each kind accepted, the share of wrong answers accepted (goal: at most 5%)
-and of right answers (goal: at least 80%).
+text, so an answer the builder now words differently is graded afresh) and a re-run resumes.
+Printed: per source and grader, the share of each kind accepted, the share of wrong answers
+accepted (goal: at most 5%) and of right answers (goal: at least 80%).
 """
 
 from __future__ import annotations
