@@ -20,9 +20,10 @@ and asks each grader whether the answer states the gold:
 
 The matcher reads every answer; the model graders a sample of ``--per-kind`` answers of each
 kind and source, chosen by a hash of the answer's id (the same every run). Grades are kept in
-``--work`` (one JSON line per answer and grader) and a re-run resumes. Printed: per source and
-grader, the share of each kind accepted, the share of wrong answers accepted (goal: at most 5%)
-and of right answers (goal: at least 80%).
+``--work`` (one JSON line per answer and grader, keyed by the answer's id and a hash of its
+text, so an answer the builder now words differently is graded afresh) and a re-run resumes.
+Printed: per source and grader, the share of each kind accepted, the share of wrong answers
+accepted (goal: at most 5%) and of right answers (goal: at least 80%).
 """
 
 from __future__ import annotations
@@ -167,6 +168,12 @@ def zep_prompt(path: Path) -> OfficialPrompt:
 Grades = dict[str, float | None]
 
 
+def answer_key(a: BuiltAnswer) -> str:
+    """What a grade is kept under: the answer's id (its question and kind) and a hash of its
+    text, so a grade of an answer worded otherwise is not resumed for it."""
+    return f"{a.id}~{hashlib.sha256(a.answer.encode('utf-8')).hexdigest()[:12]}"
+
+
 def _resume(path: Path) -> Grades:
     if not path.exists():
         return {}
@@ -184,7 +191,7 @@ def grade_matcher(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion]
     from lens.scoring.text.facts import AnswerText, match_fact
 
     path.write_text("")
-    _append(path, [(a.id, 1.0 if match_fact(questions[a.question_id].gold,
+    _append(path, [(answer_key(a), 1.0 if match_fact(questions[a.question_id].gold,
                                             AnswerText(a.answer)).matched else 0.0)
                    for a in answers])
 
@@ -195,10 +202,10 @@ def grade_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion],
 
     done = _resume(path)
     grader = OfflineGrader(n_threads=args.threads)
-    for n, a in enumerate([a for a in answers if a.id not in done], 1):
+    for n, a in enumerate([a for a in answers if answer_key(a) not in done], 1):
         q = questions[a.question_id]
         (g,) = grader.grade([FactTask(q.question, q.gold, a.answer)])
-        _append(path, [(a.id, None if g.grade is None else float(g.grade >= 0.5))])
+        _append(path, [(answer_key(a), None if g.grade is None else float(g.grade >= 0.5))])
         if n % 10 == 0:
             print(f"local: {n} answers", flush=True)
 
@@ -208,7 +215,8 @@ def grade_judge_local(answers: list[BuiltAnswer], questions: dict[str, GoldQuest
     from bench.fact_grading import grade_judge_local as run_judge
 
     raw = judge_raw(path)
-    rows = [{"id": a.id, "answer_id": a.id, "question": questions[a.question_id].question,
+    rows = [{"id": answer_key(a), "answer_id": a.id,
+             "question": questions[a.question_id].question,
              "fact": questions[a.question_id].gold, "answer": a.answer} for a in answers]
     run_judge(rows, raw, args.threads)
     write_judge_local(raw, path)
@@ -268,7 +276,7 @@ def grade_official(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion
             for n, a in enumerate(answers, 1):
                 q = questions[a.question_id]
                 if q.source == "longmemeval":
-                    rid = f"{a.id}@longmemeval"
+                    rid = f"{answer_key(a)}@longmemeval"
                     if rid in done:
                         continue
                     (task,) = lme.tasks(lme_question(items[q.id]), a.answer).values()
@@ -276,7 +284,7 @@ def grade_official(answers: list[BuiltAnswer], questions: dict[str, GoldQuestion
                     _append(path, [(rid, lme.parse(task.prompt_id, reply.text or ""))])
                     continue
                 for p in prompts:
-                    rid = f"{a.id}@{p.name}"
+                    rid = f"{answer_key(a)}@{p.name}"
                     if rid in done:
                         continue
                     messages = ([Message(role="system", content=p.system)] if p.system else [])
@@ -337,7 +345,7 @@ def goal_met(wrong: list[float], right: list[float]) -> str:
 
 def table(answers: list[BuiltAnswer], graded: dict[str, Grades]) -> str:
     """One row per source and grader (the official grader one row per prompt)."""
-    by_id = {a.id: a for a in answers}
+    by_id = {answer_key(a): a for a in answers}
     rows = []
     for source in ("locomo", "longmemeval"):
         for grader, grades in graded.items():

@@ -24,7 +24,10 @@ right
 Every choice is seeded by a hash of the question's id, its gold and the kind (never by a name),
 so the same data gives the same answers. The gold of another question is taken only when it
 does not contain this question's gold (nor the reverse), and a wrong value only when it differs
-from the gold as written.
+from the gold as written. A gold may name its own accepted alternatives (LongMemEval's "17 days
+ago. 18 days (including the last day) is also acceptable."): a wrong answer is built from the
+gold's main answer alone and states none of the values the gold accepts (for a figure, no number
+the gold names nor any inside a range it accepts).
 """
 
 from __future__ import annotations
@@ -159,18 +162,73 @@ def _wrong_date(gold: str, rng: random.Random) -> str | None:
     return _day_text((first if shift < 0 else last) + timedelta(days=shift), rng.randrange(2))
 
 
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+_ALSO_ACCEPTED = re.compile(r"\balso\s+(?:be\s+)?acceptable\b|\balso\s+accepted\b", re.I)
+_RANGE = re.compile(r"\b(?:from|between)\s+(\d+(?:\.\d+)?)\D{0,12}?\s(?:to|and)\s+"
+                    r"(\d+(?:\.\d+)?)", re.I)
+
+
+def main_answer(gold: str) -> str:
+    """The gold without the sentences that name its other accepted answers ("18 days
+    (including the last day) is also acceptable."); the gold itself when it has none."""
+    kept = [s for s in _SENTENCE_END.split(gold.strip()) if not _ALSO_ACCEPTED.search(s)]
+    return " ".join(kept) if kept else gold.strip()
+
+
+_AMOUNT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def _figures(text: str) -> set[float]:
+    """The numbers a text names, in digits ("$3,850" is one) or as words; a number of weeks
+    also as its days ("One week" names 7, which "7 days" accepts)."""
+    found = [(float(m.group(0).replace(",", "")), m.end()) for m in _AMOUNT.finditer(text)]
+    found += [(float(n), m.end()) for w, n in _WORD_NUMBERS.items()
+              for m in re.finditer(rf"\b{w}\b", text, re.I)]
+    weeks = {value * 7 for value, end in found if re.match(r"\s*weeks?\b", text[end:], re.I)}
+    return {value for value, _ in found} | weeks
+
+
+def _alternatives(gold: str) -> str:
+    """The sentences of a gold that name its other accepted answers ("" when it has none)."""
+    return " ".join(s for s in _SENTENCE_END.split(gold.strip()) if _ALSO_ACCEPTED.search(s))
+
+
+def _accepts_figure(gold: str, value: float) -> bool:
+    """Whether a number is the gold's main figure, or one its alternatives accept (named, or
+    inside a range "from 7 days to 10 days")."""
+    also = _alternatives(gold)
+    ranges = [(min(float(a), float(b)), max(float(a), float(b))) for a, b in _RANGE.findall(also)]
+    return (value in _figures(main_answer(gold)) and bool(also)) or value in _figures(also) \
+        or any(lo <= value <= hi for lo, hi in ranges)
+
+
+def _states_accepted_figure(text: str, gold: str) -> bool:
+    """Whether a text names a number the gold's alternatives accept (a gold without any is
+    told apart by ``_overlaps`` alone)."""
+    return bool(_alternatives(gold)) and any(_accepts_figure(gold, v) for v in _figures(text))
+
+
 def _wrong_figure(gold: str, rng: random.Random) -> str | None:
-    m = _FIGURE.search(gold)
+    """The gold's main answer with its figure changed to one the whole gold does not
+    accept."""
+    main = main_answer(gold)
+    m = _FIGURE.search(main)
     if m is not None:
         value = float(m.group(0))
         delta = max(1.0, round(abs(value) * rng.uniform(0.3, 0.8)))
         new = value + delta * rng.choice((-1, 1)) if value > delta else value + delta
+        if _accepts_figure(gold, new):
+            # Past every number the gold names, so the wrong value is no alternative of it.
+            new = max(_figures(gold)) + delta
         text = str(int(new)) if new == int(new) and "." not in m.group(0) else f"{new:g}"
-        return gold[:m.start()] + text + gold[m.end():]
+        return main[:m.start()] + text + main[m.end():]
     for word, n in _WORD_NUMBERS.items():
-        if re.search(rf"\b{word}\b", gold, re.I):
-            other = rng.choice([w for w, k in _WORD_NUMBERS.items() if abs(k - n) >= 2])
-            return re.sub(rf"\b{word}\b", other, gold, count=1, flags=re.I)
+        if re.search(rf"\b{word}\b", main, re.I):
+            others = [w for w, k in _WORD_NUMBERS.items()
+                      if abs(k - n) >= 2 and not _accepts_figure(gold, k)]
+            if not others:
+                return None
+            return re.sub(rf"\b{word}\b", rng.choice(others), main, count=1, flags=re.I)
     return None
 
 
@@ -179,10 +237,19 @@ def _overlaps(a: str, b: str) -> bool:
     return not x or not y or x in y or y in x
 
 
+def _clashes(value: str, gold: str) -> bool:
+    """Whether a value could be read as what the gold accepts: it contains the gold's main
+    answer or is contained in the gold, or names a number the gold's alternatives accept."""
+    return (_overlaps(value, gold) or _overlaps(value, main_answer(gold))
+            or _states_accepted_figure(value, gold))
+
+
 def _same_shape_values(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> list[str]:
+    """The golds of the other questions of ``q``'s group, of its kind, whose main answers state
+    nothing ``q``'s gold accepts."""
     want = shape(q.gold)
     return sorted({p.gold for p in pool if p.group == q.group and p.id != q.id
-                   and shape(p.gold) == want and not _overlaps(p.gold, q.gold)})
+                   and shape(p.gold) == want and not _clashes(main_answer(p.gold), q.gold)})
 
 
 def wrong_value(q: GoldQuestion, pool: Sequence[GoldQuestion], salt: str) -> str | None:
@@ -196,10 +263,10 @@ def wrong_value(q: GoldQuestion, pool: Sequence[GoldQuestion], salt: str) -> str
         return "No" if verdict.group(1).lower() == "yes" else "Yes"
     made = (_wrong_date(q.gold, rng) if kind == "date"
             else _wrong_figure(q.gold, rng) if kind == "figure" else None)
-    if made is not None and not _overlaps(made, q.gold):
+    if made is not None and not _clashes(made, q.gold):
         return made
     values = _same_shape_values(q, pool)
-    return rng.choice(values) if values else None
+    return main_answer(rng.choice(values)) if values else None
 
 
 def _subject(q: GoldQuestion) -> str:
@@ -279,10 +346,11 @@ def _other_gold(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> str | None:
     """Another question's gold of the same group, said as the answer; None when there is
     none that differs from ``q``'s."""
     others = sorted(p.gold for p in pool if p.group == q.group and p.id != q.id
-                    and not _overlaps(p.gold, q.gold))
+                    and not _clashes(main_answer(p.gold), q.gold))
     if not others:
         return None
-    return f"It was {_as_said(rng_for(q.id, q.gold, 'other_gold').choice(others))}."
+    chosen = rng_for(q.id, q.gold, "other_gold").choice(others)
+    return f"It was {_as_said(main_answer(chosen))}."
 
 
 def _hedge(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> str | None:
@@ -294,7 +362,8 @@ def _hedge(q: GoldQuestion, pool: Sequence[GoldQuestion]) -> str | None:
     second = wrong_value(q, pool, "hedge-2")
     if not (first and second) or _overlaps(first, second):
         return None
-    names = [_as_said(first), _as_said(q.gold), _as_said(second)]
+    # The gold's main answer: its accepted alternatives would read as more values.
+    names = [_as_said(first), _as_said(main_answer(q.gold)), _as_said(second)]
     rng_for(q.id, q.gold, "hedge").shuffle(names)
     return f"It was either {names[0]}, {names[1]} or {names[2]}."
 

@@ -7,12 +7,20 @@ the bench's command line."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from lens.scoring.text.facts import AnswerText, match_fact
-from lens.scoring.wrong_answers import RIGHT_KINDS, WRONG_KINDS, GoldQuestion, build, build_all
+from lens.scoring.wrong_answers import (
+    RIGHT_KINDS,
+    WRONG_KINDS,
+    BuiltAnswer,
+    GoldQuestion,
+    build,
+    build_all,
+)
 from tests.support.beside import ROOT, require_beside
 
 QUESTIONS = [
@@ -40,6 +48,51 @@ def test_every_kind_is_built_and_the_same_data_builds_the_same_answers() -> None
             assert q.gold.lower() not in a.answer.lower(), a
         if a.kind == "hedge":
             assert q.gold.rstrip(".").lower() in a.answer.lower() and " or " in a.answer, a
+
+
+# LongMemEval's golds that name their own accepted alternatives (temporal-reasoning), as written.
+SELF_HEDGED = [
+    GoldQuestion("t/0", "How many days ago did I attend the baking class?",
+                 "17 days ago. 18 days (including the last day) is also acceptable.", "t"),
+    GoldQuestion("t/1", "How many days passed between the two trips?",
+                 "1 day. 2 days (including the last day) is also acceptable.", "t"),
+    GoldQuestion("t/2", "How many days had passed when I sold the bike?",
+                 "16 days. 17 days (including the last day) is also acceptable.", "t"),
+    GoldQuestion("t/3", "How long was I away?",
+                 "One week. Answers ranging from 7 days to 10 days are also acceptable.", "t"),
+    GoldQuestion("t/4", "How many days did the course take?",
+                 "7 days. 8 days (including the last day) is also acceptable.", "t"),
+]
+
+
+def _numbers(text: str) -> set[int]:
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+             "eight": 8, "nine": 9, "ten": 10, "twelve": 12}
+    return ({int(n) for n in re.findall(r"\d+", text)}
+            | {n for w, n in words.items() if re.search(rf"\b{w}\b", text, re.I)})
+
+
+def test_a_wrong_answer_states_no_value_the_gold_accepts() -> None:
+    accepted = {"t/0": {17, 18}, "t/1": {1, 2}, "t/2": {16, 17}, "t/3": {1, 7, 8, 9, 10},
+                "t/4": {7, 8}}
+    built = build_all(SELF_HEDGED)
+    assert {a.kind for a in built} >= {"specific", "other_gold", "hedge"}
+    for a in built:
+        if a.right:
+            continue
+        assert "acceptable" not in a.answer, a
+        named = _numbers(a.answer)
+        if a.kind == "hedge":
+            # The hedge names the gold's main answer among two values the gold does not accept.
+            main = SELF_HEDGED[int(a.question_id[2:])].gold.split(".")[0]
+            assert main.lower() in a.answer.lower(), a
+            named -= _numbers(main)
+        assert not named & accepted[a.question_id], a
+        if a.question_id == "t/4":
+            assert "one week" not in a.answer.lower(), a  # 7 days
+    specific = {a.question_id: a.answer for a in built if a.kind == "specific"}
+    # "1 day" moved by its smallest step would be "2 day", an answer the gold accepts.
+    assert specific["t/1"] != "It was 2 day." and _numbers(specific["t/1"]) - {1, 2}
 
 
 def test_the_gold_of_another_question_comes_from_the_same_conversation() -> None:
@@ -112,3 +165,21 @@ def test_judge_verdicts_of_a_stopped_run_are_counted(tmp_path: Path) -> None:
     out = tmp_path / "judge-local.jsonl"
     write_judge_local(raw, out)
     assert _resume(out) == {"a#vague": 1.0, "b#gold": 1.0, "c#hedge": 0.0, "d#gold": None}
+
+
+def test_a_grade_of_an_answer_worded_otherwise_is_not_counted() -> None:
+    from bench.wrong_answers import answer_key, table
+
+    now = BuiltAnswer("longmemeval/q#specific", "longmemeval/q", "specific", "It was 6 days ago.")
+    before = BuiltAnswer(now.id, now.question_id, now.kind,
+                         "It was 6 days ago. 18 days (including the last day) is also acceptable.")
+    right = BuiltAnswer("longmemeval/q#gold", "longmemeval/q", "gold", "17 days ago.")
+    assert answer_key(now) != answer_key(before) and answer_key(now).startswith(now.id + "~")
+    graded = {"judge-local": {answer_key(before): 1.0, answer_key(right): 1.0}}
+    row = next(line for line in table([now, right], graded).splitlines()
+               if line.startswith("| longmemeval | judge-local"))
+    assert "(0/0)" not in row and "- |" in row and "100% (1/1)" in row, row
+    graded["judge-local"][answer_key(now)] = 0.0
+    row = next(line for line in table([now, right], graded).splitlines()
+               if line.startswith("| longmemeval | judge-local"))
+    assert "0% (0/1)" in row, row
