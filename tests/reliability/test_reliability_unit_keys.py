@@ -5,11 +5,13 @@ question the killed run had not stored, and the run ends with all eight, once ea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -45,6 +47,9 @@ def test_sigkill_then_resume_asks_every_question_of_colliding_looking_units(
         q["prompt"] += f" [scope {q['scope_id']}]"
     ds = write_json(tmp_path / "ds.json", data)
     slow = {"on": True}
+    # Scope b|c's first answers are held until the test has killed the run: its units are
+    # mid-way at the kill however long scope c takes on a busy machine.
+    held = threading.Event()
     asked: Counter[str] = Counter()
 
     def respond(req: RecordedRequest) -> Reply:
@@ -53,12 +58,14 @@ def test_sigkill_then_resume_asks_every_question_of_colliding_looking_units(
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if turn == 0:
             asked[prompt] += 1
-            # Scope b|c answers slowly in the first run: its units are mid-way at the kill.
-            delay = 30.0 if slow["on"] and "[scope b|c]" in prompt else 0.0
-            return Reply.tool_call("memory_search", {"query": "widget count"}, delay_s=delay)
+            if slow["on"] and "[scope b|c]" in prompt:
+                held.wait(300)
+            return Reply.tool_call("memory_search", {"query": "widget count"})
         return Reply.text("The widget count is 40 [c_ep_004].")
 
-    with FakeOpenAI(respond) as server:
+    # The ExitStack closes first: held replies are let go before the server joins its threads.
+    with FakeOpenAI(respond) as server, contextlib.ExitStack() as release:
+        release.callback(held.set)
         cfg = tmp_path / "run.yaml"
         cfg.write_text(yaml.safe_dump({
             "name": "keys", "dataset": {"path": str(ds)},
@@ -81,6 +88,8 @@ def test_sigkill_then_resume_asks_every_question_of_colliding_looking_units(
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        slow["on"] = False
+        held.set()  # the held replies go to the killed run's closed connections
         assert run_dir is not None
         store = RunStore.open(run_dir)
         done_units = store.done_keys("unit_done")
