@@ -14,15 +14,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
 from lens.core import plugins, yamlhints
 from lens.core.errors import ConfigError, Problem, did_you_mean
+from lens.core.fields import unset
 from lens.core.redact import SECRET_KEY
 from lens.core.yamlguard import GuardedLoader, YamlRefused
 from lens.data.overrides import COMMAND_LINE, Overrides, apply, origin
@@ -77,15 +76,8 @@ class BudgetConfig(_Section):
     max_seconds: float = Field(default=300.0, gt=0)
     # The fixed reader's model's context window in tokens, for a model whose window lens does
     # not know (lens/runner/reader.py); written only when set.
-    context_window: int | None = Field(default=None, ge=1)
-
-    @model_serializer(mode="wrap")
-    def _set_window_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Budgets (and the run conditions that hold them) stay as they were without it.
-        data: dict[str, Any] = handler(self)
-        if data.get("context_window") is None:
-            data.pop("context_window", None)
-        return data
+    # Budgets (and the run conditions that hold them) stay as they were without it.
+    context_window: int | None = Field(default=None, ge=1, exclude_if=unset)
 
 
 class ModelConfig(_Section):
