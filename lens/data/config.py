@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import types
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -20,7 +21,7 @@ from pydantic import (
 )
 
 from lens.core import plugins, yamlhints
-from lens.core.errors import ConfigError, Problem, did_you_mean
+from lens.core.errors import ConfigError, Problem, did_you_mean, unknown_options
 from lens.core.fields import unset
 from lens.core.redact import SECRET_KEY
 from lens.core.yamlguard import GuardedLoader, YamlRefused
@@ -154,6 +155,14 @@ class ModelConfig(_Section):
     @property
     def name(self) -> str:
         return self.model.split("/", 1)[1]
+
+    def backend_options(self, known: Collection[str]) -> dict[str, Any]:
+        """A copy of ``options`` for a backend that reads the ``known`` ones: another name is a
+        typo that would be ignored, so it stops the run with the close spelling."""
+        unknown = sorted(set(self.options) - set(known))
+        if unknown:
+            raise ConfigError(f"model {self.model!r}: {unknown_options(unknown, known)}")
+        return dict(self.options)
 
 
 # The judge prompt versions a judge may be asked under (their texts:
