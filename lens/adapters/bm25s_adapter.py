@@ -25,7 +25,7 @@ from lens.adapters.chunking import (
     unit_items,
     unit_results,
 )
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
 from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
 from lens.core.distribution import install_hint
@@ -149,12 +149,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
             return unit_items(list(self._units))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword"], filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"BM25 keyword search (bm25s) over {unit}",
-        )
+        return self.opts.capabilities(["keyword"], "BM25 keyword search (bm25s)")
 
 
 class Bm25sChunkedAdapter(Bm25sAdapter):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from lens.adapters.chunking import Unit, search_ranked
 from lens.adapters.embedder import EmbedderOptions
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
 from lens.adapters.options import UnitOptions
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapters.vector import VectorAdapter
@@ -102,15 +102,9 @@ class HybridAdapter(SyncMemoryAdapter):
         return self.keyword.list_memory(scope_id, checkpoint)
 
     def get_capabilities(self) -> CapabilityManifest:
-        chunked = self.opts.chunk_chars is not None
-        unit = "chunks (refs episode_id#cN)" if chunked else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword", "semantic", "hybrid"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"reciprocal-rank fusion (k={self.opts.rrf_k}) of BM25 and "
-                        f"{self.semantic.embedder.label} cosine over {unit}",
-        )
+        return self.opts.capabilities(
+            ["keyword", "semantic", "hybrid"], f"reciprocal-rank fusion (k={self.opts.rrf_k}) "
+            f"of BM25 and {self.semantic.embedder.label} cosine")
 
     def close(self) -> None:
         self.keyword.close()

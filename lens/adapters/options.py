@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lens.adapters.filters import DATE_FILTERS
+from lens.memory.adapter import CapabilityManifest
+
 
 class UnitOptions(BaseModel):
     """The options of an adapter that searches units of episodes: how many results, how much
@@ -18,3 +21,11 @@ class UnitOptions(BaseModel):
     chunk_chars: int | None = Field(default=None, ge=100,
                                     description="split episodes into chunks of this size")
     chunk_overlap: int = Field(default=150, ge=0)
+
+    def capabilities(self, modes: list[str], how: str) -> CapabilityManifest:
+        """The manifest of a search over units: ``how`` it ranks, over whole episodes or
+        chunks, with the date filters and the memory listing every such adapter has."""
+        unit = "chunks (refs episode_id#cN)" if self.chunk_chars else "whole episodes"
+        return CapabilityManifest(search_modes=modes, filter_fields=list(DATE_FILTERS),
+                                  max_results=self.max_results, memory_listing=True,
+                                  description=f"{how} over {unit}")

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
 from lens.adapters.embedder import Embedder, EmbedderOptions
-from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
+from lens.adapters.filters import DateRange, search_bounds
 from lens.adapters.hybrid import rrf
 from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
@@ -277,13 +277,7 @@ class PostgresAdapter(MemoryAdapter):
                      None: "pgvector when available"}[self.pgvector]
             label = self.embedder.label if self.embedder is not None else ""
             how = f"{self.opts.search} search ({label}), vectors in {store}"
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=modes,
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"PostgreSQL {how} over {unit}",
-        )
+        return self.opts.capabilities(modes, f"PostgreSQL {how}")
 
     async def aclose(self) -> None:
         async with self._connect_lock:

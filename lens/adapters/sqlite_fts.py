@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
 from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
 from lens.data.dataset import Episode, parse_timestamp
@@ -264,13 +264,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             return int(self.db.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"SQLite FTS5 keyword search with BM25 ranking over {unit}",
-        )
+        return self.opts.capabilities(["keyword"], "SQLite FTS5 keyword search with BM25 ranking")
 
     def close(self) -> None:
         with self._lock:

@@ -31,7 +31,7 @@ from lens.adapters.chunking import (
     unit_items,
 )
 from lens.adapters.embedder import Embedder, EmbedderOptions
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
 from lens.adapters.options import UnitOptions
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
@@ -197,13 +197,8 @@ class VectorAdapter(SyncMemoryAdapter):
             return unit_items(list(self._units.values()))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["semantic"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"dense retrieval ({self.embedder.label}, cosine) over {unit}",
-        )
+        return self.opts.capabilities(["semantic"],
+                                      f"dense retrieval ({self.embedder.label}, cosine)")
 
     def close(self) -> None:
         self.embedder.close()
