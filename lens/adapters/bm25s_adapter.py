@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from lens.adapters.chunking import (
     Unit,
@@ -25,7 +25,8 @@ from lens.adapters.chunking import (
     unit_items,
     unit_results,
 )
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
+from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
@@ -42,14 +43,7 @@ from lens.memory.listing import MemoryListing
 DEFAULT_CHUNK_CHARS = 1200
 
 
-class Bm25sOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100,
-                                    description="split episodes into chunks of this size")
-    chunk_overlap: int = Field(default=150, ge=0)
+class Bm25sOptions(UnitOptions):
     k1: float = Field(default=1.5, gt=0, description="BM25 term-frequency saturation")
     b: float = Field(default=0.75, ge=0, le=1, description="BM25 length normalisation")
 
@@ -155,12 +149,7 @@ class Bm25sAdapter(SyncMemoryAdapter):
             return unit_items(list(self._units))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword"], filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"BM25 keyword search (bm25s) over {unit}",
-        )
+        return self.opts.capabilities(["keyword"], "BM25 keyword search (bm25s)")
 
 
 class Bm25sChunkedAdapter(Bm25sAdapter):

@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from lens.adapters.filters import DateRange, search_bounds
+from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import best_window, query_terms
 from lens.data.dataset import Episode
 from lens.memory.adapter import Document, SearchResult
@@ -120,17 +121,12 @@ def unit_results(hits: list[tuple[Unit, float]], query: str,
                          score=score, metadata=unit_meta(u)) for u, score in hits]
 
 
-class ResultOptions(Protocol):
-    """The options a search over ranked units reads."""
-
-    max_results: int
-    snippet_chars: int
 
 
 UnitRanking = Callable[[str, DateRange, int], list[tuple[Unit, float]]]
 
 
-def search_ranked(ranked: UnitRanking, opts: ResultOptions, query: str,
+def search_ranked(ranked: UnitRanking, opts: UnitOptions, query: str,
                   filters: dict[str, Any] | None, limit: int | None) -> list[SearchResult]:
     """The search of an adapter that ranks units: the bounds every shipped adapter reads, then
     the ``k`` best units of ``ranked(query, dates, k)`` as results."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from lens.adapters.embedding import DEFAULT_MODEL, Matrix, MiniLMEncoder, shared_encoder, window
 from lens.adapters.static_embedding import StaticEncoder, shared_static_encoder
@@ -30,6 +31,22 @@ from lens.models.cache import default_cache_dir
 NO_CACHE = "none"
 ENCODERS = ("contextual", "static")
 EncoderKind = Literal["contextual", "static"]
+
+
+class EmbedderOptions(BaseModel):
+    """The options of an adapter that embeds with :class:`Embedder`: the model, the encoder
+    and where the vectors are cached."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default=DEFAULT_MODEL, description="packaged model name or model folder")
+    encoder: EncoderKind = Field(
+        default="contextual", description="'contextual': the model over each text (best "
+        "quality, a few texts/s on a CPU); 'static': token vectors distilled once from the "
+        "model, averaged (hundreds of texts/s, reads whole texts, less precise)")
+    embedding_cache: str | None = Field(
+        default=None, description="cache file; default embeddings.sqlite in lens's cache folder "
+        "($LENS_CACHE_DIR, else $XDG_CACHE_HOME/lens); 'none' keeps it in memory")
 
 
 def default_cache_path() -> Path:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from lens.adapters.chunking import Unit, search_ranked
-from lens.adapters.embedder import EncoderKind
-from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.embedder import EmbedderOptions
+from lens.adapters.filters import DateRange
+from lens.adapters.options import UnitOptions
 from lens.adapters.sqlite_fts import SqliteFtsAdapter
 from lens.adapters.vector import VectorAdapter
 from lens.data.dataset import Episode
@@ -32,20 +32,12 @@ from lens.memory.listing import MemoryListing
 DEFAULT_CHUNK_CHARS = 1000
 
 
-class HybridOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class HybridOptions(EmbedderOptions, UnitOptions):
+    """The keyword leg's ``path``, the vector leg's embedding options, and how they are fused."""
 
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: larger flattens rank weight")
     candidates: int = Field(default=30, ge=1, le=500, description="units each leg ranks")
     path: str | None = Field(default=None, description="FTS database file; in memory when unset")
-    model: str = DEFAULT_MODEL
-    encoder: EncoderKind = Field(default="contextual", description="the vector leg's encoder: "
-                                 "'contextual' or 'static' (see the vector adapter)")
-    embedding_cache: str | None = None
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100)
-    chunk_overlap: int = Field(default=150, ge=0)
 
 
 class HybridChunkedOptions(HybridOptions):
@@ -110,15 +102,9 @@ class HybridAdapter(SyncMemoryAdapter):
         return self.keyword.list_memory(scope_id, checkpoint)
 
     def get_capabilities(self) -> CapabilityManifest:
-        chunked = self.opts.chunk_chars is not None
-        unit = "chunks (refs episode_id#cN)" if chunked else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword", "semantic", "hybrid"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"reciprocal-rank fusion (k={self.opts.rrf_k}) of BM25 and "
-                        f"{self.semantic.embedder.label} cosine over {unit}",
-        )
+        return self.opts.capabilities(
+            ["keyword", "semantic", "hybrid"], f"reciprocal-rank fusion (k={self.opts.rrf_k}) "
+            f"of BM25 and {self.semantic.embedder.label} cosine")
 
     def close(self) -> None:
         self.keyword.close()

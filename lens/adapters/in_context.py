@@ -45,9 +45,11 @@ class RecencyOptions(BaseModel):
 
 
 class _Timeline(SyncMemoryAdapter):
-    """Episodes kept in timestamp order (ties in arrival order)."""
+    """Episodes kept in timestamp order (ties in arrival order); a search returns the newest,
+    at most ``cap`` of them, as the baseline ``fit`` makes them results."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
         self._lock = threading.Lock()
         self._episodes: list[Episode] = []
         self._keys: list[tuple[float, int]] = []
@@ -70,10 +72,19 @@ class _Timeline(SyncMemoryAdapter):
             self._episodes.insert(i, episode)
             self._by_id[episode.episode_id] = episode
 
-    def newest_first(self, filters: dict[str, Any] | None) -> list[Episode]:
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
+    ) -> list[SearchResult]:
         dates = DateRange.from_filters(filters)
         with self._lock:
-            return [e for e in reversed(self._episodes) if dates.admits(e.timestamp)]
+            newest = [e for e in reversed(self._episodes) if dates.admits(e.timestamp)]
+        return self.fit(newest[:min(limit or self._cap, self._cap)])
+
+    def fit(self, episodes: list[Episode]) -> list[SearchResult]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
 
     def retrieve(self, ref_id: str) -> Document | None:
         with self._lock:
@@ -83,6 +94,11 @@ class _Timeline(SyncMemoryAdapter):
         with self._lock:
             return unit_items([Unit(e.episode_id, e.episode_id, e.timestamp, e.text)
                                for e in self._episodes])
+
+    def get_capabilities(self) -> CapabilityManifest:
+        return CapabilityManifest(search_modes=["recency"], filter_fields=list(DATE_FILTERS),
+                                  max_results=self._cap, memory_listing=True,
+                                  description=self.describe())
 
 
 def _result(ep: Episode, text: str | None = None) -> SearchResult:
@@ -98,15 +114,12 @@ class FullContextAdapter(_Timeline):
 
     def __init__(self, **options: Any) -> None:
         self.opts = read_options(self, FullContextOptions, options)
-        super().__init__()
+        super().__init__(self.opts.max_results)
 
-    def search(
-        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
-    ) -> list[SearchResult]:
-        k = min(limit or self.opts.max_results, self.opts.max_results)
+    def fit(self, episodes: list[Episode]) -> list[SearchResult]:
         out: list[SearchResult] = []
         left = self.opts.max_chars
-        for ep in self.newest_first(filters)[:k]:
+        for ep in episodes:
             if left <= 0:
                 break
             if len(ep.text) <= left:
@@ -117,14 +130,9 @@ class FullContextAdapter(_Timeline):
                 break
         return out
 
-    def get_capabilities(self) -> CapabilityManifest:
-        return CapabilityManifest(
-            search_modes=["recency"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=(f"full-context baseline: search ignores the query and returns every "
-                         f"episode, newest first, up to {self.opts.max_chars} characters"),
-        )
+    def describe(self) -> str:
+        return (f"full-context baseline: search ignores the query and returns every episode, "
+                f"newest first, up to {self.opts.max_chars} characters")
 
 
 class RecencyAdapter(_Timeline):
@@ -132,19 +140,11 @@ class RecencyAdapter(_Timeline):
 
     def __init__(self, **options: Any) -> None:
         self.opts = read_options(self, RecencyOptions, options)
-        super().__init__()
+        super().__init__(self.opts.n)
 
-    def search(
-        self, query: str, filters: dict[str, Any] | None = None, limit: int | None = None
-    ) -> list[SearchResult]:
-        k = min(limit or self.opts.n, self.opts.n)
-        return [_result(ep) for ep in self.newest_first(filters)[:k]]
+    def fit(self, episodes: list[Episode]) -> list[SearchResult]:
+        return [_result(ep) for ep in episodes]
 
-    def get_capabilities(self) -> CapabilityManifest:
-        return CapabilityManifest(
-            search_modes=["recency"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.n, memory_listing=True,
-            description=(f"recency baseline: search ignores the query and returns the latest "
-                         f"{self.opts.n} episodes, newest first"),
-        )
+    def describe(self) -> str:
+        return (f"recency baseline: search ignores the query and returns the latest "
+                f"{self.opts.n} episodes, newest first")

@@ -30,9 +30,9 @@ from typing import Any, cast
 from pydantic import ConfigDict, Field
 
 from lens.adapters.chunking import Unit, episode_units, split_ref
-from lens.adapters.embedder import Embedder, EncoderKind
-from lens.adapters.embedding import DEFAULT_MODEL
+from lens.adapters.embedder import Embedder, EmbedderOptions
 from lens.adapters.filters import DATE_FILTERS, search_bounds
+from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import best_window, query_terms
 from lens.core.distribution import install_hint
 from lens.core.envscope import environment
@@ -54,21 +54,13 @@ SYNTHETIC_PREFIX = "mem0:"
 _COLLECTION = "lens"
 
 
-class Mem0Options(RunCacheOptions):
+class Mem0Options(RunCacheOptions, EmbedderOptions, UnitOptions):
     model_config = ConfigDict(extra="forbid")
 
     path: str | None = Field(default=None, description="folder for mem0's stores; temporary "
                              "(removed at close) when unset")
     llm: dict[str, Any] | None = Field(default=None, description="a lens model config; "
                                        "enables LLM extraction mode")
-    model: str = DEFAULT_MODEL
-    encoder: EncoderKind = Field(default="contextual", description="'contextual' or 'static' "
-                                 "(see the vector adapter)")
-    embedding_cache: str | None = None
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100)
-    chunk_overlap: int = Field(default=150, ge=0)
     max_cost_usd: float | None = Field(
         default=None, gt=0, description="stop mem0's extraction calls past this known spend (its "
         "client is its own: the run's max_cost_usd does not count them)")

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
-from lens.adapters.embedder import Embedder, EncoderKind
-from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange, search_bounds
+from lens.adapters.embedder import Embedder, EmbedderOptions
+from lens.adapters.filters import DateRange, search_bounds
 from lens.adapters.hybrid import rrf
+from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
@@ -49,22 +49,12 @@ if TYPE_CHECKING:
     import asyncpg
 
 
-class PostgresOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PostgresOptions(EmbedderOptions, UnitOptions):
     dsn: str | None = Field(default=None, description="postgresql://user@host:port/database")
     search: Literal["keyword", "vector", "hybrid"] = "hybrid"
     schema_prefix: str = Field(default="lens", pattern=r"^[a-z_][a-z0-9_]{0,40}$")
     keep_schema: bool = False
     text_search_config: str = Field(default="english", pattern=r"^[a-z_]+$")
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100)
-    chunk_overlap: int = Field(default=150, ge=0)
-    model: str = DEFAULT_MODEL
-    encoder: EncoderKind = Field(default="contextual", description="'contextual' or 'static' "
-                                 "(see the vector adapter)")
-    embedding_cache: str | None = None
     rrf_k: int = Field(default=60, ge=1)
     candidates: int = Field(default=30, ge=1, le=500)
     pool_size: int = Field(default=4, ge=1, le=64)
@@ -287,13 +277,7 @@ class PostgresAdapter(MemoryAdapter):
                      None: "pgvector when available"}[self.pgvector]
             label = self.embedder.label if self.embedder is not None else ""
             how = f"{self.opts.search} search ({label}), vectors in {store}"
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=modes,
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"PostgreSQL {how} over {unit}",
-        )
+        return self.opts.capabilities(modes, f"PostgreSQL {how}")
 
     async def aclose(self) -> None:
         async with self._connect_lock:

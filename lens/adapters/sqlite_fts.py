@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from lens.adapters.chunking import Unit, episode_units, split_ref, unit_items, unit_results
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.filters import DateRange
+from lens.adapters.options import UnitOptions
 from lens.adapters.snippet import TOKEN
 from lens.data.dataset import Episode, parse_timestamp
 from lens.memory.adapter import (
@@ -40,15 +41,8 @@ DEFAULT_CHUNK_CHARS = 1200
 TOKENIZE = "unicode61"
 
 
-class SqliteFtsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SqliteFtsOptions(UnitOptions):
     path: str | None = Field(default=None, description="database file; in memory when unset")
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100,
-                                    description="split episodes into chunks of this size")
-    chunk_overlap: int = Field(default=150, ge=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -270,13 +264,7 @@ class SqliteFtsAdapter(SyncMemoryAdapter):
             return int(self.db.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["keyword"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"SQLite FTS5 keyword search with BM25 ranking over {unit}",
-        )
+        return self.opts.capabilities(["keyword"], "SQLite FTS5 keyword search with BM25 ranking")
 
     def close(self) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from lens.adapters.chunking import (
     Unit,
@@ -30,9 +30,9 @@ from lens.adapters.chunking import (
     unit_document,
     unit_items,
 )
-from lens.adapters.embedder import Embedder, EncoderKind
-from lens.adapters.embedding import DEFAULT_MODEL
-from lens.adapters.filters import DATE_FILTERS, DateRange
+from lens.adapters.embedder import Embedder, EmbedderOptions
+from lens.adapters.filters import DateRange
+from lens.adapters.options import UnitOptions
 from lens.data.dataset import Episode
 from lens.memory.adapter import (
     CapabilityManifest,
@@ -46,21 +46,7 @@ from lens.memory.listing import MemoryListing
 DEFAULT_CHUNK_CHARS = 1000
 
 
-class VectorOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(default=DEFAULT_MODEL, description="packaged model name or model folder")
-    encoder: EncoderKind = Field(
-        default="contextual", description="'contextual': the model over each text (best "
-        "quality, a few texts/s on a CPU); 'static': token vectors distilled once from the "
-        "model, averaged (hundreds of texts/s, reads whole texts, less precise)")
-    embedding_cache: str | None = Field(
-        default=None, description="cache file; default embeddings.sqlite in lens's cache folder "
-        "($LENS_CACHE_DIR, else $XDG_CACHE_HOME/lens); 'none' keeps it in memory")
-    max_results: int = Field(default=10, ge=1, le=100)
-    snippet_chars: int = Field(default=600, ge=50)
-    chunk_chars: int | None = Field(default=None, ge=100)
-    chunk_overlap: int = Field(default=150, ge=0)
+class VectorOptions(EmbedderOptions, UnitOptions):
     batch_size: int = Field(default=32, ge=1, le=512)
     max_seq_length: int | None = Field(default=None, ge=16, le=512)
 
@@ -211,13 +197,8 @@ class VectorAdapter(SyncMemoryAdapter):
             return unit_items(list(self._units.values()))
 
     def get_capabilities(self) -> CapabilityManifest:
-        unit = "chunks (refs episode_id#cN)" if self.opts.chunk_chars else "whole episodes"
-        return CapabilityManifest(
-            search_modes=["semantic"],
-            filter_fields=list(DATE_FILTERS),
-            max_results=self.opts.max_results, memory_listing=True,
-            description=f"dense retrieval ({self.embedder.label}, cosine) over {unit}",
-        )
+        return self.opts.capabilities(["semantic"],
+                                      f"dense retrieval ({self.embedder.label}, cosine)")
 
     def close(self) -> None:
         self.embedder.close()

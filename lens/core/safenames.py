@@ -9,6 +9,7 @@ Messages never quote the name raw: it may hold terminal escapes or a secret a se
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from lens.core.redact import quoted, shown
@@ -57,45 +58,48 @@ def child(folder: Path, name: object, what: str, suffix: str = "") -> Path:
 def new_folder_problems(out: Path, flag: str) -> list[str]:
     """Why ``out`` cannot be made as a new folder: it exists (a dangling link counts), a part
     of it is over 255 bytes, or a folder above it is a file or a dangling link."""
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
-        return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
-                "shorter name"]
-    if out.is_symlink() or out.exists():
-        return [f"{flag} {shown(out, 200)}: exists already (a dangling link counts); give a new "
-                "folder"]
-    return _above(out, flag)
+    return _path_problems(out, flag, [
+        (lambda p: p.is_symlink() or p.exists(),
+         "exists already (a dangling link counts); give a new folder")])
 
 
 def folder_problems(out: Path, flag: str) -> list[str]:
     """Why files cannot be written into the folder ``out`` (made when missing): it is a file
     or a dangling link, a part of it is over 255 bytes, or a folder above it is a file."""
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
-        return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
-                "shorter name"]
-    if out.is_symlink() and not out.exists():
-        return [f"{flag} {shown(out, 200)}: a dangling link; give a folder"]
-    if out.exists():
-        return [] if out.is_dir() else [f"{flag} {shown(out, 200)}: is a file, not a folder; "
-                                        "give a folder"]
-    return _above(out, flag)
+    return _path_problems(out, flag, [
+        (_dangling, "a dangling link; give a folder"),
+        (lambda p: p.exists() and not p.is_dir(), "is a file, not a folder; give a folder")])
 
 
 def file_problems(out: Path, flag: str) -> list[str]:
     """Why a file cannot be written at ``out`` (replacing a file there): it is a folder or a
     dangling link, a part of it is over 255 bytes, or a folder above it is a file."""
+    return _path_problems(out, flag, [
+        (_dangling, "a dangling link; give a file path"),
+        (Path.is_dir, "is a folder; give a file path")])
+
+
+def _path_problems(out: Path, flag: str,
+                   faults: list[tuple[Callable[[Path], bool], str]]) -> list[str]:
+    """The first of ``faults`` (a test of the path and what to say when it holds) that ``out``
+    has, else what is wrong above it. The length comes first: a file system refuses to look up
+    a part over 255 bytes."""
     if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in out.parts):
         return [f"{flag} {shown(out, 200)}: a part of the path is over 255 bytes; give a "
                 "shorter name"]
-    if out.is_symlink() and not out.exists():
-        return [f"{flag} {shown(out, 200)}: a dangling link; give a file path"]
-    if out.is_dir():
-        return [f"{flag} {shown(out, 200)}: is a folder; give a file path"]
+    for fault, why in faults:
+        if fault(out):
+            return [f"{flag} {shown(out, 200)}: {why}"]
     return _above(out, flag)
+
+
+def _dangling(path: Path) -> bool:
+    return path.is_symlink() and not path.exists()
 
 
 def _above(out: Path, flag: str) -> list[str]:
     for parent in out.parents:
-        if parent.is_symlink() and not parent.exists():
+        if _dangling(parent):
             return [f"{flag} {shown(out, 200)}: {shown(parent, 200)} is a dangling link"]
         if parent.exists():
             return [] if parent.is_dir() else [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import types
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -14,15 +15,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
 from lens.core import plugins, yamlhints
-from lens.core.errors import ConfigError, Problem, did_you_mean
+from lens.core.errors import ConfigError, Problem, did_you_mean, unknown_options
+from lens.core.fields import unset
 from lens.core.redact import SECRET_KEY
 from lens.core.yamlguard import GuardedLoader, YamlRefused
 from lens.data.overrides import COMMAND_LINE, Overrides, apply, origin
@@ -77,15 +77,8 @@ class BudgetConfig(_Section):
     max_seconds: float = Field(default=300.0, gt=0)
     # The fixed reader's model's context window in tokens, for a model whose window lens does
     # not know (lens/runner/reader.py); written only when set.
-    context_window: int | None = Field(default=None, ge=1)
-
-    @model_serializer(mode="wrap")
-    def _set_window_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Budgets (and the run conditions that hold them) stay as they were without it.
-        data: dict[str, Any] = handler(self)
-        if data.get("context_window") is None:
-            data.pop("context_window", None)
-        return data
+    # Budgets (and the run conditions that hold them) stay as they were without it.
+    context_window: int | None = Field(default=None, ge=1, exclude_if=unset)
 
 
 class ModelConfig(_Section):
@@ -162,6 +155,14 @@ class ModelConfig(_Section):
     @property
     def name(self) -> str:
         return self.model.split("/", 1)[1]
+
+    def backend_options(self, known: Collection[str]) -> dict[str, Any]:
+        """A copy of ``options`` for a backend that reads the ``known`` ones: another name is a
+        typo that would be ignored, so it stops the run with the close spelling."""
+        unknown = sorted(set(self.options) - set(known))
+        if unknown:
+            raise ConfigError(f"model {self.model!r}: {unknown_options(unknown, known)}")
+        return dict(self.options)
 
 
 # The judge prompt versions a judge may be asked under (their texts:

@@ -23,11 +23,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    SerializerFunctionWrapHandler,
     field_validator,
-    model_serializer,
 )
 
+from lens.core.fields import unset
 from lens.data.dataset_hash import fields_hash
 
 if TYPE_CHECKING:
@@ -152,16 +151,8 @@ class GroundTruth(_Model):
         default_factory=list, max_length=MAX_FACTS)
     # The decisive claim of the answer (yes/no, the direction of a change, the cause named or
     # ruled out, the action); optional. See docs/datasets.md.
-    conclusion: Annotated[str | None, Field(max_length=MAX_FACT_CHARS),
+    conclusion: Annotated[str | None, Field(max_length=MAX_FACT_CHARS, exclude_if=unset),
                           AfterValidator(_check_conclusion)] = None
-
-    @model_serializer(mode="wrap")
-    def _drop_absent_conclusion(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Ground truth without a conclusion dumps (and hashes) as it always did.
-        data: dict[str, Any] = handler(self)
-        if data.get("conclusion") is None:
-            data.pop("conclusion", None)
-        return data
 
 
 class AgentQuestion(_Model):
@@ -184,11 +175,11 @@ class Question(_Model):
     meta: Meta = Field(default_factory=dict)
     # When the question is asked (optional; naive times are UTC). The agent is told it as
     # "now"; without it, "now" is the time of the checkpoint's last episode.
-    asked_at: datetime | None = None
+    asked_at: datetime | None = Field(default=None, exclude_if=unset)
     # Episodes dated after ``asked_at`` may be ingested before the question: a benchmark whose
     # official protocol gives the whole haystack whatever its dates (LongMemEval). Without it,
     # such an episode is a problem of the question (a future leak). See docs/datasets.md.
-    allow_later_episodes: bool = False
+    allow_later_episodes: bool = Field(default=False, exclude_if=unset)
 
     @field_validator("prompt")
     @classmethod
@@ -201,16 +192,6 @@ class Question(_Model):
     @classmethod
     def _parse_asked_at(cls, v: Any) -> datetime | None:
         return None if v is None else _timestamp(v)
-
-    @model_serializer(mode="wrap")
-    def _drop_absent_timing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A question without a time dumps (and hashes) as it always did.
-        data: dict[str, Any] = handler(self)
-        if data.get("asked_at") is None:
-            data.pop("asked_at", None)
-        if not data.get("allow_later_episodes"):
-            data.pop("allow_later_episodes", None)
-        return data
 
     def for_agent(self, checkpoint_time: datetime | None = None) -> AgentQuestion:
         """The question as the agent sees it; ``checkpoint_time`` (the timestamp of the last

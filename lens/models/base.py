@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
+
+from lens.core.fields import unset
 
 Role = Literal["system", "user", "assistant", "tool"]
 CallRole = Literal["agent", "judge", "adapter"]
@@ -114,19 +116,12 @@ class Usage(BaseModel):
     # The counts the provider sent unreadable (a string, a negative number): each is the most
     # the call can have used (see lens.models.openai_backend), so budgets and cost caps still
     # bite; empty when every count was reported.
-    unknown: list[str] = Field(default_factory=list)
+    # Written only when something is unknown: cached and recorded usage stays as it was.
+    unknown: list[str] = Field(default_factory=list, exclude_if=unset)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-    @model_serializer(mode="wrap")
-    def _reported_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Written only when something is unknown: cached and recorded usage stays as it was.
-        data: dict[str, Any] = handler(self)
-        if not data.get("unknown"):
-            data.pop("unknown", None)
-        return data
 
 
 class Completion(BaseModel):

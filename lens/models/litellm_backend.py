@@ -12,7 +12,7 @@ from typing import Any
 
 from lens.core.distribution import install_hint
 from lens.core.envscope import environment
-from lens.core.errors import ConfigError, unknown_options
+from lens.core.errors import ConfigError
 from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
@@ -71,10 +71,7 @@ class LiteLLMClient:
     tool_choice_required = True
 
     def __init__(self, config: ModelConfig) -> None:
-        options = dict(config.options)
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
+        options = config.backend_options(_OPTIONS)
         self._litellm = import_litellm()
         self.model = config.name
         self.config = config

@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 
 import openai
 
-from lens.core.errors import ConfigError, unknown_options
+from lens.core.errors import ConfigError
 from lens.core.logs import get_logger
 from lens.core.tokens import estimate_tokens
 from lens.data.config import ModelConfig
@@ -253,10 +253,7 @@ class OpenAIClient:
     def __init__(self, config: ModelConfig) -> None:
         self.model = config.name
         self.config = config
-        options = dict(config.options)
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
+        options = config.backend_options(_OPTIONS)
         extra = options.get("extra_body")
         if extra is not None and not isinstance(extra, dict):
             raise ConfigError(f"model {config.model!r}: options.extra_body must be a mapping of "

@@ -32,17 +32,17 @@ class BudgetMeter:
 
     def before_model_call(self) -> str | None:
         """The name of the exhausted limit that forbids another model call, or None."""
-        if self.turns >= self.limits.max_turns:
-            return "max_turns"
-        if self.agent_tokens >= self.limits.max_agent_tokens:
-            return "max_agent_tokens"
-        return self._time_up()
+        return self._exhausted("max_turns", "max_agent_tokens")
 
     def before_tool_call(self) -> str | None:
-        if self.tool_calls >= self.limits.max_tool_calls:
-            return "max_tool_calls"
-        if self.payload_bytes >= self.limits.max_payload_bytes:
-            return "max_payload_bytes"
+        return self._exhausted("max_tool_calls", "max_payload_bytes")
+
+    def _exhausted(self, *names: str) -> str | None:
+        # used() is the one place that pairs each limit with its counter.
+        used = self.used()
+        for name in names:
+            if used[name] >= getattr(self.limits, name):
+                return name
         return self._time_up()
 
     def used(self) -> dict[str, float]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
+from lens.core.fields import unset
 from lens.models.base import Message
 
 
@@ -38,14 +39,7 @@ class ModelCallRecord(_Record):
     cost_usd: float | None = None
     # Counts the provider's reply gave unreadable: the tokens above are then the most the call
     # can have cost (lens.models.base.Usage.unknown). Written only when not empty.
-    usage_unknown: list[str] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _known_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if not data.get("usage_unknown"):
-            data.pop("usage_unknown", None)
-        return data
+    usage_unknown: list[str] = Field(default_factory=list, exclude_if=unset)
 
 
 class BudgetOutcome(_Record):

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from lens.claims.arithmetic import Arithmetic, compute
 from lens.claims.check import CheckResult, read_claims
@@ -25,21 +25,24 @@ from lens.core.distribution import version as lens_version
 from lens.core.errors import UserError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.flow.bundle.archive import read_archive, write_archive
-from lens.flow.bundle.contents import MANIFEST, FileEntry, dumps, files_digest, sha256
+from lens.flow.bundle.contents import (
+    MANIFEST,
+    ArchiveManifest,
+    FileEntry,
+    check_digest,
+    check_files,
+    dumps,
+    files_digest,
+    sha256,
+)
 
 FORMAT = "lens.claims-bundle/1"
 REQUIRED = ("claims.json", "report.md", "report.html")
 
 
-class ClaimsBundleManifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ClaimsBundleManifest(ArchiveManifest):
     format: str = FORMAT
-    created_at: str
-    lens_version: str
     reader: str
-    files: dict[str, FileEntry]
-    digest: str
 
 
 def export_claims(result: CheckResult, out_dir: Path) -> Path:
@@ -99,32 +102,12 @@ def verify_claims_bundle(path: Path, digest: str | None = None) -> ClaimsVerific
     except ValidationError as exc:
         return ClaimsVerification(None, [*problems, f"{MANIFEST}: not a valid claims bundle "
                                          f"manifest ({exc.errors()[0]['msg']})"])
-    _check_files(manifest, files, problems)
+    check_files(manifest, files, REQUIRED, "a claims bundle", problems)
     out = ClaimsVerification(manifest, problems)
-    if digest is not None and digest.strip().lower() != manifest.digest:
-        problems.append(f"{MANIFEST}: digest {manifest.digest} is not the published one "
-                        f"({digest.strip()})")
+    check_digest(manifest, digest, problems)
     if not problems:
         _recompute(files, out)
     return out
-
-
-def _check_files(manifest: ClaimsBundleManifest, files: dict[str, bytes],
-                 problems: list[str]) -> None:
-    for p, entry in sorted(manifest.files.items()):
-        data = files.get(p)
-        if data is None:
-            problems.append(f"{p}: listed in {MANIFEST} but missing from the archive")
-        elif len(data) != entry.bytes or sha256(data) != entry.sha256:
-            problems.append(f"{p}: its content differs from {MANIFEST}: changed after export")
-    for p in sorted(set(files) - set(manifest.files) - {MANIFEST}):
-        problems.append(f"{p}: in the archive but not listed in {MANIFEST}: added after export")
-    for p in REQUIRED:
-        if p not in manifest.files:
-            problems.append(f"{p}: a claims bundle must hold it")
-    if files_digest(manifest.files) != manifest.digest:
-        problems.append(f"{MANIFEST}: its digest does not match its file list: edited after "
-                        "export")
 
 
 def _recompute(files: dict[str, bytes], out: ClaimsVerification) -> None:

@@ -24,7 +24,13 @@ from lens.core.errors import DatasetError
 from lens.core.jsonguard import JsonRefused, loads_guarded
 from lens.data.dataset_load import load_dataset
 from lens.flow.bundle.archive import read_archive
-from lens.flow.bundle.contents import MANIFEST, REQUIRED, BundleManifest, files_digest, sha256
+from lens.flow.bundle.contents import (
+    MANIFEST,
+    REQUIRED,
+    BundleManifest,
+    check_digest,
+    check_files,
+)
 from lens.scoring.foundations.types import RunScores
 
 
@@ -55,26 +61,6 @@ def _split(members: dict[str, bytes], problems: list[str]) -> tuple[str, dict[st
         return "", {}
     top = tops[0]
     return top, {n.split("/", 1)[1]: b for n, b in members.items() if "/" in n}
-
-
-def _check_files(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]) -> None:
-    for path, entry in sorted(manifest.files.items()):
-        data = files.get(path)
-        if data is None:
-            problems.append(f"{path}: listed in {MANIFEST} but missing from the archive")
-        elif len(data) != entry.bytes or sha256(data) != entry.sha256:
-            problems.append(f"{path}: its content differs from {MANIFEST} (sha256 "
-                            f"{sha256(data)[:16]}…, expected {entry.sha256[:16]}…): changed "
-                            "after export")
-    for path in sorted(set(files) - set(manifest.files) - {MANIFEST}):
-        problems.append(f"{path}: in the archive but not listed in {MANIFEST}: added after "
-                        "export")
-    for path in (*REQUIRED, manifest.dataset_file):
-        if path not in manifest.files:
-            problems.append(f"{path}: a bundle must hold it, and {MANIFEST} does not list it")
-    if files_digest(manifest.files) != manifest.digest:
-        problems.append(f"{MANIFEST}: its digest does not match its file list: edited after "
-                        "export")
 
 
 def _check_dataset(manifest: BundleManifest, files: dict[str, bytes], problems: list[str]
@@ -265,7 +251,7 @@ def verify_bundle(path: Path, digest: str | None = None) -> Verification:
     except ValidationError as exc:
         problems.append(f"{MANIFEST}: not a valid bundle manifest ({exc.errors()[0]['msg']})")
         return Verification(None, top, files, problems)
-    _check_files(manifest, files, problems)
+    check_files(manifest, files, (*REQUIRED, manifest.dataset_file), "a bundle", problems)
     warnings: list[str] = []
     recorded = verdict_events(files.get("run/events.jsonl", b""))
     _check_claims(manifest, files, recorded, problems, warnings)
@@ -273,7 +259,5 @@ def verify_bundle(path: Path, digest: str | None = None) -> Verification:
     _check_scores(files, problems)
     records = sum(1 for line in files.get("run/records.jsonl", b"").splitlines() if line.strip())
     verdicts = {m: len(v) for m, v in recorded.items()}
-    if digest is not None and digest.strip().lower() != manifest.digest:
-        problems.append(f"{MANIFEST}: digest {manifest.digest} is not the published one "
-                        f"({digest.strip()})")
+    check_digest(manifest, digest, problems)
     return Verification(manifest, top, files, problems, warnings, records, verdicts)

@@ -24,14 +24,13 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
-from lens.memory.contract import ContractBreach
 from lens.memory.executor.frames import CallOutcome, CallRequest, Reply, WorkerInit
 from lens.memory.executor.remote import (
     MAX_REPLY_BYTES,
-    AdapterCallError,
     AdapterWorkerLost,
     RemoteAdapter,
     RemoteTraceback,
+    worker_result,
 )
 from lens.memory.executor.worker import _HEADER, encode_frame
 
@@ -177,11 +176,7 @@ class ProcessAdapter(RemoteAdapter):
             self._pending.pop(call_id, None)
         if "lost" in reply:
             raise AdapterWorkerLost(reply["lost"])
-        if reply.get("breach"):
-            raise ContractBreach(str(reply["error"]))
-        if "error" in reply:
-            raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
-        return reply.get("ok")
+        return worker_result(reply)
 
     async def _stacks(self) -> str:
         process, path = self._process, self._stack_file

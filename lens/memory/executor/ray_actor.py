@@ -17,13 +17,13 @@ from typing import Any, TypedDict
 
 from lens.core.distribution import install_hint
 from lens.core.errors import ConfigError
-from lens.memory.contract import ContractBreach
 from lens.memory.executor.frames import CallOutcome
 from lens.memory.executor.remote import (
     AdapterCallError,
     AdapterWorkerLost,
     RemoteAdapter,
     RemoteTraceback,
+    worker_result,
 )
 
 _init_lock = threading.Lock()
@@ -125,11 +125,7 @@ class RayAdapter(RemoteAdapter):
         except ray.exceptions.RayTaskError as exc:
             # Ray's text holds the adapter's traceback: the error's cause, so errors/ shows it.
             raise AdapterCallError(f"{type(exc).__name__}: {exc}", str(exc))  # noqa: B904
-        if reply.get("breach"):
-            raise ContractBreach(str(reply["error"]))
-        if "error" in reply:
-            raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
-        return reply.get("ok")
+        return worker_result(reply)
 
     async def _stop(self) -> None:
         handle, self._handle = self._handle, None

@@ -22,6 +22,8 @@ import anyio
 
 from lens.data.dataset import Episode
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.memory.contract import ContractBreach
+from lens.memory.executor.frames import CallOutcome
 from lens.memory.executor.worker import handling
 from lens.memory.listing import MemoryListing, read_listing
 
@@ -60,6 +62,15 @@ class AdapterCallError(Exception):
         self.traceback_text = traceback_text
         if traceback_text:
             self.__cause__ = RemoteTraceback(traceback_text)
+
+
+def worker_result(reply: CallOutcome) -> Any:
+    """The result a worker's reply carries, or the error it reports, raised in the driver."""
+    if reply.get("breach"):
+        raise ContractBreach(str(reply["error"]))
+    if "error" in reply:
+        raise AdapterCallError(str(reply["error"]), str(reply.get("traceback", "")))
+    return reply.get("ok")
 
 
 T = TypeVar("T")
