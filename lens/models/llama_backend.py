@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 
 from lens.core.cpu import idle_cores
-from lens.core.errors import ConfigError, unknown_options
+from lens.core.errors import ConfigError
 from lens.data.config import ModelConfig
 from lens.models.base import Completion, CompletionRequest, ModelError, Usage
 from lens.models.llama_decode import eval_prompt, greedy_constrained, last_logits
@@ -158,10 +158,7 @@ class LlamaCppClient:
     wall_clock_timeout = False
 
     def __init__(self, config: ModelConfig) -> None:
-        opts = dict(config.options)
-        unknown = sorted(set(opts) - set(_OPTIONS))
-        if unknown:
-            raise ConfigError(f"model {config.model!r}: {unknown_options(unknown, _OPTIONS)}")
+        opts = config.backend_options(_OPTIONS)
         self.model = config.name
         self.config = config
         models_dir = opts.get("models_dir")
