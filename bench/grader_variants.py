@@ -9,6 +9,14 @@
   answer states a finer date inside it ("27 May 2023"): the finer date states the coarser. Not
   the reverse: a gold "27 May 2023" is not stated by "May 2023".
 - ``split-dates``: ``split`` with the same date reading for its exact golds.
+- ``matcher+yes``: what an offline grader built on lens's per-fact judge prompt would be: the
+  matcher credits what it finds stated, and every other pair is the local judge's reading
+  (``judge-local``: P(yes) at the threshold, lens.scoring.judging.judge_prompts.LOCAL_YES_AT as
+  shipped).
+- ``local+yes``: the shipped offline grader's cheap checks (empty answer, the matcher, exact
+  golds left to the matcher, abstentions, bare values;
+  lens.scoring.grading.offline_grader.cheap_grade) first, the local judge's P(yes) for the rest
+  in place of the offline prompt's P(present).
 
 These exist only in the bench, to measure choices before any of them reaches lens's shipped
 grader (whose scores are pinned).
@@ -107,6 +115,37 @@ def _matcher_dates(rows: dict[str, GradedFact], matcher: Saved) -> Saved:
             for rid, s in matcher.items() if rid in rows}
 
 
+def _matcher_yes(rows: dict[str, GradedFact], matcher: Saved, judge: Saved) -> Saved:
+    out: Saved = {}
+    for rid, saved in judge.items():
+        if rid not in rows or rid not in matcher:
+            continue
+        out[rid] = ({"id": rid, "grade": 1.0, "method": "matcher"}
+                    if matcher[rid]["grade"] == 1.0 else saved)
+    return out
+
+
+def _local_yes(rows: dict[str, GradedFact], judge: Saved) -> Saved:
+    from lens.scoring.grading.offline_grader import FactTask, cheap_grade
+
+    out: Saved = {}
+    for rid, saved in judge.items():
+        row = rows.get(rid)
+        if row is None:
+            continue
+        settled = [cheap_grade(FactTask(row.question, form, row.answer)) for form in row.forms()]
+        # A form the cheap checks credit credits the fact; the judge reads the fact when any
+        # form is left open (it was asked about every form at once).
+        if any(g is not None and g.grade == 1.0 for g in settled):
+            out[rid] = {"id": rid, "grade": 1.0, "method": "matcher"}
+        elif None not in settled:
+            out[rid] = {"id": rid, "grade": 0.0,
+                        "method": next(g.method for g in settled if g is not None)}
+        else:
+            out[rid] = saved
+    return out
+
+
 # Each variant: the saved graders it reads, and how it reads them.
 VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "split": (("matcher", "either"),
@@ -114,6 +153,8 @@ VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "matcher-dates": (("matcher",), _matcher_dates),
     "split-dates": (("matcher", "either"),
                     lambda rows, m, e: _split(rows, m, e, dates=True)),
+    "matcher+yes": (("matcher", "judge-local"), _matcher_yes),
+    "local+yes": (("judge-local",), _local_yes),
 }
 
 
