@@ -276,14 +276,20 @@ def with_intervals(rows: list[GradedFact], grades: dict[str, float | None],
     return point, out
 
 
-def choose_threshold(sources: dict[str, list[GradedFact]], saved: Saved, left_out: str
-                     ) -> float | None:
-    """The threshold that does best on the sources other than ``left_out``."""
+def choose_threshold(sources: dict[str, list[GradedFact]], saved: Saved, left_out: str,
+                     prefer: float | None = None) -> float | None:
+    """The threshold that does best on the sources other than ``left_out``; among thresholds
+    that do equally well there, the one nearest ``prefer`` (the shipped threshold, chosen on
+    none of these sources), else the lowest."""
     others = [s for s in sources if s != left_out]
     if not thresholded(saved) or not others:
         return None
     best: tuple[float, float] | None = None
-    for t in THRESHOLDS:
+    # Where the other sources cannot tell thresholds apart (short answers the model reads far
+    # from any threshold), the lowest of a tie would be an arbitrary extreme, not a choice.
+    order = sorted(THRESHOLDS, key=lambda t: abs(t - prefer)) if prefer is not None \
+        else THRESHOLDS
+    for t in order:
         scores = []
         for s in others:
             rows = [r for r in choice_rows(sources[s]) if r.id in saved]
@@ -325,7 +331,7 @@ def report(sources: dict[str, list[GradedFact]], saved: dict[str, Saved],
             mine = [r for r in rows_m if r.id in grades]
             if not mine:
                 continue
-            chosen = choose_threshold(sources, grades, source)
+            chosen = choose_threshold(sources, grades, source, shipped_at(name))
             # A thresholded grader is shown at the threshold chosen on the other sources and
             # at the one lens ships (P(present): chosen on lens-v2's dev half; P(yes): on
             # LoCoMo's answers known to be wrong).

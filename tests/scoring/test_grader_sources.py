@@ -78,6 +78,11 @@ def test_a_threshold_is_chosen_on_the_other_sources_only() -> None:
     saved = {**sa, **sb}
     assert 0.1 < choose_threshold(sources, saved, "a") <= 0.3
     assert 0.7 < choose_threshold(sources, saved, "b") <= 0.9
+    # Thresholds the other sources cannot tell apart: the one nearest the shipped threshold,
+    # not the lowest of them.
+    assert choose_threshold(sources, saved, "b") == 0.75
+    assert choose_threshold(sources, saved, "b", prefer=0.85) == 0.85
+    assert choose_threshold(sources, saved, "a", prefer=0.5) == 0.3
 
 
 def test_intervals_hold_the_point_and_lens_v2_is_measured_on_its_held_out_half() -> None:
