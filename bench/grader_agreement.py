@@ -370,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subset-of", metavar="GRADER",
                     help="only the facts GRADER has graded in --work (to compare graders on the "
                          "part of each source a slow grader reached)")
+    ap.add_argument("--measured-only", action="store_true",
+                    help="grade only the rows a source's agreement is reported on (lens-v2: its "
+                         "held-out half); each threshold is then chosen on the third-party "
+                         "sources alone (lens-v2's dev half lends it nothing)")
     ap.add_argument("--report-only", action="store_true",
                     help="grade nothing: report the grades already in --work (a run cut short "
                          "is reported on the facts it graded; the facts column says how many)")
@@ -394,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.subset_of:
         reached = _resume(saved_path(args.work, args.subset_of))
         sources = {name: [r for r in rows if r.id in reached] for name, rows in sources.items()}
+    if args.measured_only:
+        sources = {name: measured(rows) for name, rows in sources.items()}
     for name, rows in sources.items():
         print(f"{name}: {len(rows)} facts of {len({r.answer_id for r in rows})} answers")
     args.work.mkdir(parents=True, exist_ok=True)

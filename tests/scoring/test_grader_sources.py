@@ -206,7 +206,7 @@ def test_the_judge_and_the_variants_are_reported_through_the_command_line(
     for source in ("mab-ruler-qa", "memobase-locomo"):
         assert f"{source}: 4 facts of 4 answers" in out.stdout
         assert f"| {source} | judge-local | — | 4 | " in out.stdout
-        assert f"| {source} | either | 0.50 (shipped) | 4 |" in out.stdout
+        assert f"| {source} | either | 0.60 (shipped) | 4 |" in out.stdout
         for name in ("split", "matcher-dates", "split-dates"):
             assert f"| {source} | {name} |" in out.stdout
     # A judge that agrees with the source's judge on every answer (of both verdicts).
