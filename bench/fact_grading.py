@@ -8,7 +8,8 @@ the project) and grades every (question, fact, answer) with:
 - ``local``: the offline grader (lens.scoring.grading.offline_grader), its model probabilities saved
   so thresholds can be studied without running the model again;
 - ``judge-local``: lens's per-fact judge prompt (judge_prompts.FACT_GRADE_TEMPLATE) through the
-  judge runner with the local model as the judge (grammar-constrained JSON).
+  judge runner with the local model as the judge, read by its P(yes) (saved per fact, so the
+  grade can be read again at another threshold).
 
 Per-fact Cohen's kappa, precision and recall of "present" (grade >= 0.5) and answer-level
 Pearson r (mean grade per answer) are given on the whole set and on its two halves: answers are

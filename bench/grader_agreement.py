@@ -8,16 +8,18 @@ Pearson r of the grader's fact recall against the judge's mean grade, each with 
 bootstrap interval over the source's answers; and, where the source graded the same answers
 twice, the same statistics of its second judge against its first.
 
-Leave one source out: a grader with a threshold (``local``: the offline grader's
-``present_at`` on the model's P(present); ``judge-local``: P(yes) of lens's per-fact judge
-prompt, shipped at ``LOCAL_YES_AT``) is read, on each source, at the threshold that does best
-on the other sources (the mean over them of (kappa + r) / 2), never at one chosen on the
-source itself, and at the threshold lens ships. On ``lens-v2`` only the held-out half is
-measured: the offline grader's prompt and model were chosen on its dev half
-(bench.fact_grading).
+Leave one source out: a grader with a threshold (``local``, ``judge-local`` and the variants
+read from them: the model's P(yes) of lens's per-fact judge prompt, shipped at
+``LOCAL_YES_AT``, the offline grader's ``present_at``) is read, on each source, at the
+threshold that does best on the other sources (the mean over them of (kappa + r) / 2), never
+at one chosen on the source itself, and at the threshold lens ships. On ``lens-v2`` only the
+held-out half is measured: the offline grader's version 1 was chosen on its dev half
+(bench.fact_grading), which lends itself to the other sources' choices unless
+``--measured-only`` leaves it ungraded.
 
     python -m bench.grader_agreement --graders matcher,local --answers 60 \\
-        [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR]
+        [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR] \\
+        [--measured-only]
 
 Graders: ``matcher``; ``local`` (the shipped offline grader); ``local-open`` and ``either``
 (the model also reads pairs the shipped grader settles without it); ``judge-local`` (lens's
