@@ -68,6 +68,11 @@ def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
     assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
     assert cheap_grade(FactTask(Q, "early August, 2023", "August 2023")) is None
     assert cheap_grade(FactTask(Q, "drama and romance", "Drama.")) is None
+    assert cheap_grade(FactTask(Q, "The Friday before 23 January, 2022", "14 January 2022")) is None
+    # Values listed bare claim nothing (the real model credited this list at P(yes) 0.62).
+    listed = cheap_grade(FactTask(Q, "auth p99 latency climbed from 224 ms to 531 ms",
+                                  "CHG-5382, 224 ms, 531 ms, 2024-03-17 [s_ep_010] [s_ep_027]"))
+    assert listed is not None and (listed.grade, listed.method) == (0.0, "no_claim")
 
 
 def test_abstention_needs_a_short_answer_without_figures() -> None:

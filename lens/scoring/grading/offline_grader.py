@@ -7,6 +7,8 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
    whose words the answer restates (80% or more) but that the matcher rejects (denied,
    reversed, about another subject) is the matcher's: 0;
 3. an answer that abstains ("I do not have enough information") grades 0: it states nothing;
+   so does one that only lists three or more values and references ("CHG-5382, 224 ms,
+   531 ms [e1]");
 4. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
    prompt (judge_prompts.FACT_GRADE_TEMPLATE: does the answer state the key fact, yes /
    partly / no) and its probability that the reply's next word is ``yes`` is read, normalised
@@ -93,7 +95,7 @@ class FactTask:
 class FactGrade:
     # 1, 0.5, 0, or None when the model call failed (unknown, never 0).
     grade: float | None
-    # "empty", "matcher", "abstain", "model" or "error": which check settled it.
+    # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
     method: str
     # The model's probabilities of "yes" (the fact is present) and "partly".
     p_present: float | None = None
@@ -127,6 +129,21 @@ def abstains(answer: str) -> bool:
             and _ABSTAIN.search(text) is not None)
 
 
+_VALUE = re.compile(r"\S*\d\S*")
+_REF = re.compile(r"\[[^\[\]]*\]")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def bare_list(answer: str) -> bool:
+    """Three or more values and references listed with (almost) no words between them:
+    "CHG-5382, 224 ms, 531 ms [e1]" asserts nothing about what they measure. A short answer
+    that is one value or one date ("14 January 2022", "Drama.") is a claim, read by the
+    model."""
+    items = [part for part in re.split(r"[,;]", _REF.sub(" ", answer)) if _VALUE.search(part)]
+    words = _WORD.findall(_VALUE.sub(" ", _REF.sub(" ", answer)))
+    return len(items) >= 3 and len(words) < 3
+
+
 def grade_from(p_present: float, present_at: float = PRESENT_AT,
                partial_at: float = PARTIAL_AT) -> float:
     if p_present >= present_at:
@@ -138,11 +155,11 @@ def grade_from(p_present: float, present_at: float = PRESENT_AT,
 
 def cheap_grade(task: FactTask) -> FactGrade | None:
     """The grade the cheap checks settle (empty, the matcher's credit, a restated fact the
-    matcher rejects, abstention), or None when the model must read the answer. Any other fact
-    the matcher misses goes to the model, short golds, dates and figures included: on graded
-    third-party answers the model, reading "August 2023" for "early August, 2023" or "Drama."
-    for "drama and romance", agreed with the sources' judges where the matcher's misses did
-    not (docs/scoring.md)."""
+    matcher rejects, abstention, a bare list of values), or None when the model must read the
+    answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
+    included: on graded third-party answers the model, reading "August 2023" for "early
+    August, 2023" or "Drama." for "drama and romance", agreed with the sources' judges where
+    the matcher's misses did not (docs/scoring.md)."""
     if not task.answer.strip():
         return FactGrade(0.0, "empty")
     match = match_fact(task.fact, AnswerText(task.answer))
@@ -155,6 +172,8 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
         return FactGrade(0.0, "matcher", reason=f"the matcher rejects it: {match.reason}")
     if abstains(task.answer):
         return FactGrade(0.0, "abstain")
+    if bare_list(task.answer):
+        return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
     return None
 
 
