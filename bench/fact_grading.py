@@ -8,7 +8,8 @@ the project) and grades every (question, fact, answer) with:
 - ``local``: the offline grader (lens.scoring.grading.offline_grader), its model probabilities saved
   so thresholds can be studied without running the model again;
 - ``judge-local``: lens's per-fact judge prompt (judge_prompts.FACT_GRADE_TEMPLATE) through the
-  judge runner with the local model as the judge (grammar-constrained JSON).
+  judge runner with the local model as the judge, read by its P(yes) (saved per fact, so the
+  grade can be read again at another threshold).
 
 Per-fact Cohen's kappa, precision and recall of "present" (grade >= 0.5) and answer-level
 Pearson r (mean grade per answer) are given on the whole set and on its two halves: answers are
@@ -134,12 +135,28 @@ def grade_judge_local(rows: list[dict[str, Any]], path: Path, threads: int) -> C
                 spent += time.perf_counter() - started
                 v = verdicts.get(task.key(judge.model))
                 out.write(json.dumps({"id": r["id"], "grade": GRADE_POINTS.get(v.value)
-                                      if v else None, "raw": v.raw if v else None}) + "\n")
+                                      if v else None, "raw": v.raw if v else None,
+                                      **judge_probabilities(v.raw if v else None)}) + "\n")
                 out.flush()
                 print(f"judge-local: {n}/{len(todo)}, {spent:.0f} s", flush=True)
 
     eventloop.run(main)
     return spent, len(todo), len(todo)
+
+
+def judge_probabilities(raw: str | None) -> dict[str, Any]:
+    """A local judge's verdict read from its probabilities (judge_prompts.local_fact_verdict:
+    the raw text holds P(yes), P(partly), P(no)) as saved fields, with ``method`` "model", so
+    the grade can be read again at another P(yes) threshold without running the model; {} for
+    a verdict the judge wrote."""
+    try:
+        given = json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(given, dict) or not isinstance(given.get("p_yes"), float | int):
+        return {}
+    return {"method": "model", **{k: float(given[k]) for k in ("p_yes", "p_partly", "p_no")
+                                  if isinstance(given.get(k), float | int)}}
 
 
 def _grade(g: dict[str, Any]) -> float | None:

@@ -8,20 +8,24 @@ Pearson r of the grader's fact recall against the judge's mean grade, each with 
 bootstrap interval over the source's answers; and, where the source graded the same answers
 twice, the same statistics of its second judge against its first.
 
-Leave one source out: a grader with a threshold (``local``: the offline grader's
-``present_at`` on the model's P(present)) is read, on each source, at the threshold that does
-best on the other sources (the mean over them of (kappa + r) / 2), never at one chosen on the
-source itself. On ``lens-v2`` only the held-out half is measured: the offline grader's prompt
-and model were chosen on its dev half (bench.fact_grading).
+Leave one source out: a grader with a threshold (``local``, ``judge-local`` and the variants
+read from them: the model's P(yes) of lens's per-fact judge prompt, shipped at
+``LOCAL_YES_AT``, the offline grader's ``present_at``) is read, on each source, at the
+threshold that does best on the other sources (the mean over them of (kappa + r) / 2), never
+at one chosen on the source itself, and at the threshold lens ships. On ``lens-v2`` only the
+held-out half is measured: the offline grader's version 1 was chosen on its dev half
+(bench.fact_grading), which lends itself to the other sources' choices unless
+``--measured-only`` leaves it ungraded.
 
     python -m bench.grader_agreement --graders matcher,local --answers 60 \\
-        [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR]
+        [--threads 2] [--work runs/grader_agreement] [--sources DIR] [--lens-v2 DIR] \\
+        [--measured-only]
 
 Graders: ``matcher``; ``local`` (the shipped offline grader); ``local-open`` and ``either``
 (the model also reads pairs the shipped grader settles without it); ``judge-local`` (lens's
-per-fact judge prompt with the local model as the judge); and the variants of
-bench.grader_variants (``split``, ``matcher-dates``, ``split-dates``), read from the saved
-grades of the graders they name.
+per-fact judge prompt with the local model as the judge, read from its P(yes)); and the
+variants of bench.grader_variants (``split``, ``matcher-dates``, ``split-dates``,
+``matcher+yes``, ``local+yes``), read from the saved grades of the graders they name.
 
 ``--answers N`` grades at most N answers of each source (chosen by a hash of their ids); grades
 are kept in ``--work`` and a re-run resumes. ``--subset-of GRADER`` reports every grader on the
@@ -54,7 +58,8 @@ from bench.grader_sources import (
     sample,
 )
 from bench.grader_variants import VARIANTS, variant
-from lens.scoring.grading.offline_grader import PRESENT_AT as SHIPPED_PRESENT_AT
+from lens.scoring.grading.offline_grader import PRESENT_AT
+from lens.scoring.judging.judge_prompts import LOCAL_YES_AT, judge_prompts_hash
 from lens.stats.fact_agreement import FactAgreement, fact_agreement
 from lens.stats.resample import rng_for
 
@@ -191,12 +196,33 @@ GRADE_FNS: dict[str, Callable[[list[GradedFact], Path, int], tuple[float, int]]]
     "either": grade_either, "judge-local": grade_judge_local}
 
 
+def probability(saved: dict[str, Any]) -> float | None:
+    """The model's probability a saved grade rests on: P(present) of the offline grader's
+    prompt, P(yes) of lens's judge prompt."""
+    p = saved.get("p_present", saved.get("p_yes"))
+    return None if p is None else float(p)
+
+
 def reading(saved: dict[str, Any], threshold: float | None) -> float | None:
     """A saved grade, a model grade read again at ``threshold`` (None: as saved)."""
-    if threshold is not None and saved.get("method") == "model" and saved.get("p_present") \
-            is not None:
-        return 1.0 if saved["p_present"] >= threshold else 0.0
+    p = probability(saved)
+    if threshold is not None and saved.get("method") == "model" and p is not None:
+        return 1.0 if p >= threshold else 0.0
     return saved.get("grade")
+
+
+def shipped_at(name: str) -> float:
+    """The threshold lens ships for the probability grader ``name`` reads."""
+    bases = VARIANTS[name][0] if name in VARIANTS else (name,)
+    return LOCAL_YES_AT if "judge-local" in bases else PRESENT_AT
+
+
+def saved_path(work: Path, name: str) -> Path:
+    """Where a grader's grades are kept in ``work``; the local judge's under lens's judge
+    prompts hash, so verdicts reached under other wording are never resumed."""
+    if name == "judge-local":
+        return work / f"judge-local-{judge_prompts_hash()}.jsonl"
+    return work / f"{name}.jsonl"
 
 
 def thresholded(saved: Saved) -> bool:
@@ -252,14 +278,20 @@ def with_intervals(rows: list[GradedFact], grades: dict[str, float | None],
     return point, out
 
 
-def choose_threshold(sources: dict[str, list[GradedFact]], saved: Saved, left_out: str
-                     ) -> float | None:
-    """The threshold that does best on the sources other than ``left_out``."""
+def choose_threshold(sources: dict[str, list[GradedFact]], saved: Saved, left_out: str,
+                     prefer: float | None = None) -> float | None:
+    """The threshold that does best on the sources other than ``left_out``; among thresholds
+    that do equally well there, the one nearest ``prefer`` (the shipped threshold, chosen on
+    none of these sources), else the lowest."""
     others = [s for s in sources if s != left_out]
     if not thresholded(saved) or not others:
         return None
     best: tuple[float, float] | None = None
-    for t in THRESHOLDS:
+    # Where the other sources cannot tell thresholds apart (short answers the model reads far
+    # from any threshold), the lowest of a tie would be an arbitrary extreme, not a choice.
+    order = sorted(THRESHOLDS, key=lambda t: abs(t - prefer)) if prefer is not None \
+        else THRESHOLDS
+    for t in order:
         scores = []
         for s in others:
             rows = [r for r in choice_rows(sources[s]) if r.id in saved]
@@ -301,19 +333,20 @@ def report(sources: dict[str, list[GradedFact]], saved: dict[str, Saved],
             mine = [r for r in rows_m if r.id in grades]
             if not mine:
                 continue
-            chosen = choose_threshold(sources, grades, source)
+            chosen = choose_threshold(sources, grades, source, shipped_at(name))
             # A thresholded grader is shown at the threshold chosen on the other sources and
-            # at the one it ships with (chosen on lens-v2's dev half).
+            # at the one lens ships (P(present): chosen on lens-v2's dev half; P(yes): on
+            # LoCoMo's answers known to be wrong).
             readings = [(chosen, "left-out choice")] if chosen is None else [
                 (chosen, f"{chosen:.2f} (chosen on the others)"),
-                (SHIPPED_PRESENT_AT, f"{SHIPPED_PRESENT_AT:.2f} (shipped)")]
+                (shipped_at(name), f"{shipped_at(name):.2f} (shipped)")]
             for t, shown in readings:
                 read = {r.id: reading(grades[r.id], t) for r in mine}
                 _, iv = with_intervals(mine, read, labels, f"{source}/{name}")
                 lines.append([source, name, "—" if t is None else shown, str(len(mine)),
                               iv["kappa"].text(), iv["precision"].text(),
                               iv["recall"].text(), iv["answer_r"].text()])
-    table = md_table(["source (measured)", "grader", "present_at",
+    table = md_table(["source (measured)", "grader", "threshold",
                       "facts", "kappa", "precision", "recall", "answer r"], lines)
     cost_lines = [f"{name}: {s / n:.2f} s per model-graded fact over {n} (load average "
                   f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
@@ -339,6 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subset-of", metavar="GRADER",
                     help="only the facts GRADER has graded in --work (to compare graders on the "
                          "part of each source a slow grader reached)")
+    ap.add_argument("--measured-only", action="store_true",
+                    help="grade only the rows a source's agreement is reported on (lens-v2: its "
+                         "held-out half); each threshold is then chosen on the third-party "
+                         "sources alone (lens-v2's dev half lends it nothing)")
     ap.add_argument("--report-only", action="store_true",
                     help="grade nothing: report the grades already in --work (a run cut short "
                          "is reported on the facts it graded; the facts column says how many)")
@@ -361,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     sources = {name: sample(rows, args.answers) for name, rows in found.items()
                if not wanted or name in wanted}
     if args.subset_of:
-        reached = _resume(args.work / f"{args.subset_of}.jsonl")
+        reached = _resume(saved_path(args.work, args.subset_of))
         sources = {name: [r for r in rows if r.id in reached] for name, rows in sources.items()}
+    if args.measured_only:
+        sources = {name: measured(rows) for name, rows in sources.items()}
     for name, rows in sources.items():
         print(f"{name}: {len(rows)} facts of {len({r.answer_id for r in rows})} answers")
     args.work.mkdir(parents=True, exist_ok=True)
@@ -373,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded: dict[str, Saved] = {}
     costs: dict[str, tuple[float, int]] = {}
     for name in graded:
-        path = args.work / f"{name}.jsonl"
+        path = saved_path(args.work, name)
         if not args.report_only:
             costs[name] = GRADE_FNS[name](every, path, args.threads)
         loaded[name] = _resume(path)

@@ -1,7 +1,8 @@
 """Grader variants read from graders' saved grades, for bench.grader_agreement: no model call.
 
 - ``split``: the matcher alone decides a gold that is a bare figure, id or date
-  (lens.scoring.grading.offline_grader.is_exact_fact); every other gold is credited when the matcher
+  (``is_exact_fact``, the rule of lens's previous offline grader); every other gold is
+  credited when the matcher
   credits it or the model's P(present) reaches the threshold (the ``either`` grader's
   readings, in which the model read every pair the matcher did not credit, short phrases and
   abstentions included).
@@ -9,9 +10,18 @@
   answer states a finer date inside it ("27 May 2023"): the finer date states the coarser. Not
   the reverse: a gold "27 May 2023" is not stated by "May 2023".
 - ``split-dates``: ``split`` with the same date reading for its exact golds.
+- ``matcher+yes``: lens's offline grader as it ships: its cheap checks (an empty answer, the
+  matcher's credit, a restated fact the matcher rejects, an abstention:
+  lens.scoring.grading.offline_grader.cheap_grade) and, for
+  every other pair, the local judge's reading (``judge-local``: P(yes) of lens's per-fact judge
+  prompt, the offline grader's prompt, at the threshold; LOCAL_YES_AT as shipped), from the
+  saved verdicts.
+- ``local+yes``: the previous offline grader's cheap checks (``previous_cheap_grade``: also a
+  bare figure, id or date the matcher misses graded 0, and an answer of bare values "no
+  claim") first, the local judge's P(yes) for the rest.
 
 These exist only in the bench, to measure choices before any of them reaches lens's shipped
-grader (whose scores are pinned).
+grader (whose scores are pinned); the previous grader's rules live here for them.
 """
 
 from __future__ import annotations
@@ -77,9 +87,43 @@ def finer_date_states(gold: str, answer: str) -> bool:
                for y, m, has_day in finer_dates(answer))
 
 
-def _exact(row: GradedFact) -> bool:
-    from lens.scoring.grading.offline_grader import is_exact_fact
+_ID_OR_FIGURE = re.compile(r"\S*\d\S*")
+_WORD = re.compile(r"[A-Za-z]+")
+_REF = re.compile(r"\[[^\[\]]*\]")
 
+
+def is_exact_fact(fact: str) -> bool:
+    """A bare figure, id or date, perhaps with its unit ("224 ms", "449 per hour", "CHG-5382",
+    "2024-03-22", "March 22"): the previous grader left these to the matcher alone."""
+    if not _ID_OR_FIGURE.search(fact):
+        return len(fact.split()) == 1 and any(c.isupper() for c in fact[1:])
+    return len(_WORD.findall(_ID_OR_FIGURE.sub(" ", fact))) <= 3
+
+
+def bare_values(answer: str) -> bool:
+    """Values and references with (almost) no words between them: "CHG-5382, 224 ms, 531 ms
+    [e1]" (and, as it happens, a one-word answer such as "Drama.")."""
+    words = _WORD.findall(_ID_OR_FIGURE.sub(" ", _REF.sub(" ", answer)))
+    return len([w for w in words if len(w) > 2]) < 3
+
+
+def previous_cheap_grade(task: Any) -> Any:
+    """The previous offline grader's cheap checks on a FactTask: the shipped ones, and a bare
+    figure, id or date the matcher misses and an answer of bare values, each graded 0 without
+    the model."""
+    from lens.scoring.grading.offline_grader import FactGrade, cheap_grade
+
+    settled = cheap_grade(task)
+    if settled is not None:
+        return settled
+    if is_exact_fact(task.fact):
+        return FactGrade(0.0, "matcher", reason="a bare figure, id or date the matcher misses")
+    if bare_values(task.answer):
+        return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
+    return None
+
+
+def _exact(row: GradedFact) -> bool:
     return any(is_exact_fact(form) for form in row.forms())
 
 
@@ -107,6 +151,34 @@ def _matcher_dates(rows: dict[str, GradedFact], matcher: Saved) -> Saved:
             for rid, s in matcher.items() if rid in rows}
 
 
+def _checks_then_judge(rows: dict[str, GradedFact], judge: Saved,
+                       check: Callable[[Any], Any]) -> Saved:
+    from lens.scoring.grading.offline_grader import FactTask
+
+    out: Saved = {}
+    for rid, saved in judge.items():
+        row = rows.get(rid)
+        if row is None:
+            continue
+        settled = [check(FactTask(row.question, form, row.answer)) for form in row.forms()]
+        # A form the cheap checks credit credits the fact; the judge reads the fact when any
+        # form is left open (it was asked about every form at once).
+        if any(g is not None and g.grade == 1.0 for g in settled):
+            out[rid] = {"id": rid, "grade": 1.0, "method": "matcher"}
+        elif None not in settled:
+            out[rid] = {"id": rid, "grade": 0.0,
+                        "method": next(g.method for g in settled if g is not None)}
+        else:
+            out[rid] = saved
+    return out
+
+
+def _shipped_checks() -> Callable[[Any], Any]:
+    from lens.scoring.grading.offline_grader import cheap_grade
+
+    return cheap_grade
+
+
 # Each variant: the saved graders it reads, and how it reads them.
 VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "split": (("matcher", "either"),
@@ -114,6 +186,10 @@ VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "matcher-dates": (("matcher",), _matcher_dates),
     "split-dates": (("matcher", "either"),
                     lambda rows, m, e: _split(rows, m, e, dates=True)),
+    "matcher+yes": (("judge-local",),
+                    lambda rows, j: _checks_then_judge(rows, j, _shipped_checks())),
+    "local+yes": (("judge-local",),
+                  lambda rows, j: _checks_then_judge(rows, j, previous_cheap_grade)),
 }
 
 

@@ -47,8 +47,8 @@ def register(sub: Any) -> None:
     g.add_argument("--out", type=Path, required=True, metavar="GRADES.jsonl",
                    help='write {"id", "grade"} lines here; rows already in it are skipped')
     g.add_argument("--grader", choices=GRADERS, default=None,
-                   help="matcher: the phrase matcher alone; local: the offline grader (matcher "
-                        "for figures, ids and dates, the local model for the rest); judge: "
+                   help="matcher: the phrase matcher alone; local: the offline grader (the "
+                        "matcher's credit, the local model for what it misses); judge: "
                         "lens's per-fact judge prompt on --judge MODEL (default: judge when "
                         "--judge is given, else local)")
     g.add_argument("--judge", metavar="MODEL",

@@ -22,7 +22,7 @@ EXCERPT = Path(__file__).parent / "data" / "memobase" / "memobase_eval_0710_exce
 
 
 class CountingModel:
-    """Says ``present`` when the answer repeats the fact's last word; counts its calls."""
+    """Says ``yes`` when the answer repeats the fact's last word; counts its calls."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -32,7 +32,8 @@ class CountingModel:
         answer = prompt.split("<<<", 1)[1].split(">>>", 1)[0].lower()
         fact = prompt.split("Key fact:", 1)[1].split("\n", 1)[0].strip().lower()
         hit = fact.split()[-1] in answer if fact.split() else False
-        return {"present": 0.9 if hit else 0.1, "partial": 0.05, "absent": 0.05 if hit else 0.85}
+        return dict(zip(choices, (0.9 if hit else 0.1, 0.05, 0.05 if hit else 0.85),
+                        strict=True))
 
 
 def test_locomo_f1_is_the_protocols_per_category_rule() -> None:

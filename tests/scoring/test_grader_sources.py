@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.grader_agreement import choose_threshold, measured, with_intervals
+from bench.grader_agreement import choose_threshold, measured, saved_path, with_intervals
 from bench.grader_sources import (
     LENS_V2_DIR,
     MEMOBASE_DIR,
@@ -78,6 +78,11 @@ def test_a_threshold_is_chosen_on_the_other_sources_only() -> None:
     saved = {**sa, **sb}
     assert 0.1 < choose_threshold(sources, saved, "a") <= 0.3
     assert 0.7 < choose_threshold(sources, saved, "b") <= 0.9
+    # Thresholds the other sources cannot tell apart: the one nearest the shipped threshold,
+    # not the lowest of them.
+    assert choose_threshold(sources, saved, "b") == 0.75
+    assert choose_threshold(sources, saved, "b", prefer=0.85) == 0.85
+    assert choose_threshold(sources, saved, "a", prefer=0.5) == 0.3
 
 
 def test_intervals_hold_the_point_and_lens_v2_is_measured_on_its_held_out_half() -> None:
@@ -174,7 +179,7 @@ def test_a_run_cut_short_has_graded_every_source_alike() -> None:
 
 
 def _saved_grades(work: Path, name: str, rows: list[GradedFact], read: Any) -> None:
-    (work / f"{name}.jsonl").write_text("".join(json.dumps({"id": r.id, **read(r)}) + "\n"
+    saved_path(work, name).write_text("".join(json.dumps({"id": r.id, **read(r)}) + "\n"
                                                 for r in rows))
 
 
@@ -201,7 +206,7 @@ def test_the_judge_and_the_variants_are_reported_through_the_command_line(
     for source in ("mab-ruler-qa", "memobase-locomo"):
         assert f"{source}: 4 facts of 4 answers" in out.stdout
         assert f"| {source} | judge-local | — | 4 | " in out.stdout
-        assert f"| {source} | either | 0.50 (shipped) | 4 |" in out.stdout
+        assert f"| {source} | either | 0.60 (shipped) | 4 |" in out.stdout
         for name in ("split", "matcher-dates", "split-dates"):
             assert f"| {source} | {name} |" in out.stdout
     # A judge that agrees with the source's judge on every answer (of both verdicts).
@@ -218,7 +223,68 @@ def test_the_judge_and_the_ensemble_grade_with_the_local_model(tmp_path: Path) -
         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
     assert out.returncode == 0, out.stderr
     judged = [json.loads(line) for line in
-              (tmp_path / "judge-local.jsonl").read_text().splitlines()]
+              saved_path(tmp_path, "judge-local").read_text().splitlines()]
     assert len(judged) == 2 and all(j["grade"] in (0.0, 0.5, 1.0) for j in judged)
     assert "| mab-ruler-qa | judge-local |" in out.stdout
     assert "| mab-ruler-qa | split |" in out.stdout
+
+
+def test_the_local_judge_keeps_its_probability_of_yes() -> None:
+    from bench.fact_grading import judge_probabilities
+    from lens.scoring.judging.judge_prompts import local_fact_verdict
+
+    raw = local_fact_verdict({"yes": 0.55, "partly": 0.25, "no": 0.2})
+    assert judge_probabilities(raw) == {"method": "model", "p_yes": 0.55, "p_partly": 0.25,
+                                        "p_no": 0.2}
+    # A verdict the judge wrote (a hosted judge) has no probability to read again.
+    assert judge_probabilities('{"verdict": "yes"}') == {}
+    assert judge_probabilities("not json") == {} and judge_probabilities(None) == {}
+
+
+def test_the_yes_variants_credit_the_matcher_first_and_read_the_judge_for_the_rest() -> None:
+    from bench.grader_agreement import reading, shipped_at
+    from bench.grader_variants import variant
+    from lens.scoring.grading.offline_grader import PRESENT_AT
+    from lens.scoring.judging.judge_prompts import LOCAL_YES_AT
+
+    rows = [GradedFact("s", "m", "m", "q", "Paris", "It was Paris.", 1.0),
+            GradedFact("s", "p", "p", "q", "Glad", "She felt joyful about it.", 1.0),
+            GradedFact("s", "d", "d", "q", "May 2023", "Sometime in spring.", 0.0)]
+    matcher = {"m": {"id": "m", "grade": 1.0}, "p": {"id": "p", "grade": 0.0},
+               "d": {"id": "d", "grade": 0.0}}
+    judge = {r.id: {"id": r.id, "grade": 1.0, "method": "model", "p_yes": 0.7} for r in rows}
+    judge["m"] = {"id": "m", "grade": 0.0, "method": "model", "p_yes": 0.1}
+    saved = {"matcher": matcher, "judge-local": judge}
+    both = variant("matcher+yes", rows, saved)
+    assert both["m"]["grade"] == 1.0 and both["p"] == judge["p"] and both["d"] == judge["d"]
+    assert reading(both["p"], 0.75) == 0.0 and reading(both["p"], 0.6) == 1.0
+    cheap = variant("local+yes", rows, saved)
+    # The offline grader's cheap checks settle the bare date the matcher misses as a miss.
+    assert cheap["m"]["grade"] == 1.0 and cheap["p"] == judge["p"]
+    assert cheap["d"] == {"id": "d", "grade": 0.0, "method": "matcher"}
+    assert shipped_at("matcher+yes") == shipped_at("judge-local") == LOCAL_YES_AT
+    assert shipped_at("local") == shipped_at("split") == PRESENT_AT
+
+
+def test_the_judge_read_by_p_yes_is_reported_at_both_thresholds(tmp_path: Path) -> None:
+    _need_sources()
+    found, _ = load_all()
+    picked = {name: sample(found[name], 6) for name in ("mab-ruler-qa", "memobase-locomo")}
+    rows = [r for name_rows in picked.values() for r in name_rows]
+    _saved_grades(tmp_path, "judge-local", rows,
+                  lambda r: {"grade": r.label, "method": "model", "p_yes": 0.3 + 0.4 * r.label})
+    _saved_grades(tmp_path, "matcher", rows, lambda r: {"grade": 0.0})
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.grader_agreement", "--report-only", "--answers", "6",
+         "--graders", "judge-local,matcher+yes,local+yes",
+         "--only", "mab-ruler-qa,memobase-locomo", "--work", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr
+    for source in ("mab-ruler-qa", "memobase-locomo"):
+        for name in ("judge-local", "matcher+yes", "local+yes"):
+            assert f"| {source} | {name} | 0.60 (shipped) |" in out.stdout
+            assert (f"| {source} | {name} | " in out.stdout
+                    and "(chosen on the others)" in out.stdout)
+    # P(yes) 0.7 for every answer its judge accepted, 0.3 for the others: 0.60 agrees fully.
+    assert ("| memobase-locomo | judge-local | 0.60 (shipped) | 6 | 1.00 [1.00, 1.00] |"
+            in out.stdout)

@@ -120,7 +120,7 @@ def test_the_offline_grader_through_the_cli(tmp_path: Path, monkeypatch: pytest.
     class Fake:
         def choice_probabilities(self, prompt: str, choices: tuple[str, ...]
                                  ) -> dict[str, float]:
-            return {"present": 0.7, "partial": 0.2, "absent": 0.1}
+            return dict(zip(choices, (0.7, 0.2, 0.1), strict=True))
 
     monkeypatch.setattr(OfflineGrader, "_client", lambda self: Fake())
     monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path / "cache"))

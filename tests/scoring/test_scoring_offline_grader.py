@@ -17,12 +17,12 @@ from lens.scoring.grading.fact_grader import is_model_free, resolve_grader
 from lens.scoring.grading.offline_grader import (
     CHOICES,
     EVENT,
+    PRESENT_AT,
     FactTask,
     OfflineGrader,
     abstains,
     cheap_grade,
     grade_from,
-    is_exact_fact,
     render,
 )
 
@@ -33,7 +33,7 @@ PARAPHRASE = ("Nothing was flagged: the learner worded every request so that no 
 
 
 class FakeModel:
-    """P(present) from a table keyed by a word of the answer; counts calls, records prompts."""
+    """P(yes) from a table keyed by a word of the answer; counts calls, records prompts."""
 
     def __init__(self, table: dict[str, tuple[float, float]] | None = None,
                  fail: bool = False) -> None:
@@ -48,7 +48,7 @@ class FakeModel:
             raise ModelError("the model fell over", retryable=False)
         answer = prompt.split("<<<", 1)[1]
         p, q = next((v for k, v in self.table.items() if k in answer), (0.05, 0.05))
-        return {"present": p, "partial": q, "absent": 1 - p - q}
+        return {"yes": p, "partly": q, "no": 1 - p - q}
 
 
 def grader(model: FakeModel, identity: str = "fake", **kw: object) -> OfflineGrader:
@@ -59,26 +59,20 @@ def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
     assert cheap_grade(FactTask(Q, FACT, "  ")).method == "empty"
     hit = cheap_grade(FactTask(Q, "224 ms", "Auth p99 latency was 224 ms on 2024-03-17."))
     assert hit is not None and (hit.grade, hit.method) == (1.0, "matcher")
-    # A bare figure the matcher does not find stated is the matcher's: no model, grade 0.
-    bare = cheap_grade(FactTask(Q, "224 ms", "Auth latency rose a lot after the change."))
-    assert bare is not None and (bare.grade, bare.method) == (0.0, "matcher")
     # An abstention is graded 0, not unknown.
     abst = cheap_grade(FactTask(Q, FACT, "I do not have access to the student logs, so I "
                                          "cannot answer this."))
     assert abst is not None and (abst.grade, abst.method) == (0.0, "abstain")
+    # What the matcher misses goes to the model: a paraphrase, a date or figure in other
+    # words ("August 2023" for "early August, 2023"), a one-word answer ("Drama.").
     assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
-    listed = cheap_grade(FactTask(Q, FACT, "mchen_2026, 0 triggers, 2024-03-22 [e1] [e2]"))
+    assert cheap_grade(FactTask(Q, "early August, 2023", "August 2023")) is None
+    assert cheap_grade(FactTask(Q, "drama and romance", "Drama.")) is None
+    assert cheap_grade(FactTask(Q, "The Friday before 23 January, 2022", "14 January 2022")) is None
+    # Values listed bare claim nothing (the real model credited this list at P(yes) 0.62).
+    listed = cheap_grade(FactTask(Q, "auth p99 latency climbed from 224 ms to 531 ms",
+                                  "CHG-5382, 224 ms, 531 ms, 2024-03-17 [s_ep_010] [s_ep_027]"))
     assert listed is not None and (listed.grade, listed.method) == (0.0, "no_claim")
-
-
-@pytest.mark.parametrize(("fact", "exact"), [
-    ("224 ms", True), ("CHG-5382", True), ("2024-03-22", True), ("449 per hour", True),
-    ("the keyword filter never triggered", False),
-    ("mchen_2026 progressively escalated from comprehension questions to full content", False),
-    ("latency rose from 215 ms to 290 ms after CHG-9437", False),
-])
-def test_bare_figures_ids_and_dates_are_exact_facts(fact: str, exact: bool) -> None:
-    assert is_exact_fact(fact) is exact
 
 
 def test_abstention_needs_a_short_answer_without_figures() -> None:
@@ -88,17 +82,40 @@ def test_abstention_needs_a_short_answer_without_figures() -> None:
 
 
 def test_probabilities_become_grades() -> None:
+    assert PRESENT_AT == 0.6
     assert grade_from(0.8) == 1.0
-    assert grade_from(0.5) == 1.0
-    assert grade_from(0.45) == 0.0
+    assert grade_from(0.6) == 1.0
+    assert grade_from(0.55) == 0.0
     assert grade_from(0.6, present_at=0.7, partial_at=0.3) == 0.5
     assert grade_from(0.2, present_at=0.7, partial_at=0.3) == 0.0
 
 
-def test_the_answer_comes_before_the_fact_so_facts_share_its_prefix() -> None:
-    a, b = render(Q, "fact one", PARAPHRASE), render(Q, "fact two", PARAPHRASE)
-    shared = len(next(p for p in (a[:i] for i in range(len(a), 0, -1)) if b.startswith(p)))
-    assert PARAPHRASE in a[:shared] and a.endswith('{"grade": "')
+@pytest.mark.anyio
+async def test_the_grader_reads_what_the_local_judge_reads() -> None:
+    """The offline grader's prompt is lens's per-fact judge prompt as the local judge reads it,
+    so the two give one fact the same probabilities (and the bench's measurement of the local
+    judge is a measurement of the grader)."""
+    from lens.scoring.judging.judge import Judge, fact_grade_task
+
+    class Probe:
+        provider = "llama_cpp"
+        model = "probe"
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def choice_probabilities(self, prompt: str, choices: tuple[str, ...]
+                                 ) -> dict[str, float]:
+            self.prompts.append(prompt)
+            return {"yes": 0.7, "partly": 0.2, "no": 0.1}
+
+        async def aclose(self) -> None:
+            return None
+
+    probe = Probe()
+    await Judge(probe).run([fact_grade_task(Q, FACT, PARAPHRASE)])  # type: ignore[arg-type]
+    assert probe.prompts == [render(Q, FACT, PARAPHRASE)]
+    assert render(Q, FACT, PARAPHRASE).endswith('{"verdict": "')
 
 
 def test_model_grades_are_reused_from_the_run_and_the_cache(tmp_path: Path) -> None:
@@ -128,16 +145,17 @@ def test_a_failed_model_call_leaves_the_grade_unknown_not_zero() -> None:
     assert g.errors
 
 
-def test_facts_of_one_answer_are_graded_one_after_another() -> None:
+def test_facts_of_one_question_are_graded_one_after_another() -> None:
+    # The prompt reads the question, then the fact, then the answer: grading one question's
+    # facts together lets llama.cpp reuse the evaluated instructions and question.
     model = FakeModel()
-    other = "The filter flagged nothing; staff learned of it from a parent."
-    facts = ["the first claim holds", "the second claim holds", "the third claim holds",
-             "the fourth claim holds"]
-    tasks = [FactTask(Q, f, a) for f, a in zip(facts, [PARAPHRASE, other] * 2, strict=True)]
+    other_q = "When did the staff notice?"
+    tasks = [FactTask(q, f"claim {n}", PARAPHRASE)
+             for n, q in enumerate([Q, other_q, Q, other_q])]
     out = grader(model).grade(tasks)
     assert len(out) == 4 and len(model.prompts) == 4
-    order = [p.split("Key fact: ")[1].split("\n")[0] for p in model.prompts]
-    assert sorted(order[:2]) in ([facts[0], facts[2]], [facts[1], facts[3]])
+    asked = [p.split("Question: ")[-1].split("\n")[0] for p in model.prompts]
+    assert asked[0] == asked[1] and asked[2] == asked[3] and asked[1] != asked[2]
 
 
 def test_default_grader_is_offline_when_installed_and_the_run_uses_models(
@@ -203,10 +221,13 @@ async def test_scoring_with_the_offline_grader(tmp_path: Path) -> None:
 
 
 def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
-    """lens's own key facts are figures, ids and dates: the offline grader gives exactly the
-    matcher's verdict on every gaming shape, so it can lose nothing against them."""
+    """lens's own key facts are figures, ids and dates: on every gaming shape the offline
+    grader's cheap checks, or the matcher's veto (which lens's scoring applies before asking
+    the model: fact_credit.vetoed_facts), settle each fact as the matcher does, so the grader
+    can lose nothing against them and reads none of them with the model."""
     import json
 
+    from lens.scoring.grading.fact_grader import VETO_REASONS
     from lens.scoring.text.facts import AnswerText, match_fact
 
     root = Path(__file__).resolve().parents[2]
@@ -220,8 +241,12 @@ def test_on_the_shipped_datasets_the_matcher_settles_every_fact() -> None:
         for answer in shapes:
             for fact in gt["key_facts"]:
                 settled = cheap_grade(FactTask(q["prompt"], fact, answer))
-                assert settled is not None and settled.method in ("matcher", "abstain"), fact
-                assert settled.grade == float(match_fact(fact, AnswerText(answer)).matched)
+                match = match_fact(fact, AnswerText(answer))
+                if settled is None:
+                    assert match.reason in VETO_REASONS, (fact, answer)
+                    continue
+                assert settled.method in ("matcher", "abstain"), fact
+                assert settled.grade == float(match.matched)
 
 
 def _row(detail: dict) -> object:
@@ -254,3 +279,26 @@ def test_offline_grades_keep_the_matchers_rules() -> None:
     reversed_ = _row({"facts": facts, "conclusion": {**stated, "status": "contradicted"}})
     _apply_offline(reversed_, grades, {})
     assert reversed_.metrics["fact_recall"] == 0.0
+
+
+@pytest.mark.anyio
+async def test_a_fact_the_matcher_vetoes_is_not_read_by_the_model(tmp_path: Path) -> None:
+    """A figure the answer denies earns no points whatever the model says (the matcher's
+    veto), so lens's scoring settles it without a model call."""
+    ds = write_dataset(tmp_path / "ds.json", {**DATASET, "questions": [{
+        **DATASET["questions"][0],
+        "ground_truth": {**DATASET["questions"][0]["ground_truth"],
+                         "key_facts": [FACT, "auth p99 latency: 531 ms"]}}]})
+    qid = f"{SCOPE}_q01_longitudinal"
+    answer = f"{PARAPHRASE} Auth p99 latency never reached 531 ms. [{ep(2)}]"
+    run = build_run(tmp_path / "runs", ds, [record(qid, answer, checkpoint=3,
+                                                   retrieved=[ep(2)])])
+    model = FakeModel({"banned": (0.9, 0.05)})
+    scores = await score_run(run, judge=None, tiers={1}, fact_grader="local", write=False,
+                             offline=grader(model))
+    facts = {f["fact"]: f for f in scores.questions[0].detail["fact_recall"]["facts"]}
+    assert facts[FACT]["method"] == "model"
+    assert facts["auth p99 latency: 531 ms"]["method"] == "matcher"
+    assert "veto" in facts["auth p99 latency: 531 ms"].get("reason", "")
+    assert len(model.prompts) == 1
+    assert list(facts) == [FACT, "auth p99 latency: 531 ms"]

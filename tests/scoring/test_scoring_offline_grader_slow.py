@@ -4,8 +4,9 @@ Slow: a model load and a few verdicts on CPU; the agreement check (40 facts of r
 answers, minutes on 2 cores) runs only on request (``-m opt_in``). The adversarial shapes are
 built by hand from a question of datasets/standard.json with its finding written as a sentence
 (the shipped key facts are bare figures, which the matcher alone decides); the grader must not
-credit any of them more than the phrase matcher does, and must credit the faithful answer,
-paraphrased, which the matcher misses. The agreement check reads the third-party graded answers
+credit any of them more than the phrase matcher does (a shape the matcher vetoes gets no points
+in lens's scoring whatever the model says), and must credit the faithful answer, paraphrased,
+which the matcher misses. The agreement check reads the third-party graded answers
 beside the project (``../shared/lens-v2-grades``) and skips without them.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lens.scoring.grading.fact_grader import offline_available
+from lens.scoring.grading.fact_grader import VETO_REASONS, offline_available
 from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
 from lens.scoring.text.facts import AnswerText, match_fact
 from lens.stats.fact_agreement import fact_agreement as agreement
@@ -66,7 +67,10 @@ def test_no_adversarial_shape_earns_more_than_from_the_matcher(grader: OfflineGr
     assert not match_fact(FACT, AnswerText(FAITHFUL)).matched
     assert grades["faithful"].method == "model" and (grades["faithful"].grade or 0) >= 0.5
     for name, answer in ADVERSARIAL.items():
-        matcher = 1.0 if match_fact(FACT, AnswerText(answer)).matched else 0.0
+        match = match_fact(FACT, AnswerText(answer))
+        if match.reason in VETO_REASONS:
+            continue  # lens's scoring gives it no points without asking the model
+        matcher = 1.0 if match.matched else 0.0
         assert grades[name].grade is not None and grades[name].grade <= matcher, name
 
 

@@ -29,8 +29,8 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
 
 EXPECTED = {
     "plain": "3939e3f8accadaef104ee7eaeb9017e0fe88d8fe809471d871601c9bc68f6a7a",
-    "judged": "d77a53728bd4ec9d1dab4abfd8574aa4ef487e795a7f5727c2345a16f74a9b99",
-    "rescored": "d77a53728bd4ec9d1dab4abfd8574aa4ef487e795a7f5727c2345a16f74a9b99",
+    "judged": "5962ba456cb911f3c60d98f58c6ddfd555f1b70c2110e2d7cb92f7ea2b8acbb9",
+    "rescored": "5962ba456cb911f3c60d98f58c6ddfd555f1b70c2110e2d7cb92f7ea2b8acbb9",
     "tier1": "8f858a2b07e61a180617744173209cc9bbc1506f60ef670b89513c02eb84087f",
 }
 

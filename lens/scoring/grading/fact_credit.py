@@ -62,34 +62,61 @@ def _settle(row: QuestionScores, graded: tuple[FactCredit, dict[str, Any]] | Non
     row.detail[METRIC] = detail
 
 
+def vetoed_facts(rows: Mapping[str, QuestionScores]) -> dict[str, dict[str, str]]:
+    """The key facts the matcher vetoes in each row's fact_recall detail, with the reason (a
+    figure, date or id missing, denied, listed bare, given to another subject): no grade can
+    earn them points (grading.VETO_REASONS), so the offline grader need not read them."""
+    out: dict[str, dict[str, str]] = {}
+    for key, row in rows.items():
+        for f in row.detail.get(METRIC, {}).get("facts", []):
+            if isinstance(f, dict) and not f.get("matched") \
+                    and f.get("reason") in grading.VETO_REASONS:
+                out.setdefault(key, {})[str(f.get("fact"))] = str(f["reason"])
+    return out
+
+
 async def offline_grades(run: RunInput, offline: OfflineGrader | None,
                          cache: CacheConfig | None = None,
-                         analyses: Mapping[str, mechanical.Analysis] | None = None
+                         analyses: Mapping[str, mechanical.Analysis] | None = None,
+                         vetoed: Mapping[str, Mapping[str, str]] | None = None
                          ) -> tuple[dict[str, dict[str, FactGrade]], dict[str, Any]]:
     """The offline grader's grades of every answered question's key facts, by question key,
     read from the answer's claims (not the record text it pasted), as the judge reads them.
     Without ``offline`` one is made on the default local model with ``cache`` (lens's model
     cache when None) and closed afterwards. ``analyses`` are the answers' analyses by question
-    key, worked out already (those missing are worked out here)."""
+    key, worked out already (those missing are worked out here). A fact in ``vetoed`` (by
+    question key, :func:`vetoed_facts`) grades 0 without the model: the matcher's veto would
+    take its points whatever the model said, and on datasets whose key facts are figures
+    (lens's own) most misses are such."""
     own = offline is None
     if offline is None:
         offline = OfflineGrader.with_cache(cache)
     if offline.store is None:
         offline.attach(run.store)
     keyed: list[tuple[str, str, FactTask]] = []
+    out: dict[str, dict[str, FactGrade]] = {}
     for item in run.items:
         if item.answered:
             known = analyses.get(item.key) if analyses is not None else None
             claims = (known or mechanical.analyse(item)).claims.text
             tasks = offline_grader.fact_tasks(item.question.prompt,
                                               item.question.ground_truth.key_facts, claims)
-            keyed += [(item.key, fact, task) for fact, task in tasks.items()]
+            veto = (vetoed or {}).get(item.key, {})
+            for fact, task in tasks.items():
+                if fact in veto:
+                    out.setdefault(item.key, {})[fact] = FactGrade(
+                        0.0, "matcher", reason=f"the matcher's veto: {veto[fact]}")
+                else:
+                    keyed.append((item.key, fact, task))
     try:
         graded = await anyio.to_thread.run_sync(offline.grade, [t for _, _, t in keyed])
     finally:
         if own:
             offline.close()
-    out: dict[str, dict[str, FactGrade]] = {}
     for (key, fact, _), grade in zip(keyed, graded, strict=True):
         out.setdefault(key, {})[fact] = grade
-    return out, offline.condition()
+    # Each question's facts in their own order, whichever check settled them.
+    order = {item.key: list(dict.fromkeys(item.question.ground_truth.key_facts))
+             for item in run.items if item.key in out}
+    return {key: {f: out[key][f] for f in order[key] if f in out[key]} for key in out}, \
+        offline.condition()

@@ -2,9 +2,10 @@
 
 ``matcher``: the phrase matcher alone (free, deterministic, blind to paraphrase: its
 fact_recall is a lower bound). ``local``: the offline grader (lens.scoring.grading.offline_grader):
-the matcher for figures, ids and dates, the local model for facts written as sentences; the default
-when no judge is configured and the ``local`` extra is installed. ``judge``: the judge grades
-each key fact present (1), partial (0.5) or absent (0) with a fixed rubric and examples
+the matcher's credit, and the local model reading lens's per-fact judge prompt for what the
+matcher misses; the default when no judge is configured and the ``local`` extra is installed.
+``judge``: the judge grades each key fact present (1), partial (0.5) or absent (0) with a fixed
+rubric and examples
 (``judge_prompts.FACT_GRADE_TEMPLATE``). ``both``: the judge's grades count, and the matcher's
 verdict is kept beside each one with their agreement, to audit either. A question's
 conclusion is graded as one more fact, and a fact whose figure, date or identifier the matcher

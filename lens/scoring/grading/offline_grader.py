@@ -3,21 +3,23 @@
 Each (question, key fact, answer) is settled by the cheapest check that can settle it:
 
 1. an empty answer grades 0;
-2. the phrase matcher (lens.scoring.text.facts) credits a fact it finds stated: 1;
-3. a fact that is a bare figure, id or date (``224 ms``, ``CHG-5382``, ``2024-03-22``) is the
-   matcher's alone: its rules for subject, direction, denial and bare lists decide, and a miss
-   grades 0; so is a fact whose words the answer restates (80% or more) but that the matcher
-   rejects (denied, reversed, about another subject): 0;
-4. an answer that abstains ("I do not have enough information") grades 0, and so does one
-   that only lists values and references ("CHG-5382, 224 ms, 531 ms [e1]"): no claim;
-5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads the answer and gives one
-   constrained verdict: the probability that its next token is ``present``, ``partial`` or
-   ``absent`` after ``{"grade": "``, normalised over the three. ``P(present) >= present_at``
-   grades 1, ``P(present) >= partial_at`` grades 0.5, anything else 0 (P(partial) is kept for
-   the detail: a small model spreads its doubt there, and it did not help the grades).
+2. the phrase matcher (lens.scoring.text.facts) credits a fact it finds stated: 1; a fact
+   whose words the answer restates (80% or more) but that the matcher rejects (denied,
+   reversed, about another subject) is the matcher's: 0;
+3. an answer that abstains ("I do not have enough information") grades 0: it states nothing;
+   so does one that only lists three or more values and references ("CHG-5382, 224 ms,
+   531 ms [e1]");
+4. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
+   prompt (judge_prompts.FACT_GRADE_TEMPLATE: does the answer state the key fact, yes /
+   partly / no) and its probability that the reply's next word is ``yes`` is read, normalised
+   over the three words, in one forward pass: ``P(yes) >= present_at`` grades 1 (the local
+   judge's ``LOCAL_YES_AT``), ``P(yes) >= partial_at`` 0.5, anything else 0. The prompt is
+   the one the local judge reads (lens.scoring.judging.judge.local_fact_prompt), so the two
+   give the same grade to the same fact.
 
-The answer comes before the fact in the prompt, so the facts of one answer share its evaluated
-prefix and each further fact costs only its own tokens. Model verdicts are kept as
+The matcher's rules on figures, dates and identifiers (denied, reversed, bare lists, another
+subject) still bind in lens's scoring: a fact the matcher vetoes earns no points whatever its
+grade (lens.scoring.grading.fact_grader.VETO_REASONS). Model verdicts are kept as
 ``offline_fact_grade`` events in the run (re-scoring reads them back) and in lens's model cache
 (another run grading the same fact of the same answer makes no model call); a call that fails
 leaves its grade unknown (None), never 0.
@@ -34,66 +36,44 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lens.data.config import CacheConfig
-from lens.data.prompts import register_template
 from lens.models.base import Completion, ModelError
 from lens.models.cache import ModelCache, default_cache_path
 from lens.runs.store import RunStore
+from lens.scoring.judging.judge import local_fact_prompt
+from lens.scoring.judging.judge_prompts import (
+    FACT_GRADE_CHOICES,
+    LOCAL_YES_AT,
+    judge_prompts_hash,
+)
 from lens.scoring.text.facts import AnswerText, match_fact
 
 NAME = "local"
 # Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
-VERSION = 1
+# 2: lens's per-fact judge prompt read by P(yes), the matcher's misses read by the model.
+VERSION = 2
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 EVENT = "offline_fact_grade"
-CHOICES = ("present", "partial", "absent")
-# Chosen on half of a development set of real graded answers (docs/scoring.md).
-PRESENT_AT = 0.5
-# Equal to PRESENT_AT: on that half a band of 0.5 grades below it agreed less with the judge, so
-# the model's grades are 1 or 0; the band stays for users who set it.
-PARTIAL_AT = 0.5
-MAX_ANSWER_CHARS = 6000
+CHOICES = FACT_GRADE_CHOICES
+# The local judge's threshold on P(yes), chosen on LoCoMo's answers known to be wrong and
+# right; measured on graded third-party sources, each left out (docs/scoring.md).
+PRESENT_AT = LOCAL_YES_AT
+# Equal to PRESENT_AT: the model's grades are 1 or 0 (a 1.5B model puts its doubt on "partly",
+# which says nothing a grade could use); the band stays for users who set it.
+PARTIAL_AT = LOCAL_YES_AT
 # A fact whose words the answer restates this completely is the matcher's to decide.
 RULED_COVERAGE = 0.8
 
-SYSTEM = """\
-You grade whether an answer states a key fact. Judge only what the answer itself claims, in \
-any wording: a paraphrase counts. Grades:
-- present: the answer asserts the key fact (or an equivalent statement) as its own claim.
-- partial: the answer asserts part of the key fact and contradicts none of it.
-- absent: the answer does not assert it; says it lacks the information; only lists values or \
-pastes records without the claim; denies, doubts or hedges it; or states a different number, \
-date, name or direction.
-Reply with JSON: {"grade": "present" | "partial" | "absent"}"""
-
-TEMPLATE = """\
-Question: {question}
-
-Answer:
-<<<
-{answer}
->>>
-
-Key fact: {fact}
-Does the answer state the key fact?"""
-
-REPLY_START = '{"grade": "'
-
-register_template("offline_grader_system", SYSTEM)
-register_template("offline_grader_fact", TEMPLATE)
-
 
 def prompt_hash() -> str:
-    return hashlib.sha256("\0".join([SYSTEM, TEMPLATE, REPLY_START]).encode()).hexdigest()[:16]
+    # The judge prompts hash covers the template, the reply's start, the choices and the
+    # threshold; the rendering is the local prompt's.
+    return judge_prompts_hash()
 
 
 def render(question: str, fact: str, answer: str) -> str:
-    """The raw ChatML prompt: the model continues it with its verdict's first token."""
-    answer = answer.replace("<<<", "< < <").replace(">>>", "> > >")
-    if len(answer) > MAX_ANSWER_CHARS:
-        answer = answer[:MAX_ANSWER_CHARS] + " …[cut]"
-    user = TEMPLATE.format(question=question.strip(), answer=answer.strip(), fact=fact.strip())
-    return (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-            f"<|im_start|>assistant\n{REPLY_START}")
+    """The raw ChatML prompt: the model continues it with its verdict's first token (the
+    local judge's prompt for the same fact, character for character)."""
+    return local_fact_prompt(question, fact, answer)
 
 
 class ChoiceModel(Protocol):
@@ -117,6 +97,7 @@ class FactGrade:
     grade: float | None
     # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
     method: str
+    # The model's probabilities of "yes" (the fact is present) and "partly".
     p_present: float | None = None
     p_partial: float | None = None
     reused: bool = False
@@ -130,18 +111,6 @@ class FactGrade:
         if self.reason:
             out["reason"] = self.reason
         return out
-
-
-_ID_OR_FIGURE = re.compile(r"\S*\d\S*")
-_WORD = re.compile(r"[A-Za-z]+")
-
-
-def is_exact_fact(fact: str) -> bool:
-    """A bare figure, id or date, perhaps with its unit ("224 ms", "449 per hour", "CHG-5382",
-    "2024-03-22", "March 22"): the matcher's exact rules decide it, not the model."""
-    if not _ID_OR_FIGURE.search(fact):
-        return len(fact.split()) == 1 and any(c.isupper() for c in fact[1:])
-    return len(_WORD.findall(_ID_OR_FIGURE.sub(" ", fact))) <= 3
 
 
 # An answer that says it cannot answer. Checked only on short answers without figures: a real
@@ -160,14 +129,19 @@ def abstains(answer: str) -> bool:
             and _ABSTAIN.search(text) is not None)
 
 
+_VALUE = re.compile(r"\S*\d\S*")
 _REF = re.compile(r"\[[^\[\]]*\]")
+_WORD = re.compile(r"[A-Za-z]{3,}")
 
 
-def bare_values(answer: str) -> bool:
-    """Values and references with (almost) no words between them: "CHG-5382, 224 ms, 531 ms
-    [e1]" asserts nothing about what they measure."""
-    words = _WORD.findall(_ID_OR_FIGURE.sub(" ", _REF.sub(" ", answer)))
-    return len([w for w in words if len(w) > 2]) < 3
+def bare_list(answer: str) -> bool:
+    """Three or more values and references listed with (almost) no words between them:
+    "CHG-5382, 224 ms, 531 ms [e1]" asserts nothing about what they measure. A short answer
+    that is one value or one date ("14 January 2022", "Drama.") is a claim, read by the
+    model."""
+    items = [part for part in re.split(r"[,;]", _REF.sub(" ", answer)) if _VALUE.search(part)]
+    words = _WORD.findall(_VALUE.sub(" ", _REF.sub(" ", answer)))
+    return len(items) >= 3 and len(words) < 3
 
 
 def grade_from(p_present: float, present_at: float = PRESENT_AT,
@@ -180,15 +154,17 @@ def grade_from(p_present: float, present_at: float = PRESENT_AT,
 
 
 def cheap_grade(task: FactTask) -> FactGrade | None:
-    """The grade the cheap checks settle (empty, matcher, exact fact, abstention), or None
-    when the model must read the answer."""
+    """The grade the cheap checks settle (empty, the matcher's credit, a restated fact the
+    matcher rejects, abstention, a bare list of values), or None when the model must read the
+    answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
+    included: on graded third-party answers the model, reading "August 2023" for "early
+    August, 2023" or "Drama." for "drama and romance", agreed with the sources' judges where
+    the matcher's misses did not (docs/scoring.md)."""
     if not task.answer.strip():
         return FactGrade(0.0, "empty")
     match = match_fact(task.fact, AnswerText(task.answer))
     if match.matched:
         return FactGrade(1.0, "matcher")
-    if is_exact_fact(task.fact):
-        return FactGrade(0.0, "matcher", reason="a bare figure, id or date the matcher misses")
     if match.coverage >= RULED_COVERAGE:
         # The answer restates the fact's words and the matcher still rejects it: a denial,
         # another subject, the opposite direction. Its rules know these shapes; the model is
@@ -196,7 +172,7 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
         return FactGrade(0.0, "matcher", reason=f"the matcher rejects it: {match.reason}")
     if abstains(task.answer):
         return FactGrade(0.0, "abstain")
-    if bare_values(task.answer):
+    if bare_list(task.answer):
         return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
     return None
 
@@ -301,7 +277,7 @@ class OfflineGrader:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def _from_probabilities(self, probs: dict[str, float], reused: bool) -> FactGrade:
-        p, q = float(probs["present"]), float(probs["partial"])
+        p, q = float(probs["yes"]), float(probs["partly"])
         return FactGrade(grade_from(p, self.present_at, self.partial_at), "model", p, q,
                          reused)
 
@@ -338,12 +314,12 @@ class OfflineGrader:
 
     def grade(self, tasks: Sequence[FactTask],
               progress: Callable[[int, int], None] | None = None) -> list[FactGrade]:
-        """Grades in the order of ``tasks``. The model reads the facts of one answer one after
-        another, so the answer is evaluated once; ``progress(done, total)`` follows the model's
-        work (the cheap checks are instant)."""
+        """Grades in the order of ``tasks``. The model reads the facts of one question one
+        after another, so the instructions and the question are evaluated once;
+        ``progress(done, total)`` follows the model's work (the cheap checks are instant)."""
         out: list[FactGrade | None] = [cheap_grade(t) for t in tasks]
         todo = sorted((i for i, g in enumerate(out) if g is None),
-                      key=lambda i: (tasks[i].answer, tasks[i].question, i))
+                      key=lambda i: (tasks[i].question, tasks[i].fact, tasks[i].answer, i))
         for n, i in enumerate(todo, 1):
             out[i] = self._ask(tasks[i], self.key(tasks[i]))
             if progress is not None:

@@ -31,8 +31,8 @@ from lens.scoring.judging.judge_prompts import (
     local_fact_verdict,
 )
 
-__all__ = ["Judge", "JudgeTask", "JudgeUsage", "Verdict", "fact_grade_task", "pairwise_task",
-           "parse_verdict", "verdict_totals"]
+__all__ = ["Judge", "JudgeTask", "JudgeUsage", "Verdict", "fact_grade_task", "local_fact_prompt",
+           "pairwise_task", "parse_verdict", "verdict_totals"]
 
 _PROMPTS_HASH = judge_prompts_hash()
 
@@ -69,6 +69,25 @@ def fact_grade_task(question: str, fact: str, answer: str) -> JudgeTask:
 
 def parse_verdict(kind: str, text: str) -> str:
     return KINDS[kind].parse(text)
+
+
+def judge_messages(task: JudgeTask) -> list[Message]:
+    return [Message(role="system", content=JUDGE_SYSTEM),
+            Message(role="user", content=task.prompt)]
+
+
+def _local_prompt(request: CompletionRequest) -> str:
+    from lens.models.local_prompt import render_prompt
+
+    return render_prompt(request) + FACT_GRADE_REPLY_START
+
+
+def local_fact_prompt(question: str, fact: str, answer: str) -> str:
+    """What a local model reads to grade a key fact: lens's judge prompt for it as the model
+    would see it, up to the start of the one-word reply whose next token is the verdict (the
+    local judge's reading, and the offline grader's)."""
+    return _local_prompt(CompletionRequest(messages=judge_messages(
+        fact_grade_task(question, fact, answer))))
 
 
 @runtime_checkable
@@ -110,8 +129,7 @@ class Judge:
     def _ask(self, task: JudgeTask) -> Ask:
         key = task.key(self.model)
         kind = KINDS[task.kind]
-        messages = [Message(role="system", content=JUDGE_SYSTEM),
-                    Message(role="user", content=task.prompt)]
+        messages = judge_messages(task)
 
         def retry(reply: str) -> CompletionRequest:
             # Showing the model its own reply and the exact format wanted.
@@ -127,10 +145,8 @@ class Judge:
     async def _by_probability(self, request: CompletionRequest) -> Completion:
         """The local judge's verdict from one forward pass: the prompt as the model would read
         it, the start of the reply the schema forces, the probabilities of the verdict words."""
-        from lens.models.local_prompt import render_prompt
-
         assert self._local is not None
-        prompt = render_prompt(request) + FACT_GRADE_REPLY_START
+        prompt = _local_prompt(request)
         probabilities = await anyio.to_thread.run_sync(
             self._local.choice_probabilities, prompt, FACT_GRADE_CHOICES)
         return Completion(text=local_fact_verdict(probabilities), provider="llama_cpp",

@@ -24,7 +24,12 @@ from lens.scoring.aggregation.aggregate import aggregate
 from lens.scoring.aggregation.composite import composite
 from lens.scoring.foundations.run_input import RunInput, ScoringItem, by_scope
 from lens.scoring.foundations.types import QuestionScores
-from lens.scoring.grading.fact_credit import apply_judge_grades, apply_offline, offline_grades
+from lens.scoring.grading.fact_credit import (
+    apply_judge_grades,
+    apply_offline,
+    offline_grades,
+    vetoed_facts,
+)
 from lens.scoring.grading.offline_grader import FactGrade
 from lens.scoring.judging.judge import Judge, JudgeTask, Verdict
 from lens.scoring.judging.judge_prompts import judge_prompts_hash
@@ -184,13 +189,14 @@ def _finish_row(row: QuestionScores, weights: dict[str, float], gate_threshold: 
 Grades = dict[str, dict[str, FactGrade]]
 
 
-async def _offline(run: RunInput, plan: ScoringPlan, analyses: dict[str, mechanical.Analysis]
+async def _offline(run: RunInput, plan: ScoringPlan, first: _FirstPass
                    ) -> tuple[Grades, dict[str, Any] | None, list[str]]:
     """The offline grader's fact grades (when it grades the facts), its condition, and the note
     saying how many grades failed."""
     if plan.fact_grader != "local":
         return {}, None, []
-    grades, condition = await offline_grades(run, plan.offline, plan.cache, analyses)
+    grades, condition = await offline_grades(run, plan.offline, plan.cache, first.analyses,
+                                             vetoed_facts(first.rows))
     failed = [g for gs in grades.values() for g in gs.values() if g.grade is None]
     if not failed:
         return grades, condition, []
@@ -255,7 +261,7 @@ class LensProtocol(ScoringProtocol):
         run = dataclasses.replace(scoring.run, items=scoring.kept())
         use_judge = plan.judge is not None and bool(plan.tiers & {2, 3})
         first = _first_pass(run, plan, use_judge)
-        grades, offline_condition, offline_notes = await _offline(run, plan, first.analyses)
+        grades, offline_condition, offline_notes = await _offline(run, plan, first)
         judge, verdicts = (await _ask_judge(run, plan, first.tasks) if use_judge
                            else (None, {}))
         pairs, flips = _second_pass(run, plan, first, grades, offline_condition, judge,
