@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -259,42 +257,10 @@ class EndpointLimiter:
         allowance."""
         return int(prompt_estimate * self.prompt_ratio) + max_tokens
 
-    @asynccontextmanager
-    async def slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
-        probe = False
-        if self._probe_needed:
-            if self._probe_done is None:
-                self._probe_done = anyio.Event()
-                probe = True
-            else:
-                with anyio.move_on_after(PROBE_WAIT_S):
-                    await self._probe_done.wait()
-        try:
-            async with self._slot(estimated_tokens) as booking:
-                yield booking
-        finally:
-            if probe:
-                self._probe_needed = False
-                assert self._probe_done is not None
-                self._probe_done.set()
-
-    @asynccontextmanager
-    async def _slot(self, estimated_tokens: int) -> AsyncIterator[Booking]:
-        wait = self._paused_until - time.monotonic()
-        if wait > 0:
-            await anyio.sleep(wait)
-        booking = Booking()
-        if self.requests is not None:
-            booking.requests_at = await self.requests.take(1)
-            booking.requests = 1
-        if self.tokens is not None:
-            booking.tokens_at = await self.tokens.take(estimated_tokens)
-            booking.tokens = estimated_tokens
-        await self.semaphore.acquire()
-        try:
-            yield booking
-        finally:
-            self.semaphore.release()
+    def slot(self, estimated_tokens: int) -> Slot:
+        """``async with limiter.slot(tokens) as booking``: wait for the endpoint's limits, hold
+        one of its concurrent requests while the block runs."""
+        return Slot(self, estimated_tokens)
 
     def settle(self, booking: Booking, *, prompt_estimate: int, prompt_tokens: int,
                completion_tokens: int, max_tokens: int) -> None:
@@ -355,6 +321,67 @@ class EndpointLimiter:
 
     def on_success(self) -> None:
         self.semaphore.on_success()
+
+
+class Slot:
+    """One request's hold on an endpoint (:meth:`EndpointLimiter.slot`).
+
+    A class rather than an ``asynccontextmanager``: it is entered on every model call, and a
+    free endpoint (no pause, no rate buckets, a concurrency slot open) is taken without a
+    generator or an await that suspends."""
+
+    __slots__ = ("_limiter", "_probe", "_tokens")
+
+    def __init__(self, limiter: EndpointLimiter, estimated_tokens: int) -> None:
+        self._limiter = limiter
+        self._tokens = estimated_tokens
+        self._probe = False
+
+    async def __aenter__(self) -> Booking:
+        lim = self._limiter
+        if lim._probe_needed:
+            # Without stated limits, the first request probes alone: a run's opening wave
+            # would otherwise hit the provider's limits before lens has read them.
+            if lim._probe_done is None:
+                lim._probe_done = anyio.Event()
+                self._probe = True
+            else:
+                with anyio.move_on_after(PROBE_WAIT_S):
+                    await lim._probe_done.wait()
+        try:
+            return await self._book(lim)
+        except BaseException:
+            self._end_probe()
+            raise
+
+    async def _book(self, lim: EndpointLimiter) -> Booking:
+        booking = Booking()
+        if lim._paused_until:
+            wait = lim._paused_until - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+        if lim.requests is not None:
+            booking.requests_at = await lim.requests.take(1)
+            booking.requests = 1
+        if lim.tokens is not None:
+            booking.tokens_at = await lim.tokens.take(self._tokens)
+            booking.tokens = self._tokens
+        await lim.semaphore.acquire()
+        return booking
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            self._limiter.semaphore.release()
+        finally:
+            self._end_probe()
+
+    def _end_probe(self) -> None:
+        if self._probe:
+            self._probe = False
+            lim = self._limiter
+            lim._probe_needed = False
+            assert lim._probe_done is not None
+            lim._probe_done.set()
 
 
 class LimiterRegistry:

@@ -13,6 +13,7 @@ or no key at all.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -194,20 +195,31 @@ def request_body(request: CompletionRequest, model: str, config_max_tokens: int 
     the same separators, so the body is assembled from pieces encoded once each."""
     params = _params(request, model, config_max_tokens, token_limit_param, _MESSAGES, _TOOLS)
     parts: list[bytes] = []
-    run: dict[Any, Any] = {}  # members between the spliced ones, encoded together
     for key, value in (params | (extra_body or {})).items():
         if isinstance(value, _Spliced):
-            if run:
-                parts.append(dumps(run)[1:-1])
-                run = {}
             items: Sequence[Message | ToolSpec] = (request.messages if value is _MESSAGES
                                                    else request.tools)
-            parts.append(dumps(key) + b":[" + b",".join(map(fragments.encoded, items)) + b"]")
+            parts.append(_member(key, _SPLICE) + b",".join(map(fragments.encoded, items))
+                         + b"]")
+        elif type(value) in _SCALARS:
+            parts.append(_member(key, value))
         else:
-            run[key] = value
-    if run:
-        parts.append(dumps(run)[1:-1])
+            parts.append(dumps({key: value})[1:-1])
     return b"{" + b",".join(parts) + b"}"
+
+
+# Members whose JSON is kept by value: the model, temperature, tool choice and token limit are
+# the same on every call of a run, so each is encoded once, not once per call.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_SPLICE = object()  # ``_member(key, _SPLICE)`` is the opening of the key's encoded list
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _member(key: Any, value: Any) -> bytes:
+    """``"key":value`` as in ``dumps({key: value})``; ``"key":[`` for a spliced list."""
+    if value is _SPLICE:
+        return dumps({key: []})[1:-1][:-1]
+    return dumps({key: value})[1:-1]
 
 
 # The SDK walks every request parameter against its typed schema before sending it (to rename

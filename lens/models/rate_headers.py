@@ -61,12 +61,16 @@ def _count(text: str | None) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+# What a reply without rate-limit headers says (most replies of most servers): one shared value.
+_NOTHING = RateHeaders()
+
+
 def parse_rate_headers(headers: Mapping[str, str] | None) -> RateHeaders:
     if not headers:
-        return RateHeaders()
+        return _NOTHING
     lower = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit-")}
     if not lower:
-        return RateHeaders()
+        return _NOTHING
 
     def reset(name: str) -> float | None:
         raw = lower.get(name)
@@ -88,7 +92,7 @@ _last: ContextVar[RateHeaders | None] = ContextVar("lens_rate_headers", default=
 def note(headers: Mapping[str, str] | None) -> None:
     """Record the rate-limit headers of the reply just received (no-op without any)."""
     parsed = parse_rate_headers(headers)
-    if not parsed.empty:
+    if parsed is not _NOTHING and not parsed.empty:
         _last.set(parsed)
 
 

@@ -65,6 +65,7 @@ class StackClient:
         # One jitter source per client: seeding a new Random from os.urandom on every call was
         # 12% of lens's own CPU per model call.
         self._rng = random.Random()
+        self._label = f"{self.provider}/{self.model}"
 
     async def complete(self, request: CompletionRequest) -> Completion:
         started = time.perf_counter()
@@ -85,7 +86,7 @@ class StackClient:
         self.meter.check()
         try:
             completion, retries = await call_with_retry(
-                lambda: self._attempt(request), self.retry, label=f"{self.provider}/{self.model}",
+                lambda: self._attempt(request), self.retry, label=self._label,
                 rng=self._rng,
             )
         except ModelError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -302,7 +303,12 @@ class _Session:
         # the call, and the loss of its process ends the unit rather than one tool call.
         enforced = getattr(self.agent.adapter, "enforces_timeouts", False)
         try:
-            with anyio.fail_after(None if enforced else self.agent.call_timeout_s):
+            if enforced:
+                return await fn(*args)
+            # asyncio.timeout, not anyio.fail_after: an anyio cancel scope per tool call cost
+            # more of lens's CPU per call than the tool call itself with a fast memory. An
+            # outside cancellation (the session's time budget) stays a cancellation.
+            async with asyncio.timeout(self.agent.call_timeout_s):
                 return await fn(*args)
         except TimeoutError:
             raise ToolError(

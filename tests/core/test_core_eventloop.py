@@ -43,3 +43,25 @@ def test_run_passes_arguments_and_returns_the_result() -> None:
         return a + b
 
     assert eventloop.run(add, 2, 3) == 5
+
+
+async def _freeze_count() -> int:
+    return gc.get_freeze_count()
+
+
+def test_objects_alive_at_the_start_are_frozen_for_the_run_only() -> None:
+    # What exists before the run is left out of its collections, then handed back.
+    assert gc.get_freeze_count() == 0
+    assert eventloop.run(_freeze_count, loop="asyncio") > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_freeze_made_by_someone_else_is_left_alone() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        # Frozen objects may die meanwhile; none is added, and the freeze outlives the run.
+        assert 0 < eventloop.run(_freeze_count, loop="asyncio") <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
