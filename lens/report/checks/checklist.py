@@ -396,8 +396,8 @@ def check_fact_grader(runs: Sequence[RunData]) -> Check | None:
             parts.append(f"{name}phrase matcher only: fact_recall is a lower bound")
             statuses.append("warn")
         elif grader == "local":
-            parts.append(f"{name}offline grader: the matcher for figures, ids and dates, the "
-                         "local model for facts in sentences")
+            parts.append(f"{name}offline grader: the matcher's credit and its checks of "
+                         "figures, ids and dates, the local model's yes/no for the rest")
             statuses.append("pass")
         else:
             parts.append(f"{name}judge grades each key fact ({grader})")
