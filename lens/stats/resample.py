@@ -22,8 +22,8 @@ DEFAULT_RESAMPLES = 2000
 TEST_RESAMPLES = 10_000
 # Rows of replicate weights built at once, to bound memory on large runs.
 _CHUNK = 2000
-# Values a block of draws or of products holds at most (a few megabytes).
-_BLOCK_VALUES = 1 << 18
+# Values a block of draws or of products holds at most (half a megabyte of floats).
+_BLOCK_VALUES = 1 << 16
 
 
 def digest_of(*parts: object) -> bytes:
@@ -130,14 +130,17 @@ class ReplicateWeights:
         sums = np.zeros((self.counts.shape[1], *v.shape[1:]))
         np.add.at(sums, self.group, v)  # item by item, in item order
         out = np.zeros((len(self), *v.shape[1:]))
-        # Groups a block at a time: np.add.accumulate adds them one after another in order, the
-        # same as a loop over groups, with the block's products held at most _BLOCK_VALUES.
+        # Groups a block at a time: the running sum starts from the blocks before, and
+        # np.add.accumulate adds the block's products one after another, in order (the same
+        # as a loop over groups), with at most _BLOCK_VALUES of them held.
         width = max(1, _BLOCK_VALUES // max(1, out.size))
+        extra = (1,) * (v.ndim - 1)
         for start in range(0, sums.shape[0], width):
             block = self.counts[:, start:start + width]
-            extra = (1,) * (v.ndim - 1)
             terms = block.reshape(*block.shape, *extra) * sums[None, start:start + width]
-            out = np.add.accumulate(np.concatenate([out[:, None], terms], axis=1), axis=1)[:, -1]
+            terms[:, 0] += out
+            np.add.accumulate(terms, axis=1, out=terms)
+            out = terms[:, -1].copy()
         return out
 
     def sum(self, axis: int = 1) -> np.ndarray:
@@ -309,12 +312,32 @@ def weight_chunks(
     units: Sequence[str] | None = None,
     within: bool | None = None,
 ) -> Iterator[ReplicateWeights]:
-    """The weights of a scope-clustered bootstrap, a chunk of replicates at a time so that
-    memory stays bounded however many replicates are asked for."""
+    """The weights of a scope-clustered bootstrap, a block of replicates at a time, in order,
+    so that memory stays bounded however many replicates and scopes there are. Replicates
+    come in seeded chunks of _CHUNK; without draws within scopes a chunk's replicates are drawn
+    one after another from its generator, so its blocks of rows are the rows the whole chunk
+    would have (with draws within scopes a chunk comes whole: its unit draws follow every
+    replicate's scope draws)."""
+    if units is not None and len(units) != len(clusters):
+        raise ValueError("units and clusters must have the same length")
     for start in range(0, resamples, _CHUNK):
         stop = min(resamples, start + _CHUNK)
-        yield bootstrap_weights(clusters, resamples=stop - start, seed=digest_of(seed, start),
-                                units=units, within=within)
+        chunk_seed = digest_of(seed, start)
+        order = sorted(set(clusters))
+        if (within if within is not None else len(order) == 1):
+            yield bootstrap_weights(clusters, resamples=stop - start, seed=chunk_seed,
+                                    units=units, within=True)
+            continue
+        rng = rng_from(chunk_seed)
+        position = {c: j for j, c in enumerate(order)}
+        group = np.fromiter((position[c] for c in clusters), dtype=np.int64, count=len(clusters))
+        k = len(order)
+        if k == 1:  # within=False on one scope: every replicate keeps every item
+            yield ReplicateWeights(np.ones((stop - start, 1), dtype=np.uint8), group)
+            continue
+        rows = max(1, _BLOCK_VALUES // k)
+        for first in range(start, stop, rows):
+            yield ReplicateWeights(_multinomial(rng, k, min(rows, stop - first)), group)
 
 
 def replicate(

@@ -8,7 +8,13 @@ import hashlib
 import numpy as np
 import pytest
 
-from lens.stats.resample import ReplicateWeights, bootstrap_weights, cluster_bootstrap_weights
+from lens.stats.resample import (
+    ReplicateWeights,
+    bootstrap_weights,
+    cluster_bootstrap_weights,
+    digest_of,
+    weight_chunks,
+)
 
 
 def _case(i: int) -> tuple[list[str], list[str] | None, bool | None, int]:
@@ -63,3 +69,21 @@ def test_weights_hold_counts_per_scope_in_a_small_type() -> None:
     assert w.counts.itemsize == 2
     with pytest.raises(ValueError, match="values of 3 items for weights of 800"):
         w @ np.zeros(3)
+
+
+@pytest.mark.parametrize("i", range(12))
+def test_chunks_come_in_blocks_of_the_same_rows(i: int) -> None:
+    """The blocks of replicates ``weight_chunks`` yields, put together, are each seeded
+    chunk's whole matrix: a block's rows are drawn from the chunk's generator in order."""
+    clusters, units, within, _ = _case(i)
+    clusters = clusters * 30  # enough items that a chunk comes in several blocks
+    units = units * 30 if units else None
+    blocks = list(weight_chunks(clusters, seed=b"c", resamples=4100, units=units, within=within))
+    got = np.concatenate([b.dense() for b in blocks])
+    whole = np.concatenate([
+        cluster_bootstrap_weights(clusters, resamples=min(2000, 4100 - start),
+                                  seed=digest_of(b"c", start), units=units, within=within)
+        for start in range(0, 4100, 2000)])
+    assert np.array_equal(got, whole)
+    if within is False:  # a block holds at most 65,536 counts
+        assert all(b.counts.size <= 1 << 16 for b in blocks)

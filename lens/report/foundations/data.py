@@ -18,6 +18,7 @@ from lens.report.foundations.context import QuestionContext, context_of, synthet
 from lens.report.foundations.shapes import UnknownUsage
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
+from lens.scoring.foundations.detail import QuestionDetail, read_detail
 from lens.scoring.foundations.types import QuestionScores, RunScores
 
 SCORES = "scores.json"
@@ -75,9 +76,16 @@ class QuestionRow:
         evidence or did not finish."""
         if self.scores is None or not is_scored(self.record.status):
             return None
-        retrieval = self.scores.details.retrieval
+        retrieval = self.detail_block("retrieval").retrieval
         value = retrieval.first.get(name) if retrieval and retrieval.first else None
         return None if value is None or math.isnan(value) else value
+
+    def detail_block(self, key: str) -> QuestionDetail:
+        """The typed detail of the question's ``key`` block alone, read each time: the whole
+        typed detail (``scores.details``) stays cached on the scores, which for a whole run is
+        more than the summary needs (the pages read it)."""
+        stored = self.scores.detail if self.scores is not None else {}
+        return read_detail({key: stored[key]} if key in stored else {})
 
     @property
     def search_results(self) -> int:
