@@ -66,10 +66,11 @@ def write_run_reports(run: RunData, *, out_dir: str | Path | None = None,
                         summary_data=summary)
     files: list[tuple[Path, Callable[[], Iterable[str]]]] = [
         (paths.markdown, lambda: [render_markdown(summary, sections)]),
-        (paths.html, lambda: html_chunks(summary, run.rows, len(run.rows), sections)),
+        (paths.html, lambda: html_chunks(summary, run.page_rows(), len(run.rows), sections)),
         (paths.summary, lambda: [json.dumps(summary.model_dump(mode="json", by_alias=True),
                                             indent=2, ensure_ascii=False, allow_nan=False)]),
-        (paths.csv, lambda: csv_lines(run.rows, summary.metrics, synthetic_prefixes(run)))]
+        (paths.csv, lambda: csv_lines(run.page_rows(), summary.metrics,
+                                      synthetic_prefixes(run)))]
     staged: list[tuple[Path, Path]] = []
     try:
         for path, chunks in files:

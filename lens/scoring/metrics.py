@@ -48,6 +48,8 @@ from lens.scoring.text.facts import FactMatcherSettings
 if TYPE_CHECKING:
     import numpy as np
 
+    from lens.stats.resample import ReplicateWeights
+
 __all__ = ["COMPOSITE", "MetricInput", "MetricSpec", "all_metrics", "get_metric",
            "register_metric", "unregister_metric"]
 
@@ -59,7 +61,7 @@ Result = tuple[float | None, dict[str, Any]]
 # A group statistic's bootstrap replicates: (the group's rows, each per-question metric's column
 # of values and of definedness, the replicates' weights) -> one value per replicate.
 Replicates = Callable[[Sequence[QuestionScores], Mapping[str, "np.ndarray"],
-                       Mapping[str, "np.ndarray"], "np.ndarray"], "np.ndarray"]
+                       Mapping[str, "np.ndarray"], "ReplicateWeights"], "np.ndarray"]
 # The composite's per-question values where the scorer gives them, else what it is made of:
 # whose scope correlation stands for the composite's in a group statistic's design effect.
 COMPOSITE_DESIGN_PROXY = (COMPOSITE, "fact_recall", "answer_quality")

@@ -22,6 +22,8 @@ DEFAULT_RESAMPLES = 2000
 TEST_RESAMPLES = 10_000
 # Rows of replicate weights built at once, to bound memory on large runs.
 _CHUNK = 2000
+# Values a block of draws or of products holds at most (half a megabyte of floats).
+_BLOCK_VALUES = 1 << 16
 
 
 def digest_of(*parts: object) -> bytes:
@@ -88,26 +90,115 @@ def cluster_bootstrap_weights(
     keeps its questions as they are. The default (None) draws within scopes only when there is
     a single scope: with several, the scope draw already carries the within-scope variance (a
     scope's mean varies by it), and drawing questions again counts it twice, which makes
-    intervals too wide (about 99% coverage for a nominal 95% when scopes do not differ)."""
+    intervals too wide (about 99% coverage for a nominal 95% when scopes do not differ).
+
+    This is the whole matrix; :func:`bootstrap_weights` gives the same weights without
+    building it."""
+    return bootstrap_weights(clusters, resamples=resamples, seed=_seed_of(
+        seed, seed_label, clusters, resamples), units=units, within=within).dense()
+
+
+@dataclass(frozen=True)
+class ReplicateWeights:
+    """The weights of a scope-clustered bootstrap, (replicates, items), held as how often each
+    group was drawn in each replicate (``counts``: a scope's draws, or a unit's when units are
+    drawn within scopes) and which group each item is in (``group``): an item's weight is its
+    group's count. A replicates × items matrix is never built, so memory grows with the number
+    of groups (in the smallest integer type that holds the counts), not of items.
+
+    ``w @ values`` sums in one fixed order: each group's values in item order, then the groups
+    in order, each replicate on its own. A replicate's numbers therefore do not depend on how
+    many replicates are computed together, nor on the BLAS library or its number of threads
+    (a BLAS matrix product's rounding changes with both)."""
+
+    counts: np.ndarray
+    group: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self), len(self.group)
+
+    def __matmul__(self, values: np.ndarray) -> np.ndarray:
+        """(replicates,) for a vector of item values, (replicates, columns) for a matrix."""
+        v = np.asarray(values, dtype=float)
+        if v.shape[:1] != (len(self.group),):
+            raise ValueError(f"values of {v.shape[0] if v.ndim else 0} items for weights of "
+                             f"{len(self.group)}")
+        sums = np.zeros((self.counts.shape[1], *v.shape[1:]))
+        np.add.at(sums, self.group, v)  # item by item, in item order
+        out = np.zeros((len(self), *v.shape[1:]))
+        # Groups a block at a time: the running sum starts from the blocks before, and
+        # np.add.accumulate adds the block's products one after another, in order (the same
+        # as a loop over groups), with at most _BLOCK_VALUES of them held.
+        width = max(1, _BLOCK_VALUES // max(1, out.size))
+        extra = (1,) * (v.ndim - 1)
+        for start in range(0, sums.shape[0], width):
+            block = self.counts[:, start:start + width]
+            terms = block.reshape(*block.shape, *extra) * sums[None, start:start + width]
+            terms[:, 0] += out
+            np.add.accumulate(terms, axis=1, out=terms)
+            out = terms[:, -1].copy()
+        return out
+
+    def sum(self, axis: int = 1) -> np.ndarray:
+        """Each replicate's total weight (a sum of integers: exact in any order)."""
+        if axis != 1:
+            raise ValueError("only each replicate's total (axis=1) is kept")
+        sizes = np.bincount(self.group, minlength=self.counts.shape[1])
+        return (self.counts.astype(np.int64) @ sizes).astype(float)
+
+    def dense(self) -> np.ndarray:
+        """The (replicates, items) matrix of weights, as integers."""
+        return self.counts[:, self.group].astype(np.int64)
+
+
+def bootstrap_weights(
+    clusters: Sequence[str],
+    *,
+    seed: bytes,
+    resamples: int = DEFAULT_RESAMPLES,
+    units: Sequence[str] | None = None,
+    within: bool | None = None,
+) -> ReplicateWeights:
+    """The weights of :func:`cluster_bootstrap_weights` (same draws from the same seed), held
+    by group."""
     n = len(clusters)
     unit_of = list(range(n)) if units is None else list(units)
     if len(unit_of) != n:
         raise ValueError("units and clusters must have the same length")
-    rng = rng_from(_seed_of(seed, seed_label, clusters, resamples))
+    rng = rng_from(seed)
     order = sorted(set(clusters))
     row_unit, members = _units(clusters, unit_of, order)
     k = len(order)
-    picks = (rng.multinomial(k, [1 / k] * k, size=resamples) if k > 1
-             else np.ones((resamples, 1), dtype=np.int64))
+    picks = (_multinomial(rng, k, resamples) if k > 1
+             else np.ones((resamples, 1), dtype=np.uint8))
     if within is None:
         within = k == 1
     if not within:
         position = {c: j for j, c in enumerate(order)}
-        return picks[:, np.fromiter((position[c] for c in clusters), dtype=np.int64, count=n)]
+        return ReplicateWeights(picks, np.fromiter((position[c] for c in clusters),
+                                                   dtype=np.int64, count=n))
     unit_w = _unit_draws(rng, picks, [members[c] for c in order], resamples)
-    if np.array_equal(row_unit, np.arange(n)):
-        return unit_w
-    return unit_w[:, row_unit]
+    return ReplicateWeights(_small(unit_w), row_unit)
+
+
+def _small(counts: np.ndarray) -> np.ndarray:
+    """The counts in the smallest unsigned integer type that holds them."""
+    return counts.astype(np.min_scalar_type(int(counts.max(initial=0))))
+
+
+def _multinomial(rng: np.random.Generator, k: int, resamples: int) -> np.ndarray:
+    """``rng.multinomial(k, [1/k]*k, size=resamples)``, drawn a block of rows at a time (the
+    same draws: rows come from the generator one after another) and kept in a small type."""
+    out = np.empty((resamples, k), dtype=np.min_scalar_type(k))
+    rows = max(1, _BLOCK_VALUES // k)
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        out[start:stop] = rng.multinomial(k, [1 / k] * k, size=stop - start)
+    return out
 
 
 def _units(clusters: Sequence[str], unit_of: Sequence[object], order: list[str]
@@ -136,7 +227,7 @@ def _unit_draws(rng: np.random.Generator, picks: np.ndarray, scope_units: list[l
         u = len(idx)
         # picks·u uniform draws among the scope's units for each replicate, counted at once
         # (a multinomial with equal probabilities, far faster than drawing it category-wise).
-        counts = picks[:, j] * u
+        counts = picks[:, j].astype(np.int64) * u
         draws = rng.integers(0, u, size=int(counts.sum()))
         owner = np.repeat(replicates, counts)
         counted = np.bincount(owner * u + draws, minlength=resamples * u).reshape(resamples, u)
@@ -147,7 +238,7 @@ def _unit_draws(rng: np.random.Generator, picks: np.ndarray, scope_units: list[l
     return unit_w
 
 
-def weighted_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_means(values: np.ndarray, weights: ReplicateWeights | np.ndarray) -> np.ndarray:
     """Replicate means of ``values`` (NaN = undefined, left out) under bootstrap weights."""
     ok = np.isfinite(values)
     v = np.where(ok, values, 0.0)
@@ -220,18 +311,37 @@ def weight_chunks(
     resamples: int = TEST_RESAMPLES,
     units: Sequence[str] | None = None,
     within: bool | None = None,
-) -> Iterator[np.ndarray]:
-    """The (replicates, items) weight matrix of a scope-clustered bootstrap, a chunk of rows at
-    a time so that memory stays bounded however many replicates are asked for."""
+) -> Iterator[ReplicateWeights]:
+    """The weights of a scope-clustered bootstrap, a block of replicates at a time, in order,
+    so that memory stays bounded however many replicates and scopes there are. Replicates
+    come in seeded chunks of _CHUNK; without draws within scopes a chunk's replicates are drawn
+    one after another from its generator, so its blocks of rows are the rows the whole chunk
+    would have (with draws within scopes a chunk comes whole: its unit draws follow every
+    replicate's scope draws)."""
+    if units is not None and len(units) != len(clusters):
+        raise ValueError("units and clusters must have the same length")
     for start in range(0, resamples, _CHUNK):
         stop = min(resamples, start + _CHUNK)
-        yield cluster_bootstrap_weights(clusters, resamples=stop - start,
-                                        seed=digest_of(seed, start), units=units,
-                                        within=within).astype(float)
+        chunk_seed = digest_of(seed, start)
+        order = sorted(set(clusters))
+        if (within if within is not None else len(order) == 1):
+            yield bootstrap_weights(clusters, resamples=stop - start, seed=chunk_seed,
+                                    units=units, within=True)
+            continue
+        rng = rng_from(chunk_seed)
+        position = {c: j for j, c in enumerate(order)}
+        group = np.fromiter((position[c] for c in clusters), dtype=np.int64, count=len(clusters))
+        k = len(order)
+        if k == 1:  # within=False on one scope: every replicate keeps every item
+            yield ReplicateWeights(np.ones((stop - start, 1), dtype=np.uint8), group)
+            continue
+        rows = max(1, _BLOCK_VALUES // k)
+        for first in range(start, stop, rows):
+            yield ReplicateWeights(_multinomial(rng, k, min(rows, stop - first)), group)
 
 
 def replicate(
-    stats: Mapping[str, Callable[[np.ndarray], np.ndarray]],
+    stats: Mapping[str, Callable[[ReplicateWeights], np.ndarray]],
     clusters: Sequence[str],
     *,
     seed: bytes,

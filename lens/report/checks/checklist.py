@@ -549,8 +549,8 @@ def _groundings(runs: Sequence[RunData]) -> Iterator[tuple[str, GroundingDetail]
     many = len(runs) > 1
     for run in runs:
         for row in run.rows:
-            grounding = (row.scores.details.block("evidence_grounding", GroundingDetail)
-                         if row.scores else None)
+            grounding = (row.detail_block("evidence_grounding").block(
+                "evidence_grounding", GroundingDetail) if row.scores else None)
             if grounding:
                 yield _arm_name(run, row.record.adapter, many), grounding
 

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from lens.core.visible import visible
-from lens.report.checks.parity import context_of
+from lens.report.foundations.context import row_context
 from lens.report.foundations.data import QuestionRow
 from lens.runs.records import is_scored
 
@@ -54,7 +54,7 @@ def csv_lines(rows: Iterable[QuestionRow], metrics: Sequence[str],
     for row in rows:
         r = row.record
         cost = row.cost_usd
-        ctx = context_of(r, prefixes.get(r.unit_key, ()))
+        ctx = row_context(row, prefixes)
         searched = any(c.name == "memory_search" for c in r.tool_calls)
         share = ctx.scope_share if searched else None
         # A failed question has no session, so no context to measure (blank, not 0).

@@ -24,7 +24,7 @@ from lens.report.foundations.data import QuestionRow
 from lens.report.foundations.shapes import ReportSummary
 from lens.report.sections.registry import Section
 from lens.runs.records import BudgetOutcome, QuestionRecord
-from lens.scoring.foundations.detail import QuestionDetail, shown
+from lens.scoring.foundations.detail import QuestionDetail, read_detail, shown
 
 MAX_TEXT = 4000
 
@@ -201,8 +201,11 @@ def question_body(row: QuestionRow, *, scores: bool = True) -> str:
         body.append(f'<p class="fail">error: {e(r.error)}</p>')
     body.append(_answers_html(r))
     body.append(_refs_html(r))
-    if scores and row.scores and row.scores.details:
-        body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(row.scores.details))
+    # Read here, not through the cached ``details``: a page of every question would otherwise
+    # keep every question's typed detail until the run is released.
+    details = read_detail(row.scores.detail) if scores and row.scores else None
+    if details:
+        body.append("<h4>Gold facts and verdicts</h4>" + _detail_html(details))
     if r.tool_calls:
         body.append(_tool_calls_html(r))
     if r.budget:

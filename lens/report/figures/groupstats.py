@@ -34,7 +34,7 @@ from lens.stats import (
     symmetric_seed,
     unknown,
 )
-from lens.stats.resample import weight_chunks
+from lens.stats.resample import ReplicateWeights, weight_chunks
 
 GROUP_RESAMPLES = 2000
 
@@ -95,7 +95,7 @@ class _Matrix:
         self.columns = {m: self.values[:, j] for j, m in enumerate(self.metrics)}
         self.defined_columns = {m: self.defined[:, j] for j, m in enumerate(self.metrics)}
 
-    def means(self, w: np.ndarray) -> np.ndarray:
+    def means(self, w: ReplicateWeights) -> np.ndarray:
         """(replicates, metrics) weighted means; NaN where a metric has no defined value."""
         num = w @ self.values
         den = w @ self.defined.astype(float)
@@ -103,7 +103,7 @@ class _Matrix:
             return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _replicates(matrix: _Matrix, w: np.ndarray, how: GroupScoring,
+def _replicates(matrix: _Matrix, w: ReplicateWeights, how: GroupScoring,
                 point: dict[str, float | None] | None = None) -> dict[str, np.ndarray]:
     means = matrix.means(w)
     values = {m: means[:, j] for j, m in enumerate(matrix.metrics)}

@@ -26,7 +26,8 @@ from lens.stats import agreement
 def with_scores(run: RunData, scores: RunScores) -> RunData:
     """The same run seen through other scores (another judge's)."""
     by_key = {q.key: q for q in scores.questions}
-    rows = [QuestionRow(record=r.record, scores=by_key.get(r.record.key)) for r in run.rows]
+    rows = [QuestionRow(record=r.record, scores=by_key.get(r.record.key), context=r.context)
+            for r in run.rows]
     return dataclasses.replace(run, rows=rows, scores=scores)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,11 @@ from pydantic import ValidationError
 
 import lens.scoring.metrics as registry
 from lens.core.errors import UserError, bounded
+from lens.report.foundations.context import QuestionContext, context_of, synthetic_prefixes_of
 from lens.report.foundations.shapes import UnknownUsage
 from lens.runs.records import QuestionRecord, is_scored
 from lens.runs.store import MANIFEST, RunStore
+from lens.scoring.foundations.detail import QuestionDetail, read_detail
 from lens.scoring.foundations.types import QuestionScores, RunScores
 
 SCORES = "scores.json"
@@ -39,10 +43,14 @@ MAX_RUN_ID_SHOWN = 200
 
 @dataclass(frozen=True)
 class QuestionRow:
-    """One answered (or failed) question: its record joined with its scores, if scored."""
+    """One answered (or failed) question: its record joined with its scores, if scored.
+    ``context`` is what the memory handed the agent, measured when the record was loaded whole:
+    a loaded run keeps of a record's transcript only the first prompt (RunData.page_rows reads
+    the records whole again for the pages)."""
 
     record: QuestionRecord
     scores: QuestionScores | None
+    context: QuestionContext | None = None
 
     @property
     def match_key(self) -> tuple[str, str, int]:
@@ -68,9 +76,16 @@ class QuestionRow:
         evidence or did not finish."""
         if self.scores is None or not is_scored(self.record.status):
             return None
-        retrieval = self.scores.details.retrieval
+        retrieval = self.detail_block("retrieval").retrieval
         value = retrieval.first.get(name) if retrieval and retrieval.first else None
         return None if value is None or math.isnan(value) else value
+
+    def detail_block(self, key: str) -> QuestionDetail:
+        """The typed detail of the question's ``key`` block alone, read each time: the whole
+        typed detail (``scores.details``) stays cached on the scores, which for a whole run is
+        more than the summary needs (the pages read it)."""
+        stored = self.scores.detail if self.scores is not None else {}
+        return read_detail({key: stored[key]} if key in stored else {})
 
     @property
     def search_results(self) -> int:
@@ -113,6 +128,22 @@ class RunData:
     scores: RunScores | None
     events: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The records read whole again, in the rows' order, when the rows hold them cut short.
+    reread: Callable[[], Iterator[QuestionRecord]] | None = None
+
+    def page_rows(self) -> Iterator[QuestionRow]:
+        """The rows with their records whole (transcripts included), one at a time: what the
+        per-question pages show."""
+        if self.reread is None:
+            yield from self.rows
+            return
+        records = self.reread()
+        for row in self.rows:
+            record = next(records, None)
+            if record is None or record.key != row.record.key:
+                raise UserError(f"{self.root}: its question records changed while its report "
+                                "was written; write the report again")
+            yield replace(row, record=record)
 
     @property
     def run_id(self) -> str:
@@ -233,11 +264,15 @@ def load_run(run_dir: str | Path, *, records: bool = True) -> RunData:
 
 
 def run_data(root: Path, manifest: dict[str, Any], records: Sequence[QuestionRecord],
-             scores: RunScores | None, events: Sequence[dict[str, Any]]) -> RunData:
+             scores: RunScores | None, events: Sequence[dict[str, Any]], *,
+             contexts: Sequence[QuestionContext] | None = None) -> RunData:
     """A run from what is already in hand (nothing is read): its manifest, its question records
-    in the order the run committed them, its scores (None: not scored) and its events."""
+    in the order the run committed them, its scores (None: not scored) and its events;
+    ``contexts``, each record's measured context when the records are cut short."""
     by_key = {q.key: q for q in scores.questions} if scores else {}
-    rows = [QuestionRow(record=r, scores=by_key.get(r.key)) for r in records]
+    measured = list(contexts) if contexts is not None else [None] * len(records)
+    rows = [QuestionRow(record=r, scores=by_key.get(r.key), context=c)
+            for r, c in zip(records, measured, strict=True)]
     notes: list[str] = []
     if scores is None:
         notes.append(f"no {SCORES}: the run is not scored yet (run `lens score {root}`); "
@@ -251,10 +286,41 @@ def run_data(root: Path, manifest: dict[str, Any], records: Sequence[QuestionRec
                    events=list(events), notes=notes)
 
 
+def _shared_parts(events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events, with equal nested values held once: every unit of an arm records the same
+    capabilities, usage shapes and settings, which held apart grow with the number of units."""
+    seen: dict[bytes, Any] = {}  # by digest: a value's text as the key would hold it twice
+    out = []
+    for e in events:
+        for k, v in e.items():
+            if isinstance(v, dict | list) and v:
+                text = json.dumps(v, sort_keys=True, default=str).encode("utf-8")
+                e[k] = seen.setdefault(hashlib.sha256(text).digest(), v)
+        out.append(e)
+    return out
+
+
 def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None) -> RunData:
+    events = _shared_parts(store.events())
+    prefixes = synthetic_prefixes_of(events)
+    records: list[QuestionRecord] = []
+    contexts: list[QuestionContext] = []
     try:
-        records = store.load_records()
+        # Each record is measured whole, then kept without its transcript's bulk (the tool
+        # results a session read: most of a record); the pages read the records again.
+        for record in store.iter_records():
+            contexts.append(context_of(record, prefixes.get(record.unit_key, ())))
+            records.append(_cut_short(record))
     except ValidationError as exc:
         raise UserError(f"{store.root}: a question record is invalid: "
                         f"{exc.errors()[0]['msg']}") from None
-    return run_data(store.root, manifest, records, scores, list(store.events()))
+    run = run_data(store.root, manifest, records, scores, events, contexts=contexts)
+    run.reread = store.iter_records
+    return run
+
+
+def _cut_short(record: QuestionRecord) -> QuestionRecord:
+    """The record with only the first user message of its transcript (the question as the
+    agent got it, which the sequential replay's order reads)."""
+    first = next((m for m in record.transcript if m.role == "user"), None)
+    return record.model_copy(update={"transcript": [first] if first is not None else []})

@@ -23,7 +23,7 @@ def _detail(row: QuestionRow) -> RetrievalDetail | None:
     """The question's retrieval detail, when it has ranking metrics (required evidence)."""
     if row.scores is None or row.record.status != "answered":
         return None
-    d = row.scores.details.retrieval
+    d = row.detail_block("retrieval").retrieval
     return d if d is not None and d.first is not None else None
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from lens.data.dataset import SYNTHESIS_TYPES, QuestionType
 from lens.runs.records import is_scored
 from lens.scoring.foundations.types import QuestionScores
+from lens.stats.resample import ReplicateWeights
 
 _SYNTHESIS = frozenset(t.value for t in SYNTHESIS_TYPES)
 _CONTROL = QuestionType.NULL_HYPOTHESIS.value
@@ -71,7 +72,8 @@ def longitudinal_advantage(rows: Sequence[QuestionScores]) -> tuple[float | None
 
 def longitudinal_advantage_replicates(rows: Sequence[QuestionScores],
                                       values: Mapping[str, np.ndarray],
-                                      defined: Mapping[str, np.ndarray], w: np.ndarray
+                                      defined: Mapping[str, np.ndarray],
+                                      w: ReplicateWeights | np.ndarray
                                       ) -> np.ndarray:
     """The statistic under each row of bootstrap weights ``w`` (replicates x rows): the
     synthesis minus the control mean of the basis, weighted. ``values`` and ``defined`` hold
