@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from tests.core.helpers import make_dataset, write_json
+from tests.support.signals import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD = "tests.isolation.hostile_adapters:HeldHonest"
@@ -52,7 +53,7 @@ def test_ctrl_c_names_the_run_directory_in_the_resume_command(tmp_path: Path) ->
     cfg = _config(tmp_path, HELD, questions=4, options={"gate": str(gate)})
     proc = subprocess.Popen([sys.executable, "-m", "lens", "run", str(cfg)], cwd=tmp_path,
                             env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, **as_from_a_terminal())
     assert proc.stdout is not None
     first = proc.stdout.readline()  # printed before any question is asked
     assert first.startswith("run directory: "), first

@@ -27,6 +27,7 @@ import pytest
 from lens.view.jobs import Jobs
 from tests.conftest import ROOT
 from tests.report.runfactory import RunSpec, make_run
+from tests.support.signals import as_from_a_terminal
 from tests.view.server import get, lens_view, require_view_extra
 
 # Every page of a hostile run must answer within this (a blocked read never answers).
@@ -325,7 +326,7 @@ def _start(folder: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "lens", "view", str(folder), *extra],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, **as_from_a_terminal())
     assert proc.stdout is not None
     line = proc.stdout.readline()
     found = re.search(r"(http://127\.0\.0\.1:\d+)/", line)

@@ -328,11 +328,12 @@ def test_ctrl_c_stops_the_viewer_cleanly(tmp_path: Path) -> None:
     import sys
 
     from tests.conftest import ROOT
+    from tests.support.signals import as_from_a_terminal
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "lens", "view", str(tmp_path), "--port", "0"], cwd=ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        **as_from_a_terminal())
     assert proc.stdout is not None
     assert "lens view:" in proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
