@@ -18,6 +18,7 @@ import json
 import math
 import os
 import urllib.parse
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -156,6 +157,7 @@ _MESSAGES, _TOOLS = _Spliced(), _Spliced()
 # The encoded messages and tools kept for the next calls, at most this many bytes (and entries).
 FRAGMENT_CACHE_BYTES = 8 * 1024 * 1024
 FRAGMENT_CACHE_ENTRIES = 8192
+_FIRST_SWEEP = 256
 
 
 class FragmentCache:
@@ -163,28 +165,48 @@ class FragmentCache:
 
     An agent's conversation grows by a turn or two per call and its earlier messages are the
     same (frozen) objects every time, as are its tool specs: each is encoded once rather than
-    on every call of the conversation. An entry holds its object, so its ``id`` stays its own
-    while the entry lives; the oldest entries go first past the size bounds."""
+    on every call of the conversation. An entry holds its object weakly: a finished
+    conversation's messages are freed with it, and its entries go at the next sweep, so the
+    cache holds about the conversations in flight rather than the run's history (whose
+    messages, kept alive, made most of the garbage collector's work in a long run). An entry
+    is used only while its object lives, so an ``id`` reused by a new object never matches
+    an old entry; past the size bounds, the oldest entries go first."""
 
     def __init__(self, max_bytes: int = FRAGMENT_CACHE_BYTES,
                  max_entries: int = FRAGMENT_CACHE_ENTRIES) -> None:
         self.max_bytes = max_bytes
         self.max_entries = max_entries
-        self._entries: dict[int, tuple[object, bytes]] = {}
+        self._entries: dict[int, tuple[weakref.ref[Message | ToolSpec], bytes]] = {}
         self._bytes = 0
+        # Entries held before the next sweep for dead objects: twice what the last one kept.
+        self._sweep_at = min(max_entries, _FIRST_SWEEP)
 
     def encoded(self, obj: Message | ToolSpec) -> bytes:
-        entry = self._entries.get(id(obj))
-        if entry is not None and entry[0] is obj:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
             return entry[1]
         data = dumps(openai_message(obj) if isinstance(obj, Message) else openai_tool(obj))
         if len(data) <= self.max_bytes:
-            self._entries[id(obj)] = (obj, data)
+            if entry is not None:  # a freed object's entry, its id now another's
+                self._bytes -= len(self._entries.pop(key)[1])
+            self._entries[key] = (weakref.ref(obj), data)
             self._bytes += len(data)
-            while self._bytes > self.max_bytes or len(self._entries) > self.max_entries:
-                oldest = next(iter(self._entries))
-                self._bytes -= len(self._entries.pop(oldest)[1])
+            if len(self._entries) > self._sweep_at or self._bytes > self.max_bytes:
+                self._sweep()
         return data
+
+    def _sweep(self) -> None:
+        """Drop the entries of freed objects; if the live ones alone pass a bound, the oldest
+        go down to three quarters of it, so that the next sweep is many insertions away."""
+        entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
+        size = sum(len(e[1]) for e in entries.values())
+        if size > self.max_bytes or len(entries) > self.max_entries:
+            max_bytes, max_entries = self.max_bytes * 3 // 4, self.max_entries * 3 // 4
+            while entries and (size > max_bytes or len(entries) > max_entries):
+                size -= len(entries.pop(next(iter(entries)))[1])
+        self._entries, self._bytes = entries, size
+        self._sweep_at = min(self.max_entries, max(_FIRST_SWEEP, 2 * len(entries)))
 
 
 def request_body(request: CompletionRequest, model: str, config_max_tokens: int | None,
