@@ -19,6 +19,7 @@ from pathlib import Path
 from bench.common import fake_server
 from bench.runner_efficiency import CALLS_PER_QUESTION, lens_once, write_dataset
 from lens.core import eventloop
+from lens.data.dataset_load import load_dataset
 
 QUESTIONS = 64
 CONCURRENCY = 16
@@ -46,15 +47,15 @@ def test_work_per_model_call_does_not_grow(tmp_path: Path) -> None:
         # The first run imports the transport and fills the caches; the second is counted.
         warm = tmp_path / "warm"
         warm.mkdir()
-        eventloop.run(lens_once, dataset, server.base_url, CONCURRENCY, warm, False,
-                      loop="asyncio")
+        eventloop.run(lens_once, dataset, load_dataset(dataset), server.base_url, CONCURRENCY,
+                      warm, False, loop="asyncio")
         work = tmp_path / "counted"
         work.mkdir()
         profile = cProfile.Profile()
         profile.enable()
         try:
-            measure = eventloop.run(lens_once, dataset, server.base_url, CONCURRENCY, work,
-                                    False, loop="asyncio")
+            measure = eventloop.run(lens_once, dataset, load_dataset(dataset), server.base_url,
+                                    CONCURRENCY, work, False, loop="asyncio")
         finally:
             profile.disable()
     assert measure.calls == QUESTIONS * CALLS_PER_QUESTION
