@@ -31,7 +31,13 @@ from lens.data.config import ModelConfig
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
-from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
+from lens.models.json_http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    HTTPReply,
+    JSONPoster,
+    TransportError,
+    dumps,
+)
 from lens.models.openai_json import ChatMessageJson, ToolJson, tool_call_json
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -216,18 +222,21 @@ def request_body(request: CompletionRequest, model: str, config_max_tokens: int 
     taken from ``fragments``: the JSON of an object is the JSON of its members, in order, with
     the same separators, so the body is assembled from pieces encoded once each."""
     params = _params(request, model, config_max_tokens, token_limit_param, _MESSAGES, _TOOLS)
-    parts: list[bytes] = []
+    # Pieces joined once at the end: the body (most of it the conversation) is copied once,
+    # not once per level of nesting.
+    pieces: list[bytes] = []
     for key, value in (params | (extra_body or {})).items():
+        pieces.append(b"," if pieces else b"{")
         if isinstance(value, _Spliced):
             items: Sequence[Message | ToolSpec] = (request.messages if value is _MESSAGES
                                                    else request.tools)
-            parts.append(_member(key, _SPLICE) + b",".join(map(fragments.encoded, items))
-                         + b"]")
+            pieces += (_member(key, _SPLICE), b",".join(map(fragments.encoded, items)), b"]")
         elif type(value) in _SCALARS:
-            parts.append(_member(key, value))
+            pieces.append(_member(key, value))
         else:
-            parts.append(dumps({key: value})[1:-1])
-    return b"{" + b",".join(parts) + b"}"
+            pieces.append(dumps({key: value})[1:-1])
+    pieces.append(b"}" if pieces else b"{}")
+    return b"".join(pieces)
 
 
 # Members whose JSON is kept by value: the model, temperature, tool choice and token limit are
@@ -314,6 +323,7 @@ class OpenAIClient:
             raise ConfigError(f"model {config.model!r}: options.max_response_bytes must be a "
                               f"whole number of bytes, at least 1024, not {cap!r}")
         self.base_url = config.base_url
+        self._label = f"{self.provider}/{self.model}"
         api_key = resolve_api_key(config)
         self._client: openai.AsyncOpenAI | None = None
         self._poster: JSONPoster | None = None
@@ -330,7 +340,7 @@ class OpenAIClient:
                                       max_response_bytes=cap)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        label = f"{self.provider}/{self.model}"
+        label = self._label
         if self._poster is not None:
             try:
                 body = request_body(request, self.model, self.config.max_tokens,
@@ -338,7 +348,11 @@ class OpenAIClient:
             except (ValueError, RecursionError) as exc:
                 raise ProviderError(f"{label}: the request cannot be sent as JSON: {exc}",
                                     retryable=False) from None
-            return _reply_to_completion(await self._post(body, label), request, label)
+            try:
+                reply = await self._poster.post(body)
+            except TransportError as exc:
+                raise ProviderError(f"{label}: {exc}", retryable=exc.retryable) from None
+            return _reply_to_completion(_reply_json(reply, label), request, label)
         assert self._client is not None
         params = build_params(request, self.model, self.config.max_tokens,
                               self.token_limit_param)
@@ -367,36 +381,41 @@ class OpenAIClient:
                                 retryable=True) from None
         return _to_completion(response, request, label)
 
-    async def _post(self, body: bytes, label: str) -> dict[str, Any]:
-        assert self._poster is not None
-        try:
-            reply = await self._poster.post(body)
-        except TransportError as exc:
-            raise ProviderError(f"{label}: {exc}", retryable=exc.retryable) from None
-        rate_headers.note(reply.headers)
-        if reply.status >= 400:
-            raise ProviderError(
-                f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
-                retryable=status_is_retryable(reply.status), status=reply.status,
-                retry_after_s=parse_retry_after(reply.headers),
-            )
-        try:
-            data = json.loads(reply.body)
-        except (ValueError, RecursionError) as exc:
-            # A cut-off or garbled body is usually a transient fault of the server or network;
-            # ValueError covers bad UTF-8 and integers of thousands of digits too.
-            raise ProviderError(f"{label}: malformed response: {_short(exc)}",
-                                retryable=True) from None
-        if not isinstance(data, dict):
-            raise ProviderError(f"{label}: malformed response: not a JSON object",
-                                retryable=True)
-        return data
-
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close()
         if self._poster is not None:
             await self._poster.aclose()
+
+
+def _reply_json(reply: HTTPReply, label: str) -> dict[str, Any]:
+    """The JSON object of a reply from the aiohttp transport, or the ProviderError it is."""
+    rate_headers.note(reply.headers)
+    if reply.status >= 400:
+        raise ProviderError(
+            f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
+            retryable=status_is_retryable(reply.status), status=reply.status,
+            retry_after_s=parse_retry_after(reply.headers),
+        )
+    body = reply.body
+    try:
+        # JSON between systems is UTF-8 (RFC 8259): an object's text is decoded as such, once;
+        # anything else (a byte-order mark, another encoding, not an object) goes through
+        # json.loads, which tells them apart.
+        data = (_DECODER.decode(body.decode()) if body[:1] == b"{"
+                else json.loads(body))
+    except (ValueError, RecursionError) as exc:
+        # A cut-off or garbled body is usually a transient fault of the server or network;
+        # ValueError covers bad UTF-8 and integers of thousands of digits too.
+        raise ProviderError(f"{label}: malformed response: {_short(exc)}",
+                            retryable=True) from None
+    if not isinstance(data, dict):
+        raise ProviderError(f"{label}: malformed response: not a JSON object",
+                            retryable=True)
+    return data
+
+
+_DECODER = json.JSONDecoder()
 
 
 def _short(exc: BaseException) -> str:
@@ -434,6 +453,8 @@ def _arguments_text(args: Any) -> str:
 
 def _readable_count(value: Any) -> int | None:
     """A usage count as a provider must send it (a whole, non-negative JSON number), or None."""
+    if type(value) is int:  # what every provider sends
+        return value if 0 <= value <= MAX_USAGE_TOKENS else None
     ok = (not isinstance(value, bool) and isinstance(value, int | float)
           and math.isfinite(value) and 0 <= value <= MAX_USAGE_TOKENS and value == int(value))
     return int(value) if ok else None

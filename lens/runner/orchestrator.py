@@ -8,6 +8,7 @@ are stored, so no question ever sees a later episode.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 import traceback
@@ -70,8 +71,9 @@ class Unit:
     repeat: int
     questions: tuple[Question, ...]
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        # Asked for every question of the unit, several times: made once.
         return unit_key(self.adapter.display, self.scope.scope_id, self.repeat)
 
 
