@@ -12,8 +12,7 @@ import json
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 
@@ -24,8 +23,7 @@ from lens.core.distribution import version as lens_version
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class HTTPReply:
+class HTTPReply(NamedTuple):
     status: int
     headers: Mapping[str, str]
     body: bytes

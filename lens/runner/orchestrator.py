@@ -182,7 +182,10 @@ class Runner:
         self.model = model
         self.progress = progress or _NoProgress()
         self.adapter_factory = adapter_factory or executor_factory(config.executor)
-        self.question_limiter = anyio.CapacityLimiter(config.concurrency.questions)
+        # A FIFO semaphore, taken without yielding when a slot is free: every question of a
+        # checkpoint waits here at once, and a CapacityLimiter spent an exception, an event
+        # and a trip round the event loop on each.
+        self.question_limiter = anyio.Semaphore(config.concurrency.questions, fast_acquire=True)
         self.unit_limiter = anyio.CapacityLimiter(config.concurrency.units)
         self.summary = RunSummary()
         self._finished: set[str] = set()
