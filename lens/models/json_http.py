@@ -12,8 +12,7 @@ import json
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 
@@ -24,8 +23,7 @@ from lens.core.distribution import version as lens_version
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class HTTPReply:
+class HTTPReply(NamedTuple):
     status: int
     headers: Mapping[str, str]
     body: bytes
@@ -54,7 +52,10 @@ class JSONPoster:
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.url = url
         self.headers = request_headers(headers)
-        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        # Only a new connection's connect is timed here: the whole request is timed by the
+        # model stack's deadline (lens.models.stack), which every call runs under, and a
+        # second, aiohttp-wide deadline armed a timer per request for nothing.
+        self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s)
         self.proxy = env_proxy(url)
         self.max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
@@ -87,13 +88,18 @@ class JSONPoster:
     async def _read(self, resp: aiohttp.ClientResponse) -> bytes:
         cap = self.max_response_bytes
         declared = resp.content_length
-        if declared is not None and declared > cap:
-            resp.close()
-            raise self._too_large(f"declares {declared} bytes")
+        if declared is not None:
+            if declared > cap:
+                resp.close()
+                raise self._too_large(f"declares {declared} bytes")
+            if resp.headers.get("Content-Encoding", "identity") == "identity":
+                # The body ends at its declared length, under the cap: read whole, in one call.
+                # A compressed body is read in pieces below, since it can inflate past the cap.
+                return await resp.read()
         chunks: list[bytes] = []
         size = 0
-        # Read in pieces: a reply without Content-Length (chunked, or ended by closing) is
-        # stopped at the cap, not after it has all arrived.
+        # Without Content-Length (chunked, or ended by closing) or compressed, read in pieces:
+        # the reply is stopped at the cap, not after it has all arrived.
         async for chunk in resp.content.iter_chunked(1 << 16):
             size += len(chunk)
             if size > cap:

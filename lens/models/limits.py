@@ -339,6 +339,13 @@ class Slot:
 
     async def __aenter__(self) -> Booking:
         lim = self._limiter
+        sem = lim.semaphore
+        if (not lim._probe_needed and not lim._paused_until and lim.requests is None
+                and lim.tokens is None and sem.in_flight < sem.limit and not sem._waiters):
+            # A free endpoint with nothing to book: the slot is taken here, without the
+            # coroutine of the general path.
+            sem._take()
+            return Booking()
         if lim._probe_needed:
             # Without stated limits, the first request probes alone: a run's opening wave
             # would otherwise hit the provider's limits before lens has read them.
@@ -360,6 +367,8 @@ class Slot:
             wait = lim._paused_until - time.monotonic()
             if wait > 0:
                 await anyio.sleep(wait)
+            else:
+                lim._paused_until = 0.0  # over: the next request may take the fast path
         if lim.requests is not None:
             booking.requests_at = await lim.requests.take(1)
             booking.requests = 1

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import urllib.parse
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -30,7 +31,13 @@ from lens.data.config import ModelConfig
 from lens.models import rate_headers
 from lens.models.base import Completion, CompletionRequest, Message, ToolCall, ToolSpec, Usage
 from lens.models.errors import ProviderError, parse_retry_after, status_is_retryable
-from lens.models.json_http import DEFAULT_MAX_RESPONSE_BYTES, JSONPoster, TransportError, dumps
+from lens.models.json_http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    HTTPReply,
+    JSONPoster,
+    TransportError,
+    dumps,
+)
 from lens.models.openai_json import ChatMessageJson, ToolJson, tool_call_json
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -156,6 +163,7 @@ _MESSAGES, _TOOLS = _Spliced(), _Spliced()
 # The encoded messages and tools kept for the next calls, at most this many bytes (and entries).
 FRAGMENT_CACHE_BYTES = 8 * 1024 * 1024
 FRAGMENT_CACHE_ENTRIES = 8192
+_FIRST_SWEEP = 256
 
 
 class FragmentCache:
@@ -163,28 +171,48 @@ class FragmentCache:
 
     An agent's conversation grows by a turn or two per call and its earlier messages are the
     same (frozen) objects every time, as are its tool specs: each is encoded once rather than
-    on every call of the conversation. An entry holds its object, so its ``id`` stays its own
-    while the entry lives; the oldest entries go first past the size bounds."""
+    on every call of the conversation. An entry holds its object weakly: a finished
+    conversation's messages are freed with it, and its entries go at the next sweep, so the
+    cache holds about the conversations in flight rather than the run's history (whose
+    messages, kept alive, made most of the garbage collector's work in a long run). An entry
+    is used only while its object lives, so an ``id`` reused by a new object never matches
+    an old entry; past the size bounds, the oldest entries go first."""
 
     def __init__(self, max_bytes: int = FRAGMENT_CACHE_BYTES,
                  max_entries: int = FRAGMENT_CACHE_ENTRIES) -> None:
         self.max_bytes = max_bytes
         self.max_entries = max_entries
-        self._entries: dict[int, tuple[object, bytes]] = {}
+        self._entries: dict[int, tuple[weakref.ref[Message | ToolSpec], bytes]] = {}
         self._bytes = 0
+        # Entries held before the next sweep for dead objects: twice what the last one kept.
+        self._sweep_at = min(max_entries, _FIRST_SWEEP)
 
     def encoded(self, obj: Message | ToolSpec) -> bytes:
-        entry = self._entries.get(id(obj))
-        if entry is not None and entry[0] is obj:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
             return entry[1]
         data = dumps(openai_message(obj) if isinstance(obj, Message) else openai_tool(obj))
         if len(data) <= self.max_bytes:
-            self._entries[id(obj)] = (obj, data)
+            if entry is not None:  # a freed object's entry, its id now another's
+                self._bytes -= len(self._entries.pop(key)[1])
+            self._entries[key] = (weakref.ref(obj), data)
             self._bytes += len(data)
-            while self._bytes > self.max_bytes or len(self._entries) > self.max_entries:
-                oldest = next(iter(self._entries))
-                self._bytes -= len(self._entries.pop(oldest)[1])
+            if len(self._entries) > self._sweep_at or self._bytes > self.max_bytes:
+                self._sweep()
         return data
+
+    def _sweep(self) -> None:
+        """Drop the entries of freed objects; if the live ones alone pass a bound, the oldest
+        go down to three quarters of it, so that the next sweep is many insertions away."""
+        entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
+        size = sum(len(e[1]) for e in entries.values())
+        if size > self.max_bytes or len(entries) > self.max_entries:
+            max_bytes, max_entries = self.max_bytes * 3 // 4, self.max_entries * 3 // 4
+            while entries and (size > max_bytes or len(entries) > max_entries):
+                size -= len(entries.pop(next(iter(entries)))[1])
+        self._entries, self._bytes = entries, size
+        self._sweep_at = min(self.max_entries, max(_FIRST_SWEEP, 2 * len(entries)))
 
 
 def request_body(request: CompletionRequest, model: str, config_max_tokens: int | None,
@@ -194,18 +222,21 @@ def request_body(request: CompletionRequest, model: str, config_max_tokens: int 
     taken from ``fragments``: the JSON of an object is the JSON of its members, in order, with
     the same separators, so the body is assembled from pieces encoded once each."""
     params = _params(request, model, config_max_tokens, token_limit_param, _MESSAGES, _TOOLS)
-    parts: list[bytes] = []
+    # Pieces joined once at the end: the body (most of it the conversation) is copied once,
+    # not once per level of nesting.
+    pieces: list[bytes] = []
     for key, value in (params | (extra_body or {})).items():
+        pieces.append(b"," if pieces else b"{")
         if isinstance(value, _Spliced):
             items: Sequence[Message | ToolSpec] = (request.messages if value is _MESSAGES
                                                    else request.tools)
-            parts.append(_member(key, _SPLICE) + b",".join(map(fragments.encoded, items))
-                         + b"]")
+            pieces += (_member(key, _SPLICE), b",".join(map(fragments.encoded, items)), b"]")
         elif type(value) in _SCALARS:
-            parts.append(_member(key, value))
+            pieces.append(_member(key, value))
         else:
-            parts.append(dumps({key: value})[1:-1])
-    return b"{" + b",".join(parts) + b"}"
+            pieces.append(dumps({key: value})[1:-1])
+    pieces.append(b"}" if pieces else b"{}")
+    return b"".join(pieces)
 
 
 # Members whose JSON is kept by value: the model, temperature, tool choice and token limit are
@@ -292,6 +323,7 @@ class OpenAIClient:
             raise ConfigError(f"model {config.model!r}: options.max_response_bytes must be a "
                               f"whole number of bytes, at least 1024, not {cap!r}")
         self.base_url = config.base_url
+        self._label = f"{self.provider}/{self.model}"
         api_key = resolve_api_key(config)
         self._client: openai.AsyncOpenAI | None = None
         self._poster: JSONPoster | None = None
@@ -308,7 +340,7 @@ class OpenAIClient:
                                       max_response_bytes=cap)
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        label = f"{self.provider}/{self.model}"
+        label = self._label
         if self._poster is not None:
             try:
                 body = request_body(request, self.model, self.config.max_tokens,
@@ -316,7 +348,11 @@ class OpenAIClient:
             except (ValueError, RecursionError) as exc:
                 raise ProviderError(f"{label}: the request cannot be sent as JSON: {exc}",
                                     retryable=False) from None
-            return _reply_to_completion(await self._post(body, label), request, label)
+            try:
+                reply = await self._poster.post(body)
+            except TransportError as exc:
+                raise ProviderError(f"{label}: {exc}", retryable=exc.retryable) from None
+            return _reply_to_completion(_reply_json(reply, label), request, label)
         assert self._client is not None
         params = build_params(request, self.model, self.config.max_tokens,
                               self.token_limit_param)
@@ -345,36 +381,41 @@ class OpenAIClient:
                                 retryable=True) from None
         return _to_completion(response, request, label)
 
-    async def _post(self, body: bytes, label: str) -> dict[str, Any]:
-        assert self._poster is not None
-        try:
-            reply = await self._poster.post(body)
-        except TransportError as exc:
-            raise ProviderError(f"{label}: {exc}", retryable=exc.retryable) from None
-        rate_headers.note(reply.headers)
-        if reply.status >= 400:
-            raise ProviderError(
-                f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
-                retryable=status_is_retryable(reply.status), status=reply.status,
-                retry_after_s=parse_retry_after(reply.headers),
-            )
-        try:
-            data = json.loads(reply.body)
-        except (ValueError, RecursionError) as exc:
-            # A cut-off or garbled body is usually a transient fault of the server or network;
-            # ValueError covers bad UTF-8 and integers of thousands of digits too.
-            raise ProviderError(f"{label}: malformed response: {_short(exc)}",
-                                retryable=True) from None
-        if not isinstance(data, dict):
-            raise ProviderError(f"{label}: malformed response: not a JSON object",
-                                retryable=True)
-        return data
-
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close()
         if self._poster is not None:
             await self._poster.aclose()
+
+
+def _reply_json(reply: HTTPReply, label: str) -> dict[str, Any]:
+    """The JSON object of a reply from the aiohttp transport, or the ProviderError it is."""
+    rate_headers.note(reply.headers)
+    if reply.status >= 400:
+        raise ProviderError(
+            f"{label}: HTTP {reply.status}: {_error_message(reply.body)}",
+            retryable=status_is_retryable(reply.status), status=reply.status,
+            retry_after_s=parse_retry_after(reply.headers),
+        )
+    body = reply.body
+    try:
+        # JSON between systems is UTF-8 (RFC 8259): an object's text is decoded as such, once;
+        # anything else (a byte-order mark, another encoding, not an object) goes through
+        # json.loads, which tells them apart.
+        data = (_DECODER.decode(body.decode()) if body[:1] == b"{"
+                else json.loads(body))
+    except (ValueError, RecursionError) as exc:
+        # A cut-off or garbled body is usually a transient fault of the server or network;
+        # ValueError covers bad UTF-8 and integers of thousands of digits too.
+        raise ProviderError(f"{label}: malformed response: {_short(exc)}",
+                            retryable=True) from None
+    if not isinstance(data, dict):
+        raise ProviderError(f"{label}: malformed response: not a JSON object",
+                            retryable=True)
+    return data
+
+
+_DECODER = json.JSONDecoder()
 
 
 def _short(exc: BaseException) -> str:
@@ -412,6 +453,8 @@ def _arguments_text(args: Any) -> str:
 
 def _readable_count(value: Any) -> int | None:
     """A usage count as a provider must send it (a whole, non-negative JSON number), or None."""
+    if type(value) is int:  # what every provider sends
+        return value if 0 <= value <= MAX_USAGE_TOKENS else None
     ok = (not isinstance(value, bool) and isinstance(value, int | float)
           and math.isfinite(value) and 0 <= value <= MAX_USAGE_TOKENS and value == int(value))
     return int(value) if ok else None

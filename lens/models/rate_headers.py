@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from multidict import CIMultiDict, CIMultiDictProxy
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -65,10 +67,21 @@ def _count(text: str | None) -> float | None:
 _NOTHING = RateHeaders()
 
 
+_NAMES = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens",
+          "x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens",
+          "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+
+
 def parse_rate_headers(headers: Mapping[str, str] | None) -> RateHeaders:
     if not headers:
         return _NOTHING
-    lower = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit-")}
+    if isinstance(headers, CIMultiDictProxy | CIMultiDict):
+        # aiohttp's headers look names up without regard to case: six lookups, rather than
+        # lowering every header of every reply.
+        lower = {name: value for name in _NAMES if (value := headers.get(name)) is not None}
+    else:
+        lower = {k.lower(): v for k, v in headers.items()
+                 if k.lower().startswith("x-ratelimit-")}
     if not lower:
         return _NOTHING
 

@@ -58,24 +58,24 @@ class _TotalWaitStop(stop_base):
         return state.idle_for + (state.upcoming_sleep or 0.0) > self.cap_s
 
 
-async def call_with_retry(
-    fn: Callable[[], Awaitable[T]], policy: RetryPolicy, *, label: str,
+async def retry_after_failure(
+    exc: ModelError, fn: Callable[[], Awaitable[T]], policy: RetryPolicy, *, label: str,
     rng: random.Random | None = None,
 ) -> tuple[T, int]:
-    """Run ``fn`` until it succeeds or fails for good; returns (result, retries made)."""
-    # Most calls succeed at once; building tenacity's retry state for each of them was a tenth
-    # of lens's own CPU per model call. The first attempt runs bare, and only a retryable
-    # failure hands over to tenacity, whose first "attempt" re-raises that failure without a
-    # new request, so attempt numbers, waits and caps are exactly tenacity's.
-    try:
-        return await fn(), 0
-    except ModelError as exc:
-        if not _retryable(exc) or policy.max_retries == 0:
-            raise
-        after = getattr(exc, "retry_after_s", None)
-        if after is not None and after > policy.max_total_wait_s:
-            raise _wait_too_long(exc, after, policy) from exc
-        first: ModelError | None = exc
+    """Go on after a first attempt of ``fn`` failed with ``exc``; returns (result, retries
+    made) or raises the failure that ends the call.
+
+    Most calls succeed at once, so their first attempt is the caller's own ``await fn()``:
+    building tenacity's retry state for every call was a tenth of lens's own CPU per model
+    call. Only a retryable failure hands over to tenacity, whose first "attempt" re-raises
+    that failure without a new request, so attempt numbers, waits and caps are exactly
+    tenacity's."""
+    if not _retryable(exc) or policy.max_retries == 0:
+        raise exc
+    after = getattr(exc, "retry_after_s", None)
+    if after is not None and after > policy.max_total_wait_s:
+        raise _wait_too_long(exc, after, policy) from exc
+    first: ModelError | None = exc
 
     async def attempt_fn() -> T:
         nonlocal first
@@ -102,9 +102,9 @@ async def call_with_retry(
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 result = await attempt_fn()
-    except ModelError as exc:
-        if exc.retryable and attempts > 1:
-            raise _gave_up(exc, attempts) from exc
+    except ModelError as failure:
+        if failure.retryable and attempts > 1:
+            raise _gave_up(failure, attempts) from failure
         raise
     return result, attempts - 1
 

@@ -16,7 +16,7 @@ from lens.models.cache import ModelCache, cache_key
 from lens.models.errors import ProviderError
 from lens.models.limits import EndpointLimiter
 from lens.models.pricing import Pricing
-from lens.models.retry import RetryPolicy, call_with_retry
+from lens.models.retry import RetryPolicy, retry_after_failure
 from lens.models.usage import UsageMeter
 
 # Booked against a tokens-per-minute limit for the completion of a request that sets no
@@ -85,10 +85,14 @@ class StackClient:
                 return hit
         self.meter.check()
         try:
-            completion, retries = await call_with_retry(
-                lambda: self._attempt(request), self.retry, label=self._label,
-                rng=self._rng,
-            )
+            try:
+                # The first attempt is awaited here, with no retry machinery around it: most
+                # calls need no other.
+                completion, retries = await self._attempt(request), 0
+            except ModelError as exc:
+                completion, retries = await retry_after_failure(
+                    exc, lambda: self._attempt(request), self.retry, label=self._label,
+                    rng=self._rng)
         except ModelError:
             self.meter.record_error(request.role, self.provider, self.model)
             raise

@@ -85,18 +85,19 @@ class UsageTotals:
         return None if self.unknown_cost_calls else self.cost_usd_known
 
     def add(self, completion: Completion) -> None:
+        usage = completion.usage
         self.calls += 1
         self.retries += completion.retries
-        self.prompt_tokens += completion.usage.prompt_tokens
-        self.completion_tokens += completion.usage.completion_tokens
-        self.cached_prompt_tokens += completion.usage.cached_prompt_tokens
-        self.cache_write_tokens += completion.usage.cache_write_tokens
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cached_prompt_tokens += usage.cached_prompt_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
         self.latency_s += completion.latency_s
         if completion.cached:
             self.cache_hits += 1
         if completion.finish_reason == "length":
             self.truncated += 1
-        if completion.usage.unknown:
+        if usage.unknown:
             self.unknown_usage_calls += 1
         if completion.cost_usd is None:
             self.unknown_cost_calls += 1
@@ -153,11 +154,13 @@ class UsageMeter:
         """Count a finished call; ``looked_up`` says the cache was asked (a miss if not cached)."""
         key = f"{completion.provider}/{completion.model}"
         with self._lock:
-            self.by_role.setdefault(role, UsageTotals()).add(completion)
-            self.by_model.setdefault(key, UsageTotals()).add(completion)
+            by_role = self.by_role.get(role) or self.by_role.setdefault(role, UsageTotals())
+            by_model = self.by_model.get(key) or self.by_model.setdefault(key, UsageTotals())
+            by_role.add(completion)
+            by_model.add(completion)
             if looked_up and not completion.cached:
-                self.by_role[role].cache_misses += 1
-                self.by_model[key].cache_misses += 1
+                by_role.cache_misses += 1
+                by_model.cache_misses += 1
         if (completion.cost_usd is None and self.max_cost_usd is not None
                 and not self._warned_unknown):
             self._warned_unknown = True

@@ -241,8 +241,9 @@ class _Session:
         remaining = self.meter.remaining_tokens()
         max_tokens = min(a.max_tokens or DEFAULT_TURN_MAX_TOKENS, remaining)
         choice = "required" if self._short_of_tool_rounds() and self.required else "auto"
+        # Validation makes the request's own copy of the list (the conversation grows on).
         request = CompletionRequest(
-            messages=list(self.messages), tools=self.tools, tool_choice=choice,
+            messages=self.messages, tools=self.tools, tool_choice=choice,
             temperature=a.temperature, max_tokens=max(1, max_tokens), seed=a.seed,
             role="agent", repeat=a.repeat,
         )

@@ -8,6 +8,7 @@ are stored, so no question ever sees a later episode.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 import traceback
@@ -70,8 +71,9 @@ class Unit:
     repeat: int
     questions: tuple[Question, ...]
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        # Asked for every question of the unit, several times: made once.
         return unit_key(self.adapter.display, self.scope.scope_id, self.repeat)
 
 
@@ -180,7 +182,10 @@ class Runner:
         self.model = model
         self.progress = progress or _NoProgress()
         self.adapter_factory = adapter_factory or executor_factory(config.executor)
-        self.question_limiter = anyio.CapacityLimiter(config.concurrency.questions)
+        # A FIFO semaphore, taken without yielding when a slot is free: every question of a
+        # checkpoint waits here at once, and a CapacityLimiter spent an exception, an event
+        # and a trip round the event loop on each.
+        self.question_limiter = anyio.Semaphore(config.concurrency.questions, fast_acquire=True)
         self.unit_limiter = anyio.CapacityLimiter(config.concurrency.units)
         self.summary = RunSummary()
         self._finished: set[str] = set()

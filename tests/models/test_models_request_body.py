@@ -10,7 +10,7 @@ import pytest
 from lens.memory.adapter import CapabilityManifest
 from lens.models.base import CompletionRequest, Message, ToolCall
 from lens.models.json_http import dumps
-from lens.models.openai_backend import FragmentCache, build_params, request_body
+from lens.models.openai_backend import FragmentCache, build_params, openai_message, request_body
 from lens.runner.agent import tool_specs
 
 TOOLS = tool_specs(CapabilityManifest(max_results=4))
@@ -58,3 +58,17 @@ def test_unencodable_text_is_refused_like_the_whole_body() -> None:
         dumps(build_params(request, "m", None, "max_tokens"))
     with pytest.raises(UnicodeEncodeError):
         request_body(request, "m", None, "max_tokens", None, FragmentCache())
+
+
+def test_finished_conversations_leave_the_cache() -> None:
+    """Entries are held weakly: a run's history does not pile up in the cache, and a new
+    message that takes a freed one's id is encoded afresh, never answered with the old JSON."""
+    cache = FragmentCache()
+    for i in range(2000):
+        message = Message(role="user", content=f"question {i}")
+        assert cache.encoded(message) == dumps(openai_message(message))
+        del message  # its id is free for the next one
+    live = Message(role="user", content="still in flight")
+    cache.encoded(live)
+    assert len(cache._entries) <= 256
+    assert any(ref() is live for ref, _ in cache._entries.values())

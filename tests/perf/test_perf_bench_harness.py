@@ -12,13 +12,16 @@ import pytest
 
 from bench.common import fake_server, spread
 from bench.runner_efficiency import CALLS_PER_QUESTION, lens_once, raw_once, write_dataset
+from lens.data.dataset_load import load_dataset
 
 
 def test_lens_and_baseline_make_the_scripted_calls(tmp_path: Path) -> None:
     dataset = write_dataset(tmp_path / "d.json", 10)
     with fake_server(latency_ms=0) as server:
-        lens = anyio.run(lens_once, dataset, server.base_url, 4, tmp_path, False)
-        cached = anyio.run(lens_once, dataset, server.base_url, 4, tmp_path, True)
+        lens = anyio.run(lens_once, dataset, load_dataset(dataset), server.base_url, 4, tmp_path,
+                         False)
+        cached = anyio.run(lens_once, dataset, load_dataset(dataset), server.base_url, 4,
+                           tmp_path, True)
         raw = anyio.run(raw_once, 10, server.base_url, 4, "sdk")
         bare = anyio.run(raw_once, 10, server.base_url, 4, "aiohttp")
     assert lens.questions == cached.questions == raw.questions == bare.questions == 10
@@ -32,7 +35,8 @@ def test_lens_keeps_hundreds_of_calls_in_flight() -> None:
     n = 200
     with tempfile.TemporaryDirectory() as tmp, fake_server(latency_ms=3000) as server:
         dataset = write_dataset(Path(tmp) / "d.json", n)
-        result = anyio.run(lens_once, dataset, server.base_url, n, Path(tmp), False)
+        result = anyio.run(lens_once, dataset, load_dataset(dataset), server.base_url, n,
+                           Path(tmp), False)
     assert result.questions == n
     # Every question was waiting on the provider at the same moment.
     assert server.final["PEAK_IN_FLIGHT"] == n
