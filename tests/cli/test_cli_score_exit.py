@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lens.commands.gating import exit_status
+from lens.commands.gating import exit_status, scored_run_data
 from lens.core import eventloop
 from lens.runs.store import RunStore
 from lens.scoring.plan import make_plan
@@ -121,10 +121,10 @@ EXPECTED = {
 }
 
 
-def test_the_scorer_hands_back_the_records_in_the_order_the_run_committed_them(
+def test_the_exit_status_reads_the_records_in_the_order_the_run_committed_them(
         tmp_path: Path, lens: Lens) -> None:
     """A question re-asked by ``--resume --retry-errors`` moves to its newest commit, in the
-    records the scorer hands back as in those the report reads."""
+    records the exit status of a scoring reads as in those the report reads."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
                                                        questions_per_checkpoint=2))
     outage = {"on": True}
@@ -147,6 +147,12 @@ def test_the_scorer_hands_back_the_records_in_the_order_the_run_committed_them(
                     "--retry-errors").returncode == 0
     stored = [r.key for r in RunStore.open(run_dir).load_records()]
     assert stored[-1].endswith("q01") and sorted(stored) != stored
+    events = sum(1 for _ in RunStore.open(run_dir).events())
     result = eventloop.run(lambda: score(run_dir, make_plan(tiers={1}, target="scores")))
     assert result.read is not None
-    assert [r.key for r in result.read.records] == stored
+    # The exit status reads the events the run had before the scoring added its own.
+    assert result.read.events == events
+    assert sum(1 for _ in RunStore.open(run_dir).events()) > events
+    run = scored_run_data(run_dir, RunStore.open(run_dir).manifest(), result)
+    assert [row.record.key for row in run.rows] == stored
+    assert len(run.events) == events
