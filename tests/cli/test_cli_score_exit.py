@@ -87,19 +87,21 @@ def test_score_exit_status_is_the_full_checklists(
         capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _run(lens, tmp_path, name)
     reads: list[Path] = []
-    load_records = RunStore.load_records
+    iter_records = RunStore.iter_records
 
     def counted(self: RunStore) -> Any:
         reads.append(self.root)
-        return load_records(self)
+        return iter_records(self)
 
-    monkeypatch.setattr(RunStore, "load_records", counted)
+    monkeypatch.setattr(RunStore, "iter_records", counted)
     codes = []
     for how in FAIL_ON:
         reads.clear()
         got = lens("score", str(run_dir), "--tier", "1", "--fail-on", how)
-        # The scorer's one read of the records, and no other.
-        assert len(reads) == 1, (how, reads)
+        # The records are streamed twice, and held whole by neither: by the scorer (without
+        # their transcripts) and by the exit status (measured, then cut short, as the report
+        # holds them).
+        assert len(reads) == 2, (how, reads)
         # The old way: the whole run loaded from its directory, its checklist computed.
         capsys.readouterr()
         code = exit_status(run_dir, how)
