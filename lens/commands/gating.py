@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lens.report.checks.gate import DEFAULT_FAIL_ON, FAIL_ON, Gate, gate_run, run_gate
-from lens.report.foundations.data import run_data
+from lens.report.foundations.data import RunData, scored_run
 from lens.report.foundations.shapes import Check
 from lens.runs.manifest import RunManifest
 from lens.scoring.scorer import ScoringResult
@@ -31,14 +31,20 @@ def exit_status(run_dir: Path, fail_on: str, *, checklist: Sequence[Check] | Non
 
 def scored_exit_status(run_dir: Path, manifest: RunManifest, result: ScoringResult,
                        fail_on: str) -> int:
-    """:func:`exit_status` of a run just scored, from what its scorer returned (the scores, and
-    the records and events it read to score them) and the manifest already read: nothing of
-    the run is read again."""
+    """:func:`exit_status` of a run just scored, from its scores as the scorer returned them
+    and the manifest already read (neither is read again)."""
+    return _said(gate_run(scored_run_data(run_dir, manifest, result), fail_on))
+
+
+def scored_run_data(run_dir: Path, manifest: RunManifest, result: ScoringResult) -> RunData:
+    """The run as its exit status reads it: the scores in hand, the question records read one
+    at a time and kept as the report keeps them (measured, then cut short: the scorer holds
+    none of them once it is done), and the events the run had before the scoring added its
+    own."""
     read = result.read
     if read is None:
         raise ValueError("the scoring result does not carry the run it read")
-    run = run_data(run_dir, manifest.as_dict(), read.records, result.scores, read.events)
-    return _said(gate_run(run, fail_on))
+    return scored_run(run_dir, manifest.as_dict(), result.scores, read.events)
 
 
 def _said(verdict: Gate) -> int:

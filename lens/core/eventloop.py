@@ -39,8 +39,19 @@ def run(func: Callable[[*Ts], Awaitable[T]], *args: *Ts, loop: LoopName = "auto"
     """``anyio.run(func, *args)`` on uvloop when available (see the module docstring), with
     the garbage collector tuned for the run (:func:`fewer_collections`)."""
     options = {"use_uvloop": loop_in_use(loop) == "uvloop"}
+    result: list[T] = []
+
+    async def main() -> None:
+        result.append(await func(*args))
+
     with fewer_collections():
-        return anyio.run(func, *args, backend="asyncio", backend_options=options)
+        # The main task returns None and the result is handed over here: when the loop ends,
+        # asyncio's runner puts the default SIGINT handler back, and the standard library turns
+        # the handler it replaces (which holds the main task) into a string by the task's full
+        # repr, result included. A scoring's result (every score row and question record) made
+        # that string tens of megabytes: the peak of `lens score` on a 500-question run.
+        anyio.run(main, backend="asyncio", backend_options=options)
+    return result[0]
 
 
 # Container allocations between two collections of the youngest generation (CPython: 700).

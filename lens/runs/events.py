@@ -46,18 +46,3 @@ class ScoringDone(BaseModel):
         return cls.model_validate({k: v for k, v in last.items()
                                    if k not in ("seq", "ts", "kind", "key")})
 
-
-QUESTION_DONE = "question_done"
-
-
-def commit_order(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Each committed question's place in the order of the run's newest commits (a question
-    re-asked by ``--resume --retry-errors`` moves to its newest commit): the order
-    ``RunStore.load_records`` returns the records in."""
-    latest: dict[str, None] = {}
-    for event in events:
-        if event.get("kind") == QUESTION_DONE:
-            key = str(event.get("key"))
-            latest.pop(key, None)  # re-inserting moves the key to its newest commit
-            latest[key] = None
-    return {key: i for i, key in enumerate(latest)}

@@ -22,9 +22,8 @@ from lens.data.config import RunConfig
 from lens.data.dataset import Dataset
 from lens.memory.scenarios import after_scoring
 from lens.models.base import ModelClient
-from lens.runs.events import ScoringDone, commit_order
+from lens.runs.events import ScoringDone
 from lens.runs.manifest import RunManifest
-from lens.runs.records import QuestionRecord
 from lens.runs.store import MANIFEST, RunStore, atomic_write_text
 from lens.scoring.foundations.condition import SCORING_PROTOCOL, scoring_condition
 from lens.scoring.foundations.errata import load_errata
@@ -62,20 +61,15 @@ class ScoringResult:
 
 @dataclass(frozen=True)
 class RunRead:
-    """What the scorer read of a run, so that what judges the run after its scoring (the exit
-    status of ``lens score``) reads nothing again: every question record, the plan's subset and
-    the rest, in the order the run committed them, and the run's events as they stood before
-    the scoring added its own."""
+    """Where the run stood when the scorer read it, so that what judges the run after its
+    scoring (the exit status of ``lens score``) reads it as it was scored: the number of events
+    the run had before the scoring added its own (the events file only grows)."""
 
-    records: tuple[QuestionRecord, ...]
-    events: tuple[dict[str, Any], ...]
+    events: int
 
     @classmethod
     def of(cls, run: RunInput) -> RunRead:
-        events = tuple(run.store.events())
-        order = commit_order(events)
-        records = sorted((it.record for it in run.items), key=lambda r: order.get(r.key, -1))
-        return cls(tuple(records), events)
+        return cls(sum(1 for _ in run.store.events()))
 
 
 async def score(run_dir: Path, plan: ScoringPlan, *, dataset: Dataset | None = None

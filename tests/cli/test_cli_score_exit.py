@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lens.commands.gating import exit_status
+from lens.commands.gating import exit_status, scored_run_data
 from lens.core import eventloop
 from lens.runs.store import RunStore
 from lens.scoring.plan import make_plan
@@ -87,19 +87,21 @@ def test_score_exit_status_is_the_full_checklists(
         capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = _run(lens, tmp_path, name)
     reads: list[Path] = []
-    load_records = RunStore.load_records
+    iter_records = RunStore.iter_records
 
     def counted(self: RunStore) -> Any:
         reads.append(self.root)
-        return load_records(self)
+        return iter_records(self)
 
-    monkeypatch.setattr(RunStore, "load_records", counted)
+    monkeypatch.setattr(RunStore, "iter_records", counted)
     codes = []
     for how in FAIL_ON:
         reads.clear()
         got = lens("score", str(run_dir), "--tier", "1", "--fail-on", how)
-        # The scorer's one read of the records, and no other.
-        assert len(reads) == 1, (how, reads)
+        # The records are streamed twice, and held whole by neither: by the scorer (without
+        # their transcripts) and by the exit status (measured, then cut short, as the report
+        # holds them).
+        assert len(reads) == 2, (how, reads)
         # The old way: the whole run loaded from its directory, its checklist computed.
         capsys.readouterr()
         code = exit_status(run_dir, how)
@@ -121,10 +123,10 @@ EXPECTED = {
 }
 
 
-def test_the_scorer_hands_back_the_records_in_the_order_the_run_committed_them(
+def test_the_exit_status_reads_the_records_in_the_order_the_run_committed_them(
         tmp_path: Path, lens: Lens) -> None:
     """A question re-asked by ``--resume --retry-errors`` moves to its newest commit, in the
-    records the scorer hands back as in those the report reads."""
+    records the exit status of a scoring reads as in those the report reads."""
     ds = write_json(tmp_path / "ds.json", make_dataset(n_episodes=4, checkpoints=(2, 4),
                                                        questions_per_checkpoint=2))
     outage = {"on": True}
@@ -147,6 +149,12 @@ def test_the_scorer_hands_back_the_records_in_the_order_the_run_committed_them(
                     "--retry-errors").returncode == 0
     stored = [r.key for r in RunStore.open(run_dir).load_records()]
     assert stored[-1].endswith("q01") and sorted(stored) != stored
+    events = sum(1 for _ in RunStore.open(run_dir).events())
     result = eventloop.run(lambda: score(run_dir, make_plan(tiers={1}, target="scores")))
     assert result.read is not None
-    assert [r.key for r in result.read.records] == stored
+    # The exit status reads the events the run had before the scoring added its own.
+    assert result.read.events == events
+    assert sum(1 for _ in RunStore.open(run_dir).events()) > events
+    run = scored_run_data(run_dir, RunStore.open(run_dir).manifest(), result)
+    assert [row.record.key for row in run.rows] == stored
+    assert len(run.events) == events

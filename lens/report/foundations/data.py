@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -300,9 +301,18 @@ def _shared_parts(events: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None) -> RunData:
-    events = _shared_parts(store.events())
-    prefixes = synthetic_prefixes_of(events)
+def scored_run(root: Path, manifest: dict[str, Any], scores: RunScores, events: int
+               ) -> RunData:
+    """A run just scored, from the manifest and the scores in hand: the records are read one at
+    a time (each measured, then kept cut short, as :func:`load_run` does) and the run's first
+    ``events`` events (those it had before the scoring added its own)."""
+    return _assemble(RunStore(Path(root)), manifest, scores, events=events)
+
+
+def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | None, *,
+              events: int | None = None) -> RunData:
+    events_read = _shared_parts(itertools.islice(store.events(), events))
+    prefixes = synthetic_prefixes_of(events_read)
     records: list[QuestionRecord] = []
     contexts: list[QuestionContext] = []
     try:
@@ -314,7 +324,7 @@ def _assemble(store: RunStore, manifest: dict[str, Any], scores: RunScores | Non
     except ValidationError as exc:
         raise UserError(f"{store.root}: a question record is invalid: "
                         f"{exc.errors()[0]['msg']}") from None
-    run = run_data(store.root, manifest, records, scores, events, contexts=contexts)
+    run = run_data(store.root, manifest, records, scores, events_read, contexts=contexts)
     run.reread = store.iter_records
     return run
 

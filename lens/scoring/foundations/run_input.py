@@ -25,6 +25,7 @@ from lens.scoring.text.refs import episode_of
 
 @dataclass(frozen=True)
 class ScoringItem:
+    # The stored record without its transcript (:func:`without_transcript`).
     record: QuestionRecord
     question: Question
     scope_episodes: frozenset[str]
@@ -114,6 +115,13 @@ def _texts(dataset: Dataset, scope_id: str) -> dict[str, str]:
     return {e.episode_id: e.text for e in dataset.full_scope(scope_id).episodes}
 
 
+def without_transcript(record: QuestionRecord) -> QuestionRecord:
+    """``record`` as the scorer holds it: every field but the session's transcript, which no
+    metric reads (what the memory returned is in the tool calls' refs and the retrieved and
+    cited refs) and which is most of a record: the tool results the agent read."""
+    return record.model_copy(update={"transcript": []})
+
+
 def load_run(run_dir: Path, *, dataset: Dataset | None = None,
              dataset_path: Path | None = None) -> RunInput:
     store = RunStore.open(run_dir)
@@ -131,20 +139,24 @@ def load_run(run_dir: Path, *, dataset: Dataset | None = None,
                    for s in ds.scopes}
     streams = {s.scope_id: [e.episode_id for e in s.ordered_episodes()] for s in ds.scopes}
     caps = unit_capabilities(store)
+    # One set per scope and checkpoint, shared by the questions asked there.
+    future: dict[tuple[str, int], frozenset[str]] = {}
     items: list[ScoringItem] = []
     unknown: list[str] = []
-    for record in store.load_records():
+    for record in store.iter_records():
         q = questions.get((record.scope_id, record.question_id))
         if q is None:
             unknown.append(record.key)
             continue
         prefixes = tuple((caps.get(record.unit_key) or {}).get("synthetic_ref_prefixes") or ())
-        items.append(ScoringItem(record=record, question=q,
+        at = (record.scope_id, q.checkpoint_after)
+        if at not in future:
+            future[at] = frozenset(streams.get(record.scope_id, [])[q.checkpoint_after:])
+        items.append(ScoringItem(record=without_transcript(record), question=q,
                                  scope_episodes=scope_episodes.get(record.scope_id, frozenset()),
                                  synthetic_prefixes=prefixes,
                                  scope_text=scope_texts.get(record.scope_id),
-                                 future_episodes=frozenset(
-                                     streams.get(record.scope_id, [])[q.checkpoint_after:])))
+                                 future_episodes=future[at]))
     if unknown:
         raise UserError(
             f"{run_dir}: {len(unknown)} stored question(s) are not in the dataset "
