@@ -8,7 +8,6 @@ usage meters never go below zero and the API key appears in no file and no outpu
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +85,7 @@ CASES: dict[str, tuple[Reply, str]] = {
 
 def run_against(tmp_path: Path, first: Reply | None, monkeypatch: pytest.MonkeyPatch,
                 responder: Responder = honest,
-                max_retries: int = 3) -> tuple[Any, Path, FakeOpenAI, float]:
+                max_retries: int = 3) -> tuple[Any, Path, FakeOpenAI]:
     ds = write_json(tmp_path / "ds.json",
                     make_dataset(n_episodes=4, checkpoints=(4,), questions_per_checkpoint=1))
     monkeypatch.setenv(KEY_ENV, KEY)
@@ -98,10 +97,8 @@ def run_against(tmp_path: Path, first: Reply | None, monkeypatch: pytest.MonkeyP
                            agent={"model": "openai/fake-model", "base_url": server.base_url,
                                   "api_key_env": KEY_ENV, "max_retries": max_retries},
                            cache={"enabled": False}, out_dir="runs")
-        started = time.monotonic()
         res = lens("run", str(cfg), cwd=tmp_path)
-        took = time.monotonic() - started
-    return res, only_run(tmp_path / "runs"), server, took
+    return res, only_run(tmp_path / "runs"), server
 
 
 def all_output(res: Any, run_dir: Path) -> dict[str, str]:
@@ -132,11 +129,12 @@ def meters(node: Any) -> list[tuple[str, float]]:
 def test_bad_model_output_is_retried_or_a_tool_error(tmp_path: Path, case: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     first, expect = CASES[case]
-    res, run_dir, server, took = run_against(tmp_path, first, monkeypatch)
+    res, run_dir, server = run_against(tmp_path, first, monkeypatch)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "1 answered now, 0 empty, 0 errored" in res.stdout, res.stdout
-    # An absurd Retry-After is ignored, not obeyed and not a reason to give up.
-    assert took < 60
+    # An absurd Retry-After is ignored, not obeyed and not a reason to give up: the run ended
+    # (obeying "inf" would never end it; the subprocess's timeout would fail the test) and the
+    # call was retried once, below. How long it took is not asserted: that is the machine's.
     # The key is used (sent to the endpoint the config names) ...
     assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in server.requests)
 
@@ -196,7 +194,7 @@ ALWAYS_BAD: dict[str, tuple[Any, str]] = {
 def test_always_bad_output_errors_the_question_with_a_reason(
         tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     responder, reason = ALWAYS_BAD[case]
-    res, run_dir, server, _ = run_against(tmp_path, None, monkeypatch, responder=responder,
+    res, run_dir, server = run_against(tmp_path, None, monkeypatch, responder=responder,
                                           max_retries=1)
     # Its one question errored: the run failed its purpose.
     assert res.returncode == 1, res.stderr[-2000:]
@@ -243,7 +241,7 @@ def test_a_reply_whose_only_fault_is_its_usage_is_kept(tmp_path: Path, case: str
             reply.body["usage"] = usage
         return reply
 
-    res, run_dir, server, _ = run_against(tmp_path, None, monkeypatch,
+    res, run_dir, server = run_against(tmp_path, None, monkeypatch,
                                           responder=answer_with_odd_usage)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "1 answered now, 0 empty, 0 errored" in res.stdout, res.stdout

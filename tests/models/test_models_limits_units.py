@@ -94,6 +94,9 @@ def test_retry_after_forms() -> None:
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 25 <= (parse_retry_after({"Retry-After": future}) or 0) <= 31
     assert parse_retry_after({"Retry-After": "soon"}) is None
+    # Absurd waits are ignored (the call backs off as it would without the header).
+    for absurd in ("inf", "nan", "-inf", "1e12"):
+        assert parse_retry_after({"Retry-After": absurd}) is None, absurd
     assert parse_retry_after({}) is None
     assert [status_is_retryable(s) for s in (400, 401, 404, 408, 409, 422, 429, 500, 503)] == [
         False, False, False, True, True, False, True, True, True]
