@@ -101,11 +101,14 @@ def _resume(path: Path) -> Saved:
 def grade_matcher(rows: list[GradedFact], path: Path, threads: int) -> tuple[float, int]:
     from lens.scoring.text.facts import AnswerText, match_fact
 
-    with path.open("w") as out:
-        for r in rows:
-            text = AnswerText(r.answer)
-            found = any(match_fact(form, text).matched for form in r.forms())
-            out.write(json.dumps({"id": r.id, "grade": 1.0 if found else 0.0}) + "\n")
+    # Instant, so graded again; the grades of rows outside this run (other sources, a larger
+    # sample) are kept for a --report-only of them all.
+    saved = _resume(path)
+    for r in rows:
+        text = AnswerText(r.answer)
+        found = any(match_fact(form, text).matched for form in r.forms())
+        saved[r.id] = {"id": r.id, "grade": 1.0 if found else 0.0}
+    path.write_text("".join(json.dumps(g) + "\n" for g in saved.values()))
     return 0.0, 0
 
 
