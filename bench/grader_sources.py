@@ -101,6 +101,11 @@ def load_lens_v2(folder: Path = LENS_V2_DIR) -> list[GradedFact]:
                        r["answer"], float(r["label"])) for r in load_pairs(folder)]
 
 
+def lens_v2_scope(answer_id: str) -> str:
+    """The LENS v2 scope of an answer: its grade id reads ``grade-SCOPE-POLICY-QUESTION``."""
+    return answer_id.split("-")[1]
+
+
 def load_mab(folder: Path, part: str) -> list[GradedFact]:
     """``part``: the file stem after the judge prefix, e.g. ``longmemeval_s__replay_full``."""
     first = _jsonl(folder / f"judge4o_results_{part}.jsonl")

@@ -317,3 +317,21 @@ def test_the_matcher_keeps_the_grades_of_rows_outside_its_run(tmp_path: Path) ->
     grade_matcher(rows, path, 1)
     saved = {s["id"]: s["grade"] for s in map(json.loads, path.read_text().splitlines())}
     assert saved == {"other#0": 1.0, "a#0": 1.0, "b#0": 0.0}
+
+
+def test_lens_v2_is_reported_scope_by_scope_at_the_shipped_threshold() -> None:
+    from bench.fact_grading import half
+    from bench.grader_agreement import by_scope
+
+    rows = [GradedFact("lens-v2", f"grade-{scope}-policy_core-q{i}#0",
+                       f"grade-{scope}-policy_core-q{i}", "q", "f", "x", float(i % 2))
+            for scope in ("alpha_01", "beta_02") for i in range(12)]
+    held = [r for r in rows if half(r.answer_id) == "held-out"]
+    # The model's P(yes) is 0.55 on every fact: below the shipped 0.6, so nothing is credited
+    # (a threshold chosen on the scope itself would credit everything).
+    judge = {r.id: {"id": r.id, "grade": 0.0, "method": "model", "p_yes": 0.55} for r in rows}
+    table = by_scope(rows, {"judge-local": judge})
+    for scope in ("alpha_01", "beta_02"):
+        n = sum(r.answer_id.split("-")[1] == scope for r in held)
+        assert f"| {scope} | judge-local | 0.60 (shipped) | {n} | {n} | " in table
+    assert "recall" in table and " 0.00 [0.00, 0.00] |" in table
