@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.grader_sources import LENS_V2_DIR
 from lens.scoring.grading.fact_grader import VETO_REASONS, offline_available
 from lens.scoring.grading.offline_grader import FactTask, OfflineGrader
 from lens.scoring.text.facts import AnswerText, match_fact
@@ -29,7 +30,8 @@ if not offline_available():
                 "part packages)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-GRADES = ROOT.parent / "shared" / "lens-v2-grades"
+# Beside the checkout, or beside the folder of worktrees it sits in (bench.grader_sources).
+GRADES = LENS_V2_DIR
 
 
 @pytest.fixture(scope="module")
