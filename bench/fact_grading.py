@@ -18,7 +18,10 @@ and ``held-out`` (never used to tune). Seconds per fact are wall time of the gra
 facts graded, with the machine's load average.
 
     python -m bench.fact_grading --data FOLDER --graders matcher,local \\
-        --threads 2 [--limit N] [--work DIR]
+        --threads 2 [--limit N] [--part held-out] [--work DIR]
+
+``--limit N`` keeps at most N facts of whole answers chosen by a hash of their ids (the
+order bench.grader_agreement samples in), never the file's first facts, which are one scope's.
 
 Grades are kept in ``--work`` (default runs/fact_grading) and a re-run resumes.
 """
@@ -58,6 +61,24 @@ def load_pairs(folder: Path) -> list[dict[str, Any]]:
                          "question": t["question_prompt"], "fact": fact,
                          "answer": t["answer_text"], "label": grade, "half": half(s["grade_id"])})
     return rows
+
+
+def first_answers(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The facts of whole answers taken in the order of a hash of their ids (the order
+    bench.grader_sources.sample draws from), as many answers as keep the facts within
+    ``limit`` (at least one answer). The grades file lists one scope's answers after another:
+    its first facts would be one scope's."""
+    from bench.grader_sources import hash_order
+
+    by_answer: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_answer.setdefault(r["answer_id"], []).append(r)
+    out: list[dict[str, Any]] = []
+    for answer in hash_order(by_answer):
+        if out and len(out) + len(by_answer[answer]) > limit:
+            break
+        out += by_answer[answer]
+    return out
 
 
 def half(grade_id: str) -> str:
@@ -243,7 +264,9 @@ def main() -> None:
     ap.add_argument("--graders", default="matcher,local")
     ap.add_argument("--threads", type=int, default=2,
                     help="model threads (0: the idle cores, as lens does by default)")
-    ap.add_argument("--limit", type=int, default=0, help="first N facts only (0: all)")
+    ap.add_argument("--limit", type=int, default=0,
+                    help="at most N facts, of whole answers chosen by a hash of their ids "
+                         "(0: all)")
     ap.add_argument("--part", choices=("all", "dev", "held-out"), default="all")
     ap.add_argument("--work", type=Path, default=Path("runs/fact_grading"))
     ap.add_argument("--subset-of", metavar="GRADER",
@@ -259,7 +282,7 @@ def main() -> None:
         graded = _resume(args.work / f"{args.subset_of}.jsonl")
         rows = [r for r in rows if r["id"] in graded]
     if args.limit:
-        rows = rows[:args.limit]
+        rows = first_answers(rows, args.limit)
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"{len(rows)} graded facts; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores; {args.threads} thread(s)")

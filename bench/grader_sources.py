@@ -29,6 +29,7 @@ import ast
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +101,11 @@ def load_lens_v2(folder: Path = LENS_V2_DIR) -> list[GradedFact]:
                        r["answer"], float(r["label"])) for r in load_pairs(folder)]
 
 
+def lens_v2_scope(answer_id: str) -> str:
+    """The LENS v2 scope of an answer: its grade id reads ``grade-SCOPE-POLICY-QUESTION``."""
+    return answer_id.split("-")[1]
+
+
 def load_mab(folder: Path, part: str) -> list[GradedFact]:
     """``part``: the file stem after the judge prefix, e.g. ``longmemeval_s__replay_full``."""
     first = _jsonl(folder / f"judge4o_results_{part}.jsonl")
@@ -161,10 +167,16 @@ def load_zep(folder: Path) -> list[GradedFact]:
     return out
 
 
+def hash_order(answer_ids: Iterable[str]) -> list[str]:
+    """Answer ids, each once, in the order of a hash of the id: the same every run, and a
+    prefix of it spreads over the source's scopes where its file lists one scope after
+    another."""
+    return sorted(set(answer_ids), key=lambda a: hashlib.sha256(a.encode()).hexdigest())
+
+
 def sample(rows: list[GradedFact], n: int) -> list[GradedFact]:
     """At most ``n`` answers of a source, chosen by a hash of their ids (the same every run)."""
-    answers = sorted({r.answer_id for r in rows},
-                     key=lambda a: hashlib.sha256(a.encode()).hexdigest())
+    answers = hash_order(r.answer_id for r in rows)
     keep = set(answers[:n]) if n else set(answers)
     return [r for r in rows if r.answer_id in keep]
 

@@ -288,3 +288,50 @@ def test_the_judge_read_by_p_yes_is_reported_at_both_thresholds(tmp_path: Path) 
     # P(yes) 0.7 for every answer its judge accepted, 0.3 for the others: 0.60 agrees fully.
     assert ("| memobase-locomo | judge-local | 0.60 (shipped) | 6 | 1.00 [1.00, 1.00] |"
             in out.stdout)
+
+
+def test_a_fact_limit_takes_whole_answers_in_the_samples_order() -> None:
+    from bench.fact_grading import first_answers
+
+    # The file lists one scope's answers after another; a limit must not take one scope.
+    rows = [{"id": f"{scope}-{i}#{j}", "answer_id": f"{scope}-{i}"}
+            for scope in ("a", "b", "c") for i in range(6) for j in range(3)]
+    kept = first_answers(rows, 10)
+    answers = {r["answer_id"] for r in kept}
+    assert len(kept) == 9 and len(answers) == 3
+    assert all(sum(r["answer_id"] == a for r in kept) == 3 for a in answers)
+    graded = [GradedFact("s", r["id"], r["answer_id"], "q", "f", "x", 1.0) for r in rows]
+    assert answers == {r.answer_id for r in sample(graded, 3)}
+    assert len({r["answer_id"].split("-")[0] for r in first_answers(rows, 30)}) > 1
+    # One answer is kept even when its facts alone pass the limit.
+    assert len(first_answers(rows, 1)) == 3
+
+
+def test_the_matcher_keeps_the_grades_of_rows_outside_its_run(tmp_path: Path) -> None:
+    from bench.grader_agreement import grade_matcher
+
+    path = tmp_path / "matcher.jsonl"
+    path.write_text(json.dumps({"id": "other#0", "grade": 1.0}) + "\n")
+    rows = [GradedFact("s", "a#0", "a", "q", "blue", "It is blue.", 1.0),
+            GradedFact("s", "b#0", "b", "q", "red", "It is green.", 0.0)]
+    grade_matcher(rows, path, 1)
+    saved = {s["id"]: s["grade"] for s in map(json.loads, path.read_text().splitlines())}
+    assert saved == {"other#0": 1.0, "a#0": 1.0, "b#0": 0.0}
+
+
+def test_lens_v2_is_reported_scope_by_scope_at_the_shipped_threshold() -> None:
+    from bench.fact_grading import half
+    from bench.grader_agreement import by_scope
+
+    rows = [GradedFact("lens-v2", f"grade-{scope}-policy_core-q{i}#0",
+                       f"grade-{scope}-policy_core-q{i}", "q", "f", "x", float(i % 2))
+            for scope in ("alpha_01", "beta_02") for i in range(12)]
+    held = [r for r in rows if half(r.answer_id) == "held-out"]
+    # The model's P(yes) is 0.55 on every fact: below the shipped 0.6, so nothing is credited
+    # (a threshold chosen on the scope itself would credit everything).
+    judge = {r.id: {"id": r.id, "grade": 0.0, "method": "model", "p_yes": 0.55} for r in rows}
+    table = by_scope(rows, {"judge-local": judge})
+    for scope in ("alpha_01", "beta_02"):
+        n = sum(r.answer_id.split("-")[1] == scope for r in held)
+        assert f"| {scope} | judge-local | 0.60 (shipped) | {n} | {n} | " in table
+    assert "recall" in table and " 0.00 [0.00, 0.00] |" in table
