@@ -363,7 +363,7 @@ class _GatedJudge(ScriptedJudge):
     and records the most in flight at once. A judge that scores one call at a time never
     opens the gate: the wait ends after ``give_up_s`` with an error instead of hanging."""
 
-    def __init__(self, gate: int, give_up_s: float = 300.0) -> None:
+    def __init__(self, gate: int, give_up_s: float = 120.0) -> None:
         super().__init__("gated", position_a)
         self.gate = gate
         self.give_up_s = give_up_s
@@ -379,8 +379,12 @@ class _GatedJudge(ScriptedJudge):
         if self.in_flight >= self.gate:
             self._open.set()
         try:
-            with anyio.fail_after(self.give_up_s):
-                await self._open.wait()
+            try:
+                with anyio.fail_after(self.give_up_s):
+                    await self._open.wait()
+            except TimeoutError:
+                self._open.set()  # one failure says it; the other calls need not wait as long
+                raise
             return await super().complete(request)
         finally:
             self.in_flight -= 1
