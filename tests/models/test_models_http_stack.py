@@ -12,10 +12,12 @@ import pytest
 
 from lens.core.errors import ConfigError
 from lens.data.config import CacheConfig, ModelConfig
+from lens.models import limits, retry
 from lens.models.base import CompletionRequest, Message, ModelError, ToolCall, ToolSpec
 from lens.models.errors import CostLimitReached
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
+from tests.support.clock import SleepRecorder
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, fake_openai
 
 # The openai SDK transport moves a major version with the litellm extra.
@@ -112,24 +114,33 @@ async def test_retries_timeout_and_conflict_statuses(fake_openai: FakeOpenAI, st
 
 
 @pytest.mark.anyio
-async def test_retry_after_seconds_is_honoured(fake_openai: FakeOpenAI) -> None:
+async def test_retry_after_seconds_is_honoured(fake_openai: FakeOpenAI,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = SleepRecorder()
+    monkeypatch.setattr(retry, "anyio", sleeps)
     fake_openai.script(Reply.error(429, "slow down", retry_after=1), Reply.text("ok"))
     rt = runtime()
-    started = time.monotonic()
     c = await rt.client(cfg(fake_openai)).complete(request())
     gap = fake_openai.requests[1].started - fake_openai.requests[0].started
     assert c.retries == 1 and gap >= 1.0, gap
-    assert time.monotonic() - started < 5
+    # The one wait asked for is the server's second plus at most the policy's jitter
+    # (base_wait_s), not a backoff of its own on top.
+    assert len(sleeps.slept) == 1 and 1.0 <= sleeps.slept[0] <= 1.0 + FAST.base_wait_s, sleeps.slept
     await rt.aclose()
 
 
 @pytest.mark.anyio
-async def test_retry_after_ms_is_honoured(fake_openai: FakeOpenAI) -> None:
+async def test_retry_after_ms_is_honoured(fake_openai: FakeOpenAI,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = SleepRecorder()
+    monkeypatch.setattr(retry, "anyio", sleeps)
     fake_openai.script(Reply.error(429, "slow down", retry_after_ms=600), Reply.text("ok"))
     rt = runtime()
     await rt.client(cfg(fake_openai)).complete(request())
     gap = fake_openai.requests[1].started - fake_openai.requests[0].started
-    assert 0.6 <= gap < 3, gap
+    assert gap >= 0.6, gap
+    # 600 ms read as milliseconds: neither 600 s nor rounded up to a second.
+    assert len(sleeps.slept) == 1 and 0.6 <= sleeps.slept[0] <= 0.6 + FAST.base_wait_s, sleeps.slept
     await rt.aclose()
 
 
@@ -157,13 +168,15 @@ async def test_attempt_cap(fake_openai: FakeOpenAI) -> None:
 
 
 @pytest.mark.anyio
-async def test_total_wait_cap_stops_before_a_long_retry_after(fake_openai: FakeOpenAI) -> None:
+async def test_total_wait_cap_stops_before_a_long_retry_after(
+        fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = SleepRecorder()
+    monkeypatch.setattr(retry, "anyio", sleeps)
     fake_openai.responder = lambda _r: Reply.error(429, "later", retry_after=30)
     rt = runtime(retry=RetryPolicy(max_retries=5, max_total_wait_s=2.0))
-    started = time.monotonic()
     with pytest.raises(ModelError) as info:
         await rt.client(cfg(fake_openai)).complete(request())
-    assert time.monotonic() - started < 3
+    assert sleeps.slept == []  # failed at once: not a second of the 30 waited
     assert fake_openai.count == 1 and info.value.status == 429
     await rt.aclose()
 
@@ -172,10 +185,11 @@ async def test_total_wait_cap_stops_before_a_long_retry_after(fake_openai: FakeO
 async def test_hang_times_out_and_is_retried(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Reply.hang_up(), Reply.text("ok"))
     rt = runtime()
-    started = time.monotonic()
     c = await rt.client(cfg(fake_openai, timeout_s=0.5)).complete(request())
     assert c.text == "ok" and c.retries == 1
-    assert time.monotonic() - started < 5
+    # The client gave up on its own: the server is still holding the first request (it ends
+    # only after hang_limit_s or at the fixture's stop), so no answer or hang-up ended it.
+    assert fake_openai.requests[0].ended is None
     await rt.aclose()
 
 
@@ -301,7 +315,10 @@ async def test_adaptive_cut_on_untimed_429_and_slow_recovery(fake_openai: FakeOp
 
 
 @pytest.mark.anyio
-async def test_requests_per_minute(fake_openai: FakeOpenAI) -> None:
+async def test_requests_per_minute(fake_openai: FakeOpenAI,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps = SleepRecorder()
+    monkeypatch.setattr(limits, "anyio", sleeps)
     rt = runtime()
     client = rt.client(cfg(fake_openai, requests_per_minute=1200))  # 20/s, bursts of 20
     started = time.monotonic()
@@ -309,22 +326,34 @@ async def test_requests_per_minute(fake_openai: FakeOpenAI) -> None:
         for i in range(40):
             tg.start_soon(client.complete, request(f"q{i}"))
     elapsed = time.monotonic() - started
-    assert 0.9 <= elapsed < 5, elapsed
+    assert elapsed >= 0.9, elapsed
+    # Not throttled beyond the limit: the waits asked for pay the 20 requests over the burst
+    # (1 s at 20/s) and no more; time the machine spent elsewhere only shortens them.
+    assert fake_openai.count == 40
+    assert 0.0 < sum(sleeps.slept) <= 1.0 + 1e-6, sleeps.slept
     await rt.aclose()
 
 
 @pytest.mark.anyio
-async def test_tokens_per_minute(fake_openai: FakeOpenAI) -> None:
+async def test_tokens_per_minute(fake_openai: FakeOpenAI,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     fake_openai.responder = lambda _r: Reply.text("ok", prompt_tokens=300, completion_tokens=0)
     rt = runtime()
     # 600 tokens/s; each request is estimated at ~300 tokens and really uses 300.
     client = rt.client(cfg(fake_openai, tokens_per_minute=36_000))
+    sleeps = SleepRecorder()
+    monkeypatch.setattr(limits, "anyio", sleeps)
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         for _ in range(6):
             tg.start_soon(client.complete, request("y" * 1000, max_tokens=50))
     elapsed = time.monotonic() - started
-    assert 1.5 <= elapsed < 6, elapsed
+    assert elapsed >= 1.5, elapsed
+    # Not throttled beyond the limit: each request is counted 350 tokens (300 of prompt and the
+    # 50 of completion allowance), 600 of them in the first second's burst, so the waits asked
+    # for pay (6 * 350 - 600) / 600 = 2.5 s at most; time spent elsewhere only shortens them.
+    assert fake_openai.count == 6
+    assert 0.0 < sum(sleeps.slept) <= 2.5 + 1e-6, sleeps.slept
     await rt.aclose()
 
 

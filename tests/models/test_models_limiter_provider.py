@@ -8,6 +8,7 @@ import time
 import anyio
 import pytest
 
+from lens.models import limits
 from lens.models.limits import (
     AdaptiveSemaphore,
     Booking,
@@ -16,6 +17,7 @@ from lens.models.limits import (
     RateBucket,
 )
 from lens.models.rate_headers import RateHeaders, parse_duration, parse_rate_headers
+from tests.support.clock import FakeClock, SleepRecorder
 
 
 def test_durations_as_providers_write_them() -> None:
@@ -98,18 +100,27 @@ def test_limits_are_learnt_from_headers_when_not_told() -> None:
 
 
 @pytest.mark.anyio
-async def test_timed_429_pauses_the_endpoint_and_keeps_concurrency() -> None:
+async def test_timed_429_pauses_the_endpoint_and_keeps_concurrency(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Adversary: halving on every burst of 429s collapses concurrency to 1 at 1-10 s per
     call. A 429 that says when to return is waited out instead."""
+    clock = FakeClock()
+    sleeps = SleepRecorder(clock)
+    monkeypatch.setattr(limits, "time", clock)
+    monkeypatch.setattr(limits, "anyio", sleeps)
     lim = EndpointLimiter(LimitSettings(max_concurrency=64))
     for _ in range(20):
         lim.on_rate_limited(retry_after_s=0.3)
-        await anyio.sleep(0.01)
+        clock.now += 0.01
     assert lim.semaphore.limit == 64 and lim.semaphore.cuts == 0
-    started = time.monotonic()
     async with lim.slot(1):
         pass
-    assert 0.1 <= time.monotonic() - started < 1.0
+    # One wait, until 0.3 s after the last 429 (0.01 s ago): the 20 pauses overlap, they do
+    # not add up.
+    assert sleeps.slept == [pytest.approx(0.29)]
+    async with lim.slot(1):
+        pass
+    assert len(sleeps.slept) == 1  # the pause is over: the next request goes straight in
 
 
 def test_429_with_remaining_headers_does_not_cut_either() -> None:
