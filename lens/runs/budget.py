@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from lens.data.config import BudgetConfig
 from lens.runs.records import BudgetOutcome
 
+# Each count-limit and the meter's counter for it: the one place that pairs them.
+COUNTERS = {"max_turns": "turns", "max_tool_calls": "tool_calls",
+            "max_payload_bytes": "payload_bytes", "max_agent_tokens": "agent_tokens"}
+
 
 @dataclass
 class BudgetMeter:
@@ -38,21 +42,16 @@ class BudgetMeter:
         return self._exhausted("max_tool_calls", "max_payload_bytes")
 
     def _exhausted(self, *names: str) -> str | None:
-        # used() is the one place that pairs each limit with its counter.
-        used = self.used()
+        # Checked before every model and tool call: the counters are read by name rather than
+        # through used(), which would build its whole dict (and read the clock) each time.
         for name in names:
-            if used[name] >= getattr(self.limits, name):
+            if getattr(self, COUNTERS[name]) >= getattr(self.limits, name):
                 return name
         return self._time_up()
 
     def used(self) -> dict[str, float]:
-        return {
-            "max_turns": self.turns,
-            "max_tool_calls": self.tool_calls,
-            "max_payload_bytes": self.payload_bytes,
-            "max_agent_tokens": self.agent_tokens,
-            "max_seconds": round(self.elapsed(), 3),
-        }
+        return {**{name: getattr(self, counter) for name, counter in COUNTERS.items()},
+                "max_seconds": round(self.elapsed(), 3)}
 
     def outcome(self, stop_reason: str) -> BudgetOutcome:
         limits = self.limits.model_dump()
