@@ -17,6 +17,7 @@ from lens.models.scripted import ScriptedClient
 from lens.runner.orchestrator import Runner
 from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
+from tests.support.gates import InFlightGate
 
 
 class SpyMemory(MemoryAdapter):
@@ -73,31 +74,16 @@ class SpyModel:
     def __init__(self, inner: Any, gate: int | None = None, give_up_s: float = 120.0) -> None:
         self.inner = inner
         self.requests: list[CompletionRequest] = []
-        self.in_flight = 0
-        self.peak = 0
-        self.gate = gate
-        self.give_up_s = give_up_s
-        self._open: anyio.Event | None = None
+        self.gate = InFlightGate(gate, give_up_s)
+
+    @property
+    def peak(self) -> int:
+        return self.gate.peak
 
     async def complete(self, request: CompletionRequest) -> Completion:
         self.requests.append(request)
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            if self.gate is not None:
-                if self._open is None:
-                    self._open = anyio.Event()
-                if self.in_flight >= self.gate:
-                    self._open.set()
-                try:
-                    with anyio.fail_after(self.give_up_s):
-                        await self._open.wait()
-                except TimeoutError:
-                    self._open.set()  # one failure says it; the other calls need not wait as long
-                    raise
+        async with self.gate.passing():
             return await self.inner.complete(request)
-        finally:
-            self.in_flight -= 1
 
     async def aclose(self) -> None: ...
 

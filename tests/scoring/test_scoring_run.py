@@ -29,6 +29,7 @@ from lens.runs.records import QuestionRecord
 from lens.scoring import SCORES_FILE, score_run, score_run_sync
 from lens.scoring.foundations.types import RunScores
 from lens.scoring.judging.judge import parse_verdict
+from tests.support.gates import InFlightGate
 
 Q1, Q2, Q3, Q4 = (f"{SCOPE}_q01_longitudinal", f"{SCOPE}_q02_null", f"{SCOPE}_q03_action",
                   f"{SCOPE}_q04_negative")
@@ -365,29 +366,15 @@ class _GatedJudge(ScriptedJudge):
 
     def __init__(self, gate: int, give_up_s: float = 120.0) -> None:
         super().__init__("gated", position_a)
-        self.gate = gate
-        self.give_up_s = give_up_s
-        self.in_flight = 0
-        self.peak = 0
-        self._open: anyio.Event | None = None
+        self.gate = InFlightGate(gate, give_up_s)
+
+    @property
+    def peak(self) -> int:
+        return self.gate.peak
 
     async def complete(self, request):  # type: ignore[no-untyped-def]
-        if self._open is None:
-            self._open = anyio.Event()
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        if self.in_flight >= self.gate:
-            self._open.set()
-        try:
-            try:
-                with anyio.fail_after(self.give_up_s):
-                    await self._open.wait()
-            except TimeoutError:
-                self._open.set()  # one failure says it; the other calls need not wait as long
-                raise
+        async with self.gate.passing():
             return await super().complete(request)
-        finally:
-            self.in_flight -= 1
 
 
 def test_judge_calls_run_concurrently_under_the_limit(tmp_path: Path) -> None:
