@@ -17,7 +17,7 @@ from lens.models.base import CompletionRequest, Message, ModelError, ToolCall, T
 from lens.models.errors import CostLimitReached
 from lens.models.retry import RetryPolicy
 from lens.models.runtime import ModelRuntime
-from tests.support.clock import SleepRecorder
+from tests.support.clock import FakeClock, SleepRecorder
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, fake_openai
 
 # The openai SDK transport moves a major version with the litellm extra.
@@ -266,51 +266,69 @@ async def test_max_concurrency_per_endpoint(fake_openai: FakeOpenAI) -> None:
         await rt.aclose()
 
 
-def _in_flight_after(reqs: list[RecordedRequest], t0: float) -> int:
-    """Peak number of requests in flight among those started after ``t0``."""
-    events = []
-    for r in reqs:
-        if r.started >= t0 and r.ended is not None:
-            events += [(r.started, 1), (r.ended, -1)]
-    peak = cur = 0
-    for _, d in sorted(events, key=lambda e: (e[0], e[1])):
-        cur += d
-        peak = max(peak, cur)
-    return peak
-
-
 @pytest.mark.anyio
-async def test_adaptive_cut_on_untimed_429_and_slow_recovery(fake_openai: FakeOpenAI) -> None:
+async def test_adaptive_cut_on_untimed_429_and_slow_recovery(
+        fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 429 that says neither when to return nor what remains: the only signal is to slow
-    down, so the concurrency is cut (once per burst) and recovers step by step."""
-    first_429_done: list[float] = []
+    down, so the concurrency is cut (once per burst) and recovers step by step.
+
+    The limiter reads a clock the test moves, so "one burst" and "one step per interval" are
+    decided by the rule, not by how fast a loaded machine delivers the replies."""
+    clock = FakeClock()
+    monkeypatch.setattr(limits, "time", clock)
 
     def responder(req: RecordedRequest) -> Reply:
         if len(fake_openai.requests) <= 8:
-            return Reply.error(429, "rate limited", delay_s=0.05)
-        return Reply.text("ok", delay_s=0.1)
+            return Reply.error(429, "rate limited")
+        return Reply.text("ok", delay_s=0.02)
 
     fake_openai.responder = responder
     rt = ModelRuntime(cache=CacheConfig(enabled=False), retry=FAST,
-                      recover_after_successes=3, recover_interval_s=0.3)
+                      recover_after_successes=3, recover_interval_s=0.25)
     client = rt.client(cfg(fake_openai, max_concurrency=8))
     limiter = client.limiter
+    sem = limiter.semaphore
     async with anyio.create_task_group() as tg:
         for i in range(24):
             tg.start_soon(client.complete, request(f"q{i}"))
-        await anyio.sleep(0.12)
-        first_429_done.append(time.monotonic())
+    # Eight 429s at one instant of the limiter's clock: one burst, one cut (8 -> 4), and no
+    # recovery while the clock stands still, however many calls succeed.
     assert limiter.rate_limited == 8
-    assert limiter.semaphore.cuts == 1  # one burst, one cut: 8 -> 4
-    # After the burst, never more than the cut limit (plus what recovery allowed) in flight.
-    peak_after = _in_flight_after(fake_openai.requests[8:], first_429_done[0])
-    assert peak_after <= 6, peak_after
-    assert peak_after < 8
-    # Recovery is gradual: one step per interval after a run of successes.
-    assert 4 <= limiter.semaphore.limit <= 8
+    assert sem.cuts == 1 and sem.limit == 4
+    # The endpoint's first request probes alone and its 429 made the cut, so every later
+    # request ran under the cut limit.
+    assert sem.peak_in_flight == 4
+    assert fake_openai.max_in_flight <= 4
     usage = rt.usage()
     assert usage["by_role"]["agent"]["retries"] == 8
     assert list(usage["rate_limited"].values()) == [8]
+
+    async def successes(n: int) -> None:
+        for i in range(n):
+            await client.complete(request(f"r{clock.now}-{i}"))
+
+    # Recovery is gradual: a run of 3 successes and a 0.25 s interval (exact in binary, so the
+    # clock's sums compare as written) make one step each.
+    await successes(3)
+    assert sem.limit == 4  # the interval since the cut has not passed
+    clock.now += 0.25
+    await successes(3)
+    assert sem.limit == 5
+    await successes(3)
+    assert sem.limit == 5  # successes alone do not step again within the interval
+    clock.now += 0.25
+    await successes(3)
+    assert sem.limit == 6
+    # A 429 after the cooldown is a new burst: a second cut, not below the floor (8 // 4).
+    clock.now += 1.0
+    fake_openai.responder = lambda _r: Reply.error(429, "rate limited")
+    with pytest.raises(ModelError):
+        await client.complete(request("again"))
+    assert sem.cuts == 2 and sem.limit == 3
+    clock.now += 1.0
+    with pytest.raises(ModelError):
+        await client.complete(request("and again"))
+    assert sem.limit == 2 and sem.min_limit == 2
     await rt.aclose()
 
 
