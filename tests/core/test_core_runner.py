@@ -174,7 +174,9 @@ async def test_one_adapter_instance_per_unit_and_units_concurrent(tmp_path: Path
             entered += 1
             if entered == 6:
                 gate.set()
-            with anyio.fail_after(5):  # deadlocks unless all six units are in flight together
+            # far bound: deadlocks unless all six units are in flight together; 60 s stands for
+            # "never" on a loaded machine
+            with anyio.fail_after(60):
                 await gate.wait()
 
     summary = await Runner(config, ds, store, ScriptedClient("policy"),
