@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import aiohttp
 
 from lens.core.distribution import version as lens_version
+from lens.models import eager_body_write
 
 # Far above any chat completion (a 128k-token answer is under 1 MiB of JSON), far below memory
 # trouble.
@@ -66,6 +67,9 @@ class JSONPoster:
         if self._session is None or self._loop is not loop or self._session.closed:
             # A session is bound to the loop that made it; a client reused under a new loop
             # (one anyio.run after another) gets a fresh pool.
+            # A request's body written in the turn that sends it, not one turn later behind
+            # every ready task (Python 3.11; aiohttp does it itself on 3.12+).
+            eager_body_write.install(loop)
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout,
                                                   headers=self.headers)
