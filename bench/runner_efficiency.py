@@ -45,6 +45,7 @@ from lens.data.dataset import Dataset, Episode
 from lens.data.dataset_load import load_dataset
 from lens.data.prompts import AGENT_SYSTEM_PROMPT
 from lens.memory.adapter import CapabilityManifest, Document, MemoryAdapter, SearchResult
+from lens.models import eager_body_write
 from lens.models.base import Completion, CompletionRequest, ToolCall, Usage
 from lens.models.limits import EndpointLimiter, LimitSettings
 from lens.models.retry import RetryPolicy
@@ -234,6 +235,9 @@ async def raw_once(n: int, base_url: str, c: int, transport: str = "sdk") -> Mea
 
         close = client.close
     else:
+        # The body written in the turn that sends it, as lens's transport writes it (on Python
+        # 3.11 through lens.models.eager_body_write): the bare loop stays lens's ceiling.
+        eager_body_write.install(asyncio.get_running_loop())
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             headers={"Authorization": "Bearer bench", "Content-Type": "application/json"})
