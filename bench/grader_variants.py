@@ -11,11 +11,14 @@
   the reverse: a gold "27 May 2023" is not stated by "May 2023".
 - ``split-dates``: ``split`` with the same date reading for its exact golds.
 - ``matcher+yes``: lens's offline grader as it ships: its cheap checks (an empty answer, the
-  matcher's credit, a restated fact the matcher rejects, an abstention:
+  matcher's credit, a restated fact the matcher rejects, an abstention, a bare list of values,
+  a long answer without enough of the fact's words:
   lens.scoring.grading.offline_grader.cheap_grade) and, for
   every other pair, the local judge's reading (``judge-local``: P(yes) of lens's per-fact judge
   prompt, the offline grader's prompt, at the threshold; LOCAL_YES_AT as shipped), from the
   saved verdicts.
+- ``offline-v2``: the offline grader's version 2, ``matcher+yes`` without the check of a long
+  answer's support (``unsupported``): the model reads those pairs too.
 - ``local+yes``: the previous offline grader's cheap checks (``previous_cheap_grade``: also a
   bare figure, id or date the matcher misses graded 0, and an answer of bare values "no
   claim") first, the local judge's P(yes) for the rest.
@@ -108,12 +111,12 @@ def bare_values(answer: str) -> bool:
 
 
 def previous_cheap_grade(task: Any) -> Any:
-    """The previous offline grader's cheap checks on a FactTask: the shipped ones, and a bare
+    """The previous offline grader's cheap checks on a FactTask: version 2's, and a bare
     figure, id or date the matcher misses and an answer of bare values, each graded 0 without
     the model."""
-    from lens.scoring.grading.offline_grader import FactGrade, cheap_grade
+    from lens.scoring.grading.offline_grader import FactGrade
 
-    settled = cheap_grade(task)
+    settled = version2_cheap_grade(task)
     if settled is not None:
         return settled
     if is_exact_fact(task.fact):
@@ -179,6 +182,15 @@ def _shipped_checks() -> Callable[[Any], Any]:
     return cheap_grade
 
 
+def version2_cheap_grade(task: Any) -> Any:
+    """The offline grader's version 2 checks: the shipped ones but the long answer's support,
+    which version 3 added (the model read those pairs)."""
+    from lens.scoring.grading.offline_grader import cheap_grade
+
+    settled = cheap_grade(task)
+    return None if settled is not None and settled.method == "unsupported" else settled
+
+
 # Each variant: the saved graders it reads, and how it reads them.
 VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "split": (("matcher", "either"),
@@ -188,6 +200,8 @@ VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
                     lambda rows, m, e: _split(rows, m, e, dates=True)),
     "matcher+yes": (("judge-local",),
                     lambda rows, j: _checks_then_judge(rows, j, _shipped_checks())),
+    "offline-v2": (("judge-local",),
+                   lambda rows, j: _checks_then_judge(rows, j, version2_cheap_grade)),
     "local+yes": (("judge-local",),
                   lambda rows, j: _checks_then_judge(rows, j, previous_cheap_grade)),
 }

@@ -9,7 +9,13 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
 3. an answer that abstains ("I do not have enough information") grades 0: it states nothing;
    so does one that only lists three or more values and references ("CHG-5382, 224 ms,
    531 ms [e1]");
-4. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
+4. a long answer (``LONG_ANSWER_CHARS`` or more) that holds less than ``SUPPORT_AT`` of the
+   fact's content words and figures anywhere grades 0 (``unsupported``): the small model,
+   reading a long analysis of the fact's topic, says yes to facts it never states, and an
+   answer that states a sentence-long fact in its own words still shares some of them. The
+   gate only refuses; an answer that passes it is still the model's to credit, so stuffing an
+   answer with the fact's words earns nothing on its own;
+5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
    prompt (judge_prompts.FACT_GRADE_TEMPLATE: does the answer state the key fact, yes /
    partly / no) and its probability that the reply's next word is ``yes`` is read, normalised
    over the three words, in one forward pass: ``P(yes) >= present_at`` grades 1 (the local
@@ -46,11 +52,13 @@ from lens.scoring.judging.judge_prompts import (
     judge_prompts_hash,
 )
 from lens.scoring.text.facts import AnswerText, match_fact
+from lens.scoring.text.lexicon import content_stems, normalise
 
 NAME = "local"
 # Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
 # 2: lens's per-fact judge prompt read by P(yes), the matcher's misses read by the model.
-VERSION = 2
+# 3: a long answer sharing too few of the fact's words is not read by the model (unsupported).
+VERSION = 3
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 EVENT = "offline_fact_grade"
 CHOICES = FACT_GRADE_CHOICES
@@ -62,6 +70,11 @@ PRESENT_AT = LOCAL_YES_AT
 PARTIAL_AT = LOCAL_YES_AT
 # A fact whose words the answer restates this completely is the matcher's to decide.
 RULED_COVERAGE = 0.8
+# An answer this long (characters) must hold SUPPORT_AT of the fact's content words and figures
+# before the model reads it. Both chosen on lens-v2's development half (the third-party sources'
+# answers are shorter; the gate leaves them as they were): docs/scoring.md, "Version 3".
+LONG_ANSWER_CHARS = 1000
+SUPPORT_AT = 0.3
 
 
 def prompt_hash() -> str:
@@ -95,7 +108,8 @@ class FactTask:
 class FactGrade:
     # 1, 0.5, 0, or None when the model call failed (unknown, never 0).
     grade: float | None
-    # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
+    # "empty", "matcher", "abstain", "no_claim", "unsupported", "model" or "error": which check
+    # settled it.
     method: str
     # The model's probabilities of "yes" (the fact is present) and "partly".
     p_present: float | None = None
@@ -144,6 +158,31 @@ def bare_list(answer: str) -> bool:
     return len(items) >= 3 and len(words) < 3
 
 
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def support(fact: str, answer: str) -> float:
+    """The share of the fact's content words (as crude stems) and figures that the answer holds
+    anywhere, in any order (1.0 for a fact with none)."""
+    words = set(content_stems(normalise(fact)))
+    figures = set(_FIGURE.findall(fact))
+    if not words and not figures:
+        return 1.0
+    held = len(words & set(content_stems(normalise(answer))))
+    held += len(figures & set(_FIGURE.findall(answer)))
+    return held / (len(words) + len(figures))
+
+
+def unsupported(task: FactTask) -> float | None:
+    """The fact's :func:`support` in a long answer when it is below ``SUPPORT_AT``, else None
+    (a short answer may state a fact in few words of its own: "Drama." for "drama and
+    romance")."""
+    if len(task.answer) < LONG_ANSWER_CHARS:
+        return None
+    share = support(task.fact, task.answer)
+    return share if share < SUPPORT_AT else None
+
+
 def grade_from(p_present: float, present_at: float = PRESENT_AT,
                partial_at: float = PARTIAL_AT) -> float:
     if p_present >= present_at:
@@ -155,8 +194,8 @@ def grade_from(p_present: float, present_at: float = PRESENT_AT,
 
 def cheap_grade(task: FactTask) -> FactGrade | None:
     """The grade the cheap checks settle (empty, the matcher's credit, a restated fact the
-    matcher rejects, abstention, a bare list of values), or None when the model must read the
-    answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
+    matcher rejects, abstention, a bare list of values, a long answer without the fact's
+    words), or None when the model must read the answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
     included: on graded third-party answers the model, reading "August 2023" for "early
     August, 2023" or "Drama." for "drama and romance", agreed with the sources' judges where
     the matcher's misses did not (docs/scoring.md)."""
@@ -174,6 +213,9 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
         return FactGrade(0.0, "abstain")
     if bare_list(task.answer):
         return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
+    if (share := unsupported(task)) is not None:
+        return FactGrade(0.0, "unsupported", reason=f"a long answer holding {share:.0%} of the "
+                                                    "fact's words and figures")
     return None
 
 
