@@ -8,7 +8,9 @@ refuse those credits without asking the model anything more:
 
 - ``gate``: an answer of ``L`` characters or more must hold ``g`` of the fact's content words
   and figures (lens.scoring.grading.offline_grader.support) before P(yes) can credit it;
-- ``long-threshold``: an answer of ``L`` characters or more is credited only at P(yes) >= ``t``.
+- ``long-threshold``: an answer of ``L`` characters or more is credited at P(yes) >= ``t`` (a
+  stricter or a looser threshold than the shipped one);
+- ``gate+threshold``: both, the gate and another threshold for the long answers it passes.
 
 Only the rows a choice may rest on are read: ``lens-v2``'s development half and the
 third-party sources; ``lens-v2``'s held-out half is never read here. A rule is chosen for each
@@ -37,7 +39,8 @@ from lens.scoring.grading.offline_grader import PRESENT_AT, FactTask, support
 # Longest first: among rules that tie on every count, the one reaching fewest answers.
 LENGTHS = (2000, 1500, 1000, 500)
 SUPPORTS = (0.2, 0.3, 0.4, 0.5)
-LONG_THRESHOLDS = (0.65, 0.7, 0.75, 0.8)
+LONG_THRESHOLDS = (0.4, 0.45, 0.5, 0.55, 0.65, 0.7, 0.75, 0.8)
+GATED_THRESHOLDS = (0.45, 0.5, 0.55)
 
 # A rule: the grade of a pair the version-2 checks left open, from its row and P(yes).
 Rule = Callable[[GradedFact, float], float]
@@ -47,12 +50,13 @@ def v2_rule(row: GradedFact, p: float) -> float:
     return 1.0 if p >= PRESENT_AT else 0.0
 
 
-def gate(length: int, share: float) -> Rule:
+def gate(length: int, share: float, at: float = PRESENT_AT) -> Rule:
     def rule(row: GradedFact, p: float) -> float:
-        if len(row.answer) >= length and max(support(f, row.answer)
-                                             for f in row.forms()) < share:
+        if len(row.answer) < length:
+            return v2_rule(row, p)
+        if max(support(f, row.answer) for f in row.forms()) < share:
             return 0.0
-        return v2_rule(row, p)
+        return 1.0 if p >= at else 0.0
     return rule
 
 
@@ -67,6 +71,8 @@ def rules() -> dict[str, Rule]:
     out |= {f"gate L {n} support {g}": gate(n, g) for n in LENGTHS for g in SUPPORTS}
     out |= {f"long-threshold L {n} P(yes) {t}": long_threshold(n, t)
             for n in LENGTHS for t in LONG_THRESHOLDS}
+    out |= {f"gate+threshold L {n} support {g} P(yes) {t}": gate(n, g, t)
+            for n in LENGTHS for g in SUPPORTS for t in GATED_THRESHOLDS}
     return out
 
 

@@ -75,6 +75,10 @@ RULED_COVERAGE = 0.8
 # answers are shorter; the gate leaves them as they were): docs/scoring.md, "Version 3".
 LONG_ANSWER_CHARS = 1000
 SUPPORT_AT = 0.3
+# The threshold on P(yes) for a long answer the gate passes: lower than PRESENT_AT, because
+# once the answer holds the fact's words, the model's doubt on a long answer is mostly the
+# length's (chosen with the gate, on the same rows).
+LONG_PRESENT_AT = 0.5
 
 
 def prompt_hash() -> str:
@@ -173,11 +177,15 @@ def support(fact: str, answer: str) -> float:
     return held / (len(words) + len(figures))
 
 
+def long_answer(task: FactTask) -> bool:
+    return len(task.answer) >= LONG_ANSWER_CHARS
+
+
 def unsupported(task: FactTask) -> float | None:
     """The fact's :func:`support` in a long answer when it is below ``SUPPORT_AT``, else None
     (a short answer may state a fact in few words of its own: "Drama." for "drama and
     romance")."""
-    if len(task.answer) < LONG_ANSWER_CHARS:
+    if not long_answer(task):
         return None
     share = support(task.fact, task.answer)
     return share if share < SUPPORT_AT else None
@@ -227,7 +235,7 @@ class OfflineGrader:
     def __init__(self, model: ChoiceModel | None = None, *, model_name: str = DEFAULT_MODEL,
                  model_identity: str | None = None, n_threads: int | None = None,
                  n_ctx: int = 4096, present_at: float = PRESENT_AT,
-                 partial_at: float = PARTIAL_AT,
+                 partial_at: float = PARTIAL_AT, long_present_at: float = LONG_PRESENT_AT,
                  store: RunStore | None = None, cache: ModelCache | None = None) -> None:
         self.model_name = model_name
         self._model = model
@@ -236,6 +244,7 @@ class OfflineGrader:
         self._n_ctx = n_ctx
         self.present_at = present_at
         self.partial_at = partial_at
+        self.long_present_at = long_present_at
         self.cache = cache
         self._cache_path: Path | None = None
         self.calls = 0
@@ -311,28 +320,31 @@ class OfflineGrader:
         """What this grader's grades depend on: it enters the run's scoring condition."""
         return {"grader": NAME, "version": VERSION, "model": self.model_identity,
                 "prompt_hash": prompt_hash(), "present_at": self.present_at,
-                "partial_at": self.partial_at}
+                "partial_at": self.partial_at, "long_answer_chars": LONG_ANSWER_CHARS,
+                "support_at": SUPPORT_AT, "long_present_at": self.long_present_at}
 
     def key(self, task: FactTask) -> str:
         payload = json.dumps([VERSION, self.model_identity, prompt_hash(), task.question,
                               task.fact, task.answer], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    def _from_probabilities(self, probs: dict[str, float], reused: bool) -> FactGrade:
+    def _from_probabilities(self, task: FactTask, probs: dict[str, float],
+                            reused: bool) -> FactGrade:
         p, q = float(probs["yes"]), float(probs["partly"])
-        return FactGrade(grade_from(p, self.present_at, self.partial_at), "model", p, q,
-                         reused)
+        present_at = self.long_present_at if long_answer(task) else self.present_at
+        return FactGrade(grade_from(p, present_at, min(self.partial_at, present_at)), "model",
+                         p, q, reused)
 
     def _ask(self, task: FactTask, key: str) -> FactGrade:
         if key in self._known:
             self.reused += 1
-            return self._from_probabilities(self._known[key], True)
+            return self._from_probabilities(task, self._known[key], True)
         cache = self._model_cache()
         if cache is not None and (hit := cache.get(key)) is not None:
             self.reused += 1
             probs = json.loads(hit.text)
             self._remember(key, probs, cached=True)
-            return self._from_probabilities(probs, True)
+            return self._from_probabilities(task, probs, True)
         try:
             probs = self._client().choice_probabilities(
                 render(task.question, task.fact, task.answer), CHOICES)
@@ -345,7 +357,7 @@ class OfflineGrader:
             cache.put(key, Completion(text=json.dumps(probs), provider="offline_grader",
                                                model=self.model_name, cost_usd=0.0))
         self._remember(key, probs, cached=False)
-        return self._from_probabilities(probs, False)
+        return self._from_probabilities(task, probs, False)
 
     def _remember(self, key: str, probs: dict[str, float], *, cached: bool) -> None:
         self._known[key] = probs
