@@ -31,8 +31,14 @@ from typing import Any
 
 from bench.common import md_table
 from bench.grader_agreement import agree, choice_rows, probability, saved_path
-from bench.grader_sources import LENS_V2_DIR, MEMOBASE_DIR, SOURCES_DIR, ZEP_DIR, GradedFact, \
-    load_all
+from bench.grader_sources import (
+    LENS_V2_DIR,
+    MEMOBASE_DIR,
+    SOURCES_DIR,
+    ZEP_DIR,
+    GradedFact,
+    load_all,
+)
 from bench.grader_variants import version2_cheap_grade
 from lens.scoring.grading.offline_grader import PRESENT_AT, FactTask, support
 

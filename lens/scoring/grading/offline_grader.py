@@ -203,10 +203,11 @@ def grade_from(p_present: float, present_at: float = PRESENT_AT,
 def cheap_grade(task: FactTask) -> FactGrade | None:
     """The grade the cheap checks settle (empty, the matcher's credit, a restated fact the
     matcher rejects, abstention, a bare list of values, a long answer without the fact's
-    words), or None when the model must read the answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
-    included: on graded third-party answers the model, reading "August 2023" for "early
-    August, 2023" or "Drama." for "drama and romance", agreed with the sources' judges where
-    the matcher's misses did not (docs/scoring.md)."""
+    words), or None when the model must read the answer. Any other fact the matcher misses
+    goes to the model, short golds, dates and figures included: on graded third-party answers
+    the model, reading "August 2023" for "early August, 2023" or "Drama." for "drama and
+    romance", agreed with the sources' judges where the matcher's misses did not
+    (docs/scoring.md)."""
     if not task.answer.strip():
         return FactGrade(0.0, "empty")
     match = match_fact(task.fact, AnswerText(task.answer))
