@@ -101,7 +101,7 @@ def score(rows: list[GradedFact], cheap: dict[str, float | None],
     grades: dict[str, float | None] = {}
     for r in rows:
         c = cheap[r.id]
-        p = probability(saved[r.id])
+        p = probability(saved[r.id]) if r.id in saved else None
         grades[r.id] = c if c is not None else None if p is None else rule(r, p)
     a = agree(rows, grades, {r.id: r.label for r in rows})
     return a.kappa, a.answer_r
@@ -112,7 +112,7 @@ def _changes(rows: list[GradedFact], cheap: dict[str, float | None],
     """How many of version 2's grades of ``rows`` the rule changes."""
     n = 0
     for r in rows:
-        p = probability(saved[r.id])
+        p = probability(saved[r.id]) if r.id in saved else None
         if cheap[r.id] is None and p is not None and rule(r, p) != v2_rule(r, p):
             n += 1
     return n
@@ -137,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench.grader_agreement import _resume
 
     saved = _resume(path)
-    sources = {name: [r for r in choice_rows(rows) if r.id in saved]
+    # Every fact of each answer the model read: a fact version 2's checks settle was not sent
+    # to it (and no rule here changes its grade), but it is part of its answer's recall.
+    read = {r.answer_id for rows in found.values() for r in rows if r.id in saved}
+    sources = {name: [r for r in choice_rows(rows) if r.answer_id in read]
                for name, rows in found.items()}
     sources = {name: rows for name, rows in sources.items() if rows}
     names = list(sources)

@@ -346,7 +346,7 @@ def test_version_3_reads_a_long_answer_by_its_support_and_its_own_threshold() ->
     from lens.scoring.grading.offline_grader import LONG_ANSWER_CHARS, LONG_PRESENT_AT
 
     fact = "the keyword filter never triggered because the student avoided trigger phrases"
-    filler = "The tutor logged each session and answered questions on essay structure. " * 20
+    filler = "The tutor logged each session and answered questions on essay structure. " * 25
     assert len(filler) >= LONG_ANSWER_CHARS
     rows = [GradedFact("s", "bare", "bare", "q", fact, filler, 0.0),
             GradedFact("s", "held", "held", "q", fact,

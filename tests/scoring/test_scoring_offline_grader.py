@@ -18,6 +18,7 @@ from lens.scoring.grading.offline_grader import (
     CHOICES,
     EVENT,
     LONG_ANSWER_CHARS,
+    LONG_PRESENT_AT,
     PRESENT_AT,
     SUPPORT_AT,
     FactTask,
@@ -83,7 +84,7 @@ def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
 ANALYSIS = " ".join(
     f"Session {n}: the learner asked about essay structure, citations and grading rubrics; "
     "the tutor answered each request and logged the exchange for the weekly summary."
-    for n in range(1, 9))
+    for n in range(1, 13))
 
 
 def test_a_long_answer_without_the_facts_words_is_unsupported_without_the_model() -> None:
@@ -98,9 +99,21 @@ def test_a_long_answer_without_the_facts_words_is_unsupported_without_the_model(
     assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
     # The same paraphrase inside the long analysis is still the model's to read when it holds
     # enough of the fact's words.
-    stated = ANALYSIS + " No filter ever fired: the student avoided every banned word."
+    stated = ("The keyword list was reviewed in week one. " + ANALYSIS
+              + " No filter ever fired: the student avoided every banned word.")
     assert support(FACT, stated) >= SUPPORT_AT
     assert cheap_grade(FactTask(Q, FACT, stated)) is None
+
+
+def test_a_long_answer_the_gate_passes_is_read_at_its_own_threshold() -> None:
+    p = (LONG_PRESENT_AT + PRESENT_AT) / 2
+    long_ = ("The keyword list was reviewed in week one. " + ANALYSIS
+             + " No filter ever fired: the student avoided every banned word.")
+    model = FakeModel({"banned": (p, 0.05)})
+    g = grader(model)
+    graded = g.grade([FactTask(Q, FACT, long_), FactTask(Q, FACT, PARAPHRASE)])
+    assert [(x.grade, x.method) for x in graded] == [(1.0, "model"), (0.0, "model")]
+    assert g.condition()["long_present_at"] == LONG_PRESENT_AT < PRESENT_AT
 
 
 def test_support_counts_the_facts_words_and_figures_anywhere() -> None:

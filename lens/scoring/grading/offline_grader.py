@@ -19,9 +19,10 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
    prompt (judge_prompts.FACT_GRADE_TEMPLATE: does the answer state the key fact, yes /
    partly / no) and its probability that the reply's next word is ``yes`` is read, normalised
    over the three words, in one forward pass: ``P(yes) >= present_at`` grades 1 (the local
-   judge's ``LOCAL_YES_AT``), ``P(yes) >= partial_at`` 0.5, anything else 0. The prompt is
-   the one the local judge reads (lens.scoring.judging.judge.local_fact_prompt), so the two
-   give the same grade to the same fact.
+   judge's ``LOCAL_YES_AT``; ``long_present_at`` for a long answer the gate passed),
+   ``P(yes) >= partial_at`` 0.5, anything else 0. The prompt is the one the local judge
+   reads (lens.scoring.judging.judge.local_fact_prompt), so on a short answer the two give
+   the same grade to the same fact.
 
 The matcher's rules on figures, dates and identifiers (denied, reversed, bare lists, another
 subject) still bind in lens's scoring: a fact the matcher vetoes earns no points whatever its
@@ -71,14 +72,14 @@ PARTIAL_AT = LOCAL_YES_AT
 # A fact whose words the answer restates this completely is the matcher's to decide.
 RULED_COVERAGE = 0.8
 # An answer this long (characters) must hold SUPPORT_AT of the fact's content words and figures
-# before the model reads it. Both chosen on lens-v2's development half (the third-party sources'
-# answers are shorter; the gate leaves them as they were): docs/scoring.md, "Version 3".
-LONG_ANSWER_CHARS = 1000
-SUPPORT_AT = 0.3
-# The threshold on P(yes) for a long answer the gate passes: lower than PRESENT_AT, because
-# once the answer holds the fact's words, the model's doubt on a long answer is mostly the
-# length's (chosen with the gate, on the same rows).
-LONG_PRESENT_AT = 0.5
+# before the model reads it, and the model's P(yes) of a long answer the gate passes credits at
+# LONG_PRESENT_AT: on long answers the model's P(yes) sits lower for every fact, those its judge
+# credited included, and the gate refuses what the lower threshold would wrongly let through.
+# The three chosen together on lens-v2's development half (bench/grader_gate.py; the
+# third-party sources' answers are shorter and read as before): docs/scoring.md, "Version 3".
+LONG_ANSWER_CHARS = 1500
+SUPPORT_AT = 0.4
+LONG_PRESENT_AT = 0.45
 
 
 def prompt_hash() -> str:
