@@ -180,13 +180,21 @@ def judge_probabilities(raw: str | None) -> dict[str, Any]:
                                   if isinstance(given.get(k), float | int)}}
 
 
-def _grade(g: dict[str, Any]) -> float | None:
+def _grade(g: dict[str, Any], row: dict[str, Any]) -> float | None:
     """A saved grade; a model grade is read again from its probability, so the table follows
-    the grader's thresholds without running the model again."""
+    the grader's thresholds (a long answer's its own) without running the model again."""
     if g.get("method") == "model" and g.get("p_present") is not None:
-        from lens.scoring.grading.offline_grader import grade_from
+        from lens.scoring.grading.offline_grader import (
+            LONG_PRESENT_AT,
+            PRESENT_AT,
+            FactTask,
+            grade_from,
+            long_answer,
+        )
 
-        return grade_from(g["p_present"])
+        long = long_answer(FactTask(row["question"], row["fact"], row["answer"]))
+        at = LONG_PRESENT_AT if long else PRESENT_AT
+        return grade_from(g["p_present"], at, at)
     return g["grade"]
 
 
@@ -196,7 +204,7 @@ def table(rows: list[dict[str, Any]], grades: dict[str, dict[str, Any]], name: s
     answers = {r["id"]: r["answer_id"] for r in rows}
     for part in ("all", "dev", "held-out"):
         sel = [r for r in rows if part == "all" or r["half"] == part]
-        mine = {r["id"]: _grade(grades[r["id"]]) for r in sel if r["id"] in grades}
+        mine = {r["id"]: _grade(grades[r["id"]], r) for r in sel if r["id"] in grades}
         labels = {r["id"]: r["label"] for r in sel}
         a = agreement(mine, labels, answers)
         out.append([name, part, str(a.pairs), _f(a.kappa), _f(a.precision), _f(a.recall),

@@ -25,7 +25,8 @@ Graders: ``matcher``; ``local`` (the shipped offline grader); ``local-open`` and
 (the model also reads pairs the shipped grader settles without it); ``judge-local`` (lens's
 per-fact judge prompt with the local model as the judge, read from its P(yes)); and the
 variants of bench.grader_variants (``split``, ``matcher-dates``, ``split-dates``,
-``matcher+yes``, ``local+yes``), read from the saved grades of the graders they name.
+``matcher+yes``, ``offline-v2``, ``local+yes``), read from the saved grades of the graders
+they name.
 
 ``--answers N`` grades at most N answers of each source (chosen by a hash of their ids); grades
 are kept in ``--work`` and a re-run resumes. ``--subset-of GRADER`` reports every grader on the

@@ -11,11 +11,14 @@
   the reverse: a gold "27 May 2023" is not stated by "May 2023".
 - ``split-dates``: ``split`` with the same date reading for its exact golds.
 - ``matcher+yes``: lens's offline grader as it ships: its cheap checks (an empty answer, the
-  matcher's credit, a restated fact the matcher rejects, an abstention:
+  matcher's credit, a restated fact the matcher rejects, an abstention, a bare list of values,
+  a long answer without enough of the fact's words:
   lens.scoring.grading.offline_grader.cheap_grade) and, for
   every other pair, the local judge's reading (``judge-local``: P(yes) of lens's per-fact judge
-  prompt, the offline grader's prompt, at the threshold; LOCAL_YES_AT as shipped), from the
-  saved verdicts.
+  prompt, the offline grader's prompt, at the threshold; LOCAL_YES_AT as shipped, and
+  LONG_PRESENT_AT for a long answer), from the saved verdicts.
+- ``offline-v2``: the offline grader's version 2, ``matcher+yes`` without the check of a long
+  answer's support (``unsupported``): the model reads those pairs too.
 - ``local+yes``: the previous offline grader's cheap checks (``previous_cheap_grade``: also a
   bare figure, id or date the matcher misses graded 0, and an answer of bare values "no
   claim") first, the local judge's P(yes) for the rest.
@@ -108,12 +111,12 @@ def bare_values(answer: str) -> bool:
 
 
 def previous_cheap_grade(task: Any) -> Any:
-    """The previous offline grader's cheap checks on a FactTask: the shipped ones, and a bare
+    """The previous offline grader's cheap checks on a FactTask: version 2's, and a bare
     figure, id or date the matcher misses and an answer of bare values, each graded 0 without
     the model."""
-    from lens.scoring.grading.offline_grader import FactGrade, cheap_grade
+    from lens.scoring.grading.offline_grader import FactGrade
 
-    settled = cheap_grade(task)
+    settled = version2_cheap_grade(task)
     if settled is not None:
         return settled
     if is_exact_fact(task.fact):
@@ -152,15 +155,19 @@ def _matcher_dates(rows: dict[str, GradedFact], matcher: Saved) -> Saved:
 
 
 def _checks_then_judge(rows: dict[str, GradedFact], judge: Saved,
-                       check: Callable[[Any], Any]) -> Saved:
-    from lens.scoring.grading.offline_grader import FactTask
+                       check: Callable[[Any], Any], long_at: float | None = None) -> Saved:
+    """``long_at``: the threshold on P(yes) of a long answer (the shipped grader's
+    LONG_PRESENT_AT); such a grade is kept as ``model-long``, which a reading at another
+    threshold leaves as it is (the threshold chosen on the others is the short answers')."""
+    from lens.scoring.grading.offline_grader import FactTask, long_answer
 
     out: Saved = {}
     for rid, saved in judge.items():
         row = rows.get(rid)
         if row is None:
             continue
-        settled = [check(FactTask(row.question, form, row.answer)) for form in row.forms()]
+        tasks = [FactTask(row.question, form, row.answer) for form in row.forms()]
+        settled = [check(t) for t in tasks]
         # A form the cheap checks credit credits the fact; the judge reads the fact when any
         # form is left open (it was asked about every form at once).
         if any(g is not None and g.grade == 1.0 for g in settled):
@@ -168,15 +175,27 @@ def _checks_then_judge(rows: dict[str, GradedFact], judge: Saved,
         elif None not in settled:
             out[rid] = {"id": rid, "grade": 0.0,
                         "method": next(g.method for g in settled if g is not None)}
+        elif long_at is not None and long_answer(tasks[0]) and saved.get("p_yes") is not None:
+            out[rid] = {**saved, "method": "model-long",
+                        "grade": 1.0 if float(saved["p_yes"]) >= long_at else 0.0}
         else:
             out[rid] = saved
     return out
 
 
-def _shipped_checks() -> Callable[[Any], Any]:
+def _shipped(rows: dict[str, GradedFact], judge: Saved) -> Saved:
+    from lens.scoring.grading.offline_grader import LONG_PRESENT_AT, cheap_grade
+
+    return _checks_then_judge(rows, judge, cheap_grade, LONG_PRESENT_AT)
+
+
+def version2_cheap_grade(task: Any) -> Any:
+    """The offline grader's version 2 checks: the shipped ones but the long answer's support,
+    which version 3 added (the model read those pairs)."""
     from lens.scoring.grading.offline_grader import cheap_grade
 
-    return cheap_grade
+    settled = cheap_grade(task)
+    return None if settled is not None and settled.method == "unsupported" else settled
 
 
 # Each variant: the saved graders it reads, and how it reads them.
@@ -186,8 +205,9 @@ VARIANTS: dict[str, tuple[tuple[str, ...], Callable[..., Saved]]] = {
     "matcher-dates": (("matcher",), _matcher_dates),
     "split-dates": (("matcher", "either"),
                     lambda rows, m, e: _split(rows, m, e, dates=True)),
-    "matcher+yes": (("judge-local",),
-                    lambda rows, j: _checks_then_judge(rows, j, _shipped_checks())),
+    "matcher+yes": (("judge-local",), _shipped),
+    "offline-v2": (("judge-local",),
+                   lambda rows, j: _checks_then_judge(rows, j, version2_cheap_grade)),
     "local+yes": (("judge-local",),
                   lambda rows, j: _checks_then_judge(rows, j, previous_cheap_grade)),
 }

@@ -335,3 +335,45 @@ def test_lens_v2_is_reported_scope_by_scope_at_the_shipped_threshold() -> None:
         n = sum(r.answer_id.split("-")[1] == scope for r in held)
         assert f"| {scope} | judge-local | 0.60 (shipped) | {n} | {n} | " in table
     assert "recall" in table and " 0.00 [0.00, 0.00] |" in table
+
+
+def test_version_3_reads_a_long_answer_by_its_support_and_its_own_threshold() -> None:
+    """The shipped variant (``matcher+yes``) settles a long answer without the fact's words as
+    unsupported and reads one that has them at LONG_PRESENT_AT, kept through a reading at
+    another threshold; ``offline-v2`` reads both at the one threshold, as version 2 did."""
+    from bench.grader_agreement import reading
+    from bench.grader_variants import variant
+    from lens.scoring.grading.offline_grader import LONG_ANSWER_CHARS, LONG_PRESENT_AT
+
+    fact = "the keyword filter never triggered because the student avoided trigger phrases"
+    filler = "The tutor logged each session and answered questions on essay structure. " * 25
+    assert len(filler) >= LONG_ANSWER_CHARS
+    rows = [GradedFact("s", "bare", "bare", "q", fact, filler, 0.0),
+            GradedFact("s", "held", "held", "q", fact,
+                       filler + "No filter fired: the student avoided every banned word.", 1.0)]
+    p = LONG_PRESENT_AT + 0.01
+    judge = {r.id: {"id": r.id, "grade": 1.0, "method": "model", "p_yes": p} for r in rows}
+    v3 = variant("matcher+yes", rows, {"judge-local": judge})
+    assert v3["bare"] == {"id": "bare", "grade": 0.0, "method": "unsupported"}
+    assert v3["held"]["method"] == "model-long" and v3["held"]["grade"] == 1.0
+    assert reading(v3["held"], 0.9) == 1.0
+    v2 = variant("offline-v2", rows, {"judge-local": judge})
+    assert v2 == judge and reading(v2["bare"], 0.9) == 0.0
+
+
+def test_the_gate_bench_reads_the_development_half_and_never_the_held_out(
+        tmp_path: Path) -> None:
+    _need_sources()
+    from bench.fact_grading import half
+
+    found, _ = load_all()
+    v2 = sample(found["lens-v2"], 20)
+    rows = [*v2, *sample(found["mab-ruler-qa"], 6)]
+    _saved_grades(tmp_path, "judge-local", rows,
+                  lambda r: {"grade": r.label, "method": "model", "p_yes": 0.3 + 0.4 * r.label})
+    out = subprocess.run([sys.executable, "-m", "bench.grader_gate", "--work", str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr
+    dev = sum(half(r.answer_id) == "dev" for r in v2)
+    assert f"lens-v2 ({dev}) kappa / r" in out.stdout
+    assert "| lens-v2 (held-out half) |" in out.stdout and "| version 2 |" in out.stdout

@@ -17,13 +17,17 @@ from lens.scoring.grading.fact_grader import is_model_free, resolve_grader
 from lens.scoring.grading.offline_grader import (
     CHOICES,
     EVENT,
+    LONG_ANSWER_CHARS,
+    LONG_PRESENT_AT,
     PRESENT_AT,
+    SUPPORT_AT,
     FactTask,
     OfflineGrader,
     abstains,
     cheap_grade,
     grade_from,
     render,
+    support,
 )
 
 Q = "Why did the tutoring bot's filter miss the student?"
@@ -73,6 +77,66 @@ def test_the_cheap_checks_settle_what_they_can_without_the_model() -> None:
     listed = cheap_grade(FactTask(Q, "auth p99 latency climbed from 224 ms to 531 ms",
                                   "CHG-5382, 224 ms, 531 ms, 2024-03-17 [s_ep_010] [s_ep_027]"))
     assert listed is not None and (listed.grade, listed.method) == (0.0, "no_claim")
+
+
+# A long analysis of the fact's topic that never states it: what the small model credited on
+# the LENS v2 answers its judge refused.
+ANALYSIS = " ".join(
+    f"Session {n}: the learner asked about essay structure, citations and grading rubrics; "
+    "the tutor answered each request and logged the exchange for the weekly summary."
+    for n in range(1, 13))
+
+
+def test_a_long_answer_without_the_facts_words_is_unsupported_without_the_model() -> None:
+    assert len(ANALYSIS) >= LONG_ANSWER_CHARS
+    assert support(FACT, ANALYSIS) < SUPPORT_AT
+    model = FakeModel({"Session": (0.95, 0.02)})
+    (out,) = grader(model).grade([FactTask(Q, FACT, ANALYSIS)])
+    assert (out.grade, out.method) == (0.0, "unsupported") and "of the fact's words" in out.reason
+    assert model.prompts == []
+    # A short answer may state the fact in words of its own: the model reads it.
+    assert support(FACT, PARAPHRASE) < SUPPORT_AT
+    assert cheap_grade(FactTask(Q, FACT, PARAPHRASE)) is None
+    # The same paraphrase inside the long analysis is still the model's to read when it holds
+    # enough of the fact's words.
+    stated = ("The keyword list was reviewed in week one. " + ANALYSIS
+              + " No filter ever fired: the student avoided every banned word.")
+    assert support(FACT, stated) >= SUPPORT_AT
+    assert cheap_grade(FactTask(Q, FACT, stated)) is None
+
+
+def test_a_long_answer_the_gate_passes_is_read_at_its_own_threshold() -> None:
+    p = (LONG_PRESENT_AT + PRESENT_AT) / 2
+    long_ = ("The keyword list was reviewed in week one. " + ANALYSIS
+             + " No filter ever fired: the student avoided every banned word.")
+    model = FakeModel({"banned": (p, 0.05)})
+    g = grader(model)
+    graded = g.grade([FactTask(Q, FACT, long_), FactTask(Q, FACT, PARAPHRASE)])
+    assert [(x.grade, x.method) for x in graded] == [(1.0, "model"), (0.0, "model")]
+    assert g.condition()["long_present_at"] == LONG_PRESENT_AT < PRESENT_AT
+
+
+def test_support_counts_the_facts_words_and_figures_anywhere() -> None:
+    assert support("auth p99 latency rose to 531 ms",
+                   "For auth, p99 latency climbed until it reached 531 ms.") == 1.0
+    # 224 is not 531: the figure is the fact's, the words alone are not all of it.
+    assert support("auth p99 latency rose to 531 ms",
+                   "Auth p99 latency rose to 224 ms.") < 1.0
+    assert support("", "anything") == 1.0
+
+
+def test_stuffing_an_answer_with_the_facts_words_does_not_pass_on_its_own() -> None:
+    """The adversary: a long answer that scatters every word of the fact over unrelated
+    sentences passes the support gate, and the model, not the gate, decides; it refuses."""
+    words = FACT.split()
+    stuffed = ANALYSIS + " " + " ".join(
+        f"Note {n}: {w} was mentioned in passing." for n, w in enumerate(words))
+    assert support(FACT, stuffed) == 1.0
+    task = FactTask(Q, FACT, stuffed)
+    assert cheap_grade(task) is None  # neither the matcher nor the gate settles it
+    model = FakeModel({"Note": (0.2, 0.1)})
+    (out,) = grader(model).grade([task])
+    assert (out.grade, out.method) == (0.0, "model") and len(model.prompts) == 1
 
 
 def test_abstention_needs_a_short_answer_without_figures() -> None:

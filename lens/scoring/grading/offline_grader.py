@@ -9,13 +9,20 @@ Each (question, key fact, answer) is settled by the cheapest check that can sett
 3. an answer that abstains ("I do not have enough information") grades 0: it states nothing;
    so does one that only lists three or more values and references ("CHG-5382, 224 ms,
    531 ms [e1]");
-4. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
+4. a long answer (``LONG_ANSWER_CHARS`` or more) that holds less than ``SUPPORT_AT`` of the
+   fact's content words and figures anywhere grades 0 (``unsupported``): the small model,
+   reading a long analysis of the fact's topic, says yes to facts it never states, and an
+   answer that states a sentence-long fact in its own words still shares some of them. The
+   gate only refuses; an answer that passes it is still the model's to credit, so stuffing an
+   answer with the fact's words earns nothing on its own;
+5. otherwise the local model (Qwen2.5-Coder-1.5B, llama.cpp) reads lens's per-fact judge
    prompt (judge_prompts.FACT_GRADE_TEMPLATE: does the answer state the key fact, yes /
    partly / no) and its probability that the reply's next word is ``yes`` is read, normalised
    over the three words, in one forward pass: ``P(yes) >= present_at`` grades 1 (the local
-   judge's ``LOCAL_YES_AT``), ``P(yes) >= partial_at`` 0.5, anything else 0. The prompt is
-   the one the local judge reads (lens.scoring.judging.judge.local_fact_prompt), so the two
-   give the same grade to the same fact.
+   judge's ``LOCAL_YES_AT``; ``long_present_at`` for a long answer the gate passed),
+   ``P(yes) >= partial_at`` 0.5, anything else 0. The prompt is the one the local judge
+   reads (lens.scoring.judging.judge.local_fact_prompt), so on a short answer the two give
+   the same grade to the same fact.
 
 The matcher's rules on figures, dates and identifiers (denied, reversed, bare lists, another
 subject) still bind in lens's scoring: a fact the matcher vetoes earns no points whatever its
@@ -46,11 +53,13 @@ from lens.scoring.judging.judge_prompts import (
     judge_prompts_hash,
 )
 from lens.scoring.text.facts import AnswerText, match_fact
+from lens.scoring.text.lexicon import content_stems, normalise
 
 NAME = "local"
 # Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
 # 2: lens's per-fact judge prompt read by P(yes), the matcher's misses read by the model.
-VERSION = 2
+# 3: a long answer sharing too few of the fact's words is not read by the model (unsupported).
+VERSION = 3
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 EVENT = "offline_fact_grade"
 CHOICES = FACT_GRADE_CHOICES
@@ -62,6 +71,16 @@ PRESENT_AT = LOCAL_YES_AT
 PARTIAL_AT = LOCAL_YES_AT
 # A fact whose words the answer restates this completely is the matcher's to decide.
 RULED_COVERAGE = 0.8
+# An answer this long (characters) must hold SUPPORT_AT of the fact's content words and figures
+# before the model reads it, and the model's P(yes) of a long answer the gate passes credits at
+# LONG_PRESENT_AT: on long answers the model's P(yes) of the facts its judge credited sat near or
+# below PRESENT_AT (mean 0.59, the others 0.49), and the gate refuses much of what the lower
+# threshold would wrongly let through.
+# The three chosen together on lens-v2's development half (bench/grader_gate.py; the
+# third-party sources' answers are shorter and read as before): docs/scoring.md, "Version 3".
+LONG_ANSWER_CHARS = 1500
+SUPPORT_AT = 0.4
+LONG_PRESENT_AT = 0.45
 
 
 def prompt_hash() -> str:
@@ -95,7 +114,8 @@ class FactTask:
 class FactGrade:
     # 1, 0.5, 0, or None when the model call failed (unknown, never 0).
     grade: float | None
-    # "empty", "matcher", "abstain", "no_claim", "model" or "error": which check settled it.
+    # "empty", "matcher", "abstain", "no_claim", "unsupported", "model" or "error": which check
+    # settled it.
     method: str
     # The model's probabilities of "yes" (the fact is present) and "partly".
     p_present: float | None = None
@@ -144,6 +164,35 @@ def bare_list(answer: str) -> bool:
     return len(items) >= 3 and len(words) < 3
 
 
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def support(fact: str, answer: str) -> float:
+    """The share of the fact's content words (as crude stems) and figures that the answer holds
+    anywhere, in any order (1.0 for a fact with none)."""
+    words = set(content_stems(normalise(fact)))
+    figures = set(_FIGURE.findall(fact))
+    if not words and not figures:
+        return 1.0
+    held = len(words & set(content_stems(normalise(answer))))
+    held += len(figures & set(_FIGURE.findall(answer)))
+    return held / (len(words) + len(figures))
+
+
+def long_answer(task: FactTask) -> bool:
+    return len(task.answer) >= LONG_ANSWER_CHARS
+
+
+def unsupported(task: FactTask) -> float | None:
+    """The fact's :func:`support` in a long answer when it is below ``SUPPORT_AT``, else None
+    (a short answer may state a fact in few words of its own: "Drama." for "drama and
+    romance")."""
+    if not long_answer(task):
+        return None
+    share = support(task.fact, task.answer)
+    return share if share < SUPPORT_AT else None
+
+
 def grade_from(p_present: float, present_at: float = PRESENT_AT,
                partial_at: float = PARTIAL_AT) -> float:
     if p_present >= present_at:
@@ -155,11 +204,12 @@ def grade_from(p_present: float, present_at: float = PRESENT_AT,
 
 def cheap_grade(task: FactTask) -> FactGrade | None:
     """The grade the cheap checks settle (empty, the matcher's credit, a restated fact the
-    matcher rejects, abstention, a bare list of values), or None when the model must read the
-    answer. Any other fact the matcher misses goes to the model, short golds, dates and figures
-    included: on graded third-party answers the model, reading "August 2023" for "early
-    August, 2023" or "Drama." for "drama and romance", agreed with the sources' judges where
-    the matcher's misses did not (docs/scoring.md)."""
+    matcher rejects, abstention, a bare list of values, a long answer without the fact's
+    words), or None when the model must read the answer. Any other fact the matcher misses
+    goes to the model, short golds, dates and figures included: on graded third-party answers
+    the model, reading "August 2023" for "early August, 2023" or "Drama." for "drama and
+    romance", agreed with the sources' judges where the matcher's misses did not
+    (docs/scoring.md)."""
     if not task.answer.strip():
         return FactGrade(0.0, "empty")
     match = match_fact(task.fact, AnswerText(task.answer))
@@ -174,6 +224,9 @@ def cheap_grade(task: FactTask) -> FactGrade | None:
         return FactGrade(0.0, "abstain")
     if bare_list(task.answer):
         return FactGrade(0.0, "no_claim", reason="only values and references, no claim")
+    if (share := unsupported(task)) is not None:
+        return FactGrade(0.0, "unsupported", reason=f"a long answer holding {share:.0%} of the "
+                                                    "fact's words and figures")
     return None
 
 
@@ -185,7 +238,7 @@ class OfflineGrader:
     def __init__(self, model: ChoiceModel | None = None, *, model_name: str = DEFAULT_MODEL,
                  model_identity: str | None = None, n_threads: int | None = None,
                  n_ctx: int = 4096, present_at: float = PRESENT_AT,
-                 partial_at: float = PARTIAL_AT,
+                 partial_at: float = PARTIAL_AT, long_present_at: float = LONG_PRESENT_AT,
                  store: RunStore | None = None, cache: ModelCache | None = None) -> None:
         self.model_name = model_name
         self._model = model
@@ -194,6 +247,7 @@ class OfflineGrader:
         self._n_ctx = n_ctx
         self.present_at = present_at
         self.partial_at = partial_at
+        self.long_present_at = long_present_at
         self.cache = cache
         self._cache_path: Path | None = None
         self.calls = 0
@@ -269,28 +323,31 @@ class OfflineGrader:
         """What this grader's grades depend on: it enters the run's scoring condition."""
         return {"grader": NAME, "version": VERSION, "model": self.model_identity,
                 "prompt_hash": prompt_hash(), "present_at": self.present_at,
-                "partial_at": self.partial_at}
+                "partial_at": self.partial_at, "long_answer_chars": LONG_ANSWER_CHARS,
+                "support_at": SUPPORT_AT, "long_present_at": self.long_present_at}
 
     def key(self, task: FactTask) -> str:
         payload = json.dumps([VERSION, self.model_identity, prompt_hash(), task.question,
                               task.fact, task.answer], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    def _from_probabilities(self, probs: dict[str, float], reused: bool) -> FactGrade:
+    def _from_probabilities(self, task: FactTask, probs: dict[str, float],
+                            reused: bool) -> FactGrade:
         p, q = float(probs["yes"]), float(probs["partly"])
-        return FactGrade(grade_from(p, self.present_at, self.partial_at), "model", p, q,
-                         reused)
+        present_at = self.long_present_at if long_answer(task) else self.present_at
+        return FactGrade(grade_from(p, present_at, min(self.partial_at, present_at)), "model",
+                         p, q, reused)
 
     def _ask(self, task: FactTask, key: str) -> FactGrade:
         if key in self._known:
             self.reused += 1
-            return self._from_probabilities(self._known[key], True)
+            return self._from_probabilities(task, self._known[key], True)
         cache = self._model_cache()
         if cache is not None and (hit := cache.get(key)) is not None:
             self.reused += 1
             probs = json.loads(hit.text)
             self._remember(key, probs, cached=True)
-            return self._from_probabilities(probs, True)
+            return self._from_probabilities(task, probs, True)
         try:
             probs = self._client().choice_probabilities(
                 render(task.question, task.fact, task.answer), CHOICES)
@@ -303,7 +360,7 @@ class OfflineGrader:
             cache.put(key, Completion(text=json.dumps(probs), provider="offline_grader",
                                                model=self.model_name, cost_usd=0.0))
         self._remember(key, probs, cached=False)
-        return self._from_probabilities(probs, False)
+        return self._from_probabilities(task, probs, False)
 
     def _remember(self, key: str, probs: dict[str, float], *, cached: bool) -> None:
         self._known[key] = probs
