@@ -6,9 +6,10 @@ Home-made, for a need measured: aiohttp hands a request's body to a task of its 
 3.11 has no eager tasks, so there the body waits for the next turn of the event loop, behind
 every other task that is ready. At hundreds of requests in flight the replies arrive in bursts,
 and each of lens's next requests then waits until the whole burst has been handled: at 64
-questions in flight against a 100 ms provider, lens kept the provider busy 0.81 of the time with
-the deferred write and 0.92 with the eager one, on the same loaded machine (bench/RESULTS.md,
-"aiohttp's body writer started eagerly"). No library offers eager tasks on 3.11.
+questions in flight against a 100 ms provider, lens kept the provider busy 0.93 of the time with
+the deferred write and 0.96 with the eager one on an idle 2-core machine, 0.81 and 0.92 on a
+loaded one (bench/RESULTS.md, "aiohttp's body writer started eagerly"). No library offers eager
+tasks on 3.11.
 
 :func:`install` sets a task factory on the running loop that starts that one coroutine at once,
 in the caller's turn, and leaves every other task to asyncio's own constructor. It is installed
