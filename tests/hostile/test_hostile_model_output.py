@@ -16,6 +16,7 @@ import pytest
 from lens.runs.store import RunStore
 from tests.core.helpers import make_dataset, write_json
 from tests.hostile.test_hostile_runs import lens, only_run, write_config
+from tests.support.extras import requires_extra
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply, Responder
 
 KEY_ENV = "LENS_TEST_HOSTILE_MODEL_KEY"
@@ -270,3 +271,20 @@ def test_a_reply_whose_only_fault_is_its_usage_is_kept(tmp_path: Path, case: str
     lines = (run_dir / "records.jsonl").read_text(encoding="utf-8")
     assert lines.count('"usage_unknown"') == 1
     assert_clean(res, run_dir)
+
+
+@requires_extra("local")
+def test_a_cache_that_cannot_hold_the_grader_model_stops_scoring_with_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring's offline grader assembles the local model into the cache: a cache that cannot
+    take it (a full disk, or here a file where its folder should be) is the user's to fix, said
+    with the folder, the fix and the command that scores the answers kept."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "models").write_text("a file where the models folder should be")
+    res, run_dir, _ = run_against(tmp_path, None, monkeypatch)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "cannot write the assembled model" in res.stderr
+    assert str(tmp_path / "cache" / "models") in res.stderr and "LENS_CACHE_DIR" in res.stderr
+    assert f"lens score {run_dir}" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert RunStore.open(run_dir).load_records()  # the answers are kept

