@@ -366,3 +366,18 @@ async def test_a_fact_the_matcher_vetoes_is_not_read_by_the_model(tmp_path: Path
     assert "veto" in facts["auth p99 latency: 531 ms"].get("reason", "")
     assert len(model.prompts) == 1
     assert list(facts) == [FACT, "auth p99 latency: 531 ms"]
+
+
+def test_a_change_of_decision_alone_keeps_the_saved_probabilities(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key names what the model was asked; the grader's version names the decision."""
+    from lens.scoring.grading import offline_grader
+
+    grader = offline_grader.OfflineGrader(model_identity="m")
+    task = offline_grader.FactTask(question="q?", fact="the fact", answer="an answer")
+    key = grader.key(task)
+    monkeypatch.setattr(offline_grader, "VERSION", offline_grader.VERSION + 1)
+    assert grader.key(task) == key
+    monkeypatch.setattr(offline_grader, "PROBABILITY_VERSION",
+                        offline_grader.PROBABILITY_VERSION + 1)
+    assert grader.key(task) != key

@@ -56,10 +56,14 @@ from lens.scoring.text.facts import AnswerText, match_fact
 from lens.scoring.text.lexicon import content_stems, normalise
 
 NAME = "local"
-# Part of every verdict's key: raise it when the prompt's rendering or the decision changes.
+# The grader's version, recorded in the scoring condition: raise it when a grade can change.
 # 2: lens's per-fact judge prompt read by P(yes), the matcher's misses read by the model.
 # 3: a long answer sharing too few of the fact's words is not read by the model (unsupported).
 VERSION = 3
+# Part of every saved P(yes)'s key: raise it when what the model is asked changes. The decision
+# made from P(yes) is applied after the lookup, so a change of decision alone (version 3) keeps
+# the probabilities already paid for (about 11 s a fact on 2 cores).
+PROBABILITY_VERSION = 2
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 EVENT = "offline_fact_grade"
 CHOICES = FACT_GRADE_CHOICES
@@ -327,8 +331,8 @@ class OfflineGrader:
                 "support_at": SUPPORT_AT, "long_present_at": self.long_present_at}
 
     def key(self, task: FactTask) -> str:
-        payload = json.dumps([VERSION, self.model_identity, prompt_hash(), task.question,
-                              task.fact, task.answer], ensure_ascii=False)
+        payload = json.dumps([PROBABILITY_VERSION, self.model_identity, prompt_hash(),
+                              task.question, task.fact, task.answer], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def _from_probabilities(self, task: FactTask, probs: dict[str, float],
