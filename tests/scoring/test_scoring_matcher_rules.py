@@ -23,6 +23,8 @@ CASES = [
      "The rollback was caused by a config push.", "The rollback was caused by CHG-5382.", ()),
     (facts._bare_list, "CHG-5382: 224 ms",
      "CHG-5382, 224 ms, 307 ms.", "CHG-5382 raised the latency to 224 ms.", ()),
+    (facts._change_reversed, "output rose from 10 to 40 units a day",
+     "Output fell from 40 to 10 units a day.", "Output rose from 10 to 40 units a day.", ()),
     (facts._value_denied, "2024-07-19",
      "It is not true that it happened on 2024-07-19.", "It happened on 2024-07-19.", ()),
     (facts._figure_denied, "auth p99 latency: 531 ms",
@@ -92,3 +94,25 @@ def test_another_entity_lends_nothing() -> None:
         False, facts.ANOTHER_ENTITY)
     assert _check("CHG-5382 caused the rollback", "CHG-5382 caused the rollback.", ()) == (
         True, "")
+
+
+@pytest.mark.parametrize(("answer", "matched"), [
+    ("It went from 10 to 40 units a day.", True),
+    ("It went 10 → 40 units a day.", True),
+    ("It rose to 40 units a day from 10 units a day.", True),
+    ("It was 10 units a day before the change and 40 units a day after.", True),
+    ("Latency rose from 224 ms to 531 ms.", True),
+    ("It fell from 40 to 10 units a day.", False),
+    ("It went 40 → 10 units a day.", False),
+    ("It fell to 10 units a day from 40 units a day.", False),
+])
+def test_a_change_between_figures_keeps_its_order(answer: str, matched: bool) -> None:
+    """A fact "from A to B" is met by the change A → B in any of its spellings, and by both
+    figures said apart; the same figures as the change B → A are rejected, so a reversed change
+    earns nothing."""
+    fact = ("latency from 224 ms to 531 ms" if "ms" in answer
+            else "from 10 to 40 units a day")
+    m = match_fact(fact, AnswerText(answer))
+    assert m.matched is matched
+    if not matched:
+        assert m.reason == "change reversed"

@@ -28,10 +28,10 @@ REPLAY_JUDGE = {"model": "scripted/replay", "options": {"replies": [
     {"text": '{"grade": "partial", "reason": "r"}'}]}}
 
 EXPECTED = {
-    "plain": "3939e3f8accadaef104ee7eaeb9017e0fe88d8fe809471d871601c9bc68f6a7a",
-    "judged": "5962ba456cb911f3c60d98f58c6ddfd555f1b70c2110e2d7cb92f7ea2b8acbb9",
-    "rescored": "5962ba456cb911f3c60d98f58c6ddfd555f1b70c2110e2d7cb92f7ea2b8acbb9",
-    "tier1": "8f858a2b07e61a180617744173209cc9bbc1506f60ef670b89513c02eb84087f",
+    "plain": "96862a2e1e2c4d595eb9a143d6948c3355c4db14a85828000758bccf47e9cc5b",
+    "judged": "19b38678ad0b71f89fcc14a654962cf4769f96837c39b9cd9339a6fa56cac7a4",
+    "rescored": "19b38678ad0b71f89fcc14a654962cf4769f96837c39b9cd9339a6fa56cac7a4",
+    "tier1": "17128c09fc9ca427fc00946c73900601e1072820d04443b2e3005588b32b9fed",
 }
 
 

@@ -35,7 +35,7 @@ from lens.scoring.text.conclusion import conclusion_as_fact
 FactGrader = FactGraderName
 # Matcher verdicts on a fact's value that no judge grade overrides.
 VETO_REASONS = frozenset({"figure missing", "date missing", "identifier missing", "denied",
-                          "bare list", "about another subject"})
+                          "bare list", "change reversed", "about another subject"})
 GRADERS = FACT_GRADERS
 
 

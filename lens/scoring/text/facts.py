@@ -170,6 +170,34 @@ class Clause:
     tokens: list[str] = field(default_factory=list)
     # Each proper name as written whole, as a set of stems (see _NAME_RUN).
     name_runs: list[frozenset[str]] = field(default_factory=list)
+    # Each change between two figures it states, as (from, to): "rose from 10 to 40", "up to
+    # 40 from 10" and "10 → 40" all give (10, 40).
+    changes: list[tuple[Number, Number]] = field(default_factory=list)
+
+
+_FROM_BEFORE = re.compile(r"\bfrom\s*$")
+_TO_BEFORE = re.compile(r"\bto\s*$")
+# Between the two figures of a change: "from 10 to 40", "from 10 units a day to 40", "10 → 40".
+_TO_BETWEEN = re.compile(r"^(?:\s*[a-z/%]+){0,4}?\s+to\s+$|^\s*(?:→|->|⟶)\s*$")
+_ARROW = ("→", "->", "⟶")
+_FROM_BETWEEN = re.compile(r"^(?:\s*[a-z/%]+){0,4}?\s+from\s+$")
+
+
+def changes_in(text: str, numbers: list[Number]) -> list[tuple[int, int]]:
+    """The changes ``text`` states between two of its figures (in order of appearance), as
+    (index of the figure changed from, index of the one changed to): "from 10 to 40 units",
+    "to 40 from 10", "10 → 40". Two figures merely side by side ("10 and 40") state none."""
+    out = []
+    for i, (a, b) in enumerate(itertools.pairwise(numbers)):
+        # Only the words right before the first figure matter; a bounded look keeps long
+        # answers linear.
+        before, between = text[max(0, a.start - 12):a.start], text[a.end:b.start]
+        if _TO_BETWEEN.match(between) and (_FROM_BEFORE.search(before)
+                                          or any(arrow in between for arrow in _ARROW)):
+            out.append((i, i + 1))
+        elif _TO_BEFORE.search(before) and _FROM_BETWEEN.match(between):
+            out.append((i + 1, i))
+    return out
 
 
 def _clause(raw: str) -> Clause:
@@ -191,7 +219,8 @@ def _clause(raw: str) -> Clause:
                or any(tok in NEGATION_WORDS or tok.endswith("n't") for tok in TOKEN.findall(norm)))
     worded = any(w not in _LIST_WORDS for w in re.findall(r"[a-z]{2,}", norm))
     return Clause(stems | set(keys), keys, numbers, dates, negated, ids_written=set(keys) | pairs,
-                  worded=worded, tokens=[stem(tok) for tok in toks])
+                  worded=worded, tokens=[stem(tok) for tok in toks],
+                  changes=[(numbers[i], numbers[j]) for i, j in changes_in(t, numbers)])
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
@@ -335,7 +364,7 @@ def _view(raw: str, parts: list[tuple[str, str]], clauses: list[Clause]) -> Sent
 
 # Bumped whenever a rule changes what matches, so that scores of two matcher versions are not
 # compared as one condition.
-MATCHER_VERSION = 6
+MATCHER_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -420,6 +449,8 @@ class _Fact:
     id_shapes: dict[str, str]
     main_denied: bool  # its main (first) statement is a denial
     about: _Subject | None = None  # what a fact in subject form is about
+    # The changes it states between its figures, as (from, to) indexes into ``numbers``.
+    changes: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def items(self) -> list[str]:
@@ -594,7 +625,7 @@ def _parse_statement(fact: str) -> _Fact:
                                     for w in sorted(c.stems & DIRECTIONS)))
     return _Fact(fact, v.numbers, noun_stems, v.dates, v.ids, names, words, directions,
                  _changed_subject(ordered, directions, name_words), v.id_shapes,
-                 main_denied=clauses[0].negated)
+                 main_denied=clauses[0].negated, changes=changes_in(v.digits, v.numbers))
 
 
 def _has(word: str, stems: set[str]) -> bool:
@@ -790,6 +821,25 @@ def _bare_list(sc: _Scope) -> bool:
     return bool(sc.anchors) and values > 1 and not any(c.worded for c in sc.usable)
 
 
+def _change_reversed(sc: _Scope) -> bool:
+    """Rejects a change between two figures stated the other way round: "fell from 40 to 10
+    units a day" for "from 10 to 40 units a day". It rejects only where every clause holding
+    both figures as a change states it reversed; both figures stated otherwise ("10 a day
+    before, 40 after") are left to the other rules."""
+    fact, tol = sc.fact, sc.settings.rel_tol
+    for i, j in fact.changes:
+        f_from, f_to = fact.numbers[i], fact.numbers[j]
+        both = set(sc.figure_hits[i]) & set(sc.figure_hits[j])
+        stated = [c for ci in sorted(both) for c in sc.usable[ci].changes]
+        forward = any(numbers_match(f_from, a, tol) and numbers_match(f_to, b, tol)
+                      for a, b in stated)
+        backward = any(numbers_match(f_to, a, tol) and numbers_match(f_from, b, tol)
+                       for a, b in stated)
+        if backward and not forward:
+            return True
+    return False
+
+
 def _value_denied(sc: _Scope) -> bool:
     """For a fact that is a figure, date or identifier alone: rejects it when every clause
     stating it is under a denial of the whole statement ("It is not true that ...")."""
@@ -878,6 +928,7 @@ VALUE_RULES: tuple[_Rule, ...] = (
 ANCHOR_RULES: tuple[_Rule, ...] = (
     ("identifier missing", _identifier_missing),
     ("bare list", _bare_list),
+    ("change reversed", _change_reversed),
 )
 # For a fact that is a figure, date or identifier alone (no words to find).
 VALUE_ALONE_RULES: tuple[_Rule, ...] = (
