@@ -24,6 +24,14 @@ kind and source, chosen by a hash of the answer's id (the same every run). Grade
 text, so an answer the builder now words differently is graded afresh) and a re-run resumes.
 Printed: per source and grader, the share of each kind accepted, the share of wrong answers
 accepted (goal: at most 5%) and of right answers (goal: at least 80%).
+
+``--long`` reads every answer as a memory agent that pastes what it retrieved writes it: the
+answer, then "What the conversations say:" and turns of the question's own conversation (its
+LoCoMo conversation, its LongMemEval sessions) until the answer reaches the offline grader's
+``LONG_ANSWER_CHARS``. A turn that states the gold (the matcher credits it, it holds half the
+gold's words and figures, or LongMemEval marks it as the answer's evidence) is never pasted, so a
+wrong answer stays wrong. The turns are taken in order from a place chosen by a hash of the
+answer's id. Grades go to ``WORK/<grader>-long.jsonl``.
 """
 
 from __future__ import annotations
@@ -86,6 +94,55 @@ def load_longmemeval(path: Path) -> list[GoldQuestion]:
     return [GoldQuestion(f"longmemeval/{i['question_id']}", i["question"], str(i["answer"]),
                          i["question_type"], "longmemeval")
             for i in items if "_abs" not in str(i["question_id"]) and _short(str(i["answer"]))]
+
+
+def locomo_turns(path: Path) -> dict[str, list[str]]:
+    """Each LoCoMo conversation's turns ("Caroline: ..."), by the group its questions share."""
+    out: dict[str, list[str]] = {}
+    for conv in json.loads(path.read_text(encoding="utf-8")):
+        sessions = conv.get("conversation", {})
+        keys = sorted((k for k in sessions if re.fullmatch(r"session_\d+", k)),
+                      key=lambda k: int(k.split("_")[1]))
+        out[conv["sample_id"]] = [f"{t.get('speaker', '')}: {t.get('text', '')}"
+                                  for k in keys for t in sessions[k] if t.get("text")]
+    return out
+
+
+def longmemeval_turns(path: Path) -> dict[str, list[str]]:
+    """Each LongMemEval question's session turns, its evidence turns left out, by question id."""
+    out: dict[str, list[str]] = {}
+    for item in json.loads(path.read_text(encoding="utf-8")):
+        out[f"longmemeval/{item['question_id']}"] = [
+            f"{t['role']}: {t['content'][:TURN_CHARS]}"
+            for session in item.get("haystack_sessions", []) for t in session
+            if not t.get("has_answer") and t.get("content")]
+    return out
+
+
+# A pasted turn is cut here: a few turns, not one assistant's essay, make up the padding.
+TURN_CHARS = 300
+
+
+def _states_gold(gold: str, turn: str) -> bool:
+    from lens.scoring.grading.offline_grader import support
+    from lens.scoring.text.facts import AnswerText, match_fact
+
+    return support(gold, turn) >= 0.5 or match_fact(gold, AnswerText(turn)).matched
+
+
+def lengthened(a: BuiltAnswer, gold: str, turns: Sequence[str]) -> BuiltAnswer:
+    """``a`` followed by turns of its conversation that do not state ``gold``, past the
+    offline grader's ``LONG_ANSWER_CHARS`` (as long as the conversation allows)."""
+    from lens.scoring.grading.offline_grader import LONG_ANSWER_CHARS
+
+    text = a.answer + "\n\nWhat the conversations say:"
+    start = int(hashlib.sha256(a.id.encode()).hexdigest(), 16) % max(1, len(turns))
+    for turn in [*turns[start:], *turns[:start]]:
+        if len(text) >= LONG_ANSWER_CHARS:
+            break
+        if not _states_gold(gold, turn):
+            text += "\n- " + turn
+    return BuiltAnswer(a.id + "+long", a.question_id, a.kind, text)
 
 
 def sample(answers: Sequence[BuiltAnswer], per_kind: int) -> list[BuiltAnswer]:
@@ -389,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", default="llama_cpp/default")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--long", action="store_true",
+                    help="read each answer padded past LONG_ANSWER_CHARS with its "
+                         "conversation's turns (see the module's docstring)")
     args = ap.parse_args(argv)
     names = [g for g in args.graders.split(",") if g]
     problems = [f"--graders: unknown {g}; choose from {', '.join(GRADERS)}" for g in names
@@ -406,13 +466,27 @@ def main(argv: list[str] | None = None) -> int:
     answers = build_all([q for q in questions if q.source == "locomo"]) + build_all(
         [q for q in questions if q.source == "longmemeval"])
     print(f"{len(questions)} questions, {len(answers)} answers built")
+    turns = ({**locomo_turns(args.locomo), **longmemeval_turns(args.longmemeval)}
+             if args.long else {})
+
+    def read_as(chosen: list[BuiltAnswer]) -> list[BuiltAnswer]:
+        if not args.long:
+            return chosen
+        return [lengthened(a, by_id[a.question_id].gold,
+                           turns.get(by_id[a.question_id].group
+                                     if by_id[a.question_id].source == "locomo"
+                                     else a.question_id, []))
+                for a in chosen]
+
+    shown: dict[str, BuiltAnswer] = {}
     args.work.mkdir(parents=True, exist_ok=True)
     graded: dict[str, Grades] = {}
     for name in names:
         per_kind = (args.judge_per_kind if name in ("judge-local", "official")
                     and args.judge_per_kind is not None else args.per_kind)
-        chosen = answers if name == "matcher" else sample(answers, per_kind)
-        path = args.work / f"{name}.jsonl"
+        chosen = read_as(answers if name == "matcher" else sample(answers, per_kind))
+        shown.update((a.id, a) for a in chosen)
+        path = args.work / f"{name}{'-long' if args.long else ''}.jsonl"
         started = time.process_time()
         if not args.report_only:
             GRADERS[name](chosen, by_id, path, args)
@@ -420,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             write_judge_local(judge_raw(path), path)
         print(f"{name}: {len(chosen)} answers, {time.process_time() - started:.0f} CPU s")
         graded[name] = _resume(path)
-    print(table(answers, graded))
+    print(table(list(shown.values()) if args.long else answers, graded))
     return 0
 
 

@@ -183,3 +183,60 @@ def test_a_grade_of_an_answer_worded_otherwise_is_not_counted() -> None:
     row = next(line for line in table([now, right], graded).splitlines()
                if line.startswith("| longmemeval | judge-local"))
     assert "0% (0/1)" in row, row
+
+
+def test_a_lengthened_answer_pastes_turns_that_do_not_state_the_gold() -> None:
+    """``--long`` reads each answer past the offline grader's length with turns of its own
+    conversation; a turn stating the gold is never pasted (a wrong answer stays wrong), the
+    answer itself comes first, and the same answer is lengthened the same way every time."""
+    from bench.wrong_answers import lengthened
+    from lens.scoring.grading.offline_grader import LONG_ANSWER_CHARS
+
+    turns = [f"Caroline: we talked about the weather on day {n} and the garden" for n in range(60)]
+    for n in range(0, 60, 5):  # wherever the pasting starts, it meets some of these
+        turns[n] = "Caroline: I went to the LGBTQ support group on 7 May 2023."
+    wrong = next(a for a in build(QUESTIONS[0], QUESTIONS) if a.kind == "specific")
+    long = lengthened(wrong, "7 May 2023", turns)
+    assert long.answer.startswith(wrong.answer + "\n\nWhat the conversations say:")
+    assert len(long.answer) >= LONG_ANSWER_CHARS
+    assert "7 May 2023" not in long.answer
+    assert not match_fact("7 May 2023", AnswerText(long.answer)).matched
+    assert (long.kind, long.question_id) == (wrong.kind, wrong.question_id)
+    assert long.id == wrong.id + "+long"
+    assert lengthened(wrong, "7 May 2023", turns) == long
+
+
+def test_the_bench_reads_lengthened_answers_from_real_conversations(tmp_path: Path) -> None:
+    locomo = require_beside("thirdparty", "zep-locomo", "locomo.json", what="LoCoMo's data")
+    lme = require_beside("thirdparty", "longmemeval", "longmemeval_oracle.json",
+                         what="LongMemEval's oracle set")
+    from bench.wrong_answers import (
+        load_locomo,
+        load_longmemeval,
+        locomo_turns,
+        longmemeval_turns,
+    )
+    from lens.scoring.grading.offline_grader import LONG_ANSWER_CHARS
+
+    conv = json.loads(locomo.read_text(encoding="utf-8"))[:1]
+    small = tmp_path / "locomo.json"
+    small.write_text(json.dumps(conv))
+    turns = locomo_turns(small)[conv[0]["sample_id"]]
+    assert len(turns) > 100 and all(": " in t for t in turns)
+    lme_turns = longmemeval_turns(lme)
+    items = {f"longmemeval/{i['question_id']}": i
+             for i in json.loads(lme.read_text(encoding="utf-8"))}
+    # Evidence turns are left out: none of a question's pasted turns is one LongMemEval marks.
+    some = next(iter(lme_turns))
+    evidence = [t["content"] for s in items[some]["haystack_sessions"] for t in s
+                if t.get("has_answer")]
+    assert evidence and not any(e[:100] in t for e in evidence for t in lme_turns[some])
+    from bench.wrong_answers import lengthened
+
+    for q in load_locomo(small)[:20] + load_longmemeval(lme)[:20]:
+        pool = turns if q.source == "locomo" else lme_turns[q.id]
+        for a in build(q, load_locomo(small) if q.source == "locomo" else [q]):
+            if a.right:
+                continue
+            long = lengthened(a, q.gold, pool)
+            assert len(long.answer) >= LONG_ANSWER_CHARS, (q.id, len(long.answer))
